@@ -1,0 +1,14 @@
+"""bdpd_jax: the BDPD commons-governance arena as a vectorized JAX batch simulator."""
+
+from ._env import apply_env
+
+apply_env()
+
+from . import kernels  # noqa: E402
+from .config import ArenaConfig, default_config  # noqa: E402
+from .kernels.policies import Policy  # noqa: E402
+from .results import Results  # noqa: E402
+from .simulate import simulate  # noqa: E402
+
+__all__ = ["ArenaConfig", "Policy", "Results", "default_config", "kernels", "simulate"]
+__version__ = "0.1.0"

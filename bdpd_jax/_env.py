@@ -1,0 +1,30 @@
+"""Process settings applied before jax is imported by the package's entry points.
+
+XLA's CPU backend in jaxlib 0.10 routes some fusions to YNNPACK, which runs the short
+per-player reductions of this game ~20x slower; an empty fusion-type list turns that off
+(bench/README.md has the figures). A user's own XLA_FLAGS always win.
+"""
+
+from __future__ import annotations
+
+import os
+
+YNN_OFF = "--xla_cpu_experimental_ynn_fusion_type="
+
+
+def apply_env() -> None:
+    if "XLA_FLAGS" not in os.environ:
+        os.environ["XLA_FLAGS"] = YNN_OFF
+
+
+def enable_compile_cache(path: str | None = None) -> None:
+    """Turn on JAX's persistent compilation cache (a warm compile then costs a fraction)."""
+    import jax
+
+    path = path or os.environ.get("BDPD_JAX_CACHE", os.path.expanduser("~/.cache/bdpd_jax/xla"))
+    try:
+        os.makedirs(path, exist_ok=True)
+        jax.config.update("jax_compilation_cache_dir", path)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
+    except OSError:
+        pass  # a read-only home only costs compile time

@@ -1,0 +1,80 @@
+"""From a validated ArenaConfig to the kernels' static Game and dynamic Params."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .config import ArenaConfig
+from .kernels.engines import get_engine
+from .kernels.game import Game
+from .kernels.params import OBS_VARS, OWN_VARS, RESOLUTIONS, ObsParams, Params, PlayerParams, farr
+from .kernels.policies import BUILTINS
+
+
+def policies_of(config: ArenaConfig, extra: tuple = ()) -> tuple[tuple, list[int]]:
+    """Distinct strategies in play (in order of first use) and each player's index into them."""
+    pols: list = []
+    index: list[int] = []
+    for p in config.require_players():
+        pol = BUILTINS[p.strategy] if isinstance(p.strategy, str) else p.strategy
+        if pol not in pols:
+            pols.append(pol)
+        index.append(pols.index(pol))
+    for pol in extra:
+        pol = BUILTINS[pol] if isinstance(pol, str) else pol
+        if pol not in pols:
+            pols.append(pol)
+    return tuple(pols), index
+
+
+def obs_params(config: ArenaConfig) -> ObsParams:
+    """Listed variables as configured; unlisted ones hidden, except the player's own."""
+    vis, noise, res = [], [], []
+    for name in OBS_VARS:
+        spec = config.observability.get(name)
+        if spec is None:
+            vis.append(name in OWN_VARS)
+            noise.append(0.0)
+            res.append(0)
+        else:
+            vis.append(spec.visible)
+            noise.append(spec.noise)
+            res.append(RESOLUTIONS.index(spec.resolution))
+    return ObsParams(
+        visible=jnp.asarray(vis, bool), noise=farr(noise), resolution=jnp.asarray(res, jnp.int32)
+    )
+
+
+def build(config: ArenaConfig, *, generator: str = "hash", extra_policies: tuple = ()) -> tuple[Game, Params]:
+    """The static game and the params pytree (no batch axis) of one config."""
+    players = config.require_players()
+    pols, index = policies_of(config, extra_policies)
+    model = config.model
+    engine = get_engine(model.engineMode)
+    if generator not in ("hash", "threefry"):
+        raise ValueError(f"generator: unknown {generator!r}; known: ['hash', 'threefry']")
+    game = Game(engine=engine, n_players=len(players), policies=pols, scheduler=model.scheduler, generator=generator)
+    params = Params(
+        max_turns=jnp.asarray(model.maxTurns, jnp.int32),
+        engine=engine.params_from_model(model.model_dump()),
+        obs=obs_params(config),
+        players=PlayerParams(
+            strategy=jnp.asarray(index, jnp.int32),
+            intensity=farr([p.intensity for p in players]),
+            reduction_factor=farr([p.reductionFactor for p in players]),
+            wealth0=farr([p.privateResource for p in players]),
+        ),
+        extra={},
+    )
+    return game, params
+
+
+def broadcast_batch(params, b: int):
+    """Give every leaf a trailing batch axis of size b (the same values for every arena)."""
+    return jax.tree_util.tree_map(lambda x: jnp.broadcast_to(jnp.asarray(x)[..., None], np.shape(x) + (b,)), params)
+
+
+def player_names(config: ArenaConfig) -> list[str]:
+    return [p.name or f"p{i}" for i, p in enumerate(config.require_players())]

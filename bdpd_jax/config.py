@@ -1,0 +1,213 @@
+"""Arena configuration: the seed's arena-creation payload (004_* A.2.1) plus a players list.
+
+Validated with pydantic v2 before anything runs; every rejection names the field and the
+value (pydantic's ValidationError is a ValueError). Unknown keys are rejected.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from .kernels.engines import ENGINES
+from .kernels.params import OBS_VARS, OWN_VARS, PEER_VARS, PLAYER_VARS, RESOLUTIONS
+from .kernels.observe import QUALITATIVE_VARS, SIGN_VARS
+from .kernels.policies import BUILTINS, Policy
+from .kernels.schedule import SCHEDULERS
+
+_STRICT = ConfigDict(extra="forbid", allow_inf_nan=False, populate_by_name=True)
+
+NonNeg = Field(ge=0)
+
+
+class CollapseDie(BaseModel):
+    """The collapse die of the hidden reserve: a roll <= successThreshold draws one unit."""
+
+    model_config = _STRICT
+    sides: int = Field(6, ge=1)
+    successThreshold: int = Field(4, ge=0)
+
+    @model_validator(mode="after")
+    def _threshold_within_sides(self) -> "CollapseDie":
+        if self.successThreshold > self.sides:
+            raise ValueError(f"collapseDie.successThreshold: {self.successThreshold} exceeds sides={self.sides}")
+        return self
+
+
+class SenecaConfig(BaseModel):
+    """Bardi (2011) R-C-P parameters; defaults reproduce the seed's peak timing (docs/semantics.md)."""
+
+    model_config = _STRICT
+    k1: float = Field(0.03, ge=0)
+    k2: float = Field(0.30, ge=0)
+    l1: float = Field(0.0, ge=0)
+    l2: float = Field(0.01, ge=0)
+    l3: float = Field(0.0, ge=0)
+    capitalSeed: float = Field(0.01, ge=0)
+    pollutionSeed: float = Field(0.001, ge=0)
+    dt: float = Field(0.10, gt=0)
+    substeps: int = Field(1, ge=1, le=1000)
+    solver: Literal["euler", "heun", "midpoint", "ralston", "bosh3", "tsit5", "dopri5"] = "euler"
+    collapseFraction: float = Field(1e-3, ge=0, lt=1)
+
+
+class ModelConfig(BaseModel):
+    """The ``model`` block. Defaults are the seed's logistic example."""
+
+    model_config = _STRICT
+    name: str = "fishery_commons_v1"
+    engineMode: str = "logistic"
+    scheduler: str = "simultaneous"
+    maxPlayers: int = Field(4, ge=1, le=4096)
+    minPlayers: int = Field(2, ge=1)
+    maxTurns: int = Field(30, ge=1)
+    commonsInitial: float | None = Field(None, ge=0)
+    commonsCapacity: float = Field(150.0, gt=0)
+    regenRate: float = Field(0.12, ge=0)
+    threshold: float = Field(10.0, ge=0)
+    useHiddenReserve: bool | None = None
+    hiddenReserveInitial: float | None = Field(None, ge=0)
+    collapseDie: CollapseDie | None = None
+    seneca: SenecaConfig | None = None
+
+    @field_validator("engineMode")
+    @classmethod
+    def _known_engine(cls, v: str) -> str:
+        if v not in ENGINES:
+            raise ValueError(f"model.engineMode: unknown engine {v!r}; known: {sorted(ENGINES)}")
+        return v
+
+    @field_validator("scheduler")
+    @classmethod
+    def _known_scheduler(cls, v: str) -> str:
+        if v not in SCHEDULERS:
+            raise ValueError(f"model.scheduler: unknown scheduler {v!r}; known: {sorted(SCHEDULERS)}")
+        return v
+
+    @model_validator(mode="after")
+    def _engine_defaults(self) -> "ModelConfig":
+        if self.minPlayers > self.maxPlayers:
+            raise ValueError(f"model.minPlayers: {self.minPlayers} > maxPlayers={self.maxPlayers}")
+        seneca = self.engineMode == "seneca"
+        if seneca:
+            for name in ("useHiddenReserve", "hiddenReserveInitial", "collapseDie"):
+                v = getattr(self, name)
+                if v not in (None, False):
+                    raise ValueError(
+                        f"model.{name}: the hidden reserve and collapse die are logistic-only "
+                        f"(004_* A.2.1); got {v!r} on engineMode='seneca'"
+                    )
+            self.seneca = self.seneca or SenecaConfig()
+            self.useHiddenReserve = False
+        elif self.seneca is not None:
+            raise ValueError(f"model.seneca: only used with engineMode='seneca', got engineMode={self.engineMode!r}")
+        if self.commonsInitial is None:
+            self.commonsInitial = 1.0 if seneca else 150.0
+        if self.useHiddenReserve is None:
+            self.useHiddenReserve = True
+        if self.hiddenReserveInitial is None:
+            self.hiddenReserveInitial = 20.0 if not seneca else 0.0
+        if self.collapseDie is None:
+            self.collapseDie = CollapseDie()
+        return self
+
+
+class ObsVar(BaseModel):
+    """One observability entry: visible, relative Gaussian noise, resolution."""
+
+    model_config = _STRICT
+    visible: bool = True
+    noise: float = Field(0.0, ge=0)
+    resolution: Literal["exact", "qualitative", "sign"] = "exact"
+
+
+class PlayerConfig(BaseModel):
+    """One player: strategy (a built-in name or a bdpd_jax.Policy), its parameters, wealth."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, arbitrary_types_allowed=True)
+    strategy: str | Policy = "conservative"
+    name: str | None = None
+    intensity: float = Field(0.5, gt=0, le=1)
+    reductionFactor: float = Field(1.0, ge=0)
+    privateResource: float = Field(30.0, ge=0)
+
+    @field_validator("strategy")
+    @classmethod
+    def _known_strategy(cls, v: str | Policy) -> str | Policy:
+        if isinstance(v, str) and v not in BUILTINS:
+            raise ValueError(f"players[].strategy: unknown strategy {v!r}; known: {sorted(BUILTINS)}")
+        return v
+
+    @property
+    def strategy_name(self) -> str:
+        return self.strategy if isinstance(self.strategy, str) else self.strategy.name
+
+
+class ArenaConfig(BaseModel):
+    """The whole arena: the seed payload (model, observability, agentTimeout) plus players."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, arbitrary_types_allowed=True)
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    observability: dict[str, ObsVar] = Field(default_factory=dict)
+    agentTimeout: int = Field(30000, ge=1)
+    players: list[PlayerConfig] | None = None
+
+    @model_validator(mode="after")
+    def _cross_checks(self) -> "ArenaConfig":
+        engine = ENGINES[self.model.engineMode]
+        produced = set(engine.variables) | set(OWN_VARS) | set(PEER_VARS) | {"nPlayers"}
+        for name, spec in self.observability.items():
+            if name not in OBS_VARS:
+                raise ValueError(f"observability.{name}: unknown observation variable; known: {list(OBS_VARS)}")
+            if name not in produced and spec.visible:
+                raise ValueError(
+                    f"observability.{name}: not produced by engineMode={self.model.engineMode!r} "
+                    f"(it produces {sorted(produced)})"
+                )
+            if spec.resolution == "qualitative" and name not in QUALITATIVE_VARS:
+                raise ValueError(
+                    f"observability.{name}.resolution: 'qualitative' is defined for {list(QUALITATIVE_VARS)} only"
+                )
+            if spec.resolution == "sign" and name not in SIGN_VARS:
+                raise ValueError(f"observability.{name}.resolution: 'sign' is defined for {list(SIGN_VARS)} only")
+        if self.players is not None:
+            n = len(self.players)
+            if not self.model.minPlayers <= n <= self.model.maxPlayers:
+                raise ValueError(
+                    f"players: {n} players is outside [minPlayers={self.model.minPlayers}, "
+                    f"maxPlayers={self.model.maxPlayers}]"
+                )
+        return self
+
+    @classmethod
+    def load(cls, source: "ArenaConfig | dict | str | Path") -> "ArenaConfig":
+        """Accept a config, a dict, a JSON string or a path to a JSON file."""
+        if isinstance(source, ArenaConfig):
+            return source
+        if isinstance(source, dict):
+            return cls.model_validate(source)
+        if isinstance(source, Path) or (isinstance(source, str) and not source.lstrip().startswith("{")):
+            path = Path(source)
+            if not path.is_file():
+                raise ValueError(f"config: no such file {str(path)!r}")
+            return cls.model_validate_json(path.read_text())
+        return cls.model_validate_json(source)
+
+    def require_players(self) -> list[PlayerConfig]:
+        if not self.players:
+            raise ValueError("players: a run needs a players list, e.g. [{'strategy': 'aggressive'}, ...]")
+        return self.players
+
+
+def default_config() -> ArenaConfig:
+    """The shipped default: the seed's logistic payload with 2 conservative + 2 aggressive."""
+    path = Path(__file__).with_name("data") / "default.json"
+    return ArenaConfig.model_validate(json.loads(path.read_text()))
+
+
+def is_finite(x: Any) -> bool:
+    return isinstance(x, (int, float)) and math.isfinite(x)

@@ -1,0 +1,37 @@
+"""Small JSON helpers shared by the host modules (numpy/jax scalars, strict wire JSON)."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+
+def json_default(obj: Any) -> Any:
+    """Make numpy / jax scalars and arrays JSON-serialisable (observations may carry them)."""
+    if hasattr(obj, "tolist"):
+        return obj.tolist()
+    if hasattr(obj, "item"):
+        return obj.item()
+    raise TypeError(f"not JSON-serialisable: {type(obj).__name__}")
+
+
+def nan_to_none(obj: Any) -> Any:
+    """Replace non-finite floats by None, recursively (strict JSON has no NaN/Infinity)."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: nan_to_none(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [nan_to_none(v) for v in obj]
+    return obj
+
+
+def plain_json(obj: Any) -> Any:
+    """Deep-copy ``obj`` into plain JSON types; non-finite floats become None."""
+    return nan_to_none(json.loads(json.dumps(obj, default=json_default)))
+
+
+def dumps_compact(obj: Any) -> str:
+    """Strict, compact, key-order-preserving JSON text (deterministic for equal inputs)."""
+    return json.dumps(plain_json(obj), allow_nan=False, separators=(",", ":"), ensure_ascii=False)

@@ -1,0 +1,70 @@
+"""Shared agent pieces: the result record and the spec's fallback harvest (defined once here).
+
+Spec (004 §A.3.2/§A.3.3): on timeout, error or an invalid answer the arena applies
+``0.2 * capacity(w)`` with ``capacity(w) = 1 + 0.05 * w`` and records the error.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+FALLBACK_FRACTION: float = 0.2
+CAPACITY_BASE: float = 1.0
+CAPACITY_PER_WEALTH: float = 0.05
+
+
+def capacity(wealth: float) -> float:
+    """Wealth-scaled capacity ``1 + 0.05 * w`` (spec Table A.3)."""
+    w = check_wealth(wealth)
+    return CAPACITY_BASE + CAPACITY_PER_WEALTH * w
+
+
+def fallback_harvest(wealth: float) -> float:
+    """Fallback harvest ``0.2 * capacity(w)`` applied when an agent fails."""
+    return FALLBACK_FRACTION * capacity(wealth)
+
+
+def check_wealth(wealth: float) -> float:
+    """Validate the wealth passed by the arena (finite real number); return it as float."""
+    if isinstance(wealth, bool) or not isinstance(wealth, (int, float)):
+        try:
+            wealth = float(wealth)  # numpy / jax scalars
+        except (TypeError, ValueError):
+            raise ValueError(f"wealth: must be a finite number, got {wealth!r}") from None
+    w = float(wealth)
+    if not math.isfinite(w):
+        raise ValueError(f"wealth: must be a finite number, got {wealth!r}")
+    return w
+
+
+def valid_harvest(value: Any) -> float | None:
+    """Return ``value`` as float if it is a finite real number >= 0, else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    v = float(value)
+    if not math.isfinite(v) or v < 0:
+        return None
+    return v
+
+
+def join_errors(errors: list[str]) -> str | None:
+    """Collapse a list of error strings into the single ``error`` field (None if empty)."""
+    return "; ".join(errors) if errors else None
+
+
+@dataclass
+class AgentResult:
+    """One agent decision: the harvest to apply, tool actions, and what went wrong (if anything).
+
+    ``error`` is None on a clean call; ``fallback`` is True when ``harvest`` is the fallback.
+    A non-None error with ``fallback=False`` means the harvest is good but something else was
+    dropped (e.g. a malformed tool call).
+    """
+
+    harvest: float
+    error: str | None = None
+    actions: list[dict[str, Any]] = field(default_factory=list)
+    elapsed_ms: float = 0.0
+    fallback: bool = False

@@ -1,0 +1,233 @@
+"""LLM agents over any OpenAI-compatible ``/chat/completions`` endpoint (raw httpx, no SDK).
+
+Prompt-cache discipline (spec 003 "Timing & prompt-cache discipline"): the system prompt, the
+rules and the tool schemas are rendered once per agent and are byte-identical on every call
+(``prefix_messages()``, ``tools``); the volatile part (turn, inbox of last turn's messages,
+observation) is appended after them as the single last user message, never spliced in.
+
+The model acts through tool calls: the six cheap-talk tools of ``bdpd_jax.host.tools`` (unless
+``no_talk``) and ``harvest(amount)``. Each tool call is validated on its own: bad JSON arguments,
+unknown tools or wrong types produce an error entry for that call and never a crash. The harvest
+comes from the first valid ``harvest`` call (or, for models without tool support, a JSON
+``{"harvest": n}`` message body); without one the fallback ``0.2 * capacity(w)`` applies. The
+whole request runs under a hard ``timeout_ms`` deadline (spec ``agentTimeout``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from typing import Any
+
+import httpx
+
+from bdpd_jax.host._json import dumps_compact
+from bdpd_jax.host.agents.base import AgentResult, check_wealth, fallback_harvest, join_errors, valid_harvest
+from bdpd_jax.host.agents.http import _check_url, check_timeout_ms, make_client
+from bdpd_jax.host.messages import MAX_MESSAGE_LEN
+from bdpd_jax.host.tools import HARVEST_TOOL, tool_schemas, validate_action
+
+DEFAULT_TIMEOUT_MS: float = 30000.0
+
+_RULES = """You are a player in the BDPD commons arena, a repeated harvesting game on a shared,
+regenerating resource. Every turn all players decide simultaneously how much to harvest.
+Harvesting adds to your wealth; over-harvesting depletes the commons, and a collapsed commons
+yields nothing to anyone. Your capacity is 1 + 0.05 * your wealth.
+Each turn you receive an observation (possibly noisy or partial) as JSON in the last message.
+You must call the `harvest` tool exactly once with the amount you take this turn. If you do not,
+a fallback harvest of 0.2 * capacity is applied for you."""
+
+_TALK_RULES = f"""
+Cheap talk: you may also call `broadcast`, `send_private`, `announce_intended_harvest`,
+`propose_pact`, `accept_pact` and `pledge`. Messages are read by the others on the next turn
+(one-turn lag); your inbox holds what others sent you last turn. Texts longer than
+{MAX_MESSAGE_LEN} characters are truncated. Pacts you are party to appear in the observation;
+active pacts are checked against actual harvests every turn and violations are recorded."""
+
+_NO_TALK_RULES = """
+There is no communication channel in this game: only the `harvest` tool is available."""
+
+
+def render_system_prompt(player_id: str | None, no_talk: bool, extra: str | None = None) -> str:
+    """The fixed system text of one agent (identical for every call of the run)."""
+    parts = [_RULES, _NO_TALK_RULES if no_talk else _TALK_RULES]
+    if player_id is not None:
+        parts.append(f"\nYour player id is {player_id!r}.")
+    if extra:
+        parts.append("\n" + extra)
+    return "".join(parts)
+
+
+def _decode_arguments(raw: Any) -> dict[str, Any]:
+    if isinstance(raw, dict):
+        return raw
+    if not isinstance(raw, str):
+        raise ValueError(f"arguments: must be a JSON object string, got {raw!r:.80}")
+    try:
+        args = json.loads(raw) if raw.strip() else {}
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"arguments: invalid JSON ({exc.msg}) in {raw!r:.80}") from None
+    if not isinstance(args, dict):
+        raise ValueError(f"arguments: must be a JSON object, got {raw!r:.80}")
+    return args
+
+
+def parse_completion(data: Any, *, no_talk: bool = False
+                     ) -> tuple[float | None, list[dict[str, Any]], list[str]]:
+    """Turn a chat-completion response into ``(harvest or None, actions, errors)``."""
+    try:
+        message = data["choices"][0]["message"]
+        if not isinstance(message, dict):
+            raise TypeError
+    except (KeyError, IndexError, TypeError):
+        return None, [], ["response: no choices[0].message in completion"]
+    calls = message.get("tool_calls") or []
+    if not isinstance(calls, list):
+        return None, [], [f"tool_calls: must be a list, got {type(calls).__name__}"]
+    harvest: float | None = None
+    actions: list[dict[str, Any]] = []
+    errors: list[str] = []
+    for i, call in enumerate(calls):
+        try:
+            fn = call.get("function") if isinstance(call, dict) else None
+            if not isinstance(fn, dict):
+                raise ValueError(f"function: missing in tool call {call!r:.80}")
+            name = fn.get("name")
+            action = validate_action({**_decode_arguments(fn.get("arguments")), "tool": name},
+                                     no_talk=no_talk)
+        except ValueError as exc:
+            errors.append(f"tool_calls[{i}] dropped: {exc}")
+            continue
+        if action["tool"] != HARVEST_TOOL:
+            actions.append(action)
+        elif harvest is not None:
+            errors.append(f"tool_calls[{i}] dropped: extra harvest call (first one kept)")
+        else:
+            harvest = action["amount"]
+            if "announced" in action:
+                actions.append({"tool": "announce_intended_harvest", "value": action["announced"]})
+    if harvest is None and isinstance(message.get("content"), str):
+        try:  # models without tool support may answer {"harvest": n} in plain text
+            body = json.loads(message["content"])
+            harvest = valid_harvest(body.get("harvest")) if isinstance(body, dict) else None
+        except json.JSONDecodeError:
+            harvest = None
+    if harvest is None:
+        errors.append("harvest: no valid harvest tool call in response")
+    return harvest, actions, errors
+
+
+class LLMAgent:
+    """A player driven by a chat model through tool calls, with a cache-stable prompt prefix."""
+
+    def __init__(self, base_url: str, model: str, api_key_env: str = "OPENAI_API_KEY", *,
+                 player_id: str | None = None, timeout_ms: float = DEFAULT_TIMEOUT_MS,
+                 no_talk: bool = False, client: httpx.AsyncClient | None = None,
+                 system_prompt: str | None = None, temperature: float | None = None,
+                 max_tokens: int | None = None, tool_choice: str | None = "auto",
+                 extra_body: dict[str, Any] | None = None) -> None:
+        self.base_url = _check_url(base_url).rstrip("/")
+        if not isinstance(model, str) or not model:
+            raise ValueError(f"model: must be a non-empty string, got {model!r}")
+        if not isinstance(api_key_env, str):
+            raise ValueError(f"api_key_env: must be a string, got {api_key_env!r}")
+        if player_id is not None and (not isinstance(player_id, str) or not player_id):
+            raise ValueError(f"player_id: must be a non-empty string or None, got {player_id!r}")
+        self.model = model
+        self.api_key_env = api_key_env
+        self.timeout_ms = check_timeout_ms(timeout_ms)
+        self.no_talk = bool(no_talk)
+        self._client = client
+        self._owns_client = client is None
+        self.last_usage: dict[str, Any] | None = None
+        system = render_system_prompt(player_id, self.no_talk, system_prompt)
+        # Frozen as JSON text: every call re-emits exactly these bytes.
+        self._prefix_json = json.dumps([{"role": "system", "content": system}], ensure_ascii=False)
+        self._tools_json = json.dumps(tool_schemas(self.no_talk), ensure_ascii=False)
+        params: dict[str, Any] = {}
+        if temperature is not None:
+            params["temperature"] = float(temperature)
+        if max_tokens is not None:
+            params["max_tokens"] = int(max_tokens)
+        if tool_choice is not None:
+            params["tool_choice"] = tool_choice
+        self._params = {**params, **(extra_body or {})}
+
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        """The tool schemas sent with every request (same bytes every call)."""
+        return json.loads(self._tools_json)
+
+    def prefix_messages(self) -> list[dict[str, Any]]:
+        """The cache-stable message prefix (system + rules), a fresh copy each time."""
+        return json.loads(self._prefix_json)
+
+    def volatile_message(self, obs: dict[str, Any], inbox: list[dict[str, Any]] | None) -> dict[str, str]:
+        """The last user message: this turn's observation and last turn's inbox."""
+        tail: dict[str, Any] = {}
+        if "turn" in obs:
+            tail["turn"] = obs["turn"]
+        if not self.no_talk:
+            tail["inbox"] = inbox if inbox is not None else obs.get("inbox", [])
+        tail["observation"] = {k: v for k, v in obs.items() if k != "inbox"}
+        return {"role": "user", "content": dumps_compact(tail)}
+
+    def request_body(self, obs: dict[str, Any], inbox: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        """The full chat-completions request for one turn."""
+        return {"model": self.model, "messages": self.prefix_messages() + [self.volatile_message(obs, inbox)],
+                "tools": self.tools, **self._params}
+
+    def _get_client(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = make_client(max_connections=4)
+        return self._client
+
+    async def aclose(self) -> None:
+        """Close the client if this agent created it."""
+        if self._owns_client and self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    async def _post(self, body_text: str) -> httpx.Response:
+        headers = {"content-type": "application/json"}
+        key = os.environ.get(self.api_key_env)
+        if key:
+            headers["authorization"] = f"Bearer {key}"
+        return await self._get_client().post(f"{self.base_url}/chat/completions", content=body_text.encode(),
+                                             headers=headers, timeout=httpx.Timeout(self.timeout_ms / 1000.0))
+
+    async def decide(self, obs: dict[str, Any], wealth: float,
+                     inbox: list[dict[str, Any]] | None = None) -> AgentResult:
+        """Ask the model for this turn's tool calls; fallback harvest on any failure."""
+        w = check_wealth(wealth)
+        t0 = time.perf_counter()
+
+        def done(harvest: float | None, actions: list[dict[str, Any]], errors: list[str]) -> AgentResult:
+            elapsed = (time.perf_counter() - t0) * 1000.0
+            if harvest is None:
+                return AgentResult(fallback_harvest(w), join_errors(errors), actions, elapsed, True)
+            return AgentResult(harvest, join_errors(errors), actions, elapsed, False)
+
+        try:
+            body_text = json.dumps(self.request_body(obs, inbox), ensure_ascii=False, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            return done(None, [], [f"obs: not serialisable ({exc})"])
+        try:
+            resp = await asyncio.wait_for(self._post(body_text), self.timeout_ms / 1000.0)
+        except (asyncio.TimeoutError, httpx.TimeoutException):
+            return done(None, [], [f"timeout: no completion within {self.timeout_ms:g} ms"])
+        except (httpx.HTTPError, OSError) as exc:
+            return done(None, [], [f"network: {type(exc).__name__}: {exc}"])
+        if not 200 <= resp.status_code < 300:
+            return done(None, [], [f"http: status {resp.status_code}"])
+        try:
+            data = resp.json()
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            return done(None, [], [f"response: invalid JSON ({exc})"])
+        self.last_usage = data.get("usage") if isinstance(data, dict) else None
+        return done(*parse_completion(data, no_talk=self.no_talk))
+
+
+__all__ = ["LLMAgent", "parse_completion", "render_system_prompt"]

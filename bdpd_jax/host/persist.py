@@ -1,0 +1,129 @@
+"""Crash-safe persistence helpers for the live arena (``meta.json``, ``summary.json``, ``turns.jsonl``).
+
+``atomic_write_json`` writes to a temp file in the same directory, fsyncs it and ``os.replace``s
+it over the target, so readers see either the old or the new file, never a torn one.
+``JsonlWriter`` appends one JSON line per record and flushes + fsyncs each write, so a process
+killed mid-write loses at most the line being written; ``read_jsonl`` skips such a torn last line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from bdpd_jax.host._json import json_default
+
+
+def _fsync_dir(directory: Path) -> None:
+    """fsync a directory so a rename inside it is durable (no-op where unsupported)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def atomic_write_json(path: str | os.PathLike[str], obj: Any, *, indent: int | None = 2) -> None:
+    """Write ``obj`` as JSON to ``path`` atomically (temp file + fsync + os.replace)."""
+    target = Path(path)
+    directory = target.parent if str(target.parent) else Path(".")
+    directory.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(obj, indent=indent, default=json_default, allow_nan=False)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    _fsync_dir(directory)
+
+
+class JsonlWriter:
+    """Append-only JSON-lines writer; every ``write`` is flushed and fsynced before returning."""
+
+    def __init__(self, path: str | os.PathLike[str], *, fsync: bool = True) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fsync = fsync
+        self._repair_tail()
+        self._fh = open(self.path, "a", encoding="utf-8")
+
+    def _repair_tail(self) -> None:
+        """Drop a torn last line left by a crash, so new records start on a fresh line."""
+        if not self.path.exists() or self.path.stat().st_size == 0:
+            return
+        with open(self.path, "rb+") as fh:
+            data = fh.read()
+            if data.endswith(b"\n"):
+                return
+            cut = data.rfind(b"\n") + 1  # 0 when the only line is torn
+            try:
+                json.loads(data[cut:])
+                fh.write(b"\n")  # complete record, only its newline was lost
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                fh.truncate(cut)
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    def write(self, record: Any) -> None:
+        """Append ``record`` as one line (strict JSON: NaN/Infinity are rejected)."""
+        if self._fh.closed:
+            raise ValueError(f"path: writer for {str(self.path)!r} is closed")
+        line = json.dumps(record, default=json_default, allow_nan=False, separators=(",", ":"))
+        self._fh.write(line + "\n")
+        self._fh.flush()
+        if self._fsync:
+            os.fsync(self._fh.fileno())
+
+    def close(self) -> None:
+        """Close the underlying file (idempotent)."""
+        if not self._fh.closed:
+            self._fh.close()
+
+    def __enter__(self) -> "JsonlWriter":
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+
+def read_jsonl(path: str | os.PathLike[str]) -> list[Any]:
+    """Read every complete record; a torn (unparseable, unterminated) last line is skipped.
+
+    A malformed line that is *not* the last one means real corruption and raises ValueError.
+    """
+    p = Path(path)
+    if not p.exists():
+        return []
+    raw = p.read_bytes()
+    lines = raw.split(b"\n")
+    records: list[Any] = []
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            is_last = i == len(lines) - 1  # no trailing newline: the torn tail
+            if is_last:
+                break
+            raise ValueError(f"path: corrupt line {i + 1} in {str(p)!r}") from None
+    return records

@@ -1,0 +1,6 @@
+"""Engine registry. Adding an engine: one file here plus one import line below."""
+
+from .base import ENGINES, Engine, get_engine, register
+from . import logistic  # noqa: F401  (registers "logistic")
+
+__all__ = ["ENGINES", "Engine", "get_engine", "register"]

@@ -1,0 +1,93 @@
+"""The engine interface and registry: the turn never branches on the engine kind.
+
+An engine is one file defining a subclass of :class:`Engine` plus one ``register`` call. The
+seed's interface (``step``, ``stepOne``, ``checkEnd``, ``extraObservations``) maps to
+``step`` (dynamics over one turn), ``step_one`` (withdraw a demand from the commons),
+``check_end`` (collapse test) and ``extra_observations``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Mapping
+
+import jax
+
+
+class Engine:
+    """A resource model written for one arena. Stateless: state and params are passed in."""
+
+    name: ClassVar[str]
+    #: observation variables this engine produces (subset of params.ENV_VARS).
+    variables: ClassVar[tuple[str, ...]]
+    #: engine values recorded every turn as columns of Results.turns besides ``stock``.
+    recorded: ClassVar[tuple[str, ...]] = ()
+    #: perturbation types / model features this engine supports (checked by the host).
+    features: ClassVar[frozenset[str]] = frozenset()
+
+    def params_from_model(self, model: Mapping[str, Any]) -> Any:
+        """Build this engine's params pytree from the validated ``model`` config block."""
+        raise NotImplementedError
+
+    def init(self, params: Any) -> Any:
+        """Initial engine state."""
+        raise NotImplementedError
+
+    def stock(self, state: Any) -> jax.Array:
+        """The harvestable commons stock (float[])."""
+        raise NotImplementedError
+
+    def step_one(self, state: Any, demand: jax.Array, u: jax.Array, params: Any):
+        """Withdraw ``demand`` (float[]) from the commons; ``u`` is one uniform draw.
+
+        Returns ``(state, delivered, collapsed, reserve_drawn)``; ``delivered <= demand`` and
+        never exceeds what existed.
+        """
+        raise NotImplementedError
+
+    def step(self, state: Any, params: Any) -> tuple[Any, jax.Array]:
+        """Advance the dynamics one turn; returns ``(state, regen)`` with regen in stock units."""
+        raise NotImplementedError
+
+    def check_end(self, state: Any, params: Any) -> jax.Array:
+        """True when the commons has collapsed (bool[])."""
+        raise NotImplementedError
+
+    def reference(self, state: Any, params: Any) -> jax.Array:
+        """The stock level ratios are measured against (K, or R0 where there is no K)."""
+        raise NotImplementedError
+
+    def extra_observations(self, state: Any, params: Any) -> dict[str, jax.Array]:
+        """Values of this engine's observation variables (name -> float[])."""
+        raise NotImplementedError
+
+    def recorded_values(self, state: Any) -> dict[str, jax.Array]:
+        """Values named by ``recorded`` (name -> float[])."""
+        return {}
+
+    def failed(self, state: Any) -> jax.Array:
+        """Per-arena numerical failure flag (bool[]); False for engines that cannot fail."""
+        import jax.numpy as jnp
+
+        return jnp.zeros((), bool)
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self.name))
+
+    def __eq__(self, other: object) -> bool:
+        return type(self) is type(other)
+
+
+ENGINES: dict[str, Engine] = {}
+
+
+def register(engine: Engine) -> Engine:
+    """Register an engine instance under its name (the config's ``engineMode``)."""
+    ENGINES[engine.name] = engine
+    return engine
+
+
+def get_engine(name: str) -> Engine:
+    try:
+        return ENGINES[name]
+    except KeyError:
+        raise ValueError(f"engineMode: unknown engine {name!r}; known: {sorted(ENGINES)}") from None

@@ -1,0 +1,112 @@
+"""Logistic commons: r S (1 - S/K) growth, threshold collapse, hidden reserve and collapse die."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+from ..params import farr
+from .base import Engine, register
+
+
+class LogisticParams(eqx.Module):
+    regen_rate: jax.Array  # float[], r
+    capacity: jax.Array  # float[], K
+    threshold: jax.Array  # float[], collapse when the stock falls below it
+    initial: jax.Array  # float[], S0
+    use_reserve: jax.Array  # bool[], hidden reserve and collapse die on/off
+    reserve0: jax.Array  # float[], hidden reserve at start
+    die_sides: jax.Array  # float[], faces of the collapse die
+    die_success: jax.Array  # float[], rolls at or below this draw a unit; above collapse
+
+
+class LogisticState(eqx.Module):
+    stock: jax.Array  # float[], S
+    reserve: jax.Array  # float[], hidden reserve left
+
+
+def die_draw(excess, reserve, u, sides, success):
+    """Roll the collapse die for each excess unit, without a loop over units.
+
+    Rolls are i.i.d. with success probability p = success/sides; the number of successes
+    before the first failure is geometric, so one uniform ``u`` decides the whole sequence:
+    K = floor(log u / log p). The rolls needed are ceil(min(excess, reserve)) (each success
+    takes one unit, the last one possibly a fraction). Returns (drawn, collapsed).
+    """
+    p = jnp.clip(success / jnp.maximum(sides, 1.0), 0.0, 1.0)
+    need = jnp.maximum(jnp.minimum(excess, reserve), 0.0)
+    n_rolls = jnp.ceil(need)
+    k = jnp.where(p >= 1.0, jnp.inf, jnp.where(p <= 0.0, 0.0, jnp.floor(jnp.log(u) / jnp.log(p))))
+    fails = k < n_rolls
+    drawn = jnp.where(fails, k, need)
+    return drawn, fails & (n_rolls > 0)
+
+
+class Logistic(Engine):
+    name = "logistic"
+    variables = ("commonsStock", "regenRate", "commonsCapacity", "threshold", "commonsRatio")
+    recorded = ("reserve",)
+    features = frozenset({"hidden_reserve", "capacity", "threshold", "regen_rate"})
+
+    def params_from_model(self, model: Mapping[str, Any]) -> LogisticParams:
+        die = model.get("collapseDie") or {}
+        return LogisticParams(
+            regen_rate=farr(model["regenRate"]),
+            capacity=farr(model["commonsCapacity"]),
+            threshold=farr(model["threshold"]),
+            initial=farr(model["commonsInitial"]),
+            use_reserve=jnp.asarray(bool(model["useHiddenReserve"])),
+            reserve0=farr(model["hiddenReserveInitial"]),
+            die_sides=farr(die.get("sides", 6)),
+            die_success=farr(die.get("successThreshold", 4)),
+        )
+
+    def init(self, params: LogisticParams) -> LogisticState:
+        reserve = jnp.where(params.use_reserve, params.reserve0, 0.0)
+        return LogisticState(stock=jnp.maximum(params.initial, 0.0), reserve=farr(reserve))
+
+    def stock(self, state: LogisticState) -> jax.Array:
+        return state.stock
+
+    def step_one(self, state: LogisticState, demand, u, params: LogisticParams):
+        from_stock = jnp.minimum(demand, state.stock)
+        excess = demand - from_stock
+        drawn, died = die_draw(excess, state.reserve, u, params.die_sides, params.die_success)
+        drawn = jnp.where(params.use_reserve, drawn, 0.0)
+        died = params.use_reserve & died
+        new = LogisticState(
+            stock=jnp.maximum(state.stock - from_stock, 0.0), reserve=jnp.maximum(state.reserve - drawn, 0.0)
+        )
+        return new, from_stock + drawn, died, drawn
+
+    def step(self, state: LogisticState, params: LogisticParams):
+        s = state.stock
+        k = jnp.maximum(params.capacity, jnp.finfo(s.dtype).tiny)
+        regen = params.regen_rate * s * (1.0 - s / k)
+        new_stock = jnp.maximum(s + regen, 0.0)
+        return LogisticState(stock=new_stock, reserve=state.reserve), new_stock - s
+
+    def check_end(self, state: LogisticState, params: LogisticParams) -> jax.Array:
+        return state.stock < params.threshold
+
+    def reference(self, state: LogisticState, params: LogisticParams) -> jax.Array:
+        return params.capacity
+
+    def extra_observations(self, state: LogisticState, params: LogisticParams) -> dict[str, jax.Array]:
+        k = jnp.maximum(params.capacity, jnp.finfo(state.stock.dtype).tiny)
+        return {
+            "commonsStock": state.stock,
+            "regenRate": params.regen_rate,
+            "commonsCapacity": params.capacity,
+            "threshold": params.threshold,
+            "commonsRatio": state.stock / k,
+        }
+
+    def recorded_values(self, state: LogisticState) -> dict[str, jax.Array]:
+        return {"reserve": state.reserve}
+
+
+LOGISTIC = register(Logistic())

@@ -1,0 +1,60 @@
+"""The static description of a game: the code paths and shapes one compiled program serves."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import jax.numpy as jnp
+
+from .engines import Engine, get_engine
+from .params import ENV_VARS, Params, fdtype
+from .rng import Generator
+from .state import ArenaState
+
+
+@dataclass(frozen=True)
+class Game:
+    """Static choices: engine, scheduler, the strategies in play, counts and the generator.
+
+    Everything numeric lives in :class:`Params`; two games that differ only in numbers are the
+    same Game and share one compiled program.
+    """
+
+    engine: Engine
+    n_players: int
+    policies: tuple  # the distinct strategies that may be in force (Builtin | Policy)
+    scheduler: str = "simultaneous"
+    generator: Generator = "hash"
+    layers: tuple = ()  # optional turn layers (governance, perturbations), in order
+
+    @property
+    def memory_size(self) -> int:
+        return max([1] + [p.memory_size for p in self.policies])
+
+    @staticmethod
+    def of(engine: str | Engine, n_players: int, policies: tuple, **kw) -> "Game":
+        eng = get_engine(engine) if isinstance(engine, str) else engine
+        return Game(engine=eng, n_players=n_players, policies=tuple(policies), **kw)
+
+    def init(self, params: Params) -> ArenaState:
+        """The state before turn 1."""
+        from .observe import env_values
+
+        dt = fdtype()
+        n, s, m = self.n_players, len(self.policies), self.memory_size
+        es = self.engine.init(params.engine)
+        wealth = jnp.asarray(params.players.wealth0, dt)
+        state = ArenaState(
+            engine=es,
+            wealth=wealth,
+            last_actual=jnp.zeros((n,), dt),
+            memory=jnp.zeros((s, n, m), dt),
+            strategy=jnp.asarray(params.players.strategy, jnp.int32),
+            prev_env=jnp.zeros((len(ENV_VARS),), dt),
+            turn=jnp.zeros((), jnp.int32),
+            collapsed=jnp.zeros((), bool),
+            collapse_turn=jnp.zeros((), jnp.int32),
+            extra={layer.name: layer.init(self, params) for layer in self.layers},
+        )
+        return dataclasses.replace(state, prev_env=env_values(self, state, params))

@@ -1,0 +1,30 @@
+"""Optional turn layers (governance, perturbations): the turn calls them, never their rules.
+
+A layer is a static object on ``Game.layers`` with a name and three hooks, each written for
+one arena. Its dynamic numbers live in ``params.extra[name]``, its state in
+``state.extra[name]`` and its per-turn output in ``record.extra[name]``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+
+
+class Layer:
+    name: str = "layer"
+
+    def init(self, game, params) -> Any:
+        """This layer's part of the initial state."""
+        return {}
+
+    def begin(self, game, key: jax.Array, turn: jax.Array, state, params):
+        """Start of turn, before players observe (shocks, overrides). -> (state, record)."""
+        return state, {}
+
+    def after_harvest(self, game, key: jax.Array, turn: jax.Array, state, ctx: dict, params):
+        """After harvest and dynamics (violations, sanctions, talk). ctx has requested,
+        actual, regen, announced, sanction (float[N]); layers may update announced/sanction.
+        -> (state, ctx, record)."""
+        return state, ctx, {}

@@ -1,0 +1,46 @@
+"""The five governance metrics of Table 2.1 (000_* section 2.3), for one arena and one turn.
+
+share = regen / N is the sustainable per-player harvest under this turn's regeneration;
+eps = 1e-6 makes a harvest exactly at the share count as cooperating. A metric whose input
+is unavailable is NaN (the seed's null), never 0.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+EPS = 1e-6
+METRICS: tuple[str, ...] = (
+    "cooperation_index",
+    "lie_score",
+    "announce_frequency",
+    "silent_defection",
+    "sanction_rate",
+)
+
+
+def governance_metrics(
+    actual: jax.Array, announced: jax.Array, sanction_count: jax.Array, regen: jax.Array, playing: jax.Array
+) -> dict[str, jax.Array]:
+    """actual, announced: float[N] (announced NaN = null); sanction_count: float[] fired this
+    turn; playing: bool[N] players taking part this turn (N in the denominators)."""
+    n = jnp.sum(playing)
+    nf = n.astype(actual.dtype)
+    has_n = n > 0
+    share = regen / jnp.where(has_n, nf, 1.0)
+    over = actual > share + EPS
+    said = ~jnp.isnan(announced) & playing
+    n_said = jnp.sum(said)
+    gap = jnp.where(said, jnp.abs(jnp.where(said, announced, 0.0) - actual), 0.0)
+
+    def frac(mask):
+        return jnp.where(has_n, jnp.sum(mask & playing) / jnp.where(has_n, nf, 1.0), jnp.nan)
+
+    return {
+        "cooperation_index": frac(~over),
+        "lie_score": jnp.where(n_said > 0, jnp.sum(gap) / jnp.maximum(n_said, 1), jnp.nan),
+        "announce_frequency": frac(said),
+        "silent_defection": frac(~said & over),
+        "sanction_rate": jnp.where(has_n, sanction_count / jnp.where(has_n, nf, 1.0), jnp.nan),
+    }

@@ -1,0 +1,96 @@
+"""The observability layer: what each player sees of the true state.
+
+Per variable (``params.OBS_VARS``): ``visible`` (hidden values are NaN, the kernels' "null"),
+``noise`` (zero-mean Gaussian with std = noise x |true value|, drawn per player and element),
+and ``resolution``: exact, qualitative (three buckets of the value relative to the engine's
+reference stock, reported as the bucket's midpoint so that numeric policies stay meaningful)
+or sign (the sign of the change since last turn, -1/0/+1). Noisy values of quantities that
+cannot be negative are clamped at 0.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from . import rng
+from .params import ENV_VARS, EXACT, OBS_VARS, PEER_VARS, PLAYER_VARS, QUALITATIVE, SIGN, Params, farr
+from .state import ArenaState
+
+QUALITATIVE_VARS: tuple[str, ...] = ("commonsStock", "commonsRatio", "capitalStock", "pollutionLevel")
+SIGN_VARS: tuple[str, ...] = ENV_VARS
+# Bucket edges and reported midpoints, as fractions of the reference (the conservative tiers).
+_EDGES = (0.4, 0.6)
+_MIDS = (0.2, 0.5, 0.8)
+
+_N_ENV = len(ENV_VARS)
+
+
+def capacity(wealth: jax.Array) -> jax.Array:
+    """capacity(w) = 1 + 0.05 w, the wealth-scaled harvest capacity of Table A.3."""
+    return 1.0 + 0.05 * wealth
+
+
+def env_values(game, state: ArenaState, params: Params) -> jax.Array:
+    """True values of the environment variables, float[len(ENV_VARS)]; NaN where undefined."""
+    eng = game.engine.extra_observations(state.engine, params.engine)
+    n = farr(game.n_players)
+    vals = []
+    for name in ENV_VARS:
+        if name == "nPlayers":
+            vals.append(n)
+        elif name == "turn":
+            vals.append(farr(state.turn + 1))
+        else:
+            vals.append(farr(eng.get(name, jnp.nan)))
+    return jnp.stack(vals)
+
+
+def _resolve(value, noisy, prev, scale, code):
+    q = noisy / jnp.maximum(scale, jnp.finfo(noisy.dtype).tiny)
+    mid = jnp.where(q <= _EDGES[0], _MIDS[0], jnp.where(q <= _EDGES[1], _MIDS[1], _MIDS[2]))
+    qual = mid * scale
+    sign = jnp.sign(noisy - prev)
+    return jnp.where(code == QUALITATIVE, qual, jnp.where(code == SIGN, sign, noisy))
+
+
+def observe_player(game, key, state: ArenaState, params: Params, env: jax.Array, player) -> dict:
+    """The observation of one player: name -> float[] (or float[N] for peer variables)."""
+    n = game.n_players
+    op = params.obs
+    turn = state.turn + 1
+    z = rng.normal(key, turn, player, rng.OBS_NOISE, (_N_ENV + 2 + 2 * n,), game.generator)
+    ref = game.engine.reference(state.engine, params.engine)
+    scales = jnp.stack([ref if v in ("commonsStock", "capitalStock", "pollutionLevel") else farr(1.0) for v in ENV_VARS])
+    idx_env = jnp.arange(_N_ENV)
+    noisy_env = jnp.maximum(env + op.noise[idx_env] * jnp.abs(env) * z[:_N_ENV], 0.0)
+    res_env = _resolve(env, noisy_env, state.prev_env, scales, op.resolution[idx_env])
+    obs = {}
+    for i, name in enumerate(ENV_VARS):
+        obs[name] = jnp.where(op.visible[i], res_env[i], jnp.nan)
+    w = state.wealth[player]
+    own = {"myWealth": w, "myCapacity": capacity(w)}
+    for j, name in enumerate(PLAYER_VARS):
+        i = OBS_VARS.index(name)
+        v = own[name]
+        noisy = jnp.maximum(v + op.noise[i] * jnp.abs(v) * z[_N_ENV + j], 0.0)
+        obs[name] = jnp.where(op.visible[i], noisy, jnp.nan)
+    peers = {"othersWealth": state.wealth, "othersHarvest": state.last_actual}
+    not_me = jnp.arange(n) != player
+    for j, name in enumerate(PEER_VARS):
+        i = OBS_VARS.index(name)
+        v = peers[name]
+        zz = z[_N_ENV + 2 + j * n : _N_ENV + 2 + (j + 1) * n]
+        noisy = jnp.maximum(v + op.noise[i] * jnp.abs(v) * zz, 0.0)
+        obs[name] = jnp.where(op.visible[i] & not_me, noisy, jnp.nan)
+    return obs
+
+
+def observe(game, key, state: ArenaState, params: Params) -> dict:
+    """Observations of all players: name -> float[N] (float[N, N] for peer variables)."""
+    env = env_values(game, state, params)
+    players = jnp.arange(game.n_players)
+    return jax.vmap(lambda p: observe_player(game, key, state, params, env, p))(players)
+
+
+__all__ = ["observe", "observe_player", "env_values", "capacity", "QUALITATIVE_VARS", "SIGN_VARS", "EXACT"]

@@ -1,0 +1,75 @@
+"""The params pytree of one arena: every number a user may sweep, as a dynamic leaf.
+
+Counts (players, strategies, memory size) and choices of code path (engine, scheduler,
+generator) are static and live on :class:`bdpd_jax.kernels.game.Game`; everything here is an
+array, so ``jax.vmap`` over a batch of params sweeps values with one compiled program.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+# Observation variables, in the fixed order of the ObsParams arrays. Engine-specific ones
+# (capitalStock, ...) are simply never visible on an engine that does not produce them.
+ENV_VARS: tuple[str, ...] = (
+    "commonsStock",
+    "regenRate",
+    "commonsCapacity",
+    "threshold",
+    "commonsRatio",
+    "capitalStock",
+    "pollutionLevel",
+    "nPlayers",
+    "turn",
+)
+PLAYER_VARS: tuple[str, ...] = ("myWealth", "myCapacity")
+PEER_VARS: tuple[str, ...] = ("othersWealth", "othersHarvest")
+OBS_VARS: tuple[str, ...] = ENV_VARS + PLAYER_VARS + PEER_VARS
+OWN_VARS: tuple[str, ...] = PLAYER_VARS + ("turn",)  # visible by default: a player knows these
+
+RESOLUTIONS: tuple[str, ...] = ("exact", "qualitative", "sign")
+EXACT, QUALITATIVE, SIGN = 0, 1, 2
+
+
+def obs_index(name: str) -> int:
+    return OBS_VARS.index(name)
+
+
+class ObsParams(eqx.Module):
+    """Per observation variable: visibility, relative Gaussian noise, resolution code."""
+
+    visible: jax.Array  # bool[V]
+    noise: jax.Array  # float[V], std as a fraction of the true value
+    resolution: jax.Array  # int32[V], EXACT | QUALITATIVE | SIGN
+
+
+class PlayerParams(eqx.Module):
+    """Per player: initial strategy id and each built-in's parameters."""
+
+    strategy: jax.Array  # int32[N], index into Game.policies
+    intensity: jax.Array  # float[N], aggressive i in (0, 1]
+    reduction_factor: jax.Array  # float[N], adaptive f
+    wealth0: jax.Array  # float[N], initial privateResource
+
+
+class Params(eqx.Module):
+    """All dynamic numbers of one arena."""
+
+    max_turns: jax.Array  # int32[], turns after which the game ends
+    engine: Any  # the engine's own params pytree (e.g. LogisticParams)
+    obs: ObsParams
+    players: PlayerParams
+    extra: dict  # pytrees of optional layers (governance, perturbations), keyed by layer name
+
+
+def fdtype() -> jnp.dtype:
+    """The float dtype in force: float32, or float64 under ``jax_enable_x64``."""
+    return jnp.result_type(float)
+
+
+def farr(x: Any) -> jax.Array:
+    return jnp.asarray(x, dtype=fdtype())

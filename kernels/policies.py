@@ -1,0 +1,156 @@
+"""Decision functions: the five built-in heuristics of Table A.3, ``idle``, and user policies.
+
+Every policy is written for one player: ``decide(obs, memory, ctx) -> (harvest, memory)``,
+with ``obs`` the player's observation (NaN = not observable), ``memory`` a private float
+vector and ``ctx`` what the player knows of itself (true wealth, its parameters, a uniform
+draw and a ``jax.random`` key). Policies are separate from the turn: they produce requests,
+the step consumes requests from any source.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+
+from .observe import capacity
+
+DecideFn = Callable[[dict, jax.Array, dict], tuple[jax.Array, jax.Array]]
+
+
+@dataclass(frozen=True, eq=False)
+class Policy:
+    """A pure JAX decision function usable as a player: ``fn(obs, memory, key) -> (harvest, memory)``.
+
+    ``obs`` maps each observation variable to a float (NaN when hidden; ``othersWealth`` and
+    ``othersHarvest`` are float[N]), ``memory`` is float[memory_size] (zeros on turn 1) and
+    ``key`` a ``jax.random`` key unique to (seed, arena, turn, player). The function is
+    vmapped over players and arenas like the built-ins.
+    """
+
+    fn: Callable
+    name: str = "custom"
+    memory_size: int = 4
+
+    def decide(self, obs: dict, memory: jax.Array, ctx: dict):
+        h, mem = self.fn(obs, memory, ctx["key"])
+        return jnp.asarray(h, memory.dtype), jnp.asarray(mem, memory.dtype).reshape(memory.shape)
+
+
+@dataclass(frozen=True, eq=False)
+class Builtin:
+    """A built-in heuristic: a named decide function over (obs, memory, ctx)."""
+
+    name: str
+    fn: DecideFn = field(repr=False)
+    memory_size: int = 0
+
+    def decide(self, obs: dict, memory: jax.Array, ctx: dict):
+        return self.fn(obs, memory, ctx)
+
+
+def _present(x: jax.Array) -> jax.Array:
+    return ~jnp.isnan(x)
+
+
+def _aggressive(obs, memory, ctx):
+    cap = capacity(ctx["wealth"])
+    s = obs["commonsStock"]
+    h = jnp.where(_present(s), jnp.minimum(cap, ctx["intensity"] * s), cap)
+    return h, memory
+
+
+def conservative_fraction(obs: dict, reference: jax.Array) -> jax.Array:
+    """f(rho) of the three-tier rule; rho from commonsStock/reference, else commonsRatio.
+
+    With neither observable the middle tier (0.35) is used: no signal, no extreme.
+    """
+    s = obs["commonsStock"]
+    rho = jnp.where(_present(s), s / reference, obs["commonsRatio"])
+    f = jnp.where(rho > 0.6, 0.60, jnp.where(rho > 0.4, 0.35, 0.10))
+    return jnp.where(_present(rho), f, 0.35)
+
+
+def _conservative(obs, memory, ctx):
+    return capacity(ctx["wealth"]) * conservative_fraction(obs, ctx["reference"]), memory
+
+
+def _adaptive(obs, memory, ctx):
+    # memory: [previous observed stock (NaN = none yet), consecutive falls]
+    s = obs["commonsStock"]
+    prev, falls = memory[0], memory[1]
+    fell = _present(s) & (memory[2] > 0) & (s < prev)
+    falls = jnp.where(fell, falls + 1.0, 0.0)
+    f = ctx["reduction_factor"]
+    cut = jnp.where(falls >= 2.0, 0.30 * f, jnp.where(falls >= 1.0, 0.20 * f, 0.0))
+    h = capacity(ctx["wealth"]) * 0.40 * jnp.clip(1.0 - cut, 0.0, 1.0)
+    seen = _present(s)
+    new = memory.at[0].set(jnp.where(seen, s, prev)).at[1].set(falls).at[2].set(jnp.where(seen, 1.0, memory[2]))
+    return h, new
+
+
+def _random(obs, memory, ctx):
+    return capacity(ctx["wealth"]) * ctx["u"], memory
+
+
+def _rcp(obs, memory, ctx):
+    # memory: [peak capital observed so far]. Harvest = conservative x C/C_peak x C/(C+P):
+    # cut in proportion as capital falls from its peak and as pollution grows against capital.
+    c, p = obs["capitalStock"], obs["pollutionLevel"]
+    base = capacity(ctx["wealth"]) * conservative_fraction(obs, ctx["reference"])
+    peak = jnp.maximum(memory[0], jnp.where(_present(c), c, 0.0))
+    tiny = jnp.finfo(base.dtype).tiny
+    fc = jnp.where(peak > 0, jnp.clip(c / jnp.maximum(peak, tiny), 0.0, 1.0), 1.0)
+    fp = jnp.where(_present(p), jnp.clip(c / jnp.maximum(c + p, tiny), 0.0, 1.0), 1.0)
+    h = jnp.where(_present(c), base * fc * fp, base)
+    return h, memory.at[0].set(peak)
+
+
+def _idle(obs, memory, ctx):
+    return jnp.zeros_like(ctx["wealth"]), memory
+
+
+BUILTINS: dict[str, Builtin] = {
+    b.name: b
+    for b in (
+        Builtin("aggressive", _aggressive),
+        Builtin("conservative", _conservative),
+        Builtin("adaptive", _adaptive, memory_size=3),
+        Builtin("random", _random),
+        Builtin("rcp", _rcp, memory_size=1),
+        Builtin("idle", _idle),
+    )
+}
+
+
+def memory_init(policy, m: int, dtype) -> jax.Array:
+    """Initial memory of one player for one strategy: zeros, with adaptive's 'previous' unset."""
+    mem = jnp.zeros((m,), dtype)
+    return mem
+
+
+def decide_all(policies: tuple, obs: dict, memory: jax.Array, strategy: jax.Array, ctx: dict):
+    """Every strategy in the game decides for every player; each player's own one is kept.
+
+    obs: name -> [N, ...]; memory: float[S, N, M]; strategy: int32[N]; ctx: name -> [N, ...].
+    Each strategy keeps its memory up to date even while not in force, so a
+    ``strategy_override`` switches to a policy that has followed the game all along.
+    Returns (requests float[N], memory float[S, N, M]).
+    """
+    hs, mems = [], []
+    for s, pol in enumerate(policies):
+        m = max(pol.memory_size, 0)
+        mem_s = memory[s]
+
+        def one(o, mm, c, pol=pol, m=m):
+            h, new = pol.decide(o, mm[:m], c)
+            return h, mm.at[:m].set(new) if m else mm
+
+        h, new = jax.vmap(one)(obs, mem_s, ctx)
+        hs.append(h)
+        mems.append(new)
+    h_all = jnp.stack(hs)  # [S, N]
+    requests = jnp.take_along_axis(h_all, strategy[None, :], axis=0)[0]
+    return requests, jnp.stack(mems)

@@ -1,0 +1,107 @@
+"""Counter-based randomness indexed by (seed, arena, turn, player, purpose).
+
+Every random number of the game is a pure function of those five integers plus an element
+index, so an arena's trajectory depends only on the seed and its own index: never on the
+batch size or its position in the batch. Two generators share this interface:
+
+* ``"hash"`` (default): a 32-bit integer hash (xor-shift-multiply finaliser chained over the
+  counter words). Uniforms come from the top 24 bits; Gaussians use the exact Box-Muller
+  transform, so the default noise is exactly Gaussian up to float rounding.
+* ``"threefry"``: ``jax.random`` with the counters folded into a threefry key. Slower on CPU,
+  kept for users who want JAX's audited generator (see bench/rng.py for the figures).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import jax
+import jax.numpy as jnp
+
+Generator = Literal["hash", "threefry"]
+GENERATORS: tuple[str, ...] = ("hash", "threefry")
+
+# Purposes: one stream per kind of draw, so adding a draw never shifts another one.
+OBS_NOISE = 1
+POLICY = 2
+DIE = 3
+ORDER = 4
+PERTURB = 5
+TALK = 6
+
+_M1 = jnp.uint32(0x7FEB352D)
+_M2 = jnp.uint32(0x846CA68B)
+_GOLD = jnp.uint32(0x9E3779B9)
+
+
+def _mix(x: jax.Array) -> jax.Array:
+    """A 32-bit avalanche finaliser (lowbias32): every input bit flips ~half the output bits."""
+    x = x ^ (x >> 16)
+    x = x * _M1
+    x = x ^ (x >> 15)
+    x = x * _M2
+    return x ^ (x >> 16)
+
+
+def _absorb(h: jax.Array, word: jax.Array) -> jax.Array:
+    return _mix(h ^ (jnp.asarray(word).astype(jnp.uint32) + _GOLD + (h << 6) + (h >> 2)))
+
+
+def arena_key(seed: int | jax.Array, arena: int | jax.Array) -> jax.Array:
+    """The per-arena key: uint32[2] from the user seed and the arena's global index."""
+    seed = jnp.asarray(seed).astype(jnp.uint32)
+    arena = jnp.asarray(arena).astype(jnp.uint32)
+    h0 = _absorb(_absorb(jnp.uint32(0x243F6A88), seed), arena)
+    h1 = _absorb(_absorb(jnp.uint32(0x85A308D3), arena), seed)
+    return jnp.stack([h0, h1])
+
+
+def bits(
+    key: jax.Array,
+    turn: jax.Array | int,
+    player: jax.Array | int,
+    purpose: int,
+    shape: tuple[int, ...] = (),
+    generator: Generator = "hash",
+) -> jax.Array:
+    """uint32 random words for one (arena key, turn, player, purpose), one per element of shape."""
+    n = 1
+    for s in shape:
+        n *= s
+    if generator == "threefry":
+        k = jax.random.wrap_key_data(key, impl="threefry2x32")
+        k = jax.random.fold_in(k, jnp.asarray(turn).astype(jnp.uint32))
+        k = jax.random.fold_in(k, jnp.asarray(player).astype(jnp.uint32))
+        k = jax.random.fold_in(k, purpose)
+        return jax.random.bits(k, shape, jnp.uint32)
+    h = _absorb(key[0], turn)
+    h = _absorb(h, player)
+    h = _absorb(h, jnp.uint32(purpose))
+    h = _absorb(h, key[1])
+    idx = jnp.arange(n, dtype=jnp.uint32).reshape(shape)
+    return _mix(h ^ _mix(idx * _GOLD + jnp.uint32(0x632BE5AB)))
+
+
+def _to_unit(b: jax.Array, dtype: jnp.dtype) -> jax.Array:
+    # Top 24 bits, centred in their bin: strictly inside (0, 1), so log(u) is always finite.
+    return ((b >> 8).astype(dtype) + 0.5) * (1.0 / 16777216.0)
+
+
+def uniform(key, turn, player, purpose: int, shape=(), generator: Generator = "hash", dtype=None):
+    """Uniform draws strictly inside (0, 1)."""
+    dtype = dtype or jnp.result_type(float)
+    return _to_unit(bits(key, turn, player, purpose, shape, generator), dtype)
+
+
+def normal(key, turn, player, purpose: int, shape=(), generator: Generator = "hash", dtype=None):
+    """Standard normal draws by the exact Box-Muller transform of two independent uniforms."""
+    dtype = dtype or jnp.result_type(float)
+    b = bits(key, turn, player, purpose, (2,) + tuple(shape), generator)
+    u1 = _to_unit(b[0], dtype)
+    u2 = _to_unit(b[1], dtype)
+    return jnp.sqrt(-2.0 * jnp.log(u1)) * jnp.cos((2.0 * jnp.pi) * u2)
+
+
+def jax_key(key, turn, player, purpose: int, generator: Generator = "hash") -> jax.Array:
+    """A typed ``jax.random`` key for user policies, derived from the same counters."""
+    return jax.random.wrap_key_data(bits(key, turn, player, purpose, (2,), generator), impl="threefry2x32")

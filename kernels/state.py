@@ -1,0 +1,44 @@
+"""The state pytree of one arena and the record one turn emits."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import equinox as eqx
+import jax
+
+
+class ArenaState(eqx.Module):
+    """What changes from turn to turn. Derived values (capacity, ratio) are never stored."""
+
+    engine: Any  # the engine's own state pytree (stock, reserve, R/C/P, ...)
+    wealth: jax.Array  # float[N], privateResource
+    last_actual: jax.Array  # float[N], actual harvests of the previous turn (othersHarvest)
+    memory: jax.Array  # float[S, N, M], each strategy's private memory for each player
+    strategy: jax.Array  # int32[N], the decision function in force for each player
+    prev_env: jax.Array  # float[len(ENV_VARS)], last turn's true values (for 'sign' resolution)
+    turn: jax.Array  # int32[], turns completed
+    collapsed: jax.Array  # bool[]
+    collapse_turn: jax.Array  # int32[], turn the commons collapsed, 0 while alive
+    extra: dict  # optional layers' state (governance, perturbations), keyed by layer name
+
+
+class TurnRecord(eqx.Module):
+    """What one turn of one arena reports (stacked over turns by the scan)."""
+
+    turn: jax.Array  # int32[], 1-based number of this turn
+    played: jax.Array  # bool[], False once the game had ended before this turn
+    stock: jax.Array  # float[], commons stock at the end of the turn
+    regen: jax.Array  # float[], change of the stock by the dynamics this turn (harvest units)
+    reserve_drawn: jax.Array  # float[], units drawn from the hidden reserve
+    collapsed: jax.Array  # bool[], collapsed at the end of this turn
+    requested: jax.Array  # float[N], requests as submitted (after sanitising)
+    actual: jax.Array  # float[N], what each player received
+    wealth: jax.Array  # float[N], privateResource at the end of the turn
+    announced: jax.Array  # float[N], announced intended harvest, NaN when none
+    sanction: jax.Array  # float[N], sanction amount deducted this turn
+    invalid: jax.Array  # bool[N], request was NaN, infinite or negative and was treated as 0
+    strategy: jax.Array  # int32[N], decision function in force
+    metrics: dict  # name -> float[], the five governance metrics (NaN where the seed says null)
+    engine_extra: dict  # name -> float[], engine observables recorded each turn (capital, ...)
+    extra: dict  # optional layers' per-turn records

@@ -1,0 +1,145 @@
+"""One turn of one arena: ``step(game, key, state, requests, params) -> (state, record)``.
+
+The step consumes requests from any source (built-in policies through :func:`play`, or live
+HTTP/LLM/JS players through the host), so a live arena and a batched one run the same code.
+Order within a turn: sanitise requests, serve them (scheduler + engine ``step_one``: stock,
+hidden reserve, collapse die), credit wealth, test collapse, run the dynamics (``step``,
+skipped once collapsed), test collapse again, then the optional layers and the metrics.
+A game that has ended (collapsed, or past ``max_turns``) is frozen: the state is returned
+unchanged and the record says ``played=False``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+
+from . import rng
+from .game import Game
+from .metrics import governance_metrics
+from .observe import env_values, observe
+from .params import Params
+from .policies import decide_all
+from .schedule import get_scheduler
+from .state import ArenaState, TurnRecord
+
+
+def _select(pred, a, b):
+    return jax.tree_util.tree_map(lambda x, y: jnp.where(pred, x, y), a, b)
+
+
+def sanitize(requests: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """NaN, infinite and negative requests become 0 and are flagged (kernels never raise)."""
+    bad = ~jnp.isfinite(requests) | (requests < 0)
+    return jnp.where(bad, 0.0, requests), bad
+
+
+def step(game: Game, key: jax.Array, state: ArenaState, requests: jax.Array, params: Params):
+    """Advance one arena by one turn given every player's requested harvest (float[N])."""
+    dt = state.wealth.dtype
+    turn = state.turn + 1
+    live = ~state.collapsed & (state.turn < params.max_turns)
+    req, invalid = sanitize(jnp.asarray(requests, dt))
+    req = jnp.where(live, req, 0.0)
+    sched = get_scheduler(game.scheduler)
+    es0 = state.engine
+    es, actual, died, drawn = sched(game, key, turn, es0, req, params)
+    wealth = state.wealth + actual
+    ended = died | game.engine.check_end(es, params.engine)
+    es_dyn, regen = game.engine.step(es, params.engine)
+    es = _select(ended, es, es_dyn)
+    regen = jnp.where(ended, jnp.zeros_like(regen), regen)
+    ended = ended | game.engine.check_end(es, params.engine)
+
+    new = ArenaState(
+        engine=es,
+        wealth=wealth,
+        last_actual=actual,
+        memory=state.memory,
+        strategy=state.strategy,
+        prev_env=env_values(game, state, params),
+        turn=turn,
+        collapsed=ended,
+        collapse_turn=jnp.where(ended, turn, 0).astype(jnp.int32),
+        extra=state.extra,
+    )
+    n = game.n_players
+    announced = jnp.full((n,), jnp.nan, dt)
+    sanction = jnp.zeros((n,), dt)
+    layer_records = {}
+    ctx = {"requested": req, "actual": actual, "regen": regen, "announced": announced, "sanction": sanction}
+    for layer in game.layers:
+        new, ctx, layer_records[layer.name] = layer.after_harvest(game, key, turn, new, ctx, params)
+    announced, sanction = ctx["announced"], ctx["sanction"]
+    playing = jnp.ones((n,), bool) & live
+    metrics = governance_metrics(actual, announced, jnp.sum(sanction > 0).astype(dt), regen, playing)
+    new = _select(live, new, state)
+    record = TurnRecord(
+        turn=turn,
+        played=live,
+        stock=game.engine.stock(new.engine),
+        regen=regen,
+        reserve_drawn=drawn,
+        collapsed=new.collapsed,
+        requested=req,
+        actual=actual,
+        wealth=new.wealth,
+        announced=announced,
+        sanction=sanction,
+        invalid=invalid & live,
+        strategy=new.strategy,
+        metrics=metrics,
+        engine_extra=game.engine.recorded_values(new.engine),
+        extra=layer_records,
+    )
+    return new, record
+
+
+def policy_context(game: Game, key: jax.Array, state: ArenaState, params: Params) -> dict:
+    """What each player knows of itself: true wealth, its parameters, draws. Leaves are [N]."""
+    n = game.n_players
+    turn = state.turn + 1
+    players = jnp.arange(n)
+    ref = game.engine.reference(state.engine, params.engine)
+    return {
+        "wealth": state.wealth,
+        "intensity": params.players.intensity,
+        "reduction_factor": params.players.reduction_factor,
+        "reference": jnp.broadcast_to(ref, (n,)),
+        "u": jax.vmap(lambda p: rng.uniform(key, turn, p, rng.POLICY, (), game.generator))(players),
+        "key": jax.vmap(lambda p: rng.jax_key(key, turn, p, rng.POLICY + 100, game.generator))(players),
+    }
+
+
+def decide(game: Game, key: jax.Array, state: ArenaState, params: Params):
+    """Observe and let every player's policy decide; returns (requests float[N], state)."""
+    obs = observe(game, key, state, params)
+    ctx = policy_context(game, key, state, params)
+    requests, memory = decide_all(game.policies, obs, state.memory, state.strategy, ctx)
+    live = ~state.collapsed & (state.turn < params.max_turns)
+    memory = jnp.where(live, memory, state.memory)
+    return requests, dataclasses.replace(state, memory=memory)
+
+
+def begin(game: Game, key: jax.Array, state: ArenaState, params: Params):
+    """Start of a turn: the layers' begin hooks (perturbations). -> (state, records by layer)."""
+    turn = state.turn + 1
+    live = ~state.collapsed & (state.turn < params.max_turns)
+    records = {}
+    new = state
+    for layer in game.layers:
+        new, records[layer.name] = layer.begin(game, key, turn, new, params)
+    return _select(live, new, state), records
+
+
+def play(game: Game, key: jax.Array, state: ArenaState, params: Params):
+    """One full turn with policy players: begin, decide, step."""
+    state, begun = begin(game, key, state, params)
+    requests, state = decide(game, key, state, params)
+    state, record = step(game, key, state, requests, params)
+    if begun:
+        extra = {k: {"begin": begun.get(k, {}), **({"end": v} if v else {})} for k, v in record.extra.items()}
+        record = dataclasses.replace(record, extra={**extra, **{k: {"begin": v} for k, v in begun.items() if k not in extra}})
+    return state, record
