@@ -1,0 +1,27 @@
+"""What a player submits in one turn: a harvest request and, on the talk channel, an
+announcement. ``step`` accepts this pytree or a bare float[N] of requests."""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+
+class Actions(eqx.Module):
+    """One turn's actions of every player of one arena."""
+
+    requests: jax.Array  # float[N], requested harvests
+    announced: jax.Array  # float[N], announced intended harvest, NaN = no announcement
+
+
+def of(requests: jax.Array) -> Actions:
+    """Actions with no announcement."""
+    r = jnp.asarray(requests)
+    return Actions(requests=r, announced=jnp.full(r.shape, jnp.nan, r.dtype))
+
+
+def announcement(x: jax.Array) -> jax.Array:
+    """003_*: a number >= 0 rounded to 3 decimals; anything else (NaN, inf, < 0) is null."""
+    ok = jnp.isfinite(x) & (x >= 0)
+    return jnp.where(ok, jnp.round(jnp.where(ok, x, 0.0), 3), jnp.nan)

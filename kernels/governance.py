@@ -1,0 +1,118 @@
+"""The governance layer: pacts, scripted talk and sanctions as one turn ``Layer``.
+
+Decide side (``act``, after the policies and before the harvest): the scripted talk of
+kernels/talk.py writes proposals, acceptances and pledges into the pact table, clips the
+requests of complying players and fills their announcements. End of turn
+(``after_harvest``): the violation check of kernels/pacts.py, then every sanction spec
+whose ``pact_violation`` trigger matches fires once per violation (kernels/sanctions.py),
+deducting from the violator's wealth. It also accumulates what the GovSim outcome metrics
+need (total harvest, over-usage count) so a run without history can report them.
+
+Dynamic numbers: ``params.extra["governance"]`` (:class:`GovParams`); state:
+``state.extra["governance"]`` (:class:`GovState`); per-turn output:
+``record.extra["governance"]`` with ``violated`` bool[P, N] (the event table the host turns
+into ``{partyId, pactId, termType}`` lists), ``fired`` int32[N], ``status`` int32[P] and the
+frame columns ``turn_extra`` / ``player_extra``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+from . import pacts as P
+from . import sanctions as S
+from . import talk as T
+from .actions import Actions
+from .layers import Layer
+from .metrics import EPS
+
+NAME = "governance"
+
+
+class GovParams(eqx.Module):
+    talk: T.TalkParams
+    sanctions: S.SanctionParams
+    pacts0: P.Pacts  # the table before turn 1 (pre-declared pacts of the config)
+
+
+class GovState(eqx.Module):
+    pacts: P.Pacts
+    prior: jax.Array  # int32[T, N], violations so far per (termType, player)
+    harvest: jax.Array  # float[N], total actual harvest so far
+    over: jax.Array  # int32[N], turns with actual > share + eps
+    sanctioned: jax.Array  # float[N], total sanctions deducted so far
+
+
+@dataclass(frozen=True)
+class GovernanceLayer(Layer):
+    """Static part: whether scripted pledges/proposals exist (skips the registry writes)."""
+
+    name: str = NAME
+    registry: bool = True
+
+    def init(self, game, params):
+        gp: GovParams = params.extra[NAME]
+        dt = params.players.wealth0.dtype
+        n = game.n_players
+        return GovState(
+            pacts=gp.pacts0,
+            prior=jnp.zeros((len(P.PACT_TERM_TYPES), n), jnp.int32),
+            harvest=jnp.zeros((n,), dt),
+            over=jnp.zeros((n,), jnp.int32),
+            sanctioned=jnp.zeros((n,), dt),
+        )
+
+    def act(self, game, key, turn, state, actions: Actions, params):
+        gp: GovParams = params.extra[NAME]
+        gs: GovState = state.extra[NAME]
+        live = ~state.collapsed & (state.turn < params.max_turns)
+        pk, req, ann = T.script(gp.talk, gs.pacts, actions.requests, state.last_actual, turn, self.registry)
+        pk = jax.tree_util.tree_map(lambda a, b: jnp.where(live, a, b), pk, gs.pacts)
+        announced = jnp.where(jnp.isnan(ann), actions.announced, ann)
+        state = dataclasses.replace(state, extra={**state.extra, NAME: dataclasses.replace(gs, pacts=pk)})
+        return state, Actions(requests=req, announced=announced)
+
+    def after_harvest(self, game, key, turn, state, ctx, params):
+        gp: GovParams = params.extra[NAME]
+        gs: GovState = state.extra[NAME]
+        n = game.n_players
+        actual = ctx["actual"]
+        playing = jnp.ones((n,), bool)
+        pk, violated = P.check(gs.pacts, actual, playing)
+        k, prior = S.ordinals(gs.prior, violated, pk.term, len(P.PACT_TERM_TYPES))
+        amount, fired, _ = S.amounts(gp.sanctions, k, violated, pk.term)
+        share = ctx["regen"] / n
+        new_gs = GovState(
+            pacts=pk,
+            prior=prior,
+            harvest=gs.harvest + actual,
+            over=gs.over + (actual > share + EPS).astype(jnp.int32),
+            sanctioned=gs.sanctioned + amount,
+        )
+        state = dataclasses.replace(state, wealth=state.wealth - amount, extra={**state.extra, NAME: new_gs})
+        ctx = {
+            **ctx,
+            "sanction": ctx["sanction"] + amount,
+            "sanctioned": ctx.get("sanctioned", jnp.zeros((n,), bool)) | (fired > 0),
+        }
+        n_viol = jnp.sum(violated, axis=0).astype(jnp.int32)
+        record = {
+            "violated": violated,
+            "ordinal": k,
+            "fired": fired,
+            "status": pk.status,
+            "turn_extra": {
+                "violations": jnp.sum(n_viol),
+                "sanctions_fired": jnp.sum(fired),
+                "pacts_active": jnp.sum(pk.status == P.ACTIVE).astype(jnp.int32),
+                "pacts_dropped": pk.dropped,
+                "pacts_invalid": pk.invalid,
+            },
+            "player_extra": {"violations": n_viol},
+        }
+        return state, ctx, record

@@ -1,0 +1,255 @@
+"""The pact registry of one arena as fixed-size arrays (001_* 'Pacts', 000_* section 2.1).
+
+A table of ``P`` slots (static) holds every pact ever proposed in the arena. The lifecycle
+is ``proposed -> active`` once every party has accepted (the proposer accepts implicitly),
+or ``proposed -> rejected`` when any party rejects; a one-party pact (a ``pledge``) is
+active on proposal. Every write is a pure function of the table, so the batched scripted
+talk (kernels/talk.py) and the live host (message bus and tools) drive the same arrays.
+
+Kernels never raise: an invalid proposal (``maxHarvest <= 0``, ``tolerance < 0``, unknown
+term, no party) is not stored and counted in ``invalid``; a proposal that finds the table
+full is not stored and counted in ``dropped`` (never dropped silently). Both counters are
+reported every turn.
+
+Term types are a registry: adding one is one checker function plus one :func:`register_term`
+call (a checker sees the parties' actual harvests, the pact's numbers and the turn context).
+"""
+
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+EPS = 1e-6
+
+# status codes of a slot
+EMPTY, PROPOSED, ACTIVE, REJECTED = 0, 1, 2, 3
+STATUSES: tuple[str, ...] = ("empty", "proposed", "active", "rejected")
+
+
+class TurnContext(NamedTuple):
+    """What a checker may read besides its pact: per-turn values over all decisions."""
+
+    group_mean: jax.Array  # float[], mean actual harvest over the players playing this turn
+
+
+# checker(actual float[N], max_harvest float[], tolerance float[], ctx) -> breach bool[N]
+Checker = Callable[[jax.Array, jax.Array, jax.Array, TurnContext], jax.Array]
+# validator(max_harvest float[], tolerance float[]) -> valid bool[]
+Validator = Callable[[jax.Array, jax.Array], jax.Array]
+
+
+def _harvest_cap(actual, max_harvest, tolerance, ctx):
+    """001_*: actual > maxHarvest + eps (a harvest equal to the cap is no breach)."""
+    return actual > max_harvest + EPS
+
+
+def _harvest_cap_valid(max_harvest, tolerance):
+    return max_harvest > 0
+
+
+def _no_aggression(actual, max_harvest, tolerance, ctx):
+    """001_*: limit = groupMean x (1 + tolerance); actual > limit + eps."""
+    return actual > ctx.group_mean * (1.0 + tolerance) + EPS
+
+
+def _no_aggression_valid(max_harvest, tolerance):
+    return tolerance >= 0
+
+
+_TERMS: dict[str, tuple[Checker, Validator]] = {}
+PACT_TERM_TYPES: tuple[str, ...] = ()
+
+
+def register_term(name: str, checker: Checker, validator: Validator) -> None:
+    """Register a term type (appended: existing type codes never change)."""
+    global PACT_TERM_TYPES
+    if name in _TERMS:
+        raise ValueError(f"termType: {name!r} is already registered")
+    _TERMS[name] = (checker, validator)
+    PACT_TERM_TYPES = tuple(_TERMS)
+
+
+register_term("harvest_cap", _harvest_cap, _harvest_cap_valid)
+register_term("no_aggression", _no_aggression, _no_aggression_valid)
+HARVEST_CAP, NO_AGGRESSION = 0, 1
+
+
+def term_code(name: str) -> int:
+    """The int code of a term type name (ValueError naming the value when unknown)."""
+    try:
+        return PACT_TERM_TYPES.index(name)
+    except ValueError:
+        raise ValueError(f"termType: unknown {name!r}; known: {list(PACT_TERM_TYPES)}") from None
+
+
+class Pacts(eqx.Module):
+    """The pact table of one arena: P slots of N players."""
+
+    term: jax.Array  # int32[P], index into PACT_TERM_TYPES
+    parties: jax.Array  # bool[P, N]
+    proposer: jax.Array  # int32[P], -1 for an empty slot
+    accepted: jax.Array  # bool[P, N], recorded acceptances (proposer implicit)
+    max_harvest: jax.Array  # float[P], harvest_cap's maxHarvest (0 when unused)
+    tolerance: jax.Array  # float[P], no_aggression's tolerance (0 when unused)
+    status: jax.Array  # int32[P], EMPTY | PROPOSED | ACTIVE | REJECTED
+    proposed_turn: jax.Array  # int32[P], 0 for an empty slot
+    accepted_turn: jax.Array  # int32[P], turn the pact became active, 0 before
+    violation_count: jax.Array  # int32[P], violations recorded against this pact
+    dropped: jax.Array  # int32[], proposals not stored because the table was full
+    invalid: jax.Array  # int32[], proposals not stored because the terms were invalid
+
+    @property
+    def n_slots(self) -> int:
+        return self.status.shape[-1]
+
+
+def empty(n_slots: int, n_players: int, dtype=None) -> Pacts:
+    """A table of ``n_slots`` empty slots."""
+    dt = dtype or jnp.result_type(float)
+    zi = jnp.zeros((n_slots,), jnp.int32)
+    zb = jnp.zeros((n_slots, n_players), bool)
+    return Pacts(
+        term=zi, parties=zb, proposer=zi - 1, accepted=zb, max_harvest=jnp.zeros((n_slots,), dt),
+        tolerance=jnp.zeros((n_slots,), dt), status=zi, proposed_turn=zi, accepted_turn=zi,
+        violation_count=zi, dropped=jnp.zeros((), jnp.int32), invalid=jnp.zeros((), jnp.int32),
+    )
+
+
+def valid_terms(term: jax.Array, max_harvest: jax.Array, tolerance: jax.Array) -> jax.Array:
+    """bool[]: the term schema of 001_* (known type; maxHarvest > 0; tolerance >= 0)."""
+    oks = jnp.stack([v(max_harvest, tolerance) for _, v in _TERMS.values()])
+    known = (term >= 0) & (term < len(_TERMS))
+    return known & oks[jnp.clip(term, 0, len(_TERMS) - 1)]
+
+
+def _settle(p: Pacts, turn: jax.Array) -> Pacts:
+    """Proposed pacts whose every party has accepted become active this turn."""
+    full = jnp.all(p.accepted | ~p.parties, axis=-1)
+    now = (p.status == PROPOSED) & full
+    return eqx.tree_at(
+        lambda q: (q.status, q.accepted_turn),
+        p,
+        (jnp.where(now, ACTIVE, p.status), jnp.where(now, turn, p.accepted_turn).astype(jnp.int32)),
+    )
+
+
+def propose(
+    pacts: Pacts,
+    proposer: jax.Array,
+    parties: jax.Array,
+    term: jax.Array,
+    max_harvest: jax.Array,
+    tolerance: jax.Array,
+    turn: jax.Array,
+    when: jax.Array = True,
+) -> tuple[Pacts, jax.Array]:
+    """Store a proposal in the first empty slot; returns (pacts, slot), slot -1 if not stored.
+
+    proposer: int[]; parties: bool[N] (the proposer is always made a party); term: int[]
+    code; turn: int[] the turn of the proposal; when: bool[] (False = no-op, for scripts).
+    The proposer's acceptance is recorded at once, so a one-party pact is active on proposal.
+    """
+    n = pacts.parties.shape[-1]
+    dt = pacts.max_harvest.dtype
+    me = jnp.arange(n) == proposer
+    parties = jnp.asarray(parties, bool) | me
+    term = jnp.asarray(term, jnp.int32)
+    mh, tol = jnp.asarray(max_harvest, dt), jnp.asarray(tolerance, dt)
+    when = jnp.asarray(when, bool)
+    ok = valid_terms(term, mh, tol) & (proposer >= 0) & (proposer < n)
+    free = pacts.status == EMPTY
+    has_free = jnp.any(free)
+    slot = jnp.argmax(free)
+    store = when & ok & has_free
+    hit = (jnp.arange(pacts.n_slots) == slot) & store
+    h2 = hit[:, None]
+    p = Pacts(
+        term=jnp.where(hit, term, pacts.term),
+        parties=jnp.where(h2, parties[None, :], pacts.parties),
+        proposer=jnp.where(hit, proposer, pacts.proposer).astype(jnp.int32),
+        accepted=jnp.where(h2, me[None, :], pacts.accepted),
+        max_harvest=jnp.where(hit, mh, pacts.max_harvest),
+        tolerance=jnp.where(hit, tol, pacts.tolerance),
+        status=jnp.where(hit, PROPOSED, pacts.status),
+        proposed_turn=jnp.where(hit, turn, pacts.proposed_turn).astype(jnp.int32),
+        accepted_turn=pacts.accepted_turn,
+        violation_count=jnp.where(hit, 0, pacts.violation_count),
+        dropped=pacts.dropped + (when & ok & ~has_free).astype(jnp.int32),
+        invalid=pacts.invalid + (when & ~ok).astype(jnp.int32),
+    )
+    return _settle(p, turn), jnp.where(store, slot, -1).astype(jnp.int32)
+
+
+def pledge(pacts: Pacts, player: jax.Array, max_harvest: jax.Array, turn: jax.Array, when: jax.Array = True):
+    """003_* ``pledge(maxHarvest)``: a one-party harvest_cap pact, active on proposal."""
+    n = pacts.parties.shape[-1]
+    return propose(pacts, player, jnp.zeros((n,), bool), HARVEST_CAP, max_harvest, 0.0, turn, when)
+
+
+def accept(pacts: Pacts, slot: jax.Array, player: jax.Array, turn: jax.Array, when: jax.Array = True) -> Pacts:
+    """Record ``player``'s acceptance of a proposed pact it is a party to (else a no-op).
+
+    The pact becomes active, with ``accepted_turn = turn``, once every party has accepted.
+    """
+    return accept_mask(pacts, (jnp.arange(pacts.n_slots) == slot)[:, None] & (jnp.arange(pacts.parties.shape[-1]) == player)[None, :] & jnp.asarray(when, bool), turn)
+
+
+def accept_mask(pacts: Pacts, acc: jax.Array, turn: jax.Array) -> Pacts:
+    """Many acceptances at once: acc bool[P, N] (player n accepts slot p)."""
+    acc = acc & pacts.parties & (pacts.status == PROPOSED)[:, None]
+    return _settle(eqx.tree_at(lambda q: q.accepted, pacts, pacts.accepted | acc), turn)
+
+
+def reject(pacts: Pacts, slot: jax.Array, player: jax.Array, when: jax.Array = True) -> Pacts:
+    """A party's rejection of a proposed pact makes it ``rejected`` (binding no one)."""
+    return reject_mask(pacts, (jnp.arange(pacts.n_slots) == slot)[:, None] & (jnp.arange(pacts.parties.shape[-1]) == player)[None, :] & jnp.asarray(when, bool))
+
+
+def reject_mask(pacts: Pacts, rej: jax.Array) -> Pacts:
+    """Many rejections at once: rej bool[P, N]. Only proposed pacts can be rejected."""
+    hit = jnp.any(rej & pacts.parties, axis=-1) & (pacts.status == PROPOSED)
+    return eqx.tree_at(lambda q: q.status, pacts, jnp.where(hit, REJECTED, pacts.status))
+
+
+def binding(pacts: Pacts) -> jax.Array:
+    """bool[P, N]: player n is bound by slot p (an active pact it is a party to)."""
+    return pacts.parties & (pacts.status == ACTIVE)[:, None]
+
+
+def check(pacts: Pacts, actual: jax.Array, playing: jax.Array) -> tuple[Pacts, jax.Array]:
+    """End-of-turn violation check (001_* 'Violation checking').
+
+    actual: float[N] actual harvests; playing: bool[N] players whose decision counts this
+    turn (groupMean is over them; parties not playing are skipped). Returns (pacts with
+    ``violation_count`` updated, violated bool[P, N]): one event per (pact, party).
+    """
+    dt = actual.dtype
+    n_play = jnp.sum(playing)
+    mean = jnp.sum(jnp.where(playing, actual, 0.0)) / jnp.maximum(n_play, 1).astype(dt)
+    ctx = TurnContext(group_mean=mean)
+    per_term = jnp.stack(
+        [jax.vmap(lambda mh, tol, c=c: c(actual, mh, tol, ctx))(pacts.max_harvest, pacts.tolerance) for c, _ in _TERMS.values()]
+    )  # [T, P, N]
+    breach = jnp.take_along_axis(per_term, pacts.term[None, :, None], axis=0)[0]
+    violated = breach & binding(pacts) & playing[None, :]
+    counted = pacts.violation_count + jnp.sum(violated, axis=-1).astype(jnp.int32)
+    return eqx.tree_at(lambda q: q.violation_count, pacts, counted), violated
+
+
+def caps(pacts: Pacts, last_mean: jax.Array, has_last: jax.Array) -> jax.Array:
+    """float[N]: the harvest a complying player may take under its active pacts (inf if none).
+
+    harvest_cap binds at maxHarvest; no_aggression at last turn's group mean x (1 +
+    tolerance) when a last turn exists (this turn's mean is unknown when deciding).
+    """
+    bind = binding(pacts)
+    lim = jnp.where(
+        pacts.term == HARVEST_CAP,
+        pacts.max_harvest,
+        jnp.where((pacts.term == NO_AGGRESSION) & has_last, last_mean * (1.0 + pacts.tolerance), jnp.inf),
+    )
+    return jnp.min(jnp.where(bind, lim[:, None], jnp.inf), axis=0)

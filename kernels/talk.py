@@ -1,0 +1,82 @@
+"""Scripted cheap talk for batched arenas (003_*): announcements, pledges, proposals,
+acceptance rules and compliance, configured per player as dynamic arrays.
+
+Batched arenas have no language, so each player follows a script. Within turn t, after the
+policies have decided and before the harvest, every player in order:
+
+1. answers the proposals awaiting it that were made before turn t (messages of turn t are
+   seen at t + 1, 003_* 'Timing'): accept by its rule, else reject (or ignore them);
+2. pledges ``pledge_cap`` if t == ``pledge_turn``;
+3. proposes its pact if t == ``propose_turn``;
+4. if it complies, clips its request to the tightest limit of its active pacts;
+5. announces ``request x (1 - bias)`` (rounded to 3 decimals) if it announces.
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+from . import pacts as P
+
+ALWAYS, NEVER, MIN_CAP = 0, 1, 2
+ACCEPT_RULES: tuple[str, ...] = ("always", "never", "min_cap")
+
+
+class TalkParams(eqx.Module):
+    """Every player's script (leaves [N] or [N, N])."""
+
+    announce: jax.Array  # bool[N], announce the intended harvest each turn
+    bias: jax.Array  # float[N], announce request x (1 - bias); 0 = honest
+    comply: jax.Array  # bool[N], clip the request to the limits of one's active pacts
+    pledge_turn: jax.Array  # int32[N], turn of the pledge, 0 = never
+    pledge_cap: jax.Array  # float[N], maxHarvest of the pledge
+    propose_turn: jax.Array  # int32[N], turn of the proposal, 0 = never
+    propose_parties: jax.Array  # bool[N, N], row i: the parties player i proposes to
+    propose_term: jax.Array  # int32[N], term type code of the proposal
+    propose_cap: jax.Array  # float[N], maxHarvest (harvest_cap)
+    propose_tolerance: jax.Array  # float[N], tolerance (no_aggression)
+    accept_rule: jax.Array  # int32[N], ALWAYS | NEVER | MIN_CAP
+    accept_min: jax.Array  # float[N], MIN_CAP: accept a harvest_cap with maxHarvest >= this
+    decline_rejects: jax.Array  # bool[N], a declined proposal is rejected (else left pending)
+
+
+def silent(n: int, dtype=None) -> TalkParams:
+    """Nobody talks, pledges, proposes or complies; everyone accepts."""
+    dt = dtype or jnp.result_type(float)
+    zb, zi, zf = jnp.zeros((n,), bool), jnp.zeros((n,), jnp.int32), jnp.zeros((n,), dt)
+    return TalkParams(zb, zf, zb, zi, zf, zi, jnp.zeros((n, n), bool), zi, zf, zf, zi, zf, jnp.ones((n,), bool))
+
+
+def answers(tp: TalkParams, pacts: P.Pacts, turn: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """(accept, reject) bool[P, N] of every player on the proposals awaiting it."""
+    waiting = (pacts.status == P.PROPOSED)[:, None] & pacts.parties & ~pacts.accepted & (pacts.proposed_turn < turn)[:, None]
+    cap_ok = (pacts.term != P.HARVEST_CAP)[:, None] | (pacts.max_harvest[:, None] >= tp.accept_min[None, :])
+    rule = tp.accept_rule[None, :]
+    yes = (rule == ALWAYS) | ((rule == MIN_CAP) & cap_ok)
+    return waiting & yes, waiting & ~yes & tp.decline_rejects[None, :]
+
+
+def script(tp: TalkParams, pacts: P.Pacts, requests: jax.Array, last_actual: jax.Array, turn: jax.Array,
+           registry: bool = True):
+    """Run every player's script for this turn. Returns (pacts, requests, announced).
+
+    registry: static; False skips steps 1-3 (no scripted pledge/proposal in the game).
+    """
+    if registry:
+        acc, rej = answers(tp, pacts, turn)
+        pacts = P.reject_mask(P.accept_mask(pacts, acc, turn), rej)
+
+        def one(i, pk):
+            pk, _ = P.pledge(pk, i, tp.pledge_cap[i], turn, when=tp.pledge_turn[i] == turn)
+            pk, _ = P.propose(pk, i, tp.propose_parties[i], tp.propose_term[i], tp.propose_cap[i],
+                              tp.propose_tolerance[i], turn, when=tp.propose_turn[i] == turn)
+            return pk
+
+        pacts = jax.lax.fori_loop(0, requests.shape[0], one, pacts)
+    last_mean = jnp.mean(last_actual)
+    cap = P.caps(pacts, last_mean, turn > 1)
+    requests = jnp.where(tp.comply, jnp.minimum(requests, cap), requests)
+    announced = jnp.where(tp.announce, requests * (1.0 - tp.bias), jnp.nan)
+    return pacts, requests, announced
