@@ -23,6 +23,11 @@ class Layer:
         """Start of turn, before players observe (shocks, overrides). -> (state, record)."""
         return state, {}
 
+    def act(self, game, key: jax.Array, turn: jax.Array, state, actions, params):
+        """Decide side, after the policies and before the harvest (scripted talk, compliance).
+        actions: kernels.actions.Actions (requests, announced float[N]). -> (state, actions)."""
+        return state, actions
+
     def after_harvest(self, game, key: jax.Array, turn: jax.Array, state, ctx: dict, params):
         """After harvest and dynamics (violations, sanctions, talk). ctx has requested,
         actual, regen, announced, sanction (float[N]); layers may update announced/sanction.
