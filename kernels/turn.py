@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 
 from . import rng
+from .actions import Actions, announcement
 from .game import Game
 from .metrics import governance_metrics
 from .observe import env_values, observe
@@ -36,9 +37,16 @@ def sanitize(requests: jax.Array) -> tuple[jax.Array, jax.Array]:
     return jnp.where(bad, 0.0, requests), bad
 
 
-def step(game: Game, key: jax.Array, state: ArenaState, requests: jax.Array, params: Params):
-    """Advance one arena by one turn given every player's requested harvest (float[N])."""
+def step(game: Game, key: jax.Array, state: ArenaState, requests, params: Params):
+    """Advance one arena by one turn given every player's requested harvest (float[N]), or
+    an :class:`~.actions.Actions` (requests plus announcements, NaN = none)."""
     dt = state.wealth.dtype
+    n = game.n_players
+    if isinstance(requests, Actions):
+        announced0 = announcement(jnp.asarray(requests.announced, dt))
+        requests = requests.requests
+    else:
+        announced0 = jnp.full((n,), jnp.nan, dt)
     turn = state.turn + 1
     live = ~state.collapsed & (state.turn < params.max_turns)
     req, invalid = sanitize(jnp.asarray(requests, dt))
@@ -65,8 +73,7 @@ def step(game: Game, key: jax.Array, state: ArenaState, requests: jax.Array, par
         collapse_turn=jnp.where(ended, turn, 0).astype(jnp.int32),
         extra=state.extra,
     )
-    n = game.n_players
-    announced = jnp.full((n,), jnp.nan, dt)
+    announced = jnp.where(live, announced0, jnp.nan)
     sanction = jnp.zeros((n,), dt)
     layer_records = {}
     ctx = {"requested": req, "actual": actual, "regen": regen, "announced": announced, "sanction": sanction}
@@ -74,7 +81,8 @@ def step(game: Game, key: jax.Array, state: ArenaState, requests: jax.Array, par
         new, ctx, layer_records[layer.name] = layer.after_harvest(game, key, turn, new, ctx, params)
     announced, sanction = ctx["announced"], ctx["sanction"]
     playing = jnp.ones((n,), bool) & live
-    metrics = governance_metrics(actual, announced, jnp.sum(sanction > 0).astype(dt), regen, playing)
+    sanctioned = ctx.get("sanctioned", sanction > 0)  # players with a sanction fired this turn
+    metrics = governance_metrics(actual, announced, jnp.sum(sanctioned & playing).astype(dt), regen, playing)
     new = _select(live, new, state)
     record = TurnRecord(
         turn=turn,
@@ -114,13 +122,21 @@ def policy_context(game: Game, key: jax.Array, state: ArenaState, params: Params
 
 
 def decide(game: Game, key: jax.Array, state: ArenaState, params: Params):
-    """Observe and let every player's policy decide; returns (requests float[N], state)."""
+    """Observe and let every player's policy decide; returns (requests float[N], state), or
+    (Actions, state) when a layer acts on the decide side (scripted talk)."""
     obs = observe(game, key, state, params)
     ctx = policy_context(game, key, state, params)
     requests, memory = decide_all(game.policies, obs, state.memory, state.strategy, ctx)
     live = ~state.collapsed & (state.turn < params.max_turns)
     memory = jnp.where(live, memory, state.memory)
-    return requests, dataclasses.replace(state, memory=memory)
+    state = dataclasses.replace(state, memory=memory)
+    acting = [layer for layer in game.layers if hasattr(layer, "act")]
+    if not acting:
+        return requests, state
+    actions = Actions(requests=requests, announced=jnp.full(requests.shape, jnp.nan, requests.dtype))
+    for layer in acting:  # decide-side layers (scripted talk): -> Actions
+        state, actions = layer.act(game, key, state.turn + 1, state, actions, params)
+    return actions, state
 
 
 def begin(game: Game, key: jax.Array, state: ArenaState, params: Params):
