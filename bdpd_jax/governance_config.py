@@ -1,0 +1,115 @@
+"""Governance part of the arena config: per-player scripted ``talk`` and pre-declared ``pacts``.
+
+Players are named by index (0-based int) or by ``name``. Every rejection is a ValueError
+naming the field and the value.
+
+``talk`` keys (all optional; the default is a silent player who accepts every proposal):
+
+- ``announce``: ``"none"`` | ``"honest"`` | ``"biased"`` -- announce the intended harvest
+  (the request after compliance) each turn; ``"biased"`` announces ``request x (1 - bias)``.
+- ``bias``: fraction in [0, 1] under-announced by a biased player (default 0.25).
+- ``comply``: clip one's request to the limits of one's active pacts (default False).
+- ``pledge``: ``{"turn": t, "maxHarvest": c}`` -- pledge a cap at turn t.
+- ``propose``: ``{"turn": t, "parties": [...], "terms": {...}}`` -- propose a pact at turn t.
+- ``accept``: ``"always"`` | ``"never"`` | ``"min_cap"`` -- how proposals are answered;
+  ``acceptMinCap``: with ``min_cap``, accept a harvest_cap whose maxHarvest >= this (other
+  term types are accepted); ``declineRejects``: a declined proposal is rejected (default
+  True) or left pending (003_*: 'rejection happens implicitly by not accepting').
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from .kernels.pacts import PACT_TERM_TYPES
+
+_STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+PlayerRef = int | str
+
+
+class PactTerms(BaseModel):
+    """001_* term schema: a discriminated union on ``type``."""
+
+    model_config = _STRICT
+    type: str
+    maxHarvest: float | None = None
+    tolerance: float = 0.0
+
+    @model_validator(mode="after")
+    def _schema(self) -> "PactTerms":
+        if self.type not in PACT_TERM_TYPES:
+            raise ValueError(f"terms.type: unknown term type {self.type!r}; known: {list(PACT_TERM_TYPES)}")
+        if self.type == "harvest_cap" and (self.maxHarvest is None or self.maxHarvest <= 0):
+            raise ValueError(f"terms.maxHarvest: harvest_cap needs maxHarvest > 0, got {self.maxHarvest!r}")
+        if self.tolerance < 0:
+            raise ValueError(f"terms.tolerance: must be >= 0, got {self.tolerance!r}")
+        return self
+
+
+class PledgeScript(BaseModel):
+    model_config = _STRICT
+    turn: int = Field(ge=1)
+    maxHarvest: float = Field(gt=0)
+
+
+class ProposeScript(BaseModel):
+    model_config = _STRICT
+    turn: int = Field(ge=1)
+    parties: list[PlayerRef] = Field(min_length=1)
+    terms: PactTerms
+
+
+class TalkConfig(BaseModel):
+    """One player's scripted cheap talk (see the module docstring for the keys)."""
+
+    model_config = _STRICT
+    announce: Literal["none", "honest", "biased"] = "none"
+    bias: float = Field(0.25, ge=0, le=1)
+    comply: bool = False
+    pledge: PledgeScript | None = None
+    propose: ProposeScript | None = None
+    accept: Literal["always", "never", "min_cap"] = "always"
+    acceptMinCap: float = Field(0.0, ge=0)
+    declineRejects: bool = True
+
+
+class PactConfig(BaseModel):
+    """A pact declared in the config: in the table before turn 1."""
+
+    model_config = _STRICT
+    parties: list[PlayerRef] = Field(min_length=1)
+    terms: PactTerms
+    proposer: PlayerRef | None = None  # default: the first party
+    status: Literal["proposed", "active"] = "active"
+
+
+def player_index(ref: PlayerRef, names: list[str | None], field: str) -> int:
+    """Resolve a player reference (index or name); ValueError naming the field."""
+    n = len(names)
+    if isinstance(ref, bool):
+        raise ValueError(f"{field}: a player is an index or a name, got {ref!r}")
+    if isinstance(ref, int):
+        if not 0 <= ref < n:
+            raise ValueError(f"{field}: player index {ref} out of range [0, {n})")
+        return ref
+    if ref not in names:
+        raise ValueError(f"{field}: no player named {ref!r}; names: {[x for x in names if x]}")
+    return names.index(ref)
+
+
+def check_governance(players: list, pacts: list[PactConfig], n_slots_hint: int | None = None) -> None:
+    """Cross-checks needing the players list: every party reference resolves."""
+    names = [p.name for p in players]
+    for i, pc in enumerate(pacts):
+        for j, r in enumerate(pc.parties):
+            player_index(r, names, f"pacts[{i}].parties[{j}]")
+        if pc.proposer is not None:
+            player_index(pc.proposer, names, f"pacts[{i}].proposer")
+    for i, p in enumerate(players):
+        t = getattr(p, "talk", None)
+        if t is not None and t.propose is not None:
+            for j, r in enumerate(t.propose.parties):
+                player_index(r, names, f"players[{i}].talk.propose.parties[{j}]")
