@@ -18,6 +18,8 @@ from .kernels.params import OBS_VARS, OWN_VARS, PEER_VARS, PLAYER_VARS, RESOLUTI
 from .kernels.observe import QUALITATIVE_VARS, SIGN_VARS
 from .kernels.policies import BUILTINS, Policy
 from .kernels.schedule import SCHEDULERS
+from .governance_config import PactConfig, TalkConfig, check_governance
+from .specs import parse_perturbations
 
 _STRICT = ConfigDict(extra="forbid", allow_inf_nan=False, populate_by_name=True)
 
@@ -134,6 +136,7 @@ class PlayerConfig(BaseModel):
     intensity: float = Field(0.5, gt=0, le=1)
     reductionFactor: float = Field(1.0, ge=0)
     privateResource: float = Field(30.0, ge=0)
+    talk: TalkConfig | None = None  # scripted cheap talk (bdpd_jax/governance_config.py)
 
     @field_validator("strategy")
     @classmethod
@@ -155,6 +158,13 @@ class ArenaConfig(BaseModel):
     observability: dict[str, ObsVar] = Field(default_factory=dict)
     agentTimeout: int = Field(30000, ge=1)
     players: list[PlayerConfig] | None = None
+    pacts: list[PactConfig] = Field(default_factory=list)  # pre-declared pacts
+    perturbations: list[Any] = Field(default_factory=list)  # specs {id, type, trigger, payload} (specs.py)
+
+    @field_validator("perturbations")
+    @classmethod
+    def _perturbation_specs(cls, v: list) -> list:
+        return parse_perturbations(v)
 
     @model_validator(mode="after")
     def _cross_checks(self) -> "ArenaConfig":
@@ -175,6 +185,7 @@ class ArenaConfig(BaseModel):
             if spec.resolution == "sign" and name not in SIGN_VARS:
                 raise ValueError(f"observability.{name}.resolution: 'sign' is defined for {list(SIGN_VARS)} only")
         if self.players is not None:
+            check_governance(self.players, self.pacts)
             n = len(self.players)
             if not self.model.minPlayers <= n <= self.model.maxPlayers:
                 raise ValueError(
