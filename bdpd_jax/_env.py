@@ -15,6 +15,13 @@ YNN_OFF = "--xla_cpu_experimental_ynn_fusion_type="
 def apply_env() -> None:
     if "XLA_FLAGS" not in os.environ:
         os.environ["XLA_FLAGS"] = YNN_OFF
+    # equinox's runtime checks (eqx.error_if inside diffrax) cost ~2 us per Seneca turn and
+    # their host callbacks keep the persistent compilation cache from storing the program;
+    # "nan" turns a failed check into NaNs instead. Nothing is lost: diffeqsolve runs with
+    # throw=False and the Seneca engine flags failure per arena from ``sol.result`` and a
+    # finiteness test (bench/README.md). Read once when equinox is imported, so it must be
+    # set before that; a user's own EQX_ON_ERROR always wins.
+    os.environ.setdefault("EQX_ON_ERROR", "nan")
 
 
 def enable_compile_cache(path: str | None = None) -> None:

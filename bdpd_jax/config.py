@@ -55,6 +55,15 @@ class SenecaConfig(BaseModel):
     substeps: int = Field(1, ge=1, le=1000)
     solver: Literal["euler", "heun", "midpoint", "ralston", "bosh3", "tsit5", "dopri5"] = "euler"
     collapseFraction: float = Field(1e-3, ge=0, lt=1)
+    # R units withdrawn per harvest unit (harvests draw on R between integrations).
+    harvestScale: float = Field(1.0, gt=0)
+    # How constant steps are taken: diffrax solver steps, diffrax's Butcher tableau unrolled
+    # (fast for RK solvers), or a full diffeqsolve per turn (docs/semantics_seneca.md).
+    integrator: Literal["steps", "tableau", "diffeqsolve"] = "steps"
+    adaptive: bool = False  # diffeqsolve with a PID controller (rtol/atol); else constant steps
+    rtol: float = Field(1e-6, gt=0)
+    atol: float = Field(1e-9, gt=0)
+    maxSteps: int = Field(256, ge=1, le=100000)
 
 
 class ModelConfig(BaseModel):

@@ -21,7 +21,9 @@ class Engine:
     variables: ClassVar[tuple[str, ...]]
     #: engine values recorded every turn as columns of Results.turns besides ``stock``.
     recorded: ClassVar[tuple[str, ...]] = ()
-    #: perturbation types / model features this engine supports (checked by the host).
+    #: model features this engine has (checked by the host): ``regen_rate``, ``capacity``,
+    #: ``threshold`` (params fields perturbations may rewrite), ``stock`` (settable by
+    #: ``with_stock``), ``hidden_reserve``. kernels/perturb.py REQUIRES maps types to them.
     features: ClassVar[frozenset[str]] = frozenset()
 
     def params_from_model(self, model: Mapping[str, Any]) -> Any:
@@ -63,6 +65,28 @@ class Engine:
     def recorded_values(self, state: Any) -> dict[str, jax.Array]:
         """Values named by ``recorded`` (name -> float[])."""
         return {}
+
+    def summary_values(self, state: Any) -> dict[str, jax.Array]:
+        """Per-arena values added as columns of Results.summary (name -> float[] | bool[])."""
+        return {}
+
+    # --- hooks of the perturbation layer (kernels/perturb.py); defaults by field name ---
+    def get_param(self, params: Any, name: str) -> jax.Array:
+        """The params field a perturbation reads (``regen_rate``, ``capacity``, ``threshold``)."""
+        return getattr(params, name)
+
+    def set_param(self, params: Any, name: str, value: jax.Array) -> Any:
+        """``params`` with field ``name`` replaced (engines with other field names override)."""
+        import dataclasses
+
+        return dataclasses.replace(params, **{name: value})
+
+    def with_stock(self, state: Any, value: jax.Array) -> Any:
+        """``state`` with the harvestable stock set to ``value`` (``commons_shock``); the
+        default sets a ``stock`` field. Engines listing ``"stock"`` in ``features`` support it."""
+        import dataclasses
+
+        return dataclasses.replace(state, stock=value)
 
     def failed(self, state: Any) -> jax.Array:
         """Per-arena numerical failure flag (bool[]); False for engines that cannot fail."""
