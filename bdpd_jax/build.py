@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from .config import ArenaConfig
+from .governance_build import governance as governance_layer
+from .governance_build import uses_governance
 from .kernels.engines import get_engine
 from .kernels.game import Game
 from .kernels.params import OBS_VARS, OWN_VARS, RESOLUTIONS, ObsParams, Params, PlayerParams, farr
@@ -47,8 +51,13 @@ def obs_params(config: ArenaConfig) -> ObsParams:
     )
 
 
-def build(config: ArenaConfig, *, generator: str = "hash", extra_policies: tuple = ()) -> tuple[Game, Params]:
-    """The static game and the params pytree (no batch axis) of one config."""
+def build(config: ArenaConfig, *, generator: str = "hash", extra_policies: tuple = (),
+          governance: dict | None = None) -> tuple[Game, Params]:
+    """The static game and the params pytree (no batch axis) of one config.
+
+    governance: static shapes of the governance layer (``pact_slots``, ``ladder_width``,
+    ``n_specs``), e.g. a sweep's largest, so every cell shares one compiled program.
+    """
     players = config.require_players()
     pols, index = policies_of(config, extra_policies)
     model = config.model
@@ -68,6 +77,10 @@ def build(config: ArenaConfig, *, generator: str = "hash", extra_policies: tuple
         ),
         extra={},
     )
+    if governance is not None or uses_governance(config):
+        layer, gov = governance_layer(config, **(governance or {}))
+        game = dataclasses.replace(game, layers=game.layers + (layer,))
+        params = dataclasses.replace(params, extra={**params.extra, layer.name: gov})
     return game, params
 
 

@@ -1,0 +1,109 @@
+"""From the validated config's governance keys (talk, pacts, sanction specs) to the
+governance layer and its params pytree (kernels/governance.py)."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+
+from .governance_config import player_index
+from .kernels import pacts as P
+from .kernels import sanctions as S
+from .kernels import talk as T
+from .kernels.governance import GovernanceLayer, GovParams
+from .kernels.params import farr
+from .specs import SANCTION_TYPES
+
+
+def sanction_specs(config) -> list:
+    return [s for s in config.perturbations if getattr(s, "type", None) in SANCTION_TYPES]
+
+
+def uses_governance(config) -> bool:
+    """True when the config has talk, pacts or sanction specs (else no layer: zero cost)."""
+    return bool(config.pacts or sanction_specs(config) or any(p.talk is not None for p in config.require_players()))
+
+
+def needed_slots(config) -> int:
+    """Pact slots enough for every pre-declared pact and every scripted pledge/proposal."""
+    n = len(config.pacts)
+    for p in config.require_players():
+        if p.talk is not None:
+            n += (p.talk.pledge is not None) + (p.talk.propose is not None)
+    return max(n, 1)
+
+
+def governance(config, *, pact_slots: int | None = None, ladder_width: int | None = None,
+               n_specs: int | None = None) -> tuple[GovernanceLayer, GovParams]:
+    """The layer (static) and its params. pact_slots / ladder_width / n_specs fix the static
+    shapes (e.g. the largest of a sweep, so every cell shares one compiled program)."""
+    players = config.require_players()
+    names = [p.name for p in players]
+    n = len(players)
+    need = needed_slots(config)
+    slots = need if pact_slots is None else int(pact_slots)
+    if slots < 1:
+        raise ValueError(f"pact_slots: must be >= 1, got {pact_slots!r}")
+    specs = sanction_specs(config)
+    width = max([1] + [len(s.ladder) for s in specs]) if ladder_width is None else int(ladder_width)
+    if any(len(s.ladder) > width for s in specs):
+        raise ValueError(f"ladder_width: {ladder_width} is shorter than a ladder of the config")
+    k = len(specs) if n_specs is None else int(n_specs)
+    if k < len(specs):
+        raise ValueError(f"n_specs: {n_specs} is fewer than the {len(specs)} sanction specs of the config")
+
+    # talk
+    talks = [p.talk for p in players]
+    col = lambda f, d: [f(t) if t is not None else d for t in talks]  # noqa: E731
+    parties = np.zeros((n, n), bool)
+    term = []
+    for i, t in enumerate(talks):
+        if t is not None and t.propose is not None:
+            for j, r in enumerate(t.propose.parties):
+                parties[i, player_index(r, names, f"players[{i}].talk.propose.parties[{j}]")] = True
+        term.append(P.term_code(t.propose.terms.type) if t is not None and t.propose is not None else 0)
+    prop = lambda f: col(lambda t: f(t.propose) if t.propose is not None else 0.0, 0.0)  # noqa: E731
+    tp = T.TalkParams(
+        announce=jnp.asarray(col(lambda t: t.announce != "none", False), bool),
+        bias=farr(col(lambda t: t.bias if t.announce == "biased" else 0.0, 0.0)),
+        comply=jnp.asarray(col(lambda t: t.comply, False), bool),
+        pledge_turn=jnp.asarray(col(lambda t: t.pledge.turn if t.pledge else 0, 0), jnp.int32),
+        pledge_cap=farr(col(lambda t: t.pledge.maxHarvest if t.pledge else 0.0, 0.0)),
+        propose_turn=jnp.asarray(prop(lambda q: q.turn), jnp.int32),
+        propose_parties=jnp.asarray(parties),
+        propose_term=jnp.asarray(term, jnp.int32),
+        propose_cap=farr(prop(lambda q: q.terms.maxHarvest or 0.0)),
+        propose_tolerance=farr(prop(lambda q: q.terms.tolerance)),
+        accept_rule=jnp.asarray(col(lambda t: T.ACCEPT_RULES.index(t.accept), 0), jnp.int32),
+        accept_min=farr(col(lambda t: t.acceptMinCap, 0.0)),
+        decline_rejects=jnp.asarray(col(lambda t: t.declineRejects, True), bool),
+    )
+
+    # sanctions, padded to (k, width)
+    ladder = np.zeros((k, width))
+    length = np.ones((k,), np.int32)
+    sterm = np.full((k,), S.ANY_TERM, np.int32)
+    active = np.zeros((k,), bool)
+    for j, s in enumerate(specs):
+        ladder[j, : len(s.ladder)] = s.ladder
+        length[j] = len(s.ladder)
+        sterm[j] = S.ANY_TERM if s.trigger.termType is None else P.term_code(s.trigger.termType)
+        active[j] = True
+    sp = S.SanctionParams(jnp.asarray(active), jnp.asarray(sterm), farr(ladder), jnp.asarray(length))
+
+    # pre-declared pacts: proposed at turn 0, accepted at turn 0 when declared active
+    pk = P.empty(slots, n)
+    if len(config.pacts) > slots:
+        raise ValueError(f"pact_slots: {slots} slots cannot hold the {len(config.pacts)} pacts of the config")
+    for i, pc in enumerate(config.pacts):
+        mask = np.zeros((n,), bool)
+        for j, r in enumerate(pc.parties):
+            mask[player_index(r, names, f"pacts[{i}].parties[{j}]")] = True
+        proposer = player_index(pc.proposer, names, f"pacts[{i}].proposer") if pc.proposer is not None else int(np.argmax(mask))
+        pk, _ = P.propose(pk, proposer, jnp.asarray(mask), P.term_code(pc.terms.type), pc.terms.maxHarvest or 0.0,
+                          pc.terms.tolerance, jnp.int32(0))
+        if pc.status == "active":
+            pk = P.accept_mask(pk, pk.parties & (jnp.arange(slots) == i)[:, None], jnp.int32(0))
+    scripted = any(t is not None and (t.pledge is not None or t.propose is not None) for t in talks)
+    proposing = scripted or any(pc.status == "proposed" for pc in config.pacts)
+    return GovernanceLayer(registry=proposing), GovParams(talk=tp, sanctions=sp, pacts0=pk)
