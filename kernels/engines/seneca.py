@@ -182,7 +182,7 @@ class Seneca(Engine):
     name = "seneca"
     variables = ("commonsStock", "commonsRatio", "capitalStock", "pollutionLevel")
     recorded = ("capital", "pollution", "solver_failed")
-    features = frozenset({"commons"})
+    features = frozenset({"stock"})  # commons_shock moves R; no regen_rate/capacity/threshold/reserve
 
     def params_from_model(self, model: Mapping[str, Any]) -> SenecaParams:
         s = model.get("seneca") or {}
@@ -256,6 +256,9 @@ class Seneca(Engine):
 
     def summary_values(self, state: SenecaState) -> dict[str, jax.Array]:
         return {"solver_failed": state.failed}
+
+    def with_stock(self, state: SenecaState, value: jax.Array) -> SenecaState:
+        return SenecaState(R=jnp.maximum(value, 0.0), C=state.C, P=state.P, failed=state.failed)
 
     def failed(self, state: SenecaState) -> jax.Array:
         return state.failed
