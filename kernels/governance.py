@@ -106,6 +106,7 @@ class GovernanceLayer(Layer):
             "ordinal": k,
             "fired": fired,
             "status": pk.status,
+            "term": pk.term,
             "turn_extra": {
                 "violations": jnp.sum(n_viol),
                 "sanctions_fired": jnp.sum(fired),

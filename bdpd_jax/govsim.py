@@ -1,0 +1,70 @@
+"""GovSim outcome metrics per arena (Piatti et al. 2024, 'Cooperate or Collapse'), so batch
+results sit next to published LLM numbers. Plain numpy on the final state and either the
+governance layer's accumulators or the per-turn records.
+
+- ``survival_time``: turns played (the game stops at collapse, so this is the collapse turn
+  of a collapsed arena and ``maxTurns`` for a surviving one);
+- ``survived``: the commons is alive after ``maxTurns`` turns;
+- ``total_gain``: sum over players and turns of actual harvests (sanctions not deducted);
+- ``efficiency``: ``min(1, total_gain / (maxTurns x f0))`` with ``f0`` the sustainable
+  per-turn yield of the engine (logistic: the maximum sustainable yield ``r K / 4``; NaN for
+  engines without a closed form);
+- ``equality``: ``1 - Gini`` of per-player gains, ``1 - sum_ij |g_i - g_j| / (2 N sum_i g_i)``
+  (1 when nobody gained anything: all gains equal);
+- ``over_usage``: fraction of (player, turn) decisions with ``actual > share + eps``,
+  ``share = regen / N`` as in the governance metrics (NaN when unknown: no history and no
+  governance layer).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+EPS = 1e-6
+GOVSIM_COLUMNS = ("survival_time", "total_gain", "efficiency", "equality", "over_usage")
+
+
+def sustainable_yield(config) -> float:
+    """f0: the engine's sustainable per-turn total harvest, NaN when it has no closed form."""
+    m = config.model
+    if m.engineMode == "logistic":
+        return m.regenRate * m.commonsCapacity / 4.0
+    return float("nan")
+
+
+def equality(gains: np.ndarray) -> np.ndarray:
+    """gains float[N, B] -> 1 - Gini per arena."""
+    n = gains.shape[0]
+    tot = gains.sum(axis=0)
+    diff = np.abs(gains[:, None, :] - gains[None, :, :]).sum(axis=(0, 1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        g = np.where(tot > 0, diff / (2.0 * n * np.where(tot > 0, tot, 1.0)), 0.0)
+    return 1.0 - g
+
+
+def govsim_columns(turns_played: np.ndarray, max_turns: int, f0: float, gains: np.ndarray,
+                   over: np.ndarray | None) -> dict[str, np.ndarray]:
+    """turns_played int[B]; gains float[N, B] per-player harvest totals; over int[N, B]
+    decisions over the share (None = unknown)."""
+    n = gains.shape[0]
+    total = gains.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        eff = np.minimum(1.0, total / (max_turns * f0)) if np.isfinite(f0) and f0 > 0 else np.full_like(total, np.nan)
+        ou = (over.sum(axis=0) / (n * np.maximum(turns_played, 1))) if over is not None else np.full_like(total, np.nan)
+    ou = np.where(turns_played > 0, ou, np.nan)
+    return {
+        "survival_time": turns_played.astype(np.int32),
+        "total_gain": total,
+        "efficiency": eff,
+        "equality": equality(gains),
+        "over_usage": ou,
+    }
+
+
+def from_records(actual: np.ndarray, regen: np.ndarray, played: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """actual float[T, N, B], regen float[T, B], played bool[T, B] -> (gains, over) [N, B]."""
+    n = actual.shape[1]
+    pl = played[:, None, :]
+    gains = np.where(pl, actual, 0.0).sum(axis=0)
+    over = (pl & (actual > regen[:, None, :] / n + EPS)).sum(axis=0)
+    return gains, over
