@@ -33,14 +33,31 @@ class Results:
     meta: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, pd.DataFrame] = field(default_factory=dict)
 
+    def _streamed(self, name: str, keys: list[str]) -> pd.DataFrame | None:
+        """Frames a run streamed to ``out/<name>.parquet/part-*.parquet`` (simulate(out=)),
+        loaded on first use and ordered like an in-memory run's (by arena, turn[, player])."""
+        out = self.meta.get("out")
+        d = Path(out) / f"{name}.parquet" if out else None
+        if d is None or not d.is_dir():
+            return None
+        parts = sorted(d.glob("part-*.parquet"))
+        if not parts:
+            return None
+        df = pd.concat([pd.read_parquet(p) for p in parts], ignore_index=True)
+        return df.sort_values(keys, kind="stable", ignore_index=True)
+
     @property
     def turns(self) -> pd.DataFrame:
+        if self.history_turns is None:
+            self.history_turns = self._streamed("turns", ["arena", "turn"])
         if self.history_turns is None:
             raise ValueError("Results.turns: this run kept no history (history=False); use Results.summary")
         return self.history_turns
 
     @property
     def players(self) -> pd.DataFrame:
+        if self.history_players is None:
+            self.history_players = self._streamed("players", ["arena", "turn", "player"])
         if self.history_players is None:
             raise ValueError("Results.players: this run kept no history (history=False); use Results.summary")
         return self.history_players
@@ -68,10 +85,12 @@ class Results:
             return pd.read_parquet(p) if p.is_file() else None
 
         meta = json.loads((d / "meta.json").read_text()) if (d / "meta.json").is_file() else {}
+        if (d / "turns.parquet").is_dir():
+            meta["out"] = str(d)  # streamed parts (simulate(out=)): loaded lazily from here
         extra = {
             p.stem: pd.read_parquet(p)
             for p in sorted(d.glob("*.parquet"))
-            if p.stem not in ("summary", "turns", "players")
+            if p.stem not in ("summary", "turns", "players") and p.is_file()
         }
         return cls(read("summary"), read("turns"), read("players"), meta, extra)
 

@@ -30,10 +30,14 @@ def init_batch(game: Game, params: Params) -> ArenaState:
     return batched(game.init)(params)
 
 
-def run_turns(game: Game, n_turns: int, history: bool, keys: jax.Array, state: ArenaState, params: Params):
+def run_turns(
+    game: Game, n_turns: int, history: bool, keys: jax.Array, state: ArenaState, params: Params, every: int = 1
+):
     """Scan ``n_turns`` turns of a batch. keys: uint32[2, B]. Returns (state, records | None).
 
-    Records are stacked on a leading turn axis: leaf shapes (T, ..., B).
+    Records are stacked on a leading turn axis: leaf shapes (T, ..., B). With ``every = k``
+    (``n_turns`` a multiple of k) only every k-th turn's record is kept, inside the scan (an
+    inner scan of k turns emits its last record), so memory holds T/k records.
     """
     turn_fn = batched(partial(play, game))
 
@@ -41,7 +45,16 @@ def run_turns(game: Game, n_turns: int, history: bool, keys: jax.Array, state: A
         st, rec = turn_fn(keys, st, params)
         return st, (rec if history else None)
 
-    return jax.lax.scan(body, state, None, length=n_turns)
+    if every == 1 or not history:
+        return jax.lax.scan(body, state, None, length=n_turns)
+    if n_turns % every:
+        raise ValueError(f"history_every: {every} does not divide the chunk length {n_turns}")
+
+    def block(st, _):
+        st, _unused = jax.lax.scan(lambda s, x: (body(s, x)[0], None), st, None, length=every - 1)
+        return body(st, None)
+
+    return jax.lax.scan(block, state, None, length=n_turns // every)
 
 
 def summary_of(state: ArenaState) -> dict:
