@@ -107,3 +107,13 @@ def governance(config, *, pact_slots: int | None = None, ladder_width: int | Non
     scripted = any(t is not None and (t.pledge is not None or t.propose is not None) for t in talks)
     proposing = scripted or any(pc.status == "proposed" for pc in config.pacts)
     return GovernanceLayer(registry=proposing), GovParams(talk=tp, sanctions=sp, pacts0=pk)
+
+
+def stack_batch(params_list: list, repeat: int = 1):
+    """Params of several cells (same game, same shapes) -> one batch with a trailing axis,
+    each cell repeated ``repeat`` times (cell-major): a whole sweep in one compiled program."""
+    import jax
+
+    return jax.tree_util.tree_map(
+        lambda *xs: jnp.repeat(jnp.stack([jnp.asarray(x) for x in xs], axis=-1), repeat, axis=-1), *params_list
+    )

@@ -1,0 +1,129 @@
+"""Plain-Python reference of the governance layer, written from the seed text (000_* 2.1-2.4,
+001_* 'Pacts', 003_* 'Cheap Talk'). Shares no code with kernels/: pacts are dicts, players are
+indices, null is None.
+"""
+
+from __future__ import annotations
+
+import math
+
+EPS = 1e-6
+TERM_TYPES = ("harvest_cap", "no_aggression")
+
+
+class RefRegistry:
+    """001_*: proposed -> active (all parties accepted, proposer implicit) | rejected."""
+
+    def __init__(self, n_slots: int):
+        self.n_slots = n_slots
+        self.pacts: list[dict] = []
+        self.dropped = 0
+        self.invalid = 0
+        self.prior: dict[tuple[int, str], int] = {}  # (player, termType) -> violations so far
+
+    def _valid(self, terms: dict) -> bool:
+        if terms["type"] == "harvest_cap":
+            return terms["maxHarvest"] > 0
+        if terms["type"] == "no_aggression":
+            return terms.get("tolerance", 0.0) >= 0
+        return False
+
+    def propose(self, proposer: int, parties: set[int], terms: dict, turn: int):
+        if not self._valid(terms):
+            self.invalid += 1
+            return None
+        if len(self.pacts) >= self.n_slots:
+            self.dropped += 1
+            return None
+        parties = set(parties) | {proposer}
+        pact = {"id": len(self.pacts), "proposer": proposer, "parties": parties, "terms": dict(terms),
+                "status": "proposed", "accepted": {proposer}, "proposedTurn": turn, "acceptedTurn": None,
+                "violationCount": 0}
+        self.pacts.append(pact)
+        self._maybe_activate(pact, turn)
+        return pact["id"]
+
+    def pledge(self, player: int, max_harvest: float, turn: int):
+        return self.propose(player, {player}, {"type": "harvest_cap", "maxHarvest": max_harvest}, turn)
+
+    def _maybe_activate(self, pact, turn):
+        if pact["status"] == "proposed" and pact["parties"] <= pact["accepted"]:
+            pact["status"] = "active"
+            pact["acceptedTurn"] = turn
+
+    def accept(self, pid: int, player: int, turn: int):
+        if pid is None or pid >= len(self.pacts):
+            return
+        pact = self.pacts[pid]
+        if pact["status"] == "proposed" and player in pact["parties"]:
+            pact["accepted"].add(player)
+            self._maybe_activate(pact, turn)
+
+    def reject(self, pid: int, player: int):
+        if pid is None or pid >= len(self.pacts):
+            return
+        pact = self.pacts[pid]
+        if pact["status"] == "proposed" and player in pact["parties"]:
+            pact["status"] = "rejected"
+
+    def check_violations(self, actual: list[float], playing: list[bool]) -> list[dict]:
+        """End of turn: events {partyId, pactId, termType, ordinal} in pact order."""
+        decisions = [a for a, p in zip(actual, playing) if p]
+        group_mean = sum(decisions) / len(decisions) if decisions else 0.0
+        events = []
+        for pact in self.pacts:
+            if pact["status"] != "active":
+                continue
+            t = pact["terms"]
+            for party in sorted(pact["parties"]):
+                if not playing[party]:
+                    continue
+                a = actual[party]
+                if t["type"] == "harvest_cap":
+                    breach = a > t["maxHarvest"] + EPS
+                else:
+                    breach = a > group_mean * (1 + t.get("tolerance", 0.0)) + EPS
+                if breach:
+                    pact["violationCount"] += 1
+                    key = (party, t["type"])
+                    self.prior[key] = self.prior.get(key, 0) + 1
+                    events.append({"partyId": party, "pactId": pact["id"], "termType": t["type"],
+                                   "ordinal": self.prior[key]})
+        return events
+
+
+def ladder_amount(ladder: list[float], k: int) -> float:
+    """000_* 2.4: ladder[min(k - 1, len - 1)]."""
+    return ladder[min(k - 1, len(ladder) - 1)]
+
+
+def sanctions(specs: list[dict], events: list[dict], n: int) -> tuple[list[float], int]:
+    """Every matching spec fires once per event. specs: {termType|None, ladder}. Returns
+    (amount per player, number of players sanctioned)."""
+    amount = [0.0] * n
+    hit = set()
+    for e in events:
+        for s in specs:
+            if s["termType"] is None or s["termType"] == e["termType"]:
+                amount[e["partyId"]] += ladder_amount(s["ladder"], e["ordinal"])
+                hit.add(e["partyId"])
+    return amount, len(hit)
+
+
+def metrics(actual: list[float], announced: list[float | None], sanction_count: int, regen: float) -> dict:
+    """Table 2.1 of 000_*, one turn, all N players playing. None = null."""
+    n = len(actual)
+    share = regen / n
+    said = [i for i in range(n) if announced[i] is not None]
+    over = [a > share + EPS for a in actual]
+    return {
+        "cooperation_index": sum(not o for o in over) / n,
+        "lie_score": (sum(abs(announced[i] - actual[i]) for i in said) / len(said)) if said else None,
+        "announce_frequency": len(said) / n,
+        "silent_defection": sum(1 for i in range(n) if announced[i] is None and over[i]) / n,
+        "sanction_rate": sanction_count / n,
+    }
+
+
+def round3(x: float) -> float:
+    return math.floor(x * 1000 + 0.5) / 1000
