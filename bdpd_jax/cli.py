@@ -1,0 +1,97 @@
+"""The ``bdpd`` command: run a batch of arenas from a config and summarise it."""
+
+from __future__ import annotations
+
+from ._env import apply_env, enable_compile_cache
+
+apply_env()
+
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Optional  # noqa: E402
+
+import typer  # noqa: E402
+
+app = typer.Typer(add_completion=False, help="BDPD commons arenas, vectorized in JAX.")
+
+
+def summary_table(results) -> "tuple[dict, list[tuple[str, float, float]]]":
+    """Survival rate, mean collapse turn and final wealth by strategy, from a Results."""
+    s = results.summary
+    n = len([c for c in s.columns if c.startswith("wealth_")])
+    rows = []
+    for strat in sorted({s[f"strategy_{i}"].iloc[0] for i in range(n)}):
+        cols = [f"wealth_{i}" for i in range(n) if s[f"strategy_{i}"].iloc[0] == strat]
+        vals = s[cols].to_numpy().ravel()
+        rows.append((strat, float(vals.mean()), float(vals.std())))
+    collapsed = s["collapse_turn"].dropna()
+    head = {
+        "arenas": len(s),
+        "survival_rate": float(s["survived"].mean()),
+        "mean_collapse_turn": float(collapsed.mean()) if len(collapsed) else float("nan"),
+    }
+    return head, rows
+
+
+@app.command()
+def run(
+    config: Optional[Path] = typer.Argument(None, help="Arena config JSON (default: the shipped logistic example)"),
+    arenas: int = typer.Option(4096, "--arenas", "-n", help="Number of arenas"),
+    seed: int = typer.Option(0, "--seed", help="Seed of the run"),
+    out: Optional[Path] = typer.Option(None, "--out", help="Directory for parquet results"),
+    turns: Optional[int] = typer.Option(None, "--turns", help="Turns to play (default: model.maxTurns)"),
+    history: bool = typer.Option(True, "--history/--no-history", help="Keep per-turn frames"),
+    generator: str = typer.Option("hash", "--generator", help="hash | threefry"),
+) -> None:
+    """Run a batch of arenas, print a summary table and optionally write parquet."""
+    from rich.console import Console
+    from rich.table import Table
+
+    import bdpd_jax
+    from bdpd_jax.config import ArenaConfig, default_config
+
+    enable_compile_cache()
+    console = Console()
+    try:
+        cfg = default_config() if config is None else ArenaConfig.load(config)
+        t0 = time.perf_counter()
+        res = bdpd_jax.simulate(cfg, n_arenas=arenas, seed=seed, history=history, turns=turns, generator=generator)
+    except ValueError as e:
+        console.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2)
+    wall = time.perf_counter() - t0
+    head, rows = summary_table(res)
+    console.print(
+        f"{head['arenas']} arenas of {cfg.model.name!r} ({cfg.model.engineMode}), seed {seed}, "
+        f"{res.meta['turns']} turns in {wall:.2f} s (compile included)"
+    )
+    console.print(
+        f"survival rate [bold]{head['survival_rate']:.3f}[/bold]   mean collapse turn "
+        f"[bold]{head['mean_collapse_turn']:.2f}[/bold]"
+    )
+    table = Table(title="final wealth by strategy")
+    table.add_column("strategy")
+    table.add_column("mean", justify="right")
+    table.add_column("std", justify="right")
+    for strat, mean, std in rows:
+        table.add_row(strat, f"{mean:.3f}", f"{std:.3f}")
+    console.print(table)
+    if out is not None:
+        res.to_parquet(out)
+        console.print(f"wrote {out}/")
+
+
+@app.command()
+def version() -> None:
+    """Print the package version."""
+    import bdpd_jax
+
+    typer.echo(bdpd_jax.__version__)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()
