@@ -15,6 +15,7 @@ from .kernels.engines import get_engine
 from .kernels.game import Game
 from .kernels.params import OBS_VARS, OWN_VARS, RESOLUTIONS, ObsParams, Params, PlayerParams, farr
 from .kernels.policies import BUILTINS
+from .specs import arena_specs, compile_specs, override_strategies, perturb_layer
 
 
 def policies_of(config: ArenaConfig, extra: tuple = ()) -> tuple[tuple, list[int]]:
@@ -52,14 +53,16 @@ def obs_params(config: ArenaConfig) -> ObsParams:
 
 
 def build(config: ArenaConfig, *, generator: str = "hash", extra_policies: tuple = (),
-          governance: dict | None = None) -> tuple[Game, Params]:
+          governance: dict | None = None, perturb: dict | None = None) -> tuple[Game, Params]:
     """The static game and the params pytree (no batch axis) of one config.
 
     governance: static shapes of the governance layer (``pact_slots``, ``ladder_width``,
     ``n_specs``), e.g. a sweep's largest, so every cell shares one compiled program.
+    perturb: static shape of the perturbation layer (``n_slots``, ``types``, ``perturbable``:
+    include every type the engine supports, for owner-fired perturbations), see specs.perturb_layer.
     """
     players = config.require_players()
-    pols, index = policies_of(config, extra_policies)
+    pols, index = policies_of(config, tuple(extra_policies) + override_strategies(arena_specs(config)))
     model = config.model
     engine = get_engine(model.engineMode)
     if generator not in ("hash", "threefry"):
@@ -77,6 +80,11 @@ def build(config: ArenaConfig, *, generator: str = "hash", extra_policies: tuple
         ),
         extra={},
     )
+    perturb_lyr = perturb_layer(config, **(perturb or {}))
+    if perturb_lyr is not None:  # Table A.1 perturbations (kernels/perturb.py)
+        slots = compile_specs(arena_specs(config), config, pols, perturb_lyr.n_slots)
+        game = dataclasses.replace(game, layers=game.layers + (perturb_lyr,))
+        params = dataclasses.replace(params, extra={**params.extra, perturb_lyr.name: slots})
     if governance is not None or uses_governance(config):
         layer, gov = governance_layer(config, **(governance or {}))
         game = dataclasses.replace(game, layers=game.layers + (layer,))

@@ -19,7 +19,7 @@ from .kernels.observe import QUALITATIVE_VARS, SIGN_VARS
 from .kernels.policies import BUILTINS, Policy
 from .kernels.schedule import SCHEDULERS
 from .governance_config import PactConfig, TalkConfig, check_governance
-from .specs import parse_perturbations
+from .specs import check_perturbations, parse_perturbations
 
 _STRICT = ConfigDict(extra="forbid", allow_inf_nan=False, populate_by_name=True)
 
@@ -201,6 +201,7 @@ class ArenaConfig(BaseModel):
                     f"players: {n} players is outside [minPlayers={self.model.minPlayers}, "
                     f"maxPlayers={self.model.maxPlayers}]"
                 )
+        check_perturbations(self)  # Table A.1 specs against the engine and players (specs.py)
         return self
 
     @classmethod

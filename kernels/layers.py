@@ -19,6 +19,11 @@ class Layer:
         """This layer's part of the initial state."""
         return {}
 
+    def effective_params(self, game, state, params):
+        """The params every kernel reads this turn: a layer holding mutable copies of params
+        numbers in its state (perturbations: r, K, threshold, visibility) substitutes them."""
+        return params
+
     def begin(self, game, key: jax.Array, turn: jax.Array, state, params):
         """Start of turn, before players observe (shocks, overrides). -> (state, record)."""
         return state, {}
@@ -33,3 +38,10 @@ class Layer:
         actual, regen, announced, sanction (float[N]); layers may update announced/sanction.
         -> (state, ctx, record)."""
         return state, ctx, {}
+
+
+def effective_params(game, state, params):
+    """Fold every layer's ``effective_params`` hook over ``params`` (identity without layers)."""
+    for layer in game.layers:
+        params = layer.effective_params(game, state, params)
+    return params

@@ -1,19 +1,40 @@
-"""Schedulers: how one turn's requests are served from the commons.
+"""Schedulers: how one turn's requests are served from the commons (a static choice).
 
 ``simultaneous`` (the default): all requests at once. The engine is asked for the total
 demand once (one die sequence for the whole excess); when it delivers less than the demand,
 each player receives the same fraction of its request (proportional rationing), so no
 player ever receives what did not exist and nobody is favoured by order.
+
+``sequential``: players harvest one after another in a uniformly random order drawn afresh
+each turn (``turn_order``: argsort of N uniforms of stream (turn, 0, ORDER)). Each player's
+request is served by its own ``step_one`` against the stock its predecessors left, with its
+own die uniform (stream (turn, player, DIE)); after a die failure (collapse) later players
+receive nothing. With policy players (``play``) each player decides when its go comes,
+observing (through the observability layer) the stock its predecessors left; requests
+submitted from outside (live players) are served as submitted, in the same order.
+
+``wealth-weighted``: like ``simultaneous`` (one ``step_one`` for the total demand), but a
+shortfall is shared by weighted water-filling instead of proportionally: player i receives
+min(request_i, lambda * c_i) with c_i = capacity(w_i) = 1 + 0.05 w_i (Table A.3, wealth at
+the start of the turn) and lambda set so the allocations sum to what was delivered. Richer
+players' claims are served further; nobody receives more than requested; nothing is lost.
+
+A scheduler is ``fn(game, key, turn, engine_state, requests, params, *, wealth, redecide)``
+returning :class:`Served`. ``redecide(es, p) -> (request, invalid, memory[S, M])`` (or None)
+lets a scheduler re-run player p's decision against engine state ``es``; only
+``sequential`` uses it. All schedulers conserve the stock: sum(actual) equals the stock
+taken plus the reserve drawn.
 """
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
 from . import rng
+from .observe import capacity
 
 SCHEDULERS: dict[str, Callable] = {}
 
@@ -43,9 +64,87 @@ def ration(requests: jax.Array, delivered: jax.Array) -> jax.Array:
     return jnp.where(over, actual * (delivered / jnp.maximum(jnp.sum(actual), jnp.finfo(actual.dtype).tiny)) * (1 - 4 * jnp.finfo(actual.dtype).eps), actual)
 
 
+class Served(NamedTuple):
+    """What a scheduler returns. ``requests``/``invalid``/``memory`` are None unless the
+    scheduler re-decided (sequential with policy players): then they replace the turn's."""
+
+    engine: object  # engine state after the harvest
+    actual: jax.Array  # float[N], what each player received
+    collapsed: jax.Array  # bool[], the collapse die failed
+    reserve_drawn: jax.Array  # float[], units drawn from the hidden reserve
+    requests: jax.Array | None = None  # float[N], the requests actually served
+    invalid: jax.Array | None = None  # bool[N]
+    memory: jax.Array | None = None  # float[S, N, M], policy memory after deciding
+
+
+def _fit_under(actual: jax.Array, delivered: jax.Array) -> jax.Array:
+    # Rounding can push the sum a few ulps above what was delivered; scale it back under.
+    over = jnp.sum(actual) > delivered
+    eps = jnp.finfo(actual.dtype).eps
+    return jnp.where(over, actual * (delivered / jnp.maximum(jnp.sum(actual), jnp.finfo(actual.dtype).tiny)) * (1 - 4 * eps), actual)
+
+
 @scheduler("simultaneous")
-def simultaneous(game, key, turn, es, requests, params):
-    """Serve every request at once; returns (engine state, actual[N], collapsed, reserve drawn)."""
+def simultaneous(game, key, turn, es, requests, params, *, wealth=None, redecide=None):
+    """Serve every request at once, proportional rationing of a shortfall."""
     u = rng.uniform(key, turn, 0, rng.DIE, (), game.generator)
     es, delivered, died, drawn = game.engine.step_one(es, jnp.sum(requests), u, params.engine)
-    return es, ration(requests, delivered), died, drawn
+    return Served(es, ration(requests, delivered), died, drawn)
+
+
+def water_fill(requests: jax.Array, weights: jax.Array, delivered: jax.Array) -> jax.Array:
+    """min(r_i, lambda w_i) summing to ``delivered`` (all r_i when they fit); weights > 0."""
+    n = requests.shape[0]
+    t = requests / weights  # the level at which player i is fully served
+    idx = jnp.argsort(t)
+    rs, ws, ts = requests[idx], weights[idx], t[idx]
+    served_before = jnp.cumsum(rs) - rs  # players sorted before k fully served
+    w_rest = jnp.sum(ws) - (jnp.cumsum(ws) - ws)  # weight of players k.. N-1
+    lam_k = (delivered - served_before) / w_rest
+    unsat = lam_k < ts
+    k = jnp.argmax(unsat)
+    lam = jnp.where(jnp.any(unsat), lam_k[jnp.minimum(k, n - 1)], jnp.inf)
+    alloc = jnp.minimum(requests, jnp.maximum(lam, 0.0) * weights)
+    fits = jnp.sum(requests) <= delivered
+    return _fit_under(jnp.where(fits, requests, alloc), delivered)
+
+
+@scheduler("wealth-weighted")
+def wealth_weighted(game, key, turn, es, requests, params, *, wealth=None, redecide=None):
+    """One draw for the total demand; a shortfall is water-filled with weights capacity(w)."""
+    u = rng.uniform(key, turn, 0, rng.DIE, (), game.generator)
+    es, delivered, died, drawn = game.engine.step_one(es, jnp.sum(requests), u, params.engine)
+    w = jnp.zeros_like(requests) if wealth is None else jnp.maximum(wealth, 0.0)
+    return Served(es, water_fill(requests, capacity(w), delivered), died, drawn)
+
+
+def turn_order(game, key, turn) -> jax.Array:
+    """The sequential order of this turn: int32[N], a uniform random permutation."""
+    u = rng.uniform(key, turn, 0, rng.ORDER, (game.n_players,), game.generator)
+    return jnp.argsort(u).astype(jnp.int32)
+
+
+@scheduler("sequential")
+def sequential(game, key, turn, es, requests, params, *, wealth=None, redecide=None):
+    """Players harvest one after another in a random order; each sees what was left."""
+    n = game.n_players
+    order = turn_order(game, key, turn)
+
+    def go(carry, p):
+        es, died = carry
+        if redecide is None:
+            r, bad, mem = requests[p], jnp.zeros((), bool), None
+        else:
+            r, bad, mem = redecide(es, p)
+        r = jnp.where(died, 0.0, r)
+        u = rng.uniform(key, turn, p, rng.DIE, (), game.generator)
+        es2, got, d, drawn = game.engine.step_one(es, r, u, params.engine)
+        return (es2, died | d), (r, bad, mem, got, drawn)
+
+    (es, died), (rs, bads, mems, gots, drawns) = jax.lax.scan(go, (es, jnp.zeros((), bool)), order)
+    inv = jnp.argsort(order)
+    actual = gots[inv]
+    if redecide is None:
+        return Served(es, actual, died, jnp.sum(drawns))
+    memory = jnp.moveaxis(mems[inv], 0, 1)  # [N, S, M] -> [S, N, M]
+    return Served(es, actual, died, jnp.sum(drawns), rs[inv], bads[inv], memory)

@@ -19,11 +19,12 @@ import jax.numpy as jnp
 from . import rng
 from .actions import Actions, announcement
 from .game import Game
+from .layers import effective_params
 from .metrics import governance_metrics
 from .observe import env_values, observe
 from .params import Params
 from .policies import decide_all
-from .schedule import get_scheduler
+from .schedule import Served, get_scheduler
 from .state import ArenaState, TurnRecord
 
 
@@ -37,9 +38,14 @@ def sanitize(requests: jax.Array) -> tuple[jax.Array, jax.Array]:
     return jnp.where(bad, 0.0, requests), bad
 
 
-def step(game: Game, key: jax.Array, state: ArenaState, requests, params: Params):
+def step(game: Game, key: jax.Array, state: ArenaState, requests, params: Params, redecide=None):
     """Advance one arena by one turn given every player's requested harvest (float[N]), or
-    an :class:`~.actions.Actions` (requests plus announcements, NaN = none)."""
+    an :class:`~.actions.Actions` (requests plus announcements, NaN = none).
+
+    ``redecide(es, p) -> (request, memory[S, M])`` (from :func:`redecider`) lets a scheduler
+    that serves players one by one (sequential) re-run a policy player's decision against
+    the stock its predecessors left; None serves ``requests`` as given."""
+    params = effective_params(game, state, params)
     dt = state.wealth.dtype
     n = game.n_players
     if isinstance(requests, Actions):
@@ -53,7 +59,20 @@ def step(game: Game, key: jax.Array, state: ArenaState, requests, params: Params
     req = jnp.where(live, req, 0.0)
     sched = get_scheduler(game.scheduler)
     es0 = state.engine
-    es, actual, died, drawn = sched(game, key, turn, es0, req, params)
+    decide_one = None
+    if redecide is not None:
+
+        def decide_one(es, p):
+            r, mem = redecide(es, p)
+            r, bad = sanitize(jnp.asarray(r, dt))
+            return jnp.where(live, r, 0.0), bad, mem
+
+    served: Served = sched(game, key, turn, es0, req, params, wealth=state.wealth, redecide=decide_one)
+    es, actual, died, drawn = served.engine, served.actual, served.collapsed, served.reserve_drawn
+    memory = state.memory
+    if served.requests is not None:  # the scheduler re-decided (sequential): its requests rule
+        req, invalid = served.requests, served.invalid
+        memory = jnp.where(live, served.memory, state.memory)
     wealth = state.wealth + actual
     ended = died | game.engine.check_end(es, params.engine)
     es_dyn, regen = game.engine.step(es, params.engine)
@@ -65,7 +84,7 @@ def step(game: Game, key: jax.Array, state: ArenaState, requests, params: Params
         engine=es,
         wealth=wealth,
         last_actual=actual,
-        memory=state.memory,
+        memory=memory,
         strategy=state.strategy,
         prev_env=env_values(game, state, params),
         turn=turn,
@@ -124,6 +143,7 @@ def policy_context(game: Game, key: jax.Array, state: ArenaState, params: Params
 def decide(game: Game, key: jax.Array, state: ArenaState, params: Params):
     """Observe and let every player's policy decide; returns (requests float[N], state), or
     (Actions, state) when a layer acts on the decide side (scripted talk)."""
+    params = effective_params(game, state, params)
     obs = observe(game, key, state, params)
     ctx = policy_context(game, key, state, params)
     requests, memory = decide_all(game.policies, obs, state.memory, state.strategy, ctx)
@@ -137,6 +157,19 @@ def decide(game: Game, key: jax.Array, state: ArenaState, params: Params):
     for layer in acting:  # decide-side layers (scripted talk): -> Actions
         state, actions = layer.act(game, key, state.turn + 1, state, actions, params)
     return actions, state
+
+
+def redecider(game: Game, key: jax.Array, state: ArenaState, params: Params):
+    """``redecide(es, p) -> (request_p, memory[S, M])``: player p's decision (policies and
+    decide-side layers) had the engine state been ``es`` at the start of this turn (same
+    draws). Only schedulers serving players one by one call it; XLA drops it otherwise."""
+
+    def redecide(es, p):
+        acts, st = decide(game, key, dataclasses.replace(state, engine=es), params)
+        req = acts.requests if isinstance(acts, Actions) else acts
+        return req[p], st.memory[:, p, :]
+
+    return redecide
 
 
 def begin(game: Game, key: jax.Array, state: ArenaState, params: Params):
@@ -153,8 +186,9 @@ def begin(game: Game, key: jax.Array, state: ArenaState, params: Params):
 def play(game: Game, key: jax.Array, state: ArenaState, params: Params):
     """One full turn with policy players: begin, decide, step."""
     state, begun = begin(game, key, state, params)
+    redecide = redecider(game, key, state, params)
     requests, state = decide(game, key, state, params)
-    state, record = step(game, key, state, requests, params)
+    state, record = step(game, key, state, requests, params, redecide=redecide)
     if begun:
         extra = {k: {"begin": begun.get(k, {}), **({"end": v} if v else {})} for k, v in record.extra.items()}
         record = dataclasses.replace(record, extra={**extra, **{k: {"begin": v} for k, v in begun.items() if k not in extra}})

@@ -49,7 +49,7 @@ class Logistic(Engine):
     name = "logistic"
     variables = ("commonsStock", "regenRate", "commonsCapacity", "threshold", "commonsRatio")
     recorded = ("reserve",)
-    features = frozenset({"hidden_reserve", "capacity", "threshold", "regen_rate"})
+    features = frozenset({"hidden_reserve", "capacity", "threshold", "regen_rate", "stock"})
 
     def params_from_model(self, model: Mapping[str, Any]) -> LogisticParams:
         die = model.get("collapseDie") or {}

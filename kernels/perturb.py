@@ -1,0 +1,281 @@
+"""The perturbation engine (004_* A.1.1, Table A.1) as a turn layer, written for one arena.
+
+Eight types act on the arena at the start of a turn, before players observe:
+
+=====================  ==================================================================
+``regen_shock``        regeneration rate r <- r * value                 (engine ``regen_rate``)
+``regen_set``          r <- value                                       (engine ``regen_rate``)
+``commons_shock``      stock S <- max(S + value, 0)                     (engine ``stock``)
+``capacity_shock``     carrying capacity K <- K * value                 (engine ``capacity``)
+``wealth_shock``       w <- w * value (mode 0) or max(w + value, 0) (mode 1), one player or all
+``strategy_override``  the player's decision function <- Game.policies[index], from now on
+``observability_flip`` visible[index] <- not visible (mode 0), True (mode 1), False (mode 2)
+``threshold_shift``    collapse threshold <- max(T + value, 0) (mode 0) or value (mode 1)
+=====================  ==================================================================
+
+Static: the number of slots and the SET of types present (``PerturbLayer``); only the
+branches of the types present are compiled. Dynamic (``PerturbParams``, leaves of shape
+[P]): each slot's type code, trigger kind, turn, trigger variable, operator, level, value,
+mode, player and index. Sweeping shock size, timing or thresholds therefore compiles once.
+
+Mutable engine numbers (r, K, threshold) and the visibility mask live in
+``state.extra["perturb"]`` as the arena's *effective* values, initialised from params; the
+layer's ``params`` hook substitutes them into the params every other kernel reads, so
+engines, the observability layer and policies need no change.
+
+Triggers (evaluated at the start of each turn on the state as it stands, before any
+perturbation of that turn applies): ``turn`` fires at the start of turn ``turn``;
+``threshold`` fires the first turn ``TRIGGER_VARS[variable] OP level`` holds; ``manual``
+never fires by itself (the owner fires it, :func:`apply_perturbation`). Each slot fires at
+most once (the fired-once-then-dedup rule); the slots due in one turn apply in list order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import ClassVar
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+from .layers import Layer
+from .observe import env_values
+from .params import ENV_VARS, OBS_VARS, farr
+
+TYPES: tuple[str, ...] = (
+    "regen_shock",
+    "regen_set",
+    "commons_shock",
+    "capacity_shock",
+    "wealth_shock",
+    "strategy_override",
+    "observability_flip",
+    "threshold_shift",
+)
+TYPE_CODE: dict[str, int] = {t: i for i, t in enumerate(TYPES)}
+
+#: the engine feature each type needs (Engine.features); None = engine-agnostic.
+REQUIRES: dict[str, str | None] = {
+    "regen_shock": "regen_rate",
+    "regen_set": "regen_rate",
+    "commons_shock": "stock",
+    "capacity_shock": "capacity",
+    "wealth_shock": None,
+    "strategy_override": None,
+    "observability_flip": None,
+    "threshold_shift": "threshold",
+}
+#: engine params fields a type rewrites (their effective copies live in state).
+ENGINE_FIELDS: dict[str, str] = {
+    "regen_shock": "regen_rate",
+    "regen_set": "regen_rate",
+    "capacity_shock": "capacity",
+    "threshold_shift": "threshold",
+}
+
+TRIGGER_KINDS: tuple[str, ...] = ("turn", "threshold", "manual")
+TURN, THRESHOLD, MANUAL = 0, 1, 2
+#: threshold-trigger variables: engine ones (as observed, true values) and wealth statistics.
+ENGINE_TRIGGER_VARS: tuple[str, ...] = ("commonsStock", "commonsRatio", "regenRate", "capitalStock", "pollutionLevel")
+STAT_TRIGGER_VARS: tuple[str, ...] = ("giniWealth", "meanWealth", "minWealth", "totalHarvest")
+TRIGGER_VARS: tuple[str, ...] = ENGINE_TRIGGER_VARS + STAT_TRIGGER_VARS
+OPS: tuple[str, ...] = ("<", "<=", ">", ">=")
+ALL = -1  # player = ALL: every player
+
+
+def supported(engine, type_: str) -> bool:
+    """Whether ``type_`` applies to ``engine`` (its ``features`` name what it has)."""
+    need = REQUIRES[type_]
+    return need is None or need in engine.features
+
+
+class PerturbParams(eqx.Module):
+    """Dynamic numbers of the perturbation slots (every leaf [P]; scalars for one slot)."""
+
+    code: jax.Array  # int32, index into TYPES
+    trigger: jax.Array  # int32, TURN | THRESHOLD | MANUAL
+    turn: jax.Array  # int32, turn trigger: fire at the start of this turn (1-based)
+    variable: jax.Array  # int32, threshold trigger: index into TRIGGER_VARS
+    op: jax.Array  # int32, threshold trigger: index into OPS
+    level: jax.Array  # float, threshold trigger: compared against
+    value: jax.Array  # float, factor / amount / new value / shift
+    mode: jax.Array  # int32, type-specific variant (wealth: 0 x, 1 +; flip: 0/1/2; threshold: 0 +, 1 =)
+    player: jax.Array  # int32, target player or ALL
+    index: jax.Array  # int32, strategy index (override) or OBS_VARS index (flip)
+
+
+def empty_params(n: int = 0) -> PerturbParams:
+    i = jnp.zeros((n,), jnp.int32)
+    f = jnp.zeros((n,), farr(0.0).dtype)
+    return PerturbParams(code=i, trigger=i, turn=i, variable=i, op=i, level=f, value=f, mode=i, player=i, index=i)
+
+
+def gini(w: jax.Array) -> jax.Array:
+    """Gini coefficient of a non-negative vector (0 when total is 0): sorted-rank formula."""
+    n = w.shape[0]
+    s = jnp.sort(jnp.maximum(w, 0.0))
+    tot = jnp.sum(s)
+    ranks = jnp.arange(1, n + 1, dtype=s.dtype)
+    g = (2.0 * jnp.sum(ranks * s)) / (n * jnp.where(tot > 0, tot, 1.0)) - (n + 1.0) / n
+    return jnp.where(tot > 0, g, 0.0)
+
+
+def trigger_values(game, state, params) -> jax.Array:
+    """Values of TRIGGER_VARS for one arena (float[len(TRIGGER_VARS)]; NaN where undefined)."""
+    env = env_values(game, state, params)
+    vals = [env[ENV_VARS.index(v)] for v in ENGINE_TRIGGER_VARS]
+    w = state.wealth
+    vals += [gini(w), jnp.mean(w), jnp.min(w), jnp.sum(state.last_actual)]
+    return jnp.stack([farr(v) for v in vals])
+
+
+def compare(x: jax.Array, op: jax.Array, level: jax.Array) -> jax.Array:
+    """x OP level with OP a dynamic code; False when x is NaN."""
+    return jnp.select([op == 0, op == 1, op == 2], [x < level, x <= level, x > level], x >= level)
+
+
+@dataclass(frozen=True)
+class PerturbLayer(Layer):
+    """The perturbation layer: ``n_slots`` padded slots of the static set ``types``."""
+
+    types: tuple[str, ...] = TYPES
+    n_slots: int = 0
+    name: ClassVar[str] = "perturb"
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        return tuple(sorted({ENGINE_FIELDS[t] for t in self.types if t in ENGINE_FIELDS}))
+
+    # --- state and effective params ---------------------------------------------------
+    def init(self, game, params) -> dict:
+        eng = game.engine
+        return {
+            "fired": jnp.zeros((self.n_slots,), bool),
+            "engine": {f: farr(eng.get_param(params.engine, f)) for f in self.fields},
+            "visible": jnp.asarray(params.obs.visible, bool),
+        }
+
+    def effective_params(self, game, state, params):
+        mine = state.extra[self.name]
+        ep = params.engine
+        for f in self.fields:
+            ep = game.engine.set_param(ep, f, mine["engine"][f])
+        obs = dataclasses.replace(params.obs, visible=mine["visible"])
+        return dataclasses.replace(params, engine=ep, obs=obs)
+
+    # --- the turn hook ----------------------------------------------------------------
+    def begin(self, game, key, turn, state, params):
+        pp: PerturbParams = params.extra[self.name]
+        mine = state.extra[self.name]
+        live = ~state.collapsed & (state.turn < params.max_turns)
+        if self.n_slots == 0:
+            return state, {}
+        vals = trigger_values(game, state, self.effective_params(game, state, params))
+        x = vals[jnp.clip(pp.variable, 0, len(TRIGGER_VARS) - 1)]
+        at_turn = (pp.trigger == TURN) & (pp.turn == turn)
+        at_level = (pp.trigger == THRESHOLD) & compare(x, pp.op, pp.level)
+        due = live & ~mine["fired"] & (at_turn | at_level)
+
+        def body(st, slot_due):
+            slot, d = slot_due
+            st, target, value = _apply(self, game, st, slot, d)
+            return st, (target, value)
+
+        state, (target, value) = jax.lax.scan(body, state, (pp, due))
+        mine = dict(state.extra[self.name], fired=mine["fired"] | due)
+        state = dataclasses.replace(state, extra={**state.extra, self.name: mine})
+        return state, {"fired": due, "code": pp.code, "target": target, "value": value}
+
+
+def _apply(layer: PerturbLayer, game, state, slot: PerturbParams, fire: jax.Array):
+    """Apply one slot when ``fire``. Returns (state, target int32[], logged value float[]).
+
+    target: the player (or ALL) for wealth/strategy, the OBS_VARS index for a flip, -1
+    otherwise; value: the acted-on quantity after the change (total wealth of the targets,
+    the new strategy index, the new visibility 0/1).
+    """
+    mine = state.extra[layer.name]
+    eng = dict(mine["engine"])
+    visible = mine["visible"]
+    es, wealth, strategy = state.engine, state.wealth, state.strategy
+    dt = wealth.dtype
+    v = slot.value.astype(dt)
+    is_ = {t: fire & (slot.code == TYPE_CODE[t]) for t in layer.types}
+    n = wealth.shape[0]
+    who = (slot.player == ALL) | (jnp.arange(n) == slot.player)
+    target = jnp.asarray(-1, jnp.int32)
+    logged = jnp.zeros((), dt)
+
+    def log(t, val, tgt=None):
+        nonlocal logged, target
+        logged = jnp.where(is_[t], jnp.asarray(val, dt), logged)
+        if tgt is not None:
+            target = jnp.where(is_[t], jnp.asarray(tgt, jnp.int32), target)
+
+    if "regen_shock" in is_:
+        r = jnp.maximum(eng["regen_rate"] * v, 0.0)
+        eng["regen_rate"] = jnp.where(is_["regen_shock"], r, eng["regen_rate"])
+        log("regen_shock", r)
+    if "regen_set" in is_:
+        r = jnp.maximum(v, 0.0)
+        eng["regen_rate"] = jnp.where(is_["regen_set"], r, eng["regen_rate"])
+        log("regen_set", r)
+    if "capacity_shock" in is_:
+        k = jnp.maximum(eng["capacity"] * v, 0.0)
+        eng["capacity"] = jnp.where(is_["capacity_shock"], k, eng["capacity"])
+        log("capacity_shock", k)
+    if "threshold_shift" in is_:
+        th = jnp.maximum(jnp.where(slot.mode == 1, v, eng["threshold"] + v), 0.0)
+        eng["threshold"] = jnp.where(is_["threshold_shift"], th, eng["threshold"])
+        log("threshold_shift", th)
+    if "commons_shock" in is_:
+        s = jnp.maximum(game.engine.stock(es) + v, 0.0)
+        es = jax.tree_util.tree_map(
+            lambda a, b: jnp.where(is_["commons_shock"], a, b), game.engine.with_stock(es, s), es
+        )
+        log("commons_shock", s)
+    if "wealth_shock" in is_:
+        w = jnp.maximum(jnp.where(slot.mode == 1, wealth + v, wealth * v), 0.0)
+        wealth = jnp.where(is_["wealth_shock"] & who, w, wealth)
+        log("wealth_shock", jnp.sum(jnp.where(who, wealth, 0.0)), slot.player)
+    if "strategy_override" in is_:
+        strategy = jnp.where(is_["strategy_override"] & who, slot.index, strategy).astype(jnp.int32)
+        log("strategy_override", slot.index, slot.player)
+    if "observability_flip" in is_:
+        i = jnp.clip(slot.index, 0, len(OBS_VARS) - 1)
+        old = visible[i]
+        new = jnp.select([slot.mode == 1, slot.mode == 2], [True, False], ~old)
+        visible = visible.at[i].set(jnp.where(is_["observability_flip"], new, old))
+        log("observability_flip", new, slot.index)
+
+    mine = dict(mine, engine=eng, visible=visible)
+    state = dataclasses.replace(
+        state, engine=es, wealth=wealth, strategy=strategy, extra={**state.extra, layer.name: mine}
+    )
+    return state, target, logged
+
+
+def layer_of(game) -> PerturbLayer:
+    for layer in game.layers:
+        if isinstance(layer, PerturbLayer):
+            return layer
+    raise ValueError(
+        "apply_perturbation: this game has no perturbation layer; build it with "
+        "build(config, perturbable=True) or give the config a perturbations list"
+    )
+
+
+def apply_perturbation(game, state, spec: PerturbParams, params):
+    """Fire one perturbation now, whatever its trigger (the owner's ``POST .../perturb``).
+
+    ``spec`` is one slot (scalar leaves; :func:`bdpd_jax.specs.compile_spec` makes it from a
+    config spec). Pure: returns ``(state, record)`` with ``record = {code, target, value}``;
+    the slot's fired flag is not touched (owner firings are not deduplicated). Its type must
+    be among the layer's static types (a ValueError at trace time otherwise is not possible
+    for dynamic codes: a code outside them is a no-op).
+    """
+    layer = layer_of(game)
+    state, target, value = _apply(layer, game, state, spec, jnp.asarray(True))
+    return state, {"code": spec.code, "target": target, "value": value}
