@@ -62,6 +62,17 @@ class Results:
             raise ValueError("Results.players: this run kept no history (history=False); use Results.summary")
         return self.history_players
 
+    @property
+    def perturbations(self) -> pd.DataFrame:
+        """One row per perturbation firing: arena, turn, id, type, target, value, strategy
+        (bdpd_jax/perturb_results.py); empty when the config has no Table A.1 specs."""
+        df = self.extra.get("perturbations")
+        if df is None:
+            from .perturb_results import COLUMNS
+
+            return pd.DataFrame({c: pd.Series(dtype=object) for c in COLUMNS})
+        return df
+
     def to_parquet(self, directory: str | Path) -> Path:
         """Write summary/turns/players (and any extra frames) as parquet plus meta.json."""
         d = Path(directory)

@@ -25,7 +25,12 @@ from .kernels.rollout import init_batch, run_turns, summary_of
 from . import govsim
 from .governance_results import layer_record, violations_frame
 from .kernels.governance import NAME as GOV
+from .perturb_results import perturbations_frame
+from .specs import arena_specs
+from .kernels.perturb import PerturbLayer
 from .results import Results, players_frame, summary_frame, turns_frame
+
+PERTURB = PerturbLayer.name  # the perturbation layer's record key
 
 TRACES: dict[str, int] = {"run": 0, "init": 0}
 
@@ -166,6 +171,8 @@ def simulate(
     labels = [p.strategy_name for p in cfg.require_players()]
     names = [p.name for p in game.policies]
     summaries, turn_frames, player_frames, violation_frames = [], [], [], []
+    perturb_frames = []  # Results.perturbations (bdpd_jax/perturb_results.py)
+    perturb_ids = [s.id for s in arena_specs(cfg)]
     try:
         for a0, a1 in arena_chunks:
             arenas = np.arange(a0, a1, dtype=np.int64) + arena_offset
@@ -194,6 +201,8 @@ def simulate(
                 player_frames.append(players_frame(flat, arenas, names))
                 if GOV in game_layer_names(game):
                     violation_frames.append(violations_frame(flat, arenas))
+                if PERTURB in game_layer_names(game):
+                    perturb_frames.append(perturbations_frame(flat, arenas, perturb_ids, names))
     finally:
         if bar is not None:
             bar.close()
@@ -215,6 +224,8 @@ def simulate(
     res = Results(cat(summaries), cat(turn_frames), cat(player_frames), meta)
     if violation_frames:
         res.extra["violations"] = cat(violation_frames)
+    if perturb_frames:
+        res.extra["perturbations"] = cat(perturb_frames)
     return res
 
 

@@ -1,0 +1,68 @@
+"""The ``Results.perturbations`` frame: one row per firing (arena, turn, id, type, target, value).
+
+``target`` names what was acted on: ``regen_rate``, ``capacity``, ``threshold``, ``stock``,
+``wealth[i]`` / ``wealth[*]``, ``strategy[i]`` / ``strategy[*]``, ``visible[<variable>]``.
+``value`` is the acted-on quantity after the firing: the new rate, capacity, threshold or
+stock, the targets' total wealth, the new visibility (1.0 / 0.0), or for a strategy
+override the index of the new strategy (its name is in ``strategy``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .kernels import perturb as pk
+from .kernels.params import OBS_VARS
+
+COLUMNS = ("arena", "turn", "id", "type", "target", "value", "strategy")
+_FIELD = {"regen_shock": "regen_rate", "regen_set": "regen_rate", "capacity_shock": "capacity",
+          "threshold_shift": "threshold", "commons_shock": "stock"}
+
+
+def target_label(type_: str, target: int, policy_names=None, index: float | None = None) -> str:
+    if type_ in _FIELD:
+        return _FIELD[type_]
+    who = "*" if target == pk.ALL else str(int(target))
+    if type_ == "wealth_shock":
+        return f"wealth[{who}]"
+    if type_ == "strategy_override":
+        return f"strategy[{who}]"
+    if type_ == "observability_flip":
+        return f"visible[{OBS_VARS[int(target)]}]"
+    return str(target)
+
+
+def perturb_record(extra: dict) -> dict | None:
+    v = extra.get(pk.PerturbLayer.name)
+    if isinstance(v, dict) and "begin" in v:
+        v = v["begin"]
+    return v or None
+
+
+def perturbations_frame(rec: dict, arenas: np.ndarray, ids: list[str], policy_names: list[str]) -> pd.DataFrame:
+    """rec: flattened TurnRecord (numpy); the layer's leaves have shape (T, P, B)."""
+    r = perturb_record(rec["extra"])
+    if r is None or not ids:
+        return pd.DataFrame({c: pd.Series(dtype=object) for c in COLUMNS})
+    fired = np.asarray(r["fired"]) & np.asarray(rec["played"])[:, None, :]
+    t, p, b = np.nonzero(fired)
+    order = np.lexsort((p, t, b))  # by arena, then turn, then list order
+    t, p, b = t[order], p[order], b[order]
+    codes = np.asarray(r["code"])[t, p, b]
+    targets = np.asarray(r["target"])[t, p, b]
+    values = np.asarray(r["value"])[t, p, b].astype(float)
+    types = [pk.TYPES[int(c)] for c in codes]
+    strategies = [
+        policy_names[int(v)] if ty == "strategy_override" and 0 <= int(v) < len(policy_names) else None
+        for ty, v in zip(types, values)
+    ]
+    return pd.DataFrame({
+        "arena": arenas[b],
+        "turn": np.asarray(rec["turn"])[t, b].astype(np.int32),
+        "id": [ids[int(i)] for i in p],
+        "type": types,
+        "target": [target_label(ty, tg) for ty, tg in zip(types, targets)],
+        "value": values,
+        "strategy": strategies,
+    })
