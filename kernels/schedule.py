@@ -56,12 +56,17 @@ def get_scheduler(name: str) -> Callable:
 
 def ration(requests: jax.Array, delivered: jax.Array) -> jax.Array:
     """Split ``delivered`` in proportion to ``requests``; the parts never sum above it."""
+    tiny = jnp.finfo(requests.dtype).tiny
     total = jnp.sum(requests)
-    frac = jnp.where(total > 0, jnp.minimum(delivered / jnp.where(total > 0, total, 1.0), 1.0), 0.0)
+    frac = jnp.where(total > 0, jnp.minimum(delivered / jnp.maximum(total, tiny), 1.0), 0.0)
     actual = requests * frac
     # Rounding can push the sum a few ulps above what was delivered; scale it back under.
-    over = jnp.sum(actual) > delivered
-    return jnp.where(over, actual * (delivered / jnp.maximum(jnp.sum(actual), jnp.finfo(actual.dtype).tiny)) * (1 - 4 * jnp.finfo(actual.dtype).eps), actual)
+    s = jnp.sum(actual)
+    shrink = jnp.where(s > delivered, delivered / jnp.maximum(s, tiny) * (1 - 4 * jnp.finfo(actual.dtype).eps), 1.0)
+    # The final min() (a no-op: actual <= request) also keeps the product from being
+    # contracted into a later FMA (wealth + actual) in one XLA fusion but not in another,
+    # which would make two copies of the same value differ in the last bit.
+    return jnp.minimum(actual * shrink, requests)
 
 
 class Served(NamedTuple):
@@ -79,9 +84,11 @@ class Served(NamedTuple):
 
 def _fit_under(actual: jax.Array, delivered: jax.Array) -> jax.Array:
     # Rounding can push the sum a few ulps above what was delivered; scale it back under.
+    # The min() is a no-op that also blocks FMA contraction into wealth + actual (see ration).
     over = jnp.sum(actual) > delivered
     eps = jnp.finfo(actual.dtype).eps
-    return jnp.where(over, actual * (delivered / jnp.maximum(jnp.sum(actual), jnp.finfo(actual.dtype).tiny)) * (1 - 4 * eps), actual)
+    scaled = actual * (delivered / jnp.maximum(jnp.sum(actual), jnp.finfo(actual.dtype).tiny)) * (1 - 4 * eps)
+    return jnp.minimum(jnp.where(over, scaled, actual), actual)
 
 
 @scheduler("simultaneous")
