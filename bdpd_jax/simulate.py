@@ -256,9 +256,10 @@ def _with_govsim(frame, cfg, state, params, rec, n_turns: int):
     gov = state.extra.get(GOV)
     if gov is not None:
         gains, over = np.asarray(gov.harvest), np.asarray(gov.over)
-    elif rec is not None:
-        gains, over = govsim.from_records(rec.actual, rec.regen, rec.played)
     else:
-        gains, over = np.asarray(state.wealth) - np.asarray(params.players.wealth0), None
+        # Without sanctions, gains are the wealth change: the same numbers with or without
+        # history (a sum over records would differ from it in the last bits).
+        gains = np.asarray(state.wealth) - np.asarray(params.players.wealth0)
+        over = govsim.from_records(rec.actual, rec.regen, rec.played)[1] if rec is not None else None
     cols = govsim.govsim_columns(turns_played, n_turns, govsim.sustainable_yield(cfg), gains, over)
     return frame.assign(**cols)

@@ -94,12 +94,17 @@ def uniform(key, turn, player, purpose: int, shape=(), generator: Generator = "h
 
 
 def normal(key, turn, player, purpose: int, shape=(), generator: Generator = "hash", dtype=None):
-    """Standard normal draws by the exact Box-Muller transform of two independent uniforms."""
+    """Standard normal draws by the exact Box-Muller transform, both outputs of each pair used."""
     dtype = dtype or jnp.result_type(float)
-    b = bits(key, turn, player, purpose, (2,) + tuple(shape), generator)
-    u1 = _to_unit(b[0], dtype)
-    u2 = _to_unit(b[1], dtype)
-    return jnp.sqrt(-2.0 * jnp.log(u1)) * jnp.cos((2.0 * jnp.pi) * u2)
+    n = 1
+    for s in shape:
+        n *= s
+    m = (n + 1) // 2
+    b = bits(key, turn, player, purpose, (2, m), generator)
+    r = jnp.sqrt(-2.0 * jnp.log(_to_unit(b[0], dtype)))
+    theta = (2.0 * jnp.pi) * _to_unit(b[1], dtype)
+    z = jnp.concatenate([r * jnp.cos(theta), r * jnp.sin(theta)])
+    return z[:n].reshape(shape)
 
 
 def jax_key(key, turn, player, purpose: int, generator: Generator = "hash") -> jax.Array:

@@ -21,7 +21,7 @@ from bdpd_jax.simulate import TRACES
 
 @pytest.fixture(scope="module")
 def noisy_config():
-    from conftest import MIXED_PLAYERS, SEED_LOGISTIC
+    from payloads import MIXED_PLAYERS, SEED_LOGISTIC
 
     cfg = copy.deepcopy(SEED_LOGISTIC)
     cfg["players"] = copy.deepcopy(MIXED_PLAYERS)

@@ -9,7 +9,7 @@ import pytest
 
 from bdpd_jax import ArenaConfig, simulate
 from bdpd_jax.config import default_config
-from conftest import MIXED_PLAYERS, SEED_LOGISTIC, SEED_SENECA
+from payloads import MIXED_PLAYERS, SEED_LOGISTIC, SEED_SENECA
 
 
 def test_seed_logistic_example_validates():

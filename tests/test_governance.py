@@ -195,7 +195,7 @@ GOV_SPECS = [
 
 @pytest.fixture(scope="module")
 def gov_run():
-    from conftest import SEED_LOGISTIC
+    from payloads import SEED_LOGISTIC
 
     cfg = copy.deepcopy(SEED_LOGISTIC)
     cfg["players"] = copy.deepcopy(GOV_PLAYERS)
@@ -251,7 +251,7 @@ def test_govsim_summary_columns(gov_run):
 
 
 def test_sweep_tolerance_ladder_regen_compiles_once():
-    from conftest import SEED_LOGISTIC
+    from payloads import SEED_LOGISTIC
 
     import importlib
 
@@ -304,7 +304,7 @@ def test_config_errors_name_field_and_value():
 
 
 def test_plain_game_unchanged_by_governance_code():
-    from conftest import MIXED_PLAYERS, SEED_LOGISTIC
+    from payloads import MIXED_PLAYERS, SEED_LOGISTIC
 
     cfg = copy.deepcopy(SEED_LOGISTIC)
     cfg["players"] = copy.deepcopy(MIXED_PLAYERS)

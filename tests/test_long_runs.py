@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 import bdpd_jax as bj
-from conftest import size
+from payloads import size
 
 SEN = {
     "model": {"engineMode": "seneca", "maxTurns": 240, "seneca": {"harvestScale": 2e-4}},

@@ -102,7 +102,7 @@ def play_both(cfg_dict: dict, seed: int, turns: int, external=None, rtol=1e-9):
 
 config_st = st.fixed_dictionaries({
     "regen": st.floats(0.0, 0.6), "K": st.floats(20.0, 400.0), "s0_frac": st.floats(0.2, 1.2),
-    "threshold_frac": st.floats(0.0, 0.3), "reserve": st.booleans(), "reserve0": st.floats(0.0, 40.0),
+    "threshold_frac": st.just(0.0) | st.floats(1e-6, 0.3), "reserve": st.booleans(), "reserve0": st.floats(0.0, 40.0),
     "sides": st.integers(1, 12), "succ_frac": st.floats(0.0, 1.0),
     "strategies": st.lists(st.sampled_from(STRATS), min_size=4, max_size=4),
     "noise": st.floats(0.0, 0.3), "res": st.sampled_from(["exact", "qualitative", "sign"]),

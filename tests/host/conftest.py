@@ -17,7 +17,7 @@ for _p in (ROOT, HERE):
     if str(_p) not in sys.path:
         sys.path.insert(0, str(_p))
 
-from host_stub_server import STATE, build_app  # noqa: E402
+from host_stub_server import STATE, build_app, dead_port  # noqa: E402,F401
 
 
 class LiveServer:
@@ -32,7 +32,7 @@ class LiveServer:
         self.port: int = self.sock.getsockname()[1]
         self.base = f"http://127.0.0.1:{self.port}"
         config = uvicorn.Config(build_app(), log_level="warning", lifespan="off",
-                                timeout_graceful_shutdown=1, limit_concurrency=1000, backlog=512)
+                                timeout_graceful_shutdown=0.3, limit_concurrency=1000, backlog=512)
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]},
                                        daemon=True)
@@ -69,10 +69,3 @@ def stub_state() -> Iterator[dict]:
     STATE["requests"].clear()
 
 
-def dead_port() -> int:
-    """A loopback port with nothing listening (bound then closed)."""
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port

@@ -137,3 +137,14 @@ def build_app() -> Starlette:
               for fn in (ok, slow, echo, garbage, nan, negative, missing, status500, trickle)]
     routes.append(Route("/v1/chat/completions", chat, methods=["POST"]))
     return Starlette(routes=routes)
+
+
+def dead_port() -> int:
+    """A loopback port with nothing listening (bound then closed)."""
+    import socket
+
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port

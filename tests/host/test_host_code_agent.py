@@ -11,16 +11,88 @@ from concurrent.futures import ProcessPoolExecutor
 import pytest
 
 from bdpd_jax.host.agents import AgentResult, CodeAgent, fallback_harvest
+from bdpd_jax.host.agents.code import warm_executor
+
+
+# Spec 004 §A.4, copied verbatim (the test below checks it still matches the seed when present).
+WORKED_EXAMPLE_JS = """function decide(obs, memory) {
+  // -- Initialise memory on first turn -------------------------------
+  if (!memory.stockHistory)   memory.stockHistory   = [];
+  if (!memory.harvestHistory) memory.harvestHistory = [];
+  if (memory.turn === undefined) memory.turn = 0;
+
+  memory.turn += 1;
+
+  // -- Record current observation -------------------------------------
+  const stock    = obs.commonsStock   ?? 100;   // may be noisy
+  const capacity = obs.myCapacity     ?? 1.0;   // 1 + 0.05 * myWealth
+  const nPlayers = obs.nPlayers       ?? 4;
+
+  memory.stockHistory.push(stock);
+
+  // Keep only the last 5 observations
+  const WINDOW = 5;
+  if (memory.stockHistory.length > WINDOW) {
+    memory.stockHistory.shift();
+  }
+
+  // -- Estimate depletion trend ---------------------------------------
+  // Simple linear slope over the observation window (OLS, x = turn index)
+  let trend = 0;
+  const hist = memory.stockHistory;
+  if (hist.length >= 2) {
+    const n    = hist.length;
+    const xBar = (n - 1) / 2;
+    const yBar = hist.reduce((a, b) => a + b, 0) / n;
+    let num = 0, den = 0;
+    for (let i = 0; i < n; i++) {
+      num += (i - xBar) * (hist[i] - yBar);
+      den += (i - xBar) ** 2;
+    }
+    trend = den > 0 ? num / den : 0;
+  }
+
+  // -- Sustainable share heuristic ------------------------------------
+  // Naive sustainable share: each player takes 1/nPlayers of regeneration.
+  // Regeneration is not directly observed (hidden), so we estimate it as
+  // regenRate * stock * (1 - stock/K), where K=150 is assumed known.
+  const K          = 150;
+  const regenEst   = 0.12 * stock * (1 - stock / K);
+  const myShareSus = regenEst / nPlayers;
+
+  // -- Harvest decision -----------------------------------------------
+  // Base: sustainable share, capped by capacity.
+  let harvest = Math.min(myShareSus, capacity);
+
+  // If trend is strongly negative, further reduce by the severity of decline.
+  if (trend < -2) {
+    const reductionFactor = Math.max(0.3, 1 + trend / stock);
+    harvest *= reductionFactor;
+  }
+
+  // Never harvest less than 0.1. The "strategic vacuum" emerges in the
+  // Arena even without an explicit rule: yielding fully to other agents
+  // cedes the surplus to them, so a small positive floor preserves a
+  // minimal share. (The card-game version of this idea — the explicit
+  // Vacuum Effect — is documented in §2.2.)
+  harvest = Math.max(0.1, harvest);
+
+  // -- Log to private memory ------------------------------------------
+  memory.harvestHistory.push(parseFloat(harvest.toFixed(3)));
+  memory.lastTrend = parseFloat(trend.toFixed(3));
+
+  return harvest;
+}"""
 
 
 def _worked_example() -> str:
-    """The JS of spec 004 §A.4, extracted verbatim from the seed text."""
+    """The JS of spec 004 §A.4; identical to the seed text when the seed is available."""
     path = glob.glob("/work/shared/seeds/004_*.txt")
-    if not path:
-        pytest.skip("spec seed 004 not available")
-    text = open(path[0], encoding="utf-8").read()
-    start = text.index("function decide", text.index("A.4 Worked Example"))
-    return text[start: text.index("\n}\n", start) + 2]
+    if path:
+        text = open(path[0], encoding="utf-8").read()
+        start = text.index("function decide", text.index("A.4 Worked Example"))
+        assert text[start: text.index("\n}\n", start) + 2] == WORKED_EXAMPLE_JS
+    return WORKED_EXAMPLE_JS
 
 
 def _obs(stock: float, t: int = 0) -> dict:
@@ -171,6 +243,32 @@ def test_many_agents_concurrently_in_a_process_pool() -> None:
 
     # spawn, not fork: the parent may already run JAX / executor threads
     with ProcessPoolExecutor(max_workers=2, mp_context=multiprocessing.get_context("spawn")) as pool:
+        warm_executor(pool, 2)
         results = asyncio.run(main(pool))
     assert [r.harvest for r in results] == [0, 1, 2, 0.2, 4, 5]
     assert results[3].fallback and "timeout" in results[3].error
+
+
+def test_queued_calls_are_not_failed_for_waiting() -> None:
+    """12 spinning agents saturate the (GIL-bound) pool; 10 fast ones queued behind still succeed."""
+    spin = "function decide(o, m) { for(;;){} }"
+    fast = "function decide(o, m) { m.n = 1; return 0.9 }"
+
+    async def main() -> tuple[list[AgentResult], float]:
+        agents = [CodeAgent(spin) for _ in range(12)] + [CodeAgent(fast) for _ in range(10)]
+        t0 = time.perf_counter()
+        res = await asyncio.gather(*(a.decide({}, 0) for a in agents))
+        return res, time.perf_counter() - t0
+
+    results, wall = asyncio.run(main())
+    assert all(r.fallback and "timeout: script" in r.error for r in results[:12])
+    assert all(r.harvest == 0.9 and r.error is None for r in results[12:])
+    assert wall < 12 * 0.05 + 1.0
+
+
+def test_tampered_harness_cannot_poison_memory() -> None:
+    agent = CodeAgent("function decide(o, m) { m.a = 1; if (o.evil) globalThis.__bdpd.S = () => 'nope'; return 1 }")
+    assert agent.decide_sync({}, 0).error is None
+    r = agent.decide_sync({"evil": True}, 0)
+    assert r.fallback and "memory" in r.error and agent.memory == {"a": 1}
+    assert agent.decide_sync({}, 0).error is None

@@ -8,10 +8,13 @@ How the spec's guarantees are met with ``jsbox`` (QuickJS via rquickjs):
   independent of the thread they run on (a Runtime is bound to its creating thread).
 * **50 ms wall clock.** ``Runtime.eval(timeout=...)`` interrupts the interpreter; the guest
   cannot catch it. The three evals of a call (prelude, user code, call) share one deadline.
-  A single long *native* operation can overshoot that interrupt, so the async wrapper also puts
-  ``asyncio.wait_for`` (deadline + slack) around the call: the arena gets its fallback on time
-  even if a worker is still busy. Pass a ``ProcessPoolExecutor`` as ``executor`` for true
-  parallelism (jsbox holds the GIL while JS runs, so threads only move the work off the loop).
+  A single long *native* operation can overshoot that interrupt, so ``decide`` also stops
+  waiting ``ASYNC_SLACK_S`` after the worker started the job (queue time is not counted, but
+  is capped by ``queue_timeout_s``); a late result is discarded, never committed.
+* **Threads vs processes.** jsbox holds the GIL while JS runs, so the default thread pool
+  keeps calls serial (at most 50 ms each, like Node's synchronous ``vm``). For parallelism (and to keep a
+  crash in the C engine out of the host) pass a ``ProcessPoolExecutor`` (spawn context, warmed by ``warm_executor``:
+  a cold worker needs ~1 s to import, far beyond the deadline).
 * **Memory.** ``Runtime(memory_limit=...)`` caps the QuickJS heap (default 32 MiB): a huge
   allocation throws ``InternalError: out of memory`` inside the guest -> fallback. The stack is
   capped by jsbox's ``max_stack_size`` default (1 MiB). The serialised memory is capped at
@@ -22,7 +25,8 @@ How the spec's guarantees are met with ``jsbox`` (QuickJS via rquickjs):
   the memory is the last good state. Memory therefore round-trips through JSON (functions,
   ``undefined`` values and cycles cannot persist; a cycle is an error).
 * **Replay.** With ``rng_seed`` set, ``Math.random`` is a seeded mulberry32 stream derived from
-  ``(rng_seed, call index)``, so replays are identical.
+  ``(rng_seed, call index)``, so replays are identical. ``Date`` and ``performance.now``
+  still read the real clock (jsbox exposes them); strategies using them are not replayable.
 * **Result.** Must be a finite number >= 0 (``typeof === 'number'``); anything else, a throw or a
   timeout gives ``0.2 * capacity(w)`` and the error string in ``AgentResult.error``.
 
@@ -125,7 +129,25 @@ def run_decide(script: str, obs_json: str, mem_json: str, timeout_s: float, memo
         return {"ok": False, "error": f"invalid result: {value!r} (need a finite number >= 0)"}
     if len(memory.encode()) > max_memory_bytes:
         return {"ok": False, "error": f"memory: serialised size exceeds {max_memory_bytes} bytes"}
+    try:
+        is_object = isinstance(json.loads(memory), dict)
+    except json.JSONDecodeError:
+        is_object = False
+    if not is_object:  # only reachable if the guest tampered with the harness
+        return {"ok": False, "error": "memory: did not serialise to a JSON object"}
     return {"ok": True, "harvest": harvest, "memory": memory}
+
+
+def warm_executor(executor: Executor, n: int) -> None:
+    """Start ``n`` workers of a (process) pool before the first turn.
+
+    A cold spawned worker needs ~1 s to import, far beyond the 50 ms deadline; without warming,
+    the first turn of every code agent would fall back.
+    """
+    jobs = [executor.submit(run_decide, "function decide(){return 0}", "{}", "{}", 1.0,
+                            DEFAULT_MEMORY_LIMIT, None, DEFAULT_MAX_MEMORY_BYTES) for _ in range(n)]
+    for job in jobs:
+        job.result(timeout=60)
 
 
 def compile_strategy(code: str, *, memory_limit: int = DEFAULT_MEMORY_LIMIT,
@@ -174,7 +196,7 @@ class CodeAgent:
     def __init__(self, code: str, *, timeout_ms: float = DEFAULT_TIMEOUT_MS,
                  memory_limit: int = DEFAULT_MEMORY_LIMIT,
                  max_memory_bytes: int = DEFAULT_MAX_MEMORY_BYTES, rng_seed: int | None = None,
-                 executor: Executor | None = None) -> None:
+                 executor: Executor | None = None, queue_timeout_s: float = 10.0) -> None:
         if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, (int, float)) or not timeout_ms > 0:
             raise ValueError(f"timeout_ms: must be a number > 0, got {timeout_ms!r}")
         if isinstance(memory_limit, bool) or not isinstance(memory_limit, int) or memory_limit < 1 << 20:
@@ -188,7 +210,10 @@ class CodeAgent:
         self.memory_limit = memory_limit
         self.max_memory_bytes = max_memory_bytes
         self.rng_seed = rng_seed
+        if isinstance(queue_timeout_s, bool) or not isinstance(queue_timeout_s, (int, float)) or not queue_timeout_s > 0:
+            raise ValueError(f"queue_timeout_s: must be a number > 0, got {queue_timeout_s!r}")
         self.executor = executor
+        self.queue_timeout_s = float(queue_timeout_s)
         self._script = compile_strategy(code, memory_limit=memory_limit, timeout_s=self.timeout_s)
         self._memory_json = "{}"
         self._calls = 0
@@ -237,7 +262,12 @@ class CodeAgent:
         return self._finish(run_decide(*job), w, t0)
 
     async def decide(self, obs: dict[str, Any], wealth: float) -> AgentResult:
-        """Decide off the event loop; never waits much past the deadline, never raises on guest faults."""
+        """Decide off the event loop; never raises on guest faults, never waits unboundedly.
+
+        The guard deadline runs from when a worker *starts* the job (thread executors), so a
+        call queued behind other agents is not failed for time it spent waiting; queueing
+        itself is bounded by ``queue_timeout_s``.
+        """
         w = check_wealth(wealth)
         t0 = time.perf_counter()
         try:
@@ -245,14 +275,46 @@ class CodeAgent:
         except (TypeError, ValueError) as exc:
             return self._finish({"ok": False, "error": f"obs: not serialisable ({exc})"}, w, t0)
         loop = asyncio.get_running_loop()
-        fut = loop.run_in_executor(self.executor or _pool(), run_decide, *job)
-        try:
-            out = await asyncio.wait_for(fut, self.timeout_s + ASYNC_SLACK_S)
-        except asyncio.TimeoutError:  # wedged worker: its late result is never committed
-            out = {"ok": False, "error": "timeout: worker did not return before the deadline"}
-        except Exception as exc:  # broken process pool, pickling error...
-            out = {"ok": False, "error": f"worker failure: {type(exc).__name__}: {exc}"}
+        executor = self.executor or _pool()
+        marker = _StartMarker()
+        if isinstance(executor, ThreadPoolExecutor):
+            fut = loop.run_in_executor(executor, _timed_run, marker, job)
+        else:  # process pools cannot report the start: count from submission
+            marker.t = t0
+            fut = loop.run_in_executor(executor, run_decide, *job)
+        out: dict[str, Any] = {"ok": False, "error": "timeout: worker did not return before the deadline"}
+        while True:
+            started = marker.t
+            limit = t0 + self.queue_timeout_s if started is None else started + self.timeout_s + ASYNC_SLACK_S
+            remaining = min(limit, t0 + self.queue_timeout_s + self.timeout_s + ASYNC_SLACK_S) - time.perf_counter()
+            if remaining <= 0:
+                if started is None:
+                    out = {"ok": False, "error": "timeout: no sandbox worker free before the deadline"}
+                break  # wedged or starved worker: a late result is never committed
+            done, _ = await asyncio.wait({fut}, timeout=min(remaining, 0.02) if started is None else remaining)
+            if done:
+                try:
+                    out = fut.result()
+                except Exception as exc:  # broken process pool, pickling error...
+                    out = {"ok": False, "error": f"worker failure: {type(exc).__name__}: {exc}"}
+                break
+        if not fut.done():
+            fut.cancel()  # drops it if still queued; a running job finishes and is ignored
         return self._finish(out, w, t0)
 
 
-__all__ = ["CodeAgent", "compile_strategy", "run_decide"]
+class _StartMarker:
+    """When a thread worker picked up a job (perf_counter seconds), None while queued."""
+
+    __slots__ = ("t",)
+
+    def __init__(self) -> None:
+        self.t: float | None = None
+
+
+def _timed_run(marker: _StartMarker, job: tuple[Any, ...]) -> dict[str, Any]:
+    marker.t = time.perf_counter()
+    return run_decide(*job)
+
+
+__all__ = ["CodeAgent", "compile_strategy", "run_decide", "warm_executor"]

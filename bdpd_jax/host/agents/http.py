@@ -35,7 +35,8 @@ def make_client(max_connections: int = 256) -> httpx.AsyncClient:
     return httpx.AsyncClient(limits=limits, trust_env=False, follow_redirects=False)
 
 
-def _check_url(url: Any) -> str:
+def check_url(url: Any) -> str:
+    """Validate an absolute http(s) URL."""
     if not isinstance(url, str):
         raise ValueError(f"url: must be a string, got {url!r}")
     parts = urlsplit(url)
@@ -79,7 +80,7 @@ class HttpAgent:
 
     def __init__(self, url: str, timeout_ms: float, *, client: httpx.AsyncClient | None = None,
                  no_talk: bool = False, headers: dict[str, str] | None = None) -> None:
-        self.url = _check_url(url)
+        self.url = check_url(url)
         self.timeout_ms = check_timeout_ms(timeout_ms)
         self.no_talk = bool(no_talk)
         self.headers = {"content-type": "application/json", **(headers or {})}
@@ -139,4 +140,4 @@ class HttpAgent:
         return AgentResult(harvest=harvest, error=join_errors(errors), actions=actions, elapsed_ms=elapsed)
 
 
-__all__ = ["HttpAgent", "make_client", "parse_response", "check_timeout_ms"]
+__all__ = ["HttpAgent", "make_client", "parse_response", "check_timeout_ms", "check_url"]

@@ -25,7 +25,7 @@ import httpx
 
 from bdpd_jax.host._json import dumps_compact
 from bdpd_jax.host.agents.base import AgentResult, check_wealth, fallback_harvest, join_errors, valid_harvest
-from bdpd_jax.host.agents.http import _check_url, check_timeout_ms, make_client
+from bdpd_jax.host.agents.http import check_url, check_timeout_ms, make_client
 from bdpd_jax.host.messages import MAX_MESSAGE_LEN
 from bdpd_jax.host.tools import HARVEST_TOOL, tool_schemas, validate_action
 
@@ -128,7 +128,7 @@ class LLMAgent:
                  system_prompt: str | None = None, temperature: float | None = None,
                  max_tokens: int | None = None, tool_choice: str | None = "auto",
                  extra_body: dict[str, Any] | None = None) -> None:
-        self.base_url = _check_url(base_url).rstrip("/")
+        self.base_url = check_url(base_url).rstrip("/")
         if not isinstance(model, str) or not model:
             raise ValueError(f"model: must be a non-empty string, got {model!r}")
         if not isinstance(api_key_env, str):

@@ -1,0 +1,21 @@
+"""Every study notebook (jupytext .py) runs end to end at a small size and saves its figure."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+STUDIES = sorted((Path(__file__).resolve().parents[1] / "studies").glob("*.py"))
+
+
+@pytest.mark.parametrize("path", STUDIES, ids=[p.stem for p in STUDIES])
+def test_study_runs_small(path, tmp_path):
+    env = {**os.environ, "BDPD_STUDY_SIZE": os.environ.get("BDPD_STUDY_SIZE", "16"), "MPLBACKEND": "Agg"}
+    p = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=600, env=env,
+                       cwd=path.parent.parent)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.stdout.strip(), "a study ends with a printed conclusion"

@@ -1,0 +1,191 @@
+"""bdpd_jax.sweep / bdpd_jax.sensitivity: one compiled program per sweep, arenas equal to
+simulate() bit for bit, replicate aggregation, path errors, SALib bridge."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import bdpd_jax
+from bdpd_jax import sensitivity
+from bdpd_jax.simulate import TRACES
+from bdpd_jax.sweep import SweepResults, apply_values, config_dict, parse_path, sweep
+
+GRID = {"model.regenRate": [0.05, 0.2], "players[1].intensity": [0.3, 0.9]}
+REPS = 3
+SEED = 5
+
+
+@pytest.fixture(scope="module")
+def cfg():
+    from conftest import MIXED_PLAYERS, SEED_LOGISTIC
+
+    c = copy.deepcopy(SEED_LOGISTIC)
+    c["players"] = copy.deepcopy(MIXED_PLAYERS)
+    c["model"]["maxTurns"] = 12
+    c["observability"]["commonsStock"]["noise"] = 0.2
+    return c
+
+
+@pytest.fixture(scope="module")
+def grid_run(cfg):
+    return sweep(cfg, grid=GRID, replicates=REPS, seed=SEED)
+
+
+def _at(cfg, row):
+    c = copy.deepcopy(cfg)
+    c["model"]["regenRate"] = float(row["model.regenRate"])
+    c["players"][1]["intensity"] = float(row["players[1].intensity"])
+    return c
+
+
+def test_grid_layout(grid_run):
+    a = grid_run.arenas
+    assert len(a) == 4 * REPS and list(a.columns[:5]) == ["point", "replicate", *GRID, "arena"]
+    np.testing.assert_array_equal(a["arena"], np.arange(12))
+    np.testing.assert_array_equal(a["point"], np.arange(12) // REPS)
+    np.testing.assert_array_equal(a["replicate"], np.arange(12) % REPS)
+    assert list(zip(grid_run.points["model.regenRate"], grid_run.points["players[1].intensity"])) == [
+        (0.05, 0.3), (0.05, 0.9), (0.2, 0.3), (0.2, 0.9)]
+
+
+def test_compiles_once_for_any_values(cfg, grid_run):
+    before = dict(TRACES)
+    other = sweep(cfg, grid={"model.regenRate": [0.08, 0.3], "players[1].intensity": [0.5, 1.0]},
+                  replicates=REPS, seed=SEED + 1)
+    assert dict(TRACES) == before
+    assert not other.arenas["wealth_0"].equals(grid_run.arenas["wealth_0"])
+
+
+@pytest.mark.parametrize("i", [0, 4, 11])
+def test_arena_equals_simulate(cfg, grid_run, i):
+    row = grid_run.arenas.iloc[i]
+    ref = bdpd_jax.simulate(_at(cfg, row), n_arenas=1, seed=SEED, arena_offset=i, history=False).summary
+    got = grid_run.arenas.iloc[[i]][list(ref.columns)].reset_index(drop=True)
+    pd.testing.assert_frame_equal(got, ref, check_exact=True)
+
+
+def test_history_and_chunks(cfg, grid_run):
+    """max_batch chunks (the last padded) change nothing; history adds metric means and
+    the summary still equals simulate(history=True)."""
+    h = sweep(cfg, grid=GRID, replicates=REPS, seed=SEED, history=True, max_batch=5)
+    assert h.meta["n_chunks"] == 3
+    from bdpd_jax.govsim import GOVSIM_COLUMNS  # from records with history, from wealth without (as simulate)
+
+    cols = [c for c in grid_run.arenas.columns if c not in GOVSIM_COLUMNS or c == "survival_time"]
+    pd.testing.assert_frame_equal(h.arenas[cols], grid_run.arenas[cols], check_exact=True)
+    i = 7
+    ref = bdpd_jax.simulate(_at(cfg, h.arenas.iloc[i]), n_arenas=1, seed=SEED, arena_offset=i)
+    got = h.arenas.iloc[[i]][list(ref.summary.columns)].reset_index(drop=True)
+    pd.testing.assert_frame_equal(got, ref.summary, check_exact=True)
+    turns = ref.turns
+    for m in ("cooperation_index", "silent_defection"):
+        assert h.arenas[f"mean_{m}"].iloc[i] == pytest.approx(turns[m].astype(float).mean(), rel=1e-12)
+        assert f"mean_{m}_ci_low" in h.points
+
+
+def test_replicate_aggregation_by_hand(grid_run):
+    a, p = grid_run.arenas, grid_run.points
+    for k in range(4):
+        x = a.loc[a.point == k, "wealth_mean"].to_numpy()
+        m, sd = x.mean(), x.std(ddof=1)
+        row = p.loc[p.point == k].iloc[0]
+        assert row["replicates"] == REPS and row["wealth_mean_n"] == REPS
+        assert row["wealth_mean_mean"] == pytest.approx(m, rel=1e-12)
+        assert row["wealth_mean_sd"] == pytest.approx(sd, rel=1e-12)
+        assert row["wealth_mean_ci_low"] == pytest.approx(m - 1.96 * sd / np.sqrt(REPS), rel=1e-12)
+        assert row["wealth_mean_ci_high"] == pytest.approx(m + 1.96 * sd / np.sqrt(REPS), rel=1e-12)
+        s = a.loc[a.point == k, "survived"].to_numpy(float)
+        assert row["survived_mean"] == pytest.approx(s.mean())
+    w = a[[f"wealth_{j}" for j in range(4)]].to_numpy(float).mean(axis=1)
+    np.testing.assert_allclose(a["wealth_mean"], w, rtol=1e-12)
+
+
+def test_points_from_dataframe_equal_grid(cfg, grid_run):
+    pts = grid_run.points[list(GRID)]
+    before = dict(TRACES)
+    r = sweep(cfg, points=pts, replicates=REPS, seed=SEED)
+    assert dict(TRACES) == before
+    pd.testing.assert_frame_equal(r.arenas, grid_run.arenas, check_exact=True)
+    r2 = sweep(cfg, points=pts.to_numpy(), names=list(GRID), replicates=REPS, seed=SEED)
+    pd.testing.assert_frame_equal(r2.points, grid_run.points, check_exact=True)
+
+
+def test_bad_path_and_value_errors(cfg):
+    with pytest.raises(ValueError, match=r"model\.regenRat"):
+        sweep(cfg, grid={"model.regenRat": [0.1]})
+    with pytest.raises(ValueError, match=r"players\[9\]\.intensity"):
+        sweep(cfg, grid={"players[9].intensity": [0.5]})
+    with pytest.raises(ValueError, match=r"observability\.commonsStock\.nois"):
+        sweep(cfg, grid={"observability.commonsStock.nois": [0.5]})
+    with pytest.raises(ValueError, match=r"model\.regenRate=-1\.0"):
+        sweep(cfg, grid={"model.regenRate": [0.1, -1.0]})
+    with pytest.raises(ValueError, match="exactly one"):
+        sweep(cfg, grid=GRID, points=pd.DataFrame({"model.regenRate": [0.1]}))
+
+
+def test_structural_change_is_rejected(cfg):
+    with pytest.raises(ValueError, match=r"players\[0\]\.strategy.*static structure"):
+        sweep(cfg, grid={"model.regenRate": [0.1], "players[0].strategy": ["conservative", "aggressive"]})
+
+
+def test_paths_select_by_id_and_name(cfg):
+    assert parse_path("perturbations[g].payload.ladder") == [
+        ("key", "perturbations"), ("select", "g"), ("key", "payload"), ("key", "ladder")]
+    c = copy.deepcopy(cfg)
+    c["players"][2]["name"] = "ada"
+    c["perturbations"] = [{"id": "g", "type": "sanction_graduated", "trigger": {"kind": "pact_violation"},
+                           "payload": {"ladder": [1, 3]}}]
+    base = config_dict(bdpd_jax.ArenaConfig.model_validate(c))
+    out = apply_values(base, ["perturbations[g].payload.ladder", "players[ada].reductionFactor",
+                              "observability.commonsStock.noise"], [[2.0, 4.0, 8.0], 0.25, 0.3])
+    assert out.perturbations[0].payload.ladder == [2.0, 4.0, 8.0]
+    assert out.players[2].reductionFactor == 0.25 and out.observability["commonsStock"].noise == 0.3
+    assert base["perturbations"][0]["payload"]["ladder"] == [1.0, 3.0]  # the base is untouched
+    with pytest.raises(ValueError, match=r"perturbations\[nope\]"):
+        apply_values(base, ["perturbations[nope].payload.ladder"], [[1.0]])
+
+
+def test_samples_are_seeded_and_in_bounds(cfg):
+    box = {"model.regenRate": (0.05, 0.25), "players[1].intensity": (0.2, 1.0)}
+    a = sweep(cfg, samples=box, n_samples=4, replicates=REPS, seed=3)
+    b = sweep(cfg, samples=box, n_samples=4, replicates=REPS, seed=3)
+    pd.testing.assert_frame_equal(a.arenas, b.arenas, check_exact=True)
+    for k, (lo, hi) in box.items():
+        assert a.points[k].between(lo, hi).all()
+
+
+def test_parquet_round_trip(grid_run, tmp_path):
+    grid_run.to_parquet(tmp_path / "sw")
+    assert (tmp_path / "sw" / "arenas" / "chunk=0").is_dir()
+    back = SweepResults.from_parquet(tmp_path / "sw")
+    pd.testing.assert_frame_equal(back.arenas, grid_run.arenas, check_exact=True)
+    pd.testing.assert_frame_equal(back.points, grid_run.points, check_exact=True)
+    assert back.names == list(GRID) and back.meta["replicates"] == REPS
+
+
+def test_sensitivity_model_shape_and_determinism(cfg, grid_run):
+    names = list(GRID)
+    f = sensitivity.model(cfg, names, outputs=("survived", "wealth_mean"), replicates=REPS, seed=SEED)
+    X = grid_run.points[names].to_numpy()
+    y1, y2 = f(X), f(X)
+    assert y1.shape == (4, 2)
+    np.testing.assert_array_equal(y1, y2)
+    np.testing.assert_array_equal(y1[:, 1], grid_run.points["wealth_mean_mean"].to_numpy())
+    with pytest.raises(ValueError, match="outputs"):
+        sensitivity.model(cfg, names, outputs=("nope",))(X)
+
+
+def test_tiny_sobol_and_morris(cfg):
+    problem = {"names": ["model.regenRate", "players[1].intensity"], "bounds": [[0.02, 0.3], [0.1, 1.0]]}
+    s = sensitivity.sobol(cfg, problem, n=16, outputs=("wealth_mean",), seed=1)
+    assert list(s["parameter"]) == problem["names"] and (s["output"] == "wealth_mean").all()
+    vals = s[["S1", "S1_conf", "ST", "ST_conf"]].to_numpy()
+    assert np.isfinite(vals).all()
+    assert ((s["S1"] > -0.5) & (s["S1"] < 1.5) & (s["ST"] > -0.1) & (s["ST"] < 2.0)).all()
+    m = sensitivity.morris(cfg, problem, n=4, outputs=("wealth_mean",), seed=1)
+    assert len(m) == 2 and np.isfinite(m[["mu", "mu_star", "sigma"]].to_numpy()).all()
+    assert (m["mu_star"] >= 0).all()
