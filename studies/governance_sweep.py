@@ -42,7 +42,7 @@ TOLERANCES = [0.0, 0.1, 0.25, 0.5]
 LADDERS = {"none": [0.0], "flat 1": [1.0], "1-3-10": [1.0, 3.0, 10.0], "5-10-20": [5.0, 10.0, 20.0]}
 COMPLIANT = [0, 1, 2, 3, 4]  # players who comply, out of 4
 N = 4
-OUT = Path(__file__).resolve().parent / "figures"
+OUT = Path(os.environ.get("BDPD_FIGURES_DIR", Path(__file__).resolve().parent / "figures"))
 
 # %%
 BASE = {
