@@ -1,0 +1,172 @@
+"""Global sensitivity analysis on top of :func:`bdpd_jax.sweep.sweep`.
+
+- :func:`model`: ``f(X: (N, D)) -> (N, k)``, one batched run per call, for SALib, the EMA
+  workbench or any optimiser: row ``n`` of ``X`` gives the values of ``names`` (config
+  paths), column ``j`` of the result is output ``outputs[j]`` averaged over ``replicates``.
+- :func:`sobol` / :func:`morris`: sample with SALib, run the model once, analyse with SALib,
+  return one tidy row per (output, parameter).
+
+An output is any numeric column of :attr:`SweepResults.arenas` (``survived``,
+``survival_time``, ``total_gain``, ``efficiency``, ``equality``, ``wealth_mean``,
+``wealth_0``, ...) or a governance metric (``cooperation_index`` ... or
+``mean_cooperation_index``: its per-arena mean over turns; asking for one keeps history).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .config import ArenaConfig
+from .kernels.metrics import METRICS
+from .sweep import _copy, _locate, config_dict, run_points
+
+
+def _output_column(name: str) -> str:
+    return f"mean_{name}" if name in METRICS else name
+
+
+def model(
+    config: ArenaConfig | dict | str,
+    names: Sequence[str],
+    outputs: Sequence[str] = ("survived",),
+    replicates: int = 1,
+    seed: int = 0,
+    *,
+    turns: int | None = None,
+    max_batch: int = 131072,
+    generator: str = "hash",
+    progress: bool | None = False,
+    common_random: bool = True,
+) -> Callable[[np.ndarray], np.ndarray]:
+    """A function ``f(X) -> Y`` running the points ``X`` (N, D) as one sweep.
+
+    ``Y[n, j]``: the mean over ``replicates`` of output ``outputs[j]`` at point ``X[n]``
+    (NaN-skipping, e.g. ``collapse_turn`` averages collapsed replicates only). A float given
+    for an int field (e.g. ``model.maxTurns``) is rounded. Calls with the same ``X`` return
+    the same ``Y``. common_random (default True): replicate ``r`` of every point draws
+    from ``(seed, r)``, so ``f`` is a deterministic function of the values for a given seed
+    and differences between points are not blurred by independent noise (Sobol/Morris
+    estimators assume a deterministic model); False: arena ``i`` draws from ``(seed, i)``.
+    """
+    cfg = ArenaConfig.load(config)
+    names = [str(n) for n in names]
+    if not names:
+        raise ValueError("names: at least one parameter path")
+    if isinstance(outputs, str):
+        outputs = (outputs,)
+    outputs = tuple(outputs)
+    if not outputs:
+        raise ValueError("outputs: at least one output column")
+    base = config_dict(cfg)
+    for n in names:
+        _locate(_copy(base), n)
+    cols = [_output_column(o) for o in outputs]
+    history = any(c.startswith("mean_") and c[5:] in METRICS for c in cols)
+
+    def f(X: Any) -> np.ndarray:
+        x = np.asarray(X, dtype=float)
+        if x.ndim == 1 and len(names) == 1:
+            x = x[:, None]
+        if x.ndim != 2 or x.shape[1] != len(names):
+            raise ValueError(f"X: must have shape (N, {len(names)}) for names {names}, got {x.shape}")
+        table = pd.DataFrame(x, columns=names)
+        res = run_points(cfg, table, replicates=replicates, seed=seed, history=history, turns=turns,
+                         max_batch=max_batch, generator=generator, progress=progress, round_ints=True,
+                         common_random=common_random)
+        missing = [o for o, c in zip(outputs, cols) if c not in res.arenas.columns]
+        if missing:
+            known = [c for c in res.arenas.columns if c not in ("point", "replicate", "arena", *names)]
+            raise ValueError(f"outputs: unknown {missing}; known: {known + list(METRICS)}")
+        a = res.arenas[["point"]].copy()
+        for c in cols:
+            a[c] = pd.to_numeric(res.arenas[c].astype("Float64"), errors="coerce").astype(float)
+        return a.groupby("point", sort=True)[cols].mean().to_numpy(dtype=float)
+
+    f.names = names  # type: ignore[attr-defined]
+    f.outputs = outputs  # type: ignore[attr-defined]
+    return f
+
+
+def _problem(problem: dict) -> dict:
+    if not isinstance(problem, dict) or "names" not in problem or "bounds" not in problem:
+        raise ValueError(f"problem: a SALib problem {{'names': [...], 'bounds': [[lo, hi], ...]}}, got {problem!r}")
+    p = dict(problem)
+    p["names"] = [str(n) for n in p["names"]]
+    p.setdefault("num_vars", len(p["names"]))
+    if p["num_vars"] != len(p["names"]) or len(p["bounds"]) != len(p["names"]):
+        raise ValueError(f"problem: num_vars, names and bounds disagree: {problem!r}")
+    return p
+
+
+def sobol(
+    config: ArenaConfig | dict | str,
+    problem: dict,
+    n: int = 256,
+    outputs: Sequence[str] = ("survived",),
+    replicates: int = 1,
+    seed: int = 0,
+    *,
+    calc_second_order: bool = False,
+    num_resamples: int = 100,
+    conf_level: float = 0.95,
+    **model_kw: Any,
+) -> pd.DataFrame:
+    """Sobol indices via SALib (Saltelli/Sobol' sampling, ``n`` a power of 2; the model runs
+    ``n * (D + 2)`` points, ``n * (2D + 2)`` with second order, times ``replicates``).
+
+    Returns one row per (output, parameter): ``S1``, ``S1_conf``, ``ST``, ``ST_conf``.
+    """
+    from SALib.analyze import sobol as analyze
+    from SALib.sample import sobol as sample
+
+    p = _problem(problem)
+    X = sample.sample(p, int(n), calc_second_order=calc_second_order, seed=seed)
+    f = model(config, p["names"], outputs, replicates, seed, **model_kw)
+    Y = f(X)
+    rows = []
+    for j, out in enumerate(f.outputs):  # type: ignore[attr-defined]
+        si = analyze.analyze(p, Y[:, j], calc_second_order=calc_second_order, num_resamples=num_resamples,
+                             conf_level=conf_level, print_to_console=False, seed=seed)
+        for i, name in enumerate(p["names"]):
+            rows.append({"output": out, "parameter": name, "S1": float(si["S1"][i]),
+                         "S1_conf": float(si["S1_conf"][i]), "ST": float(si["ST"][i]),
+                         "ST_conf": float(si["ST_conf"][i])})
+    return pd.DataFrame(rows, columns=["output", "parameter", "S1", "S1_conf", "ST", "ST_conf"])
+
+
+def morris(
+    config: ArenaConfig | dict | str,
+    problem: dict,
+    n: int = 20,
+    outputs: Sequence[str] = ("survived",),
+    replicates: int = 1,
+    seed: int = 0,
+    *,
+    num_levels: int = 4,
+    num_resamples: int = 100,
+    conf_level: float = 0.95,
+    **model_kw: Any,
+) -> pd.DataFrame:
+    """Morris elementary effects via SALib (``n`` trajectories: ``n * (D + 1)`` points).
+
+    Returns one row per (output, parameter): ``mu``, ``mu_star``, ``mu_star_conf``, ``sigma``.
+    """
+    from SALib.analyze import morris as analyze
+    from SALib.sample import morris as sample
+
+    p = _problem(problem)
+    X = sample.sample(p, int(n), num_levels=num_levels, seed=seed)
+    f = model(config, p["names"], outputs, replicates, seed, **model_kw)
+    Y = f(X)
+    rows = []
+    for j, out in enumerate(f.outputs):  # type: ignore[attr-defined]
+        si = analyze.analyze(p, X, Y[:, j], num_resamples=num_resamples, conf_level=conf_level,
+                             print_to_console=False, num_levels=num_levels, seed=seed)
+        for i, name in enumerate(p["names"]):
+            rows.append({"output": out, "parameter": name, "mu": float(si["mu"][i]),
+                         "mu_star": float(si["mu_star"][i]), "mu_star_conf": float(si["mu_star_conf"][i]),
+                         "sigma": float(si["sigma"][i])})
+    return pd.DataFrame(rows, columns=["output", "parameter", "mu", "mu_star", "mu_star_conf", "sigma"])

@@ -1,0 +1,554 @@
+"""``sweep``: many parameter points of one config as ONE batched, once-compiled run.
+
+Parameters are named by their config path (``model.regenRate``, ``players[2].intensity``,
+``observability.commonsStock.noise``, ``perturbations[auto-sanction].payload.ladder``).
+Every point x replicate is one arena: the point's values are applied to a copy of the
+config (validated by pydantic, errors name the path and value), ``build()`` gives its
+Params, every point must give the same static :class:`Game`, and the per-point Params are
+stacked along the trailing batch axis and run through simulate's compiled program
+(``run_batch``/``compiled_run``). Arena ``i`` (point ``i // replicates``, replicate
+``i % replicates``) draws from ``arena_keys(seed, i)``, so its row equals
+``simulate(config_at_point, n_arenas=1, seed=seed, arena_offset=i)``.
+See docs/semantics_sweep.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+from pydantic import ValidationError
+
+from .build import build
+from .config import ArenaConfig
+from .kernels.metrics import METRICS
+from .kernels.rollout import summary_of
+from .results import summary_frame
+from .simulate import _flatten_record, _summary_extra, _to_numpy, _with_govsim, arena_keys, run_batch
+
+Z95 = 1.96
+# Per-arena outcomes aggregated per point (plus ``mean_<metric>`` when history was kept).
+POINT_OUTCOMES = ("survived", "collapse_turn", "survival_time", "wealth_mean")
+
+# ----------------------------------------------------------------------------- paths
+
+_SEGMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)((?:\[[^\[\]]+\])*)$")
+_SELECTOR = re.compile(r"\[([^\[\]]+)\]")
+
+
+def parse_path(path: str) -> list[tuple[str, Any]]:
+    """``a.b[2].c[id]`` -> [("key", "a"), ("key", "b"), ("index", 2), ("key", "c"), ("select", "id")].
+
+    A bracket holding an integer is a list index; anything else selects the list element
+    whose ``id`` (perturbation specs, pacts) or ``name`` (players) equals it.
+    """
+    if not isinstance(path, str) or not path:
+        raise ValueError(f"parameter path: must be a non-empty string, got {path!r}")
+    steps: list[tuple[str, Any]] = []
+    for seg in path.split("."):
+        m = _SEGMENT.match(seg)
+        if m is None:
+            raise ValueError(f"{path}: cannot parse segment {seg!r} (expected name, name[index] or name[id])")
+        steps.append(("key", m.group(1)))
+        for sel in _SELECTOR.findall(m.group(2)):
+            sel = sel.strip().strip("'\"")
+            if re.fullmatch(r"-?\d+", sel):
+                steps.append(("index", int(sel)))
+            else:
+                steps.append(("select", sel))
+    return steps
+
+
+def _step_name(steps, upto: int) -> str:
+    out = ""
+    for kind, k in steps[:upto]:
+        out += (("." if out else "") + k) if kind == "key" else f"[{k}]"
+    return out
+
+
+def _locate(root: dict, path: str) -> tuple[Any, Any]:
+    """(container, key) of the leaf a path names in a config dict; ValueError naming the path."""
+    steps = parse_path(path)
+    node: Any = root
+    for i, (kind, k) in enumerate(steps):
+        where = _step_name(steps, i + 1)
+        if kind == "key":
+            if not isinstance(node, dict):
+                raise ValueError(f"{path}: {_step_name(steps, i) or 'config'} is not an object (got {node!r})")
+            if k not in node:
+                known = sorted(node)
+                raise ValueError(f"{path}: unknown field {where!r}; known here: {known}")
+        else:
+            if not isinstance(node, list):
+                raise ValueError(f"{path}: {_step_name(steps, i)} is not a list (got {node!r})")
+            if kind == "index":
+                if not -len(node) <= k < len(node):
+                    raise ValueError(f"{path}: index {k} out of range for {_step_name(steps, i)} (length {len(node)})")
+            else:
+                hits = [j for j, e in enumerate(node) if isinstance(e, dict) and k in (e.get("id"), e.get("name"))]
+                if len(hits) != 1:
+                    ids = [e.get("id", e.get("name")) for e in node if isinstance(e, dict)]
+                    raise ValueError(
+                        f"{path}: {'no' if not hits else 'several'} element of {_step_name(steps, i)} "
+                        f"with id/name {k!r}; ids/names: {ids}"
+                    )
+                k = hits[0]
+        if i == len(steps) - 1:
+            return node, k
+        node = node[k]
+        if node is None:
+            raise ValueError(f"{path}: {where} is not set in this config (None); set it in the base config first")
+    raise AssertionError("unreachable")
+
+
+def _plain(v: Any) -> Any:
+    """numpy scalars/arrays -> Python values pydantic accepts."""
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, np.ndarray):
+        return v.tolist()
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    return v
+
+
+def _copy(x: Any) -> Any:
+    """Copy dicts and lists (the config's structure), keep other objects (e.g. Policy) as is."""
+    if isinstance(x, dict):
+        return {k: _copy(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_copy(v) for v in x]
+    return x
+
+
+def config_dict(config: ArenaConfig) -> dict:
+    """A dict that validates back to ``config``: the full dump, less the fields ModelConfig's
+    validator fills on a seneca engine and would then reject on re-validation."""
+    d = config.model_dump()
+    if config.model.engineMode == "seneca":
+        for k in ("collapseDie", "useHiddenReserve", "hiddenReserveInitial"):
+            d["model"].pop(k, None)
+    return d
+
+
+def _describe(names: Sequence[str], values: Sequence[Any]) -> str:
+    return ", ".join(f"{n}={v!r}" for n, v in zip(names, values))
+
+
+def _validation_message(e: Exception) -> str:
+    if isinstance(e, ValidationError):
+        return "; ".join(
+            f"{'.'.join(str(x) for x in er['loc']) or 'config'}: {er['msg']}" for er in e.errors()
+        )
+    return str(e)
+
+
+def apply_values(base: dict, names: Sequence[str], values: Sequence[Any], *, round_ints: bool = False,
+                 where: str = "") -> ArenaConfig:
+    """A validated copy of the config dict ``base`` with ``values`` set at ``names``.
+
+    round_ints: a float assigned where the config holds an int (e.g. ``model.maxTurns``) is
+    rounded (for sampled points); otherwise pydantic rejects a non-integral one.
+    """
+    d = _copy(base)
+    for name, v in zip(names, values):
+        cont, key = _locate(d, name)
+        v = _plain(v)
+        old = cont[key]
+        if round_ints and isinstance(old, int) and not isinstance(old, bool) and isinstance(v, float):
+            v = int(round(v))
+        cont[key] = v
+    try:
+        return ArenaConfig.model_validate(d)
+    except (ValidationError, ValueError) as e:
+        raise ValueError(f"sweep{where}: {_describe(names, values)}: invalid config: {_validation_message(e)}") from None
+
+
+# ----------------------------------------------------------------------------- points
+
+
+def grid_points(grid: dict[str, Sequence[Any]]) -> pd.DataFrame:
+    """Cartesian product of ``{path: values}`` (the first path varies slowest)."""
+    if not isinstance(grid, dict) or not grid:
+        raise ValueError(f"grid: must be a non-empty dict path -> list of values, got {grid!r}")
+    for k, v in grid.items():
+        if isinstance(v, (str, bytes)) or not hasattr(v, "__len__") or len(v) == 0:
+            raise ValueError(f"grid[{k!r}]: must be a non-empty list of values, got {v!r}")
+    names = list(grid)
+    rows = list(itertools.product(*[list(grid[n]) for n in names]))
+    return pd.DataFrame({n: [r[j] for r in rows] for j, n in enumerate(names)}, columns=names)
+
+
+def sample_points(samples: dict[str, tuple[float, float]], n_samples: int, seed: int) -> pd.DataFrame:
+    """``n_samples`` points drawn uniformly in the boxes ``{path: (low, high)}``."""
+    if not isinstance(samples, dict) or not samples:
+        raise ValueError(f"samples: must be a non-empty dict path -> (low, high), got {samples!r}")
+    if not isinstance(n_samples, (int, np.integer)) or n_samples < 1:
+        raise ValueError(f"n_samples: must be an integer >= 1 with samples=, got {n_samples!r}")
+    names = list(samples)
+    lo, hi = [], []
+    for n in names:
+        b = samples[n]
+        if not (isinstance(b, (tuple, list)) and len(b) == 2 and float(b[0]) <= float(b[1])):
+            raise ValueError(f"samples[{n!r}]: must be (low, high) with low <= high, got {b!r}")
+        lo.append(float(b[0]))
+        hi.append(float(b[1]))
+    x = np.random.default_rng(seed).uniform(lo, hi, size=(int(n_samples), len(names)))
+    return pd.DataFrame(x, columns=names)
+
+
+def explicit_points(points: Any, names: Sequence[str] | None) -> pd.DataFrame:
+    if isinstance(points, pd.DataFrame):
+        if names is not None:
+            points = points[list(names)]
+        if points.shape[1] == 0 or len(points) == 0:
+            raise ValueError("points: the DataFrame has no columns or no rows")
+        return points.reset_index(drop=True)
+    x = np.asarray(points)
+    if x.ndim != 2:
+        raise ValueError(f"points: must be a DataFrame or an (N, D) array, got shape {x.shape}")
+    if names is None or len(names) != x.shape[1]:
+        raise ValueError(f"names: an (N, D) points array needs D={x.shape[1]} parameter paths, got {names!r}")
+    if x.shape[0] == 0:
+        raise ValueError("points: no rows")
+    return pd.DataFrame(x, columns=list(names))
+
+
+# ----------------------------------------------------------------------------- results
+
+
+@dataclass
+class SweepResults:
+    """``arenas``: one row per arena; ``points``: per-point means and 95% CIs over replicates."""
+
+    arenas: pd.DataFrame
+    points: pd.DataFrame
+    names: list[str]
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def to_parquet(self, directory: str | Path) -> Path:
+        """``arenas/`` as a dataset partitioned by run chunk (``chunk=K/``), ``points.parquet``
+        and ``meta.json``."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        d = Path(directory)
+        d.mkdir(parents=True, exist_ok=True)
+        adir = d / "arenas"
+        if adir.exists():
+            import shutil
+
+            shutil.rmtree(adir)
+        per = int(self.meta.get("chunk_arenas") or max(len(self.arenas), 1))
+        df = self.arenas.assign(chunk=(self.arenas["arena"].to_numpy() // per).astype(np.int64))
+        pq.write_to_dataset(pa.Table.from_pandas(df, preserve_index=False), root_path=str(adir),
+                            partition_cols=["chunk"])
+        self.points.to_parquet(d / "points.parquet", index=False)
+        (d / "meta.json").write_text(json.dumps({**self.meta, "names": self.names}, indent=2, default=str))
+        return d
+
+    @classmethod
+    def from_parquet(cls, directory: str | Path) -> "SweepResults":
+        import pyarrow.dataset as ds
+
+        d = Path(directory)
+        if not (d / "arenas").is_dir() or not (d / "points.parquet").is_file():
+            raise ValueError(f"directory: no sweep (arenas/ and points.parquet) in {str(d)!r}")
+        meta = json.loads((d / "meta.json").read_text()) if (d / "meta.json").is_file() else {}
+        arenas = ds.dataset(str(d / "arenas"), format="parquet", partitioning="hive").to_table().to_pandas()
+        arenas = arenas.drop(columns=["chunk"]).sort_values("arena", kind="stable", ignore_index=True)
+        names = list(meta.pop("names", []))
+        return cls(arenas, pd.read_parquet(d / "points.parquet"), names, meta)
+
+
+def aggregate(arenas: pd.DataFrame, names: Sequence[str], outcomes: Sequence[str]) -> pd.DataFrame:
+    """Per point: the swept values, ``replicates``, and per outcome ``_mean``, ``_sd``
+    (ddof=1), ``_n`` (non-missing replicates), ``_ci_low``/``_ci_high`` = mean -/+ 1.96 sd/sqrt(n)."""
+    first = arenas.drop_duplicates("point").set_index("point")
+    out = pd.DataFrame({"point": first.index.to_numpy()})
+    for n in names:
+        out[n] = first[n].to_numpy()
+    g = arenas.groupby("point", sort=True)
+    out["replicates"] = g.size().to_numpy()
+    for m in outcomes:
+        x = pd.DataFrame({"point": arenas["point"].to_numpy(), m: arenas[m].astype("Float64").astype(float).to_numpy()})
+        gm = x.groupby("point", sort=True)[m]
+        mean, sd, cnt = gm.mean().to_numpy(), gm.std(ddof=1).to_numpy(), gm.count().to_numpy()
+        with np.errstate(invalid="ignore", divide="ignore"):
+            half = Z95 * sd / np.sqrt(cnt)
+        out[f"{m}_mean"] = mean
+        out[f"{m}_sd"] = sd
+        out[f"{m}_n"] = cnt
+        out[f"{m}_ci_low"] = mean - half
+        out[f"{m}_ci_high"] = mean + half
+    return out
+
+
+# ----------------------------------------------------------------------------- the run
+
+
+def _game_diff(a, b) -> list[str]:
+    return [f.name for f in dataclasses.fields(a) if getattr(a, f.name) != getattr(b, f.name)]
+
+
+def _shapes(params) -> tuple:
+    leaves, treedef = jax.tree_util.tree_flatten(params)
+    return treedef, tuple((np.shape(x), np.asarray(x).dtype) for x in leaves)
+
+
+def _culprits(base: dict, names, values0, values_i, differs, build_kw, round_ints) -> list[str]:
+    """The parameters that alone, applied to point 0, make ``differs(point0, that) `` true."""
+    cfg0 = apply_values(base, names, values0, round_ints=round_ints)
+    ref = build(cfg0, **build_kw)
+    found = []
+    for j, n in enumerate(names):
+        if _plain(values0[j]) == _plain(values_i[j]):
+            continue
+        vals = list(values0)
+        vals[j] = values_i[j]
+        try:
+            other = build(apply_values(base, names, vals, round_ints=round_ints), **build_kw)
+        except ValueError:
+            continue
+        if differs(ref, other):
+            found.append(n)
+    return found or [n for j, n in enumerate(names) if _plain(values0[j]) != _plain(values_i[j])]
+
+
+def _governance_shapes(configs) -> dict | None:
+    from .governance_build import needed_slots, sanction_specs, uses_governance
+
+    if not any(uses_governance(c) for c in configs):
+        return None
+    return {
+        "pact_slots": max(needed_slots(c) for c in configs),
+        "ladder_width": max([1] + [len(s.ladder) for c in configs for s in sanction_specs(c)]),
+        "n_specs": max(len(sanction_specs(c)) for c in configs),
+    }
+
+
+def _build_points(base, names, table, turns, generator, round_ints):
+    """Validated configs, the shared Game, stacked numpy leaves [..., P], treedef, turns."""
+    values = [tuple(r) for r in table.itertuples(index=False, name=None)]
+    configs = [apply_values(base, names, v, round_ints=round_ints, where=f" point {i}") for i, v in enumerate(values)]
+    build_kw: dict = {"generator": generator}
+
+    def build_all(kw):
+        return [build(c, **kw) for c in configs]
+
+    built = build_all(build_kw)
+    game0 = built[0][0]
+    for i, (g, _) in enumerate(built):
+        if g != game0:
+            bad = _culprits(base, names, values[0], values[i], lambda a, b: a[0] != b[0], build_kw, round_ints)
+            raise ValueError(
+                f"sweep: parameter(s) {bad} change the static structure of the game "
+                f"(Game.{'/'.join(_game_diff(game0, g))} differs between point 0 ({_describe(names, values[0])}) "
+                f"and point {i} ({_describe(names, values[i])})); only values that keep the structure "
+                "(strategies, number of players, engine, scheduler, layers) share one compiled program: "
+                "run one sweep per structure"
+            )
+    shapes0 = _shapes(built[0][1])
+    if any(_shapes(p) != shapes0 for _, p in built):
+        gov = _governance_shapes(configs)
+        if gov is not None:  # pad governance arrays to the sweep's largest (one program)
+            build_kw = {**build_kw, "governance": gov}
+            built = build_all(build_kw)
+            game0 = built[0][0]
+            shapes0 = _shapes(built[0][1])
+        for i, (g, p) in enumerate(built):
+            if _shapes(p) != shapes0 or g != game0:
+                bad = _culprits(base, names, values[0], values[i],
+                                lambda a, b: _shapes(a[1]) != _shapes(b[1]) or a[0] != b[0], build_kw, round_ints)
+                raise ValueError(
+                    f"sweep: parameter(s) {bad} change the shapes of the params (point 0: "
+                    f"{_describe(names, values[0])}; point {i}: {_describe(names, values[i])}); "
+                    "only values that keep every array's shape share one compiled program"
+                )
+    n_turns = [int(turns or c.model.maxTurns) for c in configs]
+    leaves_per_point = []
+    treedef = None
+    for (g, p), nt in zip(built, n_turns):
+        p = p.__class__(**{**p.__dict__, "max_turns": jnp.asarray(nt, jnp.int32)})
+        leaves, treedef = jax.tree_util.tree_flatten(p)
+        leaves_per_point.append([np.asarray(x) for x in leaves])
+    stacked = [np.stack([pl[j] for pl in leaves_per_point], axis=-1) for j in range(len(leaves_per_point[0]))]
+    return configs, game0, stacked, treedef, n_turns
+
+
+def _metric_means(flat: dict) -> dict[str, np.ndarray]:
+    played = np.asarray(flat["played"])
+    out = {}
+    for m in METRICS:
+        x = np.where(played, np.asarray(flat["metrics"][m], dtype=float), np.nan)
+        cnt = np.sum(~np.isnan(x), axis=0)
+        out[f"mean_{m}"] = np.where(cnt > 0, np.nansum(x, axis=0) / np.maximum(cnt, 1), np.nan)
+    return out
+
+
+def run_points(
+    config: ArenaConfig | dict | str,
+    table: pd.DataFrame,
+    *,
+    replicates: int = 1,
+    seed: int = 0,
+    history: bool = False,
+    turns: int | None = None,
+    max_batch: int = 131072,
+    generator: str = "hash",
+    progress: bool | None = None,
+    round_ints: bool = False,
+    common_random: bool = False,
+) -> SweepResults:
+    """Run every row of ``table`` (columns = config paths) ``replicates`` times in one
+    batched program; see :func:`sweep`."""
+    cfg = ArenaConfig.load(config)
+    if not isinstance(replicates, (int, np.integer)) or replicates < 1:
+        raise ValueError(f"replicates: must be an integer >= 1, got {replicates!r}")
+    if not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**32:
+        raise ValueError(f"seed: must be an integer in [0, 2**32), got {seed!r}")
+    if not isinstance(max_batch, (int, np.integer)) or max_batch < 1:
+        raise ValueError(f"max_batch: must be an integer >= 1, got {max_batch!r}")
+    if turns is not None and (not isinstance(turns, (int, np.integer)) or turns < 1):
+        raise ValueError(f"turns: must be an integer >= 1, got {turns!r}")
+    names = [str(c) for c in table.columns]
+    if len(set(names)) != len(names):
+        raise ValueError(f"names: duplicate parameter paths {names}")
+    base = config_dict(cfg)
+    for n in names:  # bad paths fail before anything is built
+        _locate(_copy(base), n)
+    configs, game, stacked, treedef, n_turns = _build_points(base, names, table, turns, generator, round_ints)
+    cfg0 = configs[0]
+    n_points, reps = len(configs), int(replicates)
+    total = n_points * reps
+    max_turns = max(n_turns)
+    chunk = max_turns if max_turns <= 1000 else 1000
+    b = min(int(max_batch), total)
+    arena_chunks = [(a, min(a + b, total)) for a in range(0, total, b)]
+    bar = None
+    n_bar = len(arena_chunks) * math.ceil(max_turns / chunk)
+    if progress or (progress is None and n_bar > 4):
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=n_bar, desc="sweep chunks", unit="chunk", leave=False)
+    labels = [p.strategy_name for p in cfg0.require_players()]
+    from .govsim import sustainable_yield
+
+    yields = np.asarray([sustainable_yield(c) for c in configs], dtype=float)
+    n_turns_arr = np.asarray(n_turns)
+    frames = []
+    try:
+        for a0, a1 in arena_chunks:
+            idx = np.arange(a0, a1, dtype=np.int64)
+            n = len(idx)
+            padded = np.concatenate([idx, np.full(b - n, idx[-1], np.int64)])  # every chunk has shape b
+            point_of = padded // reps
+            params = jax.tree_util.tree_unflatten(treedef, [jnp.asarray(x[..., point_of]) for x in stacked])
+            keys = arena_keys(seed, padded % reps if common_random else padded)
+            state, rec = run_batch(game, params, keys, max_turns, chunk, history, bar)
+            take = lambda tree: jax.tree_util.tree_map(lambda x: np.asarray(x)[..., :n], tree)  # noqa: E731
+            final = take(_to_numpy(summary_of(state)))
+            final["extra"] = take(_summary_extra(game, state))
+            state_np, params_np = take(state), take(params)
+            rec_np = take(rec) if history else None
+            frame = summary_frame(final, idx, labels)
+            pts = idx // reps
+            # GovSim columns per group of points sharing (sustainable yield, turns), as simulate
+            key = np.stack([yields[pts], n_turns_arr[pts].astype(float)])
+            groups = np.unique(key, axis=1, equal_nan=True) if n else key
+            parts = []
+            for gi in range(groups.shape[1]):
+                gy, gt = groups[0, gi], groups[1, gi]
+                mask = ((key[0] == gy) | (np.isnan(key[0]) & np.isnan(gy))) & (key[1] == gt)
+                sel = lambda tree: jax.tree_util.tree_map(lambda x: x[..., mask], tree)  # noqa: E731
+                c = configs[int(pts[mask][0])]
+                parts.append(_with_govsim(frame[mask], c, sel(state_np), sel(params_np),
+                                          sel(rec_np) if history else None, int(gt)))
+            frame = pd.concat(parts).sort_index()
+            wealth = np.stack([frame[f"wealth_{i}"].to_numpy(float) for i in range(game.n_players)])
+            extra = {"wealth_mean": wealth.mean(axis=0)}
+            if history:
+                extra.update(_metric_means(_flatten_record(rec_np)))
+            frame = frame.assign(**extra)
+            lead = {"point": pts.astype(np.int64), "replicate": (idx % reps).astype(np.int64)}
+            for n_ in names:
+                col = table[n_].to_numpy(dtype=object) if table[n_].dtype == object else table[n_].to_numpy()
+                lead[n_] = col[pts]
+            frames.append(pd.concat([pd.DataFrame(lead), frame.reset_index(drop=True)], axis=1))
+    finally:
+        if bar is not None:
+            bar.close()
+    arenas = pd.concat(frames, ignore_index=True)
+    outcomes = list(POINT_OUTCOMES) + ([f"mean_{m}" for m in METRICS] if history else [])
+    points = aggregate(arenas, names, outcomes)
+    meta = {
+        "config": cfg.model_dump(mode="json", exclude={"players"}),
+        "players": [{**p.model_dump(mode="json", exclude={"strategy"}), "strategy": p.strategy_name}
+                    for p in cfg.require_players()],
+        "replicates": reps, "seed": int(seed), "n_points": n_points, "n_arenas": total,
+        "turns": turns, "max_turns": max_turns, "generator": generator, "history": bool(history),
+        "chunk_arenas": b, "n_chunks": len(arena_chunks), "common_random": bool(common_random),
+    }
+    return SweepResults(arenas, points, names, meta)
+
+
+def sweep(
+    config: ArenaConfig | dict | str,
+    grid: dict[str, Sequence[Any]] | None = None,
+    samples: dict[str, tuple[float, float]] | None = None,
+    points: pd.DataFrame | np.ndarray | None = None,
+    replicates: int = 1,
+    seed: int = 0,
+    history: bool = False,
+    max_batch: int = 131072,
+    progress: bool | None = None,
+    *,
+    names: Sequence[str] | None = None,
+    n_samples: int | None = None,
+    turns: int | None = None,
+    generator: str = "hash",
+    common_random: bool = False,
+) -> SweepResults:
+    """Run a parameter sweep of ``config`` as one batched run that compiles once.
+
+    Exactly one of:
+        grid: ``{path: [values]}``, the cartesian product (first path varies slowest);
+        samples: ``{path: (low, high)}`` with ``n_samples``: points uniform in the box, drawn
+            by ``numpy.random.default_rng(seed)``; a float drawn for an int field is rounded;
+        points: a DataFrame (columns = paths) or an (N, D) array with ``names=``.
+    Every point x replicate is one arena; arena ``i`` is point ``i // replicates``,
+    replicate ``i % replicates``, and equals ``simulate(config_at_point, seed=seed,
+    arena_offset=i)``. At most ``max_batch`` arenas run at once.
+    history: keep per-turn records (per chunk) to add each arena's mean of the five
+        governance metrics (``mean_<metric>``); frames of turns are not kept.
+    turns: turns to play at every point (default: each point's ``model.maxTurns``).
+    common_random: common random numbers: replicate ``r`` of every point draws from
+        ``(seed, r)`` (equals ``simulate(config_at_point, seed=seed, arena_offset=r)``), so
+        points differ only by their values (variance reduction for comparisons and
+        sensitivity indices); default False: every arena has its own stream ``(seed, i)``.
+
+    Returns a :class:`SweepResults`. Raises ValueError naming the path and value of a bad
+    parameter, or the parameter that changes the static structure of the game.
+    """
+    given = [x is not None for x in (grid, samples, points)]
+    if sum(given) != 1:
+        raise ValueError("sweep: give exactly one of grid=, samples= (with n_samples=) or points=")
+    if grid is not None:
+        table = grid_points(grid)
+    elif samples is not None:
+        table = sample_points(samples, n_samples, seed)
+    else:
+        table = explicit_points(points, names)
+    return run_points(config, table, replicates=replicates, seed=seed, history=history, turns=turns,
+                      max_batch=max_batch, generator=generator, progress=progress,
+                      round_ints=samples is not None, common_random=common_random)
