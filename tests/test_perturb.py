@@ -242,3 +242,25 @@ def test_size_by_timing_sweep_compiles_once():
     assert np.allclose(r, 0.12 * sizes.reshape(-1))
     fired_turn = np.argmax(np.asarray(rec.extra["perturb"]["begin"]["fired"])[:, 0, :], axis=0) + 1
     assert np.array_equal(fired_turn, times.reshape(-1))
+
+
+def test_perturbable_game_without_specs_accepts_owner_firings():
+    cfg = ArenaConfig.model_validate(config([]))
+    game, params = build(cfg, perturb={"perturbable": True})
+    slot = compile_spec(spec("k", "capacity_shock", {"factor": 0.5}, trigger={"kind": "manual"}), cfg, game.policies)
+    st, rec = jax.jit(lambda s, sl: apply_perturbation(game, s, sl, params))(game.init(params), slot)
+    assert float(st.extra["perturb"]["engine"]["capacity"]) == pytest.approx(75.0)
+    _, r = step(game, rng.arena_key(0, 0), st, jnp.zeros(4), params)  # the dynamics see K = 75
+    assert float(r.regen) == pytest.approx(0.12 * 120 * (1 - 120 / 75), rel=1e-5)
+
+
+def test_engine_agnostic_types_run_on_seneca():
+    cfg = {"model": {"engineMode": "seneca", "maxPlayers": 4, "minPlayers": 2, "maxTurns": 10, "commonsInitial": 1000},
+           "players": [{"strategy": "conservative"}, {"strategy": "random"}],
+           "perturbations": [spec("w", "wealth_shock", {"factor": 0.0, "player": 1}, turn=3),
+                             spec("o", "strategy_override", {"player": 0, "strategy": "idle"}, turn=4),
+                             spec("c", "commons_shock", {"amount": -0.1}, turn=5)]}
+    r = simulate(cfg, n_arenas=2, seed=0)
+    assert sorted(r.perturbations["id"].unique()) == ["c", "o", "w"]
+    pl = r.players
+    assert (pl[(pl.turn >= 4) & (pl.player == 0)]["requested"] == 0).all()
