@@ -37,7 +37,8 @@ SIZE = int(os.environ.get("BDPD_STUDY_SIZE", 2000))  # arenas per grid point
 FACTORS = np.array([0.0, 0.25, 0.5, 0.625, 0.75, 0.875, 1.0])
 TURNS = np.array([2, 15, 30])
 SCHEDULERS = ("simultaneous", "sequential", "wealth-weighted")
-FIG = Path(__file__).resolve().parent / "figures" if "__file__" in globals() else Path("figures")
+FIG = Path(os.environ.get("BDPD_FIGURES_DIR", Path(__file__).resolve().parent / "figures"
+                       if "__file__" in globals() else "figures"))
 print(f"{SIZE} arenas per point, {len(FACTORS) * len(TURNS)} points, {len(SCHEDULERS)} schedulers")
 
 # %%
