@@ -21,7 +21,7 @@ import pandas as pd
 
 from .config import ArenaConfig
 from .kernels.metrics import METRICS
-from .sweep import _copy, _locate, config_dict, run_points
+from .sweep import check_paths, config_base, run_points
 
 
 def _output_column(name: str) -> str:
@@ -60,9 +60,7 @@ def model(
     outputs = tuple(outputs)
     if not outputs:
         raise ValueError("outputs: at least one output column")
-    base = config_dict(cfg)
-    for n in names:
-        _locate(_copy(base), n)
+    check_paths(config_base(cfg), names)
     cols = [_output_column(o) for o in outputs]
     history = any(c.startswith("mean_") and c[5:] in METRICS for c in cols)
 

@@ -76,10 +76,12 @@ def _step_name(steps, upto: int) -> str:
     return out
 
 
-def _locate(root: dict, path: str) -> tuple[Any, Any]:
-    """(container, key) of the leaf a path names in a config dict; ValueError naming the path."""
+def resolve(full: dict, path: str) -> tuple[list, Any]:
+    """The concrete keys (field names and list indices) a path names in the full config dict,
+    and the value there; ValueError naming the path."""
     steps = parse_path(path)
-    node: Any = root
+    node: Any = full
+    keys: list = []
     for i, (kind, k) in enumerate(steps):
         where = _step_name(steps, i + 1)
         if kind == "key":
@@ -94,6 +96,7 @@ def _locate(root: dict, path: str) -> tuple[Any, Any]:
             if kind == "index":
                 if not -len(node) <= k < len(node):
                     raise ValueError(f"{path}: index {k} out of range for {_step_name(steps, i)} (length {len(node)})")
+                k = k % len(node)
             else:
                 hits = [j for j, e in enumerate(node) if isinstance(e, dict) and k in (e.get("id"), e.get("name"))]
                 if len(hits) != 1:
@@ -103,12 +106,11 @@ def _locate(root: dict, path: str) -> tuple[Any, Any]:
                         f"with id/name {k!r}; ids/names: {ids}"
                     )
                 k = hits[0]
-        if i == len(steps) - 1:
-            return node, k
+        keys.append(k)
         node = node[k]
-        if node is None:
+        if node is None and i < len(steps) - 1:
             raise ValueError(f"{path}: {where} is not set in this config (None); set it in the base config first")
-    raise AssertionError("unreachable")
+    return keys, node
 
 
 def _plain(v: Any) -> Any:
@@ -131,14 +133,29 @@ def _copy(x: Any) -> Any:
     return x
 
 
-def config_dict(config: ArenaConfig) -> dict:
-    """A dict that validates back to ``config``: the full dump, less the fields ModelConfig's
-    validator fills on a seneca engine and would then reject on re-validation."""
-    d = config.model_dump()
-    if config.model.engineMode == "seneca":
-        for k in ("collapseDie", "useHiddenReserve", "hiddenReserveInitial"):
-            d["model"].pop(k, None)
-    return d
+@dataclass(frozen=True)
+class ConfigBase:
+    """A config as two dicts: ``full`` (every field, defaults filled in) is where paths are
+    looked up; ``given`` (the fields the user set) is what each point's copy is built from,
+    so a point's config is exactly the user's config with the swept fields set (pydantic's
+    ``model_fields_set`` matters: e.g. an observation's ``noise`` is drawn only where set)."""
+
+    full: dict
+    given: dict
+
+
+def config_base(config: ArenaConfig) -> ConfigBase:
+    full, given = config.model_dump(), config.model_dump(exclude_unset=True)
+    if config.model.engineMode == "seneca":  # filled in by ModelConfig's validator, which
+        for d in (full, given):  # rejects them when given back on a seneca engine
+            for k in ("collapseDie", "useHiddenReserve", "hiddenReserveInitial"):
+                d.get("model", {}).pop(k, None)
+    return ConfigBase(full, given)
+
+
+def check_paths(base: ConfigBase, names: Sequence[str]) -> None:
+    for n in names:
+        resolve(base.full, n)
 
 
 def _describe(names: Sequence[str], values: Sequence[Any]) -> str:
@@ -153,21 +170,25 @@ def _validation_message(e: Exception) -> str:
     return str(e)
 
 
-def apply_values(base: dict, names: Sequence[str], values: Sequence[Any], *, round_ints: bool = False,
+def apply_values(base: ConfigBase, names: Sequence[str], values: Sequence[Any], *, round_ints: bool = False,
                  where: str = "") -> ArenaConfig:
-    """A validated copy of the config dict ``base`` with ``values`` set at ``names``.
+    """A validated copy of the config with ``values`` set at the paths ``names``.
 
     round_ints: a float assigned where the config holds an int (e.g. ``model.maxTurns``) is
     rounded (for sampled points); otherwise pydantic rejects a non-integral one.
     """
-    d = _copy(base)
+    d = _copy(base.given)
     for name, v in zip(names, values):
-        cont, key = _locate(d, name)
+        keys, old = resolve(base.full, name)
         v = _plain(v)
-        old = cont[key]
         if round_ints and isinstance(old, int) and not isinstance(old, bool) and isinstance(v, float):
             v = int(round(v))
-        cont[key] = v
+        node, full = d, base.full
+        for k in keys[:-1]:  # create the containers the user left to their defaults
+            if isinstance(node, dict) and k not in node:
+                node[k] = _copy(full[k]) if isinstance(full[k], list) else {}
+            node, full = node[k], full[k]
+        node[keys[-1]] = v
     try:
         return ArenaConfig.model_validate(d)
     except (ValidationError, ValueError) as e:
@@ -337,6 +358,16 @@ def _governance_shapes(configs) -> dict | None:
     }
 
 
+def _host():
+    """Build per-point params on the CPU backend when there is one (no per-leaf transfers)."""
+    import contextlib
+
+    try:
+        return jax.default_device(jax.devices("cpu")[0])
+    except RuntimeError:
+        return contextlib.nullcontext()
+
+
 def _build_points(base, names, table, turns, generator, round_ints):
     """Validated configs, the shared Game, stacked numpy leaves [..., P], treedef, turns."""
     values = [tuple(r) for r in table.itertuples(index=False, name=None)]
@@ -344,7 +375,8 @@ def _build_points(base, names, table, turns, generator, round_ints):
     build_kw: dict = {"generator": generator}
 
     def build_all(kw):
-        return [build(c, **kw) for c in configs]
+        with _host():  # per-point params are small: build them on the host, stack, then transfer
+            return [build(c, **kw) for c in configs]
 
     built = build_all(build_kw)
     game0 = built[0][0]
@@ -424,9 +456,8 @@ def run_points(
     names = [str(c) for c in table.columns]
     if len(set(names)) != len(names):
         raise ValueError(f"names: duplicate parameter paths {names}")
-    base = config_dict(cfg)
-    for n in names:  # bad paths fail before anything is built
-        _locate(_copy(base), n)
+    base = config_base(cfg)
+    check_paths(base, names)  # bad paths fail before anything is built
     configs, game, stacked, treedef, n_turns = _build_points(base, names, table, turns, generator, round_ints)
     cfg0 = configs[0]
     n_points, reps = len(configs), int(replicates)
@@ -442,10 +473,14 @@ def run_points(
 
         bar = tqdm(total=n_bar, desc="sweep chunks", unit="chunk", leave=False)
     labels = [p.strategy_name for p in cfg0.require_players()]
+    from . import govsim
     from .govsim import sustainable_yield
 
+    # GovSim columns: simulate's own code on the whole chunk; only ``efficiency`` depends on
+    # the point's config (sustainable yield f0) and turns, so it is redone per group of points
+    # sharing (f0, turns) with govsim's formula (tests check arenas equal simulate's rows).
     yields = np.asarray([sustainable_yield(c) for c in configs], dtype=float)
-    n_turns_arr = np.asarray(n_turns)
+    group_of_point, _ = pd.factorize(pd.Series(list(zip(np.nan_to_num(yields, nan=-np.inf), n_turns))))
     frames = []
     try:
         for a0, a1 in arena_chunks:
@@ -459,22 +494,23 @@ def run_points(
             take = lambda tree: jax.tree_util.tree_map(lambda x: np.asarray(x)[..., :n], tree)  # noqa: E731
             final = take(_to_numpy(summary_of(state)))
             final["extra"] = take(_summary_extra(game, state))
-            state_np, params_np = take(state), take(params)
+            state_np, params_np = take(state), take(params)  # (the arenas of this chunk, unpadded)
             rec_np = take(rec) if history else None
             frame = summary_frame(final, idx, labels)
             pts = idx // reps
-            # GovSim columns per group of points sharing (sustainable yield, turns), as simulate
-            key = np.stack([yields[pts], n_turns_arr[pts].astype(float)])
-            groups = np.unique(key, axis=1, equal_nan=True) if n else key
-            parts = []
-            for gi in range(groups.shape[1]):
-                gy, gt = groups[0, gi], groups[1, gi]
-                mask = ((key[0] == gy) | (np.isnan(key[0]) & np.isnan(gy))) & (key[1] == gt)
-                sel = lambda tree: jax.tree_util.tree_map(lambda x: x[..., mask], tree)  # noqa: E731
-                c = configs[int(pts[mask][0])]
-                parts.append(_with_govsim(frame[mask], c, sel(state_np), sel(params_np),
-                                          sel(rec_np) if history else None, int(gt)))
-            frame = pd.concat(parts).sort_index()
+            frame = _with_govsim(frame, configs[int(pts[0])], state_np, params_np, rec_np, n_turns[int(pts[0])])
+            groups = group_of_point[pts]
+            uniq = np.unique(groups)
+            if len(uniq) > 1:
+                eff = frame["efficiency"].to_numpy().copy()
+                total = frame["total_gain"].to_numpy()
+                played = frame["survival_time"].to_numpy()
+                for gid in uniq:
+                    mask = groups == gid
+                    p0 = int(pts[mask][0])
+                    eff[mask] = govsim.govsim_columns(played[mask], n_turns[p0], float(yields[p0]),
+                                                      total[None, mask], None)["efficiency"]
+                frame = frame.assign(efficiency=eff)
             wealth = np.stack([frame[f"wealth_{i}"].to_numpy(float) for i in range(game.n_players)])
             extra = {"wealth_mean": wealth.mean(axis=0)}
             if history:
