@@ -67,7 +67,11 @@ def build(config: ArenaConfig, *, generator: str = "hash", extra_policies: tuple
     engine = get_engine(model.engineMode)
     if generator not in ("hash", "threefry"):
         raise ValueError(f"generator: unknown {generator!r}; known: ['hash', 'threefry']")
-    game = Game(engine=engine, n_players=len(players), policies=pols, scheduler=model.scheduler, generator=generator)
+    noisy = tuple(n for n in OBS_VARS if n in config.observability and "noise" in config.observability[n].model_fields_set)
+    game = Game(
+        engine=engine, n_players=len(players), policies=pols, scheduler=model.scheduler, generator=generator,
+        noisy=noisy,
+    )
     params = Params(
         max_turns=jnp.asarray(model.maxTurns, jnp.int32),
         engine=engine.params_from_model(model.model_dump()),

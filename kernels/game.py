@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import jax.numpy as jnp
 
 from .engines import Engine, get_engine
-from .params import ENV_VARS, Params, fdtype
+from .params import ENV_VARS, OBS_VARS, Params, fdtype
 from .rng import Generator
 from .state import ArenaState
 
@@ -27,6 +27,10 @@ class Game:
     scheduler: str = "simultaneous"
     generator: Generator = "hash"
     layers: tuple = ()  # optional turn layers (governance, perturbations), in order
+    #: observation variables that draw noise. The others read exactly and cost no draw; the
+    #: host lists every variable whose config entry sets ``noise`` (any value, 0 included),
+    #: so sweeping a noise level compiles once.
+    noisy: tuple = OBS_VARS
 
     @property
     def memory_size(self) -> int:

@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 
 from . import rng
-from .params import ENV_VARS, EXACT, OBS_VARS, PEER_VARS, PLAYER_VARS, QUALITATIVE, SIGN, Params, farr
+from .params import ENV_VARS, EXACT, OBS_VARS, PEER_VARS, PLAYER_VARS, QUALITATIVE, SIGN, Params, farr, fdtype
 from .state import ArenaState
 
 QUALITATIVE_VARS: tuple[str, ...] = ("commonsStock", "commonsRatio", "capitalStock", "pollutionLevel")
@@ -23,7 +23,6 @@ SIGN_VARS: tuple[str, ...] = ENV_VARS
 _EDGES = (0.4, 0.6)
 _MIDS = (0.2, 0.5, 0.8)
 
-_N_ENV = len(ENV_VARS)
 
 
 def capacity(wealth: jax.Array) -> jax.Array:
@@ -54,34 +53,42 @@ def _resolve(value, noisy, prev, scale, code):
     return jnp.where(code == QUALITATIVE, qual, jnp.where(code == SIGN, sign, noisy))
 
 
+def _noise(game, key, turn, player, name: str, shape=()) -> jax.Array:
+    if name not in game.noisy:  # static: exact reading, no draw
+        return jnp.zeros(shape, fdtype())
+    return rng.normal(key, turn, player, rng.obs_purpose(OBS_VARS.index(name)), shape, game.generator)
+
+
 def observe_player(game, key, state: ArenaState, params: Params, env: jax.Array, player) -> dict:
-    """The observation of one player: name -> float[] (or float[N] for peer variables)."""
+    """The observation of one player: name -> float[] (or float[N] for peer variables).
+
+    Each variable draws its noise from its own stream, so variables no policy reads cost
+    nothing (XLA removes the unused draws).
+    """
     n = game.n_players
     op = params.obs
     turn = state.turn + 1
-    z = rng.normal(key, turn, player, rng.OBS_NOISE, (_N_ENV + 2 + 2 * n,), game.generator)
     ref = game.engine.reference(state.engine, params.engine)
-    scales = jnp.stack([ref if v in ("commonsStock", "capitalStock", "pollutionLevel") else farr(1.0) for v in ENV_VARS])
-    idx_env = jnp.arange(_N_ENV)
-    noisy_env = jnp.maximum(env + op.noise[idx_env] * jnp.abs(env) * z[:_N_ENV], 0.0)
-    res_env = _resolve(env, noisy_env, state.prev_env, scales, op.resolution[idx_env])
     obs = {}
     for i, name in enumerate(ENV_VARS):
-        obs[name] = jnp.where(op.visible[i], res_env[i], jnp.nan)
+        v = env[i]
+        noisy = jnp.maximum(v + op.noise[i] * jnp.abs(v) * _noise(game, key, turn, player, name), 0.0)
+        scale = ref if name in ("commonsStock", "capitalStock", "pollutionLevel") else farr(1.0)
+        res = _resolve(v, noisy, state.prev_env[i], scale, op.resolution[i])
+        obs[name] = jnp.where(op.visible[i], res, jnp.nan)
     w = state.wealth[player]
     own = {"myWealth": w, "myCapacity": capacity(w)}
-    for j, name in enumerate(PLAYER_VARS):
+    for name in PLAYER_VARS:
         i = OBS_VARS.index(name)
         v = own[name]
-        noisy = jnp.maximum(v + op.noise[i] * jnp.abs(v) * z[_N_ENV + j], 0.0)
+        noisy = jnp.maximum(v + op.noise[i] * jnp.abs(v) * _noise(game, key, turn, player, name), 0.0)
         obs[name] = jnp.where(op.visible[i], noisy, jnp.nan)
     peers = {"othersWealth": state.wealth, "othersHarvest": state.last_actual}
     not_me = jnp.arange(n) != player
-    for j, name in enumerate(PEER_VARS):
+    for name in PEER_VARS:
         i = OBS_VARS.index(name)
         v = peers[name]
-        zz = z[_N_ENV + 2 + j * n : _N_ENV + 2 + (j + 1) * n]
-        noisy = jnp.maximum(v + op.noise[i] * jnp.abs(v) * zz, 0.0)
+        noisy = jnp.maximum(v + op.noise[i] * jnp.abs(v) * _noise(game, key, turn, player, name, (n,)), 0.0)
         obs[name] = jnp.where(op.visible[i] & not_me, noisy, jnp.nan)
     return obs
 

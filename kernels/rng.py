@@ -5,8 +5,8 @@ index, so an arena's trajectory depends only on the seed and its own index: neve
 batch size or its position in the batch. Two generators share this interface:
 
 * ``"hash"`` (default): a 32-bit integer hash (xor-shift-multiply finaliser chained over the
-  counter words). Uniforms come from the top 24 bits; Gaussians use the exact Box-Muller
-  transform, so the default noise is exactly Gaussian up to float rounding.
+  counter words). Uniforms come from the top 24 bits, strictly inside (0, 1); Gaussians by
+  inversion of the normal CDF (erfinv), exactly Gaussian up to float rounding.
 * ``"threefry"``: ``jax.random`` with the counters folded into a threefry key. Slower on CPU,
   kept for users who want JAX's audited generator (see bench/rng.py for the figures).
 """
@@ -22,7 +22,7 @@ Generator = Literal["hash", "threefry"]
 GENERATORS: tuple[str, ...] = ("hash", "threefry")
 
 # Purposes: one stream per kind of draw, so adding a draw never shifts another one.
-OBS_NOISE = 1
+OBS_NOISE = 1  # + 16 x (1 + variable index): one stream per observation variable
 POLICY = 2
 DIE = 3
 ORDER = 4
@@ -94,17 +94,20 @@ def uniform(key, turn, player, purpose: int, shape=(), generator: Generator = "h
 
 
 def normal(key, turn, player, purpose: int, shape=(), generator: Generator = "hash", dtype=None):
-    """Standard normal draws by the exact Box-Muller transform, both outputs of each pair used."""
+    """Standard normal draws by inversion of the normal CDF: z = sqrt(2) erfinv(2u - 1).
+
+    Exact in distribution up to float rounding (one uniform per draw, tails to |z| ~ 5.4 in
+    float32); measured 2x cheaper than Box-Muller on CPU (bench/README.md).
+    """
     dtype = dtype or jnp.result_type(float)
-    n = 1
-    for s in shape:
-        n *= s
-    m = (n + 1) // 2
-    b = bits(key, turn, player, purpose, (2, m), generator)
-    r = jnp.sqrt(-2.0 * jnp.log(_to_unit(b[0], dtype)))
-    theta = (2.0 * jnp.pi) * _to_unit(b[1], dtype)
-    z = jnp.concatenate([r * jnp.cos(theta), r * jnp.sin(theta)])
-    return z[:n].reshape(shape)
+    u = uniform(key, turn, player, purpose, shape, generator, dtype)
+    return jnp.sqrt(jnp.asarray(2.0, dtype)) * jax.lax.erf_inv(2.0 * u - 1.0)
+
+
+def obs_purpose(var_index: int) -> int:
+    """The purpose of the observation noise of one variable (its own stream, so a variable
+    nobody reads costs no draw: XLA drops the unused computation)."""
+    return OBS_NOISE + 16 * (1 + var_index)
 
 
 def jax_key(key, turn, player, purpose: int, generator: Generator = "hash") -> jax.Array:
