@@ -1,0 +1,79 @@
+"""``LiveBatch``: many live arenas advanced in lockstep, one batched kernel call per phase.
+
+Each turn the batch makes ONE ``decide_phase`` call and ONE ``step_phase`` call for all its
+arenas (``jax.vmap`` over the trailing batch axis, like kernels/rollout.py's ``batched``),
+and asks every external player of every arena at once (one ``asyncio.gather``): 100 LLM
+arenas cost two kernel launches per turn and the time of the slowest player, not 100 x that.
+
+The arenas must share one :class:`~bdpd_jax.kernels.game.Game` (the same players' kinds,
+strategies, engine, scheduler and layers; numbers such as seeds, stocks or wealth may
+differ) and start together. An arena that ends early is frozen by the kernel and skipped by
+the host while the others play on. Each arena keeps its own bus, pact registry, records
+and folder; ``arena.state`` slices the batch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from bdpd_jax.host.arena import Arena, _Batch
+
+
+class LiveBatch:
+    """Arenas ticked together. ``tick()`` / ``run()``; ``await atick()`` / ``await arun()``."""
+
+    def __init__(self, arenas: list[Arena], *, client=None) -> None:
+        arenas = list(arenas)
+        if not arenas:
+            raise ValueError("arenas: need at least one arena")
+        if client is not None:  # one pooled HTTP client for every arena's agents
+            for a in arenas:
+                if a.status == "waiting" and a._client is None:
+                    a._client = client
+        self.arenas = arenas
+        self._batch = _Batch(arenas)
+        self._own_loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def done(self) -> bool:
+        return all(a.done for a in self.arenas)
+
+    async def atick(self) -> list[dict[str, Any] | None]:
+        """One turn of every arena still playing; each arena's record (None if it had ended)."""
+        before = [a.turn for a in self.arenas]
+        await self._batch.tick()
+        return [a.records[-1] if a.turn != t0 else None for a, t0 in zip(self.arenas, before)]
+
+    async def arun(self, max_ticks: int | None = None) -> list[dict[str, Any]]:
+        """Tick until every arena is over (or ``max_ticks``), then close them; summaries."""
+        k = 0
+        while not self.done and (max_ticks is None or k < max_ticks):
+            await self.atick()
+            k += 1
+        if self.done:
+            return [await a.aclose() for a in self.arenas]
+        return [a.summary() for a in self.arenas]
+
+    def _loop(self) -> asyncio.AbstractEventLoop:
+        if self._own_loop is None:
+            self._own_loop = asyncio.new_event_loop()
+        return self._own_loop
+
+    def tick(self) -> list[dict[str, Any] | None]:
+        return self._loop().run_until_complete(self.atick())
+
+    def run(self, max_ticks: int | None = None) -> list[dict[str, Any]]:
+        return self._loop().run_until_complete(self.arun(max_ticks))
+
+    def close(self) -> list[dict[str, Any]]:
+        out = self._loop().run_until_complete(self._aclose_all())
+        self._own_loop.close()
+        self._own_loop = None
+        return out
+
+    async def _aclose_all(self) -> list[dict[str, Any]]:
+        return [await a.aclose() for a in self.arenas]
+
+
+__all__ = ["LiveBatch"]

@@ -1,0 +1,139 @@
+"""Player specs of a live arena (004_* A.2 ``join`` payload) and the agents they make.
+
+``agentType``: ``builtin`` (a kernel heuristic, decided inside the jitted kernel ``decide``),
+``code`` (``strategyCode``: sandboxed JS, :class:`CodeAgent`), ``http`` (``url``:
+:class:`HttpAgent`), ``llm`` (``baseUrl`` + ``model``: :class:`LLMAgent`) or ``scripted``
+(``script``: a list of recorded turns; what replay and tests use). Everything is validated at
+join: a JS syntax error is rejected with the parser's message, a bad URL by name.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from bdpd_jax.host.agents.base import AgentResult, check_wealth, fallback_harvest
+from bdpd_jax.host.agents.code import CodeAgent, compile_strategy
+from bdpd_jax.host.agents.http import HttpAgent, check_url
+from bdpd_jax.host.agents.llm import LLMAgent
+from bdpd_jax.host.tools import validate_action
+
+AGENT_TYPES: tuple[str, ...] = ("builtin", "code", "http", "llm", "scripted")
+
+
+class PlayerSpec(BaseModel):
+    """One player joining a live arena. ``displayName`` is accepted for ``name``."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, populate_by_name=True)
+    agentType: Literal["builtin", "code", "http", "llm", "scripted"] = "builtin"
+    name: str | None = Field(None, alias="displayName", min_length=1)
+    privateResource: float = Field(30.0, ge=0)
+    # builtin
+    strategy: str = "conservative"
+    intensity: float = Field(0.5, gt=0, le=1)
+    reductionFactor: float = Field(1.0, ge=0)
+    talk: dict | None = None  # scripted talk of a builtin (bdpd_jax/governance_config.py)
+    # code
+    strategyCode: str | None = None
+    rngSeed: int | None = None
+    # http / llm
+    url: str | None = None
+    baseUrl: str | None = None
+    model: str | None = None
+    apiKeyEnv: str = "OPENAI_API_KEY"
+    systemPrompt: str | None = None
+    temperature: float | None = None
+    timeoutMs: float | None = Field(None, gt=0)
+    # scripted: [{"harvest": h, "actions": [...]}, ...] by turn (turn 1 first); past the end
+    # the last entry repeats
+    script: list[dict] | None = None
+
+    @model_validator(mode="after")
+    def _fields_of_type(self) -> "PlayerSpec":
+        t = self.agentType
+        if t == "builtin":
+            from bdpd_jax.kernels.policies import BUILTINS
+
+            if self.strategy not in BUILTINS:
+                raise ValueError(f"strategy: unknown built-in {self.strategy!r}; known: {sorted(BUILTINS)}")
+        if t == "code":
+            if self.strategyCode is None:
+                raise ValueError("strategyCode: required for agentType 'code'")
+            compile_strategy(self.strategyCode)  # ValueError with the parser's message
+        if t == "http":
+            check_url(self.url)
+        if t == "llm":
+            check_url(self.baseUrl)
+            if not self.model:
+                raise ValueError(f"model: required for agentType 'llm', got {self.model!r}")
+        if t == "scripted" and not self.script:
+            raise ValueError(f"script: a non-empty list of turns is required for agentType 'scripted', got {self.script!r}")
+        if t != "builtin" and self.talk is not None:
+            raise ValueError("talk: scripted talk is for builtin players; external players use the tools")
+        return self
+
+    @property
+    def external(self) -> bool:
+        return self.agentType != "builtin"
+
+    def public(self) -> dict[str, Any]:
+        """What meta.json stores: the spec without the strategy code (private to its owner)."""
+        d = self.model_dump(mode="json", exclude_none=True)
+        if "strategyCode" in d:
+            d["strategyCode"] = f"<{len(self.strategyCode or '')} chars>"
+        return d
+
+
+class ScriptedAgent:
+    """Plays a fixed list of turns ``{"harvest": h, "actions": [...]}`` (replay, tests).
+
+    ``harvest`` None (or missing) gives the fallback harvest, as a failed call would.
+    """
+
+    def __init__(self, script: list[dict], *, no_talk: bool = False) -> None:
+        if not script:
+            raise ValueError("script: must be a non-empty list of turns")
+        self.script = list(script)
+        self.no_talk = no_talk
+        self.calls = 0
+
+    async def decide(self, obs: dict[str, Any], wealth: float, inbox: Any = None) -> AgentResult:
+        w = check_wealth(wealth)
+        t0 = time.perf_counter()
+        entry = self.script[min(self.calls, len(self.script) - 1)]
+        self.calls += 1
+        acts, errors = [], []
+        for i, a in enumerate(entry.get("actions") or []):
+            try:
+                acts.append(validate_action(a, no_talk=self.no_talk))
+            except ValueError as exc:
+                errors.append(f"actions[{i}] dropped: {exc}")
+        h = entry.get("harvest")
+        err = entry["error"] if "error" in entry else ("; ".join(errors) or None)  # replay keeps the logged error
+        if h is None:
+            return AgentResult(fallback_harvest(w), entry.get("error") or err or "scripted: no harvest", acts,
+                               (time.perf_counter() - t0) * 1000, True)
+        return AgentResult(float(h), err, acts, (time.perf_counter() - t0) * 1000, bool(entry.get("fallback", False)))
+
+
+def make_agent(spec: PlayerSpec, *, timeout_ms: float, no_talk: bool, client=None, executor=None):
+    """The agent runner of an external player (None for builtins)."""
+    t = spec.agentType
+    tmo = spec.timeoutMs or timeout_ms
+    if t == "builtin":
+        return None
+    if t == "code":
+        kw = {"timeout_ms": spec.timeoutMs} if spec.timeoutMs else {}
+        return CodeAgent(spec.strategyCode, rng_seed=spec.rngSeed, executor=executor, **kw)
+    if t == "http":
+        return HttpAgent(spec.url, tmo, no_talk=no_talk, client=client)
+    if t == "llm":
+        return LLMAgent(spec.baseUrl, spec.model, spec.apiKeyEnv, player_id=spec.name, timeout_ms=tmo,
+                        no_talk=no_talk, client=client, system_prompt=spec.systemPrompt,
+                        temperature=spec.temperature)
+    return ScriptedAgent(spec.script, no_talk=no_talk)
+
+
+__all__ = ["AGENT_TYPES", "PlayerSpec", "ScriptedAgent", "make_agent"]

@@ -1,0 +1,97 @@
+"""The two compiled kernel programs a live turn is cut into, batched over arenas.
+
+A batched turn is ``play = begin -> decide -> step`` in one program. A live turn must stop
+between decide and step to ask the external players, so it is two programs, both
+``jax.vmap``-ed over the trailing batch axis (kernels/rollout.py's ``batched``) and jitted
+once per :class:`~bdpd_jax.kernels.game.Game`:
+
+* ``decide_phase(keys, state, params)`` -> the state after the begin hooks (perturbations),
+  the state after the built-in players decided (policy memory, scripted talk), the begin
+  records, every player's observation and the kernel's requests / announcements (external
+  players sit on the :data:`EXTERNAL` placeholder policy, which asks for nothing).
+* ``step_phase(keys, begun_state, decided_state, begun, k_req, k_ann, ext, ext_req,
+  ext_ann, pacts, params)`` -> (state, record): external players' requests and
+  announcements replace the placeholders where ``ext`` is set, the host's pact table (after
+  the tool writes) replaces the kernel's, and ONE ``kernels.turn.step`` runs, with the same
+  ``redecide`` hook as ``play`` (the sequential scheduler re-asks built-in players; external
+  players are served as submitted). The record is merged with the begin records like ``play``.
+
+With no external player the programs compute exactly what ``play`` computes, so a live arena
+equals a batched one bit for bit (tests/host/test_host_arena.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import jax
+import jax.numpy as jnp
+
+from bdpd_jax.kernels.actions import Actions
+from bdpd_jax.kernels.game import Game
+from bdpd_jax.kernels.governance import NAME as GOV
+from bdpd_jax.kernels.layers import effective_params
+from bdpd_jax.kernels.observe import observe
+from bdpd_jax.kernels.policies import Policy
+from bdpd_jax.kernels.rollout import batched
+from bdpd_jax.kernels.turn import begin, decide, redecider, step
+
+
+def _external_fn(obs, memory, key):
+    return jnp.zeros((), memory.dtype), memory
+
+
+# The kernel-side stand-in for a player whose decisions come from outside (code, HTTP, LLM):
+# requests nothing, so a step fed no external request harvests nothing for it.
+EXTERNAL = Policy(fn=_external_fn, name="external", memory_size=0)
+
+
+def has_governance(game: Game) -> bool:
+    return any(layer.name == GOV for layer in game.layers)
+
+
+def _decide_phase(game: Game, key, state, params):
+    state_b, begun = begin(game, key, state, params)
+    obs = observe(game, key, state_b, effective_params(game, state_b, params))
+    acts, state_d = decide(game, key, state_b, params)
+    if isinstance(acts, Actions):
+        req, ann = acts.requests, acts.announced
+    else:
+        req, ann = acts, jnp.full(acts.shape, jnp.nan, acts.dtype)
+    return state_b, state_d, begun, obs, req, ann
+
+
+def _step_phase(game: Game, key, state_b, state_d, begun, k_req, k_ann, ext, ext_req, ext_ann, pacts, params):
+    if pacts is not None:
+        gs = state_d.extra[GOV]
+        state_d = dataclasses.replace(state_d, extra={**state_d.extra, GOV: dataclasses.replace(gs, pacts=pacts)})
+    dt = k_req.dtype
+    ext_req = jnp.asarray(ext_req, dt)
+    ext_ann = jnp.asarray(ext_ann, dt)
+    kred = redecider(game, key, state_b, params)
+
+    def redecide(es, p):
+        r, mem = kred(es, p)
+        return jnp.where(ext[p], ext_req[p], r), mem
+
+    acts = Actions(requests=jnp.where(ext, ext_req, k_req), announced=jnp.where(ext, ext_ann, k_ann))
+    state, record = step(game, key, state_d, acts, params, redecide=redecide)
+    if begun:  # as kernels.turn.play nests the begin records
+        extra = {k: {"begin": begun.get(k, {}), **({"end": v} if v else {})} for k, v in record.extra.items()}
+        record = dataclasses.replace(
+            record, extra={**extra, **{k: {"begin": v} for k, v in begun.items() if k not in extra}}
+        )
+    return state, record
+
+
+@functools.lru_cache(maxsize=32)
+def programs(game: Game):
+    """(init, decide_phase, step_phase), each jitted and batched over the trailing axis."""
+    init = jax.jit(batched(game.init))
+    dec = jax.jit(batched(functools.partial(_decide_phase, game)))
+    stp = jax.jit(batched(functools.partial(_step_phase, game)))
+    return init, dec, stp
+
+
+__all__ = ["EXTERNAL", "programs", "has_governance"]

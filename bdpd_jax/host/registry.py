@@ -1,0 +1,215 @@
+"""``PactRegistry``: the host's view of one arena's kernel pact table (001_*).
+
+The kernel arrays (``kernels.pacts.Pacts`` in ``state.extra["governance"].pacts``) are the
+only truth about pacts; this class never re-implements a pact rule. It
+
+* names slots with ids derived from the arena seed (``pact_id(seed, arena, slot)``): slots are
+  filled in proposal order and never reused, so ids are deterministic and a replay gets the
+  same ids;
+* writes through the pure kernel functions (``propose``, ``pledge``, ``accept``), jitted
+  once, for the tools ``propose_pact`` / ``pledge`` / ``accept_pact`` (host-side checks only
+  decide which *error message* to return; the kernel decides what is stored);
+* serialises: ``view_for(player)`` (001_* 'Information discipline'), ``compact()`` (001_*
+  'Persistence', the per-turn ``turnRecord.pacts``) and ``get(pact_id)`` with the full
+  violation log, which the host appends from each turn's ``violated`` events.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from bdpd_jax.kernels import pacts as P
+
+
+def pact_id(seed: int | str, arena: int, slot: int) -> str:
+    """Deterministic UUID (version-4 layout) of pact slot ``slot`` of an arena."""
+    digest = hashlib.sha256(f"bdpd-pact:{seed}:{arena}:{slot}".encode()).digest()
+    return str(uuid.UUID(bytes=digest[:16], version=4))
+
+
+def num(x: Any) -> float | None:
+    """A kernel float as the shortest Python float that round-trips to the same value
+    (float32 2.1 -> 2.1, not 2.0999999046...); NaN / inf -> None."""
+    v = np.asarray(x)[()]
+    if not np.isfinite(v):
+        return None
+    return float(np.format_float_positional(v, unique=True, trim="-")) if v.dtype == np.float32 else float(v)
+
+
+@jax.jit
+def _propose(pk, proposer, parties, term, mh, tol, turn):
+    return P.propose(pk, proposer, parties, term, mh, tol, turn)
+
+
+@jax.jit
+def _pledge(pk, player, mh, turn):
+    return P.pledge(pk, player, mh, turn)
+
+
+@jax.jit
+def _accept(pk, slot, player, turn):
+    return P.accept(pk, slot, player, turn)
+
+
+def _np_tree(tree):
+    return jax.tree_util.tree_map(np.asarray, tree)
+
+
+class PactRegistry:
+    """Host view over one arena's pact table (numpy copy of the kernel arrays)."""
+
+    def __init__(self, pacts: P.Pacts, players: list[str], seed: int | str, arena: int = 0) -> None:
+        self.players = list(players)
+        self.seed = seed
+        self.arena = int(arena)
+        self.table: P.Pacts = _np_tree(pacts)
+        self._terms: dict[int, dict[str, Any]] = {}  # slot -> terms as submitted (display)
+        self._violations: dict[int, list[dict[str, Any]]] = {}
+
+    # -- ids --------------------------------------------------------------------------------
+    @property
+    def n_slots(self) -> int:
+        return int(self.table.status.shape[-1])
+
+    def id_of(self, slot: int) -> str:
+        return pact_id(self.seed, self.arena, int(slot))
+
+    def slot_of(self, pid: Any) -> int | None:
+        if not isinstance(pid, str):
+            return None
+        for s in range(self.n_slots):
+            if self.table.status[s] != P.EMPTY and self.id_of(s) == pid:
+                return s
+        return None
+
+    def sync(self, pacts: P.Pacts) -> None:
+        """Adopt the kernel's table (after a kernel turn: scripted talk, violation counts)."""
+        self.table = _np_tree(pacts)
+
+    # -- serialisation ----------------------------------------------------------------------
+    def terms(self, slot: int) -> dict[str, Any]:
+        if slot in self._terms:
+            return dict(self._terms[slot])
+        t = P.PACT_TERM_TYPES[int(self.table.term[slot])]
+        if t == "harvest_cap":
+            return {"type": t, "maxHarvest": num(self.table.max_harvest[slot])}
+        tol = num(self.table.tolerance[slot])
+        return {"type": t, **({"tolerance": tol} if tol else {})}
+
+    def _base(self, s: int) -> dict[str, Any]:
+        tb = self.table
+        return {
+            "id": self.id_of(s),
+            "proposerId": self.players[int(tb.proposer[s])],
+            "parties": [self.players[i] for i in np.flatnonzero(tb.parties[s])],
+            "terms": self.terms(s),
+            "proposedTurn": int(tb.proposed_turn[s]),
+        }
+
+    def status(self, s: int) -> str:
+        return P.STATUSES[int(self.table.status[s])]
+
+    def compact(self) -> list[dict[str, Any]]:
+        """001_* 'Persistence': every pact of the arena with its running violation count."""
+        out = []
+        for s in range(self.n_slots):
+            st = self.status(s)
+            if st == "empty":
+                continue
+            out.append({**self._base(s), "status": st,
+                        "acceptedTurn": int(self.table.accepted_turn[s]) if st == "active" else None,
+                        "violationCount": int(self.table.violation_count[s])})
+        return out
+
+    def view_for(self, player: str) -> dict[str, list[dict[str, Any]]]:
+        """001_* 'Information discipline': the pacts ``player`` is a party to, as
+        ``{"active": [...], "proposed": [... awaitingYou]}``; rejected pacts are not shown."""
+        i = self.players.index(player)
+        tb = self.table
+        active, proposed = [], []
+        for s in range(self.n_slots):
+            if not tb.parties[s, i]:
+                continue
+            st = self.status(s)
+            if st == "active":
+                active.append({**self._base(s), "acceptedTurn": int(tb.accepted_turn[s])})
+            elif st == "proposed":
+                proposed.append({**self._base(s), "awaitingYou": bool(not tb.accepted[s, i])})
+        return {"active": active, "proposed": proposed}
+
+    def get(self, pid: str) -> dict[str, Any] | None:
+        """The full pact (compact fields, acceptances and the whole violation log), or None."""
+        s = self.slot_of(pid)
+        if s is None:
+            return None
+        base = next(p for p in self.compact() if p["id"] == pid)
+        acc = [self.players[i] for i in np.flatnonzero(self.table.accepted[s] & self.table.parties[s])]
+        return {**base, "acceptedBy": acc, "violations": [dict(v) for v in self._violations.get(s, [])]}
+
+    # -- writes (tools) ---------------------------------------------------------------------
+    def _jnp(self):
+        return jax.tree_util.tree_map(jnp.asarray, self.table)
+
+    def propose(self, proposer: str, parties: list[str], terms: dict[str, Any], turn: int) -> tuple[int, str | None]:
+        """Store a proposal through ``kernels.pacts.propose``. -> (slot or -1, reason)."""
+        i = self.players.index(proposer)
+        mask = np.zeros((len(self.players),), bool)
+        for p in parties:
+            mask[self.players.index(p)] = True
+        code = P.term_code(terms["type"])
+        before = int(self.table.dropped)
+        pk, slot = _propose(self._jnp(), jnp.int32(i), jnp.asarray(mask), jnp.int32(code),
+                            float(terms.get("maxHarvest") or 0.0), float(terms.get("tolerance") or 0.0),
+                            jnp.int32(turn))
+        return self._stored(pk, int(slot), terms, before)
+
+    def pledge(self, player: str, max_harvest: float, turn: int) -> tuple[int, str | None]:
+        before = int(self.table.dropped)
+        pk, slot = _pledge(self._jnp(), jnp.int32(self.players.index(player)), float(max_harvest), jnp.int32(turn))
+        return self._stored(pk, int(slot), {"type": "harvest_cap", "maxHarvest": float(max_harvest)}, before)
+
+    def _stored(self, pk, slot: int, terms: dict[str, Any], dropped_before: int) -> tuple[int, str | None]:
+        self.table = _np_tree(pk)
+        if slot < 0:
+            if int(self.table.dropped) > dropped_before:
+                return -1, f"pact table full ({self.n_slots} slots)"
+            return -1, f"terms: invalid {terms!r}"
+        self._terms[slot] = dict(terms)
+        return slot, None
+
+    def accept(self, slot: int, player: str, turn: int) -> None:
+        self.table = _np_tree(_accept(self._jnp(), jnp.int32(slot), jnp.int32(self.players.index(player)),
+                                      jnp.int32(turn)))
+
+    # -- violations -------------------------------------------------------------------------
+    def record_violations(self, turn: int, violated: np.ndarray, actual: np.ndarray, ordinal: np.ndarray,
+                          sanction_fired: np.ndarray) -> list[dict[str, Any]]:
+        """Append this turn's events (violated bool[P, N]) to the log; return them as rows
+        ``{pactId, partyId, termType, turn, detail, ordinal}`` (001_* detail strings)."""
+        events = []
+        if not np.any(violated):
+            return events
+        mean = float(np.mean(actual.astype(np.float64)))
+        for s, i in zip(*np.nonzero(violated)):
+            terms = self.terms(int(s))
+            a = float(actual[i])
+            if terms["type"] == "harvest_cap":
+                detail = f"harvested {a:.3f} > cap {float(self.table.max_harvest[s]):.3f}"
+            else:
+                limit = mean * (1.0 + float(self.table.tolerance[s]))
+                detail = f"harvested {a:.3f} > fair share {limit:.3f} (group mean {mean:.3f})"
+            ev = {"turn": int(turn), "pactId": self.id_of(int(s)), "partyId": self.players[int(i)],
+                  "termType": terms["type"], "detail": detail, "ordinal": int(ordinal[s, i]),
+                  "sanctionFired": bool(sanction_fired[i] > 0)}
+            self._violations.setdefault(int(s), []).append(ev)
+            events.append(ev)
+        return events
+
+
+__all__ = ["PactRegistry", "pact_id", "num"]

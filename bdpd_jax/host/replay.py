@@ -1,0 +1,76 @@
+"""``replay(dir)``: rebuild a live arena from its folder by re-feeding the recorded actions.
+
+``meta.json`` (written at start) gives the config, seed, arena index and players;
+``turns.jsonl`` gives, per turn, what every external player submitted (the harvest the kernel
+was fed and the tool actions in order). Builtin players are re-run by the kernels (same key,
+same counters); external players become :class:`ScriptedAgent` s playing their log. The
+same kernels then reach a bit-identical state, the same message and pact ids, and the same
+turn records. A process killed mid-run leaves at most a torn last line, which
+``read_jsonl`` skips: the replay stops at the last complete turn.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from bdpd_jax.host.arena import Arena
+from bdpd_jax.host.persist import read_jsonl
+from bdpd_jax.host.players import PlayerSpec
+
+# decision fields that differ by construction: timings, and the agent kind (scripted in a replay)
+VOLATILE = ("elapsedMs", "agentType")
+
+
+def strip_volatile(record: dict[str, Any]) -> dict[str, Any]:
+    """A turn record without timings and agent kinds (what two runs of the same actions share)."""
+    out = dict(record)
+    out["decisions"] = [{k: v for k, v in d.items() if k not in VOLATILE} for d in record["decisions"]]
+    return out
+
+
+def load(dir: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(meta, complete turn records) of an arena folder."""
+    d = Path(dir)
+    meta_path = d / "meta.json"
+    if not meta_path.is_file():
+        raise ValueError(f"dir: no meta.json in {str(d)!r}")
+    return json.loads(meta_path.read_text()), read_jsonl(d / "turns.jsonl")
+
+
+def replay(dir: str | Path, *, out_dir: str | Path | None = None, verify: bool = True,
+           turns: int | None = None) -> Arena:
+    """Replay the arena in ``dir``; returns the arena after the last complete recorded turn
+    (status ``running``: it may be ticked on with the scripted players, or closed).
+
+    verify: compare every replayed turn record with the logged one (timings aside) and raise
+    ValueError naming the first turn that differs. turns: replay only the first ``turns``.
+    """
+    meta, records = load(dir)
+    if turns is not None:
+        records = records[:turns]
+    for k, rec in enumerate(records):
+        if rec.get("turn") != k + 1:
+            raise ValueError(f"turns.jsonl: line {k + 1} is turn {rec.get('turn')!r}, expected {k + 1}")
+    arena = Arena(meta["config"], seed=meta["seed"], arena_index=meta["arenaIndex"], no_talk=meta["noTalk"],
+                  pact_slots=meta["pactSlots"], generator=meta["generator"], turns=meta["turns"],
+                  arena_id=meta["arenaId"], out_dir=out_dir)
+    for p in meta["players"]:
+        if p.get("agentType", "builtin") == "builtin":
+            arena.join(PlayerSpec.model_validate(p))
+            continue
+        script = [{"harvest": d["harvest"], "actions": d.get("actions", []), "error": d.get("error"),
+                   "fallback": d.get("fallback", False)}
+                  for rec in records for d in rec["decisions"] if d["playerId"] == p["name"] and "harvest" in d]
+        arena.join(PlayerSpec(agentType="scripted", name=p["name"], privateResource=p["privateResource"],
+                              script=script or [{"harvest": 0.0}]))
+    arena.start()
+    for rec in records:
+        got = arena.tick()
+        if verify and (got is None or strip_volatile(got) != strip_volatile(rec)):
+            raise ValueError(f"turns.jsonl: replay diverges at turn {rec['turn']}")
+    return arena
+
+
+__all__ = ["replay", "load", "strip_volatile"]
