@@ -9,6 +9,9 @@ from .config import ArenaConfig, default_config  # noqa: E402
 from .kernels.policies import Policy  # noqa: E402
 from .results import Results  # noqa: E402
 from .simulate import simulate  # noqa: E402
+from .sweep import SweepResults, sweep  # noqa: E402
+from . import sensitivity  # noqa: E402
 
-__all__ = ["ArenaConfig", "Policy", "Results", "default_config", "kernels", "simulate"]
+__all__ = ["ArenaConfig", "Policy", "Results", "SweepResults", "default_config", "kernels", "sensitivity", "simulate",
+           "sweep"]
 __version__ = "0.1.0"
