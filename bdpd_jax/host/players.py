@@ -98,11 +98,13 @@ class ScriptedAgent:
         self.script = list(script)
         self.no_talk = no_talk
         self.calls = 0
+        self.seen: list[dict[str, Any]] = []  # every observation envelope received (tests, audit)
 
     async def decide(self, obs: dict[str, Any], wealth: float, inbox: Any = None) -> AgentResult:
         w = check_wealth(wealth)
         t0 = time.perf_counter()
         entry = self.script[min(self.calls, len(self.script) - 1)]
+        self.seen.append(obs)
         self.calls += 1
         acts, errors = [], []
         for i, a in enumerate(entry.get("actions") or []):
