@@ -1,0 +1,137 @@
+"""Persistence and replay: a run killed mid-game (SIGKILL) loses at most the turn in flight,
+and ``replay(dir)`` reaches the state of an uninterrupted run bit for bit."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+
+from bdpd_jax.host.arena import Arena
+from bdpd_jax.host.persist import read_jsonl
+from bdpd_jax.host.replay import replay, strip_volatile
+from payloads import SEED_LOGISTIC
+
+ROOT = Path(__file__).resolve().parents[2]
+
+CODE = """function decide(obs, memory) {
+  memory.n = (memory.n || 0) + 1;
+  const s = obs.commonsStock ?? 100;
+  return Math.min(obs.myCapacity, 0.01 * s + 0.05 * (memory.n % 3) + 0.1 * Math.random());
+}"""
+
+SCRIPT = [
+    {"harvest": 1.5, "actions": [{"tool": "propose_pact", "parties": ["js"], "terms": {"type": "harvest_cap", "maxHarvest": 1.2}},
+                                 {"tool": "broadcast", "text": "cap 1.2?"}]},
+    {"harvest": 1.1, "actions": [{"tool": "announce_intended_harvest", "value": 1.0}]},
+    {"harvest": 2.0, "actions": [{"tool": "pledge", "maxHarvest": 1.8}]},
+    {"harvest": 1.3},
+]
+
+
+def _config() -> dict:
+    cfg = copy.deepcopy(SEED_LOGISTIC)
+    cfg["model"]["maxTurns"] = 40
+    cfg["observability"]["commonsStock"]["noise"] = 0.1
+    cfg["perturbations"] = [{"id": "s", "type": "sanction_graduated", "trigger": {"kind": "pact_violation"},
+                             "payload": {"ladder": [0.5, 1.0]}}]
+    cfg["players"] = [{"strategy": "adaptive", "name": "ada"}, {"strategy": "random", "name": "rand"}]
+    return cfg
+
+
+def _arena(out_dir=None) -> Arena:
+    a = Arena(_config(), seed=21, out_dir=out_dir)
+    a.join({"agentType": "code", "name": "js", "strategyCode": CODE, "rngSeed": 5})
+    a.join({"agentType": "scripted", "name": "scr", "script": SCRIPT})
+    return a
+
+
+CHILD = textwrap.dedent("""
+    import sys, time
+    sys.path[:0] = [{tests!r}, {tests!r} + "/.."]
+    from test_host_arena_replay import _arena
+    a = _arena({out!r})
+    a.start()
+    while not a.done:
+        a.tick()
+        print(a.turn, flush=True)
+        time.sleep(0.15)
+""")
+
+
+def _same_state(x, y) -> bool:
+    leaves = jax.tree_util.tree_map(lambda p, q: np.array_equal(np.asarray(p), np.asarray(q), equal_nan=True), x, y)
+    return all(jax.tree_util.tree_leaves(leaves))
+
+
+def test_killed_run_replays_to_the_uninterrupted_state(tmp_path):
+    out = tmp_path / "killed"
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    child = subprocess.Popen([sys.executable, "-c", CHILD.format(tests=str(Path(__file__).parent), out=str(out))],
+                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        reached = 0
+        deadline = time.monotonic() + 60
+        while reached < 6 and time.monotonic() < deadline:
+            line = child.stdout.readline()
+            if not line:
+                break
+            reached = int(line)
+        assert reached >= 6, child.stderr.read()
+        os.kill(child.pid, signal.SIGKILL)  # mid-run, possibly mid-write
+        child.wait(timeout=10)
+    finally:
+        if child.poll() is None:
+            os.kill(child.pid, signal.SIGKILL)
+            child.wait(timeout=10)
+    logged = read_jsonl(out / "turns.jsonl")
+    k = len(logged)
+    assert reached <= k <= reached + 1           # at most the turn in flight is lost
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["status"] == "running" and not (out / "summary.json").exists()
+
+    # a torn line left by a kill mid-write is skipped
+    with open(out / "turns.jsonl", "a") as fh:
+        fh.write('{"arenaId": "x", "turn": ')
+    replayed = replay(out)                       # verify=True: every record re-derived equal
+    assert replayed.turn == k
+
+    # the uninterrupted run, stopped at the same turn: bit-identical state and records
+    ref = _arena()
+    for _ in range(k):
+        ref.tick()
+    assert _same_state(replayed.state, ref.state)
+    assert [strip_volatile(r) for r in ref.records] == [strip_volatile(r) for r in logged]
+    assert replayed.registry.compact() == ref.registry.compact()
+    assert [m["id"] for m in replayed.bus.to_json()["messages"]] == [m["id"] for m in ref.bus.to_json()["messages"]]
+    assert any(r["violations"] for r in logged) and any(r["sanctions"] for r in logged)
+
+
+def test_replay_of_a_closed_run(tmp_path):
+    a = _arena(tmp_path)
+    a.run()
+    b = replay(tmp_path)
+    assert b.turn == a.turn and _same_state(a.state, b.state)
+    assert b.summary()["players"][0] == a.summary()["players"][0]
+
+
+def test_replay_detects_a_doctored_log(tmp_path):
+    a = _arena(tmp_path)
+    a.run(max_ticks=3)
+    lines = (tmp_path / "turns.jsonl").read_text().splitlines()
+    rec = json.loads(lines[1])
+    rec["decisions"][0]["actual"] += 1.0         # a builtin's outcome that the kernels will not reproduce
+    lines[1] = json.dumps(rec)
+    (tmp_path / "turns.jsonl").write_text("\n".join(lines) + "\n")
+    with pytest.raises(ValueError, match="turn 2"):
+        replay(tmp_path)
