@@ -105,9 +105,11 @@ class ModelConfig(BaseModel):
             raise ValueError(f"model.minPlayers: {self.minPlayers} > maxPlayers={self.maxPlayers}")
         seneca = self.engineMode == "seneca"
         if seneca:
+            # None/False/0 are what this validator itself fills in, so a dumped config
+            # validates again; anything asking for the mechanism is rejected.
             for name in ("useHiddenReserve", "hiddenReserveInitial", "collapseDie"):
                 v = getattr(self, name)
-                if v not in (None, False):
+                if v not in (None, False, 0, 0.0):
                     raise ValueError(
                         f"model.{name}: the hidden reserve and collapse die are logistic-only "
                         f"(004_* A.2.1); got {v!r} on engineMode='seneca'"
@@ -122,7 +124,7 @@ class ModelConfig(BaseModel):
             self.useHiddenReserve = True
         if self.hiddenReserveInitial is None:
             self.hiddenReserveInitial = 20.0 if not seneca else 0.0
-        if self.collapseDie is None:
+        if self.collapseDie is None and not seneca:
             self.collapseDie = CollapseDie()
         return self
 

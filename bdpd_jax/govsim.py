@@ -33,10 +33,18 @@ def sustainable_yield(config) -> float:
 
 
 def equality(gains: np.ndarray) -> np.ndarray:
-    """gains float[N, B] -> 1 - Gini per arena."""
+    """gains float[N, B] -> 1 - Gini per arena.
+
+    Summed pair by pair in a fixed order, so an arena's value does not depend on the batch
+    it ran in (numpy's reductions over several axes change order with the array's shape).
+    """
     n = gains.shape[0]
-    tot = gains.sum(axis=0)
-    diff = np.abs(gains[:, None, :] - gains[None, :, :]).sum(axis=(0, 1))
+    tot = np.zeros(gains.shape[1:], gains.dtype)
+    diff = np.zeros(gains.shape[1:], gains.dtype)
+    for i in range(n):
+        tot = tot + gains[i]
+        for j in range(n):
+            diff = diff + np.abs(gains[i] - gains[j])
     with np.errstate(invalid="ignore", divide="ignore"):
         g = np.where(tot > 0, diff / (2.0 * n * np.where(tot > 0, tot, 1.0)), 0.0)
     return 1.0 - g
