@@ -82,6 +82,34 @@ def run(
 
 
 @app.command()
+def sweep(
+    spec: Path = typer.Argument(..., help="Sweep spec (TOML): config, grid/samples/points, replicates, seed"),
+    out: Path = typer.Option(..., "--out", help="Directory for the parquet parts (re-running resumes)"),
+    scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Dask scheduler address (tcp://host:8786)"),
+    devices: Optional[int] = typer.Option(None, "--devices", help="Local devices to shard over (default: all)"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace a different sweep already in --out"),
+) -> None:
+    """Run a parameter sweep chunk by chunk into --out (bdpd_jax/sweep_spec.py)."""
+    from rich.console import Console
+
+    from bdpd_jax.sweep_spec import load_spec, run_spec
+
+    enable_compile_cache()
+    console = Console()
+    try:
+        sp = load_spec(spec)
+        t0 = time.perf_counter()
+        r = run_spec(sp, out, progress=True, devices=devices, client=scheduler, overwrite=overwrite)
+    except ValueError as e:
+        console.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2)
+    console.print(
+        f"{len(sp.table)} points x {sp.replicates} replicates in {r.n_chunks} chunk(s): computed {len(r.computed)}, "
+        f"already written {len(r.skipped)}, {time.perf_counter() - t0:.2f} s; wrote {out}/"
+    )
+
+
+@app.command()
 def version() -> None:
     """Print the package version."""
     import bdpd_jax

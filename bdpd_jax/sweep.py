@@ -428,6 +428,200 @@ def _metric_means(flat: dict) -> dict[str, np.ndarray]:
     return out
 
 
+def _validate(replicates, seed, max_batch, turns, memory_budget):
+    if not isinstance(replicates, (int, np.integer)) or replicates < 1:
+        raise ValueError(f"replicates: must be an integer >= 1, got {replicates!r}")
+    if not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**32:
+        raise ValueError(f"seed: must be an integer in [0, 2**32), got {seed!r}")
+    if not isinstance(max_batch, (int, np.integer)) or max_batch < 1:
+        raise ValueError(f"max_batch: must be an integer >= 1, got {max_batch!r}")
+    if turns is not None and (not isinstance(turns, (int, np.integer)) or turns < 1):
+        raise ValueError(f"turns: must be an integer >= 1, got {turns!r}")
+    if memory_budget is not None and (not isinstance(memory_budget, (int, np.integer)) or memory_budget < 1):
+        raise ValueError(f"memory_budget: must be a number of bytes >= 1, got {memory_budget!r}")
+
+
+def resolve_devices(devices: Any = None) -> list:
+    """``None``: every local device; an int ``k``: the first k; a list of jax devices as is."""
+    local = jax.local_devices()
+    if devices is None:
+        return list(local)
+    if isinstance(devices, (int, np.integer)) and not isinstance(devices, bool):
+        if not 1 <= devices <= len(local):
+            raise ValueError(f"devices: must be between 1 and the {len(local)} local device(s), got {devices!r}")
+        return list(local[: int(devices)])
+    devs = list(devices)
+    if not devs or not all(isinstance(d, jax.Device) for d in devs):
+        raise ValueError(f"devices: None, a count, or a non-empty list of jax devices, got {devices!r}")
+    return devs
+
+
+def _nbytes(tree) -> int:
+    return int(sum(int(np.prod(x.shape)) * np.dtype(x.dtype).itemsize for x in jax.tree_util.tree_leaves(tree)))
+
+
+# Host bytes per summary cell of a kept arena row (value, pandas copies while concatenating).
+ROW_CELL_BYTES = 32
+# Device working set per arena = this many copies of (params + state) (in/out buffers of the
+# jitted chunk, XLA temporaries of one turn).
+DEVICE_COPIES = 6
+
+
+def bytes_per_arena(game, params1, keys1, chunk_turns: int, history: bool, n_columns: int) -> int:
+    """An estimate of the memory one arena of a chunk costs (see docs/semantics_sweep.md)."""
+    from functools import partial
+
+    from .kernels.rollout import init_batch, run_turns
+
+    state = jax.eval_shape(partial(init_batch, game), params1)
+    per = DEVICE_COPIES * (_nbytes(state) + _nbytes(params1))
+    if history:
+        _, rec = jax.eval_shape(partial(run_turns, game, 1, True), keys1, state, params1)
+        per += 3 * chunk_turns * _nbytes(rec)  # device records, host copy, flattened frame
+    return per + ROW_CELL_BYTES * n_columns
+
+
+class SweepPlan:
+    """A sweep prepared to run chunk by chunk: points built and validated, one Game, the
+    chunk width (``max_batch``, ``memory_budget``, device count) and the arena chunks.
+
+    ``run_chunk(k)`` returns chunk ``k``'s arena rows; any process that builds the same plan
+    (same config, table and options) gets the same chunks, which is what the resumable CLI
+    and the dask runner (bdpd_jax/distributed.py) rely on.
+    """
+
+    def __init__(self, config, table: pd.DataFrame, *, replicates: int = 1, seed: int = 0, history: bool = False,
+                 turns: int | None = None, max_batch: int = 131072, memory_budget: int | None = None,
+                 generator: str = "hash", round_ints: bool = False, common_random: bool = False,
+                 devices: Any = None, chunk_width: int | None = None):
+        cfg = ArenaConfig.load(config)
+        _validate(replicates, seed, max_batch, turns, memory_budget)
+        names = [str(c) for c in table.columns]
+        if len(set(names)) != len(names):
+            raise ValueError(f"names: duplicate parameter paths {names}")
+        base = config_base(cfg)
+        check_paths(base, names)  # bad paths fail before anything is built
+        configs, game, stacked, treedef, n_turns = _build_points(base, names, table, turns, generator, round_ints)
+        self.cfg, self.names, self.table = cfg, names, table.reset_index(drop=True)
+        self.configs, self.game, self.stacked, self.treedef, self.n_turns = configs, game, stacked, treedef, n_turns
+        self.replicates, self.seed, self.history, self.turns = int(replicates), int(seed), bool(history), turns
+        self.generator, self.common_random = generator, bool(common_random)
+        self.devices = resolve_devices(devices)
+        nd = len(self.devices)
+        self.n_points = len(configs)
+        self.total = self.n_points * self.replicates
+        self.max_turns = max(n_turns)
+        self.chunk_turns = self.max_turns if self.max_turns <= 1000 else 1000
+        self.labels = [p.strategy_name for p in configs[0].require_players()]
+        n_cols = 16 + 3 * game.n_players + len(names) + (len(METRICS) if history else 0)
+        cap = int(max_batch)
+        self.arena_bytes = None
+        if memory_budget is not None:
+            p1 = jax.tree_util.tree_unflatten(treedef, [jax.ShapeDtypeStruct(x.shape[:-1] + (1,), x.dtype)
+                                                        for x in stacked])
+            k1 = jax.ShapeDtypeStruct((2, 1), jnp.uint32)
+            self.arena_bytes = bytes_per_arena(game, p1, k1, self.chunk_turns, self.history, n_cols)
+            cap = min(cap, max(1, int(memory_budget) // self.arena_bytes))
+        w = min(cap, self.total)
+        if chunk_width is not None:  # a layout fixed elsewhere (another process, a resumed run)
+            if not isinstance(chunk_width, (int, np.integer)) or chunk_width < 1:
+                raise ValueError(f"chunk_width: must be an integer >= 1, got {chunk_width!r}")
+            b = int(chunk_width)
+        elif w == self.total:  # one chunk, padded to a multiple of the device count
+            b = -(-self.total // nd) * nd
+        else:
+            b = max(nd, (w // nd) * nd)
+        self.chunk_width = b  # arenas per chunk (the layout)
+        self.run_width = -(-b // nd) * nd  # arenas per run: padded to a multiple of the device count
+        self.chunks = [(a, min(a + b, self.total)) for a in range(0, self.total, b)]
+        self.memory_budget = memory_budget
+        from .govsim import sustainable_yield
+
+        # GovSim columns: simulate's own code on the whole chunk; only ``efficiency`` depends
+        # on the point's config (sustainable yield f0) and turns, so it is redone per group
+        # of points sharing (f0, turns) with govsim's formula.
+        self.yields = np.asarray([sustainable_yield(c) for c in configs], dtype=float)
+        self.group_of_point, _ = pd.factorize(pd.Series(list(zip(np.nan_to_num(self.yields, nan=-np.inf), n_turns))))
+        self._sharding = None
+        if nd > 1 or devices is not None:
+            from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+            mesh = Mesh(np.asarray(self.devices), ("arenas",))
+            self._sharding = lambda ndim: NamedSharding(mesh, PartitionSpec(*([None] * (ndim - 1)), "arenas"))
+
+    @property
+    def n_chunks(self) -> int:
+        return len(self.chunks)
+
+    def _put(self, x):
+        x = np.asarray(x) if not isinstance(x, jax.Array) else x
+        if self._sharding is None:
+            return jnp.asarray(x)
+        return jax.device_put(x, self._sharding(x.ndim))
+
+    def run_chunk(self, k: int, bar=None) -> pd.DataFrame:
+        """The arena rows of chunk ``k`` (arenas ``chunks[k]``)."""
+        from . import govsim
+
+        a0, a1 = self.chunks[k]
+        b, reps, names, table = self.run_width, self.replicates, self.names, self.table
+        idx = np.arange(a0, a1, dtype=np.int64)
+        n = len(idx)
+        padded = np.concatenate([idx, np.full(b - n, idx[-1], np.int64)])  # every chunk has shape b
+        point_of = padded // reps
+        params = jax.tree_util.tree_unflatten(self.treedef, [self._put(x[..., point_of]) for x in self.stacked])
+        keys = self._put(arena_keys(self.seed, padded % reps if self.common_random else padded))
+        state, rec = run_batch(self.game, params, keys, self.max_turns, self.chunk_turns, self.history, bar)
+        take = lambda tree: jax.tree_util.tree_map(lambda x: np.asarray(x)[..., :n], tree)  # noqa: E731
+        final = take(_to_numpy(summary_of(state)))
+        final["extra"] = take(_summary_extra(self.game, state))
+        state_np, params_np = take(state), take(params)  # (the arenas of this chunk, unpadded)
+        del state, params
+        rec_np = take(rec) if self.history else None
+        frame = summary_frame(final, idx, self.labels)
+        pts = idx // reps
+        p0 = int(pts[0])
+        frame = _with_govsim(frame, self.configs[p0], state_np, params_np, rec_np, self.n_turns[p0])
+        groups = self.group_of_point[pts]
+        uniq = np.unique(groups)
+        if len(uniq) > 1:
+            eff = frame["efficiency"].to_numpy().copy()
+            gains = frame["total_gain"].to_numpy()
+            played = frame["survival_time"].to_numpy()
+            for gid in uniq:
+                mask = groups == gid
+                q = int(pts[mask][0])
+                eff[mask] = govsim.govsim_columns(played[mask], self.n_turns[q], float(self.yields[q]),
+                                                  gains[None, mask], None)["efficiency"]
+            frame = frame.assign(efficiency=eff)
+        wealth = np.stack([frame[f"wealth_{i}"].to_numpy(float) for i in range(self.game.n_players)])
+        extra = {"wealth_mean": wealth.mean(axis=0)}
+        if self.history:
+            extra.update(_metric_means(_flatten_record(rec_np)))
+        frame = frame.assign(**extra)
+        lead = {"point": pts.astype(np.int64), "replicate": (idx % reps).astype(np.int64)}
+        for n_ in names:
+            col = table[n_].to_numpy(dtype=object) if table[n_].dtype == object else table[n_].to_numpy()
+            lead[n_] = col[pts]
+        return pd.concat([pd.DataFrame(lead), frame.reset_index(drop=True)], axis=1)
+
+    def outcomes(self) -> list[str]:
+        return list(POINT_OUTCOMES) + ([f"mean_{m}" for m in METRICS] if self.history else [])
+
+    def meta(self) -> dict[str, Any]:
+        cfg = self.cfg
+        return {
+            "config": cfg.model_dump(mode="json", exclude={"players"}),
+            "players": [{**p.model_dump(mode="json", exclude={"strategy"}), "strategy": p.strategy_name}
+                        for p in cfg.require_players()],
+            "replicates": self.replicates, "seed": self.seed, "n_points": self.n_points, "n_arenas": self.total,
+            "turns": self.turns, "max_turns": self.max_turns, "generator": self.generator,
+            "history": self.history, "chunk_arenas": self.chunk_width, "n_chunks": self.n_chunks,
+            "common_random": self.common_random, "n_devices": len(self.devices),
+            "memory_budget": self.memory_budget, "arena_bytes_estimate": self.arena_bytes,
+        }
+
+
 def run_points(
     config: ArenaConfig | dict | str,
     table: pd.DataFrame,
@@ -441,101 +635,42 @@ def run_points(
     progress: bool | None = None,
     round_ints: bool = False,
     common_random: bool = False,
+    memory_budget: int | None = None,
+    devices: Any = None,
 ) -> SweepResults:
     """Run every row of ``table`` (columns = config paths) ``replicates`` times in one
     batched program; see :func:`sweep`."""
-    cfg = ArenaConfig.load(config)
-    if not isinstance(replicates, (int, np.integer)) or replicates < 1:
-        raise ValueError(f"replicates: must be an integer >= 1, got {replicates!r}")
-    if not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**32:
-        raise ValueError(f"seed: must be an integer in [0, 2**32), got {seed!r}")
-    if not isinstance(max_batch, (int, np.integer)) or max_batch < 1:
-        raise ValueError(f"max_batch: must be an integer >= 1, got {max_batch!r}")
-    if turns is not None and (not isinstance(turns, (int, np.integer)) or turns < 1):
-        raise ValueError(f"turns: must be an integer >= 1, got {turns!r}")
-    names = [str(c) for c in table.columns]
-    if len(set(names)) != len(names):
-        raise ValueError(f"names: duplicate parameter paths {names}")
-    base = config_base(cfg)
-    check_paths(base, names)  # bad paths fail before anything is built
-    configs, game, stacked, treedef, n_turns = _build_points(base, names, table, turns, generator, round_ints)
-    cfg0 = configs[0]
-    n_points, reps = len(configs), int(replicates)
-    total = n_points * reps
-    max_turns = max(n_turns)
-    chunk = max_turns if max_turns <= 1000 else 1000
-    b = min(int(max_batch), total)
-    arena_chunks = [(a, min(a + b, total)) for a in range(0, total, b)]
+    plan = SweepPlan(config, table, replicates=replicates, seed=seed, history=history, turns=turns,
+                     max_batch=max_batch, memory_budget=memory_budget, generator=generator,
+                     round_ints=round_ints, common_random=common_random, devices=devices)
     bar = None
-    n_bar = len(arena_chunks) * math.ceil(max_turns / chunk)
+    n_bar = plan.n_chunks * math.ceil(plan.max_turns / plan.chunk_turns)
     if progress or (progress is None and n_bar > 4):
         from tqdm.auto import tqdm
 
         bar = tqdm(total=n_bar, desc="sweep chunks", unit="chunk", leave=False)
-    labels = [p.strategy_name for p in cfg0.require_players()]
-    from . import govsim
-    from .govsim import sustainable_yield
-
-    # GovSim columns: simulate's own code on the whole chunk; only ``efficiency`` depends on
-    # the point's config (sustainable yield f0) and turns, so it is redone per group of points
-    # sharing (f0, turns) with govsim's formula (tests check arenas equal simulate's rows).
-    yields = np.asarray([sustainable_yield(c) for c in configs], dtype=float)
-    group_of_point, _ = pd.factorize(pd.Series(list(zip(np.nan_to_num(yields, nan=-np.inf), n_turns))))
     frames = []
     try:
-        for a0, a1 in arena_chunks:
-            idx = np.arange(a0, a1, dtype=np.int64)
-            n = len(idx)
-            padded = np.concatenate([idx, np.full(b - n, idx[-1], np.int64)])  # every chunk has shape b
-            point_of = padded // reps
-            params = jax.tree_util.tree_unflatten(treedef, [jnp.asarray(x[..., point_of]) for x in stacked])
-            keys = arena_keys(seed, padded % reps if common_random else padded)
-            state, rec = run_batch(game, params, keys, max_turns, chunk, history, bar)
-            take = lambda tree: jax.tree_util.tree_map(lambda x: np.asarray(x)[..., :n], tree)  # noqa: E731
-            final = take(_to_numpy(summary_of(state)))
-            final["extra"] = take(_summary_extra(game, state))
-            state_np, params_np = take(state), take(params)  # (the arenas of this chunk, unpadded)
-            rec_np = take(rec) if history else None
-            frame = summary_frame(final, idx, labels)
-            pts = idx // reps
-            frame = _with_govsim(frame, configs[int(pts[0])], state_np, params_np, rec_np, n_turns[int(pts[0])])
-            groups = group_of_point[pts]
-            uniq = np.unique(groups)
-            if len(uniq) > 1:
-                eff = frame["efficiency"].to_numpy().copy()
-                total = frame["total_gain"].to_numpy()
-                played = frame["survival_time"].to_numpy()
-                for gid in uniq:
-                    mask = groups == gid
-                    p0 = int(pts[mask][0])
-                    eff[mask] = govsim.govsim_columns(played[mask], n_turns[p0], float(yields[p0]),
-                                                      total[None, mask], None)["efficiency"]
-                frame = frame.assign(efficiency=eff)
-            wealth = np.stack([frame[f"wealth_{i}"].to_numpy(float) for i in range(game.n_players)])
-            extra = {"wealth_mean": wealth.mean(axis=0)}
-            if history:
-                extra.update(_metric_means(_flatten_record(rec_np)))
-            frame = frame.assign(**extra)
-            lead = {"point": pts.astype(np.int64), "replicate": (idx % reps).astype(np.int64)}
-            for n_ in names:
-                col = table[n_].to_numpy(dtype=object) if table[n_].dtype == object else table[n_].to_numpy()
-                lead[n_] = col[pts]
-            frames.append(pd.concat([pd.DataFrame(lead), frame.reset_index(drop=True)], axis=1))
+        for k in range(plan.n_chunks):
+            frames.append(plan.run_chunk(k, bar))
     finally:
         if bar is not None:
             bar.close()
     arenas = pd.concat(frames, ignore_index=True)
-    outcomes = list(POINT_OUTCOMES) + ([f"mean_{m}" for m in METRICS] if history else [])
-    points = aggregate(arenas, names, outcomes)
-    meta = {
-        "config": cfg.model_dump(mode="json", exclude={"players"}),
-        "players": [{**p.model_dump(mode="json", exclude={"strategy"}), "strategy": p.strategy_name}
-                    for p in cfg.require_players()],
-        "replicates": reps, "seed": int(seed), "n_points": n_points, "n_arenas": total,
-        "turns": turns, "max_turns": max_turns, "generator": generator, "history": bool(history),
-        "chunk_arenas": b, "n_chunks": len(arena_chunks), "common_random": bool(common_random),
-    }
-    return SweepResults(arenas, points, names, meta)
+    points = aggregate(arenas, plan.names, plan.outcomes())
+    return SweepResults(arenas, points, plan.names, plan.meta())
+
+
+def points_table(grid=None, samples=None, points=None, *, names=None, n_samples=None, seed: int = 0) -> pd.DataFrame:
+    """The points of a sweep from exactly one of grid=, samples= (with n_samples=), points=."""
+    given = [x is not None for x in (grid, samples, points)]
+    if sum(given) != 1:
+        raise ValueError("sweep: give exactly one of grid=, samples= (with n_samples=) or points=")
+    if grid is not None:
+        return grid_points(grid)
+    if samples is not None:
+        return sample_points(samples, n_samples, seed)
+    return explicit_points(points, names)
 
 
 def sweep(
@@ -554,6 +689,8 @@ def sweep(
     turns: int | None = None,
     generator: str = "hash",
     common_random: bool = False,
+    memory_budget: int | None = None,
+    devices: Any = None,
 ) -> SweepResults:
     """Run a parameter sweep of ``config`` as one batched run that compiles once.
 
@@ -572,19 +709,18 @@ def sweep(
         ``(seed, r)`` (equals ``simulate(config_at_point, seed=seed, arena_offset=r)``), so
         points differ only by their values (variance reduction for comparisons and
         sensitivity indices); default False: every arena has its own stream ``(seed, i)``.
+    memory_budget: bytes a chunk may use (an estimate from the state, params and records of
+        one arena, docs/semantics_sweep.md); chunks are sized to fit, never above max_batch.
+    devices: where the arenas of a chunk run, sharded over a 1-D mesh along the batch axis:
+        None (default) every local device, an int k the first k, or a list of jax devices.
+        The chunk width is a multiple of the device count; results are bit-identical to
+        one device.
 
     Returns a :class:`SweepResults`. Raises ValueError naming the path and value of a bad
     parameter, or the parameter that changes the static structure of the game.
     """
-    given = [x is not None for x in (grid, samples, points)]
-    if sum(given) != 1:
-        raise ValueError("sweep: give exactly one of grid=, samples= (with n_samples=) or points=")
-    if grid is not None:
-        table = grid_points(grid)
-    elif samples is not None:
-        table = sample_points(samples, n_samples, seed)
-    else:
-        table = explicit_points(points, names)
+    table = points_table(grid, samples, points, names=names, n_samples=n_samples, seed=seed)
     return run_points(config, table, replicates=replicates, seed=seed, history=history, turns=turns,
                       max_batch=max_batch, generator=generator, progress=progress,
-                      round_ints=samples is not None, common_random=common_random)
+                      round_ints=samples is not None, common_random=common_random,
+                      memory_budget=memory_budget, devices=devices)

@@ -1,0 +1,108 @@
+"""Sweeps past one machine: chunks dispatched to the workers of a Dask cluster.
+
+The engine is ``dask.distributed`` (``pip install bdpd_jax[dist]``). The client builds the
+sweep plan once (validating every point and fixing the chunk layout), scatters the plan's
+inputs (config, points table, options) to every worker, and submits one task per chunk.
+Each worker builds the same plan once (cached by a key of the run), so it compiles the
+chunk program once whatever number of chunks it is given, runs each chunk on all of its
+local devices (the arena axis sharded over a 1-D mesh, bdpd_jax/sweep.py) and sends the
+chunk's arena rows back; the client writes each part as it arrives (no shared filesystem
+needed). Chunk ``k``'s rows depend only on the plan and ``k``, so the result is
+bit-identical to a single-process run whatever worker ran which chunk.
+
+Starting a cluster (docs/semantics_sweep.md has the same):
+
+    # on the head node
+    dask scheduler --port 8786
+    # on every machine (one process per machine: it shards over that machine's devices)
+    dask worker tcp://HEAD:8786 --nworkers 1 --nthreads 1
+    # anywhere that sees HEAD
+    bdpd sweep spec.toml --out results/ --scheduler tcp://HEAD:8786
+
+or from Python: ``run_spec(spec, out, client=dask.distributed.Client("tcp://HEAD:8786"))``.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from typing import Any, Iterator
+
+import pandas as pd
+
+_PLANS: dict[str, Any] = {}
+
+
+def _worker_plan(key: str, inputs: dict):
+    plan = _PLANS.get(key)
+    if plan is None:
+        from .sweep import SweepPlan
+
+        _PLANS.clear()  # one sweep's plan at a time per worker (bounded memory)
+        plan = _PLANS[key] = SweepPlan(inputs["config"], inputs["table"], **inputs["kwargs"])
+    return plan
+
+
+def _run_chunk_task(key: str, inputs: dict, k: int) -> tuple[int, pd.DataFrame, dict]:
+    """A worker's task: chunk k of the run ``key``; returns (k, rows, where/compile info)."""
+    from .simulate import TRACES
+
+    frame = _worker_plan(key, inputs).run_chunk(k)
+    return k, frame, {"pid": os.getpid(), "traces": dict(TRACES)}
+
+
+def client_of(client: Any):
+    """A dask Client, or a new one for a scheduler address (``tcp://host:8786``)."""
+    from dask.distributed import Client
+
+    if isinstance(client, str):
+        return Client(client)
+    return client
+
+
+def run_chunks(client: Any, config, table: pd.DataFrame, chunks: list[int], *, info: list | None = None,
+               **kwargs: Any) -> Iterator[tuple[int, pd.DataFrame]]:
+    """Run the given chunks of the sweep ``(config, table, **kwargs)`` (SweepPlan's
+    arguments) on the cluster; yields ``(k, rows)`` as chunks complete. ``info``: a list
+    that receives each task's ``{"pid", "traces"}``."""
+    from dask.distributed import as_completed
+
+    from .config import ArenaConfig
+
+    if not chunks:
+        return
+    cl = client_of(client)
+    inputs = {"config": ArenaConfig.load(config), "table": table, "kwargs": kwargs}
+    key = uuid.uuid4().hex
+    fut_inputs = cl.scatter(inputs, broadcast=True, hash=False)
+    futures = [cl.submit(_run_chunk_task, key, fut_inputs, k, pure=False, key=f"bdpd-sweep-{key[:8]}-{k}")
+               for k in chunks]
+    try:
+        for fut in as_completed(futures):
+            k, frame, where = fut.result()
+            if info is not None:
+                info.append({"chunk": k, **where})
+            fut.release()
+            yield k, frame
+    finally:
+        for f in futures:
+            f.cancel()
+
+
+def sweep_on_cluster(client: Any, config, grid=None, samples=None, points=None, *, names=None, n_samples=None,
+                     replicates: int = 1, seed: int = 0, history: bool = False, turns: int | None = None,
+                     max_batch: int = 131072, memory_budget: int | None = None, generator: str = "hash",
+                     common_random: bool = False, info: list | None = None):
+    """``sweep`` with its chunks run on a Dask cluster; returns the same SweepResults."""
+    from .sweep import SweepPlan, SweepResults, aggregate, points_table
+
+    table = points_table(grid, samples, points, names=names, n_samples=n_samples, seed=seed)
+    kwargs = dict(replicates=replicates, seed=seed, history=history, turns=turns, max_batch=max_batch,
+                  memory_budget=memory_budget, generator=generator, round_ints=samples is not None,
+                  common_random=common_random)
+    plan = SweepPlan(config, table, **kwargs)  # validates and fixes the chunk layout
+    # workers must cut the same chunks: pin the width the client computed
+    wk = {**kwargs, "chunk_width": plan.chunk_width, "memory_budget": None}
+    frames = dict(run_chunks(client, config, table, list(range(plan.n_chunks)), info=info, **wk))
+    arenas = pd.concat([frames[k] for k in sorted(frames)], ignore_index=True)
+    return SweepResults(arenas, aggregate(arenas, plan.names, plan.outcomes()), plan.names, plan.meta())

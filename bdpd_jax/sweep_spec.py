@@ -1,0 +1,292 @@
+"""Sweep specs (TOML) and resumable sweeps written chunk by chunk to a directory.
+
+A spec file (``bdpd sweep SPEC.toml --out DIR``)::
+
+    seed = 0
+    replicates = 100
+    history = false            # optional: mean governance metrics per arena
+    turns = 30                 # optional: override every point's maxTurns
+    max_batch = 131072         # optional: the most arenas per chunk
+    memory_budget = "2GB"      # optional: size chunks from a memory budget (bytes or "512MB")
+    common_random = false      # optional
+    generator = "hash"         # optional
+    config = "arena.json"      # a JSON config path (relative to the spec), or a [config] table
+
+    [grid]                     # exactly one of [grid], [samples] (with n_samples), [points]
+    "model.regenRate" = [0.05, 0.1, 0.2]
+    "players[1].intensity" = [0.3, 0.9]
+
+``[samples]`` maps paths to ``[low, high]`` (with top-level ``n_samples``); ``[points]`` maps
+paths to equal-length value lists, or ``points = "table.csv"`` / ``.parquet`` names a file.
+
+The output directory (docs/semantics_sweep.md): ``manifest.json`` (the spec's hash and the
+chunk layout), ``arenas/chunk=K/part-0.parquet`` (one part per chunk, written to a temporary
+name and renamed, so a part that exists is complete), then ``points.parquet`` and
+``meta.json`` once every chunk is there; ``SweepResults.from_parquet(DIR)`` reads it. A
+re-run with the same spec skips the chunks already written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+
+from .config import ArenaConfig
+
+SPEC_KEYS = {"config", "grid", "samples", "n_samples", "points", "replicates", "seed", "history", "turns",
+             "max_batch", "memory_budget", "common_random", "generator"}
+MANIFEST = "manifest.json"
+FORMAT = 1
+
+
+def parse_bytes(v: Any, where: str = "memory_budget") -> int | None:
+    """``123``, ``"512MB"``, ``"2 GiB"``, ``"1.5e9"`` -> bytes."""
+    if v is None:
+        return None
+    if isinstance(v, bool):
+        raise ValueError(f"{where}: a number of bytes or a size like '2GB', got {v!r}")
+    if isinstance(v, (int, float)):
+        b = int(v)
+    else:
+        m = re.fullmatch(r"\s*([0-9.eE+]+)\s*([kmgt]?)(i?)b?\s*", str(v).lower())
+        if m is None:
+            raise ValueError(f"{where}: a number of bytes or a size like '2GB', got {v!r}")
+        base = 1024 if m.group(3) else 1000
+        b = int(float(m.group(1)) * base ** " kmgt".index(m.group(2) or " "))
+    if b < 1:
+        raise ValueError(f"{where}: must be >= 1 byte, got {v!r}")
+    return b
+
+
+@dataclass
+class SweepSpec:
+    """A parsed spec: the config, the points table and the run options."""
+
+    config: ArenaConfig
+    table: pd.DataFrame
+    replicates: int = 1
+    seed: int = 0
+    history: bool = False
+    turns: int | None = None
+    max_batch: int = 131072
+    memory_budget: int | None = None
+    common_random: bool = False
+    generator: str = "hash"
+    round_ints: bool = False
+    source: dict = field(default_factory=dict)
+
+    def plan_kwargs(self) -> dict[str, Any]:
+        return dict(replicates=self.replicates, seed=self.seed, history=self.history, turns=self.turns,
+                    max_batch=self.max_batch, memory_budget=self.memory_budget, generator=self.generator,
+                    round_ints=self.round_ints, common_random=self.common_random)
+
+    def digest(self) -> str:
+        """A hash of everything that decides the arenas' rows (not the chunk layout, which
+        the manifest records and a re-run reuses)."""
+        body = {
+            "format": FORMAT,
+            "config": self.config.model_dump(mode="json", exclude={"players"}),
+            "players": [{**p.model_dump(mode="json", exclude={"strategy"}), "strategy": p.strategy_name}
+                        for p in self.config.require_players()],
+            "names": [str(c) for c in self.table.columns],
+            "points": [[repr(x) for x in row] for row in self.table.itertuples(index=False, name=None)],
+            "options": {k: v for k, v in self.plan_kwargs().items() if k not in ("max_batch", "memory_budget")},
+        }
+        return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _load_config(v: Any, root: Path) -> ArenaConfig:
+    if isinstance(v, str):
+        p = Path(v)
+        p = p if p.is_absolute() else root / p
+        if not p.is_file():
+            raise ValueError(f"config: no file {str(p)!r}")
+        return ArenaConfig.load(str(p))
+    if isinstance(v, dict):
+        return ArenaConfig.load(v)
+    raise ValueError(f"config: a path to a JSON config or a [config] table, got {v!r}")
+
+
+def _points_from(v: Any, root: Path) -> pd.DataFrame:
+    from .sweep import explicit_points
+
+    if isinstance(v, str):
+        p = Path(v)
+        p = p if p.is_absolute() else root / p
+        if not p.is_file():
+            raise ValueError(f"points: no file {str(p)!r}")
+        df = pd.read_parquet(p) if p.suffix == ".parquet" else pd.read_csv(p)
+        return explicit_points(df, None)
+    if isinstance(v, dict) and v:
+        lens = {k: len(x) if isinstance(x, list) else -1 for k, x in v.items()}
+        if len(set(lens.values())) != 1 or -1 in lens.values():
+            raise ValueError(f"points: every path needs a list of values of one common length, got lengths {lens}")
+        return explicit_points(pd.DataFrame(v), None)
+    raise ValueError(f"points: a table of path -> values or a CSV/parquet path, got {v!r}")
+
+
+def load_spec(spec: str | Path | dict, root: str | Path | None = None) -> SweepSpec:
+    """Parse a spec (a TOML path, TOML text's dict) into a :class:`SweepSpec`; ValueError
+    naming the key on anything wrong."""
+    from .sweep import grid_points, sample_points
+
+    if isinstance(spec, (str, Path)):
+        p = Path(spec)
+        if not p.is_file():
+            raise ValueError(f"spec: no file {str(p)!r}")
+        try:
+            d = tomllib.loads(p.read_text())
+        except tomllib.TOMLDecodeError as e:
+            raise ValueError(f"spec {str(p)!r}: invalid TOML: {e}") from None
+        root = p.resolve().parent if root is None else Path(root)
+    elif isinstance(spec, dict):
+        d = spec
+        root = Path(root or ".")
+    else:
+        raise ValueError(f"spec: a TOML path or a dict, got {spec!r}")
+    unknown = set(d) - SPEC_KEYS
+    if unknown:
+        raise ValueError(f"spec: unknown key(s) {sorted(unknown)}; known: {sorted(SPEC_KEYS)}")
+    if "config" not in d:
+        raise ValueError("spec: 'config' is required (a JSON config path or a [config] table)")
+    cfg = _load_config(d["config"], root)
+    given = [k for k in ("grid", "samples", "points") if k in d]
+    if len(given) != 1:
+        raise ValueError(f"spec: give exactly one of [grid], [samples] (with n_samples) or [points], got {given}")
+    seed = d.get("seed", 0)
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise ValueError(f"seed: must be an integer, got {seed!r}")
+    if "grid" in d:
+        table = grid_points(d["grid"])
+    elif "samples" in d:
+        table = sample_points({k: tuple(v) if isinstance(v, list) else v for k, v in d["samples"].items()},
+                              d.get("n_samples"), seed)
+    else:
+        table = _points_from(d["points"], root)
+    checks = {"replicates": (int,), "max_batch": (int,), "turns": (int, type(None)), "history": (bool,),
+              "common_random": (bool,), "generator": (str,)}
+    for k, types in checks.items():
+        if k in d and (not isinstance(d[k], types) or (int in types and isinstance(d[k], bool))):
+            raise ValueError(f"{k}: expected {' or '.join(t.__name__ for t in types)}, got {d[k]!r}")
+    return SweepSpec(
+        config=cfg, table=table, replicates=d.get("replicates", 1), seed=seed, history=d.get("history", False),
+        turns=d.get("turns"), max_batch=d.get("max_batch", 131072),
+        memory_budget=parse_bytes(d.get("memory_budget")), common_random=d.get("common_random", False),
+        generator=d.get("generator", "hash"), round_ints="samples" in d, source=d,
+    )
+
+
+def _part(out: Path, k: int) -> Path:
+    return out / "arenas" / f"chunk={k}" / "part-0.parquet"
+
+
+def write_part(out: Path, k: int, frame: pd.DataFrame) -> Path:
+    """Chunk k's rows, atomically: written to a temporary file, then renamed."""
+    p = _part(out, k)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_name(f".part-0.{os.getpid()}.tmp")
+    frame.to_parquet(tmp, index=False)
+    os.replace(tmp, p)
+    return p
+
+
+@dataclass
+class SpecRun:
+    """What ``run_spec`` did: the chunks it computed and the ones it found already written."""
+
+    out: Path
+    n_chunks: int
+    computed: list[int]
+    skipped: list[int]
+    digest: str
+
+
+def run_spec(
+    spec: SweepSpec | str | Path | dict,
+    out: str | Path,
+    *,
+    progress: bool | None = None,
+    devices: Any = None,
+    client: Any = None,
+    overwrite: bool = False,
+    on_chunk: Callable[[int], None] | None = None,
+    info: list | None = None,
+) -> SpecRun:
+    """Run a spec into ``out`` chunk by chunk, skipping chunks already written by an earlier
+    run of the same spec. ``client``: a ``dask.distributed.Client`` (or its scheduler's
+    address) to run the chunks on its workers (bdpd_jax/distributed.py); default: here.
+    A directory holding a different sweep raises ValueError unless ``overwrite``."""
+    from .sweep import SweepPlan, aggregate
+
+    sp = spec if isinstance(spec, SweepSpec) else load_spec(spec)
+    out = Path(out)
+    digest = sp.digest()
+    man_path = out / MANIFEST
+    width = None
+    if man_path.is_file():
+        old = json.loads(man_path.read_text())
+        if old.get("digest") == digest:
+            width = int(old["chunk_arenas"])  # the layout of the run being resumed
+        elif not overwrite:
+            raise ValueError(
+                f"out: {str(out)!r} holds a different sweep (spec hash {str(old.get('digest'))[:12]}, this spec "
+                f"{digest[:12]}); choose another directory or pass --overwrite")
+        else:
+            import shutil
+
+            shutil.rmtree(out / "arenas", ignore_errors=True)
+            for f in ("points.parquet", "meta.json", MANIFEST):
+                (out / f).unlink(missing_ok=True)
+    plan = SweepPlan(sp.config, sp.table, devices=devices, chunk_width=width, **sp.plan_kwargs())
+    out.mkdir(parents=True, exist_ok=True)
+    manifest = {"format": FORMAT, "digest": digest, "n_chunks": plan.n_chunks, "chunk_arenas": plan.chunk_width,
+                "n_arenas": plan.total, "chunks": [list(c) for c in plan.chunks]}
+    tmp = out / f".{MANIFEST}.tmp"
+    tmp.write_text(json.dumps(manifest, indent=2))
+    os.replace(tmp, man_path)
+    done = [k for k in range(plan.n_chunks) if _part(out, k).is_file()]
+    todo = [k for k in range(plan.n_chunks) if k not in set(done)]
+    bar = None
+    if progress or (progress is None and len(todo) > 1):
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=plan.n_chunks, initial=len(done), desc="sweep chunks", unit="chunk")
+    try:
+        if client is None:
+            for k in todo:
+                write_part(out, k, plan.run_chunk(k))
+                if on_chunk is not None:
+                    on_chunk(k)
+                if bar is not None:
+                    bar.update(1)
+        else:
+            from .distributed import run_chunks
+
+            wk = {**sp.plan_kwargs(), "chunk_width": plan.chunk_width, "memory_budget": None}
+            for k, frame in run_chunks(client, sp.config, sp.table, todo, info=info, **wk):
+                write_part(out, k, frame)
+                if on_chunk is not None:
+                    on_chunk(k)
+                if bar is not None:
+                    bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
+    import pyarrow.dataset as ds
+
+    arenas = ds.dataset(str(out / "arenas"), format="parquet", partitioning="hive").to_table().to_pandas()
+    arenas = arenas.drop(columns=["chunk"]).sort_values("arena", kind="stable", ignore_index=True)
+    points = aggregate(arenas, plan.names, plan.outcomes())
+    meta = {**plan.meta(), "digest": digest}
+    points.to_parquet(out / "points.parquet", index=False)
+    (out / "meta.json").write_text(json.dumps({**meta, "names": plan.names}, indent=2, default=str))
+    return SpecRun(out, plan.n_chunks, todo, done, digest)

@@ -1,0 +1,161 @@
+"""Sweeps at scale: the arena axis sharded over local devices (two forced CPU devices,
+tests/conftest.py), chunks sized from a memory budget, and chunks dispatched to a Dask
+cluster of two local worker processes; every result bit-identical to one device, one
+process."""
+
+from __future__ import annotations
+
+import copy
+import resource
+import time
+
+import jax
+import numpy as np
+import pandas as pd
+import pytest
+
+from bdpd_jax.simulate import TRACES
+from bdpd_jax.sweep import SweepPlan, grid_points, sweep  # noqa: F401
+
+GRID = {"model.regenRate": [0.05, 0.12, 0.2], "players[1].intensity": [0.3, 0.9]}
+
+
+@pytest.fixture(scope="module")
+def cfg():
+    from payloads import MIXED_PLAYERS, SEED_LOGISTIC
+
+    c = copy.deepcopy(SEED_LOGISTIC)
+    c["players"] = copy.deepcopy(MIXED_PLAYERS)
+    c["model"]["maxTurns"] = 12
+    c["observability"]["commonsStock"]["noise"] = 0.2
+    return c
+
+
+@pytest.fixture(scope="module")
+def one_device(cfg):
+    return sweep(cfg, grid=GRID, replicates=5, seed=4, devices=1, history=True, max_batch=7)
+
+
+NDEV = len(jax.local_devices())
+
+# Two forced CPU devices need jax_num_cpu_devices set before the backend starts; importing
+# bdpd_jax starts it (conftest.py sets the option too late), so this runs in a subprocess.
+TWO_DEVICES = r"""
+import copy, sys
+import jax
+jax.config.update("jax_num_cpu_devices", 2)
+sys.path.insert(0, "tests")
+import numpy as np, pandas as pd
+from payloads import MIXED_PLAYERS, SEED_LOGISTIC
+from bdpd_jax.sweep import SweepPlan, grid_points, sweep  # noqa: F401
+assert len(jax.local_devices()) == 2
+cfg = copy.deepcopy(SEED_LOGISTIC); cfg["players"] = copy.deepcopy(MIXED_PLAYERS)
+cfg["model"]["maxTurns"] = 12; cfg["observability"]["commonsStock"]["noise"] = 0.2
+GRID = {"model.regenRate": [0.05, 0.12, 0.2], "players[1].intensity": [0.3, 0.9]}
+ref = sweep(cfg, grid=GRID, replicates=5, seed=4, devices=1, history=True, max_batch=7)
+assert ref.meta["n_devices"] == 1
+for mb in (7, 30, 131072):  # odd widths are padded to a multiple of the 2 devices
+    r = sweep(cfg, grid=GRID, replicates=5, seed=4, history=True, max_batch=mb)
+    assert r.meta["n_devices"] == 2 and r.meta["chunk_arenas"] % 2 == 0, r.meta
+    pd.testing.assert_frame_equal(r.arenas, ref.arenas, check_exact=True)
+    pd.testing.assert_frame_equal(r.points, ref.points, check_exact=True)
+plan = SweepPlan(cfg, grid_points(GRID), replicates=5, seed=4)
+x = plan._put(np.zeros((3, plan.run_width), np.float32))
+assert len(x.sharding.device_set) == 2
+assert {s.data.shape for s in x.addressable_shards} == {(3, plan.run_width // 2)}
+print("OK two devices", r.meta["chunk_arenas"])
+"""
+
+
+def test_two_forced_devices_bit_identical_to_one():
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    p = subprocess.run([sys.executable, "-c", TWO_DEVICES], capture_output=True, text=True, timeout=300,
+                       cwd=root, env=env)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "OK two devices" in p.stdout
+
+
+@pytest.mark.parametrize("max_batch", [7, 131072])
+def test_all_local_devices_equal_one_device(cfg, one_device, max_batch):
+    """Default = every local device of this process (1 or 2 here)."""
+    r = sweep(cfg, grid=GRID, replicates=5, seed=4, history=True, max_batch=max_batch)
+    assert r.meta["n_devices"] == NDEV and r.meta["chunk_arenas"] % NDEV == 0
+    pd.testing.assert_frame_equal(r.arenas, one_device.arenas, check_exact=True)
+    pd.testing.assert_frame_equal(r.points, one_device.points, check_exact=True)
+    with pytest.raises(ValueError, match="devices"):
+        sweep(cfg, grid=GRID, devices=NDEV + 1)
+
+
+def test_memory_budget_sizes_chunks(cfg, one_device):
+    plan = SweepPlan(cfg, grid_points(GRID), replicates=5, seed=4, history=True, memory_budget=10**9)
+    per = plan.arena_bytes
+    assert per > 0
+    budget = 7 * per + per // 2  # room for 7 arenas -> chunks of 7 (6 on 2 devices)
+    r = sweep(cfg, grid=GRID, replicates=5, seed=4, history=True, memory_budget=budget)
+    width = 7 // NDEV * NDEV
+    assert r.meta["chunk_arenas"] == width and r.meta["n_chunks"] == -(-30 // width)
+    assert r.meta["chunk_arenas"] * per <= budget
+    pd.testing.assert_frame_equal(r.arenas, one_device.arenas, check_exact=True)
+    with pytest.raises(ValueError, match="memory_budget"):
+        sweep(cfg, grid=GRID, memory_budget=0)
+
+
+@pytest.mark.heavy
+def test_many_arenas_with_summaries_only(cfg):
+    """1 000 000 arenas with BDPD_HEAVY=1 (20 000 in CI): chunks from a 256 MB budget, one
+    compilation, bounded memory."""
+    from payloads import size
+
+    n = size(20_000, 1_000_000)
+    c = copy.deepcopy(cfg)
+    c["model"]["maxTurns"] = 30
+    grid = {"model.regenRate": [0.05, 0.1, 0.15, 0.2], "players[1].intensity": [0.3, 0.6, 0.9, 1.0]}
+    reps = n // 16
+    budget = 256 * 2**20
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    t0 = time.perf_counter()
+    before = TRACES["run"]
+    r = sweep(c, grid=grid, replicates=reps, seed=1, memory_budget=budget, progress=False)
+    wall = time.perf_counter() - t0
+    rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    assert len(r.arenas) == 16 * reps and len(r.points) == 16
+    assert r.meta["chunk_arenas"] * r.meta["arena_bytes_estimate"] <= budget
+    assert TRACES["run"] - before <= 1
+    assert (r.points["replicates"] == reps).all()
+    print(f"{len(r.arenas)} arenas in {wall:.1f} s, {r.meta['n_chunks']} chunk(s) of {r.meta['chunk_arenas']}, "
+          f"peak RSS grew {(rss1 - rss0) / 2**20:.0f} MiB")
+
+
+def test_dask_two_workers_equal_single_process(cfg, one_device, tmp_path):
+    """Two worker processes on loopback: every worker compiles once, results identical."""
+    pytest.importorskip("dask.distributed")
+    from dask.distributed import Client, LocalCluster
+
+    from bdpd_jax.distributed import sweep_on_cluster
+    from bdpd_jax.sweep_spec import run_spec
+
+    spec = {"config": cfg, "grid": GRID, "replicates": 5, "seed": 4, "history": True, "max_batch": 7}
+    with LocalCluster(n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1",
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        info: list = []
+        r = sweep_on_cluster(client, cfg, grid=GRID, replicates=5, seed=4, history=True, max_batch=7, info=info)
+        pids = {i["pid"] for i in info}
+        assert len(info) == r.meta["n_chunks"] and len(pids) == 2, info
+        for pid in pids:  # each worker traced (compiled) the chunk program once
+            assert max(i["traces"]["run"] for i in info if i["pid"] == pid) == 1
+        info2: list = []
+        out = run_spec(spec, tmp_path / "dask", client=client, info=info2)
+        assert sorted(out.computed) == list(range(out.n_chunks))
+        assert max(i["traces"]["run"] for i in info2) == 1  # the plan is new, the program is not
+    pd.testing.assert_frame_equal(r.arenas, one_device.arenas, check_exact=True)
+    pd.testing.assert_frame_equal(r.points, one_device.points, check_exact=True)
+    from bdpd_jax.sweep import SweepResults
+
+    back = SweepResults.from_parquet(tmp_path / "dask")
+    pd.testing.assert_frame_equal(back.arenas, one_device.arenas, check_exact=True)
