@@ -184,6 +184,11 @@ class Arena:
         game, params = build(kcfg, generator=self.generator, governance=gov)
         params = dataclasses.replace(params, max_turns=jnp.asarray(int(self.turns or m.maxTurns), jnp.int32))
         self.external = np.asarray([s.external for s in self.specs], bool)
+        if gov is not None:
+            # players may propose at any turn: builtins answer proposals by their scripts
+            # (the batched default, no talk config = accept) whether or not the config scripts any
+            game = dataclasses.replace(game, layers=tuple(
+                dataclasses.replace(ly, registry=True) if ly.name == GOV else ly for ly in game.layers))
         if has_governance(game) and self.external.any():
             # External players answer proposals with accept_pact only: the kernel's scripted
             # answers must neither accept nor reject for them.
@@ -203,7 +208,9 @@ class Arena:
         if self._client is None and any(s.agentType in ("http", "llm") for s in self.specs):
             from bdpd_jax.host.agents.http import make_client
 
-            self._client, self._owns_client = make_client(), True
+            # one small pool per arena: httpcore scans its whole pool for every request, so
+            # one client shared by hundreds of players costs O(players^2) per turn
+            self._client, self._owns_client = make_client(max(8, 2 * len(self.specs))), True
         tmo = float(self.config.agentTimeout)
         self.agents = [make_agent(s, timeout_ms=tmo, no_talk=self.no_talk, client=self._client,
                                   executor=self._executor) for s in self.specs]

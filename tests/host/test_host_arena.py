@@ -297,3 +297,20 @@ def test_close_writes_summary_and_meta(tmp_path):
     assert meta["status"] == "closed" and meta["seed"] == 3 and len(meta["players"]) == 4
     assert sorted(p["rank"] for p in summ["players"]) == [1, 2, 3, 4]
     assert len(read_jsonl(tmp_path / "turns.jsonl")) == summ["turnsPlayed"]
+
+
+def test_builtins_answer_external_proposals_by_their_script():
+    """A builtin without talk config accepts (the batched default); 'never' leaves it pending."""
+    cfg = _cfg(players=[{"strategy": "conservative", "name": "dave"},
+                        {"strategy": "conservative", "name": "erin", "talk": {"accept": "never", "declineRejects": False}}],
+               minPlayers=3, maxTurns=4)
+    arena = Arena(cfg, seed=0)
+    arena.join({"agentType": "scripted", "name": "alice", "script": [
+        {"harvest": 1.0, "actions": [
+            {"tool": "propose_pact", "parties": ["dave"], "terms": {"type": "no_aggression", "tolerance": 0.5}},
+            {"tool": "propose_pact", "parties": ["erin"], "terms": {"type": "harvest_cap", "maxHarvest": 3}}]},
+        {"harvest": 1.0}]})
+    arena.tick()
+    r2 = arena.tick()
+    assert [(p["parties"], p["status"], p["acceptedTurn"]) for p in r2["pacts"]] == [
+        (["dave", "alice"], "active", 2), (["erin", "alice"], "proposed", None)]
