@@ -9,7 +9,14 @@
 An output is any numeric column of :attr:`SweepResults.arenas` (``survived``,
 ``survival_time``, ``total_gain``, ``efficiency``, ``equality``, ``wealth_mean``,
 ``wealth_0``, ...) or a governance metric (``cooperation_index`` ... or
-``mean_cooperation_index``: its per-arena mean over turns; asking for one keeps history).
+``mean_cooperation_index``: its per-arena mean over turns; asking for one keeps history),
+or ``gini`` (= 1 - ``equality``: the Gini coefficient of the players' gains).
+
+``transform=``: factors that are not one config path each (a multiplier on a whole
+sanction ladder, one intensity shared by several players): ``names`` are then the factor
+names and ``transform(frame of factors) -> frame of config paths`` gives each point's
+values (a column may hold lists, e.g. a ladder); see :func:`scale_list` and
+docs/semantics_sweep.md.
 """
 
 from __future__ import annotations
@@ -24,8 +31,20 @@ from .kernels.metrics import METRICS
 from .sweep import check_paths, config_base, run_points
 
 
+# Outputs computed from the arena rows.
+DERIVED: dict[str, Callable[[pd.DataFrame], pd.Series]] = {
+    "gini": lambda a: 1.0 - pd.to_numeric(a["equality"].astype("Float64"), errors="coerce").astype(float),
+}
+
+
 def _output_column(name: str) -> str:
     return f"mean_{name}" if name in METRICS else name
+
+
+def scale_list(base: Sequence[float], factor: np.ndarray) -> list[list[float]]:
+    """One list per factor value: ``base`` times it (e.g. a sanction ladder's scale)."""
+    b = np.asarray(base, dtype=float)
+    return [[float(v) for v in b * f] for f in np.asarray(factor, dtype=float)]
 
 
 def model(
@@ -40,6 +59,9 @@ def model(
     generator: str = "hash",
     progress: bool | None = False,
     common_random: bool = True,
+    transform: Callable[[pd.DataFrame], pd.DataFrame] | None = None,
+    memory_budget: int | None = None,
+    devices: Any = None,
 ) -> Callable[[np.ndarray], np.ndarray]:
     """A function ``f(X) -> Y`` running the points ``X`` (N, D) as one sweep.
 
@@ -50,6 +72,8 @@ def model(
     from ``(seed, r)``, so ``f`` is a deterministic function of the values for a given seed
     and differences between points are not blurred by independent noise (Sobol/Morris
     estimators assume a deterministic model); False: arena ``i`` draws from ``(seed, i)``.
+    transform: ``names`` are factor names and ``transform(DataFrame(X, columns=names))``
+        returns the points as a DataFrame of config paths (same rows).
     """
     cfg = ArenaConfig.load(config)
     names = [str(n) for n in names]
@@ -60,7 +84,8 @@ def model(
     outputs = tuple(outputs)
     if not outputs:
         raise ValueError("outputs: at least one output column")
-    check_paths(config_base(cfg), names)
+    if transform is None:
+        check_paths(config_base(cfg), names)
     cols = [_output_column(o) for o in outputs]
     history = any(c.startswith("mean_") and c[5:] in METRICS for c in cols)
 
@@ -71,13 +96,21 @@ def model(
         if x.ndim != 2 or x.shape[1] != len(names):
             raise ValueError(f"X: must have shape (N, {len(names)}) for names {names}, got {x.shape}")
         table = pd.DataFrame(x, columns=names)
+        if transform is not None:
+            table = transform(table)
+            if not isinstance(table, pd.DataFrame) or len(table) != len(x):
+                raise ValueError(f"transform: must return a DataFrame of config paths with {len(x)} rows")
+            table = table.reset_index(drop=True)
         res = run_points(cfg, table, replicates=replicates, seed=seed, history=history, turns=turns,
                          max_batch=max_batch, generator=generator, progress=progress, round_ints=True,
-                         common_random=common_random)
+                         common_random=common_random, memory_budget=memory_budget, devices=devices)
+        for o, c in zip(outputs, cols):
+            if c in DERIVED and c not in res.arenas.columns:
+                res.arenas[c] = DERIVED[c](res.arenas)
         missing = [o for o, c in zip(outputs, cols) if c not in res.arenas.columns]
         if missing:
             known = [c for c in res.arenas.columns if c not in ("point", "replicate", "arena", *names)]
-            raise ValueError(f"outputs: unknown {missing}; known: {known + list(METRICS)}")
+            raise ValueError(f"outputs: unknown {missing}; known: {known + list(METRICS) + list(DERIVED)}")
         a = res.arenas[["point"]].copy()
         for c in cols:
             a[c] = pd.to_numeric(res.arenas[c].astype("Float64"), errors="coerce").astype(float)

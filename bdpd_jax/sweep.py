@@ -142,6 +142,13 @@ class ConfigBase:
 
     full: dict
     given: dict
+    resolved: dict = field(default_factory=dict, compare=False, repr=False)  # path -> (keys, value)
+
+    def resolve(self, path: str) -> tuple[list, Any]:
+        hit = self.resolved.get(path)
+        if hit is None:
+            hit = self.resolved[path] = resolve(self.full, path)
+        return hit
 
 
 def config_base(config: ArenaConfig) -> ConfigBase:
@@ -177,9 +184,9 @@ def apply_values(base: ConfigBase, names: Sequence[str], values: Sequence[Any], 
     round_ints: a float assigned where the config holds an int (e.g. ``model.maxTurns``) is
     rounded (for sampled points); otherwise pydantic rejects a non-integral one.
     """
-    d = _copy(base.given)
+    d = dict(base.given)  # copy on write: only the containers along the swept paths are copied
     for name, v in zip(names, values):
-        keys, old = resolve(base.full, name)
+        keys, old = base.resolve(name)
         v = _plain(v)
         if round_ints and isinstance(old, int) and not isinstance(old, bool) and isinstance(v, float):
             v = int(round(v))
@@ -187,6 +194,9 @@ def apply_values(base: ConfigBase, names: Sequence[str], values: Sequence[Any], 
         for k in keys[:-1]:  # create the containers the user left to their defaults
             if isinstance(node, dict) and k not in node:
                 node[k] = _copy(full[k]) if isinstance(full[k], list) else {}
+            else:
+                child = node[k]
+                node[k] = dict(child) if isinstance(child, dict) else list(child) if isinstance(child, list) else child
             node, full = node[k], full[k]
         node[keys[-1]] = v
     try:
@@ -368,9 +378,102 @@ def _host():
         return contextlib.nullcontext()
 
 
+def _leaves(params, n_turns: int) -> tuple[list[np.ndarray], Any]:
+    p = params.__class__(**{**params.__dict__, "max_turns": jnp.asarray(n_turns, jnp.int32)})
+    leaves, treedef = jax.tree_util.tree_flatten(p)
+    return [np.asarray(x) for x in leaves], treedef
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")
+
+
+def _key(v: Any) -> str:
+    return repr(_plain(v))
+
+
+# A sweep of more points than this tries the separable build (one build per distinct value
+# of each parameter instead of one per point).
+SEPARABLE_MIN_POINTS = 64
+_SEPARABLE_CHECKS = 8
+
+
+def _build_separable(base, names, values, n_turns, turns, generator, round_ints):
+    """Stacked leaves composed from one build per distinct value of each parameter, when
+    every params leaf depends on at most one swept parameter; verified bit for bit against
+    full builds of a spread of points. None when not applicable (the caller builds every point)."""
+    P = len(values)
+    cols = [[_key(v[j]) for v in values] for j in range(len(names))]
+    uniq = [list(dict.fromkeys(c)) for c in cols]
+    if sum(len(u) for u in uniq) * 2 > P:
+        return None
+    first = {}  # a point holding each distinct value
+    for j in range(len(names)):
+        first[j] = {}
+        for i, k in enumerate(cols[j]):
+            first[j].setdefault(k, i)
+    kw = {"generator": generator}
+
+    def build_at(vals):
+        cfg = apply_values(base, names, vals, round_ints=round_ints)
+        with _host():
+            g, p = build(cfg, **kw)
+        return g, _leaves(p, int(turns or cfg.model.maxTurns))
+
+    game0, (leaves0, treedef) = build_at(values[0])
+    variants: list[list[list[np.ndarray]]] = []
+    for j in range(len(names)):
+        per_value = []
+        for k in uniq[j]:
+            vals = list(values[0])
+            vals[j] = values[first[j][k]][j]
+            g, (lv, td) = build_at(vals)
+            if g != game0 or td != treedef or any(a.shape != b.shape or a.dtype != b.dtype for a, b in zip(lv, leaves0)):
+                return None  # a structure or shape change: the full path explains it
+            per_value.append(lv)
+        variants.append(per_value)
+    owner: dict[int, int] = {}
+    for j, per_value in enumerate(variants):
+        for li in range(len(leaves0)):
+            if any(not _same(lv[li], leaves0[li]) for lv in per_value):
+                if li in owner:
+                    return None  # a leaf depends on two parameters: not separable
+                owner[li] = j
+    index = [np.asarray(pd.factorize(pd.Series(cols[j]))[0], np.int64) for j in range(len(names))]
+    stacked = []
+    for li, x0 in enumerate(leaves0):
+        if li in owner:
+            j = owner[li]
+            table_j = np.stack([lv[li] for lv in variants[j]], axis=-1)  # [..., U_j]
+            stacked.append(np.ascontiguousarray(table_j[..., index[j]]))
+        else:
+            stacked.append(np.broadcast_to(x0[..., None], x0.shape + (P,)))
+    checks = sorted(set(np.linspace(0, P - 1, _SEPARABLE_CHECKS).astype(int).tolist()))
+    for i in checks:
+        g, (lv, _) = build_at(values[i])
+        if g != game0 or not all(_same(a, x[..., i]) for a, x in zip(lv, stacked)):
+            return None
+    return game0, stacked, treedef
+
+
 def _build_points(base, names, table, turns, generator, round_ints):
-    """Validated configs, the shared Game, stacked numpy leaves [..., P], treedef, turns."""
+    """Point 0's config, the shared Game, stacked numpy leaves [..., P], treedef, each
+    point's turns and sustainable yield. Every point's config is validated."""
+    from .govsim import sustainable_yield
+
     values = [tuple(r) for r in table.itertuples(index=False, name=None)]
+    n_turns, yields = [], []
+    cfg0 = None
+    for i, v in enumerate(values):  # validate every point (cheap), keep only what the run needs
+        c = apply_values(base, names, v, round_ints=round_ints, where=f" point {i}")
+        cfg0 = c if cfg0 is None else cfg0
+        n_turns.append(int(turns or c.model.maxTurns))
+        yields.append(float(sustainable_yield(c)))
+    if len(values) >= SEPARABLE_MIN_POINTS:
+        fast = _build_separable(base, names, values, n_turns, turns, generator, round_ints)
+        if fast is not None:
+            game0, stacked, treedef = fast
+            return cfg0, game0, stacked, treedef, n_turns, np.asarray(yields, float), "separable"
     configs = [apply_values(base, names, v, round_ints=round_ints, where=f" point {i}") for i, v in enumerate(values)]
     build_kw: dict = {"generator": generator}
 
@@ -407,15 +510,13 @@ def _build_points(base, names, table, turns, generator, round_ints):
                     f"{_describe(names, values[0])}; point {i}: {_describe(names, values[i])}); "
                     "only values that keep every array's shape share one compiled program"
                 )
-    n_turns = [int(turns or c.model.maxTurns) for c in configs]
     leaves_per_point = []
     treedef = None
     for (g, p), nt in zip(built, n_turns):
-        p = p.__class__(**{**p.__dict__, "max_turns": jnp.asarray(nt, jnp.int32)})
-        leaves, treedef = jax.tree_util.tree_flatten(p)
-        leaves_per_point.append([np.asarray(x) for x in leaves])
+        leaves, treedef = _leaves(p, nt)
+        leaves_per_point.append(leaves)
     stacked = [np.stack([pl[j] for pl in leaves_per_point], axis=-1) for j in range(len(leaves_per_point[0]))]
-    return configs, game0, stacked, treedef, n_turns
+    return cfg0, game0, stacked, treedef, n_turns, np.asarray(yields, float), "per point"
 
 
 def _metric_means(flat: dict) -> dict[str, np.ndarray]:
@@ -501,18 +602,19 @@ class SweepPlan:
             raise ValueError(f"names: duplicate parameter paths {names}")
         base = config_base(cfg)
         check_paths(base, names)  # bad paths fail before anything is built
-        configs, game, stacked, treedef, n_turns = _build_points(base, names, table, turns, generator, round_ints)
+        cfg0, game, stacked, treedef, n_turns, yields, self.build_mode = _build_points(
+            base, names, table, turns, generator, round_ints)
         self.cfg, self.names, self.table = cfg, names, table.reset_index(drop=True)
-        self.configs, self.game, self.stacked, self.treedef, self.n_turns = configs, game, stacked, treedef, n_turns
+        self.cfg0, self.game, self.stacked, self.treedef, self.n_turns = cfg0, game, stacked, treedef, n_turns
         self.replicates, self.seed, self.history, self.turns = int(replicates), int(seed), bool(history), turns
-        self.generator, self.common_random = generator, bool(common_random)
+        self.generator, self.common_random, self.round_ints = generator, bool(common_random), bool(round_ints)
         self.devices = resolve_devices(devices)
         nd = len(self.devices)
-        self.n_points = len(configs)
+        self.n_points = len(n_turns)
         self.total = self.n_points * self.replicates
         self.max_turns = max(n_turns)
         self.chunk_turns = self.max_turns if self.max_turns <= 1000 else 1000
-        self.labels = [p.strategy_name for p in configs[0].require_players()]
+        self.labels = [p.strategy_name for p in cfg0.require_players()]
         n_cols = 16 + 3 * game.n_players + len(names) + (len(METRICS) if history else 0)
         cap = int(max_batch)
         self.arena_bytes = None
@@ -535,12 +637,10 @@ class SweepPlan:
         self.run_width = -(-b // nd) * nd  # arenas per run: padded to a multiple of the device count
         self.chunks = [(a, min(a + b, self.total)) for a in range(0, self.total, b)]
         self.memory_budget = memory_budget
-        from .govsim import sustainable_yield
-
         # GovSim columns: simulate's own code on the whole chunk; only ``efficiency`` depends
         # on the point's config (sustainable yield f0) and turns, so it is redone per group
         # of points sharing (f0, turns) with govsim's formula.
-        self.yields = np.asarray([sustainable_yield(c) for c in configs], dtype=float)
+        self.yields = yields
         self.group_of_point, _ = pd.factorize(pd.Series(list(zip(np.nan_to_num(self.yields, nan=-np.inf), n_turns))))
         self._sharding = None
         if nd > 1 or devices is not None:
@@ -548,6 +648,11 @@ class SweepPlan:
 
             mesh = Mesh(np.asarray(self.devices), ("arenas",))
             self._sharding = lambda ndim: NamedSharding(mesh, PartitionSpec(*([None] * (ndim - 1)), "arenas"))
+
+    def config_at(self, i: int) -> ArenaConfig:
+        """Point ``i``'s config."""
+        row = next(self.table.iloc[[int(i)]].itertuples(index=False, name=None))  # (keeps each column's dtype)
+        return apply_values(config_base(self.cfg), self.names, row, round_ints=self.round_ints)
 
     @property
     def n_chunks(self) -> int:
@@ -581,7 +686,7 @@ class SweepPlan:
         frame = summary_frame(final, idx, self.labels)
         pts = idx // reps
         p0 = int(pts[0])
-        frame = _with_govsim(frame, self.configs[p0], state_np, params_np, rec_np, self.n_turns[p0])
+        frame = _with_govsim(frame, self.config_at(p0), state_np, params_np, rec_np, self.n_turns[p0])
         groups = self.group_of_point[pts]
         uniq = np.unique(groups)
         if len(uniq) > 1:
@@ -619,6 +724,7 @@ class SweepPlan:
             "history": self.history, "chunk_arenas": self.chunk_width, "n_chunks": self.n_chunks,
             "common_random": self.common_random, "n_devices": len(self.devices),
             "memory_budget": self.memory_budget, "arena_bytes_estimate": self.arena_bytes,
+            "build": self.build_mode,
         }
 
 

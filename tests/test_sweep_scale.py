@@ -159,3 +159,40 @@ def test_dask_two_workers_equal_single_process(cfg, one_device, tmp_path):
 
     back = SweepResults.from_parquet(tmp_path / "dask")
     pd.testing.assert_frame_equal(back.arenas, one_device.arenas, check_exact=True)
+
+
+def test_separable_build_equals_per_point_build(cfg, monkeypatch):
+    """Many points: one build per distinct value of each parameter, composed, equals a
+    build of every point (and is checked against full builds of a spread of points)."""
+    import importlib
+
+    sw = importlib.import_module("bdpd_jax.sweep")
+    grid = {"model.regenRate": [0.05, 0.1, 0.2, 0.3], "players[1].intensity": [0.3, 0.6, 0.9],
+            "model.maxTurns": [6, 12], "observability.commonsStock.noise": [0.1, 0.3],
+            "model.commonsCapacity": [100.0, 150.0, 200.0]}
+    fast = sweep(cfg, grid=grid, replicates=2, seed=7)
+    assert fast.meta["build"] == "separable"
+    monkeypatch.setattr(sw, "SEPARABLE_MIN_POINTS", 10**9)
+    slow = sweep(cfg, grid=grid, replicates=2, seed=7)
+    assert slow.meta["build"] == "per point"
+    pd.testing.assert_frame_equal(fast.arenas, slow.arenas, check_exact=True)
+    monkeypatch.undo()
+    box = {"model.regenRate": (0.05, 0.3), "players[1].intensity": (0.2, 1.0)}
+    assert sweep(cfg, samples=box, n_samples=70, seed=1).meta["build"] == "per point"  # all values distinct
+
+
+def test_sensitivity_transform_and_gini(cfg):
+    from bdpd_jax import sensitivity
+
+    def to_paths(f):
+        return pd.DataFrame({"model.regenRate": f["r"], "players[0].intensity": f["i"],
+                             "players[1].intensity": f["i"]})
+
+    X = np.array([[0.05, 0.3], [0.2, 0.9]])
+    f = sensitivity.model(cfg, ["r", "i"], outputs=("gini", "equality"), replicates=2, seed=1, transform=to_paths)
+    y = f(X)
+    np.testing.assert_allclose(y[:, 0], 1 - y[:, 1], rtol=1e-12)
+    ref = sweep(cfg, points=to_paths(pd.DataFrame(X, columns=["r", "i"])), replicates=2, seed=1, common_random=True)
+    np.testing.assert_allclose(y[:, 1], ref.points.get("equality_mean", ref.arenas.groupby("point")["equality"]
+                                                       .mean()).to_numpy(float), rtol=1e-12)
+    assert sensitivity.scale_list([1, 3, 10], np.array([0.0, 2.0])) == [[0.0, 0.0, 0.0], [2.0, 6.0, 20.0]]

@@ -1,0 +1,152 @@
+"""Sweep benchmark: a 100 000-arena sweep over 3 parameters (30 turns), one device and two
+forced CPU devices, against a Python loop calling ``simulate`` once per point.
+
+    .venv/bin/python bench/sweep.py               # both cases below, 1 and 2 devices
+    .venv/bin/python bench/sweep.py --scale 0.2   # a smoke run (grid sides x 0.2)
+
+Two cases of 100 000 arenas: ``points`` (a 100 x 100 x 10 grid, one arena per point) and
+``replicates`` (a 10 x 10 x 10 grid, 100 replicates per point).
+
+Each device count runs in its own subprocess (``jax_num_cpu_devices`` must be set before
+jax starts); each reports the cold wall time (build, compile and run) and the best of
+``--repeat`` warm runs. The loop runs ``simulate(config_at_point, n_arenas=replicates,
+history=False, arena_offset=...)`` per point (what a user would write without ``sweep``) on
+the first ``--loop-points`` points (1000) after one warm-up call, so it does not pay the
+compile either; its time per point is scaled to the sweep's points. Figures:
+bench/README_sweep.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TURNS = 30
+
+
+def config() -> dict:
+    sys.path.insert(0, str(ROOT / "tests"))
+    from payloads import MIXED_PLAYERS, SEED_LOGISTIC
+
+    c = copy.deepcopy(SEED_LOGISTIC)
+    c["players"] = copy.deepcopy(MIXED_PLAYERS)
+    c["model"]["maxTurns"] = TURNS
+    return c
+
+
+# The two ways to spend 100 000 arenas on 3 parameters: (points, replicates, grid sides).
+CASES = {
+    "points": (100_000, 1, (100, 100, 10)),  # 100 000 points, one arena each
+    "replicates": (1_000, 100, (10, 10, 10)),  # 1 000 points x 100 replicates
+}
+
+
+def grid(case: str, scale: float = 1.0) -> dict:
+    import numpy as np
+
+    sides = [max(1, int(round(s * scale))) for s in CASES[case][2]]
+    return {
+        "model.regenRate": [float(x) for x in np.linspace(0.04, 0.3, sides[0])],
+        "players[1].intensity": [float(x) for x in np.linspace(0.1, 1.0, sides[1])],
+        "model.commonsCapacity": [float(x) for x in np.linspace(80.0, 240.0, sides[2])],
+    }
+
+
+def worker(n_devices: int, case: str, scale: float, repeat: int) -> dict:
+    import jax
+
+    jax.config.update("jax_num_cpu_devices", n_devices)
+    from bdpd_jax.sweep import sweep
+
+    assert len(jax.local_devices()) == n_devices
+    c, g, replicates = config(), grid(case, scale), CASES[case][1]
+    t0 = time.perf_counter()
+    r = sweep(c, grid=g, replicates=replicates, seed=0, progress=False)
+    cold = time.perf_counter() - t0
+    warm = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        sweep(c, grid=g, replicates=replicates, seed=0, progress=False)
+        warm.append(time.perf_counter() - t0)
+    return {"devices": n_devices, "arenas": len(r.arenas), "points": len(r.points), "cold_s": cold,
+            "warm_s": min(warm), "survival": float(r.arenas["survived"].mean()), "build": r.meta["build"]}
+
+
+def loop(case: str, scale: float, n_points: int) -> dict:
+    from bdpd_jax import simulate
+    from bdpd_jax.sweep import grid_points
+
+    c, table, replicates = config(), grid_points(grid(case, scale)), CASES[case][1]
+    names = list(table.columns)
+    rows = list(table.itertuples(index=False, name=None))[:n_points]
+
+    def at(vals):
+        d = copy.deepcopy(c)
+        d["model"]["regenRate"], d["players"][1]["intensity"], d["model"]["commonsCapacity"] = vals
+        return d
+
+    simulate(at(rows[0]), n_arenas=replicates, seed=0, history=False, progress=False)  # compile
+    t0 = time.perf_counter()
+    surv = 0.0
+    for i, vals in enumerate(rows):
+        res = simulate(at(vals), n_arenas=replicates, seed=0, history=False, progress=False,
+                       arena_offset=i * replicates)
+        surv += float(res.summary["survived"].sum())
+    wall = time.perf_counter() - t0
+    assert names == list(grid(case, scale))
+    return {"points": len(rows), "wall_s": wall, "per_point_s": wall / len(rows),
+            "survival": surv / (len(rows) * replicates)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
+    ap.add_argument("--scale", type=float, default=1.0, help="scale every grid side (smoke runs: 0.2)")
+    ap.add_argument("--repeat", type=int, default=2, help="warm runs per device count (best kept)")
+    ap.add_argument("--loop-points", type=int, default=1000, help="points the loop runs (then per point)")
+    ap.add_argument("--devices", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.worker is not None:
+        print("RESULT " + json.dumps(worker(a.worker, a.cases[0], a.scale, a.repeat)))
+        return
+    from bdpd_jax._env import apply_env
+
+    apply_env()
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    print(f"CPU cores: {os.cpu_count()}, {TURNS} turns, 3 parameters")
+    for case in a.cases:
+        runs = []
+        for nd in a.devices:
+            p = subprocess.run([sys.executable, __file__, "--worker", str(nd), "--cases", case, "--scale",
+                                str(a.scale), "--repeat", str(a.repeat)], capture_output=True, text=True, env=env)
+            if p.returncode != 0:
+                sys.exit(p.stderr[-3000:])
+            runs.append(json.loads(p.stdout.split("RESULT ", 1)[1]))
+        n_points, reps = runs[0]["points"], CASES[case][1]
+        lp = loop(case, a.scale, min(a.loop_points, n_points))
+        loop_full = lp["per_point_s"] * n_points  # = wall_s when the loop ran every point
+        print(f"[{case}] sweep of {n_points} points x {reps} replicate(s) = {runs[0]['arenas']} arenas "
+              f"(build: {runs[0]['build']})")
+        for r in runs:
+            at = r["arenas"] * TURNS
+            print(f"  {r['devices']} device(s): cold {r['cold_s']:.2f} s ({at / r['cold_s'] / 1e6:.2f} M arena-turns/s), "
+                  f"warm {r['warm_s']:.2f} s ({at / r['warm_s'] / 1e6:.2f} M arena-turns/s); "
+                  f"vs loop: {loop_full / r['cold_s']:.0f}x cold, {loop_full / r['warm_s']:.0f}x warm")
+        extra = "" if lp["points"] == n_points else f"; {loop_full:.0f} s for all {n_points} points"
+        print(f"  loop of simulate(n_arenas={reps}): {lp['points']} points in {lp['wall_s']:.1f} s "
+              f"({lp['per_point_s'] * 1e3:.2f} ms/point{extra}), "
+              f"{lp['points'] * reps * TURNS / lp['wall_s'] / 1e6:.3f} M arena-turns/s")
+        print(f"  survival: sweep {runs[0]['survival']:.4f}, loop {lp['survival']:.4f} "
+              f"({'same arenas' if lp['points'] == n_points else 'loop on the first points'})")
+
+
+if __name__ == "__main__":
+    main()
