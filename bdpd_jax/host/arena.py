@@ -589,7 +589,7 @@ class _Batch:
                     ext_ann[i, b] = a._announced[name]
         pacts = _stack([a.registry.table for a in arenas]) if self.gov else None
         dt = kreq.dtype
-        state, rec = self._step(self.keys, sb, sd, begun, kreq, kann, jnp.asarray(ext),
+        state, rec = self._step(self.keys, sb, begun, jnp.asarray(ext),
                                 jnp.asarray(ext_req, dt), jnp.asarray(ext_ann, dt), pacts, self.params)
         self.state = state
         rec_np = jax.tree_util.tree_map(np.asarray, rec)

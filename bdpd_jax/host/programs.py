@@ -5,12 +5,16 @@ between decide and step to ask the external players, so it is two programs, both
 ``jax.vmap``-ed over the trailing batch axis (kernels/rollout.py's ``batched``) and jitted
 once per :class:`~bdpd_jax.kernels.game.Game`:
 
+Both programs take and return trailing-batch-axis arrays and vmap over a leading axis
+inside (``batch_first``), as ``kernels.rollout.run_turns`` does inside its scan.
+
 * ``decide_phase(keys, state, params)`` -> the state after the begin hooks (perturbations),
   the state after the built-in players decided (policy memory, scripted talk), the begin
   records, every player's observation and the kernel's requests / announcements (external
   players sit on the :data:`EXTERNAL` placeholder policy, which asks for nothing).
-* ``step_phase(keys, begun_state, decided_state, begun, k_req, k_ann, ext, ext_req,
-  ext_ann, pacts, params)`` -> (state, record): external players' requests and
+* ``step_phase(keys, begun_state, begun, ext, ext_req, ext_ann, pacts, params)`` ->
+  (state, record): the builtins decide again (same values; it keeps decide -> step one
+  program, fused and rounded as in ``play``), external players' requests and
   announcements replace the placeholders where ``ext`` is set, the host's pact table (after
   the tool writes) replaces the kernel's, and ONE ``kernels.turn.step`` runs, with the same
   ``redecide`` hook as ``play`` (the sequential scheduler re-asks built-in players; external
@@ -62,14 +66,23 @@ def _decide_phase(game: Game, key, state, params):
     return state_b, state_d, begun, obs, req, ann
 
 
-def _step_phase(game: Game, key, state_b, state_d, begun, k_req, k_ann, ext, ext_req, ext_ann, pacts, params):
+def _step_phase(game: Game, key, state_b, begun, ext, ext_req, ext_ann, pacts, params):
+    # The builtins' decisions are recomputed here (same key, same state: the same values as
+    # the decide phase's) so that the whole of decide -> step is one program, as in ``play``:
+    # XLA then fuses (and rounds, FMA contraction included) the turn as the batched run does.
+    redecide_play = redecider(game, key, state_b, params)
+    acts, state_d = decide(game, key, state_b, params)
+    if isinstance(acts, Actions):
+        k_req, k_ann = acts.requests, acts.announced
+    else:
+        k_req, k_ann = acts, jnp.full(acts.shape, jnp.nan, acts.dtype)
     if pacts is not None:
         gs = state_d.extra[GOV]
         state_d = dataclasses.replace(state_d, extra={**state_d.extra, GOV: dataclasses.replace(gs, pacts=pacts)})
     dt = k_req.dtype
     ext_req = jnp.asarray(ext_req, dt)
     ext_ann = jnp.asarray(ext_ann, dt)
-    kred = redecider(game, key, state_b, params)
+    kred = redecide_play
 
     def redecide(es, p):
         r, mem = kred(es, p)
@@ -85,12 +98,32 @@ def _step_phase(game: Game, key, state_b, state_d, begun, k_req, k_ann, ext, ext
     return state, record
 
 
+def _front(tree):
+    return jax.tree_util.tree_map(lambda x: jnp.moveaxis(x, -1, 0), tree)
+
+
+def _back(tree):
+    return jax.tree_util.tree_map(lambda x: jnp.moveaxis(x, 0, -1), tree)
+
+
+def batch_first(fn):
+    """``fn`` vmapped over a LEADING batch axis, called with and returning trailing-axis
+    arrays: the layout ``kernels.rollout.run_turns`` uses inside its scan, so the per-arena
+    arithmetic is laid out (and rounded) as in the batched run."""
+    inner = jax.vmap(fn)
+
+    def outer(*args):
+        return _back(inner(*_front(args)))
+
+    return outer
+
+
 @functools.lru_cache(maxsize=32)
 def programs(game: Game):
-    """(init, decide_phase, step_phase), each jitted and batched over the trailing axis."""
+    """(init, decide_phase, step_phase), each jitted, batched over the trailing axis."""
     init = jax.jit(batched(game.init))
-    dec = jax.jit(batched(functools.partial(_decide_phase, game)))
-    stp = jax.jit(batched(functools.partial(_step_phase, game)))
+    dec = jax.jit(batch_first(functools.partial(_decide_phase, game)))
+    stp = jax.jit(batch_first(functools.partial(_step_phase, game)))
     return init, dec, stp
 
 
