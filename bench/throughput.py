@@ -102,8 +102,8 @@ def bench_numpy(b: int, turns: int) -> float:
     wealth = np.full((4, b), 30.0, f)
     alive = np.ones(b, bool)
     for _ in range(turns):
-        z = rng.standard_normal((4, 19, b), dtype=f)  # the same draw count as the kernels
-        seen = np.maximum(stock + f(0.05) * stock * z[:, 0], 0)
+        z = rng.standard_normal((4, b), dtype=f)  # the draws the game reads: commonsStock x 4
+        seen = np.maximum(stock + f(0.05) * stock * z, 0)
         cap = 1 + f(0.05) * wealth
         rho = seen[:2] / k
         cons = cap[:2] * np.where(rho > 0.6, f(0.6), np.where(rho > 0.4, f(0.35), f(0.1)))

@@ -125,12 +125,6 @@ BUILTINS: dict[str, Builtin] = {
 }
 
 
-def memory_init(policy, m: int, dtype) -> jax.Array:
-    """Initial memory of one player for one strategy: zeros, with adaptive's 'previous' unset."""
-    mem = jnp.zeros((m,), dtype)
-    return mem
-
-
 def decide_all(policies: tuple, obs: dict, memory: jax.Array, strategy: jax.Array, ctx: dict):
     """Every strategy in the game decides for every player; each player's own one is kept.
 
@@ -151,6 +145,7 @@ def decide_all(policies: tuple, obs: dict, memory: jax.Array, strategy: jax.Arra
         h, new = jax.vmap(one)(obs, mem_s, ctx)
         hs.append(h)
         mems.append(new)
-    h_all = jnp.stack(hs)  # [S, N]
-    requests = jnp.take_along_axis(h_all, strategy[None, :], axis=0)[0]
+    requests = hs[0]
+    for s in range(1, len(hs)):  # a where-chain: cheaper than a gather for a few strategies
+        requests = jnp.where(strategy == s, hs[s], requests)
     return requests, jnp.stack(mems)

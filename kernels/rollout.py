@@ -1,8 +1,10 @@
 """Runs of many arenas over many turns: ``jax.vmap`` over arenas inside ``jax.lax.scan``.
 
-The batch axis is the LAST axis of every leaf (per-player arrays are N x B, players-major):
-kernels stay written for one arena, and the per-player reductions run over a contiguous
-leading axis, which measured faster on CPU than B x N (see bench/README.md).
+At the API the batch axis is the LAST axis of every leaf (per-player arrays are N x B).
+Inside a scan the batch goes FIRST: ``vmap(in_axes=-1)`` makes XLA insert a transpose and
+copy around every op that mixes a per-arena scalar with a per-player array (selects,
+broadcasts), each turn; moving the axis once per chunk removed them and ran the turn 1.8x
+faster (bench/README.md).
 """
 
 from __future__ import annotations
@@ -39,22 +41,35 @@ def run_turns(
     (``n_turns`` a multiple of k) only every k-th turn's record is kept, inside the scan (an
     inner scan of k turns emits its last record), so memory holds T/k records.
     """
-    turn_fn = batched(partial(play, game))
+    turn_fn = jax.vmap(partial(play, game))  # batch-first inside the scan
+    keys, state, params = _front((keys, state, params))
 
     def body(st, _):
         st, rec = turn_fn(keys, st, params)
         return st, (rec if history else None)
 
     if every == 1 or not history:
-        return jax.lax.scan(body, state, None, length=n_turns)
-    if n_turns % every:
-        raise ValueError(f"history_every: {every} does not divide the chunk length {n_turns}")
+        final, recs = jax.lax.scan(body, state, None, length=n_turns)
+    else:
+        if n_turns % every:
+            raise ValueError(f"history_every: {every} does not divide the chunk length {n_turns}")
 
-    def block(st, _):
-        st, _unused = jax.lax.scan(lambda s, x: (body(s, x)[0], None), st, None, length=every - 1)
-        return body(st, None)
+        def block(st, _):
+            st, _unused = jax.lax.scan(lambda s, x: (body(s, x)[0], None), st, None, length=every - 1)
+            return body(st, None)
 
-    return jax.lax.scan(block, state, None, length=n_turns // every)
+        final, recs = jax.lax.scan(block, state, None, length=n_turns // every)
+    # back to the API layout: state (..., B), records (T, ..., B)
+    final = _back(final, 0)
+    return final, (None if recs is None else _back(recs, 1))
+
+
+def _front(tree):
+    return jax.tree_util.tree_map(lambda x: jnp.moveaxis(x, -1, 0), tree)
+
+
+def _back(tree, axis: int):
+    return jax.tree_util.tree_map(lambda x: jnp.moveaxis(x, axis, -1), tree)
 
 
 def summary_of(state: ArenaState) -> dict:
