@@ -59,16 +59,50 @@ def test_builtin_arena_equals_simulate_bit_for_bit(scheduler):
     assert int(st.turn) == s.turns_played and bool(st.collapsed) == (not s.survived)
 
 
-def test_arena_index_selects_the_batched_arena():
-    cfg = _cfg()
+def _spec(id_, type_, payload, turn=3):
+    return {"id": id_, "type": type_, "trigger": {"kind": "turn", "turn": turn}, "payload": payload}
+
+
+GOVERNED = {
+    "players": [
+        {"strategy": "conservative", "talk": {"announce": "honest", "comply": True, "pledge": {"turn": 2, "maxHarvest": 1.2}}},
+        {"strategy": "aggressive", "talk": {"announce": "biased", "bias": 0.3, "accept": "min_cap", "acceptMinCap": 1.5}},
+        {"strategy": "adaptive", "privateResource": 10},
+        {"strategy": "random", "privateResource": 50, "talk": {"propose": {
+            "turn": 3, "parties": [0, 1, 2, 3], "terms": {"type": "no_aggression", "tolerance": 0.1}}}},
+    ],
+    "pacts": [{"parties": [1, 2], "terms": {"type": "harvest_cap", "maxHarvest": 2.0}}],
+    "perturbations": [
+        {"id": "g", "type": "sanction_graduated", "trigger": {"kind": "pact_violation"}, "payload": {"ladder": [0.5, 2.0]}},
+        _spec("r", "regen_shock", {"factor": 0.5}, 4),
+        _spec("w", "wealth_shock", {"factor": 0.5, "player": 2}, 5),
+        _spec("o", "strategy_override", {"player": 0, "strategy": "aggressive"}, 6),
+        _spec("c", "commons_shock", {"amount": -20.0}, 7),
+        _spec("f", "observability_flip", {"variable": "commonsStock"}, 9),
+    ],
+}
+
+
+@pytest.mark.parametrize("case", ["plain", "governed"])
+def test_live_batch_equals_simulate_per_arena(case):
+    """3 arenas in one LiveBatch == simulate(n_arenas=3): perturbations, scripted talk, pacts,
+    sanctions included (the batch axis and arena index select the same trajectories)."""
+    cfg = _cfg(scheduler="wealth-weighted" if case == "plain" else "simultaneous")
+    if case == "governed":
+        cfg.update(copy.deepcopy(GOVERNED))
     res = bdpd_jax.simulate(cfg, n_arenas=3, seed=4)
     arenas = [Arena(cfg, seed=4, arena_index=i) for i in range(3)]
-    batch = LiveBatch(arenas)
-    batch.run()
+    LiveBatch(arenas).run()
     for i, a in enumerate(arenas):
-        p = res.players[res.players.arena == i]
-        got = np.asarray([_f32(d["actual"]) for r in a.records for d in r["decisions"]])
-        np.testing.assert_array_equal(got, p.sort_values(["turn", "player"]).actual.to_numpy())
+        p = res.players[res.players.arena == i].sort_values(["turn", "player"])
+        for col in ("requested", "actual", "wealth", "announced", "sanction"):
+            got = np.asarray([_f32(d[col]) for r in a.records for d in r["decisions"]])
+            np.testing.assert_array_equal(got, p[col].to_numpy(), err_msg=f"arena {i} {col}")
+        tu = res.turns[res.turns.arena == i]
+        np.testing.assert_array_equal([_f32(r["stock"]) for r in a.records], tu.stock.to_numpy())
+    if case == "governed":
+        v = res.extra["violations"]
+        assert len(v) == sum(len(r["violations"]) for a in arenas for r in a.records) > 0
 
 
 def _script(seed: int, n_turns: int, talk: bool):
@@ -314,3 +348,15 @@ def test_builtins_answer_external_proposals_by_their_script():
     r2 = arena.tick()
     assert [(p["parties"], p["status"], p["acceptedTurn"]) for p in r2["pacts"]] == [
         (["dave", "alice"], "active", 2), (["erin", "alice"], "proposed", None)]
+
+
+def test_strategy_override_hands_an_external_player_to_the_builtin():
+    cfg = _cfg(players=[{"strategy": "conservative"}], minPlayers=2, maxTurns=3)
+    cfg["perturbations"] = [_spec("o", "strategy_override", {"player": 1, "strategy": "aggressive"}, 2)]
+    arena = Arena(cfg, seed=0)
+    arena.join({"agentType": "scripted", "name": "alice", "script": [{"harvest": 0.25}]})
+    arena.run()
+    alice = [r["decisions"][1] for r in arena.records]
+    assert alice[0]["harvest"] == alice[0]["requested"] == 0.25 and "overridden" not in alice[0]
+    assert all(d.get("overridden") and "harvest" not in d and d["requested"] > 0.25 for d in alice[1:])
+    assert arena.agents[1].calls == 1
