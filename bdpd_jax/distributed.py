@@ -74,7 +74,7 @@ def run_chunks(client: Any, config, table: pd.DataFrame, chunks: list[int], *, i
     cl = client_of(client)
     inputs = {"config": ArenaConfig.load(config), "table": table, "kwargs": kwargs}
     key = uuid.uuid4().hex
-    fut_inputs = cl.scatter(inputs, broadcast=True, hash=False)
+    [fut_inputs] = cl.scatter([inputs], broadcast=True, hash=False)  # one object, a unique key
     futures = [cl.submit(_run_chunk_task, key, fut_inputs, k, pure=False, key=f"bdpd-sweep-{key[:8]}-{k}")
                for k in chunks]
     try:
@@ -87,6 +87,9 @@ def run_chunks(client: Any, config, table: pd.DataFrame, chunks: list[int], *, i
     finally:
         for f in futures:
             f.cancel()
+        fut_inputs.release()
+        if cl is not client:  # a client made here for an address
+            cl.close()
 
 
 def sweep_on_cluster(client: Any, config, grid=None, samples=None, points=None, *, names=None, n_samples=None,

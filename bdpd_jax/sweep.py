@@ -9,6 +9,12 @@ stacked along the trailing batch axis and run through simulate's compiled progra
 (``run_batch``/``compiled_run``). Arena ``i`` (point ``i // replicates``, replicate
 ``i % replicates``) draws from ``arena_keys(seed, i)``, so its row equals
 ``simulate(config_at_point, n_arenas=1, seed=seed, arena_offset=i)``.
+
+At scale (:class:`SweepPlan`): arenas run in chunks sized by ``max_batch`` or a
+``memory_budget``; each chunk's batch axis is sharded over the local devices (a 1-D mesh,
+bit-identical to one device); grids of many points build params once per distinct value
+of each parameter when the params are separable. ``bdpd_jax.distributed`` runs the chunks
+on a Dask cluster and ``bdpd_jax.sweep_spec`` / ``bdpd sweep`` run a TOML spec resumably.
 See docs/semantics_sweep.md.
 """
 

@@ -150,7 +150,7 @@ def test_dask_two_workers_equal_single_process(cfg, one_device, tmp_path):
         for pid in pids:  # each worker traced (compiled) the chunk program once
             assert max(i["traces"]["run"] for i in info if i["pid"] == pid) == 1
         info2: list = []
-        out = run_spec(spec, tmp_path / "dask", client=client, info=info2)
+        out = run_spec(spec, tmp_path / "dask", client=cluster.scheduler_address, info=info2)  # by address
         assert sorted(out.computed) == list(range(out.n_chunks))
         assert max(i["traces"]["run"] for i in info2) == 1  # the plan is new, the program is not
     pd.testing.assert_frame_equal(r.arenas, one_device.arenas, check_exact=True)
