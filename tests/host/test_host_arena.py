@@ -277,10 +277,11 @@ def test_invalid_actions_return_ok_false_and_change_nothing():
     assert arena.registry.compact() == arena.records[-1]["pacts"] and snap[0]["status"] == "proposed"
 
 
-def test_pledge_sanction_and_table_full():
+def test_pledge_sanction_table_full_and_override():
     cfg = _cfg(players=[{"strategy": "conservative", "name": "dave"}], maxTurns=4, minPlayers=2)
     cfg["perturbations"] = [{"id": "s", "type": "sanction", "trigger": {"kind": "pact_violation"},
-                             "payload": {"amount": 0.5}}]
+                             "payload": {"amount": 0.5}},
+                            _spec("o", "strategy_override", {"player": 1, "strategy": "aggressive"}, 3)]
     arena = Arena(cfg, seed=1, pact_slots=2)
     pledges = [{"tool": "pledge", "maxHarvest": 0.5}] * 3
     arena.join({"agentType": "scripted", "name": "alice", "script": [{"harvest": 2.0, "actions": pledges}]})
@@ -291,6 +292,12 @@ def test_pledge_sanction_and_table_full():
     assert len(r1["violations"]) == 2                                  # two pledges broken
     assert r1["sanctions"] == [{"playerId": "alice", "amount": 1.0, "fired": 2}]
     assert r1["decisions"][1]["wealth"] == 30.0 + 2.0 - 1.0
+    # from turn 3 a strategy_override hands alice to the builtin: her agent is not asked
+    arena.run()
+    alice = [r["decisions"][1] for r in arena.records]
+    assert [d["harvest"] for d in alice[:2]] == [2.0, 2.0] and not any("overridden" in d for d in alice[:2])
+    assert all(d.get("overridden") and "harvest" not in d and d["requested"] != 2.0 for d in alice[2:])
+    assert arena.agents[1].calls == 2 and len(alice) == 4
 
 
 def test_no_talk_removes_tools_and_announced_keeps_observations():
@@ -334,29 +341,16 @@ def test_close_writes_summary_and_meta(tmp_path):
 
 
 def test_builtins_answer_external_proposals_by_their_script():
-    """A builtin without talk config accepts (the batched default); 'never' leaves it pending."""
-    cfg = _cfg(players=[{"strategy": "conservative", "name": "dave"},
-                        {"strategy": "conservative", "name": "erin", "talk": {"accept": "never", "declineRejects": False}}],
-               minPlayers=3, maxTurns=4)
-    arena = Arena(cfg, seed=0)
-    arena.join({"agentType": "scripted", "name": "alice", "script": [
-        {"harvest": 1.0, "actions": [
+    """A builtin without talk config accepts at t + 1 (the batched default); external
+    players accept only through the tool."""
+    arena = _talk_arena({
+        "alice": [{"harvest": 1.0, "actions": [
             {"tool": "propose_pact", "parties": ["dave"], "terms": {"type": "no_aggression", "tolerance": 0.5}},
-            {"tool": "propose_pact", "parties": ["erin"], "terms": {"type": "harvest_cap", "maxHarvest": 3}}]},
-        {"harvest": 1.0}]})
-    arena.tick()
+            {"tool": "propose_pact", "parties": ["bob"], "terms": {"type": "harvest_cap", "maxHarvest": 3}}]},
+            {"harvest": 1.0}],
+        "bob": [{"harvest": 1.0}], "carol": [{"harvest": 1.0}]})
+    r1 = arena.tick()
+    assert [p["status"] for p in r1["pacts"]] == ["proposed", "proposed"]   # not before t + 1
     r2 = arena.tick()
     assert [(p["parties"], p["status"], p["acceptedTurn"]) for p in r2["pacts"]] == [
-        (["dave", "alice"], "active", 2), (["erin", "alice"], "proposed", None)]
-
-
-def test_strategy_override_hands_an_external_player_to_the_builtin():
-    cfg = _cfg(players=[{"strategy": "conservative"}], minPlayers=2, maxTurns=3)
-    cfg["perturbations"] = [_spec("o", "strategy_override", {"player": 1, "strategy": "aggressive"}, 2)]
-    arena = Arena(cfg, seed=0)
-    arena.join({"agentType": "scripted", "name": "alice", "script": [{"harvest": 0.25}]})
-    arena.run()
-    alice = [r["decisions"][1] for r in arena.records]
-    assert alice[0]["harvest"] == alice[0]["requested"] == 0.25 and "overridden" not in alice[0]
-    assert all(d.get("overridden") and "harvest" not in d and d["requested"] > 0.25 for d in alice[1:])
-    assert arena.agents[1].calls == 1
+        (["dave", "alice"], "active", 2), (["alice", "bob"], "proposed", None)]
