@@ -199,6 +199,26 @@ def write_part(out: Path, k: int, frame: pd.DataFrame) -> Path:
     return p
 
 
+def aggregate_parts(out: Path, n_chunks: int, names, outcomes) -> pd.DataFrame:
+    """``aggregate`` over the parts, one part at a time: arenas are point-major, so every
+    point but the last of a part is complete there; the rows of a point that continues in
+    the next part are carried over. Memory: one part plus one point's replicates. Equal to
+    ``aggregate`` of all rows (each point's statistics only see that point's rows)."""
+    from .sweep import aggregate
+
+    done, carry = [], None
+    for k in range(n_chunks):
+        part = pd.read_parquet(_part(out, k))
+        df = part if carry is None else pd.concat([carry, part], ignore_index=True)
+        if k < n_chunks - 1:
+            last = df["point"].iloc[-1]
+            carry = df[df["point"] == last]
+            df = df[df["point"] != last]
+        if len(df):
+            done.append(aggregate(df, names, outcomes))
+    return pd.concat(done, ignore_index=True)
+
+
 @dataclass
 class SpecRun:
     """What ``run_spec`` did: the chunks it computed and the ones it found already written."""
@@ -225,7 +245,7 @@ def run_spec(
     run of the same spec. ``client``: a ``dask.distributed.Client`` (or its scheduler's
     address) to run the chunks on its workers (bdpd_jax/distributed.py); default: here.
     A directory holding a different sweep raises ValueError unless ``overwrite``."""
-    from .sweep import SweepPlan, aggregate
+    from .sweep import SweepPlan
 
     sp = spec if isinstance(spec, SweepSpec) else load_spec(spec)
     out = Path(out)
@@ -281,11 +301,7 @@ def run_spec(
     finally:
         if bar is not None:
             bar.close()
-    import pyarrow.dataset as ds
-
-    arenas = ds.dataset(str(out / "arenas"), format="parquet", partitioning="hive").to_table().to_pandas()
-    arenas = arenas.drop(columns=["chunk"]).sort_values("arena", kind="stable", ignore_index=True)
-    points = aggregate(arenas, plan.names, plan.outcomes())
+    points = aggregate_parts(out, plan.n_chunks, plan.names, plan.outcomes())
     meta = {**plan.meta(), "digest": digest}
     points.to_parquet(out / "points.parquet", index=False)
     (out / "meta.json").write_text(json.dumps({**meta, "names": plan.names}, indent=2, default=str))

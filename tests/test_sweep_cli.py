@@ -133,3 +133,16 @@ def test_parse_bytes():
     assert parse_bytes("2GB") == 2 * 10**9 and parse_bytes("512MiB") == 512 * 2**20 and parse_bytes(100) == 100
     with pytest.raises(ValueError, match="memory_budget"):
         parse_bytes("lots")
+
+
+def test_points_aggregated_part_by_part_equal_sweep(spec_dir):
+    """A point spanning several parts (replicates > chunk width): the streamed aggregation
+    equals sweep()'s."""
+    d, c = spec_dir
+    spec = {"config": c, "grid": {"model.regenRate": [0.05, 0.1, 0.2]}, "replicates": 13, "seed": 2, "max_batch": 4}
+    res = run_spec(spec, d / "many", progress=False)
+    assert res.n_chunks == 10
+    ref = sweep(c, grid=spec["grid"], replicates=13, seed=2, max_batch=4)
+    back = SweepResults.from_parquet(d / "many")
+    pd.testing.assert_frame_equal(back.points, ref.points, check_exact=True)
+    pd.testing.assert_frame_equal(back.arenas, ref.arenas, check_exact=True)
