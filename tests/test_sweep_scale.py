@@ -63,6 +63,16 @@ plan = SweepPlan(cfg, grid_points(GRID), replicates=5, seed=4)
 x = plan._put(np.zeros((3, plan.run_width), np.float32))
 assert len(x.sharding.device_set) == 2
 assert {s.data.shape for s in x.addressable_shards} == {(3, plan.run_width // 2)}
+# the partitioned program has no cross-device communication (each device runs its arenas)
+import re
+from bdpd_jax.simulate import arena_keys, compiled_init, compiled_run
+pt = np.arange(plan.run_width) // 5
+params = jax.tree_util.tree_unflatten(plan.treedef, [plan._put(x[..., pt]) for x in plan.stacked])
+keys = plan._put(arena_keys(4, np.arange(plan.run_width)))
+state = compiled_init(plan.game)(keys, params)
+hlo = compiled_run(plan.game, plan.chunk_turns, False, 1).lower(keys, state, params).compile().as_text()
+assert not re.findall("all-gather|all-reduce|collective-permute|all-to-all", hlo)
+assert state.wealth.sharding.spec[-1] == "arenas"
 print("OK two devices", r.meta["chunk_arenas"])
 """
 
