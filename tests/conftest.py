@@ -3,19 +3,21 @@ and a hypothesis profile sized for CI."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
+from pathlib import Path
 
-from bdpd_jax._env import apply_env
-
-apply_env()
+# bdpd_jax/_env.py loaded on its own: importing the package would start jax's backend before
+# the device count below is set.
+_spec = importlib.util.spec_from_file_location("_bdpd_env", Path(__file__).resolve().parents[1] / "bdpd_jax" / "_env.py")
+_env = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_env)
+_env.apply_env()
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 import jax  # noqa: E402
 
-try:
-    jax.config.update("jax_num_cpu_devices", 2)
-except Exception:  # backend already initialised by an earlier import: one device is fine
-    pass
+jax.config.update("jax_num_cpu_devices", 2)
 
 import pytest  # noqa: E402
 from hypothesis import HealthCheck, Phase, settings  # noqa: E402

@@ -119,3 +119,8 @@ def test_maxturns_is_dynamic(noisy_config):
     r = bdpd_jax.simulate(cfg, n_arenas=4, seed=0, chunk_turns=20)
     assert TRACES == before
     assert r.summary.turns_played.max() <= 20
+
+
+def test_suite_runs_on_two_forced_cpu_devices():
+    """tests/conftest.py forces two host devices, so sharded paths are exercised without a GPU."""
+    assert jax.device_count() == 2
