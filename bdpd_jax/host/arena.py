@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import datetime as _dt
 import uuid
 from pathlib import Path
@@ -42,7 +43,11 @@ from bdpd_jax.config import ArenaConfig, PlayerConfig
 from bdpd_jax.governance_build import needed_slots, sanction_specs
 from bdpd_jax.kernels import rng
 from bdpd_jax.kernels import talk as T
+from bdpd_jax.kernels import perturb as pk
 from bdpd_jax.kernels.governance import NAME as GOV
+from bdpd_jax.kernels.perturb import PerturbLayer
+from bdpd_jax.perturb_results import perturb_record, target_label
+from bdpd_jax.specs import arena_specs, compile_spec
 from bdpd_jax.kernels.params import OBS_VARS, PEER_VARS
 from bdpd_jax.host.agents.base import AgentResult, fallback_harvest
 from bdpd_jax.host.messages import MessageBus
@@ -90,7 +95,7 @@ class Arena:
     def __init__(self, config: ArenaConfig | dict | str, *, seed: int = 0, arena_index: int = 0,
                  no_talk: bool = False, out_dir: str | Path | None = None, pact_slots: int = DEFAULT_PACT_SLOTS,
                  generator: str = "hash", turns: int | None = None, arena_id: str | None = None,
-                 fsync: bool = True, client=None, executor=None) -> None:
+                 fsync: bool = True, client=None, executor=None, perturbable: bool = False) -> None:
         if isinstance(config, ArenaConfig):
             cfg, config_players = config, list(config.players or [])
         else:  # the players may be only some of those who will join: validate them apart
@@ -113,6 +118,7 @@ class Arena:
         self.generator = generator
         self.turns = turns
         self.fsync = fsync
+        self.perturbable = bool(perturbable)  # every engine-supported type can be owner-fired
         self.arena_id = arena_id or str(uuid.UUID(bytes=bytes(
             np.asarray(rng.arena_key(self.seed, self.arena_index)).astype("<u4").tobytes() * 2), version=4))
         self.out_dir = None if out_dir is None else Path(out_dir)
@@ -181,7 +187,8 @@ class Arena:
             # inactive padding spec costs nothing)
             gov = {"pact_slots": max(self.pact_slots, needed_slots(kcfg)),
                    "n_specs": max(1, len(sanction_specs(kcfg)))}
-        game, params = build(kcfg, generator=self.generator, governance=gov)
+        game, params = build(kcfg, generator=self.generator, governance=gov,
+                             perturb={"perturbable": True} if self.perturbable else None)
         params = dataclasses.replace(params, max_turns=jnp.asarray(int(self.turns or m.maxTurns), jnp.int32))
         self.external = np.asarray([s.external for s in self.specs], bool)
         if gov is not None:
@@ -217,6 +224,8 @@ class Arena:
         self.turn = 0
         self.done = False
         self._announced: dict[str, float] = {}
+        self._owner_fired: list[dict[str, Any]] = []
+        self._spec_ids = [sp.id for sp in arena_specs(self.config)]
         self._in_tick = False
         self._created = _now()
         self._stats = {s.name: {"fallbacks": 0, "errors": 0, "violations": 0, "sanctions": 0.0} for s in self.specs}
@@ -234,7 +243,7 @@ class Arena:
             "arenaId": self.arena_id, "status": self.status if self.status != "waiting" else "running",
             "createdAt": getattr(self, "_created", None) or _now(), "seed": self.seed,
             "arenaIndex": self.arena_index, "noTalk": self.no_talk, "pactSlots": self.pact_slots,
-            "generator": self.generator, "turns": self.turns, "maxTurns": getattr(self, "max_turns", None),
+            "generator": self.generator, "turns": self.turns, "perturbable": self.perturbable, "maxTurns": getattr(self, "max_turns", None),
             "config": cfg, "players": [s.public() for s in self.specs], "turnsPlayed": getattr(self, "turn", 0),
         }
 
@@ -355,6 +364,36 @@ class Arena:
         reg.accept(slot, player, turn)
         return {**ok, "pactId": a["pactId"], "status": reg.status(slot)}
 
+    # -- owner-fired perturbations (004_* A.2 POST /perturb) ---------------------------------
+    def perturb(self, spec: str | dict) -> dict[str, Any]:
+        """Fire a perturbation now, whatever its trigger: a spec id of the config, or an
+        ad-hoc Table A.1 spec ``{id, type, trigger, payload}``. It applies to the state
+        before the next turn, through ``kernels.perturb.apply_perturbation``, and is logged in
+        the next turn record (``ownerPerturbations``) so replay fires it again. Needs a
+        perturbation layer holding the type (``perturbable=True``, or the config's specs)."""
+        if self.status != "running" or self._in_tick:
+            raise ValueError(f"status: perturbations are fired between ticks of a running arena ({self.status!r})")
+        if self.done:
+            raise ValueError("status: the game is over")
+        if isinstance(spec, str):
+            found = [sp for sp in arena_specs(self.config) if sp.id == spec]
+            if not found:
+                raise ValueError(f"specId: no perturbation {spec!r} in the config; known: {self._spec_ids}")
+            spec = found[0]
+        slot = compile_spec(spec, self.kernel_config(), self.game.policies)
+        if not any(isinstance(ly, PerturbLayer) and pk.TYPES[int(slot.code)] in ly.types for ly in self.game.layers):
+            raise ValueError(f"spec.type: {pk.TYPES[int(slot.code)]!r} cannot be fired in this arena; "
+                             "create it with perturbable=True")
+        batch = self._ensure_batch()
+        state = jax.tree_util.tree_map(jnp.asarray, _slice(batch.state, self._b))
+        new, rec = _owner_apply(self.game)(state, slot, self.params)
+        batch.set_state(self._b, new)
+        kind = pk.TYPES[int(rec["code"])]
+        entry = {"turn": self.turn + 1, "spec": spec if isinstance(spec, dict) else spec.model_dump(mode="json"),
+                 "type": kind, "target": target_label(kind, int(rec["target"])), "value": num(rec["value"])}
+        self._owner_fired.append(entry)
+        return entry
+
     # -- running ----------------------------------------------------------------------------
     async def atick(self) -> dict[str, Any] | None:
         """Play one turn; returns its record (None once the game is over)."""
@@ -472,6 +511,14 @@ class Arena:
                 if rec.sanction[i] > 0 or g["fired"][i] > 0:
                     sanctions.append({"playerId": p, "amount": num(rec.sanction[i]), "fired": int(g["fired"][i])})
                     self._stats[p]["sanctions"] += float(rec.sanction[i])
+        fired = []
+        pr = perturb_record(rec.extra) if isinstance(rec.extra, dict) else None
+        if pr:
+            for p in np.flatnonzero(np.asarray(pr["fired"])):
+                kind = pk.TYPES[int(pr["code"][p])]
+                fired.append({"id": self._spec_ids[p] if p < len(self._spec_ids) else None, "type": kind,
+                              "target": target_label(kind, int(pr["target"][p])), "value": num(pr["value"][p])})
+        owner, self._owner_fired = self._owner_fired, []
         return {
             "arenaId": self.arena_id, "turn": t, "stock": num(rec.stock), "regen": num(rec.regen),
             "reserveDrawn": num(rec.reserve_drawn), "collapsed": bool(rec.collapsed),
@@ -483,6 +530,8 @@ class Arena:
             "sanctions": sanctions,
             "errors": errors,
             "metrics": {k: num(v) for k, v in rec.metrics.items()},
+            "perturbations": fired,
+            "ownerPerturbations": owner,
         }
 
 
@@ -514,6 +563,11 @@ class _Batch:
         self.state = init(self.params)
         for b, a in enumerate(arenas):
             a._batch, a._b = self, b
+
+    def set_state(self, b: int, state) -> None:
+        """Write arena b's (unbatched) state into the batch state."""
+        self.state = jax.tree_util.tree_map(lambda x, v: jnp.asarray(x).at[..., b].set(jnp.asarray(v)),
+                                            self.state, state)
 
     def set_pacts(self, b: int, table) -> None:
         """Write arena b's pact table into the batch state (a tool used between ticks)."""
@@ -611,6 +665,11 @@ class _Batch:
                 a._writer.write(line)
             if bool(r.collapsed) or t >= a.max_turns:
                 a.done = True
+
+
+@functools.lru_cache(maxsize=32)
+def _owner_apply(game):
+    return jax.jit(functools.partial(pk.apply_perturbation, game))
 
 
 async def _ask(agent, env: dict[str, Any], wealth: float, kind: str) -> AgentResult:

@@ -55,7 +55,7 @@ def replay(dir: str | Path, *, out_dir: str | Path | None = None, verify: bool =
             raise ValueError(f"turns.jsonl: line {k + 1} is turn {rec.get('turn')!r}, expected {k + 1}")
     arena = Arena(meta["config"], seed=meta["seed"], arena_index=meta["arenaIndex"], no_talk=meta["noTalk"],
                   pact_slots=meta["pactSlots"], generator=meta["generator"], turns=meta["turns"],
-                  arena_id=meta["arenaId"], out_dir=out_dir)
+                  arena_id=meta["arenaId"], out_dir=out_dir, perturbable=meta.get("perturbable", False))
     for p in meta["players"]:
         if p.get("agentType", "builtin") == "builtin":
             arena.join(PlayerSpec.model_validate(p))
@@ -67,6 +67,8 @@ def replay(dir: str | Path, *, out_dir: str | Path | None = None, verify: bool =
                               script=script or [{"harvest": 0.0}]))
     arena.start()
     for rec in records:
+        for fired in rec.get("ownerPerturbations", []):  # owner firings before this turn
+            arena.perturb(fired["spec"])
         got = arena.tick()
         if verify and (got is None or strip_volatile(got) != strip_volatile(rec)):
             raise ValueError(f"turns.jsonl: replay diverges at turn {rec['turn']}")

@@ -32,7 +32,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from bdpd_jax.host._json import plain_json
 from bdpd_jax.host.arena import Arena
 
-_ARENA_OPTIONS = ("seed", "noTalk", "pactSlots", "turns")
+_ARENA_OPTIONS = ("seed", "noTalk", "pactSlots", "turns", "perturbable")
 
 
 class _Live:
@@ -98,7 +98,8 @@ def create_app(root: str | Path = "arenas") -> FastAPI:
     @app.post("/api/arenas")
     async def create(body: dict):
         """Body: the arena-creation payload (004_* A.2.1) plus optional ``players`` (builtins),
-        ``seed``, ``noTalk``, ``pactSlots``, ``turns``."""
+        ``seed``, ``noTalk``, ``pactSlots``, ``turns``, ``perturbable`` (default True: the
+        owner may fire any type the engine supports)."""
         body = dict(body)
         opts = {k: body.pop(k) for k in _ARENA_OPTIONS if k in body}
         seed = opts.get("seed", secrets.randbelow(2**32))
@@ -106,7 +107,8 @@ def create_app(root: str | Path = "arenas") -> FastAPI:
         arena_id = f"{probe.arena_id[:8]}-{secrets.token_hex(4)}"
         arena = Arena(body, seed=seed, no_talk=bool(opts.get("noTalk", False)),
                       pact_slots=int(opts.get("pactSlots", 16)), turns=opts.get("turns"),
-                      arena_id=arena_id, out_dir=root / arena_id)
+                      arena_id=arena_id, out_dir=root / arena_id,
+                      perturbable=bool(opts.get("perturbable", True)))
         lv = _Live(arena)
         live[arena_id] = lv
         return {"arenaId": arena_id, "ownerKey": lv.owner_key, "arenaKey": lv.arena_key,
@@ -217,18 +219,27 @@ def create_app(root: str | Path = "arenas") -> FastAPI:
         return summ
 
     @app.post("/api/arenas/{arena_id}/perturb")
-    async def perturb(arena_id: str, x_owner_key: str | None = Header(None)):
+    async def perturb(arena_id: str, body: dict, x_owner_key: str | None = Header(None)):
+        """Body ``{"specId": id}`` (a spec of the config, any trigger) or ``{"spec": {...}}``
+        (ad hoc); applied before the next tick."""
         lv = get(arena_id)
         owner(lv, x_owner_key)
-        raise HTTPException(501, "perturb: owner-fired perturbations are not wired into the live host yet")
+        target = body.get("specId", body.get("spec"))
+        if not isinstance(target, (str, dict)):
+            raise HTTPException(400, "body: needs 'specId' (string) or 'spec' (object)")
+        async with lv.lock:
+            fired = lv.arena.perturb(target)
+        lv.publish("perturbation", fired)
+        return fired
 
     @app.get("/api/arenas/{arena_id}/perturbations")
     async def perturbations(arena_id: str, x_owner_key: str | None = Header(None)):
         lv = get(arena_id)
         owner(lv, x_owner_key)
         specs = lv.arena.config.model_dump(mode="json")["perturbations"]
-        return {"specs": specs, "log": [{"turn": r["turn"], "sanctions": r["sanctions"]} for r in lv.arena.records
-                                        if r["sanctions"]]}
+        log = [{"turn": r["turn"], **p, "owner": False} for r in lv.arena.records for p in r["perturbations"]]
+        log += [{**p, "owner": True} for r in lv.arena.records for p in r["ownerPerturbations"]]
+        return {"specs": specs, "log": sorted(log, key=lambda e: e["turn"])}
 
     @app.get("/api/arenas/{arena_id}/summary")
     async def summary(arena_id: str, x_owner_key: str | None = Header(None)):

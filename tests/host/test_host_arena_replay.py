@@ -135,3 +135,37 @@ def test_replay_detects_a_doctored_log(tmp_path):
     (tmp_path / "turns.jsonl").write_text("\n".join(lines) + "\n")
     with pytest.raises(ValueError, match="turn 2"):
         replay(tmp_path)
+
+
+def test_owner_fired_perturbations_are_logged_and_replayed(tmp_path):
+    cfg = copy.deepcopy(SEED_LOGISTIC)
+    cfg["model"]["maxTurns"] = 6
+    cfg["players"] = [{"strategy": "adaptive", "name": "ada"}, {"strategy": "random", "name": "rand"}]
+    cfg["perturbations"] = [
+        {"id": "drought", "type": "regen_shock", "trigger": {"kind": "turn", "turn": 2}, "payload": {"factor": 0.5}},
+        {"id": "gift", "type": "wealth_shock", "trigger": {"kind": "manual"}, "payload": {"amount": 5.0, "player": 2}},
+    ]
+    a = Arena(cfg, seed=2, out_dir=tmp_path, perturbable=True)
+    a.join({"agentType": "scripted", "name": "scr", "script": SCRIPT})
+    a.join({"agentType": "scripted", "name": "s2", "script": [{"harvest": 0.5}]})
+    a.start()
+    a.tick()
+    with pytest.raises(ValueError, match="specId"):
+        a.perturb("nope")
+    before = float(a.state.wealth[2])
+    out = a.perturb("gift")
+    assert out == {"turn": 2, "spec": out["spec"], "type": "wealth_shock", "target": "wealth[2]", "value": before + 5.0}
+    shock = a.perturb({"id": "boom", "type": "commons_shock", "trigger": {"kind": "manual"}, "payload": {"amount": -30.0}})
+    assert shock["target"] == "stock"
+    r2 = a.tick()
+    assert [p["type"] for p in r2["ownerPerturbations"]] == ["wealth_shock", "commons_shock"]
+    assert [(p["id"], p["type"]) for p in r2["perturbations"]] == [("drought", "regen_shock")]
+    a.run()
+    b = replay(tmp_path)
+    assert b.turn == a.turn and _same_state(a.state, b.state)
+    plain = Arena(cfg, seed=2)                    # not perturbable: only the config's types
+    plain.join({"agentType": "scripted", "name": "scr", "script": SCRIPT})
+    plain.join({"agentType": "scripted", "name": "s2", "script": [{"harvest": 0.5}]})
+    plain.start()
+    with pytest.raises(ValueError, match="perturbable"):
+        plain.perturb({"id": "x", "type": "capacity_shock", "trigger": {"kind": "manual"}, "payload": {"factor": 0.5}})

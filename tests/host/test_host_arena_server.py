@@ -85,7 +85,15 @@ def test_lifecycle_join_tick_stream_close(api, live_server):
     deadline = time.monotonic() + 10
     while not events and time.monotonic() < deadline:
         time.sleep(0.02)
-    ticks = [client.post(f"/api/arenas/{aid}/tick", headers=owner).json() for _ in range(2)]
+    ticks = [client.post(f"/api/arenas/{aid}/tick", headers=owner).json()]
+    fired = client.post(f"/api/arenas/{aid}/perturb", headers=owner, json={"spec": {
+        "id": "cut", "type": "commons_shock", "trigger": {"kind": "manual"}, "payload": {"amount": -20.0}}})
+    assert fired.json()["target"] == "stock" and fired.json()["turn"] == 2
+    assert client.post(f"/api/arenas/{aid}/perturb", headers=owner, json={"specId": "none"}).status_code == 400
+    ticks.append(client.post(f"/api/arenas/{aid}/tick", headers=owner).json())
+    assert ticks[1]["tick"]["ownerPerturbations"][0]["type"] == "commons_shock"
+    log = client.get(f"/api/arenas/{aid}/perturbations", headers=owner).json()["log"]
+    assert [e["type"] for e in log] == ["commons_shock"] and log[0]["owner"] is True
     assert [t["tick"]["turn"] for t in ticks] == [1, 2]
     web = ticks[0]["tick"]["decisions"][3]
     assert web["harvest"] == 1.25 and web["actions"][0] == {"tool": "broadcast", "text": "keep it low"}
@@ -98,6 +106,7 @@ def test_lifecycle_join_tick_stream_close(api, live_server):
     th.join(timeout=10)
     kinds = [e for e, _ in events]
     assert kinds[0] == "init" and kinds.count("tick") == 2 and kinds[-1] == "arena_closed"
+    assert "perturbation" in kinds
     # on disk
     assert (root / aid / "summary.json").is_file()
     hist = client.get("/api/arenas/history").json()["arenas"]
