@@ -38,9 +38,8 @@ def _f32(x):
 
 
 # -- live == batched ---------------------------------------------------------------------------
-@pytest.mark.parametrize("scheduler", ["simultaneous", "sequential"])
-def test_builtin_arena_equals_simulate_bit_for_bit(scheduler):
-    cfg = _cfg(scheduler=scheduler)
+def test_builtin_arena_equals_simulate_bit_for_bit():
+    cfg = _cfg()
     seed = 11
     res = bdpd_jax.simulate(cfg, n_arenas=1, seed=seed)
     arena = Arena(cfg, seed=seed)
@@ -85,9 +84,10 @@ GOVERNED = {
 
 @pytest.mark.parametrize("case", ["plain", "governed"])
 def test_live_batch_equals_simulate_per_arena(case):
-    """3 arenas in one LiveBatch == simulate(n_arenas=3): perturbations, scripted talk, pacts,
-    sanctions included (the batch axis and arena index select the same trajectories)."""
-    cfg = _cfg(scheduler="wealth-weighted" if case == "plain" else "simultaneous")
+    """3 arenas in one LiveBatch == simulate(n_arenas=3): the sequential scheduler (builtins
+    re-decided in turn order); perturbations, scripted talk, pacts, sanctions (the batch axis
+    and arena index select the same trajectories)."""
+    cfg = _cfg(scheduler="sequential" if case == "plain" else "simultaneous")
     if case == "governed":
         cfg.update(copy.deepcopy(GOVERNED))
     res = bdpd_jax.simulate(cfg, n_arenas=3, seed=4)

@@ -63,7 +63,7 @@ def test_llm_player_tool_calls_reach_the_arena(live_server, stub_state):
     a = Arena(_cfg(maxTurns=3, minPlayers=2), seed=0)
     a.join({"agentType": "llm", "name": "alice", "baseUrl": f"{live_server.base}/v1", "model": "scripted",
             "apiKeyEnv": "BDPD_TEST_NO_SUCH_KEY", "timeoutMs": 3000})
-    a.join({"agentType": "builtin", "name": "bob", "strategy": "conservative"})
+    a.join({"agentType": "http", "name": "bob", "url": f"{live_server.base}/slow?d=0&h=0.5"})
     r1 = a.tick()
     alice = r1["decisions"][0]
     # the kernel's float32 round-to-3-decimals (docs/semantics_host.md): within one ulp of 0.7
@@ -74,7 +74,7 @@ def test_llm_player_tool_calls_reach_the_arena(live_server, stub_state):
     assert {p["status"] for p in r1["pacts"]} == {"active", "proposed"}
     r2 = a.tick()
     # turn 2: the LLM saw last turn's inbox (nothing from bob) and its pacts; it proposes again
-    body = json.loads(stub_state["requests"][-1][1])
+    body = json.loads(next(raw for path, raw in reversed(stub_state["requests"]) if path.endswith("completions")))
     tail = json.loads(body["messages"][-1]["content"])
     assert tail["turn"] == 2 and tail["inbox"] == []
     pacts = tail["observation"]["pacts"]

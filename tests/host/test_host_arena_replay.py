@@ -19,6 +19,7 @@ import pytest
 
 from bdpd_jax.host.arena import Arena
 from bdpd_jax.host.persist import read_jsonl
+from bdpd_jax.host.registry import num
 from bdpd_jax.host.replay import replay, strip_volatile
 from payloads import SEED_LOGISTIC
 
@@ -44,13 +45,20 @@ def _config() -> dict:
     cfg["model"]["maxTurns"] = 40
     cfg["observability"]["commonsStock"]["noise"] = 0.1
     cfg["perturbations"] = [{"id": "s", "type": "sanction_graduated", "trigger": {"kind": "pact_violation"},
-                             "payload": {"ladder": [0.5, 1.0]}}]
+                             "payload": {"ladder": [0.5, 1.0]}},
+                            {"id": "drought", "type": "regen_shock", "trigger": {"kind": "turn", "turn": 2},
+                             "payload": {"factor": 0.5}},
+                            {"id": "gift", "type": "wealth_shock", "trigger": {"kind": "manual"},
+                             "payload": {"amount": 5.0, "player": 2}}]
     cfg["players"] = [{"strategy": "adaptive", "name": "ada"}, {"strategy": "random", "name": "rand"}]
     return cfg
 
 
-def _arena(out_dir=None) -> Arena:
-    a = Arena(_config(), seed=21, out_dir=out_dir)
+def _arena(out_dir=None, max_turns=None) -> Arena:
+    cfg = _config()
+    if max_turns:
+        cfg["model"]["maxTurns"] = max_turns
+    a = Arena(cfg, seed=21, out_dir=out_dir, perturbable=True)
     a.join({"agentType": "code", "name": "js", "strategyCode": CODE, "rngSeed": 5})
     a.join({"agentType": "scripted", "name": "scr", "script": SCRIPT})
     return a
@@ -138,23 +146,15 @@ def test_replay_detects_a_doctored_log(tmp_path):
 
 
 def test_owner_fired_perturbations_are_logged_and_replayed(tmp_path):
-    cfg = copy.deepcopy(SEED_LOGISTIC)
-    cfg["model"]["maxTurns"] = 6
-    cfg["players"] = [{"strategy": "adaptive", "name": "ada"}, {"strategy": "random", "name": "rand"}]
-    cfg["perturbations"] = [
-        {"id": "drought", "type": "regen_shock", "trigger": {"kind": "turn", "turn": 2}, "payload": {"factor": 0.5}},
-        {"id": "gift", "type": "wealth_shock", "trigger": {"kind": "manual"}, "payload": {"amount": 5.0, "player": 2}},
-    ]
-    a = Arena(cfg, seed=2, out_dir=tmp_path, perturbable=True)
-    a.join({"agentType": "scripted", "name": "scr", "script": SCRIPT})
-    a.join({"agentType": "scripted", "name": "s2", "script": [{"harvest": 0.5}]})
+    a = _arena(tmp_path, max_turns=6)
     a.start()
     a.tick()
     with pytest.raises(ValueError, match="specId"):
         a.perturb("nope")
     before = float(a.state.wealth[2])
     out = a.perturb("gift")
-    assert out == {"turn": 2, "spec": out["spec"], "type": "wealth_shock", "target": "wealth[2]", "value": before + 5.0}
+    assert out == {"turn": 2, "spec": out["spec"], "type": "wealth_shock", "target": "wealth[2]",
+                   "value": num(np.float32(before) + np.float32(5.0))}
     shock = a.perturb({"id": "boom", "type": "commons_shock", "trigger": {"kind": "manual"}, "payload": {"amount": -30.0}})
     assert shock["target"] == "stock"
     r2 = a.tick()
@@ -162,8 +162,8 @@ def test_owner_fired_perturbations_are_logged_and_replayed(tmp_path):
     assert [(p["id"], p["type"]) for p in r2["perturbations"]] == [("drought", "regen_shock")]
     a.run()
     b = replay(tmp_path)
-    assert b.turn == a.turn and _same_state(a.state, b.state)
-    plain = Arena(cfg, seed=2)                    # not perturbable: only the config's types
+    assert b.turn == a.turn == 6 and _same_state(a.state, b.state)
+    plain = Arena(_config(), seed=2)              # not perturbable: only the config's types
     plain.join({"agentType": "scripted", "name": "scr", "script": SCRIPT})
     plain.join({"agentType": "scripted", "name": "s2", "script": [{"harvest": 0.5}]})
     plain.start()
