@@ -591,12 +591,12 @@ class _Batch:
 
     async def _tick(self) -> None:
         arenas = self.arenas
-        sb, sd, begun, obs, kreq, kann = self._decide(self.keys, self.state, self.params)
+        sb, begun, obs, pacts_d = self._decide(self.keys, self.state, self.params)
         obs_np = jax.tree_util.tree_map(np.asarray, obs)
         wealth = np.asarray(sb.wealth)
         strategy = np.asarray(sb.strategy)
         pk_b = jax.tree_util.tree_map(np.asarray, sb.extra[GOV].pacts) if self.gov else None
-        pk_d = jax.tree_util.tree_map(np.asarray, sd.extra[GOV].pacts) if self.gov else None
+        pk_d = jax.tree_util.tree_map(np.asarray, pacts_d) if self.gov else None
         n, nb = wealth.shape
         jobs, where = [], []
         overridden: list[set] = [set() for _ in arenas]
@@ -642,7 +642,7 @@ class _Batch:
                 if name in a._announced:
                     ext_ann[i, b] = a._announced[name]
         pacts = _stack([a.registry.table for a in arenas]) if self.gov else None
-        dt = kreq.dtype
+        dt = sb.wealth.dtype
         state, rec = self._step(self.keys, sb, begun, jnp.asarray(ext),
                                 jnp.asarray(ext_req, dt), jnp.asarray(ext_ann, dt), pacts, self.params)
         self.state = state

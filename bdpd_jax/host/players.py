@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from bdpd_jax.host.agents.base import AgentResult, check_wealth, fallback_harvest
+from bdpd_jax.host.agents.base import AgentResult, check_wealth, fallback_harvest, valid_harvest
 from bdpd_jax.host.agents.code import CodeAgent, compile_strategy
 from bdpd_jax.host.agents.http import HttpAgent, check_url
 from bdpd_jax.host.agents.llm import LLMAgent
@@ -114,6 +114,9 @@ class ScriptedAgent:
                 errors.append(f"actions[{i}] dropped: {exc}")
         h = entry.get("harvest")
         err = entry["error"] if "error" in entry else ("; ".join(errors) or None)  # replay keeps the logged error
+        if h is not None and valid_harvest(h) is None:
+            errors.append(f"harvest: must be a finite number >= 0, got {h!r}")
+            err, h = "; ".join(errors), None
         if h is None:
             return AgentResult(fallback_harvest(w), entry.get("error") or err or "scripted: no harvest", acts,
                                (time.perf_counter() - t0) * 1000, True)

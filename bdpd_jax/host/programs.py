@@ -9,9 +9,9 @@ Both programs take and return trailing-batch-axis arrays and vmap over a leading
 inside (``batch_first``), as ``kernels.rollout.run_turns`` does inside its scan.
 
 * ``decide_phase(keys, state, params)`` -> the state after the begin hooks (perturbations),
-  the state after the built-in players decided (policy memory, scripted talk), the begin
-  records, every player's observation and the kernel's requests / announcements (external
-  players sit on the :data:`EXTERNAL` placeholder policy, which asks for nothing).
+  the begin records, every player's observation, and (governance layer only) the pact
+  table after the builtins' scripted talk of the turn, on which the host writes the tools.
+  External players sit on the :data:`EXTERNAL` placeholder policy, which asks for nothing.
 * ``step_phase(keys, begun_state, begun, ext, ext_req, ext_ann, pacts, params)`` ->
   (state, record): the builtins decide again (same values; it keeps decide -> step one
   program, fused and rounded as in ``play``), external players' requests and
@@ -58,12 +58,10 @@ def has_governance(game: Game) -> bool:
 def _decide_phase(game: Game, key, state, params):
     state_b, begun = begin(game, key, state, params)
     obs = observe(game, key, state_b, effective_params(game, state_b, params))
-    acts, state_d = decide(game, key, state_b, params)
-    if isinstance(acts, Actions):
-        req, ann = acts.requests, acts.announced
-    else:
-        req, ann = acts, jnp.full(acts.shape, jnp.nan, acts.dtype)
-    return state_b, state_d, begun, obs, req, ann
+    pacts_d = None
+    if has_governance(game):  # the table after the builtins' scripted talk of this turn
+        pacts_d = decide(game, key, state_b, params)[1].extra[GOV].pacts
+    return state_b, begun, obs, pacts_d
 
 
 def _step_phase(game: Game, key, state_b, begun, ext, ext_req, ext_ann, pacts, params):
