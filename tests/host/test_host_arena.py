@@ -354,3 +354,16 @@ def test_builtins_answer_external_proposals_by_their_script():
     r2 = arena.tick()
     assert [(p["parties"], p["status"], p["acceptedTurn"]) for p in r2["pacts"]] == [
         (["dave", "alice"], "active", 2), (["alice", "bob"], "proposed", None)]
+
+
+def test_pacts_without_sanctions_and_no_talk():
+    """A pre-declared pact and no sanction spec (the kernel cannot take zero specs: the host
+    pads one), external players without talk: violations are still recorded."""
+    cfg = _cfg(players=[{"strategy": "conservative", "name": "dave"}], minPlayers=2, maxTurns=2)
+    cfg["pacts"] = [{"parties": ["dave", "alice"], "terms": {"type": "harvest_cap", "maxHarvest": 1.0}}]
+    arena = Arena(cfg, seed=0, no_talk=True)
+    arena.join({"agentType": "scripted", "name": "alice", "script": [{"harvest": 1.5}]})
+    r1 = arena.tick()
+    assert [v["partyId"] for v in r1["violations"]] == ["dave", "alice"]  # 0.6 x 2.5 and 1.5 > 1.0
+    env = arena.agents[1].seen[0]
+    assert env["pacts"]["active"][0]["terms"] == {"type": "harvest_cap", "maxHarvest": 1.0} and "inbox" not in env
