@@ -26,19 +26,36 @@ from reference import RefArena
 STRATS = ["aggressive", "conservative", "adaptive", "random", "rcp", "idle"]
 
 
+@functools.lru_cache(maxsize=None)
+def _draw_fn(n: int, x64: bool):
+    """One jitted program for all of a turn's draws (eager calls per draw are slow)."""
+    names = ENV_VARS + ("myWealth", "myCapacity")
+
+    def f(key, turn):
+        players = jnp.arange(n)
+        scal = jnp.stack([
+            jax.vmap(lambda p: rng.normal(key, turn, p, rng.obs_purpose(OBS_VARS.index(nm))))(players) for nm in names
+        ])
+        peers = jnp.stack([
+            jax.vmap(lambda p: rng.normal(key, turn, p, rng.obs_purpose(OBS_VARS.index(nm)), (n,)))(players)
+            for nm in ("othersWealth", "othersHarvest")
+        ])
+        us = jax.vmap(lambda p: rng.uniform(key, turn, p, rng.POLICY))(players)
+        return scal, peers, us, rng.uniform(key, turn, 0, rng.DIE)
+
+    return jax.jit(f)
+
+
 def draws(game, key, turn, n):
     """The kernels' draws for one turn, routed by name for the reference."""
-    zs, us = [], []
+    scal, peers, us, u_die = (np.asarray(a, float) for a in _draw_fn(n, bool(jax.config.jax_enable_x64))(key, turn))
+    names = ENV_VARS + ("myWealth", "myCapacity")
+    zs = []
     for p in range(n):
-        d = {}
-        for name in ENV_VARS + ("myWealth", "myCapacity"):
-            d[name] = float(rng.normal(key, turn, p, rng.obs_purpose(OBS_VARS.index(name))))
-        for name in ("othersWealth", "othersHarvest"):
-            d[name] = list(np.asarray(rng.normal(key, turn, p, rng.obs_purpose(OBS_VARS.index(name)), (n,)), float))
+        d = {nm: float(scal[i, p]) for i, nm in enumerate(names)}
+        d["othersWealth"], d["othersHarvest"] = list(peers[0, p]), list(peers[1, p])
         zs.append(d)
-        us.append(float(rng.uniform(key, turn, p, rng.POLICY)))
-    u_die = float(rng.uniform(key, turn, 0, rng.DIE))
-    return zs, us, u_die
+    return zs, list(us), float(u_die)
 
 
 def successes(u: float, model: dict) -> float:
