@@ -19,28 +19,43 @@ def _cfg(**model):
     return cfg
 
 
-def test_many_http_players_are_asked_concurrently(live_server, stub_state):
-    """10 arenas x 4 HTTP players answering after 0.3 s: a turn costs ~0.3 s, not 40 x 0.3 s."""
+def test_many_http_and_llm_players_are_asked_concurrently(live_server, stub_state):
+    """10 arenas x (3 HTTP players answering after 0.3 s + 1 LLM player): a turn costs ~0.3 s,
+    not 30 x 0.3 s, and ONE decide + ONE step kernel call for all 10 arenas."""
     delay, n_arenas = 0.3, 10
     arenas = []
     for k in range(n_arenas):
         a = Arena(_cfg(maxTurns=3), seed=1, arena_index=k)
-        for i in range(4):
+        for i in range(3):
             a.join({"agentType": "http", "name": f"h{i}", "url": f"{live_server.base}/slow?d={delay}&h=0.{i + 1}"})
+        a.join({"agentType": "llm", "name": "gpt", "baseUrl": f"{live_server.base}/v1", "model": "default",
+                "apiKeyEnv": "BDPD_TEST_NO_SUCH_KEY", "timeoutMs": 3000})
         arenas.append(a)
     batch = LiveBatch(arenas)
     batch.tick()  # compile + warm connections
+    calls = {"decide": 0, "step": 0}
+    inner = batch._batch
+    dec, stp = inner._decide, inner._step
+
+    def count(name, fn):
+        def wrapped(*args):
+            calls[name] += 1
+            return fn(*args)
+        return wrapped
+
+    inner._decide, inner._step = count("decide", dec), count("step", stp)
     t0 = time.perf_counter()
     recs = batch.tick()
     wall = time.perf_counter() - t0
-    assert wall < 4 * delay, wall                                    # serial would be 12 s
+    assert wall < 4 * delay, wall                                    # serial would be 9 s
+    assert calls == {"decide": 1, "step": 1}
     for rec in recs:
-        assert [d["harvest"] for d in rec["decisions"]] == [0.1, 0.2, 0.3, 0.4]
+        assert [d["harvest"] for d in rec["decisions"]] == [0.1, 0.2, 0.3, 0.5]
         assert all(d["fallback"] is False and d["error"] is None for d in rec["decisions"])
     batch.run()
     assert all(a.status == "closed" and a.turn == 3 for a in arenas)
     # the observation envelope went out as strict JSON with the kernel observation, pacts, inbox
-    obs = json.loads(stub_state["requests"][-1][1])
+    obs = json.loads(next(raw for path, raw in reversed(stub_state["requests"]) if path == "/slow"))
     assert obs["turn"] == 3 and {"commonsStock", "myWealth", "pacts", "inbox", "othersHarvest"} <= set(obs)
     assert obs["regenRate"] is None
 
