@@ -40,13 +40,19 @@ def load(dir: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
 
 
 def replay(dir: str | Path, *, out_dir: str | Path | None = None, verify: bool = True,
-           turns: int | None = None) -> Arena:
+           turns: int | None = None, resume: dict[str, Any] | None = None) -> Arena:
     """Replay the arena in ``dir``; returns the arena after the last complete recorded turn
     (status ``running``: it may be ticked on with the scripted players, or closed).
 
     verify: compare every replayed turn record with the logged one (timings aside) and raise
     ValueError naming the first turn that differs. turns: replay only the first ``turns``.
+    resume: ``{playerId: spec}`` for EVERY external player: after the replay those players
+    are live again (a code agent restarts with empty memory) and the arena appends its next
+    turns to ``dir``'s own turns.jsonl (a torn last line is dropped first): a killed run
+    goes on where it stopped.
     """
+    if resume is not None and out_dir is not None:
+        raise ValueError("out_dir: a resumed arena writes to dir itself")
     meta, records = load(dir)
     if turns is not None:
         records = records[:turns]
@@ -72,7 +78,37 @@ def replay(dir: str | Path, *, out_dir: str | Path | None = None, verify: bool =
         got = arena.tick()
         if verify and (got is None or strip_volatile(got) != strip_volatile(rec)):
             raise ValueError(f"turns.jsonl: replay diverges at turn {rec['turn']}")
+    if resume is not None:
+        _resume(arena, Path(dir), meta, resume)
     return arena
+
+
+def _resume(arena: Arena, dir: Path, meta: dict[str, Any], resume: dict[str, Any]) -> None:
+    from bdpd_jax.host.agents.http import make_client
+    from bdpd_jax.host.persist import JsonlWriter
+    from bdpd_jax.host.players import make_agent
+
+    external = [p["name"] for p in meta["players"] if p.get("agentType", "builtin") != "builtin"]
+    missing = sorted(set(external) - set(resume))
+    extra = sorted(set(resume) - set(external))
+    if missing or extra:
+        raise ValueError(f"resume: give a spec for every external player {external}; "
+                         f"missing {missing}, not external {extra}")
+    specs = {}
+    for name, spec in resume.items():
+        spec = spec if isinstance(spec, PlayerSpec) else PlayerSpec.model_validate({**spec, "name": name})
+        if not spec.external:
+            raise ValueError(f"resume.{name}.agentType: an external player stays external, got 'builtin'")
+        specs[name] = spec
+    if arena._client is None and any(s.agentType in ("http", "llm") for s in specs.values()):
+        arena._client, arena._owns_client = make_client(max(8, 2 * len(arena.specs))), True
+    for i, s in enumerate(arena.specs):
+        if s.name in specs:
+            arena.specs[i] = specs[s.name]
+            arena.agents[i] = make_agent(specs[s.name], timeout_ms=float(arena.config.agentTimeout),
+                                         no_talk=arena.no_talk, client=arena._client)
+    arena.out_dir = dir
+    arena._writer = JsonlWriter(dir / "turns.jsonl", fsync=arena.fsync)  # repairs a torn tail
 
 
 __all__ = ["replay", "load", "strip_volatile"]

@@ -124,6 +124,17 @@ def test_killed_run_replays_to_the_uninterrupted_state(tmp_path):
     assert [m["id"] for m in replayed.bus.to_json()["messages"]] == [m["id"] for m in ref.bus.to_json()["messages"]]
     assert any(r["violations"] for r in logged) and any(r["sanctions"] for r in logged)
 
+    # resume: the killed run goes on in its own folder with live players, to the end
+    with pytest.raises(ValueError, match="missing"):
+        replay(out, resume={"js": {"agentType": "code", "strategyCode": CODE}})
+    resumed = replay(out, resume={"js": {"agentType": "code", "strategyCode": CODE, "rngSeed": 5},
+                                  "scr": {"agentType": "scripted", "script": SCRIPT[-1:]}})
+    resumed.run()
+    full = read_jsonl(out / "turns.jsonl")
+    assert [r["turn"] for r in full] == list(range(1, resumed.turn + 1)) and resumed.turn > k
+    assert json.loads((out / "meta.json").read_text())["status"] == "closed"
+    assert _same_state(replay(out).state, resumed.state)   # the whole folder replays
+
 
 def test_replay_of_a_closed_run(tmp_path):
     a = _arena(tmp_path)
