@@ -14,7 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .kernels.engines import ENGINES
-from .kernels.params import OBS_VARS, OWN_VARS, PEER_VARS, PLAYER_VARS, RESOLUTIONS
+from .kernels.params import OBS_VARS, OWN_VARS, PEER_VARS
 from .kernels.observe import QUALITATIVE_VARS, SIGN_VARS
 from .kernels.policies import BUILTINS, Policy
 from .kernels.schedule import SCHEDULERS

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 
 from .game import Game
 from .params import Params
-from .state import ArenaState, TurnRecord
+from .state import ArenaState
 from .turn import play
 
 BATCH_AXIS = -1

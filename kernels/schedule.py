@@ -134,7 +134,6 @@ def turn_order(game, key, turn) -> jax.Array:
 @scheduler("sequential")
 def sequential(game, key, turn, es, requests, params, *, wealth=None, redecide=None):
     """Players harvest one after another in a random order; each sees what was left."""
-    n = game.n_players
     order = turn_order(game, key, turn)
 
     def go(carry, p):

@@ -47,3 +47,14 @@ MIXED_PLAYERS = [
     {"strategy": "adaptive", "reductionFactor": 1.0, "privateResource": 10},
     {"strategy": "random", "privateResource": 50},
 ]
+
+
+def sweep_config() -> dict:
+    """A small noisy logistic arena with the mixed players, shared by the sweep tests."""
+    import copy
+
+    c = copy.deepcopy(SEED_LOGISTIC)
+    c["players"] = copy.deepcopy(MIXED_PLAYERS)
+    c["model"]["maxTurns"] = 12
+    c["observability"]["commonsStock"]["noise"] = 0.2
+    return c

@@ -21,13 +21,9 @@ SEED = 5
 
 @pytest.fixture(scope="module")
 def cfg():
-    from payloads import MIXED_PLAYERS, SEED_LOGISTIC
+    from payloads import sweep_config
 
-    c = copy.deepcopy(SEED_LOGISTIC)
-    c["players"] = copy.deepcopy(MIXED_PLAYERS)
-    c["model"]["maxTurns"] = 12
-    c["observability"]["commonsStock"]["noise"] = 0.2
-    return c
+    return sweep_config()
 
 
 @pytest.fixture(scope="module")

@@ -22,13 +22,9 @@ GRID = {"model.regenRate": [0.05, 0.12, 0.2], "players[1].intensity": [0.3, 0.9]
 
 @pytest.fixture(scope="module")
 def cfg():
-    from payloads import MIXED_PLAYERS, SEED_LOGISTIC
+    from payloads import sweep_config
 
-    c = copy.deepcopy(SEED_LOGISTIC)
-    c["players"] = copy.deepcopy(MIXED_PLAYERS)
-    c["model"]["maxTurns"] = 12
-    c["observability"]["commonsStock"]["noise"] = 0.2
-    return c
+    return sweep_config()
 
 
 @pytest.fixture(scope="module")
