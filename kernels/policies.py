@@ -20,7 +20,7 @@ from .observe import capacity
 DecideFn = Callable[[dict, jax.Array, dict], tuple[jax.Array, jax.Array]]
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True)
 class Policy:
     """A pure JAX decision function usable as a player: ``fn(obs, memory, key) -> (harvest, memory)``.
 
@@ -33,6 +33,14 @@ class Policy:
     fn: Callable
     name: str = "custom"
     memory_size: int = 4
+
+    # Equal by (fn, name, memory_size) and immutable: copies (and the re-validated configs of
+    # sweep points) are the same policy, so they share one Game and one compiled program.
+    def __copy__(self) -> "Policy":
+        return self
+
+    def __deepcopy__(self, memo) -> "Policy":
+        return self
 
     def decide(self, obs: dict, memory: jax.Array, ctx: dict):
         h, mem = self.fn(obs, memory, ctx["key"])

@@ -45,3 +45,14 @@ def test_policy_memory_and_key():
     assert later.between(1, 2).all() and later.nunique() > 10  # a fresh key per arena and turn
     again = bdpd_jax.simulate(_config([pol, "idle", "idle", "idle"]), n_arenas=50, seed=1, turns=8)
     np.testing.assert_array_equal(again.players.requested, r.players.requested)
+
+
+def test_a_policy_player_can_be_swept_in_one_program():
+    from bdpd_jax.simulate import TRACES
+
+    greedy = bdpd_jax.Policy(lambda obs, mem, key: (obs["myCapacity"], mem), name="greedy")
+    cfg = _config([greedy, "conservative", "aggressive", "aggressive"])
+    bdpd_jax.sweep(cfg, grid={"model.regenRate": [0.1, 0.2], "players[2].intensity": [0.3, 0.9]}, replicates=2)
+    before = dict(TRACES)
+    sw = bdpd_jax.sweep(cfg, grid={"model.regenRate": [0.3, 0.4], "players[2].intensity": [0.5, 0.6]}, replicates=2)
+    assert TRACES == before and len(sw.arenas) == 8
