@@ -55,6 +55,10 @@ def amounts(sp: SanctionParams, k: jax.Array, violated: jax.Array, term: jax.Arr
     Returns (amount float[N] total deducted per player, fired int32[N] sanctions fired per
     player, per_spec float[K, N] amount per spec and player).
     """
+    n = violated.shape[-1]
+    if sp.ladder.shape[0] == 0:  # no sanction spec (pacts or talk alone): nothing fires
+        dt = sp.ladder.dtype
+        return jnp.zeros((n,), dt), jnp.zeros((n,), jnp.int32), jnp.zeros((0, n), dt)
     width = sp.ladder.shape[-1]
     idx = jnp.clip(jnp.minimum(k - 1, sp.length[:, None, None] - 1), 0, width - 1)  # [K, P, N]
     lad = jnp.take_along_axis(sp.ladder[:, None, :], idx.reshape(idx.shape[0], 1, -1), axis=-1).reshape(idx.shape)

@@ -85,8 +85,11 @@ class Logistic(Engine):
     def step(self, state: LogisticState, params: LogisticParams):
         s = state.stock
         k = jnp.maximum(params.capacity, jnp.finfo(s.dtype).tiny)
-        regen = params.regen_rate * s * (1.0 - s / k)
-        new_stock = jnp.maximum(s + regen, 0.0)
+        # max(regen, -s) keeps the stock >= 0 and, standing between the product and the sum,
+        # keeps XLA from contracting s + r*s*(1 - s/K) into an FMA in some programs and not
+        # in others (a live turn split in two programs would drift from a batched one).
+        regen = jnp.maximum(params.regen_rate * s * (1.0 - s / k), -s)
+        new_stock = s + regen
         return LogisticState(stock=new_stock, reserve=state.reserve), new_stock - s
 
     def check_end(self, state: LogisticState, params: LogisticParams) -> jax.Array:
