@@ -58,7 +58,7 @@ class SenecaConfig(BaseModel):
     # R units withdrawn per harvest unit (harvests draw on R between integrations).
     harvestScale: float = Field(1.0, gt=0)
     # How constant steps are taken: diffrax solver steps, diffrax's Butcher tableau unrolled
-    # (fast for RK solvers), or a full diffeqsolve per turn (docs/semantics_seneca.md).
+    # (fast for RK solvers), or a full diffeqsolve per turn (docs/semantics.md §9).
     integrator: Literal["steps", "tableau", "diffeqsolve"] = "steps"
     adaptive: bool = False  # diffeqsolve with a PID controller (rtol/atol); else constant steps
     rtol: float = Field(1e-6, gt=0)

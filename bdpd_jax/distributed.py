@@ -10,7 +10,7 @@ chunk's arena rows back; the client writes each part as it arrives (no shared fi
 needed). Chunk ``k``'s rows depend only on the plan and ``k``, so the result is
 bit-identical to a single-process run whatever worker ran which chunk.
 
-Starting a cluster (docs/semantics_sweep.md has the same):
+Starting a cluster (docs/semantics.md §12 has the same):
 
     # on the head node
     dask scheduler --port 8786

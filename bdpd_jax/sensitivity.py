@@ -16,7 +16,7 @@ or ``gini`` (= 1 - ``equality``: the Gini coefficient of the players' gains).
 sanction ladder, one intensity shared by several players): ``names`` are then the factor
 names and ``transform(frame of factors) -> frame of config paths`` gives each point's
 values (a column may hold lists, e.g. a ladder); see :func:`scale_list` and
-docs/semantics_sweep.md.
+docs/semantics.md §12.
 """
 
 from __future__ import annotations

@@ -132,7 +132,7 @@ def parse_perturbations(raw: list) -> list[BaseModel]:
 
 # ---------------------------------------------------------------------------------------
 # Arena perturbations of Table A.1 (004_* A.1.1), fired at a turn or on a threshold
-# condition, at most once each (kernels/perturb.py). docs/semantics_perturb.md.
+# condition, at most once each (kernels/perturb.py). docs/semantics.md §10.
 # ---------------------------------------------------------------------------------------
 from typing import Annotated, Union  # noqa: E402
 
@@ -270,7 +270,7 @@ class _ArenaSpec(BaseModel):
         if not _pk.supported(eng, self.type):
             raise ValueError(
                 f"{where}.type: {self.type!r} acts on the engine's {_pk.REQUIRES[self.type]!r}, which "
-                f"engineMode={engine_name!r} does not have (docs/semantics_perturb.md lists what each "
+                f"engineMode={engine_name!r} does not have (docs/semantics.md §10 lists what each "
                 f"type acts on per engine)"
             )
         t = self.trigger

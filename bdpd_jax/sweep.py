@@ -15,7 +15,7 @@ At scale (:class:`SweepPlan`): arenas run in chunks sized by ``max_batch`` or a
 bit-identical to one device); grids of many points build params once per distinct value
 of each parameter when the params are separable. ``bdpd_jax.distributed`` runs the chunks
 on a Dask cluster and ``bdpd_jax.sweep_spec`` / ``bdpd sweep`` run a TOML spec resumably.
-See docs/semantics_sweep.md.
+See docs/semantics.md §12.
 """
 
 from __future__ import annotations
@@ -575,7 +575,7 @@ DEVICE_COPIES = 6
 
 
 def bytes_per_arena(game, params1, keys1, chunk_turns: int, history: bool, n_columns: int) -> int:
-    """An estimate of the memory one arena of a chunk costs (see docs/semantics_sweep.md)."""
+    """An estimate of the memory one arena of a chunk costs (see docs/semantics.md §12)."""
     from functools import partial
 
     from .kernels.rollout import init_batch, run_turns
@@ -822,7 +822,7 @@ def sweep(
         points differ only by their values (variance reduction for comparisons and
         sensitivity indices); default False: every arena has its own stream ``(seed, i)``.
     memory_budget: bytes a chunk may use (an estimate from the state, params and records of
-        one arena, docs/semantics_sweep.md); chunks are sized to fit, never above max_batch.
+        one arena, docs/semantics.md §12); chunks are sized to fit, never above max_batch.
     devices: where the arenas of a chunk run, sharded over a 1-D mesh along the batch axis:
         None (default) every local device, an int k the first k, or a list of jax devices.
         The chunk width is a multiple of the device count; results are bit-identical to

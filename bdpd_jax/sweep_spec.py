@@ -19,7 +19,7 @@ A spec file (``bdpd sweep SPEC.toml --out DIR``)::
 ``[samples]`` maps paths to ``[low, high]`` (with top-level ``n_samples``); ``[points]`` maps
 paths to equal-length value lists, or ``points = "table.csv"`` / ``.parquet`` names a file.
 
-The output directory (docs/semantics_sweep.md): ``manifest.json`` (the spec's hash and the
+The output directory (docs/semantics.md §12): ``manifest.json`` (the spec's hash and the
 chunk layout), ``arenas/chunk=K/part-0.parquet`` (one part per chunk, written to a temporary
 name and renamed, so a part that exists is complete), then ``points.parquet`` and
 ``meta.json`` once every chunk is there; ``SweepResults.from_parquet(DIR)`` reads it. A

@@ -6,7 +6,7 @@ Cases: ``http`` — N arenas x 4 HTTP players on loopback, the responder (a sepa
 on raw asyncio streams, so it neither shares this process's GIL nor costs much CPU) answers
 after ``--delay-ms``; ``builtin`` —
 the same arenas with 4 built-in players (kernel and host overhead only). Compile time (the
-first tick) is reported apart. Figures go to bench/README_live.md with ``--write``.
+first tick) is reported apart. ``--write`` saves the figures to bench/live_last.md (bench/README.md keeps the ones quoted).
 
     .venv/bin/python bench/live.py [--arenas 100] [--turns 10] [--delay-ms 5] [--write]
 """
@@ -143,7 +143,7 @@ def main() -> None:
     ap.add_argument("--arenas", type=int, default=100)
     ap.add_argument("--turns", type=int, default=10)
     ap.add_argument("--delay-ms", type=float, default=5.0)
-    ap.add_argument("--write", action="store_true", help="write the figures into bench/README_live.md")
+    ap.add_argument("--write", action="store_true", help="write the figures into bench/live_last.md")
     args = ap.parse_args()
     proc, url = start_responder(args.delay_ms)
     rows = []
@@ -178,7 +178,7 @@ def main() -> None:
         text = README.format(cmd=cmd, dev=dev, table=table, arenas=args.arenas, load=os.getloadavg()[0],
                              delay=args.delay_ms, http=ratio["http"], builtin=ratio["builtin"],
                              fallbacks=speed["http"][0]["fallbacks"])
-        (HERE / "README_live.md").write_text(text)
+        (HERE / "live_last.md").write_text(text)
 
 
 README = """# Live-arena benchmark

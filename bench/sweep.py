@@ -13,7 +13,7 @@ jax starts); each reports the cold wall time (build, compile and run) and the be
 history=False, arena_offset=...)`` per point (what a user would write without ``sweep``) on
 the first ``--loop-points`` points (1000) after one warm-up call, so it does not pay the
 compile either; its time per point is scaled to the sweep's points. Figures:
-bench/README_sweep.md.
+bench/README.md.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Plain-Python reference of the perturbation engine (Table A.1) and of the sequential and
 wealth-weighted schedulers, extending tests/reference.py. Shares no code with kernels/:
-written from docs/semantics_perturb.md."""
+written from docs/semantics.md §10."""
 
 from __future__ import annotations
 

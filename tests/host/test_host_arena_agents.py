@@ -81,7 +81,7 @@ def test_llm_player_tool_calls_reach_the_arena(live_server, stub_state):
     a.join({"agentType": "http", "name": "bob", "url": f"{live_server.base}/slow?d=0&h=0.5"})
     r1 = a.tick()
     alice = r1["decisions"][0]
-    # the kernel's float32 round-to-3-decimals (docs/semantics_host.md): within one ulp of 0.7
+    # the kernel's float32 round-to-3-decimals (docs/semantics.md §13): within one ulp of 0.7
     assert alice["harvest"] == 0.75 and abs(alice["announced"] - 0.7) < 1e-6 and not alice["fallback"]
     tools = [(t["action"]["tool"], t["result"]["ok"]) for t in r1["tools"]]
     assert tools == [("broadcast", True), ("pledge", True), ("propose_pact", True),
