@@ -36,19 +36,18 @@ def policies_of(config: ArenaConfig, extra: tuple = ()) -> tuple[tuple, list[int
 
 def obs_params(config: ArenaConfig) -> ObsParams:
     """Listed variables as configured; unlisted ones hidden, except the player's own."""
-    vis, noise, res = [], [], []
+    vis, noise = [], []
     for name in OBS_VARS:
         spec = config.observability.get(name)
-        if spec is None:
-            vis.append(name in OWN_VARS)
-            noise.append(0.0)
-            res.append(0)
-        else:
-            vis.append(spec.visible)
-            noise.append(spec.noise)
-            res.append(RESOLUTIONS.index(spec.resolution))
-    return ObsParams(
-        visible=jnp.asarray(vis, bool), noise=farr(noise), resolution=jnp.asarray(res, jnp.int32)
+        vis.append(name in OWN_VARS if spec is None else spec.visible)
+        noise.append(0.0 if spec is None else spec.noise)
+    return ObsParams(visible=jnp.asarray(vis, bool), noise=farr(noise))
+
+
+def resolution_of(config: ArenaConfig) -> tuple:
+    """(variable, code) of the variables read at a coarser resolution than exact (static)."""
+    return tuple(
+        (n, RESOLUTIONS.index(s.resolution)) for n, s in config.observability.items() if s.resolution != "exact"
     )
 
 
@@ -62,7 +61,11 @@ def build(config: ArenaConfig, *, generator: str = "hash", extra_policies: tuple
     include every type the engine supports, for owner-fired perturbations), see specs.perturb_layer.
     """
     players = config.require_players()
-    pols, index = policies_of(config, tuple(extra_policies) + override_strategies(arena_specs(config)))
+    extras = tuple(extra_policies) + override_strategies(arena_specs(config))
+    pols, index = policies_of(config, extras)
+    # a player's candidates: its own strategy and every strategy it may be switched to
+    switch = {pols.index(BUILTINS[x] if isinstance(x, str) else x) for x in extras}
+    candidates = tuple(tuple(sorted({i} | switch)) for i in index)
     model = config.model
     engine = get_engine(model.engineMode)
     if generator not in ("hash", "threefry"):
@@ -70,7 +73,7 @@ def build(config: ArenaConfig, *, generator: str = "hash", extra_policies: tuple
     noisy = tuple(n for n in OBS_VARS if n in config.observability and "noise" in config.observability[n].model_fields_set)
     game = Game(
         engine=engine, n_players=len(players), policies=pols, scheduler=model.scheduler, generator=generator,
-        noisy=noisy,
+        noisy=noisy, resolution=resolution_of(config), candidates=candidates,
     )
     params = Params(
         max_turns=jnp.asarray(model.maxTurns, jnp.int32),

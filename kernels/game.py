@@ -31,6 +31,11 @@ class Game:
     #: host lists every variable whose config entry sets ``noise`` (any value, 0 included),
     #: so sweeping a noise level compiles once.
     noisy: tuple = OBS_VARS
+    #: (variable, QUALITATIVE | SIGN) for the variables not read exactly: a choice of code
+    #: path, static, so an exact variable costs no bucketing.
+    resolution: tuple = ()
+    #: per player, the strategy indices that can be in force for it (None = all of them)
+    candidates: tuple | None = None
 
     @property
     def memory_size(self) -> int:

@@ -50,7 +50,7 @@ def _resolve(value, noisy, prev, scale, code):
     mid = jnp.where(q <= _EDGES[0], _MIDS[0], jnp.where(q <= _EDGES[1], _MIDS[1], _MIDS[2]))
     qual = mid * scale
     sign = jnp.sign(noisy - prev)
-    return jnp.where(code == QUALITATIVE, qual, jnp.where(code == SIGN, sign, noisy))
+    return qual if code == QUALITATIVE else sign if code == SIGN else noisy
 
 
 def _noise(game, key, turn, player, name: str, shape=()) -> jax.Array:
@@ -73,9 +73,11 @@ def observe_player(game, key, state: ArenaState, params: Params, env: jax.Array,
     for i, name in enumerate(ENV_VARS):
         v = env[i]
         noisy = jnp.maximum(v + op.noise[i] * jnp.abs(v) * _noise(game, key, turn, player, name), 0.0)
-        scale = ref if name in ("commonsStock", "capitalStock", "pollutionLevel") else farr(1.0)
-        res = _resolve(v, noisy, state.prev_env[i], scale, op.resolution[i])
-        obs[name] = jnp.where(op.visible[i], res, jnp.nan)
+        code = dict(game.resolution).get(name, EXACT)
+        if code != EXACT:
+            scale = ref if name in ("commonsStock", "capitalStock", "pollutionLevel") else farr(1.0)
+            noisy = _resolve(v, noisy, state.prev_env[i], scale, code)
+        obs[name] = jnp.where(op.visible[i], noisy, jnp.nan)
     w = state.wealth[player]
     own = {"myWealth": w, "myCapacity": capacity(w)}
     for name in PLAYER_VARS:

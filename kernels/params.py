@@ -40,11 +40,11 @@ def obs_index(name: str) -> int:
 
 
 class ObsParams(eqx.Module):
-    """Per observation variable: visibility, relative Gaussian noise, resolution code."""
+    """Per observation variable: visibility and relative Gaussian noise. (The resolution is
+    a choice of code path, so it is static: ``Game.resolution``.)"""
 
     visible: jax.Array  # bool[V]
     noise: jax.Array  # float[V], std as a fraction of the true value
-    resolution: jax.Array  # int32[V], EXACT | QUALITATIVE | SIGN
 
 
 class PlayerParams(eqx.Module):

@@ -133,27 +133,31 @@ BUILTINS: dict[str, Builtin] = {
 }
 
 
-def decide_all(policies: tuple, obs: dict, memory: jax.Array, strategy: jax.Array, ctx: dict):
-    """Every strategy in the game decides for every player; each player's own one is kept.
+def decide_all(policies: tuple, obs: dict, memory: jax.Array, strategy: jax.Array, ctx: dict,
+               candidates: tuple | None = None):
+    """Each player's strategies decide for it; the one in force is kept.
 
-    obs: name -> [N, ...]; memory: float[S, N, M]; strategy: int32[N]; ctx: name -> [N, ...].
-    Each strategy keeps its memory up to date even while not in force, so a
-    ``strategy_override`` switches to a policy that has followed the game all along.
-    Returns (requests float[N], memory float[S, N, M]).
+    obs: name -> [N, ...]; memory: float[S, N, M]; strategy: int32[N]; ctx: name -> [N, ...];
+    candidates: per player, the strategy indices that can ever be in force for it (its own
+    and any ``strategy_override`` target; None = all). Written per player, so that every
+    operation runs on one value per arena, which XLA:CPU vectorises across the batch (a
+    [B, N] array with a short inner player axis it does not). Every candidate keeps its
+    memory up to date even while not in force, so an override switches to a policy that has
+    followed the game all along. Returns (requests float[N], memory float[S, N, M]).
     """
-    hs, mems = [], []
-    for s, pol in enumerate(policies):
-        m = max(pol.memory_size, 0)
-        mem_s = memory[s]
-
-        def one(o, mm, c, pol=pol, m=m):
-            h, new = pol.decide(o, mm[:m], c)
-            return h, mm.at[:m].set(new) if m else mm
-
-        h, new = jax.vmap(one)(obs, mem_s, ctx)
-        hs.append(h)
-        mems.append(new)
-    requests = hs[0]
-    for s in range(1, len(hs)):  # a where-chain: cheaper than a gather for a few strategies
-        requests = jnp.where(strategy == s, hs[s], requests)
-    return requests, jnp.stack(mems)
+    n = strategy.shape[0]
+    new_memory = memory
+    requests = []
+    for p in range(n):
+        o_p = jax.tree_util.tree_map(lambda x: x[p], obs)
+        c_p = jax.tree_util.tree_map(lambda x: x[p], ctx)
+        h_p = None
+        for s in (candidates[p] if candidates is not None else range(len(policies))):
+            pol = policies[s]
+            m = max(pol.memory_size, 0)
+            h, new = pol.decide(o_p, memory[s, p, :m], c_p)
+            if m:
+                new_memory = new_memory.at[s, p, :m].set(new)
+            h_p = h if h_p is None else jnp.where(strategy[p] == s, h, h_p)
+        requests.append(h_p)
+    return jnp.stack(requests), new_memory

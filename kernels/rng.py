@@ -74,10 +74,12 @@ def bits(
         k = jax.random.fold_in(k, jnp.asarray(player).astype(jnp.uint32))
         k = jax.random.fold_in(k, purpose)
         return jax.random.bits(k, shape, jnp.uint32)
+    # Per-arena words first (shared by every player's draw of this turn and purpose), the
+    # player last: a draw then costs two mixing rounds of its own.
     h = _absorb(key[0], turn)
-    h = _absorb(h, player)
     h = _absorb(h, jnp.uint32(purpose))
     h = _absorb(h, key[1])
+    h = _absorb(h, player)
     idx = jnp.arange(n, dtype=jnp.uint32).reshape(shape)
     return _mix(h ^ _mix(idx * _GOLD + jnp.uint32(0x632BE5AB)))
 

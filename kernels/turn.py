@@ -146,7 +146,7 @@ def decide(game: Game, key: jax.Array, state: ArenaState, params: Params):
     params = effective_params(game, state, params)
     obs = observe(game, key, state, params)
     ctx = policy_context(game, key, state, params)
-    requests, memory = decide_all(game.policies, obs, state.memory, state.strategy, ctx)
+    requests, memory = decide_all(game.policies, obs, state.memory, state.strategy, ctx, game.candidates)
     live = ~state.collapsed & (state.turn < params.max_turns)
     memory = jnp.where(live, memory, state.memory)
     state = dataclasses.replace(state, memory=memory)
