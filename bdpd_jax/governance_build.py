@@ -106,7 +106,8 @@ def governance(config, *, pact_slots: int | None = None, ladder_width: int | Non
             pk = P.accept_mask(pk, pk.parties & (jnp.arange(slots) == i)[:, None], jnp.int32(0))
     scripted = any(t is not None and (t.pledge is not None or t.propose is not None) for t in talks)
     proposing = scripted or any(pc.status == "proposed" for pc in config.pacts)
-    return GovernanceLayer(registry=proposing), GovParams(talk=tp, sanctions=sp, pacts0=pk)
+    who = tuple(i for i, t in enumerate(talks) if t is not None and (t.pledge is not None or t.propose is not None))
+    return GovernanceLayer(registry=proposing, scripted=who), GovParams(talk=tp, sanctions=sp, pacts0=pk)
 
 
 def stack_batch(params_list: list, repeat: int = 1):

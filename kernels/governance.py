@@ -54,6 +54,7 @@ class GovernanceLayer(Layer):
 
     name: str = NAME
     registry: bool = True
+    scripted: tuple | None = None  # players with a scripted pledge or proposal (None = all)
 
     def init(self, game, params):
         gp: GovParams = params.extra[NAME]
@@ -71,7 +72,8 @@ class GovernanceLayer(Layer):
         gp: GovParams = params.extra[NAME]
         gs: GovState = state.extra[NAME]
         live = ~state.collapsed & (state.turn < params.max_turns)
-        pk, req, ann = T.script(gp.talk, gs.pacts, actions.requests, state.last_actual, turn, self.registry)
+        pk, req, ann = T.script(gp.talk, gs.pacts, actions.requests, state.last_actual, turn, self.registry,
+                                self.scripted)
         pk = jax.tree_util.tree_map(lambda a, b: jnp.where(live, a, b), pk, gs.pacts)
         announced = jnp.where(jnp.isnan(ann), actions.announced, ann)
         state = dataclasses.replace(state, extra={**state.extra, NAME: dataclasses.replace(gs, pacts=pk)})

@@ -59,10 +59,12 @@ def answers(tp: TalkParams, pacts: P.Pacts, turn: jax.Array) -> tuple[jax.Array,
 
 
 def script(tp: TalkParams, pacts: P.Pacts, requests: jax.Array, last_actual: jax.Array, turn: jax.Array,
-           registry: bool = True):
+           registry: bool = True, scripted: tuple | None = None):
     """Run every player's script for this turn. Returns (pacts, requests, announced).
 
     registry: static; False skips steps 1-3 (no scripted pledge/proposal in the game).
+    scripted: static; the players that have a pledge or a proposal in their script (None =
+    every player): the table writes of steps 2-3 run for them only.
     """
     if registry:
         acc, rej = answers(tp, pacts, turn)
@@ -74,7 +76,11 @@ def script(tp: TalkParams, pacts: P.Pacts, requests: jax.Array, last_actual: jax
                               tp.propose_tolerance[i], turn, when=tp.propose_turn[i] == turn)
             return pk
 
-        pacts = jax.lax.fori_loop(0, requests.shape[0], one, pacts)
+        if scripted is None:
+            pacts = jax.lax.fori_loop(0, requests.shape[0], one, pacts)
+        else:
+            for i in scripted:  # in player order, as the loop above
+                pacts = one(i, pacts)
     last_mean = jnp.mean(last_actual)
     cap = P.caps(pacts, last_mean, turn > 1)
     requests = jnp.where(tp.comply, jnp.minimum(requests, cap), requests)
