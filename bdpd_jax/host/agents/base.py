@@ -10,15 +10,14 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from bdpd_jax.kernels.observe import capacity as _kernel_capacity
+
 FALLBACK_FRACTION: float = 0.2
-CAPACITY_BASE: float = 1.0
-CAPACITY_PER_WEALTH: float = 0.05
 
 
 def capacity(wealth: float) -> float:
-    """Wealth-scaled capacity ``1 + 0.05 * w`` (spec Table A.3)."""
-    w = check_wealth(wealth)
-    return CAPACITY_BASE + CAPACITY_PER_WEALTH * w
+    """Wealth-scaled capacity ``1 + 0.05 * w`` (Table A.3): the kernels' rule, on a float."""
+    return float(_kernel_capacity(check_wealth(wealth)))
 
 
 def fallback_harvest(wealth: float) -> float:
