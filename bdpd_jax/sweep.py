@@ -20,20 +20,13 @@ See docs/semantics.md §12.
 
 from __future__ import annotations
 
-import dataclasses
-import itertools
-import json
 import math
-import re
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pandas as pd
-from pydantic import ValidationError
 
 from .build import build
 from .config import ArenaConfig
@@ -41,425 +34,35 @@ from .kernels.metrics import METRICS
 from .kernels.rollout import summary_of
 from .results import summary_frame
 from .simulate import _flatten_record, _summary_extra, _to_numpy, _with_govsim, arena_keys, run_batch
-
-Z95 = 1.96
-# Per-arena outcomes aggregated per point (plus ``mean_<metric>`` when history was kept).
-POINT_OUTCOMES = ("survived", "collapse_turn", "survival_time", "wealth_mean")
-
-# ----------------------------------------------------------------------------- paths
-
-_SEGMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)((?:\[[^\[\]]+\])*)$")
-_SELECTOR = re.compile(r"\[([^\[\]]+)\]")
-
-
-def parse_path(path: str) -> list[tuple[str, Any]]:
-    """``a.b[2].c[id]`` -> [("key", "a"), ("key", "b"), ("index", 2), ("key", "c"), ("select", "id")].
-
-    A bracket holding an integer is a list index; anything else selects the list element
-    whose ``id`` (perturbation specs, pacts) or ``name`` (players) equals it.
-    """
-    if not isinstance(path, str) or not path:
-        raise ValueError(f"parameter path: must be a non-empty string, got {path!r}")
-    steps: list[tuple[str, Any]] = []
-    for seg in path.split("."):
-        m = _SEGMENT.match(seg)
-        if m is None:
-            raise ValueError(f"{path}: cannot parse segment {seg!r} (expected name, name[index] or name[id])")
-        steps.append(("key", m.group(1)))
-        for sel in _SELECTOR.findall(m.group(2)):
-            sel = sel.strip().strip("'\"")
-            if re.fullmatch(r"-?\d+", sel):
-                steps.append(("index", int(sel)))
-            else:
-                steps.append(("select", sel))
-    return steps
-
-
-def _step_name(steps, upto: int) -> str:
-    out = ""
-    for kind, k in steps[:upto]:
-        out += (("." if out else "") + k) if kind == "key" else f"[{k}]"
-    return out
-
-
-def resolve(full: dict, path: str) -> tuple[list, Any]:
-    """The concrete keys (field names and list indices) a path names in the full config dict,
-    and the value there; ValueError naming the path."""
-    steps = parse_path(path)
-    node: Any = full
-    keys: list = []
-    for i, (kind, k) in enumerate(steps):
-        where = _step_name(steps, i + 1)
-        if kind == "key":
-            if not isinstance(node, dict):
-                raise ValueError(f"{path}: {_step_name(steps, i) or 'config'} is not an object (got {node!r})")
-            if k not in node:
-                known = sorted(node)
-                raise ValueError(f"{path}: unknown field {where!r}; known here: {known}")
-        else:
-            if not isinstance(node, list):
-                raise ValueError(f"{path}: {_step_name(steps, i)} is not a list (got {node!r})")
-            if kind == "index":
-                if not -len(node) <= k < len(node):
-                    raise ValueError(f"{path}: index {k} out of range for {_step_name(steps, i)} (length {len(node)})")
-                k = k % len(node)
-            else:
-                hits = [j for j, e in enumerate(node) if isinstance(e, dict) and k in (e.get("id"), e.get("name"))]
-                if len(hits) != 1:
-                    ids = [e.get("id", e.get("name")) for e in node if isinstance(e, dict)]
-                    raise ValueError(
-                        f"{path}: {'no' if not hits else 'several'} element of {_step_name(steps, i)} "
-                        f"with id/name {k!r}; ids/names: {ids}"
-                    )
-                k = hits[0]
-        keys.append(k)
-        node = node[k]
-        if node is None and i < len(steps) - 1:
-            raise ValueError(f"{path}: {where} is not set in this config (None); set it in the base config first")
-    return keys, node
-
-
-def _plain(v: Any) -> Any:
-    """numpy scalars/arrays -> Python values pydantic accepts."""
-    if isinstance(v, np.generic):
-        return v.item()
-    if isinstance(v, np.ndarray):
-        return v.tolist()
-    if isinstance(v, (list, tuple)):
-        return [_plain(x) for x in v]
-    return v
-
-
-def _copy(x: Any) -> Any:
-    """Copy dicts and lists (the config's structure), keep other objects (e.g. Policy) as is."""
-    if isinstance(x, dict):
-        return {k: _copy(v) for k, v in x.items()}
-    if isinstance(x, list):
-        return [_copy(v) for v in x]
-    return x
-
-
-@dataclass(frozen=True)
-class ConfigBase:
-    """A config as two dicts: ``full`` (every field, defaults filled in) is where paths are
-    looked up; ``given`` (the fields the user set) is what each point's copy is built from,
-    so a point's config is exactly the user's config with the swept fields set (pydantic's
-    ``model_fields_set`` matters: e.g. an observation's ``noise`` is drawn only where set)."""
-
-    full: dict
-    given: dict
-    resolved: dict = field(default_factory=dict, compare=False, repr=False)  # path -> (keys, value)
-
-    def resolve(self, path: str) -> tuple[list, Any]:
-        hit = self.resolved.get(path)
-        if hit is None:
-            hit = self.resolved[path] = resolve(self.full, path)
-        return hit
-
-
-def config_base(config: ArenaConfig) -> ConfigBase:
-    full, given = config.model_dump(), config.model_dump(exclude_unset=True)
-    if config.model.engineMode == "seneca":  # filled in by ModelConfig's validator, which
-        for d in (full, given):  # rejects them when given back on a seneca engine
-            for k in ("collapseDie", "useHiddenReserve", "hiddenReserveInitial"):
-                d.get("model", {}).pop(k, None)
-    return ConfigBase(full, given)
-
-
-def check_paths(base: ConfigBase, names: Sequence[str]) -> None:
-    for n in names:
-        resolve(base.full, n)
-
-
-def _describe(names: Sequence[str], values: Sequence[Any]) -> str:
-    return ", ".join(f"{n}={v!r}" for n, v in zip(names, values))
-
-
-def _validation_message(e: Exception) -> str:
-    if isinstance(e, ValidationError):
-        return "; ".join(
-            f"{'.'.join(str(x) for x in er['loc']) or 'config'}: {er['msg']}" for er in e.errors()
-        )
-    return str(e)
-
-
-def apply_values(base: ConfigBase, names: Sequence[str], values: Sequence[Any], *, round_ints: bool = False,
-                 where: str = "") -> ArenaConfig:
-    """A validated copy of the config with ``values`` set at the paths ``names``.
-
-    round_ints: a float assigned where the config holds an int (e.g. ``model.maxTurns``) is
-    rounded (for sampled points); otherwise pydantic rejects a non-integral one.
-    """
-    d = dict(base.given)  # copy on write: only the containers along the swept paths are copied
-    for name, v in zip(names, values):
-        keys, old = base.resolve(name)
-        v = _plain(v)
-        if round_ints and isinstance(old, int) and not isinstance(old, bool) and isinstance(v, float):
-            v = int(round(v))
-        node, full = d, base.full
-        for k in keys[:-1]:  # create the containers the user left to their defaults
-            if isinstance(node, dict) and k not in node:
-                node[k] = _copy(full[k]) if isinstance(full[k], list) else {}
-            else:
-                child = node[k]
-                node[k] = dict(child) if isinstance(child, dict) else list(child) if isinstance(child, list) else child
-            node, full = node[k], full[k]
-        node[keys[-1]] = v
-    try:
-        return ArenaConfig.model_validate(d)
-    except (ValidationError, ValueError) as e:
-        raise ValueError(f"sweep{where}: {_describe(names, values)}: invalid config: {_validation_message(e)}") from None
-
-
-# ----------------------------------------------------------------------------- points
-
-
-def grid_points(grid: dict[str, Sequence[Any]]) -> pd.DataFrame:
-    """Cartesian product of ``{path: values}`` (the first path varies slowest)."""
-    if not isinstance(grid, dict) or not grid:
-        raise ValueError(f"grid: must be a non-empty dict path -> list of values, got {grid!r}")
-    for k, v in grid.items():
-        if isinstance(v, (str, bytes)) or not hasattr(v, "__len__") or len(v) == 0:
-            raise ValueError(f"grid[{k!r}]: must be a non-empty list of values, got {v!r}")
-    names = list(grid)
-    rows = list(itertools.product(*[list(grid[n]) for n in names]))
-    return pd.DataFrame({n: [r[j] for r in rows] for j, n in enumerate(names)}, columns=names)
-
-
-def sample_points(samples: dict[str, tuple[float, float]], n_samples: int, seed: int) -> pd.DataFrame:
-    """``n_samples`` points drawn uniformly in the boxes ``{path: (low, high)}``."""
-    if not isinstance(samples, dict) or not samples:
-        raise ValueError(f"samples: must be a non-empty dict path -> (low, high), got {samples!r}")
-    if not isinstance(n_samples, (int, np.integer)) or n_samples < 1:
-        raise ValueError(f"n_samples: must be an integer >= 1 with samples=, got {n_samples!r}")
-    names = list(samples)
-    lo, hi = [], []
-    for n in names:
-        b = samples[n]
-        if not (isinstance(b, (tuple, list)) and len(b) == 2 and float(b[0]) <= float(b[1])):
-            raise ValueError(f"samples[{n!r}]: must be (low, high) with low <= high, got {b!r}")
-        lo.append(float(b[0]))
-        hi.append(float(b[1]))
-    x = np.random.default_rng(seed).uniform(lo, hi, size=(int(n_samples), len(names)))
-    return pd.DataFrame(x, columns=names)
-
-
-def explicit_points(points: Any, names: Sequence[str] | None) -> pd.DataFrame:
-    if isinstance(points, pd.DataFrame):
-        if names is not None:
-            points = points[list(names)]
-        if points.shape[1] == 0 or len(points) == 0:
-            raise ValueError("points: the DataFrame has no columns or no rows")
-        return points.reset_index(drop=True)
-    x = np.asarray(points)
-    if x.ndim != 2:
-        raise ValueError(f"points: must be a DataFrame or an (N, D) array, got shape {x.shape}")
-    if names is None or len(names) != x.shape[1]:
-        raise ValueError(f"names: an (N, D) points array needs D={x.shape[1]} parameter paths, got {names!r}")
-    if x.shape[0] == 0:
-        raise ValueError("points: no rows")
-    return pd.DataFrame(x, columns=list(names))
-
-
-# ----------------------------------------------------------------------------- results
-
-
-@dataclass
-class SweepResults:
-    """``arenas``: one row per arena; ``points``: per-point means and 95% CIs over replicates."""
-
-    arenas: pd.DataFrame
-    points: pd.DataFrame
-    names: list[str]
-    meta: dict[str, Any] = field(default_factory=dict)
-
-    def to_parquet(self, directory: str | Path) -> Path:
-        """``arenas/`` as a dataset partitioned by run chunk (``chunk=K/``), ``points.parquet``
-        and ``meta.json``."""
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        d = Path(directory)
-        d.mkdir(parents=True, exist_ok=True)
-        adir = d / "arenas"
-        if adir.exists():
-            import shutil
-
-            shutil.rmtree(adir)
-        per = int(self.meta.get("chunk_arenas") or max(len(self.arenas), 1))
-        df = self.arenas.assign(chunk=(self.arenas["arena"].to_numpy() // per).astype(np.int64))
-        pq.write_to_dataset(pa.Table.from_pandas(df, preserve_index=False), root_path=str(adir),
-                            partition_cols=["chunk"])
-        self.points.to_parquet(d / "points.parquet", index=False)
-        (d / "meta.json").write_text(json.dumps({**self.meta, "names": self.names}, indent=2, default=str))
-        return d
-
-    @classmethod
-    def from_parquet(cls, directory: str | Path) -> "SweepResults":
-        import pyarrow.dataset as ds
-
-        d = Path(directory)
-        if not (d / "arenas").is_dir() or not (d / "points.parquet").is_file():
-            raise ValueError(f"directory: no sweep (arenas/ and points.parquet) in {str(d)!r}")
-        meta = json.loads((d / "meta.json").read_text()) if (d / "meta.json").is_file() else {}
-        arenas = ds.dataset(str(d / "arenas"), format="parquet", partitioning="hive").to_table().to_pandas()
-        arenas = arenas.drop(columns=["chunk"]).sort_values("arena", kind="stable", ignore_index=True)
-        names = list(meta.pop("names", []))
-        return cls(arenas, pd.read_parquet(d / "points.parquet"), names, meta)
-
-
-def aggregate(arenas: pd.DataFrame, names: Sequence[str], outcomes: Sequence[str]) -> pd.DataFrame:
-    """Per point: the swept values, ``replicates``, and per outcome ``_mean``, ``_sd``
-    (ddof=1), ``_n`` (non-missing replicates), ``_ci_low``/``_ci_high`` = mean -/+ 1.96 sd/sqrt(n)."""
-    first = arenas.drop_duplicates("point").set_index("point")
-    out = pd.DataFrame({"point": first.index.to_numpy()})
-    for n in names:
-        out[n] = first[n].to_numpy()
-    g = arenas.groupby("point", sort=True)
-    out["replicates"] = g.size().to_numpy()
-    for m in outcomes:
-        x = pd.DataFrame({"point": arenas["point"].to_numpy(), m: arenas[m].astype("Float64").astype(float).to_numpy()})
-        gm = x.groupby("point", sort=True)[m]
-        mean, sd, cnt = gm.mean().to_numpy(), gm.std(ddof=1).to_numpy(), gm.count().to_numpy()
-        with np.errstate(invalid="ignore", divide="ignore"):
-            half = Z95 * sd / np.sqrt(cnt)
-        out[f"{m}_mean"] = mean
-        out[f"{m}_sd"] = sd
-        out[f"{m}_n"] = cnt
-        out[f"{m}_ci_low"] = mean - half
-        out[f"{m}_ci_high"] = mean + half
-    return out
-
-
-# ----------------------------------------------------------------------------- the run
-
-
-def _game_diff(a, b) -> list[str]:
-    return [f.name for f in dataclasses.fields(a) if getattr(a, f.name) != getattr(b, f.name)]
-
-
-def _shapes(params) -> tuple:
-    leaves, treedef = jax.tree_util.tree_flatten(params)
-    return treedef, tuple((np.shape(x), np.asarray(x).dtype) for x in leaves)
-
-
-def _culprits(base: dict, names, values0, values_i, differs, build_kw, round_ints) -> list[str]:
-    """The parameters that alone, applied to point 0, make ``differs(point0, that) `` true."""
-    cfg0 = apply_values(base, names, values0, round_ints=round_ints)
-    ref = build(cfg0, **build_kw)
-    found = []
-    for j, n in enumerate(names):
-        if _plain(values0[j]) == _plain(values_i[j]):
-            continue
-        vals = list(values0)
-        vals[j] = values_i[j]
-        try:
-            other = build(apply_values(base, names, vals, round_ints=round_ints), **build_kw)
-        except ValueError:
-            continue
-        if differs(ref, other):
-            found.append(n)
-    return found or [n for j, n in enumerate(names) if _plain(values0[j]) != _plain(values_i[j])]
-
-
-def _governance_shapes(configs) -> dict | None:
-    from .governance_build import needed_slots, sanction_specs, uses_governance
-
-    if not any(uses_governance(c) for c in configs):
-        return None
-    return {
-        "pact_slots": max(needed_slots(c) for c in configs),
-        "ladder_width": max([1] + [len(s.ladder) for c in configs for s in sanction_specs(c)]),
-        "n_specs": max(len(sanction_specs(c)) for c in configs),
-    }
-
-
-def _host():
-    """Build per-point params on the CPU backend when there is one (no per-leaf transfers)."""
-    import contextlib
-
-    try:
-        return jax.default_device(jax.devices("cpu")[0])
-    except RuntimeError:
-        return contextlib.nullcontext()
-
-
-def _leaves(params, n_turns: int) -> tuple[list[np.ndarray], Any]:
-    p = params.__class__(**{**params.__dict__, "max_turns": jnp.asarray(n_turns, jnp.int32)})
-    leaves, treedef = jax.tree_util.tree_flatten(p)
-    return [np.asarray(x) for x in leaves], treedef
-
-
-def _same(a: np.ndarray, b: np.ndarray) -> bool:
-    return a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")
-
-
-def _key(v: Any) -> str:
-    return repr(_plain(v))
+from .sweep_build import (
+    DEVICE_COPIES,
+    ROW_CELL_BYTES,
+    _build_separable,
+    _culprits,
+    _game_diff,
+    _governance_shapes,
+    _host,
+    _leaves,
+    _shapes,
+    _validate,
+    bytes_per_arena,
+    resolve_devices,
+)
+from .sweep_paths import ConfigBase, _describe, apply_values, check_paths, config_base, parse_path, resolve
+from .sweep_points import explicit_points, grid_points, points_table, sample_points
+from .sweep_results import POINT_OUTCOMES, Z95, SweepResults, _metric_means, aggregate
+
+__all__ = [
+    "DEVICE_COPIES", "POINT_OUTCOMES", "ROW_CELL_BYTES", "SEPARABLE_MIN_POINTS", "Z95",
+    "ConfigBase", "SweepPlan", "SweepResults", "aggregate", "apply_values", "bytes_per_arena", "check_paths",
+    "config_base", "explicit_points", "grid_points", "parse_path", "points_table", "resolve", "resolve_devices",
+    "run_points", "sample_points", "sweep",
+]
 
 
 # A sweep of more points than this tries the separable build (one build per distinct value
 # of each parameter instead of one per point).
 SEPARABLE_MIN_POINTS = 64
-_SEPARABLE_CHECKS = 8
-
-
-def _build_separable(base, names, values, n_turns, turns, generator, round_ints):
-    """Stacked leaves composed from one build per distinct value of each parameter, when
-    every params leaf depends on at most one swept parameter; verified bit for bit against
-    full builds of a spread of points. None when not applicable (the caller builds every point)."""
-    P = len(values)
-    cols = [[_key(v[j]) for v in values] for j in range(len(names))]
-    uniq = [list(dict.fromkeys(c)) for c in cols]
-    if sum(len(u) for u in uniq) * 2 > P:
-        return None
-    first = {}  # a point holding each distinct value
-    for j in range(len(names)):
-        first[j] = {}
-        for i, k in enumerate(cols[j]):
-            first[j].setdefault(k, i)
-    kw = {"generator": generator}
-
-    def build_at(vals):
-        cfg = apply_values(base, names, vals, round_ints=round_ints)
-        with _host():
-            g, p = build(cfg, **kw)
-        return g, _leaves(p, int(turns or cfg.model.maxTurns))
-
-    game0, (leaves0, treedef) = build_at(values[0])
-    variants: list[list[list[np.ndarray]]] = []
-    for j in range(len(names)):
-        per_value = []
-        for k in uniq[j]:
-            vals = list(values[0])
-            vals[j] = values[first[j][k]][j]
-            g, (lv, td) = build_at(vals)
-            if g != game0 or td != treedef or any(a.shape != b.shape or a.dtype != b.dtype for a, b in zip(lv, leaves0)):
-                return None  # a structure or shape change: the full path explains it
-            per_value.append(lv)
-        variants.append(per_value)
-    owner: dict[int, int] = {}
-    for j, per_value in enumerate(variants):
-        for li in range(len(leaves0)):
-            if any(not _same(lv[li], leaves0[li]) for lv in per_value):
-                if li in owner:
-                    return None  # a leaf depends on two parameters: not separable
-                owner[li] = j
-    index = [np.asarray(pd.factorize(pd.Series(cols[j]))[0], np.int64) for j in range(len(names))]
-    stacked = []
-    for li, x0 in enumerate(leaves0):
-        if li in owner:
-            j = owner[li]
-            table_j = np.stack([lv[li] for lv in variants[j]], axis=-1)  # [..., U_j]
-            stacked.append(np.ascontiguousarray(table_j[..., index[j]]))
-        else:
-            stacked.append(np.broadcast_to(x0[..., None], x0.shape + (P,)))
-    checks = sorted(set(np.linspace(0, P - 1, _SEPARABLE_CHECKS).astype(int).tolist()))
-    for i in checks:
-        g, (lv, _) = build_at(values[i])
-        if g != game0 or not all(_same(a, x[..., i]) for a, x in zip(lv, stacked)):
-            return None
-    return game0, stacked, treedef
 
 
 def _build_points(base, names, table, turns, generator, round_ints):
@@ -524,68 +127,6 @@ def _build_points(base, names, table, turns, generator, round_ints):
     stacked = [np.stack([pl[j] for pl in leaves_per_point], axis=-1) for j in range(len(leaves_per_point[0]))]
     return cfg0, game0, stacked, treedef, n_turns, np.asarray(yields, float), "per point"
 
-
-def _metric_means(flat: dict) -> dict[str, np.ndarray]:
-    played = np.asarray(flat["played"])
-    out = {}
-    for m in METRICS:
-        x = np.where(played, np.asarray(flat["metrics"][m], dtype=float), np.nan)
-        cnt = np.sum(~np.isnan(x), axis=0)
-        out[f"mean_{m}"] = np.where(cnt > 0, np.nansum(x, axis=0) / np.maximum(cnt, 1), np.nan)
-    return out
-
-
-def _validate(replicates, seed, max_batch, turns, memory_budget):
-    if not isinstance(replicates, (int, np.integer)) or replicates < 1:
-        raise ValueError(f"replicates: must be an integer >= 1, got {replicates!r}")
-    if not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**32:
-        raise ValueError(f"seed: must be an integer in [0, 2**32), got {seed!r}")
-    if not isinstance(max_batch, (int, np.integer)) or max_batch < 1:
-        raise ValueError(f"max_batch: must be an integer >= 1, got {max_batch!r}")
-    if turns is not None and (not isinstance(turns, (int, np.integer)) or turns < 1):
-        raise ValueError(f"turns: must be an integer >= 1, got {turns!r}")
-    if memory_budget is not None and (not isinstance(memory_budget, (int, np.integer)) or memory_budget < 1):
-        raise ValueError(f"memory_budget: must be a number of bytes >= 1, got {memory_budget!r}")
-
-
-def resolve_devices(devices: Any = None) -> list:
-    """``None``: every local device; an int ``k``: the first k; a list of jax devices as is."""
-    local = jax.local_devices()
-    if devices is None:
-        return list(local)
-    if isinstance(devices, (int, np.integer)) and not isinstance(devices, bool):
-        if not 1 <= devices <= len(local):
-            raise ValueError(f"devices: must be between 1 and the {len(local)} local device(s), got {devices!r}")
-        return list(local[: int(devices)])
-    devs = list(devices)
-    if not devs or not all(isinstance(d, jax.Device) for d in devs):
-        raise ValueError(f"devices: None, a count, or a non-empty list of jax devices, got {devices!r}")
-    return devs
-
-
-def _nbytes(tree) -> int:
-    return int(sum(int(np.prod(x.shape)) * np.dtype(x.dtype).itemsize for x in jax.tree_util.tree_leaves(tree)))
-
-
-# Host bytes per summary cell of a kept arena row (value, pandas copies while concatenating).
-ROW_CELL_BYTES = 32
-# Device working set per arena = this many copies of (params + state) (in/out buffers of the
-# jitted chunk, XLA temporaries of one turn).
-DEVICE_COPIES = 6
-
-
-def bytes_per_arena(game, params1, keys1, chunk_turns: int, history: bool, n_columns: int) -> int:
-    """An estimate of the memory one arena of a chunk costs (see docs/semantics.md §12)."""
-    from functools import partial
-
-    from .kernels.rollout import init_batch, run_turns
-
-    state = jax.eval_shape(partial(init_batch, game), params1)
-    per = DEVICE_COPIES * (_nbytes(state) + _nbytes(params1))
-    if history:
-        _, rec = jax.eval_shape(partial(run_turns, game, 1, True), keys1, state, params1)
-        per += 3 * chunk_turns * _nbytes(rec)  # device records, host copy, flattened frame
-    return per + ROW_CELL_BYTES * n_columns
 
 
 class SweepPlan:
@@ -773,16 +314,6 @@ def run_points(
     return SweepResults(arenas, points, plan.names, plan.meta())
 
 
-def points_table(grid=None, samples=None, points=None, *, names=None, n_samples=None, seed: int = 0) -> pd.DataFrame:
-    """The points of a sweep from exactly one of grid=, samples= (with n_samples=), points=."""
-    given = [x is not None for x in (grid, samples, points)]
-    if sum(given) != 1:
-        raise ValueError("sweep: give exactly one of grid=, samples= (with n_samples=) or points=")
-    if grid is not None:
-        return grid_points(grid)
-    if samples is not None:
-        return sample_points(samples, n_samples, seed)
-    return explicit_points(points, names)
 
 
 def sweep(

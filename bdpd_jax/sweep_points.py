@@ -1,0 +1,71 @@
+"""The points of a sweep: a grid, uniform samples in a box, or an explicit table (columns =
+config paths). Used by :mod:`bdpd_jax.sweep`."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+# ----------------------------------------------------------------------------- points
+
+
+def grid_points(grid: dict[str, Sequence[Any]]) -> pd.DataFrame:
+    """Cartesian product of ``{path: values}`` (the first path varies slowest)."""
+    if not isinstance(grid, dict) or not grid:
+        raise ValueError(f"grid: must be a non-empty dict path -> list of values, got {grid!r}")
+    for k, v in grid.items():
+        if isinstance(v, (str, bytes)) or not hasattr(v, "__len__") or len(v) == 0:
+            raise ValueError(f"grid[{k!r}]: must be a non-empty list of values, got {v!r}")
+    names = list(grid)
+    rows = list(itertools.product(*[list(grid[n]) for n in names]))
+    return pd.DataFrame({n: [r[j] for r in rows] for j, n in enumerate(names)}, columns=names)
+
+
+def sample_points(samples: dict[str, tuple[float, float]], n_samples: int, seed: int) -> pd.DataFrame:
+    """``n_samples`` points drawn uniformly in the boxes ``{path: (low, high)}``."""
+    if not isinstance(samples, dict) or not samples:
+        raise ValueError(f"samples: must be a non-empty dict path -> (low, high), got {samples!r}")
+    if not isinstance(n_samples, (int, np.integer)) or n_samples < 1:
+        raise ValueError(f"n_samples: must be an integer >= 1 with samples=, got {n_samples!r}")
+    names = list(samples)
+    lo, hi = [], []
+    for n in names:
+        b = samples[n]
+        if not (isinstance(b, (tuple, list)) and len(b) == 2 and float(b[0]) <= float(b[1])):
+            raise ValueError(f"samples[{n!r}]: must be (low, high) with low <= high, got {b!r}")
+        lo.append(float(b[0]))
+        hi.append(float(b[1]))
+    x = np.random.default_rng(seed).uniform(lo, hi, size=(int(n_samples), len(names)))
+    return pd.DataFrame(x, columns=names)
+
+
+def explicit_points(points: Any, names: Sequence[str] | None) -> pd.DataFrame:
+    if isinstance(points, pd.DataFrame):
+        if names is not None:
+            points = points[list(names)]
+        if points.shape[1] == 0 or len(points) == 0:
+            raise ValueError("points: the DataFrame has no columns or no rows")
+        return points.reset_index(drop=True)
+    x = np.asarray(points)
+    if x.ndim != 2:
+        raise ValueError(f"points: must be a DataFrame or an (N, D) array, got shape {x.shape}")
+    if names is None or len(names) != x.shape[1]:
+        raise ValueError(f"names: an (N, D) points array needs D={x.shape[1]} parameter paths, got {names!r}")
+    if x.shape[0] == 0:
+        raise ValueError("points: no rows")
+    return pd.DataFrame(x, columns=list(names))
+
+
+def points_table(grid=None, samples=None, points=None, *, names=None, n_samples=None, seed: int = 0) -> pd.DataFrame:
+    """The points of a sweep from exactly one of grid=, samples= (with n_samples=), points=."""
+    given = [x is not None for x in (grid, samples, points)]
+    if sum(given) != 1:
+        raise ValueError("sweep: give exactly one of grid=, samples= (with n_samples=) or points=")
+    if grid is not None:
+        return grid_points(grid)
+    if samples is not None:
+        return sample_points(samples, n_samples, seed)
+    return explicit_points(points, names)

@@ -1,0 +1,97 @@
+"""The results of a sweep: :class:`SweepResults` (arena rows, per-point aggregates, parquet
+storage) and the per-point aggregation. Used by :mod:`bdpd_jax.sweep`."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .kernels.metrics import METRICS
+
+Z95 = 1.96
+# Per-arena outcomes aggregated per point (plus ``mean_<metric>`` when history was kept).
+POINT_OUTCOMES = ("survived", "collapse_turn", "survival_time", "wealth_mean")
+
+# ----------------------------------------------------------------------------- results
+
+
+@dataclass
+class SweepResults:
+    """``arenas``: one row per arena; ``points``: per-point means and 95% CIs over replicates."""
+
+    arenas: pd.DataFrame
+    points: pd.DataFrame
+    names: list[str]
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def to_parquet(self, directory: str | Path) -> Path:
+        """``arenas/`` as a dataset partitioned by run chunk (``chunk=K/``), ``points.parquet``
+        and ``meta.json``."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        d = Path(directory)
+        d.mkdir(parents=True, exist_ok=True)
+        adir = d / "arenas"
+        if adir.exists():
+            import shutil
+
+            shutil.rmtree(adir)
+        per = int(self.meta.get("chunk_arenas") or max(len(self.arenas), 1))
+        df = self.arenas.assign(chunk=(self.arenas["arena"].to_numpy() // per).astype(np.int64))
+        pq.write_to_dataset(pa.Table.from_pandas(df, preserve_index=False), root_path=str(adir),
+                            partition_cols=["chunk"])
+        self.points.to_parquet(d / "points.parquet", index=False)
+        (d / "meta.json").write_text(json.dumps({**self.meta, "names": self.names}, indent=2, default=str))
+        return d
+
+    @classmethod
+    def from_parquet(cls, directory: str | Path) -> "SweepResults":
+        import pyarrow.dataset as ds
+
+        d = Path(directory)
+        if not (d / "arenas").is_dir() or not (d / "points.parquet").is_file():
+            raise ValueError(f"directory: no sweep (arenas/ and points.parquet) in {str(d)!r}")
+        meta = json.loads((d / "meta.json").read_text()) if (d / "meta.json").is_file() else {}
+        arenas = ds.dataset(str(d / "arenas"), format="parquet", partitioning="hive").to_table().to_pandas()
+        arenas = arenas.drop(columns=["chunk"]).sort_values("arena", kind="stable", ignore_index=True)
+        names = list(meta.pop("names", []))
+        return cls(arenas, pd.read_parquet(d / "points.parquet"), names, meta)
+
+
+def aggregate(arenas: pd.DataFrame, names: Sequence[str], outcomes: Sequence[str]) -> pd.DataFrame:
+    """Per point: the swept values, ``replicates``, and per outcome ``_mean``, ``_sd``
+    (ddof=1), ``_n`` (non-missing replicates), ``_ci_low``/``_ci_high`` = mean -/+ 1.96 sd/sqrt(n)."""
+    first = arenas.drop_duplicates("point").set_index("point")
+    out = pd.DataFrame({"point": first.index.to_numpy()})
+    for n in names:
+        out[n] = first[n].to_numpy()
+    g = arenas.groupby("point", sort=True)
+    out["replicates"] = g.size().to_numpy()
+    for m in outcomes:
+        x = pd.DataFrame({"point": arenas["point"].to_numpy(), m: arenas[m].astype("Float64").astype(float).to_numpy()})
+        gm = x.groupby("point", sort=True)[m]
+        mean, sd, cnt = gm.mean().to_numpy(), gm.std(ddof=1).to_numpy(), gm.count().to_numpy()
+        with np.errstate(invalid="ignore", divide="ignore"):
+            half = Z95 * sd / np.sqrt(cnt)
+        out[f"{m}_mean"] = mean
+        out[f"{m}_sd"] = sd
+        out[f"{m}_n"] = cnt
+        out[f"{m}_ci_low"] = mean - half
+        out[f"{m}_ci_high"] = mean + half
+    return out
+
+
+def _metric_means(flat: dict) -> dict[str, np.ndarray]:
+    played = np.asarray(flat["played"])
+    out = {}
+    for m in METRICS:
+        x = np.where(played, np.asarray(flat["metrics"][m], dtype=float), np.nan)
+        cnt = np.sum(~np.isnan(x), axis=0)
+        out[f"mean_{m}"] = np.where(cnt > 0, np.nansum(x, axis=0) / np.maximum(cnt, 1), np.nan)
+    return out
