@@ -22,13 +22,17 @@ One turn (``_Batch.tick``, shared with :class:`~bdpd_jax.host.live_batch.LiveBat
 Randomness is the kernels': ``rng.arena_key(seed, arena_index)``, so a live arena whose
 players are all builtin plays exactly the batched arena ``simulate(config, seed=seed,
 arena_offset=arena_index)`` plays, bit for bit.
+
+Parts live beside it: the batched turn in :mod:`~bdpd_jax.host.batch_runner`, the tools in
+:mod:`~bdpd_jax.host.dispatch`, turn records in :mod:`~bdpd_jax.host.records`, owner-fired
+perturbations in :mod:`~bdpd_jax.host.owner_perturb`, agent calls in
+:mod:`~bdpd_jax.host.agent_calls`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-import functools
 import datetime as _dt
 import uuid
 from pathlib import Path
@@ -43,50 +47,26 @@ from bdpd_jax.config import ArenaConfig, PlayerConfig
 from bdpd_jax.governance_build import needed_slots, sanction_specs, uses_governance
 from bdpd_jax.kernels import rng
 from bdpd_jax.kernels import talk as T
-from bdpd_jax.kernels import perturb as pk
 from bdpd_jax.kernels.governance import NAME as GOV
-from bdpd_jax.kernels.perturb import PerturbLayer
-from bdpd_jax.perturb_results import perturb_record, target_label
-from bdpd_jax.specs import arena_specs, compile_spec
+from bdpd_jax.specs import arena_specs
 from bdpd_jax.kernels.params import OBS_VARS, PEER_VARS
-from bdpd_jax.host.agents.base import AgentResult, fallback_harvest
+from bdpd_jax.host.agent_calls import _spec_of_config_player
+from bdpd_jax.host.agents.base import AgentResult
+from bdpd_jax.host.batch_runner import _Batch, _slice
+from bdpd_jax.host.dispatch import TOOL_SCOPES, dispatch_tool
 from bdpd_jax.host.messages import MessageBus
+from bdpd_jax.host.owner_perturb import fire_perturbation
 from bdpd_jax.host.persist import JsonlWriter, atomic_write_json
 from bdpd_jax.host.players import PlayerSpec, make_agent
-from bdpd_jax.host.programs import EXTERNAL, has_governance, programs
+from bdpd_jax.host.programs import EXTERNAL, has_governance
+from bdpd_jax.host.records import turn_record
 from bdpd_jax.host.registry import PactRegistry, num
-from bdpd_jax.host.tools import TALK_TOOLS, validate_action
 
 DEFAULT_PACT_SLOTS = 16
-# 003_* tool table, column "Scope"
-TOOL_SCOPES: dict[str, str] = {
-    "broadcast": "all-others",
-    "send_private": "one player",
-    "announce_intended_harvest": "all-others",
-    "propose_pact": "named parties",
-    "accept_pact": "proposer + parties",
-    "pledge": "self-only",
-}
 
 
 def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-
-
-def _slice(tree, b: int):
-    return jax.tree_util.tree_map(lambda x: np.asarray(x)[..., b], tree)
-
-
-def _stack(trees: list):
-    return jax.tree_util.tree_map(lambda *xs: np.stack(xs, axis=-1), *trees)
-
-
-def _spec_of_config_player(i: int, p: PlayerConfig) -> PlayerSpec:
-    if not isinstance(p.strategy, str):
-        raise ValueError(f"players[{i}].strategy: a live arena needs built-in strategy names, got {p.strategy!r}")
-    return PlayerSpec(agentType="builtin", name=p.name or f"p{i}", privateResource=p.privateResource,
-                      strategy=p.strategy, intensity=p.intensity, reductionFactor=p.reductionFactor,
-                      talk=None if p.talk is None else p.talk.model_dump(mode="json"))
 
 
 class Arena:
@@ -300,72 +280,7 @@ class Arena:
         return out
 
     def _dispatch(self, player: str, action: Any, turn: int | None = None) -> dict[str, Any]:
-        turn = self.turn + 1 if turn is None else int(turn)
-        tool = action.get("tool") if isinstance(action, dict) else None
-        scope = TOOL_SCOPES.get(tool, "none")
-
-        def no(reason: str) -> dict[str, Any]:
-            return {"ok": False, "scope": scope, "tool": tool, "reason": reason}
-
-        if player not in self.players:
-            return no(f"playerId: unknown player {player!r}")
-        if tool not in TALK_TOOLS:
-            return no(f"tool: unknown tool {tool!r}; known: {list(TALK_TOOLS)}")
-        if self.no_talk:
-            return no("tool: cheap talk is disabled in this arena (no_talk)")
-        try:
-            a = validate_action(action)
-        except ValueError as exc:
-            return no(str(exc))
-        ok = {"ok": True, "scope": scope, "tool": tool}
-        if tool == "broadcast":
-            return {**ok, "id": self.bus.broadcast(player, a["text"], turn)["id"]}
-        if tool == "send_private":
-            if a["target"] == player:
-                return no("target: cannot send a private message to oneself")
-            msg = self.bus.send_private(player, a["target"], a["text"], turn)
-            if not self.bus.is_known(a["target"]):
-                # 003_*: a foreign target in a standalone arena is stored for audit, read by no one
-                return {**no(f"target: unknown player {a['target']!r} (stored for audit, read by no one)"),
-                        "id": msg["id"]}
-            return {**ok, "id": msg["id"]}
-        if tool == "announce_intended_harvest":
-            msg = self.bus.announce(player, a["value"], turn)
-            self._announced[player] = msg["value"]
-            return {**ok, "id": msg["id"], "value": msg["value"]}
-        reg = self.registry
-        if reg is None:
-            return no("pacts: this arena has no pact table")
-        if tool == "propose_pact":
-            unknown = [p for p in a["parties"] if p not in self.players]
-            if unknown:
-                return no(f"parties: unknown player(s) {unknown}")
-            slot, why = reg.propose(player, a["parties"], a["terms"], turn)
-            if slot < 0:
-                return no(why)
-            return {**ok, "pactId": reg.id_of(slot), "status": reg.status(slot)}
-        if tool == "pledge":
-            slot, why = reg.pledge(player, a["maxHarvest"], turn)
-            if slot < 0:
-                return no(why)
-            return {**ok, "pactId": reg.id_of(slot), "status": reg.status(slot)}
-        # accept_pact
-        slot = reg.slot_of(a["pactId"])
-        if slot is None:
-            return no(f"pactId: unknown pact {a['pactId']!r}")
-        i = self.players.index(player)
-        tb = reg.table
-        if not tb.parties[slot, i]:
-            return no(f"pactId: {player!r} is not a party to pact {a['pactId']!r}")
-        st = reg.status(slot)
-        if st != "proposed":
-            return no(f"pactId: pact {a['pactId']!r} is {st}, not proposed")
-        if tb.accepted[slot, i]:
-            return no(f"pactId: {player!r} has already accepted pact {a['pactId']!r}")
-        if int(tb.proposed_turn[slot]) >= turn:
-            return no(f"pactId: pact {a['pactId']!r} was proposed this turn; it can be accepted from the next")
-        reg.accept(slot, player, turn)
-        return {**ok, "pactId": a["pactId"], "status": reg.status(slot)}
+        return dispatch_tool(self, player, action, turn)
 
     # -- owner-fired perturbations (004_* A.2 POST /perturb) ---------------------------------
     def perturb(self, spec: str | dict) -> dict[str, Any]:
@@ -374,28 +289,7 @@ class Arena:
         before the next turn, through ``kernels.perturb.apply_perturbation``, and is logged in
         the next turn record (``ownerPerturbations``) so replay fires it again. Needs a
         perturbation layer holding the type (``perturbable=True``, or the config's specs)."""
-        if self.status != "running" or self._in_tick:
-            raise ValueError(f"status: perturbations are fired between ticks of a running arena ({self.status!r})")
-        if self.done:
-            raise ValueError("status: the game is over")
-        if isinstance(spec, str):
-            found = [sp for sp in arena_specs(self.config) if sp.id == spec]
-            if not found:
-                raise ValueError(f"specId: no perturbation {spec!r} in the config; known: {self._spec_ids}")
-            spec = found[0]
-        slot = compile_spec(spec, self.kernel_config(), self.game.policies)
-        if not any(isinstance(ly, PerturbLayer) and pk.TYPES[int(slot.code)] in ly.types for ly in self.game.layers):
-            raise ValueError(f"spec.type: {pk.TYPES[int(slot.code)]!r} cannot be fired in this arena; "
-                             "create it with perturbable=True")
-        batch = self._ensure_batch()
-        state = jax.tree_util.tree_map(jnp.asarray, _slice(batch.state, self._b))
-        new, rec = _owner_apply(self.game)(state, slot, self.params)
-        batch.set_state(self._b, new)
-        kind = pk.TYPES[int(rec["code"])]
-        entry = {"turn": self.turn + 1, "spec": spec if isinstance(spec, dict) else spec.model_dump(mode="json"),
-                 "type": kind, "target": target_label(kind, int(rec["target"])), "value": num(rec["value"])}
-        self._owner_fired.append(entry)
-        return entry
+        return fire_perturbation(self, spec)
 
     # -- running ----------------------------------------------------------------------------
     async def atick(self) -> dict[str, Any] | None:
@@ -483,206 +377,7 @@ class Arena:
 
     # -- turn records -----------------------------------------------------------------------
     def _record(self, t: int, rec, calls: dict[int, AgentResult], tools: list, overridden: set) -> dict[str, Any]:
-        players = self.players
-        decisions = []
-        errors = []
-        for i, s in enumerate(self.specs):
-            d = {"playerId": s.name, "agentType": s.agentType, "requested": num(rec.requested[i]),
-                 "actual": num(rec.actual[i]), "announced": num(rec.announced[i]), "wealth": num(rec.wealth[i]),
-                 "sanction": num(rec.sanction[i]), "invalid": bool(rec.invalid[i])}
-            if i in calls:
-                r = calls[i]
-                d.update({"harvest": r.harvest, "fallback": r.fallback, "error": r.error,
-                          "elapsedMs": round(r.elapsed_ms, 3), "actions": r.actions})
-                if r.error:
-                    errors.append({"playerId": s.name, "error": r.error})
-                    self._stats[s.name]["errors"] += 1
-                self._stats[s.name]["fallbacks"] += int(r.fallback)
-            elif i in overridden:
-                d["overridden"] = True
-            decisions.append(d)
-        violations, sanctions = [], []
-        g = rec.extra.get(GOV) if isinstance(rec.extra, dict) else None
-        if isinstance(g, dict) and "end" in g:
-            g = g["end"]
-        if self.registry is not None and g:
-            violations = self.registry.record_violations(t, np.asarray(g["violated"]), np.asarray(rec.actual),
-                                                         np.asarray(g["ordinal"]), np.asarray(g["fired"]))
-            for ev in violations:
-                self._stats[ev["partyId"]]["violations"] += 1
-            for i, p in enumerate(players):
-                if rec.sanction[i] > 0 or g["fired"][i] > 0:
-                    sanctions.append({"playerId": p, "amount": num(rec.sanction[i]), "fired": int(g["fired"][i])})
-                    self._stats[p]["sanctions"] += float(rec.sanction[i])
-        fired = []
-        pr = perturb_record(rec.extra) if isinstance(rec.extra, dict) else None
-        if pr:
-            for p in np.flatnonzero(np.asarray(pr["fired"])):
-                kind = pk.TYPES[int(pr["code"][p])]
-                fired.append({"id": self._spec_ids[p] if p < len(self._spec_ids) else None, "type": kind,
-                              "target": target_label(kind, int(pr["target"][p])), "value": num(pr["value"][p])})
-        owner, self._owner_fired = self._owner_fired, []
-        return {
-            "arenaId": self.arena_id, "turn": t, "stock": num(rec.stock), "regen": num(rec.regen),
-            "reserveDrawn": num(rec.reserve_drawn), "collapsed": bool(rec.collapsed),
-            "decisions": decisions,
-            "messages": self.bus.messages_for_turn(t),
-            "tools": tools,
-            "pacts": self.registry.compact() if self.registry is not None else [],
-            "violations": violations,
-            "sanctions": sanctions,
-            "errors": errors,
-            "metrics": {k: num(v) for k, v in rec.metrics.items()},
-            "perturbations": fired,
-            "ownerPerturbations": owner,
-        }
-
-
-class _Batch:
-    """Arenas of one Game advanced in lockstep: one batched kernel call per phase per turn."""
-
-    def __init__(self, arenas: list[Arena]) -> None:
-        if not arenas:
-            raise ValueError("arenas: need at least one arena")
-        for a in arenas:
-            if a.status == "waiting":
-                a.start()
-            if a._batch is not None and a._batch is not self:
-                raise ValueError(f"arenas: arena {a.arena_id!r} is already in another batch")
-        game = arenas[0].game
-        for k, a in enumerate(arenas):
-            if a.game != game:
-                raise ValueError(f"arenas[{k}]: its game (players, strategies, engine, layers) differs from "
-                                 "arenas[0]'s; a batch runs one compiled program")
-            if a.turn != arenas[0].turn:
-                raise ValueError(f"arenas[{k}]: at turn {a.turn}, arenas[0] at {arenas[0].turn}")
-        self.arenas = arenas
-        self.game = game
-        self.gov = has_governance(game)
-        init, self._decide, self._step = programs(game)
-        self.keys = jnp.stack([a.key for a in arenas], axis=-1)
-        self.params = jax.tree_util.tree_map(lambda *xs: jnp.stack([jnp.asarray(x) for x in xs], axis=-1),
-                                             *[a.params for a in arenas])
-        self.state = init(self.params)
-        for b, a in enumerate(arenas):
-            a._batch, a._b = self, b
-
-    def set_state(self, b: int, state) -> None:
-        """Write arena b's (unbatched) state into the batch state."""
-        self.state = jax.tree_util.tree_map(lambda x, v: jnp.asarray(x).at[..., b].set(jnp.asarray(v)),
-                                            self.state, state)
-
-    def set_pacts(self, b: int, table) -> None:
-        """Write arena b's pact table into the batch state (a tool used between ticks)."""
-        gs = self.state.extra[GOV]
-        pk = jax.tree_util.tree_map(lambda x, v: jnp.asarray(x).at[..., b].set(jnp.asarray(v)), gs.pacts, table)
-        self.state = dataclasses.replace(
-            self.state, extra={**self.state.extra, GOV: dataclasses.replace(gs, pacts=pk)})
-
-    async def tick(self) -> None:
-        """One turn of every arena still playing."""
-        arenas = self.arenas
-        if all(a.done for a in arenas):
-            return
-        for a in arenas:
-            a._in_tick = True
-        try:
-            await self._tick()
-        finally:
-            for a in arenas:
-                a._in_tick = False
-
-    async def _tick(self) -> None:
-        arenas = self.arenas
-        sb, begun, obs, pacts_d = self._decide(self.keys, self.state, self.params)
-        obs_np = jax.tree_util.tree_map(np.asarray, obs)
-        wealth = np.asarray(sb.wealth)
-        strategy = np.asarray(sb.strategy)
-        pk_b = jax.tree_util.tree_map(np.asarray, sb.extra[GOV].pacts) if self.gov else None
-        pk_d = jax.tree_util.tree_map(np.asarray, pacts_d) if self.gov else None
-        n, nb = wealth.shape
-        jobs, where = [], []
-        overridden: list[set] = [set() for _ in arenas]
-        for b, a in enumerate(arenas):
-            if a.done:
-                continue
-            t = a.turn + 1
-            a._announced = {}
-            if a.registry is not None:
-                a.registry.sync(_slice(pk_b, b))
-            ob = {k: v[..., b] for k, v in obs_np.items()}
-            for i, s in enumerate(a.specs):
-                if not s.external:
-                    continue
-                if strategy[i, b] != a.external_index:  # strategy_override: a builtin decides
-                    overridden[b].add(i)
-                    continue
-                env = a.observation(s.name, ob, t)
-                jobs.append(_ask(a.agents[i], env, float(wealth[i, b]), s.agentType))
-                where.append((b, i))
-        results = await asyncio.gather(*jobs)
-        by_arena: list[dict[int, AgentResult]] = [{} for _ in arenas]
-        for (b, i), r in zip(where, results):
-            by_arena[b][i] = r
-        ext = np.zeros((n, nb), bool)
-        ext_req = np.zeros((n, nb), np.float64)
-        ext_ann = np.full((n, nb), np.nan)
-        tools_by_arena: list[list] = [[] for _ in arenas]
-        for b, a in enumerate(arenas):
-            if a.registry is not None:
-                a.registry.sync(_slice(pk_d, b))
-            if a.done:
-                continue
-            t = a.turn + 1
-            for i in sorted(by_arena[b]):
-                r = by_arena[b][i]
-                name = a.specs[i].name
-                ext[i, b] = True
-                ext_req[i, b] = r.harvest
-                for act in r.actions:
-                    res = a._dispatch(name, act, t)
-                    tools_by_arena[b].append({"playerId": name, "action": act, "result": res})
-                if name in a._announced:
-                    ext_ann[i, b] = a._announced[name]
-        pacts = _stack([a.registry.table for a in arenas]) if self.gov else None
-        dt = sb.wealth.dtype
-        state, rec = self._step(self.keys, sb, begun, jnp.asarray(ext),
-                                jnp.asarray(ext_req, dt), jnp.asarray(ext_ann, dt), pacts, self.params)
-        self.state = state
-        rec_np = jax.tree_util.tree_map(np.asarray, rec)
-        pk_new = jax.tree_util.tree_map(np.asarray, state.extra[GOV].pacts) if self.gov else None
-        for b, a in enumerate(arenas):
-            if a.done:
-                continue
-            r = _slice(rec_np, b)
-            if a.registry is not None:
-                a.registry.sync(_slice(pk_new, b))
-            if not bool(r.played):
-                a.done = True
-                continue
-            t = int(r.turn)
-            a.turn = t
-            line = a._record(t, r, by_arena[b], tools_by_arena[b], overridden[b])
-            a.records.append(line)
-            if a._writer is not None:
-                a._writer.write(line)
-            if bool(r.collapsed) or t >= a.max_turns:
-                a.done = True
-
-
-@functools.lru_cache(maxsize=32)
-def _owner_apply(game):
-    return jax.jit(functools.partial(pk.apply_perturbation, game))
-
-
-async def _ask(agent, env: dict[str, Any], wealth: float, kind: str) -> AgentResult:
-    """One external decision; an agent that raises still yields the fallback harvest."""
-    try:
-        if kind == "llm":
-            return await agent.decide(env, wealth, inbox=env.get("inbox"))
-        return await agent.decide(env, wealth)
-    except Exception as exc:  # noqa: BLE001 - a broken agent must never stall the turn
-        return AgentResult(fallback_harvest(wealth), f"agent: {type(exc).__name__}: {exc}", [], 0.0, True)
+        return turn_record(self, t, rec, calls, tools, overridden)
 
 
 __all__ = ["Arena", "TOOL_SCOPES"]

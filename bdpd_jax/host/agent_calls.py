@@ -1,0 +1,30 @@
+"""How a live arena reaches its players: config players as specs, one external decision."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bdpd_jax.config import PlayerConfig
+from bdpd_jax.host.agents.base import AgentResult, fallback_harvest
+from bdpd_jax.host.players import PlayerSpec
+
+
+def _spec_of_config_player(i: int, p: PlayerConfig) -> PlayerSpec:
+    if not isinstance(p.strategy, str):
+        raise ValueError(f"players[{i}].strategy: a live arena needs built-in strategy names, got {p.strategy!r}")
+    return PlayerSpec(agentType="builtin", name=p.name or f"p{i}", privateResource=p.privateResource,
+                      strategy=p.strategy, intensity=p.intensity, reductionFactor=p.reductionFactor,
+                      talk=None if p.talk is None else p.talk.model_dump(mode="json"))
+
+
+async def _ask(agent, env: dict[str, Any], wealth: float, kind: str) -> AgentResult:
+    """One external decision; an agent that raises still yields the fallback harvest."""
+    try:
+        if kind == "llm":
+            return await agent.decide(env, wealth, inbox=env.get("inbox"))
+        return await agent.decide(env, wealth)
+    except Exception as exc:  # noqa: BLE001 - a broken agent must never stall the turn
+        return AgentResult(fallback_harvest(wealth), f"agent: {type(exc).__name__}: {exc}", [], 0.0, True)
+
+
+__all__: list[str] = []

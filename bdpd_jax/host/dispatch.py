@@ -1,0 +1,99 @@
+"""The six talk tools of a live arena (003_* tool table): one action of one player.
+
+:func:`dispatch_tool` is the body of ``Arena._dispatch``: messages go on the arena's
+:class:`~bdpd_jax.host.messages.MessageBus`, pact writes into its
+:class:`~bdpd_jax.host.registry.PactRegistry`. An invalid action returns ``ok: false`` with a
+``reason`` and changes nothing.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from bdpd_jax.host.tools import TALK_TOOLS, validate_action
+
+if TYPE_CHECKING:
+    from bdpd_jax.host.arena import Arena
+
+# 003_* tool table, column "Scope"
+TOOL_SCOPES: dict[str, str] = {
+    "broadcast": "all-others",
+    "send_private": "one player",
+    "announce_intended_harvest": "all-others",
+    "propose_pact": "named parties",
+    "accept_pact": "proposer + parties",
+    "pledge": "self-only",
+}
+
+
+def dispatch_tool(arena: Arena, player: str, action: Any, turn: int | None = None) -> dict[str, Any]:
+    """Run one tool action of ``player`` at ``turn`` (default: the arena's next turn)."""
+    turn = arena.turn + 1 if turn is None else int(turn)
+    tool = action.get("tool") if isinstance(action, dict) else None
+    scope = TOOL_SCOPES.get(tool, "none")
+
+    def no(reason: str) -> dict[str, Any]:
+        return {"ok": False, "scope": scope, "tool": tool, "reason": reason}
+
+    if player not in arena.players:
+        return no(f"playerId: unknown player {player!r}")
+    if tool not in TALK_TOOLS:
+        return no(f"tool: unknown tool {tool!r}; known: {list(TALK_TOOLS)}")
+    if arena.no_talk:
+        return no("tool: cheap talk is disabled in this arena (no_talk)")
+    try:
+        a = validate_action(action)
+    except ValueError as exc:
+        return no(str(exc))
+    ok = {"ok": True, "scope": scope, "tool": tool}
+    if tool == "broadcast":
+        return {**ok, "id": arena.bus.broadcast(player, a["text"], turn)["id"]}
+    if tool == "send_private":
+        if a["target"] == player:
+            return no("target: cannot send a private message to oneself")
+        msg = arena.bus.send_private(player, a["target"], a["text"], turn)
+        if not arena.bus.is_known(a["target"]):
+            # 003_*: a foreign target in a standalone arena is stored for audit, read by no one
+            return {**no(f"target: unknown player {a['target']!r} (stored for audit, read by no one)"),
+                    "id": msg["id"]}
+        return {**ok, "id": msg["id"]}
+    if tool == "announce_intended_harvest":
+        msg = arena.bus.announce(player, a["value"], turn)
+        arena._announced[player] = msg["value"]
+        return {**ok, "id": msg["id"], "value": msg["value"]}
+    reg = arena.registry
+    if reg is None:
+        return no("pacts: this arena has no pact table")
+    if tool == "propose_pact":
+        unknown = [p for p in a["parties"] if p not in arena.players]
+        if unknown:
+            return no(f"parties: unknown player(s) {unknown}")
+        slot, why = reg.propose(player, a["parties"], a["terms"], turn)
+        if slot < 0:
+            return no(why)
+        return {**ok, "pactId": reg.id_of(slot), "status": reg.status(slot)}
+    if tool == "pledge":
+        slot, why = reg.pledge(player, a["maxHarvest"], turn)
+        if slot < 0:
+            return no(why)
+        return {**ok, "pactId": reg.id_of(slot), "status": reg.status(slot)}
+    # accept_pact
+    slot = reg.slot_of(a["pactId"])
+    if slot is None:
+        return no(f"pactId: unknown pact {a['pactId']!r}")
+    i = arena.players.index(player)
+    tb = reg.table
+    if not tb.parties[slot, i]:
+        return no(f"pactId: {player!r} is not a party to pact {a['pactId']!r}")
+    st = reg.status(slot)
+    if st != "proposed":
+        return no(f"pactId: pact {a['pactId']!r} is {st}, not proposed")
+    if tb.accepted[slot, i]:
+        return no(f"pactId: {player!r} has already accepted pact {a['pactId']!r}")
+    if int(tb.proposed_turn[slot]) >= turn:
+        return no(f"pactId: pact {a['pactId']!r} was proposed this turn; it can be accepted from the next")
+    reg.accept(slot, player, turn)
+    return {**ok, "pactId": a["pactId"], "status": reg.status(slot)}
+
+
+__all__ = ["TOOL_SCOPES", "dispatch_tool"]
