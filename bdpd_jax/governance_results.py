@@ -12,11 +12,8 @@ VIOLATION_COLUMNS = ("arena", "turn", "player", "pact", "termType", "ordinal")
 
 
 def layer_record(extra: dict, name: str) -> dict | None:
-    """A layer's per-turn record, whether or not ``play`` nested it under 'end'."""
-    v = extra.get(name)
-    if isinstance(v, dict) and "end" in v:
-        v = v["end"]
-    return v or None
+    """A layer's end-of-turn record (``record.extra[name]["end"]``), None when empty."""
+    return (extra.get(name) or {}).get("end") or None
 
 
 def violations_frame(rec: dict, arenas: np.ndarray) -> pd.DataFrame:

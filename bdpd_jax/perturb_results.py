@@ -34,10 +34,7 @@ def target_label(type_: str, target: int, policy_names=None, index: float | None
 
 
 def perturb_record(extra: dict) -> dict | None:
-    v = extra.get(pk.PerturbLayer.name)
-    if isinstance(v, dict) and "begin" in v:
-        v = v["begin"]
-    return v or None
+    return (extra.get(pk.PerturbLayer.name) or {}).get("begin") or None
 
 
 def perturbations_frame(rec: dict, arenas: np.ndarray, ids: list[str], policy_names: list[str]) -> pd.DataFrame:

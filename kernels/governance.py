@@ -10,7 +10,7 @@ need (total harvest, over-usage count) so a run without history can report them.
 
 Dynamic numbers: ``params.extra["governance"]`` (:class:`GovParams`); state:
 ``state.extra["governance"]`` (:class:`GovState`); per-turn output:
-``record.extra["governance"]`` with ``violated`` bool[P, N] (the event table the host turns
+``record.extra["governance"]["end"]`` with ``violated`` bool[P, N] (the event table the host turns
 into ``{partyId, pactId, termType}`` lists), ``fired`` int32[N], ``status`` int32[P] and the
 frame columns ``turn_extra`` / ``player_extra``.
 """

@@ -2,7 +2,7 @@
 
 A layer is a static object on ``Game.layers`` with a name and three hooks, each written for
 one arena. Its dynamic numbers live in ``params.extra[name]``, its state in
-``state.extra[name]`` and its per-turn output in ``record.extra[name]``.
+``state.extra[name]`` and its per-turn output in ``record.extra[name]["begin"]`` (begin hook) and ``["end"]`` (after the harvest).
 """
 
 from __future__ import annotations

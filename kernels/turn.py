@@ -119,7 +119,7 @@ def step(game: Game, key: jax.Array, state: ArenaState, requests, params: Params
         strategy=new.strategy,
         metrics=metrics,
         engine_extra=game.engine.recorded_values(new.engine),
-        extra=layer_records,
+        extra={name: {"end": r} for name, r in layer_records.items()},
     )
     return new, record
 
@@ -189,7 +189,13 @@ def play(game: Game, key: jax.Array, state: ArenaState, params: Params):
     redecide = redecider(game, key, state, params)
     requests, state = decide(game, key, state, params)
     state, record = step(game, key, state, requests, params, redecide=redecide)
-    if begun:
-        extra = {k: {"begin": begun.get(k, {}), **({"end": v} if v else {})} for k, v in record.extra.items()}
-        record = dataclasses.replace(record, extra={**extra, **{k: {"begin": v} for k, v in begun.items() if k not in extra}})
-    return state, record
+    return state, with_begin(record, begun)
+
+
+def with_begin(record: TurnRecord, begun: dict) -> TurnRecord:
+    """Add the begin-hook records to a step's record: ``extra[layer] = {"begin", "end"}``,
+    one shape for every layer and every caller (batched play and the live host)."""
+    extra = {k: dict(v) for k, v in record.extra.items()}
+    for k, v in begun.items():
+        extra.setdefault(k, {})["begin"] = v
+    return dataclasses.replace(record, extra=extra)

@@ -39,7 +39,7 @@ from bdpd_jax.kernels.layers import effective_params
 from bdpd_jax.kernels.observe import observe
 from bdpd_jax.kernels.policies import Policy
 from bdpd_jax.kernels.rollout import batched
-from bdpd_jax.kernels.turn import begin, decide, redecider, step
+from bdpd_jax.kernels.turn import begin, decide, redecider, step, with_begin
 
 
 def _external_fn(obs, memory, key):
@@ -88,12 +88,7 @@ def _step_phase(game: Game, key, state_b, begun, ext, ext_req, ext_ann, pacts, p
 
     acts = Actions(requests=jnp.where(ext, ext_req, k_req), announced=jnp.where(ext, ext_ann, k_ann))
     state, record = step(game, key, state_d, acts, params, redecide=redecide)
-    if begun:  # as kernels.turn.play nests the begin records
-        extra = {k: {"begin": begun.get(k, {}), **({"end": v} if v else {})} for k, v in record.extra.items()}
-        record = dataclasses.replace(
-            record, extra={**extra, **{k: {"begin": v} for k, v in begun.items() if k not in extra}}
-        )
-    return state, record
+    return state, with_begin(record, begun)
 
 
 def _front(tree):

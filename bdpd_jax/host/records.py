@@ -13,6 +13,7 @@ import numpy as np
 
 from bdpd_jax.kernels import perturb as pk
 from bdpd_jax.kernels.governance import NAME as GOV
+from bdpd_jax.governance_results import layer_record
 from bdpd_jax.perturb_results import perturb_record, target_label
 from bdpd_jax.host.agents.base import AgentResult
 from bdpd_jax.host.registry import num
@@ -43,9 +44,7 @@ def turn_record(arena: Arena, t: int, rec, calls: dict[int, AgentResult], tools:
             d["overridden"] = True
         decisions.append(d)
     violations, sanctions = [], []
-    g = rec.extra.get(GOV) if isinstance(rec.extra, dict) else None
-    if isinstance(g, dict) and "end" in g:
-        g = g["end"]
+    g = layer_record(rec.extra, GOV)
     if arena.registry is not None and g:
         violations = arena.registry.record_violations(t, np.asarray(g["violated"]), np.asarray(rec.actual),
                                                      np.asarray(g["ordinal"]), np.asarray(g["fired"]))

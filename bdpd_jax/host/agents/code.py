@@ -183,7 +183,7 @@ def compile_strategy(code: str, *, memory_limit: int = DEFAULT_MEMORY_LIMIT,
                 return script
         except (jsbox.JsTimeoutError, jsbox.JavaScriptError) as exc:
             first_error = first_error or _js_error_text(exc)
-    raise ValueError(f"strategyCode: must define function decide(obs, memory)"
+    raise ValueError("strategyCode: must define function decide(obs, memory)"
                      + (f" ({first_error})" if first_error else ""))
 
 
