@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import jax.numpy as jnp
 
 from .engines import Engine, get_engine
-from .params import ENV_VARS, OBS_VARS, Params, fdtype
+from .params import OBS_VARS, Params, fdtype
 from .rng import Generator
 from .state import ArenaState
 
@@ -41,6 +41,19 @@ class Game:
     def memory_size(self) -> int:
         return max([1] + [p.memory_size for p in self.policies])
 
+    @property
+    def memory_slots(self) -> tuple[tuple[int, int], ...]:
+        """(strategy, player) pairs that keep a private memory: every candidate strategy of a
+        player whose ``memory_size`` > 0, in player order. ``state.memory`` has one row each,
+        so memory costs nothing for strategies that never hold one (a 4-strategy game with
+        one adaptive player stores 1 row, not 4 x N)."""
+        out = []
+        for p in range(self.n_players):
+            for s in (self.candidates[p] if self.candidates is not None else range(len(self.policies))):
+                if self.policies[s].memory_size > 0:
+                    out.append((s, p))
+        return tuple(out)
+
     @staticmethod
     def of(engine: str | Engine, n_players: int, policies: tuple, **kw) -> "Game":
         eng = get_engine(engine) if isinstance(engine, str) else engine
@@ -48,22 +61,22 @@ class Game:
 
     def init(self, params: Params) -> ArenaState:
         """The state before turn 1."""
-        from .observe import env_values
+        from .observe import prev_values
 
         dt = fdtype()
-        n, s, m = self.n_players, len(self.policies), self.memory_size
+        n, k, m = self.n_players, len(self.memory_slots), self.memory_size
         es = self.engine.init(params.engine)
         wealth = jnp.asarray(params.players.wealth0, dt)
         state = ArenaState(
             engine=es,
             wealth=wealth,
             last_actual=jnp.zeros((n,), dt),
-            memory=jnp.zeros((s, n, m), dt),
+            memory=jnp.zeros((k, m), dt),
             strategy=jnp.asarray(params.players.strategy, jnp.int32),
-            prev_env=jnp.zeros((len(ENV_VARS),), dt),
+            prev_env=jnp.zeros((0,), dt),
             turn=jnp.zeros((), jnp.int32),
             collapsed=jnp.zeros((), bool),
             collapse_turn=jnp.zeros((), jnp.int32),
             extra={layer.name: layer.init(self, params) for layer in self.layers},
         )
-        return dataclasses.replace(state, prev_env=env_values(self, state, params))
+        return dataclasses.replace(state, prev_env=prev_values(self, state, params))

@@ -45,25 +45,57 @@ def env_values(game, state: ArenaState, params: Params) -> jax.Array:
     return jnp.stack(vals)
 
 
+def prev_values(game, state: ArenaState, params: Params) -> jax.Array:
+    """What ``sign`` resolution compares against next turn: the true environment values
+    (float[len(ENV_VARS)]) when some variable is read by its sign, else float[0] (a static
+    choice: nothing to remember, so nothing to carry and select each turn)."""
+    if SIGN not in dict(game.resolution).values():
+        return jnp.zeros((0,), fdtype())
+    return env_values(game, state, params)
+
+
 def _resolve(value, noisy, prev, scale, code):
+    if code == SIGN:
+        return jnp.sign(noisy - prev)
+    if code != QUALITATIVE:
+        return noisy
     q = noisy / jnp.maximum(scale, jnp.finfo(noisy.dtype).tiny)
     mid = jnp.where(q <= _EDGES[0], _MIDS[0], jnp.where(q <= _EDGES[1], _MIDS[1], _MIDS[2]))
-    qual = mid * scale
-    sign = jnp.sign(noisy - prev)
-    return qual if code == QUALITATIVE else sign if code == SIGN else noisy
+    return mid * scale
 
 
-def _noise(game, key, turn, player, name: str, shape=()) -> jax.Array:
+def _shape(game, name: str) -> tuple[int, ...]:
+    return (game.n_players,) if name in PEER_VARS else ()
+
+
+def _noise(game, key, turn, player, name: str, draws: dict | None = None) -> jax.Array:
+    shape = _shape(game, name)
     if name not in game.noisy:  # static: exact reading, no draw
         return jnp.zeros(shape, fdtype())
+    if draws is not None:
+        return draws[name]
     return rng.normal(key, turn, player, rng.obs_purpose(OBS_VARS.index(name)), shape, game.generator)
 
 
-def observe_player(game, key, state: ArenaState, params: Params, env: jax.Array, player) -> dict:
+def noise_draws(game, key: jax.Array, turn: jax.Array) -> dict:
+    """The standard normal draws of every noisy variable at ``turn`` for every player:
+    name -> float[N] (float[N, N] for peer variables). The same numbers ``observe`` draws
+    itself; the rollout draws them one turn ahead and carries them (see kernels/rollout.py)."""
+    players = jnp.arange(game.n_players)
+    return {
+        name: jax.vmap(lambda p, name=name: rng.normal(key, turn, p, rng.obs_purpose(OBS_VARS.index(name)),
+                                                        _shape(game, name), game.generator))(players)
+        for name in OBS_VARS if name in game.noisy
+    }
+
+
+def observe_player(game, key, state: ArenaState, params: Params, env: jax.Array, player,
+                   draws: dict | None = None) -> dict:
     """The observation of one player: name -> float[] (or float[N] for peer variables).
 
     Each variable draws its noise from its own stream, so variables no policy reads cost
-    nothing (XLA removes the unused draws).
+    nothing (XLA removes the unused draws). ``draws`` (this player's row of
+    :func:`noise_draws` for this turn) replaces the draws by the same numbers computed ahead.
     """
     n = game.n_players
     op = params.obs
@@ -72,34 +104,37 @@ def observe_player(game, key, state: ArenaState, params: Params, env: jax.Array,
     obs = {}
     for i, name in enumerate(ENV_VARS):
         v = env[i]
-        noisy = jnp.maximum(v + op.noise[i] * jnp.abs(v) * _noise(game, key, turn, player, name), 0.0)
+        noisy = jnp.maximum(v + op.noise[i] * jnp.abs(v) * _noise(game, key, turn, player, name, draws), 0.0)
         code = dict(game.resolution).get(name, EXACT)
         if code != EXACT:
             scale = ref if name in ("commonsStock", "capitalStock", "pollutionLevel") else farr(1.0)
-            noisy = _resolve(v, noisy, state.prev_env[i], scale, code)
+            prev = state.prev_env[i] if code == SIGN else None
+            noisy = _resolve(v, noisy, prev, scale, code)
         obs[name] = jnp.where(op.visible[i], noisy, jnp.nan)
     w = state.wealth[player]
     own = {"myWealth": w, "myCapacity": capacity(w)}
     for name in PLAYER_VARS:
         i = OBS_VARS.index(name)
         v = own[name]
-        noisy = jnp.maximum(v + op.noise[i] * jnp.abs(v) * _noise(game, key, turn, player, name), 0.0)
+        noisy = jnp.maximum(v + op.noise[i] * jnp.abs(v) * _noise(game, key, turn, player, name, draws), 0.0)
         obs[name] = jnp.where(op.visible[i], noisy, jnp.nan)
     peers = {"othersWealth": state.wealth, "othersHarvest": state.last_actual}
     not_me = jnp.arange(n) != player
     for name in PEER_VARS:
         i = OBS_VARS.index(name)
         v = peers[name]
-        noisy = jnp.maximum(v + op.noise[i] * jnp.abs(v) * _noise(game, key, turn, player, name, (n,)), 0.0)
+        noisy = jnp.maximum(v + op.noise[i] * jnp.abs(v) * _noise(game, key, turn, player, name, draws), 0.0)
         obs[name] = jnp.where(op.visible[i] & not_me, noisy, jnp.nan)
     return obs
 
 
-def observe(game, key, state: ArenaState, params: Params) -> dict:
+def observe(game, key, state: ArenaState, params: Params, draws: dict | None = None) -> dict:
     """Observations of all players: name -> float[N] (float[N, N] for peer variables)."""
     env = env_values(game, state, params)
     players = jnp.arange(game.n_players)
-    return jax.vmap(lambda p: observe_player(game, key, state, params, env, p))(players)
+    if draws is None:
+        return jax.vmap(lambda p: observe_player(game, key, state, params, env, p))(players)
+    return jax.vmap(lambda p, z: observe_player(game, key, state, params, env, p, z))(players, draws)
 
 
-__all__ = ["observe", "observe_player", "env_values", "capacity", "QUALITATIVE_VARS", "SIGN_VARS", "EXACT"]
+__all__ = ["observe", "observe_player", "noise_draws", "prev_values", "env_values", "capacity", "QUALITATIVE_VARS", "SIGN_VARS", "EXACT"]

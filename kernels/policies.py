@@ -95,7 +95,7 @@ def _adaptive(obs, memory, ctx):
     cut = jnp.where(falls >= 2.0, 0.30 * f, jnp.where(falls >= 1.0, 0.20 * f, 0.0))
     h = capacity(ctx["wealth"]) * 0.40 * jnp.clip(1.0 - cut, 0.0, 1.0)
     seen = _present(s)
-    new = memory.at[0].set(jnp.where(seen, s, prev)).at[1].set(falls).at[2].set(jnp.where(seen, 1.0, memory[2]))
+    new = jnp.stack([jnp.where(seen, s, prev), falls, jnp.where(seen, 1.0, memory[2])])
     return h, new
 
 
@@ -113,7 +113,7 @@ def _rcp(obs, memory, ctx):
     fc = jnp.where(peak > 0, jnp.clip(c / jnp.maximum(peak, tiny), 0.0, 1.0), 1.0)
     fp = jnp.where(_present(p), jnp.clip(c / jnp.maximum(c + p, tiny), 0.0, 1.0), 1.0)
     h = jnp.where(_present(c), base * fc * fp, base)
-    return h, memory.at[0].set(peak)
+    return h, peak[None]
 
 
 def _idle(obs, memory, ctx):
@@ -134,19 +134,21 @@ BUILTINS: dict[str, Builtin] = {
 
 
 def decide_all(policies: tuple, obs: dict, memory: jax.Array, strategy: jax.Array, ctx: dict,
-               candidates: tuple | None = None):
+               candidates: tuple | None = None, slots: tuple | None = None):
     """Each player's strategies decide for it; the one in force is kept.
 
-    obs: name -> [N, ...]; memory: float[S, N, M]; strategy: int32[N]; ctx: name -> [N, ...];
-    candidates: per player, the strategy indices that can ever be in force for it (its own
-    and any ``strategy_override`` target; None = all). Written per player, so that every
-    operation runs on one value per arena, which XLA:CPU vectorises across the batch (a
-    [B, N] array with a short inner player axis it does not). Every candidate keeps its
-    memory up to date even while not in force, so an override switches to a policy that has
-    followed the game all along. Returns (requests float[N], memory float[S, N, M]).
+    obs: name -> [N, ...]; memory: float[K, M], one row per ``slots`` entry (strategy,
+    player), the pairs that keep a memory (``Game.memory_slots``); strategy: int32[N]; ctx:
+    name -> [N, ...]; candidates: per player, the strategy indices that can ever be in force
+    for it (its own and any ``strategy_override`` target; None = all). Written per player,
+    so that every operation runs on one value per arena, which XLA:CPU vectorises across
+    the batch (a [B, N] array with a short inner player axis it does not). Every candidate
+    keeps its memory up to date even while not in force, so an override switches to a
+    policy that has followed the game all along. Returns (requests float[N], memory float[K, M]).
     """
     n = strategy.shape[0]
-    new_memory = memory
+    row = {sp: k for k, sp in enumerate(slots or ())}
+    rows = [memory[k] for k in range(memory.shape[0])]
     requests = []
     for p in range(n):
         o_p = jax.tree_util.tree_map(lambda x: x[p], obs)
@@ -155,9 +157,11 @@ def decide_all(policies: tuple, obs: dict, memory: jax.Array, strategy: jax.Arra
         for s in (candidates[p] if candidates is not None else range(len(policies))):
             pol = policies[s]
             m = max(pol.memory_size, 0)
-            h, new = pol.decide(o_p, memory[s, p, :m], c_p)
-            if m:
-                new_memory = new_memory.at[s, p, :m].set(new)
+            k = row.get((s, p))
+            h, new = pol.decide(o_p, memory[k, :m] if k is not None else jnp.zeros((0,), memory.dtype), c_p)
+            if k is not None:
+                rows[k] = jnp.concatenate([new, memory[k, m:]]) if m < memory.shape[1] else new
             h_p = h if h_p is None else jnp.where(strategy[p] == s, h, h_p)
         requests.append(h_p)
+    new_memory = jnp.stack(rows) if rows else memory
     return jnp.stack(requests), new_memory

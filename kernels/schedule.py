@@ -20,7 +20,7 @@ the start of the turn) and lambda set so the allocations sum to what was deliver
 players' claims are served further; nobody receives more than requested; nothing is lost.
 
 A scheduler is ``fn(game, key, turn, engine_state, requests, params, *, wealth, redecide)``
-returning :class:`Served`. ``redecide(es, p) -> (request, invalid, memory[S, M])`` (or None)
+returning :class:`Served`. ``redecide(es, p) -> (request, invalid, memory[K, M])`` (or None)
 lets a scheduler re-run player p's decision against engine state ``es``; only
 ``sequential`` uses it. All schedulers conserve the stock: sum(actual) equals the stock
 taken plus the reserve drawn.
@@ -79,7 +79,7 @@ class Served(NamedTuple):
     reserve_drawn: jax.Array  # float[], units drawn from the hidden reserve
     requests: jax.Array | None = None  # float[N], the requests actually served
     invalid: jax.Array | None = None  # bool[N]
-    memory: jax.Array | None = None  # float[S, N, M], policy memory after deciding
+    memory: jax.Array | None = None  # float[K, M], policy memory after deciding
 
 
 def _fit_under(actual: jax.Array, delivered: jax.Array) -> jax.Array:
@@ -152,5 +152,6 @@ def sequential(game, key, turn, es, requests, params, *, wealth=None, redecide=N
     actual = gots[inv]
     if redecide is None:
         return Served(es, actual, died, jnp.sum(drawns))
-    memory = jnp.moveaxis(mems[inv], 0, 1)  # [N, S, M] -> [S, N, M]
+    by_player = mems[inv]  # [N, K, M]: the memory as each player's redecision left it
+    memory = jnp.stack([by_player[p, k] for k, (_, p) in enumerate(game.memory_slots)]) if game.memory_slots else mems[0]
     return Served(es, actual, died, jnp.sum(drawns), rs[inv], bads[inv], memory)

@@ -14,9 +14,9 @@ class ArenaState(eqx.Module):
     engine: Any  # the engine's own state pytree (stock, reserve, R/C/P, ...)
     wealth: jax.Array  # float[N], privateResource
     last_actual: jax.Array  # float[N], actual harvests of the previous turn (othersHarvest)
-    memory: jax.Array  # float[S, N, M], each strategy's private memory for each player
+    memory: jax.Array  # float[K, M], private memory, one row per Game.memory_slots (strategy, player)
     strategy: jax.Array  # int32[N], the decision function in force for each player
-    prev_env: jax.Array  # float[len(ENV_VARS)], last turn's true values (for 'sign' resolution)
+    prev_env: jax.Array  # float[len(ENV_VARS)] last turn's true values if a variable is read by its sign, else float[0]
     turn: jax.Array  # int32[], turns completed
     collapsed: jax.Array  # bool[]
     collapse_turn: jax.Array  # int32[], turn the commons collapsed, 0 while alive

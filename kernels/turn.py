@@ -21,7 +21,7 @@ from .actions import Actions, announcement
 from .game import Game
 from .layers import effective_params
 from .metrics import governance_metrics
-from .observe import env_values, observe
+from .observe import observe, prev_values
 from .params import Params
 from .policies import decide_all
 from .schedule import Served, get_scheduler
@@ -42,7 +42,7 @@ def step(game: Game, key: jax.Array, state: ArenaState, requests, params: Params
     """Advance one arena by one turn given every player's requested harvest (float[N]), or
     an :class:`~.actions.Actions` (requests plus announcements, NaN = none).
 
-    ``redecide(es, p) -> (request, memory[S, M])`` (from :func:`redecider`) lets a scheduler
+    ``redecide(es, p) -> (request, memory[K, M])`` (from :func:`redecider`) lets a scheduler
     that serves players one by one (sequential) re-run a policy player's decision against
     the stock its predecessors left; None serves ``requests`` as given."""
     params = effective_params(game, state, params)
@@ -86,7 +86,7 @@ def step(game: Game, key: jax.Array, state: ArenaState, requests, params: Params
         last_actual=actual,
         memory=memory,
         strategy=state.strategy,
-        prev_env=env_values(game, state, params),
+        prev_env=prev_values(game, state, params),
         turn=turn,
         collapsed=ended,
         collapse_turn=jnp.where(ended, turn, 0).astype(jnp.int32),
@@ -140,13 +140,15 @@ def policy_context(game: Game, key: jax.Array, state: ArenaState, params: Params
     }
 
 
-def decide(game: Game, key: jax.Array, state: ArenaState, params: Params):
+def decide(game: Game, key: jax.Array, state: ArenaState, params: Params, draws: dict | None = None):
     """Observe and let every player's policy decide; returns (requests float[N], state), or
-    (Actions, state) when a layer acts on the decide side (scripted talk)."""
+    (Actions, state) when a layer acts on the decide side (scripted talk). ``draws``: this
+    turn's observation noise computed ahead (:func:`~.observe.noise_draws`), else drawn here."""
     params = effective_params(game, state, params)
-    obs = observe(game, key, state, params)
+    obs = observe(game, key, state, params, draws)
     ctx = policy_context(game, key, state, params)
-    requests, memory = decide_all(game.policies, obs, state.memory, state.strategy, ctx, game.candidates)
+    requests, memory = decide_all(game.policies, obs, state.memory, state.strategy, ctx, game.candidates,
+                                   game.memory_slots)
     live = ~state.collapsed & (state.turn < params.max_turns)
     memory = jnp.where(live, memory, state.memory)
     state = dataclasses.replace(state, memory=memory)
@@ -159,15 +161,16 @@ def decide(game: Game, key: jax.Array, state: ArenaState, params: Params):
     return actions, state
 
 
-def redecider(game: Game, key: jax.Array, state: ArenaState, params: Params):
-    """``redecide(es, p) -> (request_p, memory[S, M])``: player p's decision (policies and
+def redecider(game: Game, key: jax.Array, state: ArenaState, params: Params, draws: dict | None = None):
+    """``redecide(es, p) -> (request_p, memory[K, M])``: player p's decision (policies and
     decide-side layers) had the engine state been ``es`` at the start of this turn (same
-    draws). Only schedulers serving players one by one call it; XLA drops it otherwise."""
+    draws); of the memory, the rows of p's ``Game.memory_slots`` are the ones p decided.
+    Only schedulers serving players one by one call it; XLA drops it otherwise."""
 
     def redecide(es, p):
-        acts, st = decide(game, key, dataclasses.replace(state, engine=es), params)
+        acts, st = decide(game, key, dataclasses.replace(state, engine=es), params, draws)
         req = acts.requests if isinstance(acts, Actions) else acts
-        return req[p], st.memory[:, p, :]
+        return req[p], st.memory
 
     return redecide
 
@@ -183,11 +186,12 @@ def begin(game: Game, key: jax.Array, state: ArenaState, params: Params):
     return _select(live, new, state), records
 
 
-def play(game: Game, key: jax.Array, state: ArenaState, params: Params):
-    """One full turn with policy players: begin, decide, step."""
+def play(game: Game, key: jax.Array, state: ArenaState, params: Params, draws: dict | None = None):
+    """One full turn with policy players: begin, decide, step. ``draws``: this turn's
+    observation noise computed ahead (same numbers; see kernels/rollout.py)."""
     state, begun = begin(game, key, state, params)
-    redecide = redecider(game, key, state, params)
-    requests, state = decide(game, key, state, params)
+    redecide = redecider(game, key, state, params, draws)
+    requests, state = decide(game, key, state, params, draws)
     state, record = step(game, key, state, requests, params, redecide=redecide)
     return state, with_begin(record, begun)
 
