@@ -41,7 +41,7 @@ def obs_params(config: ArenaConfig) -> ObsParams:
         spec = config.observability.get(name)
         vis.append(name in OWN_VARS if spec is None else spec.visible)
         noise.append(0.0 if spec is None else spec.noise)
-    return ObsParams(visible=jnp.asarray(vis, bool), noise=farr(noise))
+    return ObsParams(visible=np.asarray(vis, bool), noise=farr(noise))
 
 
 def resolution_of(config: ArenaConfig) -> tuple:
@@ -76,11 +76,11 @@ def build(config: ArenaConfig, *, generator: str = "hash", extra_policies: tuple
         noisy=noisy, resolution=resolution_of(config), candidates=candidates,
     )
     params = Params(
-        max_turns=jnp.asarray(model.maxTurns, jnp.int32),
+        max_turns=np.asarray(model.maxTurns, np.int32),
         engine=engine.params_from_model(model.model_dump()),
         obs=obs_params(config),
         players=PlayerParams(
-            strategy=jnp.asarray(index, jnp.int32),
+            strategy=np.asarray(index, np.int32),
             intensity=farr([p.intensity for p in players]),
             reduction_factor=farr([p.reductionFactor for p in players]),
             wealth0=farr([p.privateResource for p in players]),

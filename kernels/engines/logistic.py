@@ -7,6 +7,7 @@ from typing import Any, Mapping
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from ..params import farr
 from .base import Engine, register
@@ -58,7 +59,7 @@ class Logistic(Engine):
             capacity=farr(model["commonsCapacity"]),
             threshold=farr(model["threshold"]),
             initial=farr(model["commonsInitial"]),
-            use_reserve=jnp.asarray(bool(model["useHiddenReserve"])),
+            use_reserve=np.asarray(bool(model["useHiddenReserve"])),
             reserve0=farr(model["hiddenReserveInitial"]),
             die_sides=farr(die.get("sides", 6)),
             die_success=farr(die.get("successThreshold", 4)),
