@@ -67,6 +67,33 @@ def bench_jax(b: int, turns: int, generator: str = "hash", reps: int = 3) -> tup
     return compile_s, best
 
 
+def bench_noise_floor(b: int, turns: int, reps: int = 5) -> float:
+    """Seconds for the game's exact Gaussian draws alone (4 a turn per arena: commonsStock
+    for each player), in a scan like the game's: a floor no turn of this game can beat."""
+    import jax.numpy as jnp
+
+    from bdpd_jax.kernels import rng
+
+    keys = jax.vmap(lambda a: rng.arena_key(0, a))(jnp.arange(b))
+    purpose = rng.obs_purpose(0)
+
+    @jax.jit
+    def run(keys):
+        def body(acc, t):
+            z = sum(jax.vmap(lambda k, p=p: rng.normal(k, t, p, purpose))(keys) for p in range(4))
+            return acc + z, None
+
+        return jax.lax.scan(body, jnp.zeros((b,)), jnp.arange(1, turns + 1))[0]
+
+    jax.block_until_ready(run(keys))
+    best = math.inf
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        jax.block_until_ready(run(keys))
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
 def bench_python(arenas: int, turns: int) -> float:
     """Seconds for `arenas` x `turns` of the plain-Python reference (tests/reference.py)."""
     from reference import RefArena
@@ -155,6 +182,8 @@ def main() -> None:
     print(f"\nB={b}, T={t}, histories off, 4 players:")
     print(f"  plain Python reference: {py:.3e} arena-turns/s  -> jax is {jx / py:,.0f}x (target >= 300x)")
     print(f"  numpy vectorized:       {npy:.3e} arena-turns/s  -> jax is {jx / npy:,.1f}x (target >= 15x)")
+    fl = b * t / bench_noise_floor(b, t)
+    print(f"  noise draws alone:      {fl:.3e} arena-turns/s  -> the most any turn could be is {fl / npy:,.1f}x numpy")
     tf = b * t / bench_jax(b, t, generator="threefry")[1]
     print(f"  generator: hash {jx:.3e} vs threefry {tf:.3e} arena-turns/s ({jx / tf:.2f}x)")
 
