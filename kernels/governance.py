@@ -68,12 +68,24 @@ class GovernanceLayer(Layer):
             sanctioned=jnp.zeros((n,), dt),
         )
 
-    def act(self, game, key, turn, state, actions: Actions, params):
+    def ahead(self, game, key, turn, state, params, busy=True):
+        if not self.registry:
+            return None
+        if not busy:  # nothing scripted this turn and nothing awaiting an answer: no write
+            return state.extra[NAME].pacts
+        return T.registry_writes(params.extra[NAME].talk, state.extra[NAME].pacts, turn, self.scripted)
+
+    def busy(self, game, turn, state, params):
+        if not self.registry:
+            return jnp.zeros((), bool)
+        return T.registry_busy(params.extra[NAME].talk, state.extra[NAME].pacts, turn)
+
+    def act(self, game, key, turn, state, actions: Actions, params, ahead=None):
         gp: GovParams = params.extra[NAME]
         gs: GovState = state.extra[NAME]
         live = ~state.collapsed & (state.turn < params.max_turns)
         pk, req, ann = T.script(gp.talk, gs.pacts, actions.requests, state.last_actual, turn, self.registry,
-                                self.scripted)
+                                self.scripted, written=ahead)
         pk = jax.tree_util.tree_map(lambda a, b: jnp.where(live, a, b), pk, gs.pacts)
         announced = jnp.where(jnp.isnan(ann), actions.announced, ann)
         state = dataclasses.replace(state, extra={**state.extra, NAME: dataclasses.replace(gs, pacts=pk)})

@@ -6,11 +6,12 @@ copy around every op that mixes a per-arena scalar with a per-player array (sele
 broadcasts), each turn; moving the axis once per chunk removed them and ran the turn 1.8x
 faster (bench/README.md).
 
-The observation noise of turn t + 1 is drawn at the end of turn t and carried: a value
-carried by the loop is materialised, whereas drawn inside the turn XLA:CPU fused the draws
-into the policies' fusion and re-ran the hash and ``erfinv`` once per use of the observed
-value (4 conservative players: 2.5 ms per turn in that fusion instead of 0.26). The numbers
-are the ones the turn would draw itself: a pure function of (arena, turn, player, variable).
+What turn t + 1's decide side computes from the state alone (its observation noise, the
+layers' ``ahead`` work: scripted pact writes) is computed at the end of turn t and carried
+(``turn.prepare``): a value carried by the loop is materialised, whereas computed inside
+the turn XLA:CPU fused it into every consumer and re-ran it once per use (4 conservative
+players: the hash and ``erfinv`` re-run per use of the observed stock, 2.5 ms per turn in
+that fusion instead of 0.26). The numbers are the ones the turn computes itself.
 """
 
 from __future__ import annotations
@@ -21,10 +22,10 @@ import jax
 import jax.numpy as jnp
 
 from .game import Game
-from .observe import noise_draws
 from .params import Params
 from .state import ArenaState
-from .turn import play
+from .layers import has_ahead
+from .turn import busy, play, prepare
 
 BATCH_AXIS = -1
 
@@ -49,15 +50,15 @@ def run_turns(
     inner scan of k turns emits its last record), so memory holds T/k records.
     """
     turn_fn = jax.vmap(partial(play, game))  # batch-first inside the scan
-    draw_fn = jax.vmap(lambda k, st: noise_draws(game, k, st.turn + 1))
+    prepare_fn = _preparer(game)
     keys, state, params = _front((keys, state, params))
 
     def body(carry, _):
         st, z = carry
         st, rec = turn_fn(keys, st, params, z)
-        return (st, draw_fn(keys, st)), (rec if history else None)
+        return (st, prepare_fn(keys, st, params)), (rec if history else None)
 
-    carry = (state, draw_fn(keys, state))
+    carry = (state, prepare_fn(keys, state, params))
     if every == 1 or not history:
         (final, _), recs = jax.lax.scan(body, carry, None, length=n_turns)
     else:
@@ -72,6 +73,23 @@ def run_turns(
     # back to the API layout: state (..., B), records (T, ..., B)
     final = _back(final, 0)
     return final, (None if recs is None else _back(recs, 1))
+
+
+def _preparer(game: Game):
+    """The batched ``prepare``. With layer ``ahead`` work, a turn on which no arena of the
+    batch is busy runs the idle branch (same numbers, no work): an exact shortcut taken at
+    the edge, where the whole batch is visible (e.g. scripted pact writes happen on a few
+    turns of a run)."""
+    full = jax.vmap(partial(prepare, game))
+    if not any(has_ahead(layer) for layer in game.layers):
+        return full
+    idle = jax.vmap(partial(prepare, game, busy=False))
+    any_busy = jax.vmap(partial(busy, game))
+
+    def prep(keys, st, params):
+        return jax.lax.cond(jnp.any(any_busy(st, params)), full, idle, keys, st, params)
+
+    return prep
 
 
 def _front(tree):

@@ -58,31 +58,55 @@ def answers(tp: TalkParams, pacts: P.Pacts, turn: jax.Array) -> tuple[jax.Array,
     return waiting & yes, waiting & ~yes & tp.decline_rejects[None, :]
 
 
-def script(tp: TalkParams, pacts: P.Pacts, requests: jax.Array, last_actual: jax.Array, turn: jax.Array,
-           registry: bool = True, scripted: tuple | None = None):
-    """Run every player's script for this turn. Returns (pacts, requests, announced).
+def registry_writes(tp: TalkParams, pacts: P.Pacts, turn: jax.Array, scripted: tuple | None = None) -> P.Pacts:
+    """Steps 1-3 of every player's script for this turn: answers, pledges, proposals.
 
-    registry: static; False skips steps 1-3 (no scripted pledge/proposal in the game).
-    scripted: static; the players that have a pledge or a proposal in their script (None =
-    every player): the table writes of steps 2-3 run for them only.
+    They read only the table and the turn (not this turn's decisions), so the batched
+    rollout runs them one turn ahead (kernels/rollout.py). scripted: static; the players
+    that have a pledge or a proposal in their script (None = every player): the table
+    writes of steps 2-3 run for them only.
     """
-    if registry:
-        acc, rej = answers(tp, pacts, turn)
-        pacts = P.reject_mask(P.accept_mask(pacts, acc, turn), rej)
+    acc, rej = answers(tp, pacts, turn)
+    pacts = P.reject_mask(P.accept_mask(pacts, acc, turn), rej)
 
-        def one(i, pk):
-            pk, _ = P.pledge(pk, i, tp.pledge_cap[i], turn, when=tp.pledge_turn[i] == turn)
-            pk, _ = P.propose(pk, i, tp.propose_parties[i], tp.propose_term[i], tp.propose_cap[i],
-                              tp.propose_tolerance[i], turn, when=tp.propose_turn[i] == turn)
-            return pk
+    def one(i, pk):
+        pk, _ = P.pledge(pk, i, tp.pledge_cap[i], turn, when=tp.pledge_turn[i] == turn)
+        pk, _ = P.propose(pk, i, tp.propose_parties[i], tp.propose_term[i], tp.propose_cap[i],
+                          tp.propose_tolerance[i], turn, when=tp.propose_turn[i] == turn)
+        return pk
 
-        if scripted is None:
-            pacts = jax.lax.fori_loop(0, requests.shape[0], one, pacts)
-        else:
-            for i in scripted:  # in player order, as the loop above
-                pacts = one(i, pacts)
+    if scripted is None:
+        return jax.lax.fori_loop(0, tp.announce.shape[0], one, pacts)
+    for i in scripted:  # in player order, as the loop above
+        pacts = one(i, pacts)
+    return pacts
+
+
+def registry_busy(tp: TalkParams, pacts: P.Pacts, turn: jax.Array) -> jax.Array:
+    """bool[]: whether :func:`registry_writes` can change the table at ``turn``: a pledge or
+    a proposal is scripted for it, or a proposal awaits an answer. When False the writes
+    leave every field as it is (no acceptance, rejection, slot or counter changes)."""
+    return jnp.any(tp.pledge_turn == turn) | jnp.any(tp.propose_turn == turn) | jnp.any(pacts.status == P.PROPOSED)
+
+
+def comply_announce(tp: TalkParams, pacts: P.Pacts, requests: jax.Array, last_actual: jax.Array, turn: jax.Array):
+    """Steps 4-5: complying players clip to their active pacts' limits; announcers announce.
+    Returns (requests, announced)."""
     last_mean = jnp.mean(last_actual)
     cap = P.caps(pacts, last_mean, turn > 1)
     requests = jnp.where(tp.comply, jnp.minimum(requests, cap), requests)
     announced = jnp.where(tp.announce, requests * (1.0 - tp.bias), jnp.nan)
+    return requests, announced
+
+
+def script(tp: TalkParams, pacts: P.Pacts, requests: jax.Array, last_actual: jax.Array, turn: jax.Array,
+           registry: bool = True, scripted: tuple | None = None, written: P.Pacts | None = None):
+    """Run every player's script for this turn. Returns (pacts, requests, announced).
+
+    registry: static; False skips steps 1-3 (no scripted pledge/proposal in the game).
+    written: the table after steps 1-3 when already computed (:func:`registry_writes`).
+    """
+    if registry:
+        pacts = written if written is not None else registry_writes(tp, pacts, turn, scripted)
+    requests, announced = comply_announce(tp, pacts, requests, last_actual, turn)
     return pacts, requests, announced

@@ -19,9 +19,9 @@ import jax.numpy as jnp
 from . import rng
 from .actions import Actions, announcement
 from .game import Game
-from .layers import effective_params
+from .layers import effective_params, has_ahead
 from .metrics import governance_metrics
-from .observe import observe, prev_values
+from .observe import noise_draws, observe, prev_values
 from .params import Params
 from .policies import decide_all
 from .schedule import Served, get_scheduler
@@ -140,12 +140,33 @@ def policy_context(game: Game, key: jax.Array, state: ArenaState, params: Params
     }
 
 
-def decide(game: Game, key: jax.Array, state: ArenaState, params: Params, draws: dict | None = None):
+def prepare(game: Game, key: jax.Array, state: ArenaState, params: Params, busy: bool = True) -> dict:
+    """What the next turn's decide side computes from the state alone: its observation noise
+    and the layers' ``ahead`` work. The rollout calls it at the end of each turn and carries
+    the result (kernels/rollout.py); ``decide(..., ahead=)`` then reads it. Same numbers.
+    busy: static; False when no arena of the batch is :func:`busy` (layers skip the work)."""
+    turn = state.turn + 1
+    eff = effective_params(game, state, params)
+    out = {"noise": noise_draws(game, key, turn)}
+    for layer in game.layers:
+        out[layer.name] = layer.ahead(game, key, turn, state, eff, busy)
+    return out
+
+
+def busy(game: Game, state: ArenaState, params: Params) -> jax.Array:
+    """bool[]: whether any layer's ``ahead`` work has something to do next turn."""
+    turn = state.turn + 1
+    eff = effective_params(game, state, params)
+    flags = [layer.busy(game, turn, state, eff) for layer in game.layers if has_ahead(layer)]
+    return jnp.any(jnp.stack(flags)) if flags else jnp.zeros((), bool)
+
+
+def decide(game: Game, key: jax.Array, state: ArenaState, params: Params, ahead: dict | None = None):
     """Observe and let every player's policy decide; returns (requests float[N], state), or
-    (Actions, state) when a layer acts on the decide side (scripted talk). ``draws``: this
-    turn's observation noise computed ahead (:func:`~.observe.noise_draws`), else drawn here."""
+    (Actions, state) when a layer acts on the decide side (scripted talk). ``ahead``: this
+    turn's :func:`prepare` computed at the end of the last one, else computed here."""
     params = effective_params(game, state, params)
-    obs = observe(game, key, state, params, draws)
+    obs = observe(game, key, state, params, None if ahead is None else ahead["noise"])
     ctx = policy_context(game, key, state, params)
     requests, memory = decide_all(game.policies, obs, state.memory, state.strategy, ctx, game.candidates,
                                    game.memory_slots)
@@ -157,18 +178,19 @@ def decide(game: Game, key: jax.Array, state: ArenaState, params: Params, draws:
         return requests, state
     actions = Actions(requests=requests, announced=jnp.full(requests.shape, jnp.nan, requests.dtype))
     for layer in acting:  # decide-side layers (scripted talk): -> Actions
-        state, actions = layer.act(game, key, state.turn + 1, state, actions, params)
+        state, actions = layer.act(game, key, state.turn + 1, state, actions, params,
+                                   None if ahead is None else ahead.get(layer.name))
     return actions, state
 
 
-def redecider(game: Game, key: jax.Array, state: ArenaState, params: Params, draws: dict | None = None):
+def redecider(game: Game, key: jax.Array, state: ArenaState, params: Params, ahead: dict | None = None):
     """``redecide(es, p) -> (request_p, memory[K, M])``: player p's decision (policies and
     decide-side layers) had the engine state been ``es`` at the start of this turn (same
     draws); of the memory, the rows of p's ``Game.memory_slots`` are the ones p decided.
     Only schedulers serving players one by one call it; XLA drops it otherwise."""
 
     def redecide(es, p):
-        acts, st = decide(game, key, dataclasses.replace(state, engine=es), params, draws)
+        acts, st = decide(game, key, dataclasses.replace(state, engine=es), params, ahead)
         req = acts.requests if isinstance(acts, Actions) else acts
         return req[p], st.memory
 
@@ -186,12 +208,12 @@ def begin(game: Game, key: jax.Array, state: ArenaState, params: Params):
     return _select(live, new, state), records
 
 
-def play(game: Game, key: jax.Array, state: ArenaState, params: Params, draws: dict | None = None):
-    """One full turn with policy players: begin, decide, step. ``draws``: this turn's
-    observation noise computed ahead (same numbers; see kernels/rollout.py)."""
+def play(game: Game, key: jax.Array, state: ArenaState, params: Params, ahead: dict | None = None):
+    """One full turn with policy players: begin, decide, step. ``ahead``: this turn's
+    :func:`prepare`, computed at the end of the last turn (same numbers; kernels/rollout.py)."""
     state, begun = begin(game, key, state, params)
-    redecide = redecider(game, key, state, params, draws)
-    requests, state = decide(game, key, state, params, draws)
+    redecide = redecider(game, key, state, params, ahead)
+    requests, state = decide(game, key, state, params, ahead)
     state, record = step(game, key, state, requests, params, redecide=redecide)
     return state, with_begin(record, begun)
 

@@ -314,3 +314,62 @@ def test_plain_game_unchanged_by_governance_code():
     gov = simulate(cfg2, n_arenas=4, seed=5)  # layer on, but no pact: nothing may change
     np.testing.assert_array_equal(plain.players["actual"].to_numpy(), gov.players["actual"].to_numpy())
     assert plain.turns["announce_frequency"].eq(0).all() and plain.turns["lie_score"].isna().all()
+
+
+def test_scripted_writes_skipped_batchwide_are_exact(monkeypatch):
+    """The rollout skips the scripted pact writes on turns when no arena of the batch has a
+    pledge, proposal or pending answer (kernels/rollout.py). Arenas whose scripts fire on
+    different turns, batched together, equal each arena run alone and the path that never
+    skips, field for field."""
+    import dataclasses
+
+    from bdpd_jax.build import broadcast_batch, build
+    from bdpd_jax.kernels.governance import GovernanceLayer
+    from bdpd_jax.simulate import arena_keys, compiled_init, compiled_run
+
+    cfg = {
+        "model": {"maxPlayers": 4, "minPlayers": 4, "maxTurns": 8},
+        "players": [{"strategy": s} for s in ("aggressive", "conservative", "adaptive", "random")],
+    }
+    cfg["players"][1]["talk"] = {"comply": True, "pledge": {"turn": 3, "maxHarvest": 1.5}}
+    cfg["players"][2]["talk"] = {"accept": "min_cap", "acceptMinCap": 1.0}
+    cfg["players"][3]["talk"] = {"propose": {"turn": 2, "parties": [0, 1, 2, 3],
+                                             "terms": {"type": "harvest_cap", "maxHarvest": 2.0}}}
+    cfg["perturbations"] = [{"id": "g", "type": "sanction_graduated", "trigger": {"kind": "pact_violation"},
+                             "payload": {"ladder": [1, 3, 10]}}]
+    game, params = build(ArenaConfig.model_validate(cfg))
+    b = 3
+    pb = broadcast_batch(params, b)
+    talk = pb.extra["governance"].talk
+    # arena 0 as configured; arena 1 pledges at turn 6 and proposes at 5; arena 2 never does
+    talk = dataclasses.replace(
+        talk,
+        pledge_turn=talk.pledge_turn.at[1].set(jnp.asarray([3, 6, 0])),
+        propose_turn=talk.propose_turn.at[3].set(jnp.asarray([2, 5, 0])),
+    )
+    gp = dataclasses.replace(pb.extra["governance"], talk=talk)
+    pb = dataclasses.replace(pb, extra={**pb.extra, "governance": gp})
+    keys = arena_keys(0, np.arange(b))
+
+    def run(g, k, p):
+        st = compiled_init(g)(k, p)
+        return compiled_run(g, 8, True)(k, st, p)
+
+    batched = run(game, keys, pb)
+    for i in range(b):
+        one = run(game, keys[:, i : i + 1], jax.tree_util.tree_map(lambda x: x[..., i : i + 1], pb))
+        for a, c in zip(jax.tree_util.tree_leaves(batched), jax.tree_util.tree_leaves(one)):
+            np.testing.assert_array_equal(np.asarray(a)[..., i], np.asarray(c)[..., 0])
+    # the path that never skips gives the same numbers
+    from functools import partial
+
+    from bdpd_jax.kernels.rollout import run_turns
+
+    monkeypatch.setattr(GovernanceLayer, "busy", lambda self, game, turn, state, params: jnp.ones((), bool))
+    always = jax.jit(partial(run_turns, game, 8, True))(keys, compiled_init(game)(keys, pb), pb)
+    for a, c in zip(jax.tree_util.tree_leaves(batched), jax.tree_util.tree_leaves(always)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(c))
+    # and the writes happened: arena 1's pledge is active from turn 6, arena 2 has none
+    status = np.asarray(batched[1].extra["governance"]["end"]["status"])  # [T, P, B]
+    assert (status[:, :, 2] == P.ACTIVE).sum(axis=1).tolist() == (status[:1, :, 2] == P.ACTIVE).sum(axis=1).tolist() * 8
+    assert (status[5, :, 1] == P.ACTIVE).sum() > (status[4, :, 1] == P.ACTIVE).sum()
