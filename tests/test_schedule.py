@@ -126,3 +126,33 @@ def test_every_scheduler_runs_the_default_game(name, logistic_config):
     r = simulate(cfg, n_arenas=8, seed=1)
     t = r.turns
     assert len(r.summary) == 8 and (t["stock"] >= 0).all()
+
+
+def test_sequential_memory_rows_keep_what_each_player_saw():
+    """Sequential with memoryful players (adaptive: memory[0] = the last stock it observed):
+    each player's memory row (Game.memory_slots) holds the stock its predecessors in this
+    turn's order left, not the stock at the start of the turn."""
+    from bdpd_jax.build import broadcast_batch
+    from bdpd_jax.simulate import arena_keys, compiled_init, compiled_run
+
+    cfg = {"model": {"scheduler": "sequential", "maxPlayers": N, "minPlayers": N, "commonsInitial": 40,
+                     "commonsCapacity": 150, "threshold": 0, "useHiddenReserve": False, "maxTurns": 2},
+           "observability": {"commonsStock": {"visible": True}},
+           "players": [{"strategy": "adaptive", "privateResource": 100}, {"strategy": "aggressive"},
+                       {"strategy": "adaptive", "privateResource": 100}, {"strategy": "conservative"}]}
+    game, params = build(ArenaConfig.model_validate(cfg))
+    assert [p for _, p in game.memory_slots] == [0, 2]  # rows only where a memory is kept
+    pb = broadcast_batch(params, 1)
+    keys = arena_keys(5, np.arange(1))
+    state = compiled_init(game)(keys, pb)
+    final, rec = compiled_run(game, 2, True)(keys, state, pb)
+    order = np.asarray(turn_order(game, rng.arena_key(5, 0), 2))
+    actual = np.asarray(rec.actual)[1, :, 0]  # turn 2, per player
+    left = float(np.asarray(rec.stock)[0, 0])  # stock at the start of turn 2
+    seen = {}
+    for p in order:
+        seen[int(p)] = left
+        left -= actual[p]
+    mem = np.asarray(final.memory)[..., 0]  # [K, M]
+    for k, (_, p) in enumerate(game.memory_slots):
+        assert mem[k, 0] == pytest.approx(seen[p], rel=1e-6)
