@@ -86,7 +86,7 @@ class _Batch:
 
     async def _tick(self) -> None:
         arenas = self.arenas
-        sb, begun, obs, pacts_d = self._decide(self.keys, self.state, self.params)
+        sb, begun, obs, pacts_d, ahead = self._decide(self.keys, self.state, self.params)
         obs_np = jax.tree_util.tree_map(np.asarray, obs)
         wealth = np.asarray(sb.wealth)
         strategy = np.asarray(sb.strategy)
@@ -139,7 +139,7 @@ class _Batch:
         pacts = _stack([a.registry.table for a in arenas]) if self.gov else None
         dt = sb.wealth.dtype
         state, rec = self._step(self.keys, sb, begun, jnp.asarray(ext),
-                                jnp.asarray(ext_req, dt), jnp.asarray(ext_ann, dt), pacts, self.params)
+                                jnp.asarray(ext_req, dt), jnp.asarray(ext_ann, dt), pacts, ahead, self.params)
         self.state = state
         rec_np = jax.tree_util.tree_map(np.asarray, rec)
         pk_new = jax.tree_util.tree_map(np.asarray, state.extra[GOV].pacts) if self.gov else None

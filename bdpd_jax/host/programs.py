@@ -9,14 +9,17 @@ Both programs take and return trailing-batch-axis arrays and vmap over a leading
 inside (``batch_first``), as ``kernels.rollout.run_turns`` does inside its scan.
 
 * ``decide_phase(keys, state, params)`` -> the state after the begin hooks (perturbations),
-  the begin records, every player's observation, and (governance layer only) the pact
-  table after the builtins' scripted talk of the turn, on which the host writes the tools.
+  the begin records, every player's observation, (governance layer only) the pact table
+  after the builtins' scripted talk of the turn, on which the host writes the tools, and
+  the turn's ``kernels.turn.prepare`` (noise draws, layers' ahead work) computed from the
+  state before the turn, as the batched rollout carries it into the turn.
   External players sit on the :data:`EXTERNAL` placeholder policy, which asks for nothing.
-* ``step_phase(keys, begun_state, begun, ext, ext_req, ext_ann, pacts, params)`` ->
+* ``step_phase(keys, begun_state, begun, ext, ext_req, ext_ann, pacts, ahead, params)`` ->
   (state, record): the builtins decide again (same values; it keeps decide -> step one
   program, fused and rounded as in ``play``), external players' requests and
   announcements replace the placeholders where ``ext`` is set, the host's pact table (after
-  the tool writes) replaces the kernel's, and ONE ``kernels.turn.step`` runs, with the same
+  the tool writes) replaces the kernel's, ``ahead`` enters as a program argument (in memory,
+  as the rollout's carry does, so XLA fuses and rounds the observation alike), and ONE ``kernels.turn.step`` runs, with the same
   ``redecide`` hook as ``play`` (the sequential scheduler re-asks built-in players; external
   players are served as submitted). The record is merged with the begin records like ``play``.
 
@@ -39,7 +42,7 @@ from bdpd_jax.kernels.layers import effective_params
 from bdpd_jax.kernels.observe import observe
 from bdpd_jax.kernels.policies import Policy
 from bdpd_jax.kernels.rollout import batched
-from bdpd_jax.kernels.turn import begin, decide, redecider, step, with_begin
+from bdpd_jax.kernels.turn import begin, decide, prepare, redecider, step, with_begin
 
 
 def _external_fn(obs, memory, key):
@@ -56,20 +59,21 @@ def has_governance(game: Game) -> bool:
 
 
 def _decide_phase(game: Game, key, state, params):
+    ahead = prepare(game, key, state, params)  # what the rollout carries into this turn
     state_b, begun = begin(game, key, state, params)
-    obs = observe(game, key, state_b, effective_params(game, state_b, params))
+    obs = observe(game, key, state_b, effective_params(game, state_b, params), ahead["noise"])
     pacts_d = None
     if has_governance(game):  # the table after the builtins' scripted talk of this turn
-        pacts_d = decide(game, key, state_b, params)[1].extra[GOV].pacts
-    return state_b, begun, obs, pacts_d
+        pacts_d = decide(game, key, state_b, params, ahead)[1].extra[GOV].pacts
+    return state_b, begun, obs, pacts_d, ahead
 
 
-def _step_phase(game: Game, key, state_b, begun, ext, ext_req, ext_ann, pacts, params):
+def _step_phase(game: Game, key, state_b, begun, ext, ext_req, ext_ann, pacts, ahead, params):
     # The builtins' decisions are recomputed here (same key, same state: the same values as
     # the decide phase's) so that the whole of decide -> step is one program, as in ``play``:
     # XLA then fuses (and rounds, FMA contraction included) the turn as the batched run does.
-    redecide_play = redecider(game, key, state_b, params)
-    acts, state_d = decide(game, key, state_b, params)
+    redecide_play = redecider(game, key, state_b, params, ahead)
+    acts, state_d = decide(game, key, state_b, params, ahead)
     if isinstance(acts, Actions):
         k_req, k_ann = acts.requests, acts.announced
     else:

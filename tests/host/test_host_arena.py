@@ -82,16 +82,23 @@ GOVERNED = {
 }
 
 
-@pytest.mark.parametrize("case", ["plain", "governed"])
+@pytest.mark.parametrize("case", ["plain", "governed", "conservative"])
 def test_live_batch_equals_simulate_per_arena(case):
     """3 arenas in one LiveBatch == simulate(n_arenas=3): the sequential scheduler (builtins
     re-decided in turn order); perturbations, scripted talk, pacts, sanctions (the batch axis
-    and arena index select the same trajectories)."""
-    cfg = _cfg(scheduler="sequential" if case == "plain" else "simultaneous")
+    and arena index select the same trajectories). ``conservative``: 4 conservative players
+    reading a noisy stock, whose observation XLA fuses differently when the noise is drawn
+    inside the turn or carried in (the host passes it in as the rollout does)."""
+    n_arenas = 3
+    if case == "conservative":
+        cfg = _cfg(players=[{"strategy": "conservative", "privateResource": 10 * (i + 1)} for i in range(4)])
+        n_arenas = 8
+    else:
+        cfg = _cfg(scheduler="sequential" if case == "plain" else "simultaneous")
     if case == "governed":
         cfg.update(copy.deepcopy(GOVERNED))
-    res = bdpd_jax.simulate(cfg, n_arenas=3, seed=4)
-    arenas = [Arena(cfg, seed=4, arena_index=i) for i in range(3)]
+    res = bdpd_jax.simulate(cfg, n_arenas=n_arenas, seed=4)
+    arenas = [Arena(cfg, seed=4, arena_index=i) for i in range(n_arenas)]
     LiveBatch(arenas).run()
     for i, a in enumerate(arenas):
         p = res.players[res.players.arena == i].sort_values(["turn", "player"])
