@@ -25,7 +25,7 @@ from .game import Game
 from .params import Params
 from .state import ArenaState
 from .layers import has_ahead
-from .turn import busy, play, prepare
+from .turn import ahead_busy, play, prepare
 
 BATCH_AXIS = -1
 
@@ -84,7 +84,7 @@ def _preparer(game: Game):
     if not any(has_ahead(layer) for layer in game.layers):
         return full
     idle = jax.vmap(partial(prepare, game, busy=False))
-    any_busy = jax.vmap(partial(busy, game))
+    any_busy = jax.vmap(partial(ahead_busy, game))
 
     def prep(keys, st, params):
         return jax.lax.cond(jnp.any(any_busy(st, params)), full, idle, keys, st, params)

@@ -144,7 +144,7 @@ def prepare(game: Game, key: jax.Array, state: ArenaState, params: Params, busy:
     """What the next turn's decide side computes from the state alone: its observation noise
     and the layers' ``ahead`` work. The rollout calls it at the end of each turn and carries
     the result (kernels/rollout.py); ``decide(..., ahead=)`` then reads it. Same numbers.
-    busy: static; False when no arena of the batch is :func:`busy` (layers skip the work)."""
+    busy: static; False when no arena of the batch is :func:`ahead_busy` (layers skip the work)."""
     turn = state.turn + 1
     eff = effective_params(game, state, params)
     out = {"noise": noise_draws(game, key, turn)}
@@ -153,7 +153,7 @@ def prepare(game: Game, key: jax.Array, state: ArenaState, params: Params, busy:
     return out
 
 
-def busy(game: Game, state: ArenaState, params: Params) -> jax.Array:
+def ahead_busy(game: Game, state: ArenaState, params: Params) -> jax.Array:
     """bool[]: whether any layer's ``ahead`` work has something to do next turn."""
     turn = state.turn + 1
     eff = effective_params(game, state, params)
