@@ -1,8 +1,9 @@
 """The governance layer: pacts, scripted talk and sanctions as one turn ``Layer``.
 
-Decide side (``act``, after the policies and before the harvest): the scripted talk of
-kernels/talk.py writes proposals, acceptances and pledges into the pact table, clips the
-requests of complying players and fills their announcements. End of turn
+Start of turn (``prewrite``, before the perturbations' begin): the scripted talk of
+kernels/talk.py writes proposals, acceptances and pledges into the pact table. Decide side
+(``act``, after the policies and before the harvest): it clips the requests of complying
+players and fills their announcements. End of turn
 (``after_harvest``): the violation check of kernels/pacts.py, then every sanction spec
 whose ``pact_violation`` trigger matches fires once per violation (kernels/sanctions.py),
 deducting from the violator's wealth. It also accumulates what the GovSim outcome metrics
@@ -29,6 +30,7 @@ from . import sanctions as S
 from . import talk as T
 from .actions import Actions
 from .layers import Layer
+from .barrier import materialize
 from .metrics import EPS
 
 NAME = "governance"
@@ -68,38 +70,45 @@ class GovernanceLayer(Layer):
             sanctioned=jnp.zeros((n,), dt),
         )
 
-    def ahead(self, game, key, turn, state, params, busy=True):
+    def prewrite(self, game, key, turn, state, params):
+        """Steps 1-3 of every player's script (kernels/talk.py): answers, pledges and
+        proposals of this turn, written into the table; an arena whose game has ended keeps
+        its table."""
         if not self.registry:
-            return None
-        if not busy:  # nothing scripted this turn and nothing awaiting an answer: no write
-            return state.extra[NAME].pacts
-        return T.registry_writes(params.extra[NAME].talk, state.extra[NAME].pacts, turn, self.scripted)
+            return state
+        gs: GovState = state.extra[NAME]
+        live = ~state.collapsed & (state.turn < params.max_turns)
+        new = T.registry_writes(params.extra[NAME].talk, gs.pacts, turn, self.scripted)
+        pk = jax.tree_util.tree_map(lambda a, b: jnp.where(live, a, b), new, gs.pacts)
+        return dataclasses.replace(state, extra={**state.extra, NAME: dataclasses.replace(gs, pacts=pk)})
 
     def busy(self, game, turn, state, params):
         if not self.registry:
             return jnp.zeros((), bool)
         return T.registry_busy(params.extra[NAME].talk, state.extra[NAME].pacts, turn)
 
-    def act(self, game, key, turn, state, actions: Actions, params, ahead=None):
+    def act(self, game, key, turn, state, actions: Actions, params):
+        """Steps 4-5: complying players clip their requests, announcers announce."""
         gp: GovParams = params.extra[NAME]
         gs: GovState = state.extra[NAME]
-        live = ~state.collapsed & (state.turn < params.max_turns)
-        pk, req, ann = T.script(gp.talk, gs.pacts, actions.requests, state.last_actual, turn, self.registry,
-                                self.scripted, written=ahead)
-        pk = jax.tree_util.tree_map(lambda a, b: jnp.where(live, a, b), pk, gs.pacts)
+        req, ann = T.comply_announce(gp.talk, gs.pacts, actions.requests, state.last_actual, turn)
         announced = jnp.where(jnp.isnan(ann), actions.announced, ann)
-        state = dataclasses.replace(state, extra={**state.extra, NAME: dataclasses.replace(gs, pacts=pk)})
         return state, Actions(requests=req, announced=announced)
 
     def after_harvest(self, game, key, turn, state, ctx, params):
         gp: GovParams = params.extra[NAME]
         gs: GovState = state.extra[NAME]
         n = game.n_players
-        actual = ctx["actual"]
+        # computed once, not once per (slot, player) in the check and the ladder (kernels/barrier.py)
+        actual = materialize(ctx["actual"])
         playing = jnp.ones((n,), bool)
         pk, violated = P.check(gs.pacts, actual, playing)
-        k, prior = S.ordinals(gs.prior, violated, pk.term, len(P.PACT_TERM_TYPES))
-        amount, fired, _ = S.amounts(gp.sanctions, k, violated, pk.term)
+        count = S.counts(violated, pk.term, len(P.PACT_TERM_TYPES))
+        count = materialize(count.astype(actual.dtype)).astype(jnp.int32)  # read by prior and the ladder
+        prior = gs.prior + count
+        amount, fired, _ = S.amounts(gp.sanctions, gs.prior, count)
+        amount = materialize(amount)  # read by wealth, the totals and the record
+        k, _ = S.ordinals(gs.prior, violated, pk.term, len(P.PACT_TERM_TYPES))  # the record's event ordinals
         share = ctx["regen"] / n
         new_gs = GovState(
             pacts=pk,

@@ -1,8 +1,9 @@
 """Optional turn layers (governance, perturbations): the turn calls them, never their rules.
 
-A layer is a static object on ``Game.layers`` with a name and three hooks, each written for
-one arena. Its dynamic numbers live in ``params.extra[name]``, its state in
-``state.extra[name]`` and its per-turn output in ``record.extra[name]["begin"]`` (begin hook) and ``["end"]`` (after the harvest).
+A layer is a static object on ``Game.layers`` with a name and its hooks (prewrite, begin,
+act, after_harvest), each written for one arena. Its dynamic numbers live in
+``params.extra[name]``, its state in ``state.extra[name]`` and its per-turn output in
+``record.extra[name]["begin"]`` (begin hook) and ``["end"]`` (after the harvest).
 """
 
 from __future__ import annotations
@@ -29,24 +30,21 @@ class Layer:
         """Start of turn, before players observe (shocks, overrides). -> (state, record)."""
         return state, {}
 
-    def ahead(self, game, key: jax.Array, turn: jax.Array, state, params, busy: bool = True) -> Any:
-        """Decide-side work that reads only the state at the start of ``turn``, not the
-        turn's decisions (scripted pact writes). The batched rollout runs it at the end of
-        the previous turn and carries the result, so XLA computes it once, in memory, rather
-        than inside every consumer's fusion; ``act`` receives it (None: compute it there).
-        Same numbers either way. ``busy=False`` (static): no arena of the batch is
-        :meth:`busy`; return the same result without the work."""
-        return None
+    def prewrite(self, game, key: jax.Array, turn: jax.Array, state, params):
+        """Start-of-turn writes that read only the state, never the turn's decisions
+        (scripted pact writes), applied before ``begin``. The batched rollout applies them
+        for the whole batch under one ``lax.cond`` at its edge and skips them on turns
+        when no arena is :meth:`busy`; they must then leave the state unchanged. They may
+        write the layers' own state (``state.extra``) only. -> state."""
+        return state
 
     def busy(self, game, turn: jax.Array, state, params) -> jax.Array:
-        """bool[]: whether ``ahead`` has anything to do for this arena at ``turn``. The
-        rollout skips the work (``busy=False``) on turns when no arena of the batch is busy."""
+        """bool[]: whether :meth:`prewrite` can change this arena's state at ``turn``."""
         return jnp.ones((), bool)
 
-    def act(self, game, key: jax.Array, turn: jax.Array, state, actions, params, ahead: Any = None):
-        """Decide side, after the policies and before the harvest (scripted talk, compliance).
-        actions: kernels.actions.Actions (requests, announced float[N]); ahead: this layer's
-        ``ahead`` result for this turn, or None. -> (state, actions)."""
+    def act(self, game, key: jax.Array, turn: jax.Array, state, actions, params):
+        """Decide side, after the policies and before the harvest (compliance, announcements).
+        actions: kernels.actions.Actions (requests, announced float[N]). -> (state, actions)."""
         return state, actions
 
     def after_harvest(self, game, key: jax.Array, turn: jax.Array, state, ctx: dict, params):
@@ -56,9 +54,9 @@ class Layer:
         return state, ctx, {}
 
 
-def has_ahead(layer: Layer) -> bool:
-    """Whether the layer defines ``ahead`` work (static)."""
-    return type(layer).ahead is not Layer.ahead
+def has_prewrite(layer: Layer) -> bool:
+    """Whether the layer defines start-of-turn writes (static)."""
+    return type(layer).prewrite is not Layer.prewrite
 
 
 def effective_params(game, state, params):

@@ -12,7 +12,8 @@ full is not stored and counted in ``dropped`` (never dropped silently). Both cou
 reported every turn.
 
 Term types are a registry: adding one is one checker function plus one :func:`register_term`
-call (a checker sees the parties' actual harvests, the pact's numbers and the turn context).
+call. A checker is a *limit*: from the pact's numbers and the turn context it gives the harvest
+a party may take (a breach is actual > limit + eps); complying players clip to it.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
+from .barrier import materialize
+
 EPS = 1e-6
 
 # status codes of a slot
@@ -31,45 +34,48 @@ STATUSES: tuple[str, ...] = ("empty", "proposed", "active", "rejected")
 
 
 class TurnContext(NamedTuple):
-    """What a checker may read besides its pact: per-turn values over all decisions."""
+    """What a term's limit may read besides its pact: per-turn values over all decisions."""
 
     group_mean: jax.Array  # float[], mean actual harvest over the players playing this turn
 
 
-# checker(actual float[N], max_harvest float[], tolerance float[], ctx) -> breach bool[N]
-Checker = Callable[[jax.Array, jax.Array, jax.Array, TurnContext], jax.Array]
+# limit(max_harvest float[], tolerance float[], ctx) -> float[]: the harvest a party may take;
+# a party breaches when its actual harvest exceeds limit + eps.
+Limit = Callable[[jax.Array, jax.Array, TurnContext], jax.Array]
 # validator(max_harvest float[], tolerance float[]) -> valid bool[]
 Validator = Callable[[jax.Array, jax.Array], jax.Array]
 
 
-def _harvest_cap(actual, max_harvest, tolerance, ctx):
-    """001_*: actual > maxHarvest + eps (a harvest equal to the cap is no breach)."""
-    return actual > max_harvest + EPS
+def _harvest_cap(max_harvest, tolerance, ctx):
+    """001_*: a breach is actual > maxHarvest + eps (a harvest equal to the cap is no breach)."""
+    return max_harvest
 
 
 def _harvest_cap_valid(max_harvest, tolerance):
     return max_harvest > 0
 
 
-def _no_aggression(actual, max_harvest, tolerance, ctx):
-    """001_*: limit = groupMean x (1 + tolerance); actual > limit + eps."""
-    return actual > ctx.group_mean * (1.0 + tolerance) + EPS
+def _no_aggression(max_harvest, tolerance, ctx):
+    """001_*: limit = groupMean x (1 + tolerance); a breach is actual > limit + eps."""
+    return ctx.group_mean * (1.0 + tolerance)
 
 
 def _no_aggression_valid(max_harvest, tolerance):
     return tolerance >= 0
 
 
-_TERMS: dict[str, tuple[Checker, Validator]] = {}
+_TERMS: dict[str, tuple[Limit, Validator]] = {}
 PACT_TERM_TYPES: tuple[str, ...] = ()
 
 
-def register_term(name: str, checker: Checker, validator: Validator) -> None:
-    """Register a term type (appended: existing type codes never change)."""
+def register_term(name: str, limit: Limit, validator: Validator) -> None:
+    """Register a term type (appended: existing type codes never change). ``limit`` is its
+    checker: what a party may harvest under the pact this turn (a breach: actual > limit +
+    eps); it also gives complying players their cap, evaluated on last turn's context."""
     global PACT_TERM_TYPES
     if name in _TERMS:
         raise ValueError(f"termType: {name!r} is already registered")
-    _TERMS[name] = (checker, validator)
+    _TERMS[name] = (limit, validator)
     PACT_TERM_TYPES = tuple(_TERMS)
 
 
@@ -220,6 +226,17 @@ def binding(pacts: Pacts) -> jax.Array:
     return pacts.parties & (pacts.status == ACTIVE)[:, None]
 
 
+def limits(pacts: Pacts, ctx: TurnContext) -> jax.Array:
+    """float[P]: each slot's limit under its own term type (a select over the registry).
+    Computed once per arena and slot, and kept in memory (kernels/barrier.py), so the
+    per-(slot, player) consumers only compare: evaluated inside them, XLA:CPU redid the
+    select for every player."""
+    lim = jnp.zeros(pacts.max_harvest.shape, pacts.max_harvest.dtype)
+    for code, (limit, _) in enumerate(_TERMS.values()):
+        lim = jnp.where(pacts.term == code, limit(pacts.max_harvest, pacts.tolerance, ctx), lim)
+    return materialize(lim)
+
+
 def check(pacts: Pacts, actual: jax.Array, playing: jax.Array) -> tuple[Pacts, jax.Array]:
     """End-of-turn violation check (001_* 'Violation checking').
 
@@ -230,26 +247,31 @@ def check(pacts: Pacts, actual: jax.Array, playing: jax.Array) -> tuple[Pacts, j
     dt = actual.dtype
     n_play = jnp.sum(playing)
     mean = jnp.sum(jnp.where(playing, actual, 0.0)) / jnp.maximum(n_play, 1).astype(dt)
-    ctx = TurnContext(group_mean=mean)
-    per_term = jnp.stack(
-        [jax.vmap(lambda mh, tol, c=c: c(actual, mh, tol, ctx))(pacts.max_harvest, pacts.tolerance) for c, _ in _TERMS.values()]
-    )  # [T, P, N]
-    breach = jnp.take_along_axis(per_term, pacts.term[None, :, None], axis=0)[0]
-    violated = breach & binding(pacts) & playing[None, :]
-    counted = pacts.violation_count + jnp.sum(violated, axis=-1).astype(jnp.int32)
+    lim = limits(pacts, TurnContext(group_mean=mean))
+    active = pacts.status == ACTIVE
+    n = actual.shape[0]
+    # one value per (slot, player): under vmap each is contiguous over the batch
+    rows = [[(actual[i] > lim[p] + EPS) & pacts.parties[p, i] & active[p] & playing[i] for i in range(n)]
+            for p in range(pacts.n_slots)]
+    counted = pacts.violation_count + jnp.stack([sum(r[1:], r[0].astype(jnp.int32)) for r in rows]).astype(jnp.int32)
+    violated = jnp.stack([jnp.stack(r) for r in rows])
     return eqx.tree_at(lambda q: q.violation_count, pacts, counted), violated
 
 
-def caps(pacts: Pacts, last_mean: jax.Array, has_last: jax.Array) -> jax.Array:
-    """float[N]: the harvest a complying player may take under its active pacts (inf if none).
-
-    harvest_cap binds at maxHarvest; no_aggression at last turn's group mean x (1 +
-    tolerance) when a last turn exists (this turn's mean is unknown when deciding).
-    """
-    bind = binding(pacts)
-    lim = jnp.where(
-        pacts.term == HARVEST_CAP,
-        pacts.max_harvest,
-        jnp.where((pacts.term == NO_AGGRESSION) & has_last, last_mean * (1.0 + pacts.tolerance), jnp.inf),
-    )
-    return jnp.min(jnp.where(bind, lim[:, None], jnp.inf), axis=0)
+def caps(pacts: Pacts, last_mean: jax.Array, has_last: jax.Array) -> list[jax.Array]:
+    """float[] per player: the harvest a complying player may take under its active pacts
+    (inf if none): the least limit of the pacts binding it, on last turn's context (this
+    turn's group mean is unknown when deciding). Without a last turn the group mean is taken
+    as +inf, which leaves no_aggression unbounded and harvest_cap at maxHarvest. One value
+    per player, so that under vmap each is contiguous over the batch (XLA:CPU vectorises
+    those; on [B, N] with N inner it ran scalar loops, 2x slower)."""
+    mean = jnp.where(has_last, last_mean, jnp.inf)
+    lim = limits(pacts, TurnContext(group_mean=mean))
+    active = pacts.status == ACTIVE
+    out = []
+    for i in range(pacts.parties.shape[-1]):
+        cap = jnp.full((), jnp.inf, lim.dtype)
+        for p in range(pacts.n_slots):
+            cap = jnp.where(pacts.parties[p, i] & active[p], jnp.minimum(cap, lim[p]), cap)
+        out.append(cap)
+    return out

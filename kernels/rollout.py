@@ -6,16 +6,23 @@ copy around every op that mixes a per-arena scalar with a per-player array (sele
 broadcasts), each turn; moving the axis once per chunk removed them and ran the turn 1.8x
 faster (bench/README.md).
 
-What turn t + 1's decide side computes from the state alone (its observation noise, the
-layers' ``ahead`` work: scripted pact writes) is computed at the end of turn t and carried
-(``turn.prepare``): a value carried by the loop is materialised, whereas computed inside
-the turn XLA:CPU fused it into every consumer and re-ran it once per use (4 conservative
-players: the hash and ``erfinv`` re-run per use of the observed stock, 2.5 ms per turn in
-that fusion instead of 0.26). The numbers are the ones the turn computes itself.
+Turn t + 1's observation noise depends on the key and the turn alone; it is drawn at the
+end of turn t and carried (``turn.prepare``): a value carried by the loop is materialised,
+whereas computed inside the turn XLA:CPU fused it into every consumer and re-ran it once
+per use (4 conservative players: the hash and ``erfinv`` re-run per use of the observed
+stock, 2.5 ms per turn in that fusion instead of 0.26). The numbers are the ones the turn
+computes itself.
+
+The layers' start-of-turn writes (``turn.prewrite``: scripted pact writes) are applied to
+the carried state before each turn under one ``lax.cond`` for the whole batch, which skips
+them on turns when no arena is busy (an exact shortcut). The cond's result replaces the
+state's own table, so the idle branch costs no copy (carried next to the state, as a
+separate value, the table was copied twice a turn).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from functools import partial
 
 import jax
@@ -24,8 +31,8 @@ import jax.numpy as jnp
 from .game import Game
 from .params import Params
 from .state import ArenaState
-from .layers import has_ahead
-from .turn import ahead_busy, play, prepare
+from .layers import has_prewrite
+from .turn import play, prepare, prewrite, prewrite_busy
 
 BATCH_AXIS = -1
 
@@ -49,12 +56,14 @@ def run_turns(
     (``n_turns`` a multiple of k) only every k-th turn's record is kept, inside the scan (an
     inner scan of k turns emits its last record), so memory holds T/k records.
     """
-    turn_fn = jax.vmap(partial(play, game))  # batch-first inside the scan
-    prepare_fn = _preparer(game)
+    turn_fn = jax.vmap(partial(play, game, prewritten=True))  # batch-first inside the scan
+    prepare_fn = jax.vmap(partial(prepare, game))
+    prewrite_fn = _prewriter(game)
     keys, state, params = _front((keys, state, params))
 
     def body(carry, _):
         st, z = carry
+        st = prewrite_fn(keys, st, params)
         st, rec = turn_fn(keys, st, params, z)
         return (st, prepare_fn(keys, st, params)), (rec if history else None)
 
@@ -75,21 +84,24 @@ def run_turns(
     return final, (None if recs is None else _back(recs, 1))
 
 
-def _preparer(game: Game):
-    """The batched ``prepare``. With layer ``ahead`` work, a turn on which no arena of the
-    batch is busy runs the idle branch (same numbers, no work): an exact shortcut taken at
-    the edge, where the whole batch is visible (e.g. scripted pact writes happen on a few
-    turns of a run)."""
-    full = jax.vmap(partial(prepare, game))
-    if not any(has_ahead(layer) for layer in game.layers):
-        return full
-    idle = jax.vmap(partial(prepare, game, busy=False))
-    any_busy = jax.vmap(partial(ahead_busy, game))
+def _prewriter(game: Game):
+    """The batched ``prewrite``: on a turn when no arena of the batch is busy the idle
+    branch returns the state as it is (same numbers, no work): an exact shortcut taken at
+    the edge, where the whole batch is visible (scripted pact writes happen on a few turns)."""
+    if not any(has_prewrite(layer) for layer in game.layers):
+        return lambda keys, st, params: st
+    full = jax.vmap(partial(prewrite, game))
+    any_busy = jax.vmap(partial(prewrite_busy, game))
 
-    def prep(keys, st, params):
-        return jax.lax.cond(jnp.any(any_busy(st, params)), full, idle, keys, st, params)
+    def write(keys, st, params):
+        # only the layers' own state goes through the cond: a prewrite writes nothing else
+        def full_extra(k, extra, p):
+            return full(k, dataclasses.replace(st, extra=extra), p).extra
 
-    return prep
+        extra = jax.lax.cond(jnp.any(any_busy(st, params)), full_extra, lambda k, e, p: e, keys, st.extra, params)
+        return dataclasses.replace(st, extra=extra)
+
+    return write
 
 
 def _front(tree):

@@ -38,32 +38,79 @@ def ordinals(prior: jax.Array, violated: jax.Array, term: jax.Array, n_terms: in
     prior: int32[T, N] violations counted so far per (termType, player); violated: bool[P, N];
     term: int32[P]. Simultaneous violations of one (player, termType) are numbered in slot
     order. Returns (k int32[P, N] the 1-based ordinal of each event (0 where none), the
-    updated counts int32[T, N]).
+    updated counts int32[T, N]). Running counters slot by slot (P is static and small): a
+    cumsum over slots lowers to a reduce-window that XLA:CPU runs slowly.
     """
-    onehot = (term[:, None] == jnp.arange(n_terms)[None, :])  # [P, T]
-    by_term = onehot[:, :, None] & violated[:, None, :]  # [P, T, N]
-    cum = jnp.cumsum(by_term.astype(jnp.int32), axis=0)  # inclusive, [P, T, N]
-    k_all = prior[None, :, :] + cum
-    k = jnp.sum(jnp.where(onehot[:, :, None], k_all, 0), axis=1)
-    k = jnp.where(violated, k, 0)
-    return k.astype(jnp.int32), (prior + jnp.sum(by_term, axis=0)).astype(jnp.int32)
+    count = [prior[t] for t in range(n_terms)]
+    ks = []
+    for p in range(violated.shape[0]):
+        v = violated[p]
+        k = jnp.zeros(v.shape, jnp.int32)
+        for t in range(n_terms):
+            is_t = term[p] == t
+            count[t] = count[t] + (v & is_t).astype(jnp.int32)
+            k = jnp.where(is_t, count[t], k)
+        ks.append(jnp.where(v, k, 0))
+    return jnp.stack(ks).astype(jnp.int32), jnp.stack(count).astype(jnp.int32)
 
 
-def amounts(sp: SanctionParams, k: jax.Array, violated: jax.Array, term: jax.Array):
+def counts(violated: jax.Array, term: jax.Array, n_terms: int) -> jax.Array:
+    """int32[T, N]: this turn's violations per (termType, player). violated: bool[P, N].
+    One value per (termType, player): under vmap each is contiguous over the batch."""
+    return jnp.stack([
+        jnp.stack([sum(((violated[p, i] & (term[p] == t)).astype(jnp.int32) for p in range(violated.shape[0])),
+                       jnp.zeros((), jnp.int32)) for i in range(violated.shape[1])])
+        for t in range(n_terms)
+    ])
+
+
+def ladder_sum(ladder: jax.Array, length: jax.Array, before: jax.Array, m: jax.Array) -> jax.Array:
+    """sum over j < m of ladder[min(before + j, length - 1)]: what m violations cost after
+    ``before`` earlier ones (the ordinals before + 1 ... before + m). Interior rungs are
+    taken once each; the sticking last rung is charged once per violation that reaches it,
+    as (count x amount). ladder float[L]; length int[]; before, m int[N] -> float[N]."""
+    width = ladder.shape[-1]
+    last = jnp.clip(length - 1, 0, width - 1)
+    total = jnp.zeros(m.shape, ladder.dtype)
+    for r in range(width - 1):
+        inside = (r < last) & (before <= r) & (r < before + m)
+        total = total + jnp.where(inside, ladder[r], 0.0)
+    at_last = jnp.maximum(m - jnp.maximum(last - before, 0), 0)
+    top = ladder[0]
+    for r in range(1, width):  # ladder[last] by a select over the static width
+        top = jnp.where(last == r, ladder[r], top)
+    return total + at_last.astype(ladder.dtype) * top
+
+
+def amounts(sp: SanctionParams, prior: jax.Array, count: jax.Array):
     """Sanctions fired by this turn's violations.
 
+    prior: int32[T, N] violations of each (termType, player) before this turn; count:
+    int32[T, N] this turn's (:func:`counts`). Every spec whose trigger matches a term type
+    fires once per violation of it, the k-th violation costing ``ladder[min(k - 1, len - 1)]``.
     Returns (amount float[N] total deducted per player, fired int32[N] sanctions fired per
-    player, per_spec float[K, N] amount per spec and player).
+    player, per_spec float[K, N] amount per spec and player). Per (spec, termType) rather
+    than per event: a few operations per player instead of a ladder lookup per (slot,
+    player), the bulk of the governance layer's cost (bench/README.md).
     """
-    n = violated.shape[-1]
-    if sp.ladder.shape[0] == 0:  # no sanction spec (pacts or talk alone): nothing fires
-        dt = sp.ladder.dtype
+    n = count.shape[-1]
+    dt = sp.ladder.dtype
+    k_specs = sp.ladder.shape[0]
+    if k_specs == 0:  # no sanction spec (pacts or talk alone): nothing fires
         return jnp.zeros((n,), dt), jnp.zeros((n,), jnp.int32), jnp.zeros((0, n), dt)
-    width = sp.ladder.shape[-1]
-    idx = jnp.clip(jnp.minimum(k - 1, sp.length[:, None, None] - 1), 0, width - 1)  # [K, P, N]
-    lad = jnp.take_along_axis(sp.ladder[:, None, :], idx.reshape(idx.shape[0], 1, -1), axis=-1).reshape(idx.shape)
-    match = sp.active[:, None] & ((sp.term[:, None] == ANY_TERM) | (sp.term[:, None] == term[None, :]))  # [K, P]
-    fire = match[:, :, None] & violated[None, :, :]  # [K, P, N]
-    per_spec = jnp.sum(jnp.where(fire, lad, 0.0), axis=1)
-    fired = jnp.sum(fire, axis=(0, 1)).astype(jnp.int32)
-    return jnp.sum(per_spec, axis=0), fired, per_spec
+    per_spec = [[jnp.zeros((), dt)] * n for _ in range(k_specs)]
+    fired = [jnp.zeros((), jnp.int32)] * n
+    for s in range(k_specs):
+        for t in range(count.shape[0]):
+            match = sp.active[s] & ((sp.term[s] == ANY_TERM) | (sp.term[s] == t))
+            for i in range(n):  # player by player: contiguous over the batch under vmap
+                m = jnp.where(match, count[t, i], 0)
+                per_spec[s][i] = per_spec[s][i] + ladder_sum(sp.ladder[s], sp.length[s], prior[t, i], m)
+                fired[i] = fired[i] + m
+    amount = []
+    for i in range(n):
+        a = per_spec[0][i]
+        for s in range(1, k_specs):
+            a = a + per_spec[s][i]
+        amount.append(a)
+    return jnp.stack(amount), jnp.stack(fired), jnp.stack([jnp.stack(row) for row in per_spec])

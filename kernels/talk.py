@@ -19,6 +19,7 @@ import jax
 import jax.numpy as jnp
 
 from . import pacts as P
+from .barrier import materialize
 
 ALWAYS, NEVER, MIN_CAP = 0, 1, 2
 ACCEPT_RULES: tuple[str, ...] = ("always", "never", "min_cap")
@@ -61,8 +62,8 @@ def answers(tp: TalkParams, pacts: P.Pacts, turn: jax.Array) -> tuple[jax.Array,
 def registry_writes(tp: TalkParams, pacts: P.Pacts, turn: jax.Array, scripted: tuple | None = None) -> P.Pacts:
     """Steps 1-3 of every player's script for this turn: answers, pledges, proposals.
 
-    They read only the table and the turn (not this turn's decisions), so the batched
-    rollout runs them one turn ahead (kernels/rollout.py). scripted: static; the players
+    They read only the table and the turn (not this turn's decisions): the governance
+    layer's ``prewrite``, applied before the turn (kernels/rollout.py). scripted: static; the players
     that have a pledge or a proposal in their script (None = every player): the table
     writes of steps 2-3 run for them only.
     """
@@ -91,22 +92,12 @@ def registry_busy(tp: TalkParams, pacts: P.Pacts, turn: jax.Array) -> jax.Array:
 
 def comply_announce(tp: TalkParams, pacts: P.Pacts, requests: jax.Array, last_actual: jax.Array, turn: jax.Array):
     """Steps 4-5: complying players clip to their active pacts' limits; announcers announce.
-    Returns (requests, announced)."""
+    Returns (requests, announced). Player by player (see :func:`kernels.pacts.caps`); each
+    clipped request is computed once (kernels/barrier.py): the scheduler, the engine and
+    the layers all read it."""
     last_mean = jnp.mean(last_actual)
     cap = P.caps(pacts, last_mean, turn > 1)
-    requests = jnp.where(tp.comply, jnp.minimum(requests, cap), requests)
+    requests = jnp.stack([materialize(jnp.where(tp.comply[i], jnp.minimum(requests[i], cap[i]), requests[i]))
+                          for i in range(requests.shape[0])])
     announced = jnp.where(tp.announce, requests * (1.0 - tp.bias), jnp.nan)
     return requests, announced
-
-
-def script(tp: TalkParams, pacts: P.Pacts, requests: jax.Array, last_actual: jax.Array, turn: jax.Array,
-           registry: bool = True, scripted: tuple | None = None, written: P.Pacts | None = None):
-    """Run every player's script for this turn. Returns (pacts, requests, announced).
-
-    registry: static; False skips steps 1-3 (no scripted pledge/proposal in the game).
-    written: the table after steps 1-3 when already computed (:func:`registry_writes`).
-    """
-    if registry:
-        pacts = written if written is not None else registry_writes(tp, pacts, turn, scripted)
-    requests, announced = comply_announce(tp, pacts, requests, last_actual, turn)
-    return pacts, requests, announced

@@ -19,7 +19,7 @@ import jax.numpy as jnp
 from . import rng
 from .actions import Actions, announcement
 from .game import Game
-from .layers import effective_params, has_ahead
+from .layers import effective_params, has_prewrite
 from .metrics import governance_metrics
 from .observe import noise_draws, observe, prev_values
 from .params import Params
@@ -140,24 +140,29 @@ def policy_context(game: Game, key: jax.Array, state: ArenaState, params: Params
     }
 
 
-def prepare(game: Game, key: jax.Array, state: ArenaState, params: Params, busy: bool = True) -> dict:
-    """What the next turn's decide side computes from the state alone: its observation noise
-    and the layers' ``ahead`` work. The rollout calls it at the end of each turn and carries
-    the result (kernels/rollout.py); ``decide(..., ahead=)`` then reads it. Same numbers.
-    busy: static; False when no arena of the batch is :func:`ahead_busy` (layers skip the work)."""
+def prepare(game: Game, key: jax.Array, state: ArenaState, params: Params) -> dict:
+    """What the next turn's decide side draws from the key and the turn alone: its
+    observation noise. The rollout calls it at the end of each turn and carries the result
+    (kernels/rollout.py); ``decide(..., ahead=)`` then reads it. Same numbers."""
+    return {"noise": noise_draws(game, key, state.turn + 1)}
+
+
+def prewrite(game: Game, key: jax.Array, state: ArenaState, params: Params) -> ArenaState:
+    """Every layer's start-of-turn writes for the next turn (scripted pact writes), from the
+    state before ``begin``. :func:`play` applies them unless told they are applied (the
+    rollout applies them batch-wide, skipping turns when no arena is :func:`prewrite_busy`)."""
     turn = state.turn + 1
     eff = effective_params(game, state, params)
-    out = {"noise": noise_draws(game, key, turn)}
     for layer in game.layers:
-        out[layer.name] = layer.ahead(game, key, turn, state, eff, busy)
-    return out
+        state = layer.prewrite(game, key, turn, state, eff)
+    return state
 
 
-def ahead_busy(game: Game, state: ArenaState, params: Params) -> jax.Array:
-    """bool[]: whether any layer's ``ahead`` work has something to do next turn."""
+def prewrite_busy(game: Game, state: ArenaState, params: Params) -> jax.Array:
+    """bool[]: whether any layer's :func:`prewrite` can change this arena's state next turn."""
     turn = state.turn + 1
     eff = effective_params(game, state, params)
-    flags = [layer.busy(game, turn, state, eff) for layer in game.layers if has_ahead(layer)]
+    flags = [layer.busy(game, turn, state, eff) for layer in game.layers if has_prewrite(layer)]
     return jnp.any(jnp.stack(flags)) if flags else jnp.zeros((), bool)
 
 
@@ -177,9 +182,8 @@ def decide(game: Game, key: jax.Array, state: ArenaState, params: Params, ahead:
     if not acting:
         return requests, state
     actions = Actions(requests=requests, announced=jnp.full(requests.shape, jnp.nan, requests.dtype))
-    for layer in acting:  # decide-side layers (scripted talk): -> Actions
-        state, actions = layer.act(game, key, state.turn + 1, state, actions, params,
-                                   None if ahead is None else ahead.get(layer.name))
+    for layer in acting:  # decide-side layers (compliance, announcements): -> Actions
+        state, actions = layer.act(game, key, state.turn + 1, state, actions, params)
     return actions, state
 
 
@@ -208,9 +212,13 @@ def begin(game: Game, key: jax.Array, state: ArenaState, params: Params):
     return _select(live, new, state), records
 
 
-def play(game: Game, key: jax.Array, state: ArenaState, params: Params, ahead: dict | None = None):
-    """One full turn with policy players: begin, decide, step. ``ahead``: this turn's
-    :func:`prepare`, computed at the end of the last turn (same numbers; kernels/rollout.py)."""
+def play(game: Game, key: jax.Array, state: ArenaState, params: Params, ahead: dict | None = None,
+         prewritten: bool = False):
+    """One full turn with policy players: prewrite, begin, decide, step. ``ahead``: this
+    turn's :func:`prepare`, computed at the end of the last turn (same numbers;
+    kernels/rollout.py). prewritten: static; True when the caller applied :func:`prewrite`."""
+    if not prewritten:
+        state = prewrite(game, key, state, params)
     state, begun = begin(game, key, state, params)
     redecide = redecider(game, key, state, params, ahead)
     requests, state = decide(game, key, state, params, ahead)

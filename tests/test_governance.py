@@ -33,9 +33,10 @@ _reject = jax.jit(P.reject)
 @jax.jit
 def _end_of_turn(pk, prior, actual, sp):
     pk, violated = P.check(pk, actual, jnp.ones((N,), bool))
-    k, prior = S.ordinals(prior, violated, pk.term, len(P.PACT_TERM_TYPES))
-    amount, fired, _ = S.amounts(sp, k, violated, pk.term)
-    return pk, prior, violated, k, amount, fired
+    k, after = S.ordinals(prior, violated, pk.term, len(P.PACT_TERM_TYPES))
+    count = S.counts(violated, pk.term, len(P.PACT_TERM_TYPES))
+    amount, fired, _ = S.amounts(sp, prior, count)
+    return pk, after, violated, k, amount, fired, prior + count
 
 
 def sanction_params(specs):
@@ -62,7 +63,7 @@ def test_fourth_violation_on_ladder_costs_10():
     prior = jnp.zeros((2, N), jnp.int32)
     costs = []
     for _ in range(5):
-        pk, prior, _, k, amount, _ = _end_of_turn(pk, prior, jnp.asarray([0.0, 2.0, 0.0, 0.0]), sp)
+        pk, prior, _, k, amount, _, _ = _end_of_turn(pk, prior, jnp.asarray([0.0, 2.0, 0.0, 0.0]), sp)
         costs.append(float(amount[1]))
     assert costs == [1.0, 3.0, 10.0, 10.0, 10.0]
     assert int(pk.violation_count[0]) == 5
@@ -148,7 +149,8 @@ def test_pacts_checkers_and_ladders_match_reference(turns, specs):
                 pk = _reject(pk, o[1], o[2])
         events = ref.check_violations(actual, [True] * N)
         ref_amount, _ = R.sanctions(specs, events, N)
-        pk, prior, violated, k, amount, fired = _end_of_turn(pk, prior, jnp.asarray(actual, jnp.float32), sp)
+        pk, prior, violated, k, amount, fired, counted = _end_of_turn(pk, prior, jnp.asarray(actual, jnp.float32), sp)
+        np.testing.assert_array_equal(np.asarray(counted), np.asarray(prior))  # per-term counts == the ordinals' tally
         got = sorted((int(n), int(p), int(k[p, n])) for p, n in zip(*np.nonzero(np.asarray(violated))))
         want = sorted((e["partyId"], e["pactId"], e["ordinal"]) for e in events)
         assert got == want

@@ -8,11 +8,12 @@ once per :class:`~bdpd_jax.kernels.game.Game`:
 Both programs take and return trailing-batch-axis arrays and vmap over a leading axis
 inside (``batch_first``), as ``kernels.rollout.run_turns`` does inside its scan.
 
-* ``decide_phase(keys, state, params)`` -> the state after the begin hooks (perturbations),
-  the begin records, every player's observation, (governance layer only) the pact table
-  after the builtins' scripted talk of the turn, on which the host writes the tools, and
-  the turn's ``kernels.turn.prepare`` (noise draws, layers' ahead work) computed from the
-  state before the turn, as the batched rollout carries it into the turn.
+* ``decide_phase(keys, state, params)`` -> the state after the layers' start-of-turn
+  writes (``kernels.turn.prewrite``: the builtins' scripted pact writes) and the begin hooks
+  (perturbations), the begin records, every player's observation, (governance layer only)
+  the pact table after the builtins' scripted talk of the turn, on which the host writes
+  the tools, and the turn's ``kernels.turn.prepare`` (noise draws) computed from the state
+  before the turn, as the batched rollout carries it into the turn.
   External players sit on the :data:`EXTERNAL` placeholder policy, which asks for nothing.
 * ``step_phase(keys, begun_state, begun, ext, ext_req, ext_ann, pacts, ahead, params)`` ->
   (state, record): the builtins decide again (same values; it keeps decide -> step one
@@ -42,7 +43,7 @@ from bdpd_jax.kernels.layers import effective_params
 from bdpd_jax.kernels.observe import observe
 from bdpd_jax.kernels.policies import Policy
 from bdpd_jax.kernels.rollout import batched
-from bdpd_jax.kernels.turn import begin, decide, prepare, redecider, step, with_begin
+from bdpd_jax.kernels.turn import begin, decide, prepare, prewrite, redecider, step, with_begin
 
 
 def _external_fn(obs, memory, key):
@@ -60,6 +61,7 @@ def has_governance(game: Game) -> bool:
 
 def _decide_phase(game: Game, key, state, params):
     ahead = prepare(game, key, state, params)  # what the rollout carries into this turn
+    state = prewrite(game, key, state, params)  # as the rollout applies before the turn
     state_b, begun = begin(game, key, state, params)
     obs = observe(game, key, state_b, effective_params(game, state_b, params), ahead["noise"])
     pacts_d = None
