@@ -21,3 +21,8 @@ def materialize(x: jax.Array) -> jax.Array:
     # (x == x) is 1 except at NaN, where NaN / 0 is NaN again. The divisor must be
     # per-element and opaque: XLA turns a division by a broadcast scalar into a multiply.
     return x / (x == x).astype(x.dtype)
+
+
+def materialize_mask(mask: jax.Array) -> jax.Array:
+    """A bool array computed once (as 0/1 floats, see :func:`materialize`)."""
+    return materialize(mask.astype(jnp.float32)) > 0

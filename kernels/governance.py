@@ -47,7 +47,6 @@ class GovState(eqx.Module):
     prior: jax.Array  # int32[T, N], violations so far per (termType, player)
     harvest: jax.Array  # float[N], total actual harvest so far
     over: jax.Array  # int32[N], turns with actual > share + eps
-    sanctioned: jax.Array  # float[N], total sanctions deducted so far
 
 
 @dataclass(frozen=True)
@@ -67,7 +66,6 @@ class GovernanceLayer(Layer):
             prior=jnp.zeros((len(P.PACT_TERM_TYPES), n), jnp.int32),
             harvest=jnp.zeros((n,), dt),
             over=jnp.zeros((n,), jnp.int32),
-            sanctioned=jnp.zeros((n,), dt),
         )
 
     def prewrite(self, game, key, turn, state, params):
@@ -106,7 +104,9 @@ class GovernanceLayer(Layer):
         count = S.counts(violated, pk.term, len(P.PACT_TERM_TYPES))
         count = materialize(count.astype(actual.dtype)).astype(jnp.int32)  # read by prior and the ladder
         prior = gs.prior + count
-        amount, fired, _ = S.amounts(gp.sanctions, gs.prior, count)
+        # the ladder reads the counts before this turn as (after - this turn's): the old
+        # table then has no reader left once updated, and XLA updates it in place (no copy)
+        amount, fired, _ = S.amounts(gp.sanctions, prior - count, count)
         amount = materialize(amount)  # read by wealth, the totals and the record
         k, _ = S.ordinals(gs.prior, violated, pk.term, len(P.PACT_TERM_TYPES))  # the record's event ordinals
         share = ctx["regen"] / n
@@ -115,7 +115,6 @@ class GovernanceLayer(Layer):
             prior=prior,
             harvest=gs.harvest + actual,
             over=gs.over + (actual > share + EPS).astype(jnp.int32),
-            sanctioned=gs.sanctioned + amount,
         )
         state = dataclasses.replace(state, wealth=state.wealth - amount, extra={**state.extra, NAME: new_gs})
         ctx = {

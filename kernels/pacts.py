@@ -24,7 +24,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from .barrier import materialize
+from .barrier import materialize, materialize_mask
 
 EPS = 1e-6
 
@@ -126,16 +126,18 @@ def empty(n_slots: int, n_players: int, dtype=None) -> Pacts:
 
 
 def valid_terms(term: jax.Array, max_harvest: jax.Array, tolerance: jax.Array) -> jax.Array:
-    """bool[]: the term schema of 001_* (known type; maxHarvest > 0; tolerance >= 0)."""
-    oks = jnp.stack([v(max_harvest, tolerance) for _, v in _TERMS.values()])
-    known = (term >= 0) & (term < len(_TERMS))
-    return known & oks[jnp.clip(term, 0, len(_TERMS) - 1)]
+    """bool (shape of term): the term schema of 001_* (known type; maxHarvest > 0;
+    tolerance >= 0)."""
+    ok = jnp.zeros(jnp.shape(term), bool)
+    for code, (_, valid) in enumerate(_TERMS.values()):
+        ok = jnp.where(term == code, valid(max_harvest, tolerance), ok)
+    return ok
 
 
 def _settle(p: Pacts, turn: jax.Array) -> Pacts:
     """Proposed pacts whose every party has accepted become active this turn."""
     full = jnp.all(p.accepted | ~p.parties, axis=-1)
-    now = (p.status == PROPOSED) & full
+    now = materialize_mask((p.status == PROPOSED) & full)  # read by two fields
     return eqx.tree_at(
         lambda q: (q.status, q.accepted_turn),
         p,
@@ -159,35 +161,74 @@ def propose(
     code; turn: int[] the turn of the proposal; when: bool[] (False = no-op, for scripts).
     The proposer's acceptance is recorded at once, so a one-party pact is active on proposal.
     """
-    n = pacts.parties.shape[-1]
     dt = pacts.max_harvest.dtype
-    me = jnp.arange(n) == proposer
-    parties = jnp.asarray(parties, bool) | me
-    term = jnp.asarray(term, jnp.int32)
-    mh, tol = jnp.asarray(max_harvest, dt), jnp.asarray(tolerance, dt)
-    when = jnp.asarray(when, bool)
-    ok = valid_terms(term, mh, tol) & (proposer >= 0) & (proposer < n)
-    free = pacts.status == EMPTY
-    has_free = jnp.any(free)
-    slot = jnp.argmax(free)
-    store = when & ok & has_free
-    hit = (jnp.arange(pacts.n_slots) == slot) & store
-    h2 = hit[:, None]
-    p = Pacts(
-        term=jnp.where(hit, term, pacts.term),
-        parties=jnp.where(h2, parties[None, :], pacts.parties),
-        proposer=jnp.where(hit, proposer, pacts.proposer).astype(jnp.int32),
-        accepted=jnp.where(h2, me[None, :], pacts.accepted),
-        max_harvest=jnp.where(hit, mh, pacts.max_harvest),
-        tolerance=jnp.where(hit, tol, pacts.tolerance),
-        status=jnp.where(hit, PROPOSED, pacts.status),
-        proposed_turn=jnp.where(hit, turn, pacts.proposed_turn).astype(jnp.int32),
-        accepted_turn=pacts.accepted_turn,
-        violation_count=jnp.where(hit, 0, pacts.violation_count),
-        dropped=pacts.dropped + (when & ok & ~has_free).astype(jnp.int32),
-        invalid=pacts.invalid + (when & ~ok).astype(jnp.int32),
+    pk, slots = propose_many(
+        pacts, jnp.asarray(proposer, jnp.int32)[None], jnp.asarray(parties, bool)[None],
+        jnp.asarray(term, jnp.int32)[None], jnp.asarray(max_harvest, dt)[None],
+        jnp.asarray(tolerance, dt)[None], turn, jnp.asarray(when, bool)[None],
     )
-    return _settle(p, turn), jnp.where(store, slot, -1).astype(jnp.int32)
+    return pk, slots[0]
+
+
+def propose_many(
+    pacts: Pacts,
+    proposer: jax.Array,
+    parties: jax.Array,
+    term: jax.Array,
+    max_harvest: jax.Array,
+    tolerance: jax.Array,
+    turn: jax.Array,
+    when: jax.Array,
+) -> tuple[Pacts, jax.Array]:
+    """R proposals made in order (R static): the same table as R calls of :func:`propose`,
+    computed in one step (the r-th stored proposal takes the r-th empty slot) rather than
+    as a chain of R table rewrites. proposer, term, max_harvest, tolerance, when: [R];
+    parties: bool[R, N]. Returns (pacts, slot int32[R], -1 where not stored)."""
+    n = pacts.parties.shape[-1]
+    n_req = proposer.shape[0]
+    me = jnp.arange(n)[None, :] == proposer[:, None]  # [R, N]
+    parties = parties | me
+    ok = valid_terms(term, max_harvest, tolerance) & (proposer >= 0) & (proposer < n)
+    want = when & ok
+    free = pacts.status == EMPTY
+    # exclusive running counts (R and P are small and static: written out, no cumsum)
+    rank, seen = [], jnp.zeros((), jnp.int32)
+    for r in range(n_req):
+        rank.append(seen)
+        seen = seen + want[r].astype(jnp.int32)
+    free_rank, seen = [], jnp.zeros((), jnp.int32)
+    for p in range(pacts.n_slots):
+        free_rank.append(seen)
+        seen = seen + free[p].astype(jnp.int32)
+    n_free = seen
+    store = jnp.stack([want[r] & (rank[r] < n_free) for r in range(n_req)])
+    hit = jnp.stack([free & (jnp.stack(free_rank) == rank[r]) & store[r] for r in range(n_req)])  # [R, P]
+    hit = materialize_mask(hit)  # read by every field: computed once
+
+    def put(old, values):  # old [P, ...]; values [R, ...]: slot p takes the value of the request that hit it
+        new = old
+        for r in range(n_req):
+            h = hit[r].reshape(hit.shape[1:] + (1,) * (old.ndim - 1))
+            new = jnp.where(h, values[r], new)
+        return new
+
+    p = Pacts(
+        term=put(pacts.term, term),
+        parties=put(pacts.parties, parties),
+        proposer=put(pacts.proposer, proposer).astype(jnp.int32),
+        accepted=put(pacts.accepted, me),
+        max_harvest=put(pacts.max_harvest, max_harvest),
+        tolerance=put(pacts.tolerance, tolerance),
+        status=put(pacts.status, jnp.full((n_req,), PROPOSED, jnp.int32)),
+        proposed_turn=put(pacts.proposed_turn, jnp.full((n_req,), turn, jnp.int32)),
+        accepted_turn=pacts.accepted_turn,
+        violation_count=put(pacts.violation_count, jnp.zeros((n_req,), jnp.int32)),
+        dropped=pacts.dropped + jnp.sum(want & ~store).astype(jnp.int32),
+        invalid=pacts.invalid + jnp.sum(when & ~ok).astype(jnp.int32),
+    )
+    slots = jnp.arange(pacts.n_slots, dtype=jnp.int32)
+    slot = jnp.stack([jnp.where(store[r], jnp.sum(jnp.where(hit[r], slots, 0)), -1) for r in range(n_req)])
+    return _settle(p, turn), slot.astype(jnp.int32)
 
 
 def pledge(pacts: Pacts, player: jax.Array, max_harvest: jax.Array, turn: jax.Array, when: jax.Array = True):

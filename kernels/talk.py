@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 
 from . import pacts as P
-from .barrier import materialize
+from .barrier import materialize, materialize_mask
 
 ALWAYS, NEVER, MIN_CAP = 0, 1, 2
 ACCEPT_RULES: tuple[str, ...] = ("always", "never", "min_cap")
@@ -68,18 +68,22 @@ def registry_writes(tp: TalkParams, pacts: P.Pacts, turn: jax.Array, scripted: t
     writes of steps 2-3 run for them only.
     """
     acc, rej = answers(tp, pacts, turn)
-    pacts = P.reject_mask(P.accept_mask(pacts, acc, turn), rej)
-
-    def one(i, pk):
-        pk, _ = P.pledge(pk, i, tp.pledge_cap[i], turn, when=tp.pledge_turn[i] == turn)
-        pk, _ = P.propose(pk, i, tp.propose_parties[i], tp.propose_term[i], tp.propose_cap[i],
-                          tp.propose_tolerance[i], turn, when=tp.propose_turn[i] == turn)
-        return pk
-
-    if scripted is None:
-        return jax.lax.fori_loop(0, tp.announce.shape[0], one, pacts)
-    for i in scripted:  # in player order, as the loop above
-        pacts = one(i, pacts)
+    pacts = P.reject_mask(P.accept_mask(pacts, materialize_mask(acc), turn), materialize_mask(rej))
+    players = range(tp.announce.shape[0]) if scripted is None else scripted
+    n = tp.announce.shape[0]
+    dt = tp.pledge_cap.dtype
+    req = []  # in player order, each player's pledge before its proposal
+    for i in players:
+        req.append((i, jnp.zeros((n,), bool), P.HARVEST_CAP, tp.pledge_cap[i], jnp.zeros((), dt), tp.pledge_turn[i] == turn))
+        req.append((i, tp.propose_parties[i], tp.propose_term[i], tp.propose_cap[i], tp.propose_tolerance[i],
+                    tp.propose_turn[i] == turn))
+    if not req:
+        return pacts
+    cols = list(zip(*req))
+    pacts, _ = P.propose_many(
+        pacts, jnp.asarray(cols[0], jnp.int32), jnp.stack(cols[1]), jnp.stack([jnp.asarray(t, jnp.int32) for t in cols[2]]),
+        jnp.stack(cols[3]), jnp.stack(cols[4]), turn, jnp.stack(cols[5]),
+    )
     return pacts
 
 
