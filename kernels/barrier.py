@@ -6,8 +6,9 @@ a per-player value over the pact slots (the violation check, the ladder) then re
 whole harvest resolution once per (slot, player): that was most of the governance layer's
 cost. XLA does not duplicate an "expensive" op (a float division) into a consumer that reuses
 its elements, so dividing by a 1 it cannot prove constant keeps the value computed once.
-x / 1 == x exactly in IEEE arithmetic (finite, inf and -0.0 alike), so no number
-changes; the cost is one division per element (bench/README.md has the figures).
+x / 1 == x exactly in IEEE arithmetic (finite, inf and -0.0 alike; NaN stays NaN), so no
+number changes, except that a subnormal flushes to zero as in every arithmetic op XLA:CPU
+runs. The cost is one division per element (bench/README.md has the figures).
 """
 
 from __future__ import annotations

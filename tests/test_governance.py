@@ -161,6 +161,47 @@ def test_pacts_checkers_and_ladders_match_reference(turns, specs):
         assert int(pk.dropped) == ref.dropped and int(pk.invalid) == ref.invalid
 
 
+_propose_many = jax.jit(P.propose_many)
+
+request = st.tuples(player, st.sets(player, max_size=N), st.sampled_from(R.TERM_TYPES),
+                    st.integers(-1, 12).map(lambda k: k / 4), st.integers(-1, 4).map(lambda k: k / 8), st.booleans())
+
+
+@given(filled=st.lists(st.tuples(player, caps_st), max_size=SLOTS), reqs=st.lists(request, min_size=1, max_size=5))
+def test_propose_many_equals_one_proposal_after_another(filled, reqs):
+    """The one-step store of a turn's proposals (the r-th stored takes the r-th empty slot)
+    gives the table, slots and counters of ``propose`` called once per proposal, in order,
+    on a table already holding pledges (full tables and invalid terms included)."""
+    pk = P.empty(SLOTS, N)
+    for who, cap in filled:
+        pk, _ = _pledge(pk, who, cap, 1)
+    chain, want = pk, []
+    for who, parties, term, mh, tol, when in reqs:
+        mask = jnp.asarray([i in parties for i in range(N)])
+        chain, slot = _propose(chain, who, mask, P.term_code(term), mh, tol, 2, when)
+        want.append(int(slot))
+    cols = list(zip(*reqs))
+    got, slots = _propose_many(
+        pk, jnp.asarray(cols[0], jnp.int32), jnp.asarray([[i in ps for i in range(N)] for ps in cols[1]]),
+        jnp.asarray([P.term_code(t) for t in cols[2]], jnp.int32), jnp.asarray(cols[3], jnp.float32),
+        jnp.asarray(cols[4], jnp.float32), 2, jnp.asarray(cols[5]),
+    )
+    assert [int(x) for x in slots] == want
+    for a, b in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(chain)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+@given(ladder=st.lists(st.integers(0, 40).map(lambda k: k / 4), min_size=1, max_size=WIDTH),
+       before=st.integers(0, 12), m=st.integers(0, 6))
+def test_ladder_sum_equals_rung_by_rung(ladder, before, m):
+    """m violations after ``before`` earlier ones cost ladder[min(k - 1, len - 1)] each, for
+    k = before + 1 ... before + m (the last rung sticks), summed exactly for dyadic rungs."""
+    padded = jnp.asarray(ladder + [99.0] * (WIDTH - len(ladder)), jnp.float32)  # padding never charged
+    got = S.ladder_sum(padded, jnp.int32(len(ladder)), jnp.asarray([before]), jnp.asarray([m]))
+    want = sum(R.ladder_amount(ladder, k) for k in range(before + 1, before + m + 1))
+    assert float(got[0]) == want
+
+
 _metrics = jax.jit(governance_metrics)
 
 

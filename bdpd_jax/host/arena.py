@@ -44,7 +44,7 @@ import numpy as np
 
 from bdpd_jax.build import build
 from bdpd_jax.config import ArenaConfig, PlayerConfig
-from bdpd_jax.governance_build import needed_slots, sanction_specs, uses_governance
+from bdpd_jax.governance_build import needed_slots
 from bdpd_jax.kernels import rng
 from bdpd_jax.kernels import talk as T
 from bdpd_jax.kernels.governance import NAME as GOV
@@ -161,15 +161,11 @@ class Arena:
         if not m.minPlayers <= n <= m.maxPlayers:
             raise ValueError(f"players: {n} joined, outside [minPlayers={m.minPlayers}, maxPlayers={m.maxPlayers}]")
         kcfg = self.kernel_config()
-        # n_specs >= 1: kernels/sanctions.amounts cannot reshape a K = 0 spec table (an
-        # inactive padding spec costs nothing); otherwise, with no external talker, exactly
-        # the batched build (a governance layer only if the config has governance)
+        # with no external talker, exactly the batched build (a governance layer only if
+        # the config has governance); talkers' proposals need room in the table
         gov = None
         if self.uses_tools:
-            gov = {"pact_slots": max(self.pact_slots, needed_slots(kcfg)),
-                   "n_specs": max(1, len(sanction_specs(kcfg)))}
-        elif uses_governance(kcfg) and not sanction_specs(kcfg):
-            gov = {"n_specs": 1}
+            gov = {"pact_slots": max(self.pact_slots, needed_slots(kcfg))}
         game, params = build(kcfg, generator=self.generator, governance=gov,
                              perturb={"perturbable": True} if self.perturbable else None)
         params = dataclasses.replace(params, max_turns=jnp.asarray(int(self.turns or m.maxTurns), jnp.int32))
