@@ -102,11 +102,8 @@ class GovernanceLayer(Layer):
         playing = jnp.ones((n,), bool)
         pk, violated = P.check(gs.pacts, actual, playing)
         count = S.counts(violated, pk.term, len(P.PACT_TERM_TYPES))
-        count = materialize(count.astype(actual.dtype)).astype(jnp.int32)  # read by prior and the ladder
         prior = gs.prior + count
-        # the ladder reads the counts before this turn as (after - this turn's): the old
-        # table then has no reader left once updated, and XLA updates it in place (no copy)
-        amount, fired, _ = S.amounts(gp.sanctions, prior - count, count)
+        amount, fired, _ = S.amounts(gp.sanctions, gs.prior, count)
         amount = materialize(amount)  # read by wealth, the totals and the record
         k, _ = S.ordinals(gs.prior, violated, pk.term, len(P.PACT_TERM_TYPES))  # the record's event ordinals
         share = ctx["regen"] / n
