@@ -168,7 +168,7 @@ def prewrite_busy(game: Game, state: ArenaState, params: Params) -> jax.Array:
 
 def decide(game: Game, key: jax.Array, state: ArenaState, params: Params, ahead: dict | None = None):
     """Observe and let every player's policy decide; returns (requests float[N], state), or
-    (Actions, state) when a layer acts on the decide side (scripted talk). ``ahead``: this
+    (Actions, state) when a layer acts on the decide side (compliance, announcements). ``ahead``: this
     turn's :func:`prepare` computed at the end of the last one, else computed here."""
     params = effective_params(game, state, params)
     obs = observe(game, key, state, params, None if ahead is None else ahead["noise"])

@@ -1,6 +1,6 @@
 """The two compiled kernel programs a live turn is cut into, batched over arenas.
 
-A batched turn is ``play = begin -> decide -> step`` in one program. A live turn must stop
+A batched turn is ``play = prewrite -> begin -> decide -> step`` in one program. A live turn must stop
 between decide and step to ask the external players, so it is two programs, both
 ``jax.vmap``-ed over the trailing batch axis (kernels/rollout.py's ``batched``) and jitted
 once per :class:`~bdpd_jax.kernels.game.Game`:
@@ -66,7 +66,7 @@ def _decide_phase(game: Game, key, state, params):
     obs = observe(game, key, state_b, effective_params(game, state_b, params), ahead["noise"])
     pacts_d = None
     if has_governance(game):  # the table after the builtins' scripted talk of this turn
-        pacts_d = decide(game, key, state_b, params, ahead)[1].extra[GOV].pacts
+        pacts_d = state_b.extra[GOV].pacts
     return state_b, begun, obs, pacts_d, ahead
 
 
