@@ -104,7 +104,7 @@ class GovernanceLayer(Layer):
         count = S.counts(violated, pk.term, len(P.PACT_TERM_TYPES))
         prior = gs.prior + count
         amount, fired, _ = S.amounts(gp.sanctions, gs.prior, count)
-        amount = materialize(amount)  # read by wealth, the totals and the record
+        amount = materialize(amount)  # read by wealth, the sanction column and the metrics
         k, _ = S.ordinals(gs.prior, violated, pk.term, len(P.PACT_TERM_TYPES))  # the record's event ordinals
         share = ctx["regen"] / n
         new_gs = GovState(

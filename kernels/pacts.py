@@ -289,11 +289,10 @@ def check(pacts: Pacts, actual: jax.Array, playing: jax.Array) -> tuple[Pacts, j
     n_play = jnp.sum(playing)
     mean = jnp.sum(jnp.where(playing, actual, 0.0)) / jnp.maximum(n_play, 1).astype(dt)
     lim = limits(pacts, TurnContext(group_mean=mean))
-    active = pacts.status == ACTIVE
+    bind = binding(pacts)
     n = actual.shape[0]
     # one value per (slot, player): under vmap each is contiguous over the batch
-    rows = [[(actual[i] > lim[p] + EPS) & pacts.parties[p, i] & active[p] & playing[i] for i in range(n)]
-            for p in range(pacts.n_slots)]
+    rows = [[(actual[i] > lim[p] + EPS) & bind[p, i] & playing[i] for i in range(n)] for p in range(pacts.n_slots)]
     counted = pacts.violation_count + jnp.stack([sum(r[1:], r[0].astype(jnp.int32)) for r in rows]).astype(jnp.int32)
     violated = jnp.stack([jnp.stack(r) for r in rows])
     return eqx.tree_at(lambda q: q.violation_count, pacts, counted), violated
@@ -308,11 +307,11 @@ def caps(pacts: Pacts, last_mean: jax.Array, has_last: jax.Array) -> list[jax.Ar
     those; on [B, N] with N inner it ran scalar loops, 2x slower)."""
     mean = jnp.where(has_last, last_mean, jnp.inf)
     lim = limits(pacts, TurnContext(group_mean=mean))
-    active = pacts.status == ACTIVE
+    bind = binding(pacts)
     out = []
     for i in range(pacts.parties.shape[-1]):
         cap = jnp.full((), jnp.inf, lim.dtype)
         for p in range(pacts.n_slots):
-            cap = jnp.where(pacts.parties[p, i] & active[p], jnp.minimum(cap, lim[p]), cap)
+            cap = jnp.where(bind[p, i], jnp.minimum(cap, lim[p]), cap)
         out.append(cap)
     return out
