@@ -44,7 +44,7 @@ class GovParams(eqx.Module):
 
 class GovState(eqx.Module):
     pacts: P.Pacts
-    prior: jax.Array  # int32[T, N], violations so far per (termType, player)
+    prior: tuple  # [T][N] of int32[], violations so far per (termType, player) (sanctions.Table)
     harvest: jax.Array  # float[N], total actual harvest so far
     over: jax.Array  # int32[N], turns with actual > share + eps
 
@@ -63,7 +63,7 @@ class GovernanceLayer(Layer):
         n = game.n_players
         return GovState(
             pacts=gp.pacts0,
-            prior=jnp.zeros((len(P.PACT_TERM_TYPES), n), jnp.int32),
+            prior=tuple(tuple(jnp.zeros((), jnp.int32) for _ in range(n)) for _ in P.PACT_TERM_TYPES),
             harvest=jnp.zeros((n,), dt),
             over=jnp.zeros((n,), jnp.int32),
         )
@@ -102,10 +102,10 @@ class GovernanceLayer(Layer):
         playing = jnp.ones((n,), bool)
         pk, violated = P.check(gs.pacts, actual, playing)
         count = S.counts(violated, pk.term, len(P.PACT_TERM_TYPES))
-        prior = gs.prior + count
+        prior = tuple(tuple(a + count[t][i] for i, a in enumerate(row)) for t, row in enumerate(gs.prior))
         amount, fired, _ = S.amounts(gp.sanctions, gs.prior, count)
         amount = materialize(amount)  # read by wealth, the sanction column and the metrics
-        k, _ = S.ordinals(gs.prior, violated, pk.term, len(P.PACT_TERM_TYPES))  # the record's event ordinals
+        k, _ = S.ordinals(S.table(gs.prior), violated, pk.term, len(P.PACT_TERM_TYPES))  # the record's event ordinals
         share = ctx["regen"] / n
         new_gs = GovState(
             pacts=pk,

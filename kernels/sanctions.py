@@ -10,6 +10,8 @@ a sweep over ladder values and lengths compiles once.
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -54,14 +56,25 @@ def ordinals(prior: jax.Array, violated: jax.Array, term: jax.Array, n_terms: in
     return jnp.stack(ks).astype(jnp.int32), jnp.stack(count).astype(jnp.int32)
 
 
-def counts(violated: jax.Array, term: jax.Array, n_terms: int) -> jax.Array:
-    """int32[T, N]: this turn's violations per (termType, player). violated: bool[P, N].
-    One value per (termType, player): under vmap each is contiguous over the batch."""
-    return jnp.stack([
-        jnp.stack([sum(((violated[p, i] & (term[p] == t)).astype(jnp.int32) for p in range(violated.shape[0])),
-                       jnp.zeros((), jnp.int32)) for i in range(violated.shape[1])])
+Table = Sequence[Sequence[jax.Array]]  # [T][N] of int32[]: one value per (termType, player)
+
+
+def table(rows: Table) -> jax.Array:
+    """A [T][N] table of scalars as an int32[T, N] array."""
+    return jnp.stack([jnp.stack(list(r)) for r in rows]).astype(jnp.int32)
+
+
+def counts(violated: jax.Array, term: jax.Array, n_terms: int) -> list[list[jax.Array]]:
+    """This turn's violations per (termType, player): [T][N] of int32[] (:func:`table` makes
+    the array). violated: bool[P, N]. One value per pair rather than a [T, N] array: under
+    vmap each is contiguous over the batch, and the governance state keeps them so
+    (an array [B, T, N] with N inner was read and written transposed, 0.2x of the plain
+    game's time; bench/README.md)."""
+    return [
+        [sum(((violated[p, i] & (term[p] == t)).astype(jnp.int32) for p in range(violated.shape[0])),
+             jnp.zeros((), jnp.int32)) for i in range(violated.shape[1])]
         for t in range(n_terms)
-    ])
+    ]
 
 
 def ladder_sum(ladder: jax.Array, length: jax.Array, before: jax.Array, m: jax.Array) -> jax.Array:
@@ -82,18 +95,18 @@ def ladder_sum(ladder: jax.Array, length: jax.Array, before: jax.Array, m: jax.A
     return total + at_last.astype(ladder.dtype) * top
 
 
-def amounts(sp: SanctionParams, prior: jax.Array, count: jax.Array):
+def amounts(sp: SanctionParams, prior: Table, count: Table):
     """Sanctions fired by this turn's violations.
 
-    prior: int32[T, N] violations of each (termType, player) before this turn; count:
-    int32[T, N] this turn's (:func:`counts`). Every spec whose trigger matches a term type
+    prior: [T][N] violations of each (termType, player) before this turn; count: [T][N]
+    this turn's (:func:`counts`); int32[T, N] arrays serve as well. Every spec whose trigger matches a term type
     fires once per violation of it, the k-th violation costing ``ladder[min(k - 1, len - 1)]``.
     Returns (amount float[N] total deducted per player, fired int32[N] sanctions fired per
     player, per_spec float[K, N] amount per spec and player). Per (spec, termType) rather
     than per event: a few operations per player instead of a ladder lookup per (slot,
     player), the bulk of the governance layer's cost (bench/README.md).
     """
-    n = count.shape[-1]
+    n = len(count[0])
     dt = sp.ladder.dtype
     k_specs = sp.ladder.shape[0]
     if k_specs == 0:  # no sanction spec (pacts or talk alone): nothing fires
@@ -101,11 +114,11 @@ def amounts(sp: SanctionParams, prior: jax.Array, count: jax.Array):
     per_spec = [[jnp.zeros((), dt)] * n for _ in range(k_specs)]
     fired = [jnp.zeros((), jnp.int32)] * n
     for s in range(k_specs):
-        for t in range(count.shape[0]):
+        for t in range(len(count)):
             match = sp.active[s] & ((sp.term[s] == ANY_TERM) | (sp.term[s] == t))
             for i in range(n):  # player by player: contiguous over the batch under vmap
-                m = jnp.where(match, count[t, i], 0)
-                per_spec[s][i] = per_spec[s][i] + ladder_sum(sp.ladder[s], sp.length[s], prior[t, i], m)
+                m = jnp.where(match, count[t][i], 0)
+                per_spec[s][i] = per_spec[s][i] + ladder_sum(sp.ladder[s], sp.length[s], prior[t][i], m)
                 fired[i] = fired[i] + m
     amount = []
     for i in range(n):

@@ -36,7 +36,7 @@ def _end_of_turn(pk, prior, actual, sp):
     k, after = S.ordinals(prior, violated, pk.term, len(P.PACT_TERM_TYPES))
     count = S.counts(violated, pk.term, len(P.PACT_TERM_TYPES))
     amount, fired, _ = S.amounts(sp, prior, count)
-    return pk, after, violated, k, amount, fired, prior + count
+    return pk, after, violated, k, amount, fired, prior + S.table(count)
 
 
 def sanction_params(specs):
