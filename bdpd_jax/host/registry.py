@@ -57,6 +57,11 @@ def _accept(pk, slot, player, turn):
     return P.accept(pk, slot, player, turn)
 
 
+@jax.jit
+def _limits(pk, group_mean):
+    return P.limits(pk, P.TurnContext(group_mean=group_mean))
+
+
 def _np_tree(tree):
     return jax.tree_util.tree_map(np.asarray, tree)
 
@@ -196,14 +201,15 @@ class PactRegistry:
         if not np.any(violated):
             return events
         mean = float(np.mean(actual.astype(np.float64)))
+        # each pact's limit as the kernel's check computed it (the term registry's rule)
+        lim = np.asarray(_limits(self._jnp(), jnp.asarray(mean, self.table.max_harvest.dtype)))
         for s, i in zip(*np.nonzero(violated)):
             terms = self.terms(int(s))
             a = float(actual[i])
             if terms["type"] == "harvest_cap":
-                detail = f"harvested {a:.3f} > cap {float(self.table.max_harvest[s]):.3f}"
+                detail = f"harvested {a:.3f} > cap {float(lim[s]):.3f}"
             else:
-                limit = mean * (1.0 + float(self.table.tolerance[s]))
-                detail = f"harvested {a:.3f} > fair share {limit:.3f} (group mean {mean:.3f})"
+                detail = f"harvested {a:.3f} > fair share {float(lim[s]):.3f} (group mean {mean:.3f})"
             ev = {"turn": int(turn), "pactId": self.id_of(int(s)), "partyId": self.players[int(i)],
                   "termType": terms["type"], "detail": detail, "ordinal": int(ordinal[s, i]),
                   "sanctionFired": bool(sanction_fired[i] > 0)}
