@@ -1,0 +1,140 @@
+"""Guards on the package's structure, read from the source with ``ast`` (no imports run).
+
+- the kernels import nothing from the host (they are installed as ``bdpd_jax.kernels``);
+- no module imports another module's ``_private`` name;
+- no import cycles among the host's modules, ``TYPE_CHECKING`` edges included.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+ALLOWED_THIRD_PARTY_IN_KERNELS = {"jax", "jaxlib", "numpy", "equinox", "diffrax", "typing", "dataclasses",
+                                  "functools", "math", "collections", "__future__", "enum", "abc",
+                                  "itertools", "operator", "types", "warnings", "inspect"}
+
+
+def _modules() -> dict[str, Path]:
+    """Dotted module name -> source file, for the host package and the kernels."""
+    out: dict[str, Path] = {}
+    for base, pkg in ((ROOT / "bdpd_jax", "bdpd_jax"), (ROOT / "kernels", "bdpd_jax.kernels")):
+        for path in base.rglob("*.py"):
+            rel = path.relative_to(base).with_suffix("")
+            parts = [p for p in rel.parts if p != "__init__"]
+            out[".".join([pkg, *parts])] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _is_package(name: str) -> bool:
+    return MODULES[name].name == "__init__.py"
+
+
+def _resolve(module: str, node: ast.ImportFrom) -> str:
+    """The absolute dotted name an ``ImportFrom`` refers to, from inside ``module``."""
+    if node.level == 0:
+        return node.module or ""
+    base = module.split(".")
+    if not _is_package(module):
+        base = base[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def _imports(module: str) -> list[tuple[str, str | None, int]]:
+    """(imported module, imported name or None, line) for every import in ``module``."""
+    tree = ast.parse(MODULES[module].read_text(), str(MODULES[module]))
+    out: list[tuple[str, str | None, int]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(alias.name, None, node.lineno) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            target = _resolve(module, node)
+            for alias in node.names:
+                sub = f"{target}.{alias.name}"
+                # ``from pkg import submodule`` imports a module, not a name
+                out.append((sub, None, node.lineno) if sub in MODULES else (target, alias.name, node.lineno))
+    return out
+
+
+def test_kernels_import_nothing_from_the_host() -> None:
+    bad = []
+    for module in MODULES:
+        if not module.startswith("bdpd_jax.kernels"):
+            continue
+        for target, _, line in _imports(module):
+            top = target.split(".")[0]
+            if target.startswith("bdpd_jax") and not target.startswith("bdpd_jax.kernels"):
+                bad.append(f"{module}:{line} imports {target}")
+            elif top != "bdpd_jax" and top not in ALLOWED_THIRD_PARTY_IN_KERNELS:
+                bad.append(f"{module}:{line} imports {target} (kernels stay pure: no I/O libraries)")
+    assert not bad, "\n".join(bad)
+
+
+def test_no_module_imports_another_modules_private_name() -> None:
+    bad = []
+    for module in MODULES:
+        for target, name, line in _imports(module):
+            if name is None or not name.startswith("_") or name.startswith("__"):
+                continue
+            if target in MODULES and target != module:
+                bad.append(f"{module}:{line} imports {target}.{name}")
+    assert not bad, "\n".join(bad)
+
+
+def _host_graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {}
+    for module in MODULES:
+        if module.startswith("bdpd_jax.kernels"):
+            continue
+        edges = set()
+        for target, _, _ in _imports(module):
+            # a package's __init__ runs on any import beneath it, but that is not an edge of the
+            # importer's design; only the named module counts
+            if target in MODULES and not target.startswith("bdpd_jax.kernels") and target != module:
+                if target != "bdpd_jax" and not _is_package(target):
+                    edges.add(target)
+        graph[module] = edges
+    return graph
+
+
+def _find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return stack[stack.index(nxt):] + [nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node)):
+            return found
+    return None
+
+
+def test_no_import_cycles_among_host_modules() -> None:
+    cycle = _find_cycle(_host_graph())
+    assert cycle is None, " -> ".join(cycle or [])
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    assert _find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_the_import_reader_sees_relative_and_type_checking_imports() -> None:
+    edges = {target for target, _, _ in _imports("bdpd_jax.sweep")}
+    assert "bdpd_jax.simulate" in edges  # written ``from .simulate import ...``
+    assert "bdpd_jax.host.arena" in {target for target, _, _ in _imports("bdpd_jax.host.batch_runner")}
