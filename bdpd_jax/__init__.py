@@ -1,6 +1,6 @@
 """bdpd_jax: the BDPD commons-governance arena as a vectorized JAX batch simulator."""
 
-from ._env import apply_env
+from ._env import apply_env, configure
 
 apply_env()
 
@@ -12,6 +12,6 @@ from .simulate import simulate  # noqa: E402
 from .sweep import SweepResults, sweep  # noqa: E402
 from . import sensitivity  # noqa: E402
 
-__all__ = ["ArenaConfig", "Policy", "Results", "SweepResults", "default_config", "kernels", "sensitivity", "simulate",
+__all__ = ["ArenaConfig", "configure", "Policy", "Results", "SweepResults", "default_config", "kernels", "sensitivity", "simulate",
            "sweep"]
 __version__ = "0.1.0"

@@ -1,4 +1,9 @@
-"""Process settings applied before jax is imported by the package's entry points.
+"""Process settings the package applies when imported, each only where the user has not set it.
+
+Importing ``bdpd_jax`` sets two environment variables *only when they are unset*, so a user's
+own values always win and no other library's settings are overwritten (README, "Process
+settings"). ``configure()`` applies the same settings explicitly and can turn on the
+persistent compilation cache; the CLI, the server and the benches call it.
 
 XLA's CPU backend in jaxlib 0.10 routes some fusions to YNNPACK, which runs the short
 per-player reductions of this game ~20x slower; an empty fusion-type list turns that off
@@ -35,3 +40,16 @@ def enable_compile_cache(path: str | None = None) -> None:
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
     except OSError:
         pass  # a read-only home only costs compile time
+
+
+def configure(*, compile_cache: bool | str = False) -> dict[str, str]:
+    """Apply the package's process settings (where unset) and return the values in force.
+
+    ``compile_cache=True`` (or a folder) also turns on JAX's persistent compilation cache.
+    Settings read at import by another library (``EQX_ON_ERROR`` by equinox) only take effect
+    if this runs before that library is first imported.
+    """
+    apply_env()
+    if compile_cache:
+        enable_compile_cache(compile_cache if isinstance(compile_cache, str) else None)
+    return {k: os.environ.get(k, "") for k in ("XLA_FLAGS", "EQX_ON_ERROR")}
