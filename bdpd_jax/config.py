@@ -14,8 +14,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .kernels.engines import ENGINES
+from .kernels.engines.seneca import HARVEST_SCALE
 from .kernels.params import OBS_VARS, OWN_VARS, PEER_VARS
-from .kernels.observe import QUALITATIVE_VARS, SIGN_VARS
+from .kernels.observe import QUALITATIVE_VARS, SIGN_VARS, capacity
 from .kernels.policies import BUILTINS, Policy
 from .kernels.schedule import SCHEDULERS
 from .governance_config import PactConfig, TalkConfig, check_governance
@@ -55,8 +56,9 @@ class SenecaConfig(BaseModel):
     substeps: int = Field(1, ge=1, le=1000)
     solver: Literal["euler", "heun", "midpoint", "ralston", "bosh3", "tsit5", "dopri5"] = "euler"
     collapseFraction: float = Field(1e-3, ge=0, lt=1)
-    # R units withdrawn per harvest unit (harvests draw on R between integrations).
-    harvestScale: float = Field(1.0, gt=0)
+    # R units per unit of the heuristics' capacity(w): requests, harvests and wealth are in
+    # R units; a built-in player asks up to harvestScale x capacity(w) (docs/semantics.md §9).
+    harvestScale: float = Field(HARVEST_SCALE, gt=0)
     # How constant steps are taken: diffrax solver steps, diffrax's Butcher tableau unrolled
     # (fast for RK solvers), or a full diffeqsolve per turn (docs/semantics.md §9).
     integrator: Literal["steps", "tableau", "diffeqsolve"] = "steps"
@@ -197,6 +199,7 @@ class ArenaConfig(BaseModel):
                 raise ValueError(f"observability.{name}.resolution: 'sign' is defined for {list(SIGN_VARS)} only")
         if self.players is not None:
             check_governance(self.players, self.pacts)
+            _check_harvest_scale(self.model, self.players)
             n = len(self.players)
             if not self.model.minPlayers <= n <= self.model.maxPlayers:
                 raise ValueError(
@@ -224,6 +227,25 @@ class ArenaConfig(BaseModel):
         if not self.players:
             raise ValueError("players: a run needs a players list, e.g. [{'strategy': 'aggressive'}, ...]")
         return self.players
+
+
+def _check_harvest_scale(model: ModelConfig, players: list[PlayerConfig]) -> None:
+    """Seneca: the players' first-turn capacities, in R units, must leave some of R0.
+
+    harvestScale x capacity(privateResource) summed over the players (``idle`` ones never
+    harvest) is what capacity-bound heuristics take on turn 1; at or above commonsInitial the commons is gone at turn 1
+    whatever the strategies (the failure docs/semantics.md §9 is designed against).
+    """
+    if model.engineMode != "seneca" or model.seneca is None:
+        return
+    scale = model.seneca.harvestScale
+    total = scale * sum(float(capacity(p.privateResource)) for p in players if p.strategy_name != "idle")
+    if total >= model.commonsInitial:
+        raise ValueError(
+            f"model.seneca.harvestScale: {scale!r} lets the {len(players)} players' capacities take "
+            f"{total:.4g} R units on turn 1, >= commonsInitial={model.commonsInitial!r}: the commons would "
+            f"collapse at once; harvestScale is R units per unit of capacity(w) = 1 + 0.05 w (default {HARVEST_SCALE})"
+        )
 
 
 def default_config() -> ArenaConfig:

@@ -254,12 +254,16 @@ def _with_govsim(frame, cfg, state, params, rec, n_turns: int):
     """Add the GovSim outcome columns (bdpd_jax/govsim.py) to one batch's summary frame."""
     turns_played = np.asarray(state.turn)
     gov = state.extra.get(GOV)
+    judged = None
     if gov is not None:
-        gains, over = np.asarray(gov.harvest), np.asarray(gov.over)
+        gains, over, judged = np.asarray(gov.harvest), np.asarray(gov.over), np.asarray(gov.judged)
     else:
         # Without sanctions, gains are the wealth change: the same numbers with or without
         # history (a sum over records would differ from it in the last bits).
         gains = np.asarray(state.wealth) - np.asarray(params.players.wealth0)
-        over = govsim.from_records(rec.actual, rec.regen, rec.played)[1] if rec is not None else None
-    cols = govsim.govsim_columns(turns_played, n_turns, govsim.sustainable_yield(cfg), gains, over)
+        over = None
+        if rec is not None:  # a NaN cooperation_index on a played turn: no share (kernels/metrics.py)
+            defined = ~np.isnan(np.asarray(rec.metrics["cooperation_index"]))
+            _, over, judged = govsim.from_records(rec.actual, rec.regen, rec.played, defined)
+    cols = govsim.govsim_columns(turns_played, n_turns, govsim.sustainable_yield(cfg), gains, over, judged)
     return frame.assign(**cols)

@@ -46,7 +46,8 @@ class GovState(eqx.Module):
     pacts: P.Pacts
     prior: tuple  # [T][N] of int32[], violations so far per (termType, player) (sanctions.Table)
     harvest: jax.Array  # float[N], total actual harvest so far
-    over: jax.Array  # int32[N], turns with actual > share + eps
+    over: jax.Array  # int32[N], turns with actual > share + eps (share defined)
+    judged: jax.Array  # int32[], turns with a defined share (kernels/metrics.py), over_usage's denominator
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,7 @@ class GovernanceLayer(Layer):
             prior=tuple(tuple(jnp.zeros((), jnp.int32) for _ in range(n)) for _ in P.PACT_TERM_TYPES),
             harvest=jnp.zeros((n,), dt),
             over=jnp.zeros((n,), jnp.int32),
+            judged=jnp.zeros((), jnp.int32),
         )
 
     def prewrite(self, game, key, turn, state, params):
@@ -107,11 +109,13 @@ class GovernanceLayer(Layer):
         amount = materialize(amount)  # read by wealth, the sanction column and the metrics
         k, _ = S.ordinals(S.table(gs.prior), violated, pk.term, len(P.PACT_TERM_TYPES))  # the record's event ordinals
         share = ctx["regen"] / n
+        judged = ctx.get("share_defined", jnp.ones((), bool))
         new_gs = GovState(
             pacts=pk,
             prior=prior,
             harvest=gs.harvest + actual,
-            over=gs.over + (actual > share + EPS).astype(jnp.int32),
+            over=gs.over + (judged & (actual > share + EPS)).astype(jnp.int32),
+            judged=gs.judged + judged.astype(jnp.int32),
         )
         state = dataclasses.replace(state, wealth=state.wealth - amount, extra={**state.extra, NAME: new_gs})
         ctx = {

@@ -112,7 +112,7 @@ def observe_player(game, key, state: ArenaState, params: Params, env: jax.Array,
             noisy = _resolve(v, noisy, prev, scale, code)
         obs[name] = jnp.where(op.visible[i], noisy, jnp.nan)
     w = state.wealth[player]
-    own = {"myWealth": w, "myCapacity": capacity(w)}
+    own = {"myWealth": w, "myCapacity": capacity(w) * game.engine.harvest_unit(params.engine)}  # stock units
     for name in PLAYER_VARS:
         i = OBS_VARS.index(name)
         v = own[name]

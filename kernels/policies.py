@@ -63,8 +63,13 @@ def _present(x: jax.Array) -> jax.Array:
     return ~jnp.isnan(x)
 
 
+def _capacity(ctx: dict) -> jax.Array:
+    """capacity(w) in stock units: the engine's harvest unit x (1 + 0.05 w) (docs/semantics.md §9)."""
+    return capacity(ctx["wealth"]) * ctx["unit"]
+
+
 def _aggressive(obs, memory, ctx):
-    cap = capacity(ctx["wealth"])
+    cap = _capacity(ctx)
     s = obs["commonsStock"]
     h = jnp.where(_present(s), jnp.minimum(cap, ctx["intensity"] * s), cap)
     return h, memory
@@ -82,7 +87,7 @@ def conservative_fraction(obs: dict, reference: jax.Array) -> jax.Array:
 
 
 def _conservative(obs, memory, ctx):
-    return capacity(ctx["wealth"]) * conservative_fraction(obs, ctx["reference"]), memory
+    return _capacity(ctx) * conservative_fraction(obs, ctx["reference"]), memory
 
 
 def _adaptive(obs, memory, ctx):
@@ -93,21 +98,21 @@ def _adaptive(obs, memory, ctx):
     falls = jnp.where(fell, falls + 1.0, 0.0)
     f = ctx["reduction_factor"]
     cut = jnp.where(falls >= 2.0, 0.30 * f, jnp.where(falls >= 1.0, 0.20 * f, 0.0))
-    h = capacity(ctx["wealth"]) * 0.40 * jnp.clip(1.0 - cut, 0.0, 1.0)
+    h = _capacity(ctx) * 0.40 * jnp.clip(1.0 - cut, 0.0, 1.0)
     seen = _present(s)
     new = jnp.stack([jnp.where(seen, s, prev), falls, jnp.where(seen, 1.0, memory[2])])
     return h, new
 
 
 def _random(obs, memory, ctx):
-    return capacity(ctx["wealth"]) * ctx["u"], memory
+    return _capacity(ctx) * ctx["u"], memory
 
 
 def _rcp(obs, memory, ctx):
     # memory: [peak capital observed so far]. Harvest = conservative x C/C_peak x C/(C+P):
     # cut in proportion as capital falls from its peak and as pollution grows against capital.
     c, p = obs["capitalStock"], obs["pollutionLevel"]
-    base = capacity(ctx["wealth"]) * conservative_fraction(obs, ctx["reference"])
+    base = _capacity(ctx) * conservative_fraction(obs, ctx["reference"])
     peak = jnp.maximum(memory[0], jnp.where(_present(c), c, 0.0))
     tiny = jnp.finfo(base.dtype).tiny
     fc = jnp.where(peak > 0, jnp.clip(c / jnp.maximum(peak, tiny), 0.0, 1.0), 1.0)

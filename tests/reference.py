@@ -155,6 +155,7 @@ class RefArena:
         self.wealth = [w + a for w, a in zip(self.wealth, actual)]
         ended = died or self.stock < self.m["threshold"]
         regen = 0.0
+        regen_measured = not ended
         if not ended:
             s, r, K = self.stock, self.m["regenRate"], self.m["commonsCapacity"]
             new = max(s + r * s * (1 - s / K), 0.0)
@@ -169,10 +170,13 @@ class RefArena:
             self.collapse_turn = self.turn
         share = regen / self.n
         eps = 1e-6
+        # no dynamics on a collapse turn: no regeneration measured, no share -> null metrics
+        measured = regen_measured
+        nan = float("nan")
         return {
             "turn": self.turn, "stock": self.stock, "regen": regen, "reserve_drawn": drawn,
             "collapsed": self.collapsed, "requested": req, "actual": actual, "wealth": list(self.wealth),
             "invalid": invalid,
-            "cooperation_index": sum(a <= share + eps for a in actual) / self.n,
-            "silent_defection": sum(a > share + eps for a in actual) / self.n,  # nobody announces
+            "cooperation_index": sum(a <= share + eps for a in actual) / self.n if measured else nan,
+            "silent_defection": sum(a > share + eps for a in actual) / self.n if measured else nan,  # nobody announces
         }

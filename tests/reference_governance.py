@@ -110,12 +110,16 @@ def sanctions(specs: list[dict], events: list[dict], n: int) -> tuple[list[float
     return amount, len(hit)
 
 
-def metrics(actual: list[float], announced: list[float | None], sanction_count: int, regen: float) -> dict:
-    """Table 2.1 of 000_*, one turn, all N players playing. None = null."""
+def metrics(actual: list[float], announced: list[float | None], sanction_count: int, regen: float,
+            share_defined: bool = True) -> dict:
+    """Table 2.1 of 000_*, one turn, all N players playing. None = null; without a defined
+    share (no regeneration measured) cooperation_index and silent_defection are null."""
     n = len(actual)
     share = regen / n
     said = [i for i in range(n) if announced[i] is not None]
     over = [a > share + EPS for a in actual]
+    if not share_defined:
+        return {**metrics(actual, announced, sanction_count, regen), "cooperation_index": None, "silent_defection": None}
     return {
         "cooperation_index": sum(not o for o in over) / n,
         "lie_score": (sum(abs(announced[i] - actual[i]) for i in said) / len(said)) if said else None,

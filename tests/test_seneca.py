@@ -161,16 +161,17 @@ def test_zero_harvest_is_pure_bardi():
     assert jax.tree_util.tree_all(jax.tree_util.tree_map(lambda a, b: bool(jnp.all(a == b)), s, s2))
 
 
-def test_harvest_draws_on_R_scaled_and_collapse():
+def test_harvest_draws_on_R_and_collapse():
+    # demands and deliveries in R units (docs/semantics.md §9); harvestScale only scales capacity
     p = params(harvestScale=0.1)
     s = ENG.init(p)
-    s, got, _, _ = ENG.step_one(s, jnp.float32(2.0), jnp.float32(0.5), p)
-    assert float(got) == pytest.approx(2.0) and float(s.R) == pytest.approx(0.8)
+    s, got, _, _ = ENG.step_one(s, jnp.float32(0.2), jnp.float32(0.5), p)
+    assert float(got) == pytest.approx(0.2) and float(s.R) == pytest.approx(0.8)
     s, got, _, _ = ENG.step_one(s, jnp.float32(100.0), jnp.float32(0.5), p)
-    assert float(got) == pytest.approx(8.0) and float(s.R) == 0.0
+    assert float(got) == pytest.approx(0.8) and float(s.R) == 0.0
     assert bool(ENG.check_end(s, p))
     # through the turn: aggressive players with a large harvestScale empty R; the game ends
-    res = bj.simulate(cfg(players=("aggressive", "aggressive"), turns=200, seneca={"harvestScale": 1.0}), progress=False)
+    res = bj.simulate(cfg(players=("aggressive", "aggressive"), turns=200, seneca={"harvestScale": 0.1}), progress=False)
     assert not bool(res.summary.survived[0]) and res.turns.stock.iloc[-1] <= 1e-3
     assert (res.turns.reserve_drawn == 0).all()
 
@@ -221,7 +222,8 @@ def test_extra_observations_through_observability():
 
 
 def _ctx(w=30.0):
-    return {"wealth": jnp.float32(w), "reference": jnp.float32(1.0), "intensity": 0.5, "reduction_factor": 1.0, "u": 0.5}
+    return {"wealth": jnp.float32(w), "reference": jnp.float32(1.0), "unit": jnp.float32(1.0), "intensity": 0.5,
+            "reduction_factor": 1.0, "u": 0.5}
 
 
 def test_rcp_cuts_harvest_after_capital_peak_and_as_pollution_rises():
