@@ -293,6 +293,13 @@ def test_govsim_summary_columns(gov_run):
     assert ((s.equality >= 0) & (s.equality <= 1)).all() and ((s.over_usage >= 0) & (s.over_usage <= 1)).all()
     gains = gov_run.players.groupby("arena")["actual"].sum()
     np.testing.assert_allclose(s.set_index("arena").total_gain.loc[gains.index], gains, rtol=1e-4)
+    # over_usage: decisions over the share, over the turns that had one (not a collapse turn
+    # where the dynamics did not run: cooperation_index null there)
+    t, p = gov_run.turns, gov_run.players
+    m = p.merge(t[["arena", "turn", "regen", "cooperation_index"]], on=["arena", "turn"])
+    m = m[m.cooperation_index.notna()]
+    want = (m.actual > m.regen / 4 + 1e-6).groupby(m.arena).mean()
+    np.testing.assert_allclose(s.set_index("arena").over_usage.loc[want.index], want, rtol=1e-5)
 
 
 def test_sweep_tolerance_ladder_regen_compiles_once():
