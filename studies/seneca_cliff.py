@@ -181,12 +181,15 @@ print("saved", FIG / "seneca_cliff.png")
 a, c = stats["aggressive"], stats["rcp"]
 verdict = "outlive" if c["lo"] > a["hi"] else "do not clearly outlive"
 drop = 1.0 - f_mean[i_ppk] / f_mean[i_early] if f_mean[i_early] > 0 else float("nan")
-order = sorted(stats, key=lambda n: -stats[n]["mean"])
+r_end = {n: float(np.nanmean(rr["R"][-1])) if np.isfinite(rr["R"][-1]).any() else 0.0 for n, rr in res.items()}
+order = sorted(stats, key=lambda n: (-stats[n]["mean"], -r_end[n]))  # ties: more R left first
 print(
     f"Over {SIZE} arenas per table, 4 rcp players {verdict} 4 aggressive players: {c['mean']:.0f} turns on average "
     f"(95% CI {c['lo']:.0f}-{c['hi']:.0f}, {c['alive']:.0%} alive at turn {TURNS}) against {a['mean']:.0f} "
     f"({a['lo']:.0f}-{a['hi']:.0f}); rcp's harvest fraction falls by {drop:.0%} from turn 500 to the pollution "
     f"peak (turn {turn[i_ppk]}, capital peak at turn {turn[i_cpk]}); the conservative table's median arena lives "
     f"{stats['conservative']['median']:.0f} turns and the mix's {stats['mix']['median']:.0f}; "
-    f"ranking by mean survival: {', '.join(order)}."
+    f"R left at turn {TURNS} (mean over live arenas): rcp {r_end['rcp']:.3f}, conservative "
+    f"{r_end['conservative']:.3f}, idle {r_end['idle']:.3f}; "
+    f"ranking by mean survival, then R left: {', '.join(order)}."
 )
