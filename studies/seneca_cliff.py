@@ -119,8 +119,10 @@ turn = r["turn"]
 f_mean, c_mean, p_mean = np.nanmean(frac, axis=1), np.nanmean(r["C"], axis=1), np.nanmean(r["P"], axis=1)
 i_cpk, i_ppk = int(np.nanargmax(c_mean)), int(np.nanargmax(p_mean))
 i_early = int(np.searchsorted(turn, 500))
-for label, i in (("turn 500", i_early), ("capital peak", i_cpk), ("pollution peak", i_ppk), ("turn 3000", len(turn) - 1)):
-    print(f"rcp at {label:15s} (turn {turn[i]:4d}): C {c_mean[i]:.4f}  P {p_mean[i]:.4f}  harvest fraction {f_mean[i]:.4f}")
+marks = (("turn 500", i_early), ("capital peak", i_cpk), ("pollution peak", i_ppk), ("turn 3000", len(turn) - 1))
+for label, i in marks:
+    print(f"rcp at {label:15s} (turn {turn[i]:4d}): C {c_mean[i]:.4f}  P {p_mean[i]:.4f}  "
+          f"harvest fraction {f_mean[i]:.4f}")
 
 # %%
 import matplotlib

@@ -17,7 +17,7 @@ import bdpd_jax as bj
 from bdpd_jax.build import broadcast_batch, build
 from bdpd_jax.kernels.metrics import METRICS, governance_metrics
 from bdpd_jax.simulate import TRACES, arena_keys, run_batch
-from payloads import HEAVY, SEED_LOGISTIC, SEED_SENECA, size
+from payloads import SEED_LOGISTIC, SEED_SENECA, size
 
 MIX = ("rcp", "conservative", "adaptive", "aggressive")
 
@@ -74,7 +74,8 @@ def test_every_engine_parameter_is_a_leaf(seed_game):
 
 def _rcp_vs_aggressive_program(turns):
     c = seed_seneca(("rcp",) * 4, turns=turns)
-    c["observability"] = {v: {"visible": True, "noise": 0.1} for v in ("commonsStock", "capitalStock", "pollutionLevel")}
+    seen = ("commonsStock", "capitalStock", "pollutionLevel")
+    c["observability"] = {v: {"visible": True, "noise": 0.1} for v in seen}
     game, p = build(bj.ArenaConfig.load(c), extra_policies=("aggressive",))
     return game, p, [pol.name for pol in game.policies]
 
@@ -140,7 +141,8 @@ def test_harvest_scale_rejected_when_not_positive():
 grid = st.integers(0, 64).map(lambda k: k / 16)
 
 
-@given(actual=st.lists(grid, min_size=4, max_size=4), announced=st.lists(st.one_of(st.none(), grid), min_size=4, max_size=4),
+@given(actual=st.lists(grid, min_size=4, max_size=4),
+       announced=st.lists(st.one_of(st.none(), grid), min_size=4, max_size=4),
        regen=st.integers(-40, 40).map(lambda k: k / 16))
 def test_metrics_null_exactly_where_no_share(actual, announced, regen):
     ann = jnp.asarray([math.nan if a is None else a for a in announced], jnp.float32)
