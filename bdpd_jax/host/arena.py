@@ -49,6 +49,7 @@ from bdpd_jax.kernels import rng
 from bdpd_jax.kernels import talk as T
 from bdpd_jax.kernels.governance import NAME as GOV
 from bdpd_jax.specs import arena_specs
+from bdpd_jax.victory import report
 from bdpd_jax.kernels.params import OBS_VARS, PEER_VARS
 from bdpd_jax.host.agent_calls import _spec_of_config_player
 from bdpd_jax.host.agents.base import AgentResult
@@ -258,7 +259,21 @@ class Arena:
         env["pacts"] = self.registry.view_for(player) if self.registry is not None else {"active": [], "proposed": []}
         if not self.no_talk:
             env["inbox"] = self.bus.inbox_at(player, turn)
+            env["toolResults"] = self.tool_results(player, turn)
         return env
+
+    def tool_results(self, player: str, turn: int) -> list[dict[str, Any]]:
+        """003_*: what ``player``'s tool calls of turn ``turn - 1`` returned (``{ok, scope, tool,
+        ...}`` each, refusals included; actions its agent dropped as malformed add one
+        ``{ok: false, scope: "none", tool: null, reason}`` with the agent's error text)."""
+        last = self.records[-1] if self.records else None
+        if last is None or last["turn"] != turn - 1:
+            return []
+        out = [t["result"] for t in last["tools"] if t["playerId"] == player]
+        for d in last["decisions"]:
+            if d["playerId"] == player and d.get("error") and "dropped" in d["error"]:
+                out.append({"ok": False, "scope": "none", "tool": None, "reason": d["error"]})
+        return out
 
     # -- tools ------------------------------------------------------------------------------
     def dispatch(self, player: str, action: Any, turn: int | None = None) -> dict[str, Any]:
@@ -323,7 +338,8 @@ class Arena:
 
     # -- closing ----------------------------------------------------------------------------
     def summary(self) -> dict[str, Any]:
-        """The post-game report (summary.json): outcome, ranking by wealth, pacts, counts."""
+        """The post-game report (summary.json): outcome, victory evaluation and rankings
+        (:mod:`bdpd_jax.victory`), players ranked by final wealth, pacts, counts."""
         st = self.state
         wealth = np.asarray(st.wealth)
         order = sorted(range(len(self.specs)), key=lambda i: (-float(wealth[i]), i))
@@ -332,9 +348,14 @@ class Arena:
         for rec in self.records:
             for d in rec["decisions"]:
                 harvest[d["playerId"]] += d["actual"] or 0.0
+        survived, collapse_turn = not bool(st.collapsed), int(st.collapse_turn) or None
+        victory = report(players=self.players, survived=survived, collapse_turn=collapse_turn,
+                         turns_played=int(st.turn), max_turns=self.max_turns,
+                         initial=[s.privateResource for s in self.specs], final=[num(w) or 0.0 for w in wealth],
+                         violations=[self._stats[p]["violations"] for p in self.players])
         return {
             "arenaId": self.arena_id, "status": self.status, "turnsPlayed": int(st.turn),
-            "survived": not bool(st.collapsed), "collapseTurn": int(st.collapse_turn) or None,
+            "survived": survived, "collapseTurn": collapse_turn, "victory": victory,
             "finalStock": num(self.game.engine.stock(jax.tree_util.tree_map(jnp.asarray, st.engine))),
             "players": [{"playerId": s.name, "agentType": s.agentType,
                          "strategy": s.strategy if not s.external else None,

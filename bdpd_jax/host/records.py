@@ -73,6 +73,7 @@ def turn_record(arena: Arena, t: int, rec, calls: dict[int, AgentResult], tools:
         "sanctions": sanctions,
         "errors": errors,
         "metrics": {k: num(v) for k, v in rec.metrics.items()},
+        "engine": {k: num(v) for k, v in rec.engine_extra.items() if np.asarray(v).dtype.kind == "f"},
         "perturbations": fired,
         "ownerPerturbations": owner,
     }
