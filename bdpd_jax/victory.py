@@ -38,6 +38,11 @@ def evaluate(survived: np.ndarray, turns_played: np.ndarray, max_turns: int | np
     return {"outcome": outcome, "rank": rank.astype(np.int32), "compliant": compliant, "winner": winner}
 
 
+def _short(x: float) -> float:
+    """The shortest decimal of ``x`` in float32 (wealth is float32 in the kernels)."""
+    return float(np.format_float_positional(np.float32(x), unique=True, trim="-"))
+
+
 def report(*, players: list[str], survived: bool, collapse_turn: int | None, turns_played: int, max_turns: int,
            initial: list[float], final: list[float], violations: list[int]) -> dict[str, Any]:
     """The ``victory`` block of one game's summary.json."""
@@ -49,7 +54,7 @@ def report(*, players: list[str], survived: bool, collapse_turn: int | None, tur
         "outcome": str(ev["outcome"][0]), "survived": bool(survived), "collapseTurn": collapse_turn,
         "turnsPlayed": int(turns_played), "maxTurns": int(max_turns),
         "winners": [players[i] for i in order if ev["winner"][i, 0]],
-        "rankings": [{"rank": int(ev["rank"][i, 0]), "playerId": players[i], "gain": float(gain[i]),
+        "rankings": [{"rank": int(ev["rank"][i, 0]), "playerId": players[i], "gain": _short(gain[i]),
                       "wealth": float(final[i]), "compliant": bool(ev["compliant"][i, 0]),
                       "violations": int(violations[i])} for i in order],
     }
