@@ -117,6 +117,7 @@ def serve(
     cors: Optional[list[str]] = typer.Option(None, "--cors", help="Allowed CORS origin (repeat; '*' for any)"),
     no_talk: bool = typer.Option(False, "--no-talk", help="New arenas default to noTalk (harvest only)"),
     workers: int = typer.Option(8, "--workers", help="Threads running the arenas' kernels"),
+    switch_ms: float = typer.Option(5.0, "--switch-ms", help="Python's thread switch interval (ms)"),
 ) -> None:
     """Serve the HTTP API (004_* A.2) and the dashboard at http://HOST:PORT/."""
     from rich.console import Console
@@ -135,6 +136,9 @@ def serve(
     if workers < 1:
         console.print(f"[red]error:[/red] --workers: must be >= 1, got {workers}")
         raise typer.Exit(2)
+    import sys
+
+    sys.setswitchinterval(switch_ms / 1000.0)
     enable_compile_cache()
     app_ = create_app(arenas, cors=tuple(cors or ()), no_talk=no_talk, workers=workers)
     console.print(f"bdpd serve: http://{host}:{port}/  (arenas in {arenas}/, API docs at /docs)")

@@ -9,7 +9,7 @@ work; different arenas run in parallel threads.
 from __future__ import annotations
 
 import asyncio
-import functools
+import threading
 import hashlib
 import json
 import secrets
@@ -77,6 +77,7 @@ class LiveArena:
         self.executor = executor
         self.hashes = dict(hashes)  # role -> SHA-256 of its key (the keys themselves are not kept)
         self.lock = asyncio.Lock()
+        self.thread_lock = threading.Lock()
         self.subscribers: set[Subscriber] = set()
         self.task: asyncio.Task | None = None
         self.stop = asyncio.Event()
@@ -95,9 +96,15 @@ class LiveArena:
         return role_of(self.hashes, *keys)
 
     async def run(self, fn: Callable[..., Any], *args: Any) -> Any:
-        """``fn(*args)`` in a worker thread, serialised with this arena's other work."""
+        """``fn(*args)`` in a worker thread, serialised with this arena's other work (the
+        thread lock holds even if the awaiting request is cancelled mid-call)."""
+
+        def locked():
+            with self.thread_lock:
+                return fn(*args)
+
         async with self.lock:
-            return await asyncio.get_running_loop().run_in_executor(self.executor, functools.partial(fn, *args))
+            return await asyncio.get_running_loop().run_in_executor(self.executor, locked)
 
     # -- events ------------------------------------------------------------------------------
     def publish(self, event: str, data: dict[str, Any]) -> None:
