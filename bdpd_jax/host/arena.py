@@ -60,7 +60,7 @@ from bdpd_jax.host.owner_perturb import fire_perturbation
 from bdpd_jax.host.persist import JsonlWriter, atomic_write_json
 from bdpd_jax.host.players import PlayerSpec, make_agent
 from bdpd_jax.host.programs import EXTERNAL, has_governance
-from bdpd_jax.host.records import turn_record
+from bdpd_jax.host.records import tool_results, turn_record
 from bdpd_jax.host.registry import PactRegistry, num
 
 DEFAULT_PACT_SLOTS = 16
@@ -259,21 +259,8 @@ class Arena:
         env["pacts"] = self.registry.view_for(player) if self.registry is not None else {"active": [], "proposed": []}
         if not self.no_talk:
             env["inbox"] = self.bus.inbox_at(player, turn)
-            env["toolResults"] = self.tool_results(player, turn)
+            env["toolResults"] = tool_results(self, player, turn)
         return env
-
-    def tool_results(self, player: str, turn: int) -> list[dict[str, Any]]:
-        """003_*: what ``player``'s tool calls of turn ``turn - 1`` returned (``{ok, scope, tool,
-        ...}`` each, refusals included; actions its agent dropped as malformed add one
-        ``{ok: false, scope: "none", tool: null, reason}`` with the agent's error text)."""
-        last = self.records[-1] if self.records else None
-        if last is None or last["turn"] != turn - 1:
-            return []
-        out = [t["result"] for t in last["tools"] if t["playerId"] == player]
-        for d in last["decisions"]:
-            if d["playerId"] == player and d.get("error") and "dropped" in d["error"]:
-                out.append({"ok": False, "scope": "none", "tool": None, "reason": d["error"]})
-        return out
 
     # -- tools ------------------------------------------------------------------------------
     def dispatch(self, player: str, action: Any, turn: int | None = None) -> dict[str, Any]:

@@ -17,12 +17,16 @@ def _cfg():
     return c
 
 
-def test_http_player_gets_its_tool_results_next_turn(live_server, stub_state):
+def test_players_get_their_tool_results_next_turn(live_server, stub_state):
     a = Arena(_cfg(), seed=1)
     a.join({"agentType": "builtin", "name": "b0"})
     a.join({"agentType": "http", "name": "web", "url": f"{live_server.base}/ok"})
+    a.join({"agentType": "scripted", "name": "s", "script": [
+        {"harvest": 1.0, "actions": [{"tool": "pledge", "maxHarvest": 2.0}, {"tool": "accept_pact", "pactId": "nope"}]},
+        {"harvest": 1.0}]})
     r1 = a.tick()
     a.tick()
+    # HTTP: the request body of turn 2 carries what turn 1's calls returned
     bodies = [json.loads(raw) for path, raw in stub_state["requests"] if path == "/ok"]
     assert bodies[0]["toolResults"] == []  # nothing called yet
     got = bodies[1]["toolResults"]
@@ -30,18 +34,8 @@ def test_http_player_gets_its_tool_results_next_turn(live_server, stub_state):
     assert got[: len(mine)] == mine and len(mine) == 3  # broadcast ok, send_private refused, announce ok
     assert [g["ok"] for g in mine] == [True, False, True] and all("scope" in g for g in got)
     assert got[-1]["ok"] is False and "dropped" in got[-1]["reason"]  # the agent's dropped actions, as one error
-    a.close()
-
-
-def test_scripted_and_llm_envelopes_carry_tool_results():
-    a = Arena(_cfg(), seed=1)
-    a.join({"agentType": "builtin", "name": "b0"})
-    a.join({"agentType": "scripted", "name": "s", "script": [
-        {"harvest": 1.0, "actions": [{"tool": "pledge", "maxHarvest": 2.0}, {"tool": "accept_pact", "pactId": "nope"}]},
-        {"harvest": 1.0}]})
-    a.tick()
-    a.tick()
-    seen = a.agents[1].seen
+    # any agent's envelope (here a scripted one), and the LLM's last message
+    seen = a.agents[2].seen
     assert seen[0]["toolResults"] == []
     assert [(r["tool"], r["ok"], r["scope"]) for r in seen[1]["toolResults"]] == [
         ("pledge", True, "self-only"), ("accept_pact", False, "proposer + parties")]

@@ -49,7 +49,12 @@ async def tick_once(hub: Hub, lv: LiveArena) -> dict[str, Any] | None:
 
 async def _auto(hub: Hub, lv: LiveArena, interval_s: float) -> None:
     while not lv.stop.is_set() and lv.arena.status == "running" and not lv.arena.done:
-        await tick_once(hub, lv)
+        try:
+            await tick_once(hub, lv)
+        except Exception as exc:  # noqa: BLE001 - auto ticks stop; the owner sees why on the stream
+            lv.tick_mode = "manual"
+            lv.publish("error", {"detail": f"auto tick stopped: {type(exc).__name__}: {exc}"})
+            return
         try:
             await asyncio.wait_for(lv.stop.wait(), timeout=interval_s)
         except asyncio.TimeoutError:

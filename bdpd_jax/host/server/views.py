@@ -63,6 +63,8 @@ def public_event(event: str, data: dict[str, Any]) -> dict[str, Any]:
     if event in ("arena_started", "player_joined"):
         return {k: data[k] for k in ("arenaId", "status", "turn", "maxTurns", "players", "playerId", "agentType",
                                      "name", "engineMode") if k in data}
+    if event == "error":
+        return {"detail": "auto ticks stopped"}  # the cause is the owner's to read
     if event == "perturbation":
         return {"turn": data.get("turn")}  # that the owner acted; not what it did to the state
     return data  # arena_closed: the post-game report, public once closed; dropped
