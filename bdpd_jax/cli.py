@@ -116,8 +116,8 @@ def serve(
     arenas: Path = typer.Option(Path("arenas"), "--arenas", help="Folder of the arenas (meta.json, turns.jsonl, ...)"),
     cors: Optional[list[str]] = typer.Option(None, "--cors", help="Allowed CORS origin (repeat; '*' for any)"),
     no_talk: bool = typer.Option(False, "--no-talk", help="New arenas default to noTalk (harvest only)"),
-    workers: int = typer.Option(8, "--workers", help="Threads running the arenas' kernels"),
-    switch_ms: float = typer.Option(5.0, "--switch-ms", help="Python's thread switch interval (ms)"),
+    workers: int = typer.Option(2, "--workers", help="Kernel-bound arena ticks running at once"),
+    switch_ms: float = typer.Option(1.0, "--switch-ms", help="Python's thread switch interval (ms)"),
 ) -> None:
     """Serve the HTTP API (004_* A.2) and the dashboard at http://HOST:PORT/."""
     from rich.console import Console
@@ -132,6 +132,9 @@ def serve(
         raise typer.Exit(2)
     if not 0 < port < 65536:
         console.print(f"[red]error:[/red] --port: must be in 1..65535, got {port}")
+        raise typer.Exit(2)
+    if not 0.05 <= switch_ms <= 100:
+        console.print(f"[red]error:[/red] --switch-ms: must be in [0.05, 100], got {switch_ms}")
         raise typer.Exit(2)
     if workers < 1:
         console.print(f"[red]error:[/red] --workers: must be >= 1, got {workers}")

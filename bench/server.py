@@ -198,6 +198,7 @@ def memory(srv: Server, n: int) -> dict:
     live = _rss_mb(srv.proc.pid)
     for aid, c in made:
         srv.client.post(f"/api/arenas/{aid}/close", headers={"X-Owner-Key": c["ownerKey"]})
+        srv.owners.pop(aid, None)
     closed = _rss_mb(srv.proc.pid)
     return {"arenas": n, "rss_base_mb": base, "rss_live_mb": live, "per_arena_kb": (live - base) * 1024 / n,
             "rss_after_close_mb": closed}
@@ -220,8 +221,10 @@ def main() -> None:
                     print(json.dumps({k: (round(v, 2) if isinstance(v, float) else v) for k, v in r.items() if k != "ids"}))
                     srv.close_all()
                 return
-            srv.create(_payload(3), start="manual")  # import and first compile out of the way
-            srv.client.post("/api/arenas", json=_payload(3))
+            warm, c = srv.create(_payload(3), start="manual")  # import and first compile out of the way
+            srv.client.post(f"/api/arenas/{warm}/tick", headers={"X-Owner-Key": c["ownerKey"]})
+            r = memory(srv, 200)  # first, on a fresh heap
+            print("memory", json.dumps({k: round(v, 1) for k, v in r.items()}))
             for n in ((1, 20) if args.quick else (1, 20, 100)):
                 r = load(srv, n, samples=300)
                 print(json.dumps({k: (round(v, 2) if isinstance(v, float) else v) for k, v in r.items() if k != "ids"}))
@@ -232,8 +235,6 @@ def main() -> None:
             srv.close_all()
             r = fanout(srv, 50 if args.quick else 200, 30)
             print("fan-out", json.dumps({k: (round(v, 2) if isinstance(v, float) else v) for k, v in r.items()}))
-            r = memory(srv, 100)
-            print("memory", json.dumps({k: round(v, 1) for k, v in r.items()}))
         finally:
             srv.stop()
 

@@ -28,12 +28,13 @@ from bdpd_jax.host.server.store import Hub
 
 
 def create_app(root: str | Path = "arenas", *, cors: Sequence[str] = (), no_talk: bool = False,
-               max_body_bytes: int = errors.MAX_BODY_BYTES, workers: int = 8) -> FastAPI:
+               max_body_bytes: int = errors.MAX_BODY_BYTES, workers: int = 2) -> FastAPI:
     """The API app; arenas persist under ``root``.
 
     cors: allowed origins (``["*"]`` for any). no_talk: the default of ``noTalk`` for new
-    arenas. max_body_bytes: the request body limit (413 above it). workers: threads running
-    the arenas' kernels (ticks of different arenas run in parallel up to this many)."""
+    arenas. max_body_bytes: the request body limit (413 above it). workers: kernel-bound arena
+    work running at once (``live.Workers``; ticks waiting on HTTP / LLM players are not
+    counted)."""
     app = FastAPI(title="BDPD Arena (bdpd_jax live host)", version="1", docs_url=None, redoc_url=None,
                   description="004_* A.2 over JAX kernels. Keys: X-Owner-Key, X-Arena-Key, X-Spectator-Token.")
     hub = Hub(root, workers=workers, no_talk=no_talk)

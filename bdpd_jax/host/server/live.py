@@ -13,7 +13,8 @@ import threading
 import hashlib
 import json
 import secrets
-from concurrent.futures import Executor
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from typing import Any, Callable
 
 from bdpd_jax.host._json import plain_json
@@ -69,12 +70,32 @@ class Subscriber:
         return True
 
 
+class Workers:
+    """The threads that run arena work. Kernel-bound work (builtin and code players) runs at
+    most ``cpu`` at a time: it is Python-heavy around the kernel calls and holds the GIL, and
+    every extra runnable thread lengthens the event loop's wait for it (GIL convoy). Ticks
+    that mostly wait on HTTP / LLM players take threads of their own (up to ``threads``)."""
+
+    def __init__(self, cpu: int = 2, threads: int = 64) -> None:
+        if cpu < 1:
+            raise ValueError(f"workers: must be >= 1, got {cpu!r}")
+        self.executor = ThreadPoolExecutor(max_workers=max(threads, cpu), thread_name_prefix="bdpd-arena")
+        self.cpu = asyncio.Semaphore(cpu)
+
+    def gate(self, arena: Arena):
+        waits = any(s.agentType in ("http", "llm") for s in arena.specs)
+        return nullcontext() if waits else self.cpu
+
+    def shutdown(self) -> None:
+        self.executor.shutdown(wait=False, cancel_futures=True)
+
+
 class LiveArena:
     """One served arena; ``role_of`` maps a presented key to owner / spectator / player."""
 
-    def __init__(self, arena: Arena, executor: Executor, hashes: dict[str, str]) -> None:
+    def __init__(self, arena: Arena, workers: Workers, hashes: dict[str, str]) -> None:
         self.arena = arena
-        self.executor = executor
+        self.workers = workers
         self.hashes = dict(hashes)  # role -> SHA-256 of its key (the keys themselves are not kept)
         self.lock = asyncio.Lock()
         self.thread_lock = threading.Lock()
@@ -103,8 +124,8 @@ class LiveArena:
             with self.thread_lock:
                 return fn(*args)
 
-        async with self.lock:
-            return await asyncio.get_running_loop().run_in_executor(self.executor, locked)
+        async with self.lock, self.workers.gate(self.arena):
+            return await asyncio.get_running_loop().run_in_executor(self.workers.executor, locked)
 
     # -- events ------------------------------------------------------------------------------
     def publish(self, event: str, data: dict[str, Any]) -> None:
@@ -139,4 +160,4 @@ class LiveArena:
         return {**base, "history": [views.compact_tick(r) if full else views.public_tick(r) for r in recs]}
 
 
-__all__ = ["LiveArena", "Subscriber", "key_hash", "new_keys", "role_of", "sse", "QUEUE_LIMIT"]
+__all__ = ["LiveArena", "Workers", "Subscriber", "key_hash", "new_keys", "role_of", "sse", "QUEUE_LIMIT"]

@@ -116,6 +116,16 @@ class Perturb(BaseModel):
         return spec
 
 
+class Fired(BaseModel):
+    """A perturbation the owner fired: applied before turn ``turn``, logged in its record."""
+
+    turn: int
+    spec: dict[str, Any]
+    type: str
+    target: str | None = None
+    value: float | None = None
+
+
 class PlayerRow(BaseModel):
     playerId: str
     agentType: str

@@ -83,7 +83,7 @@ async def create(body: M.CreateArena, hub: Hub = Depends(hub_of)):
         body.config(), seed=seed, no_talk=no_talk, pact_slots=body.pactSlots, turns=body.turns,
         arena_id=arena_id, out_dir=hub.root / arena_id, perturbable=body.perturbable))
     keys = new_keys()
-    hub.add(LiveArena(arena, hub.executor, {r: key_hash(k) for r, k in keys.items()}))
+    hub.add(LiveArena(arena, hub.workers, {r: key_hash(k) for r, k in keys.items()}))
     return {"arenaId": arena_id, "ownerKey": keys["owner"], "arenaKey": keys["player"],
             "spectatorToken": keys["spectator"], "seed": seed, "status": arena.status}
 
@@ -116,8 +116,9 @@ async def tick(acc: Access = Depends(owner), hub: Hub = Depends(hub_of)):
     return {"tick": rec, **lv.public()}
 
 
-@router.post("/{arena_id}/perturb", summary="Fire a perturbation (bare spec, {spec} or {specId})")
-async def perturb(body: M.Perturb, acc: Access = Depends(owner)) -> dict[str, Any]:
+@router.post("/{arena_id}/perturb", response_model=M.Fired,
+             summary="Fire a perturbation (bare spec, {spec} or {specId})")
+async def perturb(body: M.Perturb, acc: Access = Depends(owner)):
     lv = acc.live
     fired = await lv.run(lv.arena.perturb, body.target())
     lv.publish("perturbation", fired)
@@ -166,7 +167,7 @@ async def resume(body: M.Resume, acc: Access = Depends(owner), hub: Hub = Depend
         raise HTTPException(409, f"status: only an interrupted arena resumes, this one is {a.status!r}")
     loop = asyncio.get_running_loop()
     arena = await loop.run_in_executor(hub.executor, lambda: replay(a.folder, resume=body.players))
-    lv = LiveArena(arena, hub.executor, a.hashes)
+    lv = LiveArena(arena, hub.workers, a.hashes)
     hub.live[lv.arena_id] = lv
     if body.tickMode == "auto":
         start_auto(hub, lv, body.tickIntervalMs)

@@ -13,12 +13,11 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from bdpd_jax.host.persist import atomic_write_json, read_jsonl
-from bdpd_jax.host.server.live import LiveArena, role_of
+from bdpd_jax.host.server.live import LiveArena, Workers, role_of
 
 _SAFE_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
@@ -47,11 +46,12 @@ class DiskArena:
 class Hub:
     """Live arenas by id, the worker threads that run their kernels, and the arena folders."""
 
-    def __init__(self, root: str | Path, *, workers: int = 8, no_talk: bool = False) -> None:
+    def __init__(self, root: str | Path, *, workers: int = 2, no_talk: bool = False) -> None:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self.live: dict[str, LiveArena] = {}
-        self.executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bdpd-arena")
+        self.workers = Workers(cpu=workers)
+        self.executor = self.workers.executor
         self.no_talk = no_talk
 
     def folder(self, arena_id: str) -> Path | None:
@@ -104,7 +104,7 @@ class Hub:
             shutil.rmtree(f, ignore_errors=True)
 
     def shutdown(self) -> None:
-        self.executor.shutdown(wait=False, cancel_futures=True)
+        self.workers.shutdown()
 
 
 __all__ = ["Hub", "DiskArena"]

@@ -108,6 +108,15 @@ function redraw() { if (!scheduled) { scheduled = true; requestAnimationFrame(()
 
 async function follow() {
   const headers = OWNER || (KEYS.spectatorToken ? { "X-Spectator-Token": KEYS.spectatorToken } : {});
+  if (!OWNER && !KEYS.spectatorToken) {  // a visitor: live games show their frame only
+    const v = await api("GET", `/api/arenas/${ARENA}`);
+    setView(v);
+    if (v.status !== "closed") {
+      $("role").textContent = "(public: the state is shown to the owner and spectators only)";
+      setTimeout(() => follow().catch(showError), 3000);
+      return;
+    }
+  }
   $("role").textContent = OWNER ? "(owner)" : (KEYS.spectatorToken ? "(spectator)" : "(public)");
   await streamEvents(`/api/arenas/${ARENA}/stream`, headers, (ev, data) => {
     if (ev === "init") {
