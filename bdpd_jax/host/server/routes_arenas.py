@@ -78,12 +78,17 @@ async def create(body: M.CreateArena, hub: Hub = Depends(hub_of)):
     seed = body.seed if body.seed is not None else secrets.randbelow(2**32)
     arena_id = f"{uuid.uuid4().hex[:8]}-{secrets.token_hex(4)}"
     no_talk = hub.no_talk if body.noTalk is None else body.noTalk
-    loop = asyncio.get_running_loop()
-    arena = await loop.run_in_executor(hub.executor, lambda: Arena(
-        body.config(), seed=seed, no_talk=no_talk, pact_slots=body.pactSlots, turns=body.turns,
-        arena_id=arena_id, out_dir=hub.root / arena_id, perturbable=body.perturbable))
     keys = new_keys()
-    hub.add(LiveArena(arena, hub.workers, {r: key_hash(k) for r, k in keys.items()}))
+    hashes = {r: key_hash(k) for r, k in keys.items()}
+
+    def make() -> Arena:
+        arena = Arena(body.config(), seed=seed, no_talk=no_talk, pact_slots=body.pactSlots, turns=body.turns,
+                      arena_id=arena_id, out_dir=hub.root / arena_id, perturbable=body.perturbable)
+        hub.write_auth(arena_id, hashes)  # only once the config is valid: a refused create leaves nothing
+        return arena
+
+    arena = await asyncio.get_running_loop().run_in_executor(hub.executor, make)
+    hub.add(LiveArena(arena, hub.workers, hashes))
     return {"arenaId": arena_id, "ownerKey": keys["owner"], "arenaKey": keys["player"],
             "spectatorToken": keys["spectator"], "seed": seed, "status": arena.status}
 

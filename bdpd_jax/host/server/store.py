@@ -58,10 +58,13 @@ class Hub:
         """The folder of ``arena_id`` (None for an id that is not a plain name)."""
         return self.root / arena_id if _SAFE_ID.match(arena_id) else None
 
-    def add(self, lv: LiveArena) -> None:
-        folder = self.root / lv.arena_id
+    def write_auth(self, arena_id: str, hashes: dict[str, str]) -> None:
+        """The arena's folder with its key hashes (blocking I/O: call it from a worker)."""
+        folder = self.root / arena_id
         folder.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(folder / "auth.json", lv.hashes)
+        atomic_write_json(folder / "auth.json", hashes)
+
+    def add(self, lv: LiveArena) -> None:
         self.live[lv.arena_id] = lv
 
     def evict(self, arena_id: str) -> None:
