@@ -30,6 +30,7 @@ function setView(v) {
   $("tickBtn").disabled = !OWNER || st !== "running";
   $("closeBtn").disabled = !OWNER || st !== "running";
   $("joinCard").hidden = st !== "waiting" || !KEYS.arenaKey;
+  $("replayBtn").hidden = st !== "closed";
 }
 
 function series(field) {
@@ -39,6 +40,13 @@ function series(field) {
 }
 
 function draw() {
+  const all = S.ticks;
+  if (S.upto !== undefined) S.ticks = all.slice(0, S.upto);  // a replay draws the first turns only
+  try { drawAll(); } finally { S.ticks = all; }
+  S.drawnTurns = S.upto !== undefined ? S.upto : S.ticks.length;
+}
+
+function drawAll() {
   const seneca = S.view && S.view.engineMode === "seneca";
   const stock = [{ name: "stock", points: S.ticks.map(t => [t.turn, t.stock]) }];
   if (seneca) {
@@ -56,7 +64,6 @@ function draw() {
     <td>${esc(kinds[d.playerId] || "")}</td><td class="num">${fmt(d.requested)}</td><td class="num">${fmt(d.actual)}</td>
     <td class="num">${fmt(d.wealth)}</td></tr>`).join("") : "";
   drawTables();
-  S.drawnTurns = S.ticks.length;
 }
 
 function drawTables() {
@@ -144,6 +151,14 @@ $("startBtn").onclick = async () => {
 $("tickBtn").onclick = async () => { const v = await ownerPost("/tick"); if (v) setView(v); };
 $("closeBtn").onclick = async () => { const s = await ownerPost("/close"); if (s) { S.summary = s; setView({ status: "closed" }); redraw(); } };
 $("scope").onchange = drawTables;
+$("replayBtn").onclick = () => {  // a closed arena, turn by turn from its history
+  const n = S.ticks.length, step = Math.max(1, Math.ceil(n / 150));
+  S.upto = 0;
+  const timer = setInterval(() => {
+    S.upto = Math.min(n, S.upto + step); draw();
+    if (S.upto >= n) { clearInterval(timer); S.upto = undefined; draw(); }
+  }, 30);
+};
 
 document.querySelectorAll("[data-tab]").forEach(b => b.onclick = () => {
   document.querySelectorAll("form[data-kind]").forEach(f => { f.hidden = f.dataset.kind !== b.dataset.tab; });
