@@ -225,3 +225,14 @@ class Summary(BaseModel):
 
 class ErrorBody(BaseModel):
     detail: str
+
+
+#: the error responses every route may give, for /openapi.json
+ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {"model": ErrorBody, "description": "a value refused (the message names the field)"},
+    403: {"model": ErrorBody, "description": "missing or wrong key"},
+    404: {"model": ErrorBody, "description": "no such arena"},
+    409: {"model": ErrorBody, "description": "the arena's status does not allow it"},
+    413: {"model": ErrorBody, "description": "request body over the limit"},
+    422: {"model": ErrorBody, "description": "the body does not fit its model (field and value named)"},
+}

@@ -18,7 +18,7 @@ from bdpd_jax.host.server.deps import Access, access, hub_of
 from bdpd_jax.host.server.live import LiveArena, key_hash, new_keys
 from bdpd_jax.host.server.store import DiskArena, Hub
 
-router = APIRouter(prefix="/api/arenas", tags=["arenas"])
+router = APIRouter(prefix="/api/arenas", tags=["arenas"], responses=M.ERRORS)
 owner = access("owner")
 
 

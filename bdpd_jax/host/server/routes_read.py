@@ -16,7 +16,7 @@ from bdpd_jax.host.server.deps import Access, access, hub_of
 from bdpd_jax.host.server.live import LiveArena, Subscriber, sse
 from bdpd_jax.host.server.store import DiskArena, Hub
 
-router = APIRouter(tags=["read"])
+router = APIRouter(tags=["read"], responses=M.ERRORS)
 owner = access("owner")
 KEEP_ALIVE_S = 15.0
 
@@ -132,7 +132,8 @@ def _disk_stream(d: DiskArena, role: str):
 
 
 @router.get("/api/arenas/{arena_id}/stream", summary="SSE: init, player_joined, arena_started, tick, "
-            "perturbation, arena_closed (then the end)")
+            "perturbation, arena_closed (then the end)", response_class=StreamingResponse,
+            responses={200: {"content": {"text/event-stream": {}}, "description": "Server-Sent Events"}})
 async def stream(acc: Access = Depends(access("public"))):
     """Owner and spectator get every tick in full; the arena key (a player) the public view.
     A closed arena is history: anyone gets its full record (init, arena_closed, end), as
