@@ -125,3 +125,13 @@ def test_auth_errors(client):
     assert client.get(f"/api/arenas/{aid}/stream").status_code == 403
     assert client.get("/api/arenas/..%2Fetc/owner").status_code == 404
     assert client.get("/api/arenas/nope").status_code == 404
+
+
+def test_serve_refuses_bad_options():
+    from typer.testing import CliRunner
+
+    from bdpd_jax.cli import app
+
+    for args, needle in ((["--port", "0"], "--port"), (["--workers", "0"], "--workers"), (["--switch-ms", "0"], "--switch-ms")):
+        r = CliRunner().invoke(app, ["serve", *args])
+        assert r.exit_code == 2 and needle in r.output, r.output
