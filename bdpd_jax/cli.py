@@ -1,4 +1,4 @@
-"""The ``bdpd`` command: run a batch of arenas from a config and summarise it."""
+"""The ``bdpd`` command: run a batch of arenas from a config and summarise it; serve the platform."""
 
 from __future__ import annotations
 
@@ -107,6 +107,45 @@ def sweep(
         f"{len(sp.table)} points x {sp.replicates} replicates in {r.n_chunks} chunk(s): computed {len(r.computed)}, "
         f"already written {len(r.skipped)}, {time.perf_counter() - t0:.2f} s; wrote {out}/"
     )
+
+
+@app.command()
+def serve(
+    host: str = typer.Option("127.0.0.1", "--host", help="Interface to listen on"),
+    port: int = typer.Option(3000, "--port", help="TCP port (the seed's 3000)"),
+    arenas: Path = typer.Option(Path("arenas"), "--arenas", help="Folder of the arenas (meta.json, turns.jsonl, ...)"),
+    cors: Optional[list[str]] = typer.Option(None, "--cors", help="Allowed CORS origin (repeat; '*' for any)"),
+    no_talk: bool = typer.Option(False, "--no-talk", help="New arenas default to noTalk (harvest only)"),
+    workers: int = typer.Option(2, "--workers", help="Kernel-bound arena ticks running at once"),
+    switch_ms: float = typer.Option(1.0, "--switch-ms", help="Python's thread switch interval (ms)"),
+) -> None:
+    """Serve the HTTP API (004_* A.2) and the dashboard at http://HOST:PORT/."""
+    from rich.console import Console
+
+    console = Console()
+    try:
+        import uvicorn
+
+        from bdpd_jax.host.server import create_app
+    except ImportError as e:
+        console.print(f"[red]error:[/red] the server needs the host extra: pip install -e '.[host]' ({e})")
+        raise typer.Exit(2)
+    if not 0 < port < 65536:
+        console.print(f"[red]error:[/red] --port: must be in 1..65535, got {port}")
+        raise typer.Exit(2)
+    if not 0.05 <= switch_ms <= 100:
+        console.print(f"[red]error:[/red] --switch-ms: must be in [0.05, 100], got {switch_ms}")
+        raise typer.Exit(2)
+    if workers < 1:
+        console.print(f"[red]error:[/red] --workers: must be >= 1, got {workers}")
+        raise typer.Exit(2)
+    import sys
+
+    sys.setswitchinterval(switch_ms / 1000.0)
+    enable_compile_cache()
+    app_ = create_app(arenas, cors=tuple(cors or ()), no_talk=no_talk, workers=workers)
+    console.print(f"bdpd serve: http://{host}:{port}/  (arenas in {arenas}/, API docs at /docs)")
+    uvicorn.run(app_, host=host, port=port, log_level="warning")
 
 
 @app.command()

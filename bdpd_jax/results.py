@@ -62,6 +62,31 @@ class Results:
             raise ValueError("Results.players: this run kept no history (history=False); use Results.summary")
         return self.history_players
 
+    def report(self) -> pd.DataFrame:
+        """The victory evaluation of every arena (bdpd_jax/victory.py, the rule of a live
+        arena's summary.json): ``arena, outcome, collapse_turn, turns_played, winners`` (player
+        indices, comma-separated) and per player ``gain_i``, ``gain_rank_i``, ``compliant_i``."""
+        from .victory import evaluate
+
+        s = self.summary
+        n = len([c for c in s.columns if c.startswith("wealth_")])
+        initial = np.asarray([p["privateResource"] for p in self.meta["players"]], np.float64)
+        gain = s[[f"wealth_{i}" for i in range(n)]].to_numpy(np.float64).T - initial[:, None]
+        viol = np.zeros_like(gain, dtype=np.int64)
+        v = self.extra.get("violations")
+        if v is not None and len(v):
+            pos = pd.Index(s["arena"]).get_indexer(v["arena"])
+            np.add.at(viol, (v["player"].to_numpy(), pos), 1)
+        ev = evaluate(s["survived"].to_numpy(), s["turns_played"].to_numpy(), int(self.meta["turns"]), gain, viol)
+        out = pd.DataFrame({"arena": s["arena"], "outcome": ev["outcome"], "collapse_turn": s["collapse_turn"],
+                            "turns_played": s["turns_played"],
+                            "winners": [",".join(str(i) for i in np.flatnonzero(w)) for w in ev["winner"].T]})
+        for i in range(n):
+            out[f"gain_{i}"] = gain[i]
+            out[f"gain_rank_{i}"] = ev["rank"][i]
+            out[f"compliant_{i}"] = ev["compliant"][i]
+        return out
+
     @property
     def perturbations(self) -> pd.DataFrame:
         """One row per perturbation firing: arena, turn, id, type, target, value, strategy

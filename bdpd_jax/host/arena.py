@@ -49,6 +49,7 @@ from bdpd_jax.kernels import rng
 from bdpd_jax.kernels import talk as T
 from bdpd_jax.kernels.governance import NAME as GOV
 from bdpd_jax.specs import arena_specs
+from bdpd_jax.victory import report
 from bdpd_jax.kernels.params import OBS_VARS, PEER_VARS
 from bdpd_jax.host.agent_calls import _spec_of_config_player
 from bdpd_jax.host.agents.base import AgentResult
@@ -59,7 +60,7 @@ from bdpd_jax.host.owner_perturb import fire_perturbation
 from bdpd_jax.host.persist import JsonlWriter, atomic_write_json
 from bdpd_jax.host.players import PlayerSpec, make_agent
 from bdpd_jax.host.programs import EXTERNAL, has_governance
-from bdpd_jax.host.records import turn_record
+from bdpd_jax.host.records import tool_results, turn_record
 from bdpd_jax.host.registry import PactRegistry, num
 
 DEFAULT_PACT_SLOTS = 16
@@ -258,6 +259,7 @@ class Arena:
         env["pacts"] = self.registry.view_for(player) if self.registry is not None else {"active": [], "proposed": []}
         if not self.no_talk:
             env["inbox"] = self.bus.inbox_at(player, turn)
+            env["toolResults"] = tool_results(self, player, turn)
         return env
 
     # -- tools ------------------------------------------------------------------------------
@@ -323,7 +325,8 @@ class Arena:
 
     # -- closing ----------------------------------------------------------------------------
     def summary(self) -> dict[str, Any]:
-        """The post-game report (summary.json): outcome, ranking by wealth, pacts, counts."""
+        """The post-game report (summary.json): outcome, victory evaluation and rankings
+        (:mod:`bdpd_jax.victory`), players ranked by final wealth, pacts, counts."""
         st = self.state
         wealth = np.asarray(st.wealth)
         order = sorted(range(len(self.specs)), key=lambda i: (-float(wealth[i]), i))
@@ -332,9 +335,14 @@ class Arena:
         for rec in self.records:
             for d in rec["decisions"]:
                 harvest[d["playerId"]] += d["actual"] or 0.0
+        survived, collapse_turn = not bool(st.collapsed), int(st.collapse_turn) or None
+        victory = report(players=self.players, survived=survived, collapse_turn=collapse_turn,
+                         turns_played=int(st.turn), max_turns=self.max_turns,
+                         initial=[s.privateResource for s in self.specs], final=[num(w) or 0.0 for w in wealth],
+                         violations=[self._stats[p]["violations"] for p in self.players])
         return {
             "arenaId": self.arena_id, "status": self.status, "turnsPlayed": int(st.turn),
-            "survived": not bool(st.collapsed), "collapseTurn": int(st.collapse_turn) or None,
+            "survived": survived, "collapseTurn": collapse_turn, "victory": victory,
             "finalStock": num(self.game.engine.stock(jax.tree_util.tree_map(jnp.asarray, st.engine))),
             "players": [{"playerId": s.name, "agentType": s.agentType,
                          "strategy": s.strategy if not s.external else None,

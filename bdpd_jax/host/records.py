@@ -73,9 +73,24 @@ def turn_record(arena: Arena, t: int, rec, calls: dict[int, AgentResult], tools:
         "sanctions": sanctions,
         "errors": errors,
         "metrics": {k: num(v) for k, v in rec.metrics.items()},
+        "engine": {k: num(v) for k, v in rec.engine_extra.items() if np.asarray(v).dtype.kind == "f"},
         "perturbations": fired,
         "ownerPerturbations": owner,
     }
 
 
-__all__ = ["turn_record"]
+def tool_results(arena: Arena, player: str, turn: int) -> list[dict[str, Any]]:
+    """003_*: what ``player``'s tool calls of turn ``turn - 1`` returned (``{ok, scope, tool,
+    ...}`` each, refusals included; actions its agent dropped as malformed add one
+    ``{ok: false, scope: "none", tool: null, reason}`` with the agent's error text)."""
+    last = arena.records[-1] if arena.records else None
+    if last is None or last["turn"] != turn - 1:
+        return []
+    out = [t["result"] for t in last["tools"] if t["playerId"] == player]
+    for d in last["decisions"]:
+        if d["playerId"] == player and d.get("error") and "dropped" in d["error"]:
+            out.append({"ok": False, "scope": "none", "tool": None, "reason": d["error"]})
+    return out
+
+
+__all__ = ["turn_record", "tool_results"]

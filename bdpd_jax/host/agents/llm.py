@@ -42,7 +42,8 @@ a fallback harvest of 0.2 * capacity is applied for you."""
 _TALK_RULES = f"""
 Cheap talk: you may also call `broadcast`, `send_private`, `announce_intended_harvest`,
 `propose_pact`, `accept_pact` and `pledge`. Messages are read by the others on the next turn
-(one-turn lag); your inbox holds what others sent you last turn. Texts longer than
+(one-turn lag); your inbox holds what others sent you last turn, and toolResults what your
+tool calls of last turn returned ({{ok, scope, ...}}; ok false with a reason). Texts longer than
 {MAX_MESSAGE_LEN} characters are truncated. Pacts you are party to appear in the observation;
 active pacts are checked against actual harvests every turn and violations are recorded."""
 
@@ -171,7 +172,8 @@ class LLMAgent:
             tail["turn"] = obs["turn"]
         if not self.no_talk:
             tail["inbox"] = inbox if inbox is not None else obs.get("inbox", [])
-        tail["observation"] = {k: v for k, v in obs.items() if k != "inbox"}
+            tail["toolResults"] = obs.get("toolResults", [])  # 003_*: what last turn's calls returned
+        tail["observation"] = {k: v for k, v in obs.items() if k not in ("inbox", "toolResults")}
         return {"role": "user", "content": dumps_compact(tail)}
 
     def request_body(self, obs: dict[str, Any], inbox: list[dict[str, Any]] | None = None) -> dict[str, Any]:
