@@ -53,11 +53,12 @@ from bdpd_jax.kernels.params import OBS_VARS, PEER_VARS
 from bdpd_jax.host.agent_calls import _spec_of_config_player
 from bdpd_jax.host.agents.base import AgentResult
 from bdpd_jax.host.batch_runner import _Batch, _slice
-from bdpd_jax.host.dispatch import TOOL_SCOPES, dispatch_tool
+from bdpd_jax.host.dispatch import TOOL_SCOPES, ActionBudget, dispatch_tool
 from bdpd_jax.host.messages import MessageBus
 from bdpd_jax.host.owner_perturb import fire_perturbation
-from bdpd_jax.host.persist import JsonlWriter, atomic_write_json
-from bdpd_jax.host.players import PlayerSpec, make_agent
+from bdpd_jax.host.persist import JsonlWriter, atomic_write_json, clean_stale_tmp
+from bdpd_jax.host.operator import Operator
+from bdpd_jax.host.players import PlayerSpec, make_agent, player_timeout_ms
 from bdpd_jax.host.programs import EXTERNAL, has_governance
 from bdpd_jax.host.records import turn_record
 from bdpd_jax.host.registry import PactRegistry, num
@@ -75,7 +76,8 @@ class Arena:
     def __init__(self, config: ArenaConfig | dict | str, *, seed: int = 0, arena_index: int = 0,
                  no_talk: bool = False, out_dir: str | Path | None = None, pact_slots: int = DEFAULT_PACT_SLOTS,
                  generator: str = "hash", turns: int | None = None, arena_id: str | None = None,
-                 fsync: bool = True, client=None, executor=None, perturbable: bool = False) -> None:
+                 fsync: bool = True, client=None, executor=None, perturbable: bool = False,
+                 operator: Operator | None = None) -> None:
         if isinstance(config, ArenaConfig):
             cfg, config_players = config, list(config.players or [])
         else:  # the players may be only some of those who will join: validate them apart
@@ -99,6 +101,9 @@ class Arena:
         self.turns = turns
         self.fsync = fsync
         self.perturbable = bool(perturbable)  # every engine-supported type can be owner-fired
+        if operator is not None and not isinstance(operator, Operator):
+            operator = Operator.model_validate(operator)
+        self.operator = operator or Operator()  # credentials and endpoints players may use
         self.arena_id = arena_id or str(uuid.UUID(bytes=bytes(
             np.asarray(rng.arena_key(self.seed, self.arena_index)).astype("<u4").tobytes() * 2), version=4))
         self.out_dir = None if out_dir is None else Path(out_dir)
@@ -132,6 +137,9 @@ class Arena:
             raise ValueError(f"name: player {spec.name!r} already joined")
         if len(self.specs) >= self.config.model.maxPlayers:
             raise ValueError(f"players: the arena is full (maxPlayers={self.config.model.maxPlayers})")
+        if spec.external:
+            self.operator.check_player(spec)
+            player_timeout_ms(spec, float(self.config.agentTimeout))
         self.specs.append(spec)
         return spec.name
 
@@ -199,10 +207,11 @@ class Arena:
             self._client, self._owns_client = make_client(max(8, 2 * len(self.specs))), True
         tmo = float(self.config.agentTimeout)
         self.agents = [make_agent(s, timeout_ms=tmo, no_talk=self.no_talk, client=self._client,
-                                  executor=self._executor) for s in self.specs]
+                                  executor=self._executor, operator=self.operator) for s in self.specs]
         self.turn = 0
         self.done = False
         self._announced: dict[str, float] = {}
+        self.action_budget = ActionBudget()  # per-turn caps on each player's tool actions
         self._owner_fired: list[dict[str, Any]] = []
         self._spec_ids = [sp.id for sp in arena_specs(self.config)]
         self._in_tick = False
@@ -211,6 +220,7 @@ class Arena:
         self._writer = None
         if self.out_dir is not None:
             self.out_dir.mkdir(parents=True, exist_ok=True)
+            clean_stale_tmp(self.out_dir)
             self._writer = JsonlWriter(self.out_dir / "turns.jsonl", fsync=self.fsync)
             atomic_write_json(self.out_dir / "meta.json", self.meta())
         self.status = "running"
@@ -274,6 +284,11 @@ class Arena:
                 "propose_pact", "pledge", "accept_pact"):
             self._ensure_batch().set_pacts(self._b, self.registry.table)
         return out
+
+    @property
+    def in_tick(self) -> bool:
+        """True while a turn is being played (the players' own actions are dispatched)."""
+        return bool(getattr(self, "_in_tick", False))
 
     def _dispatch(self, player: str, action: Any, turn: int | None = None) -> dict[str, Any]:
         return dispatch_tool(self, player, action, turn)
@@ -350,6 +365,7 @@ class Arena:
             return self.summary()
         if self.status == "waiting":
             raise ValueError("status: the arena never started")
+        self._ensure_batch()  # an arena closed before its first tick still has a state to report
         self.status = "closed"
         summ = self.summary()
         if self.out_dir is not None:

@@ -31,6 +31,8 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 from bdpd_jax.host._json import plain_json
 from bdpd_jax.host.arena import Arena
+from bdpd_jax.host.operator import Operator
+from bdpd_jax.host.persist import clean_stale_tmp
 
 _ARENA_OPTIONS = ("seed", "noTalk", "pactSlots", "turns", "perturbable")
 
@@ -70,10 +72,13 @@ def _compact_tick(rec: dict[str, Any]) -> dict[str, Any]:
             "violations": len(rec["violations"]), "messages": len(rec["messages"])}
 
 
-def create_app(root: str | Path = "arenas") -> FastAPI:
-    """The API app; arenas persist under ``root``."""
+def create_app(root: str | Path = "arenas", operator: Operator | dict | None = None) -> FastAPI:
+    """The API app; arenas persist under ``root``. ``operator``: the LLM credentials and
+    endpoints joining players may use (:class:`~bdpd_jax.host.operator.Operator`; default none)."""
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
+    clean_stale_tmp(root)
+    operator = operator if isinstance(operator, Operator) else Operator.model_validate(operator or {})
     app = FastAPI(title="BDPD Arena (bdpd_jax live host)")
     live: dict[str, _Live] = {}
     app.state.arenas = live
@@ -108,7 +113,7 @@ def create_app(root: str | Path = "arenas") -> FastAPI:
         arena = Arena(body, seed=seed, no_talk=bool(opts.get("noTalk", False)),
                       pact_slots=int(opts.get("pactSlots", 16)), turns=opts.get("turns"),
                       arena_id=arena_id, out_dir=root / arena_id,
-                      perturbable=bool(opts.get("perturbable", True)))
+                      perturbable=bool(opts.get("perturbable", True)), operator=operator)
         lv = _Live(arena)
         live[arena_id] = lv
         return {"arenaId": arena_id, "ownerKey": lv.owner_key, "arenaKey": lv.arena_key,
@@ -297,8 +302,10 @@ def create_app(root: str | Path = "arenas") -> FastAPI:
 
 
 def app_from_env() -> FastAPI:
-    """``uvicorn --factory bdpd_jax.host.server:app_from_env``."""
-    return create_app(os.environ.get("BDPD_ARENAS_DIR", "arenas"))
+    """``uvicorn --factory bdpd_jax.host.server:app_from_env``; the operator's JSON file (LLM
+    credentials, allowed endpoints) from ``BDPD_OPERATOR``."""
+    path = os.environ.get("BDPD_OPERATOR")
+    return create_app(os.environ.get("BDPD_ARENAS_DIR", "arenas"), Operator.load(path) if path else None)
 
 
 __all__ = ["create_app", "app_from_env"]

@@ -17,12 +17,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-STATE: dict[str, Any] = {"requests": []}
+STATE: dict[str, Any] = {"requests": [], "auth": []}
 
 
 async def _record(request: Request) -> bytes:
     raw = await request.body()
     STATE["requests"].append((request.url.path, raw))
+    STATE["auth"].append((request.url.path, request.headers.get("authorization")))
     return raw
 
 

@@ -27,7 +27,7 @@ from bdpd_jax.host._json import dumps_compact
 from bdpd_jax.host.agents.base import AgentResult, check_wealth, fallback_harvest, join_errors, valid_harvest
 from bdpd_jax.host.agents.http import check_url, check_timeout_ms, make_client
 from bdpd_jax.host.messages import MAX_MESSAGE_LEN
-from bdpd_jax.host.tools import HARVEST_TOOL, tool_schemas, validate_action
+from bdpd_jax.host.tools import HARVEST_TOOL, MAX_ACTIONS_PER_TURN, tool_schemas, validate_action
 
 DEFAULT_TIMEOUT_MS: float = 30000.0
 
@@ -89,6 +89,10 @@ def parse_completion(data: Any, *, no_talk: bool = False
     harvest: float | None = None
     actions: list[dict[str, Any]] = []
     errors: list[str] = []
+    if len(calls) > MAX_ACTIONS_PER_TURN + 1:  # the talk actions and one harvest
+        errors.append(f"tool_calls: {len(calls) - MAX_ACTIONS_PER_TURN - 1} past the first "
+                      f"{MAX_ACTIONS_PER_TURN + 1} dropped unread")
+        calls = calls[:MAX_ACTIONS_PER_TURN + 1]
     for i, call in enumerate(calls):
         try:
             fn = call.get("function") if isinstance(call, dict) else None
@@ -122,7 +126,8 @@ def parse_completion(data: Any, *, no_talk: bool = False
 class LLMAgent:
     """A player driven by a chat model through tool calls, with a cache-stable prompt prefix."""
 
-    def __init__(self, base_url: str, model: str, api_key_env: str = "OPENAI_API_KEY", *,
+    def __init__(self, base_url: str, model: str, api_key_env: str | None = None, *,
+                 api_key: str | None = None,
                  player_id: str | None = None, timeout_ms: float = DEFAULT_TIMEOUT_MS,
                  no_talk: bool = False, client: httpx.AsyncClient | None = None,
                  system_prompt: str | None = None, temperature: float | None = None,
@@ -131,12 +136,15 @@ class LLMAgent:
         self.base_url = check_url(base_url).rstrip("/")
         if not isinstance(model, str) or not model:
             raise ValueError(f"model: must be a non-empty string, got {model!r}")
-        if not isinstance(api_key_env, str):
-            raise ValueError(f"api_key_env: must be a string, got {api_key_env!r}")
+        if api_key_env is not None and (not isinstance(api_key_env, str) or not api_key_env):
+            raise ValueError(f"api_key_env: must be a non-empty string or None, got {api_key_env!r}")
+        if api_key is not None and (not isinstance(api_key, str) or not api_key):
+            raise ValueError("api_key: must be a non-empty string or None")
         if player_id is not None and (not isinstance(player_id, str) or not player_id):
             raise ValueError(f"player_id: must be a non-empty string or None, got {player_id!r}")
         self.model = model
         self.api_key_env = api_key_env
+        self._api_key = api_key  # the operator's; never logged
         self.timeout_ms = check_timeout_ms(timeout_ms)
         self.no_talk = bool(no_talk)
         self._client = client
@@ -192,7 +200,7 @@ class LLMAgent:
 
     async def _post(self, body_text: str) -> httpx.Response:
         headers = {"content-type": "application/json"}
-        key = os.environ.get(self.api_key_env)
+        key = self._api_key or (os.environ.get(self.api_key_env) if self.api_key_env else None)
         if key:
             headers["authorization"] = f"Bearer {key}"
         return await self._get_client().post(f"{self.base_url}/chat/completions", content=body_text.encode(),
