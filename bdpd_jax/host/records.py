@@ -16,7 +16,7 @@ from bdpd_jax.kernels.governance import NAME as GOV
 from bdpd_jax.governance_results import layer_record
 from bdpd_jax.perturb_results import perturb_record, target_label
 from bdpd_jax.host.agents.base import AgentResult
-from bdpd_jax.host.registry import num, nums
+from bdpd_jax.host.registry import num, num_dict, nums
 
 if TYPE_CHECKING:
     from bdpd_jax.host.arena import Arena
@@ -65,9 +65,9 @@ def turn_record(arena: Arena, t: int, rec, calls: dict[int, AgentResult], tools:
             fired.append({"id": arena._spec_ids[p] if p < len(arena._spec_ids) else None, "type": kind,
                           "target": target_label(kind, int(pr["target"][p])), "value": num(pr["value"][p])})
     owner, arena._owner_fired = arena._owner_fired, []
+    top = num_dict({"stock": rec.stock, "regen": rec.regen, "reserveDrawn": rec.reserve_drawn})
     return {
-        "arenaId": arena.arena_id, "turn": t, "stock": num(rec.stock), "regen": num(rec.regen),
-        "reserveDrawn": num(rec.reserve_drawn), "collapsed": bool(rec.collapsed),
+        "arenaId": arena.arena_id, "turn": t, **top, "collapsed": bool(rec.collapsed),
         "decisions": decisions,
         "messages": arena.bus.messages_for_turn(t),
         "tools": tools,
@@ -75,7 +75,7 @@ def turn_record(arena: Arena, t: int, rec, calls: dict[int, AgentResult], tools:
         "violations": violations,
         "sanctions": sanctions,
         "errors": errors,
-        "metrics": {k: num(v) for k, v in rec.metrics.items()},
+        "metrics": num_dict(rec.metrics),
         "perturbations": fired,
         "ownerPerturbations": owner,
     }

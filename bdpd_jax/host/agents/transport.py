@@ -33,6 +33,9 @@ _DEPTH[list(b"[{")] = 1
 _DEPTH[list(b"]}")] = -1
 
 
+_HEADERS = {"content-type": "application/json", "accept-encoding": "identity"}
+
+
 class TransportError(Exception):
     """A failed call; ``str(exc)`` is the error recorded for the turn (``timeout: ...``,
     ``network: ...``, ``http: ...``, ``response: ...``)."""
@@ -79,6 +82,7 @@ class HttpClient:
         self.max_connections = max_connections
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._timeouts: dict[float, aiohttp.ClientTimeout] = {}
 
     def _get(self) -> aiohttp.ClientSession:
         loop = asyncio.get_running_loop()
@@ -93,8 +97,8 @@ class HttpClient:
     async def post(self, url: str, body: bytes, headers: dict[str, str], timeout_s: float,
                    max_bytes: int) -> tuple[int, bytes]:
         """POST ``body``; ``(status, decoded body bytes)`` within ``timeout_s`` and ``max_bytes``."""
-        try:
-            return await asyncio.wait_for(self._post(url, body, headers, timeout_s, max_bytes), timeout_s)
+        try:  # aiohttp's total timeout is one hard deadline over connect, send and the whole read
+            return await self._post(url, body, headers, timeout_s, max_bytes)
         except asyncio.TimeoutError:
             raise TransportError(f"timeout: no response within {timeout_s * 1000:g} ms") from None
         except aiohttp.ClientError as exc:
@@ -105,9 +109,12 @@ class HttpClient:
     async def _post(self, url: str, body: bytes, headers: dict[str, str], timeout_s: float,
                     max_bytes: int) -> tuple[int, bytes]:
         session = self._get()
-        hdrs = {"content-type": "application/json", "accept-encoding": "identity", **headers}
-        async with session.post(url, data=body, headers=hdrs, allow_redirects=False,
-                                timeout=aiohttp.ClientTimeout(total=timeout_s)) as resp:
+        hdrs = {**_HEADERS, **headers} if headers else _HEADERS
+        timeout = self._timeouts.get(timeout_s)
+        if timeout is None:
+            timeout = self._timeouts[timeout_s] = aiohttp.ClientTimeout(total=timeout_s)
+        async with session.request("POST", url, data=body, headers=hdrs, allow_redirects=False,
+                                   timeout=timeout) as resp:
             if resp.content_length is not None and resp.content_length > max_bytes:
                 resp.close()
                 raise TransportError(f"response: body exceeds {max_bytes} bytes (content-length "
