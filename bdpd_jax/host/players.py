@@ -2,9 +2,11 @@
 
 ``agentType``: ``builtin`` (a kernel heuristic, decided inside the jitted kernel ``decide``),
 ``code`` (``strategyCode``: sandboxed JS, :class:`CodeAgent`), ``http`` (``url``:
-:class:`HttpAgent`), ``llm`` (``baseUrl`` + ``model``: :class:`LLMAgent`) or ``scripted``
+:class:`HttpAgent`), ``llm`` (``model`` + an operator's ``credential`` name or a ``baseUrl`` the
+operator allows: :class:`LLMAgent`, :mod:`~bdpd_jax.host.operator`) or ``scripted``
 (``script``: a list of recorded turns; what replay and tests use). Everything is validated at
-join: a JS syntax error is rejected with the parser's message, a bad URL by name.
+join: a JS syntax error is rejected with the parser's message, a bad URL by name, a field over
+its size limit (``MAX_*_CHARS``) by name.
 """
 
 from __future__ import annotations

@@ -10,7 +10,10 @@ The model acts through tool calls: the six cheap-talk tools of ``bdpd_jax.host.t
 unknown tools or wrong types produce an error entry for that call and never a crash. The harvest
 comes from the first valid ``harvest`` call (or, for models without tool support, a JSON
 ``{"harvest": n}`` message body); without one the fallback ``0.2 * capacity(w)`` applies. The
-whole request runs under a hard ``timeout_ms`` deadline (spec ``agentTimeout``).
+whole request runs under a hard ``timeout_ms`` deadline (spec ``agentTimeout``), the completion
+is capped while it streams (``MAX_COMPLETION_BYTES``, :mod:`~bdpd_jax.host.agents.transport`).
+The key (``api_key`` or the environment variable ``api_key_env``) is the operator's: a live
+arena builds this agent from a credential name (:mod:`~bdpd_jax.host.operator`).
 """
 
 from __future__ import annotations
