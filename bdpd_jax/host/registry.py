@@ -144,10 +144,8 @@ class PactRegistry:
     def compact(self) -> list[dict[str, Any]]:
         """001_* 'Persistence': every pact of the arena with its running violation count."""
         out = []
-        for s in range(self.n_slots):
+        for s in np.flatnonzero(self.table.status != P.EMPTY).tolist():  # slots in order
             st = self.status(s)
-            if st == "empty":
-                continue
             out.append({**self._base(s), "status": st,
                         "acceptedTurn": int(self.table.accepted_turn[s]) if st == "active" else None,
                         "violationCount": int(self.table.violation_count[s])})
@@ -159,9 +157,7 @@ class PactRegistry:
         i = self.players.index(player)
         tb = self.table
         active, proposed = [], []
-        for s in range(self.n_slots):
-            if not tb.parties[s, i]:
-                continue
+        for s in np.flatnonzero(tb.parties[:, i]).tolist():  # the slots it is a party to, in order
             st = self.status(s)
             if st == "active":
                 active.append({**self._base(s), "acceptedTurn": int(tb.accepted_turn[s])})

@@ -25,6 +25,7 @@ from typing import Any
 import aiohttp
 import numpy as np
 import orjson
+import yarl
 
 MAX_JSON_DEPTH: int = 32
 _STRINGS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
@@ -83,6 +84,7 @@ class HttpClient:
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._timeouts: dict[float, aiohttp.ClientTimeout] = {}
+        self._urls: dict[str, yarl.URL] = {}
 
     def _get(self) -> aiohttp.ClientSession:
         loop = asyncio.get_running_loop()
@@ -90,7 +92,7 @@ class HttpClient:
             conn = aiohttp.TCPConnector(limit=self.max_connections, limit_per_host=self.max_connections,
                                         enable_cleanup_closed=True)
             self._session = aiohttp.ClientSession(connector=conn, auto_decompress=False, trust_env=False,
-                                                  skip_auto_headers=("User-Agent",))
+                                                  skip_auto_headers=("User-Agent",), headers=_HEADERS)
             self._loop = loop
         return self._session
 
@@ -109,11 +111,13 @@ class HttpClient:
     async def _post(self, url: str, body: bytes, headers: dict[str, str], timeout_s: float,
                     max_bytes: int) -> tuple[int, bytes]:
         session = self._get()
-        hdrs = {**_HEADERS, **headers} if headers else _HEADERS
         timeout = self._timeouts.get(timeout_s)
         if timeout is None:
             timeout = self._timeouts[timeout_s] = aiohttp.ClientTimeout(total=timeout_s)
-        async with session.request("POST", url, data=body, headers=hdrs, allow_redirects=False,
+        target = self._urls.get(url)
+        if target is None:  # parsed once per URL, not per request
+            target = self._urls[url] = yarl.URL(url)
+        async with session.request("POST", target, data=body, headers=headers or None, allow_redirects=False,
                                    timeout=timeout) as resp:
             if resp.content_length is not None and resp.content_length > max_bytes:
                 resp.close()
