@@ -149,6 +149,28 @@ async def run_case(n: int, kind: str, turns: int, url: str | None, shared_client
     return out
 
 
+OBS = {"turn": 3, "playerId": "h1", "commonsStock": 120.5, "regenRate": None, "myWealth": 12.25,
+       "myCapacity": 1.6125, "nPlayers": 4, "othersWealth": {"h0": 1.5, "h2": 2.5, "h3": 3.5},
+       "othersHarvest": {"h0": 0.5, "h2": 0.25, "h3": 1.0}, "pacts": {"active": [], "proposed": []}, "inbox": []}
+
+
+async def agent_cpu(n: int, url: str, rounds: int = 10) -> float:
+    """Host CPU per HTTP decision of the agent path alone (envelope JSON, request, answer
+    parsing; no kernel, no records): N clients x 4 HttpAgents asked at once, ``rounds`` times."""
+    from bdpd_jax.host.agents.http import HttpAgent
+
+    clients = [make_client(8) for _ in range(n)]
+    agents = [HttpAgent(url, 2000, client=c) for c in clients for _ in range(4)]
+    await asyncio.gather(*(a.decide(OBS, 10.0) for a in agents))  # connections up
+    c0 = time.process_time()
+    for _ in range(rounds):
+        await asyncio.gather(*(a.decide(OBS, 10.0) for a in agents))
+    cpu = time.process_time() - c0
+    for c in clients:
+        await c.aclose()
+    return 1e3 * cpu / (rounds * len(agents))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--arenas", type=int, default=100)
@@ -157,10 +179,17 @@ def main() -> None:
     ap.add_argument("--write", action="store_true", help="write the figures into bench/live_last.md")
     ap.add_argument("--no-freeze", action="store_true", help="skip gc.freeze() after the first tick")
     ap.add_argument("--cases", default="http,builtin")
+    ap.add_argument("--agent-cpu", action="store_true", help="only the agent path's CPU per HTTP decision")
     args = ap.parse_args()
     global FREEZE
     FREEZE = not args.no_freeze
     proc, url = start_responder(args.delay_ms)
+    if args.agent_cpu:
+        try:
+            print(f"agent path: {asyncio.run(agent_cpu(args.arenas, url)):.3f} ms host CPU per HTTP decision")
+        finally:
+            proc.kill()
+        return
     rows = []
     try:
         for kind in args.cases.split(","):

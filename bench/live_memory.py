@@ -1,5 +1,6 @@
 """Memory of long live runs: RSS over 1000 turns of live arenas whose players misbehave
-within the caps (a scripted player sending 20 broadcasts and an 8 MB error every turn), with
+within the caps (a scripted player sending 20 broadcasts and an 8 MB error every turn, and
+two quiet scripted players, so that the commons lives 1000 turns), with
 the default bounded in-memory records (``keep_records=100``) against keeping every record
 (``keep_records=None``, the old behaviour), in the same run. turns.jsonl is written as a
 served arena does (``fsync=False``).
@@ -42,8 +43,8 @@ def run(turns: int, arenas: int, keep, root: str) -> list[tuple[int, float]]:
         a = Arena(copy.deepcopy(CONFIG), seed=1, arena_index=k, out_dir=os.path.join(root, f"a{k}"),
                   fsync=False, keep_records=keep)
         a.join({"agentType": "scripted", "name": "spam", "script": [SPAM]})
-        a.join({"agentType": "builtin", "name": "b0", "strategy": "conservative", "intensity": 0.1})
-        a.join({"agentType": "builtin", "name": "b1", "strategy": "conservative", "intensity": 0.1})
+        for q in ("q0", "q1"):  # quiet players: the commons lives on for the 1000 turns
+            a.join({"agentType": "scripted", "name": q, "script": [{"harvest": 0.05}]})
         batch.append(a)
     lb = LiveBatch(batch)
     out = []

@@ -12,6 +12,7 @@ its size limit (``MAX_*_CHARS``) by name.
 from __future__ import annotations
 
 import time
+from collections import deque
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -116,7 +117,7 @@ class ScriptedAgent:
         self.script = list(script)
         self.no_talk = no_talk
         self.calls = 0
-        self.seen: list[dict[str, Any]] = []  # every observation envelope received (tests, audit)
+        self.seen: deque[dict[str, Any]] = deque(maxlen=100)  # the last envelopes received (tests, audit)
 
     async def decide(self, obs: dict[str, Any], wealth: float, inbox: Any = None) -> AgentResult:
         w = check_wealth(wealth)

@@ -30,6 +30,7 @@ from fastapi import FastAPI, Header, HTTPException, Query, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from bdpd_jax.host._json import plain_json
+from bdpd_jax.host.agents.js_pool import default_pool
 from bdpd_jax.host.arena import Arena
 from bdpd_jax.host.operator import Operator
 from bdpd_jax.host.persist import clean_stale_tmp
@@ -78,6 +79,7 @@ def create_app(root: str | Path = "arenas", operator: Operator | dict | None = N
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
     clean_stale_tmp(root)
+    default_pool().warm(wait=False)  # code agents' JS workers start now, not at the first join
     operator = operator if isinstance(operator, Operator) else Operator.model_validate(operator or {})
     app = FastAPI(title="BDPD Arena (bdpd_jax live host)")
     live: dict[str, _Live] = {}

@@ -106,15 +106,17 @@ class JsPool:
         self._closed = False
 
     # -- workers --------------------------------------------------------------------------
-    def warm(self) -> None:
-        """Start every worker now and wait until all are ready (else the first calls pay ~0.1-1 s)."""
+    def warm(self, wait: bool = True) -> None:
+        """Start every worker now (else the first calls pay their start, ~0.1-1 s); with
+        ``wait``, until all are ready. A server calls ``warm(wait=False)`` at start-up."""
         with self._cv:
             while self._count < self.size:
                 self._idle.append(_Worker())
                 self._count += 1
             workers = list(self._idle)
-        for w in workers:
-            w.wait_ready(self.start_timeout_s)
+        if wait:
+            for w in workers:
+                w.wait_ready(self.start_timeout_s)
 
     def _acquire(self, until: float) -> _Worker | None:
         with self._cv:
