@@ -136,15 +136,26 @@ class JsPool:
             return self._idle.pop()
 
     def _release(self, w: _Worker, healthy: bool) -> None:
-        if not healthy:
-            w.kill()
+        if not healthy:  # killed and replaced off the caller's path: its answer goes out first
             self.kills += 1
-            w = _Worker()  # replaced at once: it starts while the pool serves others
+            w.proc.kill()
+            threading.Thread(target=self._replace, args=(w,), daemon=True).start()
+            return
         with self._cv:
             if self._closed:
                 w.kill()
                 return
-            self._idle.append(w)
+            self._idle.append(w)  # ready workers are taken from the end
+            self._cv.notify()
+
+    def _replace(self, dead: _Worker) -> None:
+        dead.kill()  # reap it
+        fresh = _Worker()
+        with self._cv:
+            if self._closed:
+                fresh.kill()
+                return
+            self._idle.insert(0, fresh)  # starting: taken only when no ready worker is idle
             self._cv.notify()
 
     # -- calls ----------------------------------------------------------------------------
