@@ -118,6 +118,8 @@ def serve(
     no_talk: bool = typer.Option(False, "--no-talk", help="New arenas default to noTalk (harvest only)"),
     workers: int = typer.Option(2, "--workers", help="Kernel-bound arena ticks running at once"),
     switch_ms: float = typer.Option(1.0, "--switch-ms", help="Python's thread switch interval (ms)"),
+    operator: Optional[Path] = typer.Option(None, "--operator",
+                                            help="JSON file of LLM credentials and allowed endpoints (operator only)"),
 ) -> None:
     """Serve the HTTP API (004_* A.2) and the dashboard at http://HOST:PORT/."""
     from rich.console import Console
@@ -139,11 +141,18 @@ def serve(
     if workers < 1:
         console.print(f"[red]error:[/red] --workers: must be >= 1, got {workers}")
         raise typer.Exit(2)
+    from bdpd_jax.host.operator import Operator
+
+    try:
+        op = Operator.load(operator) if operator is not None else None
+    except ValueError as e:
+        console.print(f"[red]error:[/red] --operator: {e}")
+        raise typer.Exit(2)
     import sys
 
     sys.setswitchinterval(switch_ms / 1000.0)
     enable_compile_cache()
-    app_ = create_app(arenas, cors=tuple(cors or ()), no_talk=no_talk, workers=workers)
+    app_ = create_app(arenas, op, cors=tuple(cors or ()), no_talk=no_talk, workers=workers)
     console.print(f"bdpd serve: http://{host}:{port}/  (arenas in {arenas}/, API docs at /docs)")
     uvicorn.run(app_, host=host, port=port, log_level="warning")
 

@@ -35,6 +35,7 @@ import asyncio
 import dataclasses
 import datetime as _dt
 import uuid
+from collections import deque
 from pathlib import Path
 from typing import Any
 
@@ -54,16 +55,18 @@ from bdpd_jax.kernels.params import OBS_VARS, PEER_VARS
 from bdpd_jax.host.agent_calls import _spec_of_config_player
 from bdpd_jax.host.agents.base import AgentResult
 from bdpd_jax.host.batch_runner import _Batch, _slice
-from bdpd_jax.host.dispatch import TOOL_SCOPES, dispatch_tool
+from bdpd_jax.host.dispatch import TOOL_SCOPES, ActionBudget, dispatch_tool
 from bdpd_jax.host.messages import MessageBus
 from bdpd_jax.host.owner_perturb import fire_perturbation
-from bdpd_jax.host.persist import JsonlWriter, atomic_write_json
-from bdpd_jax.host.players import PlayerSpec, make_agent
+from bdpd_jax.host.persist import JsonlWriter, atomic_write_json, clean_stale_tmp
+from bdpd_jax.host.operator import Operator
+from bdpd_jax.host.players import PlayerSpec, make_agent, player_timeout_ms
 from bdpd_jax.host.programs import EXTERNAL, has_governance
 from bdpd_jax.host.records import tool_results, turn_record
-from bdpd_jax.host.registry import PactRegistry, num
+from bdpd_jax.host.registry import PactRegistry, num, nums
 
 DEFAULT_PACT_SLOTS = 16
+DEFAULT_KEEP_RECORDS = 100  # turn records (and turns of messages) an arena keeps in memory
 
 
 def _now() -> str:
@@ -76,7 +79,8 @@ class Arena:
     def __init__(self, config: ArenaConfig | dict | str, *, seed: int = 0, arena_index: int = 0,
                  no_talk: bool = False, out_dir: str | Path | None = None, pact_slots: int = DEFAULT_PACT_SLOTS,
                  generator: str = "hash", turns: int | None = None, arena_id: str | None = None,
-                 fsync: bool = True, client=None, executor=None, perturbable: bool = False) -> None:
+                 fsync: bool = True, client=None, executor=None, perturbable: bool = False,
+                 operator: Operator | None = None, keep_records: int | None = DEFAULT_KEEP_RECORDS) -> None:
         if isinstance(config, ArenaConfig):
             cfg, config_players = config, list(config.players or [])
         else:  # the players may be only some of those who will join: validate them apart
@@ -89,6 +93,9 @@ class Arena:
             raise ValueError(f"arena_index: must be an integer >= 0, got {arena_index!r}")
         if isinstance(pact_slots, bool) or not isinstance(pact_slots, int) or pact_slots < 1:
             raise ValueError(f"pact_slots: must be an integer >= 1, got {pact_slots!r}")
+        if keep_records is not None and (isinstance(keep_records, bool) or not isinstance(keep_records, int)
+                                         or keep_records < 2):
+            raise ValueError(f"keep_records: must be an integer >= 2 or None, got {keep_records!r}")
         if turns is not None and (isinstance(turns, bool) or not isinstance(turns, int) or turns < 1):
             raise ValueError(f"turns: must be an integer >= 1, got {turns!r}")
         self.config = cfg
@@ -100,6 +107,9 @@ class Arena:
         self.turns = turns
         self.fsync = fsync
         self.perturbable = bool(perturbable)  # every engine-supported type can be owner-fired
+        if operator is not None and not isinstance(operator, Operator):
+            operator = Operator.model_validate(operator)
+        self.operator = operator or Operator()  # credentials and endpoints players may use
         self.arena_id = arena_id or str(uuid.UUID(bytes=bytes(
             np.asarray(rng.arena_key(self.seed, self.arena_index)).astype("<u4").tobytes() * 2), version=4))
         self.out_dir = None if out_dir is None else Path(out_dir)
@@ -108,7 +118,9 @@ class Arena:
         self._client = client
         self._owns_client = False
         self._executor = executor
-        self.records: list[dict[str, Any]] = []  # every turn record of this run
+        # the last keep_records turn records (all when None); the full log is turns.jsonl
+        self.keep_records = keep_records
+        self.records: deque[dict[str, Any]] = deque(maxlen=keep_records)
         self._batch: _Batch | None = None
         self._b = 0
         self.turn = 0
@@ -133,6 +145,9 @@ class Arena:
             raise ValueError(f"name: player {spec.name!r} already joined")
         if len(self.specs) >= self.config.model.maxPlayers:
             raise ValueError(f"players: the arena is full (maxPlayers={self.config.model.maxPlayers})")
+        if spec.external:
+            self.operator.check_player(spec)
+            player_timeout_ms(spec, float(self.config.agentTimeout))
         self.specs.append(spec)
         return spec.name
 
@@ -200,18 +215,21 @@ class Arena:
             self._client, self._owns_client = make_client(max(8, 2 * len(self.specs))), True
         tmo = float(self.config.agentTimeout)
         self.agents = [make_agent(s, timeout_ms=tmo, no_talk=self.no_talk, client=self._client,
-                                  executor=self._executor) for s in self.specs]
+                                  executor=self._executor, operator=self.operator) for s in self.specs]
         self.turn = 0
         self.done = False
         self._announced: dict[str, float] = {}
+        self.action_budget = ActionBudget()  # per-turn caps on each player's tool actions
         self._owner_fired: list[dict[str, Any]] = []
         self._spec_ids = [sp.id for sp in arena_specs(self.config)]
         self._in_tick = False
         self._created = _now()
-        self._stats = {s.name: {"fallbacks": 0, "errors": 0, "violations": 0, "sanctions": 0.0} for s in self.specs}
+        self._stats = {s.name: {"totalHarvest": 0.0, "fallbacks": 0, "errors": 0, "violations": 0, "sanctions": 0.0}
+                       for s in self.specs}
         self._writer = None
         if self.out_dir is not None:
             self.out_dir.mkdir(parents=True, exist_ok=True)
+            clean_stale_tmp(self.out_dir)
             self._writer = JsonlWriter(self.out_dir / "turns.jsonl", fsync=self.fsync)
             atomic_write_json(self.out_dir / "meta.json", self.meta())
         self.status = "running"
@@ -248,19 +266,29 @@ class Arena:
 
     def observation(self, player: str, obs: dict[str, np.ndarray], turn: int) -> dict[str, Any]:
         """The envelope ``player`` decides on: kernel observation + ``pacts`` + ``inbox``."""
-        i = self.players.index(player)
-        env: dict[str, Any] = {"turn": turn, "playerId": player}
-        for name in OBS_VARS:
-            v = obs[name]
-            if name in PEER_VARS:
-                env[name] = {p: num(v[i, j]) for j, p in enumerate(self.players) if j != i}
-            elif name != "turn":
-                env[name] = num(v[i])
-        env["pacts"] = self.registry.view_for(player) if self.registry is not None else {"active": [], "proposed": []}
-        if not self.no_talk:
-            env["inbox"] = self.bus.inbox_at(player, turn)
-            env["toolResults"] = tool_results(self, player, turn)
-        return env
+        return self.envelopes([player], obs, turn)[player]
+
+    def envelopes(self, players: list[str], obs: dict[str, np.ndarray], turn: int) -> dict[str, dict[str, Any]]:
+        """The envelopes of several players of one turn; each observation array is converted
+        to Python numbers once for all of them (``nums``)."""
+        idx = {p: j for j, p in enumerate(self.players)}
+        values = {name: nums(obs[name]) for name in OBS_VARS if name != "turn"}
+        out = {}
+        for player in players:
+            i = idx[player]
+            env: dict[str, Any] = {"turn": turn, "playerId": player}
+            for name, v in values.items():
+                if name in PEER_VARS:
+                    row = v[i]
+                    env[name] = {p: row[j] for p, j in idx.items() if j != i}
+                else:
+                    env[name] = v[i]
+            env["pacts"] = self.registry.view_for(player) if self.registry is not None else {"active": [], "proposed": []}
+            if not self.no_talk:
+                env["inbox"] = self.bus.inbox_at(player, turn)
+                env["toolResults"] = tool_results(self, player, turn)
+            out[player] = env
+        return out
 
     # -- tools ------------------------------------------------------------------------------
     def dispatch(self, player: str, action: Any, turn: int | None = None) -> dict[str, Any]:
@@ -276,6 +304,11 @@ class Arena:
                 "propose_pact", "pledge", "accept_pact"):
             self._ensure_batch().set_pacts(self._b, self.registry.table)
         return out
+
+    @property
+    def in_tick(self) -> bool:
+        """True while a turn is being played (the players' own actions are dispatched)."""
+        return bool(getattr(self, "_in_tick", False))
 
     def _dispatch(self, player: str, action: Any, turn: int | None = None) -> dict[str, Any]:
         return dispatch_tool(self, player, action, turn)
@@ -331,10 +364,6 @@ class Arena:
         wealth = np.asarray(st.wealth)
         order = sorted(range(len(self.specs)), key=lambda i: (-float(wealth[i]), i))
         rank = {i: r + 1 for r, i in enumerate(order)}
-        harvest = {p: 0.0 for p in self.players}
-        for rec in self.records:
-            for d in rec["decisions"]:
-                harvest[d["playerId"]] += d["actual"] or 0.0
         survived, collapse_turn = not bool(st.collapsed), int(st.collapse_turn) or None
         victory = report(players=self.players, survived=survived, collapse_turn=collapse_turn,
                          turns_played=int(st.turn), max_turns=self.max_turns,
@@ -346,7 +375,7 @@ class Arena:
             "finalStock": num(self.game.engine.stock(jax.tree_util.tree_map(jnp.asarray, st.engine))),
             "players": [{"playerId": s.name, "agentType": s.agentType,
                          "strategy": s.strategy if not s.external else None,
-                         "wealth": num(wealth[i]), "totalHarvest": harvest[s.name], "rank": rank[i],
+                         "wealth": num(wealth[i]), "rank": rank[i],
                          **self._stats[s.name]} for i, s in enumerate(self.specs)],
             "pacts": self.registry.compact() if self.registry is not None else [],
             "messages": len(self.bus),
@@ -358,6 +387,7 @@ class Arena:
             return self.summary()
         if self.status == "waiting":
             raise ValueError("status: the arena never started")
+        self._ensure_batch()  # an arena closed before its first tick still has a state to report
         self.status = "closed"
         summ = self.summary()
         if self.out_dir is not None:

@@ -102,15 +102,20 @@ class _Batch:
             a._announced = {}
             if a.registry is not None:
                 a.registry.sync(_slice(pk_b, b))
-            ob = {k: v[..., b] for k, v in obs_np.items()}
+            asked = []
             for i, s in enumerate(a.specs):
                 if not s.external:
                     continue
                 if strategy[i, b] != a.external_index:  # strategy_override: a builtin decides
                     overridden[b].add(i)
                     continue
-                env = a.observation(s.name, ob, t)
-                jobs.append(_ask(a.agents[i], env, float(wealth[i, b]), s.agentType))
+                asked.append(i)
+            if not asked:
+                continue
+            envs = a.envelopes([a.specs[i].name for i in asked], {k: v[..., b] for k, v in obs_np.items()}, t)
+            for i in asked:
+                s = a.specs[i]
+                jobs.append(_ask(a.agents[i], envs[s.name], float(wealth[i, b]), s.agentType))
                 where.append((b, i))
         results = await asyncio.gather(*jobs)
         by_arena: list[dict[int, AgentResult]] = [{} for _ in arenas]
@@ -155,7 +160,9 @@ class _Batch:
             t = int(r.turn)
             a.turn = t
             line = a._record(t, r, by_arena[b], tools_by_arena[b], overridden[b])
-            a.records.append(line)
+            a.records.append(line)  # a bounded deque: the oldest record leaves
+            if a.keep_records is not None:
+                a.bus.forget_before(t - a.keep_records + 1)
             if a._writer is not None:
                 a._writer.write(line)
             if bool(r.collapsed) or t >= a.max_turns:

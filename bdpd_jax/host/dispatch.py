@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from bdpd_jax.host.tools import TALK_TOOLS, validate_action
+from bdpd_jax.host.tools import MAX_ACTIONS_PER_TURN, MAX_MESSAGES_PER_TURN, MESSAGE_TOOLS, TALK_TOOLS, validate_action
 
 if TYPE_CHECKING:
     from bdpd_jax.host.arena import Arena
@@ -26,6 +26,31 @@ TOOL_SCOPES: dict[str, str] = {
 }
 
 
+class ActionBudget:
+    """Tool actions dispatched per player in the current turn, against the per-turn caps
+    (``MAX_ACTIONS_PER_TURN`` actions, of which ``MAX_MESSAGES_PER_TURN`` messages). Every
+    dispatch of a player's own answer counts, refused ones included (a refusal costs work too);
+    the owner acting between ticks is not counted."""
+
+    def __init__(self) -> None:
+        self._turn: int | None = None
+        self._counts: dict[str, list[int]] = {}
+
+    def take(self, player: str, tool: Any, turn: int) -> str | None:
+        """Count one action; the refusal reason when a cap is reached, else None."""
+        if turn != self._turn:
+            self._turn, self._counts = turn, {}
+        c = self._counts.setdefault(player, [0, 0])
+        if c[0] >= MAX_ACTIONS_PER_TURN:
+            return f"limit: at most {MAX_ACTIONS_PER_TURN} tool actions per player per turn"
+        c[0] += 1
+        if tool in MESSAGE_TOOLS:
+            if c[1] >= MAX_MESSAGES_PER_TURN:
+                return f"limit: at most {MAX_MESSAGES_PER_TURN} messages per player per turn"
+            c[1] += 1
+        return None
+
+
 def dispatch_tool(arena: Arena, player: str, action: Any, turn: int | None = None) -> dict[str, Any]:
     """Run one tool action of ``player`` at ``turn`` (default: the arena's next turn)."""
     turn = arena.turn + 1 if turn is None else int(turn)
@@ -38,9 +63,12 @@ def dispatch_tool(arena: Arena, player: str, action: Any, turn: int | None = Non
     if player not in arena.players:
         return no(f"playerId: unknown player {player!r}")
     if tool not in TALK_TOOLS:
-        return no(f"tool: unknown tool {tool!r}; known: {list(TALK_TOOLS)}")
+        return no(f"tool: unknown tool {tool!r:.80}; known: {list(TALK_TOOLS)}")
     if arena.no_talk:
         return no("tool: cheap talk is disabled in this arena (no_talk)")
+    over = arena.action_budget.take(player, tool, turn) if arena.in_tick else None  # the owner is not capped
+    if over is not None:
+        return no(over)
     try:
         a = validate_action(action)
     except ValueError as exc:
@@ -96,4 +124,4 @@ def dispatch_tool(arena: Arena, player: str, action: Any, turn: int | None = Non
     return {**ok, "pactId": a["pactId"], "status": reg.status(slot)}
 
 
-__all__ = ["TOOL_SCOPES", "dispatch_tool"]
+__all__ = ["ActionBudget", "TOOL_SCOPES", "dispatch_tool"]

@@ -16,7 +16,7 @@ from bdpd_jax.kernels.governance import NAME as GOV
 from bdpd_jax.governance_results import layer_record
 from bdpd_jax.perturb_results import perturb_record, target_label
 from bdpd_jax.host.agents.base import AgentResult
-from bdpd_jax.host.registry import num
+from bdpd_jax.host.registry import num, num_dict, nums
 
 if TYPE_CHECKING:
     from bdpd_jax.host.arena import Arena
@@ -28,10 +28,12 @@ def turn_record(arena: Arena, t: int, rec, calls: dict[int, AgentResult], tools:
     players = arena.players
     decisions = []
     errors = []
+    cols = {k: nums(getattr(rec, k)) for k in ("requested", "actual", "announced", "wealth", "sanction")}
+    invalid = np.asarray(rec.invalid).tolist()
     for i, s in enumerate(arena.specs):
-        d = {"playerId": s.name, "agentType": s.agentType, "requested": num(rec.requested[i]),
-             "actual": num(rec.actual[i]), "announced": num(rec.announced[i]), "wealth": num(rec.wealth[i]),
-             "sanction": num(rec.sanction[i]), "invalid": bool(rec.invalid[i])}
+        d = {"playerId": s.name, "agentType": s.agentType, "requested": cols["requested"][i],
+             "actual": cols["actual"][i], "announced": cols["announced"][i], "wealth": cols["wealth"][i],
+             "sanction": cols["sanction"][i], "invalid": bool(invalid[i])}
         if i in calls:
             r = calls[i]
             d.update({"harvest": r.harvest, "fallback": r.fallback, "error": r.error,
@@ -42,6 +44,7 @@ def turn_record(arena: Arena, t: int, rec, calls: dict[int, AgentResult], tools:
             arena._stats[s.name]["fallbacks"] += int(r.fallback)
         elif i in overridden:
             d["overridden"] = True
+        arena._stats[s.name]["totalHarvest"] += d["actual"] or 0.0
         decisions.append(d)
     violations, sanctions = [], []
     g = layer_record(rec.extra, GOV)
@@ -62,9 +65,9 @@ def turn_record(arena: Arena, t: int, rec, calls: dict[int, AgentResult], tools:
             fired.append({"id": arena._spec_ids[p] if p < len(arena._spec_ids) else None, "type": kind,
                           "target": target_label(kind, int(pr["target"][p])), "value": num(pr["value"][p])})
     owner, arena._owner_fired = arena._owner_fired, []
+    top = num_dict({"stock": rec.stock, "regen": rec.regen, "reserveDrawn": rec.reserve_drawn})
     return {
-        "arenaId": arena.arena_id, "turn": t, "stock": num(rec.stock), "regen": num(rec.regen),
-        "reserveDrawn": num(rec.reserve_drawn), "collapsed": bool(rec.collapsed),
+        "arenaId": arena.arena_id, "turn": t, **top, "collapsed": bool(rec.collapsed),
         "decisions": decisions,
         "messages": arena.bus.messages_for_turn(t),
         "tools": tools,
@@ -72,7 +75,7 @@ def turn_record(arena: Arena, t: int, rec, calls: dict[int, AgentResult], tools:
         "violations": violations,
         "sanctions": sanctions,
         "errors": errors,
-        "metrics": {k: num(v) for k, v in rec.metrics.items()},
+        "metrics": num_dict(rec.metrics),
         "engine": {k: num(v) for k, v in rec.engine_extra.items() if np.asarray(v).dtype.kind == "f"},
         "perturbations": fired,
         "ownerPerturbations": owner,

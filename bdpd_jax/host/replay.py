@@ -40,7 +40,7 @@ def load(dir: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
 
 
 def replay(dir: str | Path, *, out_dir: str | Path | None = None, verify: bool = True,
-           turns: int | None = None, resume: dict[str, Any] | None = None) -> Arena:
+           turns: int | None = None, resume: dict[str, Any] | None = None, operator=None) -> Arena:
     """Replay the arena in ``dir``; returns the arena after the last complete recorded turn
     (status ``running``: it may be ticked on with the scripted players, or closed).
 
@@ -49,7 +49,8 @@ def replay(dir: str | Path, *, out_dir: str | Path | None = None, verify: bool =
     resume: ``{playerId: spec}`` for EVERY external player: after the replay those players
     are live again (a code agent restarts with empty memory) and the arena appends its next
     turns to ``dir``'s own turns.jsonl (a torn last line is dropped first): a killed run
-    goes on where it stopped.
+    goes on where it stopped. operator: the credentials and endpoints resumed LLM / HTTP players
+    may use (:class:`~bdpd_jax.host.operator.Operator`; never stored in the folder).
     """
     if resume is not None and out_dir is not None:
         raise ValueError("out_dir: a resumed arena writes to dir itself")
@@ -61,7 +62,8 @@ def replay(dir: str | Path, *, out_dir: str | Path | None = None, verify: bool =
             raise ValueError(f"turns.jsonl: line {k + 1} is turn {rec.get('turn')!r}, expected {k + 1}")
     arena = Arena(meta["config"], seed=meta["seed"], arena_index=meta["arenaIndex"], no_talk=meta["noTalk"],
                   pact_slots=meta["pactSlots"], generator=meta["generator"], turns=meta["turns"],
-                  arena_id=meta["arenaId"], out_dir=out_dir, perturbable=meta.get("perturbable", False))
+                  arena_id=meta["arenaId"], out_dir=out_dir, perturbable=meta.get("perturbable", False),
+                  operator=operator)
     for p in meta["players"]:
         if p.get("agentType", "builtin") == "builtin":
             arena.join(PlayerSpec.model_validate(p))
@@ -106,7 +108,7 @@ def _resume(arena: Arena, dir: Path, meta: dict[str, Any], resume: dict[str, Any
         if s.name in specs:
             arena.specs[i] = specs[s.name]
             arena.agents[i] = make_agent(specs[s.name], timeout_ms=float(arena.config.agentTimeout),
-                                         no_talk=arena.no_talk, client=arena._client)
+                                         no_talk=arena.no_talk, client=arena._client, operator=arena.operator)
     arena.out_dir = dir
     arena._writer = JsonlWriter(dir / "turns.jsonl", fsync=arena.fsync)  # repairs a torn tail
 

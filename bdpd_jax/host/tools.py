@@ -14,13 +14,22 @@ import copy
 import math
 from typing import Any
 
-from bdpd_jax.host.messages import MAX_MESSAGE_LEN
+from bdpd_jax.host.messages import MAX_MESSAGE_LEN, truncate_text
+
+MAX_ID_CHARS: int = 128  # player and pact ids named in an action
 
 TALK_TOOLS: tuple[str, ...] = (
     "broadcast", "send_private", "announce_intended_harvest", "propose_pact", "accept_pact", "pledge",
 )
 HARVEST_TOOL: str = "harvest"
 PACT_TERM_TYPES: tuple[str, ...] = ("harvest_cap", "no_aggression")
+MESSAGE_TOOLS: tuple[str, ...] = ("broadcast", "send_private", "announce_intended_harvest")
+
+# Per player per turn (docs/semantics.md §13): the tool actions one answer may carry (extra
+# entries are dropped unread) and, of those dispatched, how many may be messages.
+MAX_ACTIONS_PER_TURN: int = 16
+MAX_MESSAGES_PER_TURN: int = 8
+MAX_PARTIES: int = 64  # names in one propose_pact
 
 
 def _fn(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
@@ -86,26 +95,26 @@ def tool_names(no_talk: bool = False) -> tuple[str, ...]:
 # -- validation -------------------------------------------------------------------------------
 def _num(field: str, value: Any, *, strict_positive: bool = False) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ValueError(f"{field}: must be a finite number, got {value!r}")
+        raise ValueError(f"{field}: must be a finite number, got {value!r:.80}")
     if strict_positive and value <= 0:
-        raise ValueError(f"{field}: must be > 0, got {value!r}")
+        raise ValueError(f"{field}: must be > 0, got {value!r:.80}")
     if value < 0:
-        raise ValueError(f"{field}: must be >= 0, got {value!r}")
+        raise ValueError(f"{field}: must be >= 0, got {value!r:.80}")
     return float(value)
 
 
 def _str(field: str, value: Any) -> str:
-    if not isinstance(value, str) or not value:
-        raise ValueError(f"{field}: must be a non-empty string, got {value!r}")
+    if not isinstance(value, str) or not value or len(value) > MAX_ID_CHARS:
+        raise ValueError(f"{field}: must be a non-empty string of at most {MAX_ID_CHARS} chars, got {value!r:.80}")
     return value
 
 
 def _terms(value: Any) -> dict[str, Any]:
     if not isinstance(value, dict):
-        raise ValueError(f"terms: must be an object, got {value!r}")
+        raise ValueError(f"terms: must be an object, got {value!r:.80}")
     kind = value.get("type")
     if kind not in PACT_TERM_TYPES:
-        raise ValueError(f"terms.type: must be one of {list(PACT_TERM_TYPES)}, got {kind!r}")
+        raise ValueError(f"terms.type: must be one of {list(PACT_TERM_TYPES)}, got {kind!r:.80}")
     if kind == "harvest_cap":
         return {"type": kind, "maxHarvest": _num("terms.maxHarvest", value.get("maxHarvest"),
                                                   strict_positive=True)}
@@ -119,30 +128,31 @@ def validate_action(action: Any, *, no_talk: bool = False) -> dict[str, Any]:
     """Check one ``{"tool": ..., **args}`` dict and return a normalised copy.
 
     Raises ValueError naming the field and the bad value. Extra keys are ignored (dropped).
-    Text is not truncated here: the MessageBus does that when the action is dispatched.
+    Text is truncated to ``MAX_MESSAGE_LEN`` here already (the MessageBus's rule, idempotent), so
+    turn records never carry more than the bus keeps.
     """
     if not isinstance(action, dict):
-        raise ValueError(f"action: must be an object, got {action!r}")
+        raise ValueError(f"action: must be an object, got {action!r:.80}")
     tool = action.get("tool")
     if not isinstance(tool, str):
-        raise ValueError(f"tool: must be a string, got {tool!r}")
+        raise ValueError(f"tool: must be a string, got {tool!r:.80}")
     if tool not in tool_names(no_talk):
-        raise ValueError(f"tool: unknown or disabled tool {tool!r}")
+        raise ValueError(f"tool: unknown or disabled tool {tool!r:.80}")
     a = action
     if tool == "broadcast":
         if not isinstance(a.get("text"), str):
-            raise ValueError(f"text: must be a string, got {a.get('text')!r}")
-        return {"tool": tool, "text": a["text"]}
+            raise ValueError(f"text: must be a string, got {a.get('text')!r:.80}")
+        return {"tool": tool, "text": truncate_text(a["text"])}
     if tool == "send_private":
         if not isinstance(a.get("text"), str):
-            raise ValueError(f"text: must be a string, got {a.get('text')!r}")
-        return {"tool": tool, "target": _str("target", a.get("target")), "text": a["text"]}
+            raise ValueError(f"text: must be a string, got {a.get('text')!r:.80}")
+        return {"tool": tool, "target": _str("target", a.get("target")), "text": truncate_text(a["text"])}
     if tool == "announce_intended_harvest":
         return {"tool": tool, "value": _num("value", a.get("value"))}
     if tool == "propose_pact":
         parties = a.get("parties")
-        if not isinstance(parties, list) or not parties:
-            raise ValueError(f"parties: must be a non-empty list of player ids, got {parties!r}")
+        if not isinstance(parties, list) or not parties or len(parties) > MAX_PARTIES:
+            raise ValueError(f"parties: must be a list of 1 to {MAX_PARTIES} player ids, got {parties!r:.80}")
         return {"tool": tool, "parties": [_str("parties[]", p) for p in parties],
                 "terms": _terms(a.get("terms"))}
     if tool == "accept_pact":
@@ -163,6 +173,9 @@ def validate_actions(raw: Any, *, no_talk: bool = False) -> tuple[list[dict[str,
         return [], [f"actions: must be a list, got {type(raw).__name__}"]
     good: list[dict[str, Any]] = []
     errors: list[str] = []
+    if len(raw) > MAX_ACTIONS_PER_TURN:
+        errors.append(f"actions: {len(raw) - MAX_ACTIONS_PER_TURN} past the first {MAX_ACTIONS_PER_TURN} dropped unread")
+        raw = raw[:MAX_ACTIONS_PER_TURN]
     for i, item in enumerate(raw):
         try:
             good.append(validate_action(item, no_talk=no_talk))

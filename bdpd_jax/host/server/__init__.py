@@ -23,21 +23,28 @@ from typing import Sequence
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
+from bdpd_jax.host.agents.js_pool import default_pool
+from bdpd_jax.host.operator import Operator
+from bdpd_jax.host.persist import clean_stale_tmp
 from bdpd_jax.host.server import errors, routes_arenas, routes_read, web
 from bdpd_jax.host.server.store import Hub
 
 
-def create_app(root: str | Path = "arenas", *, cors: Sequence[str] = (), no_talk: bool = False,
-               max_body_bytes: int = errors.MAX_BODY_BYTES, workers: int = 2) -> FastAPI:
+def create_app(root: str | Path = "arenas", operator: Operator | dict | None = None, *, cors: Sequence[str] = (),
+               no_talk: bool = False, max_body_bytes: int = errors.MAX_BODY_BYTES, workers: int = 2) -> FastAPI:
     """The API app; arenas persist under ``root``.
 
-    cors: allowed origins (``["*"]`` for any). no_talk: the default of ``noTalk`` for new
+    operator: the LLM credentials and endpoints joining players may use
+    (:class:`~bdpd_jax.host.operator.Operator`; default none). cors: allowed origins (``["*"]`` for any). no_talk: the default of ``noTalk`` for new
     arenas. max_body_bytes: the request body limit (413 above it). workers: kernel-bound arena
     work running at once (``live.Workers``; ticks waiting on HTTP / LLM players are not
     counted)."""
     app = FastAPI(title="BDPD Arena (bdpd_jax live host)", version="1", docs_url=None, redoc_url=None,
                   description="004_* A.2 over JAX kernels. Keys: X-Owner-Key, X-Arena-Key, X-Spectator-Token.")
-    hub = Hub(root, workers=workers, no_talk=no_talk)
+    operator = operator if isinstance(operator, Operator) else Operator.model_validate(operator or {})
+    clean_stale_tmp(Path(root))
+    default_pool().warm(wait=False)  # code agents' JS workers start now, not at the first join
+    hub = Hub(root, workers=workers, no_talk=no_talk, operator=operator)
     app.state.hub = hub
     app.state.arenas = hub.live
     errors.install(app)
@@ -53,8 +60,10 @@ def create_app(root: str | Path = "arenas", *, cors: Sequence[str] = (), no_talk
 
 
 def app_from_env() -> FastAPI:
-    """``uvicorn --factory bdpd_jax.host.server:app_from_env`` (root from ``BDPD_ARENAS_DIR``)."""
-    return create_app(os.environ.get("BDPD_ARENAS_DIR", "arenas"))
+    """``uvicorn --factory bdpd_jax.host.server:app_from_env`` (root from ``BDPD_ARENAS_DIR``; the
+    operator's JSON file of LLM credentials and allowed endpoints from ``BDPD_OPERATOR``)."""
+    path = os.environ.get("BDPD_OPERATOR")
+    return create_app(os.environ.get("BDPD_ARENAS_DIR", "arenas"), Operator.load(path) if path else None)
 
 
 __all__ = ["create_app", "app_from_env"]

@@ -16,6 +16,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from bdpd_jax.host.operator import Operator
 from bdpd_jax.host.persist import atomic_write_json, read_jsonl
 from bdpd_jax.host.server.live import LiveArena, Workers, role_of
 
@@ -46,13 +47,15 @@ class DiskArena:
 class Hub:
     """Live arenas by id, the worker threads that run their kernels, and the arena folders."""
 
-    def __init__(self, root: str | Path, *, workers: int = 2, no_talk: bool = False) -> None:
+    def __init__(self, root: str | Path, *, workers: int = 2, no_talk: bool = False,
+                 operator: Operator | None = None) -> None:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self.live: dict[str, LiveArena] = {}
         self.workers = Workers(cpu=workers)
         self.executor = self.workers.executor
         self.no_talk = no_talk
+        self.operator = operator if operator is not None else Operator()
 
     def folder(self, arena_id: str) -> Path | None:
         """The folder of ``arena_id`` (None for an id that is not a plain name)."""
