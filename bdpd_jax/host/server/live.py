@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 from bdpd_jax.host._json import plain_json
 from bdpd_jax.host.arena import Arena
+from bdpd_jax.host.persist import read_jsonl
 from bdpd_jax.host.server import views
 
 #: events a subscriber may have queued before it is dropped (a client that stops reading)
@@ -103,7 +104,8 @@ class LiveArena:
         self.task: asyncio.Task | None = None
         self.stop = asyncio.Event()
         self.tick_mode = "manual"
-        self.published = len(arena.records)  # ticks sent to the streams (init shows these)
+        # the last turn sent to the streams (init shows the ticks up to it)
+        self.published = arena.records[-1]["turn"] if arena.records else 0
 
     @property
     def arena_id(self) -> str:
@@ -150,13 +152,21 @@ class LiveArena:
     def owner(self) -> dict[str, Any]:
         return views.owner_view(self.arena)
 
+    def history(self) -> list[dict[str, Any]]:
+        """Every tick record so far: the arena keeps only its last ``keep_records`` in memory,
+        so a persisted arena's history is read back from its turns.jsonl."""
+        recs = list(self.arena.records)
+        if self.arena.out_dir is not None and (not recs or recs[0]["turn"] > 1):
+            recs = [r for r in read_jsonl(self.arena.out_dir / "turns.jsonl") if "decisions" in r]
+        return recs
+
     def init_event(self, role: str) -> dict[str, Any]:
         """The ``init`` event: status and the compact history of every past tick."""
         full = role in ("owner", "spectator")
         base = self.owner() if full else self.public()
         base.pop("meta", None)
         base.pop("lastTick", None)
-        recs = self.arena.records[: self.published]
+        recs = [r for r in self.history() if r["turn"] <= self.published]
         return {**base, "history": [views.compact_tick(r) if full else views.public_tick(r) for r in recs]}
 
 

@@ -40,7 +40,7 @@ def _finish(hub: Hub, lv: LiveArena, summary: dict[str, Any], **extra: Any) -> N
 async def tick_once(hub: Hub, lv: LiveArena) -> dict[str, Any] | None:
     rec, summ = await lv.run(_step, lv.arena)
     if rec is not None:
-        lv.published += 1
+        lv.published = rec["turn"]
         lv.publish("tick", rec)
     if summ is not None:
         _finish(hub, lv, summ)

@@ -78,7 +78,7 @@ async def owner_view(acc: Access = Depends(owner)):
 async def perturbations(acc: Access = Depends(owner)):
     a = acc.arena
     if isinstance(a, LiveArena):
-        specs, recs = a.arena.config.model_dump(mode="json")["perturbations"], list(a.arena.records)
+        specs, recs = a.arena.config.model_dump(mode="json")["perturbations"], a.history()
     else:
         specs, recs = a.meta.get("config", {}).get("perturbations", []), a.records()
     log = [{"turn": r["turn"], **p, "owner": False} for r in recs for p in r["perturbations"]]
