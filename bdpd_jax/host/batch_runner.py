@@ -56,6 +56,10 @@ class _Batch:
         self.params = jax.tree_util.tree_map(lambda *xs: jnp.stack([jnp.asarray(x) for x in xs], axis=-1),
                                              *[a.params for a in arenas])
         self.state = init(self.params)
+        # stock units per harvest unit, per arena: an agent's fallback harvest (0.2 x capacity,
+        # agents/base.py) is in the heuristics' units and is scaled as the built-ins' is
+        self.units = np.broadcast_to(np.asarray(game.engine.harvest_unit(self.params.engine), np.float64),
+                                     (len(arenas),))
         for b, a in enumerate(arenas):
             a._batch, a._b = self, b
 
@@ -120,6 +124,8 @@ class _Batch:
         results = await asyncio.gather(*jobs)
         by_arena: list[dict[int, AgentResult]] = [{} for _ in arenas]
         for (b, i), r in zip(where, results):
+            if r.fallback and self.units[b] != 1.0:
+                r = dataclasses.replace(r, harvest=r.harvest * float(self.units[b]))
             by_arena[b][i] = r
         ext = np.zeros((n, nb), bool)
         ext_req = np.zeros((n, nb), np.float64)
