@@ -7,6 +7,7 @@ rows: the scan runs them as frozen no-ops, and the frames drop them.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -149,16 +150,21 @@ def players_frame(rec: dict[str, np.ndarray], arenas: np.ndarray, strategy_names
     return pd.DataFrame(cols)
 
 
-def summary_frame(final: dict[str, np.ndarray], arenas: np.ndarray, player_labels: list[str]) -> pd.DataFrame:
-    """final: survived[B], collapse_turn[B], turns_played[B], wealth[N, B]."""
-    wealth = final["wealth"]
-    n = wealth.shape[0]
-    # rank 1 = richest; ties share the better rank
-    ranks = (wealth[None, :, :] > wealth[:, None, :]).sum(axis=1) + 1  # ranks[j, b]
+def summary_frame(final: dict[str, np.ndarray], arenas: np.ndarray, player_labels: list[str],
+                  more: dict[str, np.ndarray] | None = None) -> pd.DataFrame:
+    """final: survived[B], collapse_turn[B], turns_played[B], wealth[N, B]; ``more``: further
+    columns (the GovSim outcomes), appended last."""
+    wealth = np.array(final["wealth"])  # (a copy: the frame's columns are views of it)
+    n, b = wealth.shape
+    # rank 1 = richest; ties share the better rank (one count per pair: integer adds)
+    ranks = np.ones((n, b), np.int32)
+    for j in range(n):
+        for i in range(n):
+            ranks[j] += wealth[i] > wealth[j]
     collapse = pd.array(np.where(final["survived"], 0, final["collapse_turn"]), dtype="Int64")
     collapse[final["survived"]] = pd.NA
     cols: dict[str, Any] = {
-        "arena": arenas,
+        "arena": np.array(arenas),
         "survived": final["survived"].astype(bool),
         "collapse_turn": collapse,
         "turns_played": final["turns_played"].astype(np.int32),
@@ -166,9 +172,18 @@ def summary_frame(final: dict[str, np.ndarray], arenas: np.ndarray, player_label
     for i in range(n):
         cols[f"wealth_{i}"] = wealth[i]
     for i in range(n):
-        cols[f"rank_{i}"] = ranks[i].astype(np.int32)
+        cols[f"rank_{i}"] = ranks[i]
     for i, label in enumerate(player_labels):
-        cols[f"strategy_{i}"] = label
+        cols[f"strategy_{i}"] = _constant_str(label, b).copy()
     for name, v in final.get("extra", {}).items():
-        cols[name] = v
-    return pd.DataFrame(cols)
+        cols[name] = np.array(v)
+    cols.update(more or {})
+    # every column is an array of its own (no copy into 2-D blocks: ~1/3 of the frame's cost)
+    return pd.DataFrame(cols, copy=False)
+
+
+@functools.lru_cache(maxsize=64)
+def _constant_str(label: str, n: int) -> pd.api.extensions.ExtensionArray:
+    """A column of n copies of one string, as pandas' str dtype (immutable buffers: the
+    callers take a ``.copy()``, which shares them)."""
+    return pd.Series(label, index=pd.RangeIndex(n)).array  # the dtype pandas gives a scalar column

@@ -31,9 +31,10 @@ import pandas as pd
 from .build import build
 from .config import ArenaConfig
 from .kernels.metrics import METRICS
-from .kernels.rollout import summary_of
 from .results import summary_frame
-from .simulate import _flatten_record, _summary_extra, _to_numpy, _with_govsim, arena_keys, run_batch
+from .govsim import sustainable_yield
+from .runner import arena_keys, run_batch, to_numpy
+from .simulate import _flatten_record, compiled_final, default_chunk, govsim_of
 from .sweep_build import (
     DEVICE_COPIES,
     ROW_CELL_BYTES,
@@ -160,7 +161,7 @@ class SweepPlan:
         self.n_points = len(n_turns)
         self.total = self.n_points * self.replicates
         self.max_turns = max(n_turns)
-        self.chunk_turns = self.max_turns if self.max_turns <= 1000 else 1000
+        self.chunk_turns = default_chunk(self.max_turns)
         self.labels = [p.strategy_name for p in cfg0.require_players()]
         n_cols = 16 + 3 * game.n_players + len(names) + (len(METRICS) if history else 0)
         cap = int(max_batch)
@@ -225,15 +226,13 @@ class SweepPlan:
         keys = self._put(arena_keys(self.seed, padded % reps if self.common_random else padded))
         state, rec = run_batch(self.game, params, keys, self.max_turns, self.chunk_turns, self.history, bar)
         take = lambda tree: jax.tree_util.tree_map(lambda x: np.asarray(x)[..., :n], tree)  # noqa: E731
-        final = take(_to_numpy(summary_of(state)))
-        final["extra"] = take(_summary_extra(self.game, state))
-        state_np, params_np = take(state), take(params)  # (the arenas of this chunk, unpadded)
+        final = take(to_numpy(compiled_final(self.game)(state, params)))  # (this chunk's arenas, unpadded)
         del state, params
         rec_np = take(rec) if self.history else None
-        frame = summary_frame(final, idx, self.labels)
         pts = idx // reps
         p0 = int(pts[0])
-        frame = _with_govsim(frame, self.config_at(p0), state_np, params_np, rec_np, self.n_turns[p0])
+        f0 = float(sustainable_yield(self.config_at(p0)))
+        frame = summary_frame(final, idx, self.labels, govsim_of(final, f0, rec_np, self.n_turns[p0]))
         groups = self.group_of_point[pts]
         uniq = np.unique(groups)
         if len(uniq) > 1:
