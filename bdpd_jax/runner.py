@@ -29,6 +29,9 @@ from .kernels.game import Game
 from .kernels.rollout import init_batch, run_turns
 
 TRACES: dict[str, int] = {"run": 0, "init": 0}
+# Arena-turns the chunk programs scanned (batch width x chunk length), summed over runs: a
+# benchmark's measure of skipped work (played arena-turns come from the results).
+SCANNED: dict[str, int] = {"arena_turns": 0}
 
 # Re-partition only when it saves at least this many arena-turns (a new batch width costs a
 # compile of the chunk program, ~0.3-0.6 s on 2 CPU cores: ~2e7 arena-turns of this game)
@@ -99,8 +102,8 @@ def _reshard(tree, like):
 
 
 def width_for(n: int, current: int, n_dev: int = 1) -> int:
-    """The batch width for ``n`` live arenas: rounded up to 3 significant bits (at most
-    1/8 padding, few distinct widths, so few compiles) and to a multiple of the devices."""
+    """The batch width for ``n`` live arenas: rounded up to 3 significant bits (under 1/4
+    padding, few distinct widths, so few compiles) and to a multiple of the devices."""
     e = max(0, n.bit_length() - 3)
     w = -(-n // (1 << e)) << e
     w = -(-w // n_dev) * n_dev
@@ -143,6 +146,7 @@ def run_batch(
                 emit(jax.tree_util.tree_map(lambda f, r: np.broadcast_to(f, (r.shape[0],) + f.shape[1:]), frozen, one))
         else:
             st, rec = fn(*sub)
+            SCANNED["arena_turns"] += width * chunk_turns
             sub = (sub[0], st, sub[2])
             if history:
                 one = to_numpy(rec)
