@@ -2,8 +2,9 @@
 skipping the arenas that have ended.
 
 A game that has ended (collapsed, or past ``maxTurns``) is frozen: the scan still runs its
-turns as no-ops. :func:`run_batch` runs the turns in chunks and looks at the batch at each
-chunk boundary (one bool per arena): once every arena has ended it stops; when enough have
+turns as no-ops. Without history the chunk program itself stops once every arena of the
+batch has ended (kernels/rollout.py). :func:`run_batch` runs the turns in chunks and looks at
+the batch at each chunk boundary (one bool per arena): once every arena has ended it stops; when enough have
 ended it re-partitions the batch, so the next chunks run only the live arenas (gathered to
 a narrower width, padded by repeating a live arena) and the ended ones' final states are
 written back in place. Each arena's numbers do not depend on the batch it runs in, so the
@@ -40,15 +41,16 @@ MIN_SAVED_ARENA_TURNS = 1 << 22
 SHRINK = 0.75
 
 
-def _counted_run(game: Game, n_turns: int, history: bool, every: int, keys, state, params):
+def _counted_run(game: Game, n_turns: int, history: bool, every: int, stop: bool, keys, state, params):
     TRACES["run"] += 1  # Python side effect: runs once per trace, never per call
-    return run_turns(game, n_turns, history, keys, state, params, every)
+    return run_turns(game, n_turns, history, keys, state, params, every, stop)
 
 
 @functools.lru_cache(maxsize=64)
-def compiled_run(game: Game, n_turns: int, history: bool, every: int = 1):
-    """The jitted chunk runner of a game; one per (game, chunk length, history, every)."""
-    return jax.jit(functools.partial(_counted_run, game, n_turns, history, every))
+def compiled_run(game: Game, n_turns: int, history: bool, every: int = 1, stop_when_ended: bool = True):
+    """The jitted chunk runner of a game; one per (game, chunk length, history, every).
+    Without history it stops once every arena has ended (``stop_when_ended``)."""
+    return jax.jit(functools.partial(_counted_run, game, n_turns, history, every, stop_when_ended))
 
 
 def _counted_init(game: Game, keys, params):
@@ -118,12 +120,13 @@ def run_batch(
 
     ``every``: keep every k-th turn's record (chunk_turns must be a multiple of it).
     ``sink``: called with each chunk's numpy records instead of keeping them (records None).
-    ``skip``: stop once every arena has ended and re-partition the live ones (module
-    docstring); False scans every turn of every arena (same numbers).
+    ``skip``: stop once every arena has ended (inside the chunk program too, without
+    history) and re-partition the live ones (module docstring); False scans every turn of
+    every arena (same numbers).
     """
     state = compiled_init(game)(keys, params)
     n_chunks = max(1, math.ceil(n_turns / chunk_turns))
-    fn = compiled_run(game, chunk_turns, history, every)
+    fn = compiled_run(game, chunk_turns, history, every, skip)
     width = full_width = int(keys.shape[-1])
     n_dev = _n_devices(keys)
     full = state  # final states of the whole batch, written back at each re-partition
