@@ -20,7 +20,9 @@ See docs/semantics.md §12.
 
 from __future__ import annotations
 
+import hashlib
 import math
+from collections import OrderedDict
 from typing import Any, Sequence
 
 import jax
@@ -33,6 +35,7 @@ from .config import ArenaConfig
 from .kernels.metrics import METRICS
 from .results import summary_frame
 from .govsim import sustainable_yield
+from .prepared import content_key
 from .runner import arena_keys, run_batch, to_numpy
 from .simulate import _flatten_record, compiled_final, default_chunk, govsim_of
 from .sweep_build import (
@@ -274,6 +277,30 @@ class SweepPlan:
         }
 
 
+_PLANS: "OrderedDict[tuple, SweepPlan]" = OrderedDict()
+MAX_PLANS = 8
+
+
+def cached_plan(config, table: pd.DataFrame, **options) -> SweepPlan:
+    """A SweepPlan, reused when the same config content, table and options were planned
+    before (every point's config is validated and built once; bdpd_jax/prepared.py)."""
+    try:
+        cells = pd.util.hash_pandas_object(table, index=True).to_numpy().tobytes()
+        key = (content_key(config), hashlib.sha1(cells).hexdigest(), repr(list(table.columns)),
+               repr(list(table.dtypes)), repr(sorted(options.items())))
+    except (TypeError, ValueError):  # unhashable cells or options: plan afresh
+        return SweepPlan(config, table, **options)
+    plan = _PLANS.get(key)
+    if plan is None:
+        if isinstance(config, ArenaConfig):  # the caller's object may change later: plan a copy
+            config = config.model_copy(deep=True)
+        plan = _PLANS[key] = SweepPlan(config, table.copy(), **options)
+        while len(_PLANS) > MAX_PLANS:
+            _PLANS.popitem(last=False)
+    _PLANS.move_to_end(key)
+    return plan
+
+
 def run_points(
     config: ArenaConfig | dict | str,
     table: pd.DataFrame,
@@ -292,9 +319,9 @@ def run_points(
 ) -> SweepResults:
     """Run every row of ``table`` (columns = config paths) ``replicates`` times in one
     batched program; see :func:`sweep`."""
-    plan = SweepPlan(config, table, replicates=replicates, seed=seed, history=history, turns=turns,
-                     max_batch=max_batch, memory_budget=memory_budget, generator=generator,
-                     round_ints=round_ints, common_random=common_random, devices=devices)
+    plan = cached_plan(config, table, replicates=replicates, seed=seed, history=history, turns=turns,
+                       max_batch=max_batch, memory_budget=memory_budget, generator=generator,
+                       round_ints=round_ints, common_random=common_random, devices=devices)
     bar = None
     n_bar = plan.n_chunks * math.ceil(plan.max_turns / plan.chunk_turns)
     if progress or (progress is None and n_bar > 4):
