@@ -62,8 +62,8 @@ def config(turns: int, noisy: bool = True) -> bdpd_jax.ArenaConfig:
     return bdpd_jax.ArenaConfig.model_validate(d)
 
 
-def bench_jax(b: int, turns: int, generator: str = "hash", reps: int = 3, noisy: bool = True) -> tuple[float, float]:
-    """(compile seconds, best run seconds) of `turns` turns of b arenas, histories off.
+def jax_runner(b: int, turns: int, generator: str = "hash", noisy: bool = True):
+    """(compile seconds, a call running `turns` turns of b arenas, histories off).
     PLAYED[(b, turns)] gets the arena-turns played (before each arena ended)."""
     game, params = build(config(turns, noisy), generator=generator)
     pb = broadcast_batch(params, b)
@@ -76,16 +76,29 @@ def bench_jax(b: int, turns: int, generator: str = "hash", reps: int = 3, noisy:
     compile_s = time.perf_counter() - t0
     final, _ = jax.block_until_ready(exe(keys, st, pb))  # warm-up run, not timed
     PLAYED[(b, turns)] = int(np.asarray(final.turn).sum())
-    best = math.inf
+    return compile_s, lambda: jax.block_until_ready(exe(keys, st, pb))
+
+
+def best_of(calls: dict, reps: int) -> dict:
+    """Best seconds of each call, the calls interleaved rep by rep (so each sees the same
+    machine load: other jobs shared this machine)."""
+    best = {k: math.inf for k in calls}
     for _ in range(reps):
-        t0 = time.perf_counter()
-        jax.block_until_ready(exe(keys, st, pb))
-        best = min(best, time.perf_counter() - t0)
-    return compile_s, best
+        for k, f in calls.items():
+            t0 = time.perf_counter()
+            f()
+            best[k] = min(best[k], time.perf_counter() - t0)
+    return best
 
 
-def bench_noise_floor(b: int, turns: int, reps: int = 5) -> float:
-    """Seconds for the game's exact Gaussian draws alone (4 a turn per arena: commonsStock
+def bench_jax(b: int, turns: int, generator: str = "hash", reps: int = 3, noisy: bool = True) -> tuple[float, float]:
+    """(compile seconds, best run seconds) of `turns` turns of b arenas, histories off."""
+    compile_s, run = jax_runner(b, turns, generator, noisy)
+    return compile_s, best_of({"run": run}, reps)["run"]
+
+
+def noise_floor_runner(b: int, turns: int):
+    """A call doing the game's exact Gaussian draws alone (4 a turn per arena: commonsStock
     for each player), in a scan like the game's: a floor no turn of this game can beat."""
     import jax.numpy as jnp
 
@@ -103,12 +116,7 @@ def bench_noise_floor(b: int, turns: int, reps: int = 5) -> float:
         return jax.lax.scan(body, jnp.zeros((b,)), jnp.arange(1, turns + 1))[0]
 
     jax.block_until_ready(run(keys))
-    best = math.inf
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        jax.block_until_ready(run(keys))
-        best = min(best, time.perf_counter() - t0)
-    return best
+    return lambda: jax.block_until_ready(run(keys))
 
 
 def bench_python(arenas: int, turns: int) -> float:
@@ -190,15 +198,9 @@ def bench_simulate(b: int, turns: int, reps: int = 7) -> dict:
         "simulate": functools.partial(bdpd_jax.simulate, cfg, n_arenas=b, history=False, progress=False),
         "simulate_history": functools.partial(bdpd_jax.simulate, cfg, n_arenas=b, history=True, progress=False),
     }
-    best = {k: math.inf for k in calls}
     for f in calls.values():
         f()  # compile and warm up
-    for _ in range(reps):
-        for k, f in calls.items():
-            t0 = time.perf_counter()
-            f()
-            best[k] = min(best[k], time.perf_counter() - t0)
-    return best
+    return best_of(calls, reps)
 
 
 def seed_payload(turns: int) -> dict:
@@ -240,7 +242,8 @@ def bench_skip_seed(b: int = 16384, turns: int = 3000) -> dict:
 
 def bench_skip_mixed(b: int = 16384, turns: int = 3000) -> dict:
     """A sweep of 4 aggressive players: half the arenas at intensity 0.5 (they end by turn
-    ~25), half at 0.001 (they never end), against all at 0.001. Seconds, best of 2 each."""
+    ~25), half at 0.001 (they never end), against all at 0.001. Seconds, best of 2 each
+    (interleaved)."""
     import pandas as pd
 
     from bdpd_jax.sweep import run_points
@@ -250,24 +253,19 @@ def bench_skip_mixed(b: int = 16384, turns: int = 3000) -> dict:
     cols = [f"players[{i}].intensity" for i in range(4)]
     tables = {"mixed": pd.DataFrame({c: [0.001, 0.5] for c in cols}),
               "none_end": pd.DataFrame({c: [0.001, 0.001] for c in cols})}
+    runs = {name: (lambda tab=tab: run_points(cfg, tab, replicates=b // 2, turns=turns, progress=False))
+            for name, tab in tables.items()}
     out = {}
-    for name, tab in tables.items():
-        run = lambda tab=tab: run_points(cfg, tab, replicates=b // 2, turns=turns, progress=False)  # noqa: E731
-        run()
-        best = math.inf
-        for _ in range(2):
-            t0 = time.perf_counter()
-            r = run()
-            best = min(best, time.perf_counter() - t0)
-        out[name] = best
+    for name, run in runs.items():  # compile, warm up, count
+        r = run()
         out[name + "_played"] = int(r.arenas.survival_time.sum())
         out[name + "_ended_by_100"] = float((r.arenas.survival_time <= 100).mean())
-    return out
+    return out | best_of(runs, 2)
 
 
-def bench_numba(b: int, turns: int, reps: int = 3) -> tuple[float, float, float] | None:
-    """(compile+first run s, best run s, share of arenas whose final wealth equals the
-    kernel's bit for bit), or None without numba."""
+def numba_runner(b: int, turns: int):
+    """(compile + first run seconds, a call, share of arenas whose final wealth and turns
+    equal the kernel's bit for bit), or None without numba."""
     try:
         import numba_baseline
     except ImportError:
@@ -275,17 +273,12 @@ def bench_numba(b: int, turns: int, reps: int = 3) -> tuple[float, float, float]
     if numba_baseline.numba is None:
         return None
     t0 = time.perf_counter()
-    numba_baseline.run(b, turns)
+    wealth, played = numba_baseline.run(b, turns)
     first = time.perf_counter() - t0
-    best = math.inf
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        wealth, played = numba_baseline.run(b, turns)
-        best = min(best, time.perf_counter() - t0)
     res = bdpd_jax.simulate(config(turns), n_arenas=b, history=False, progress=False)
     kw = res.summary[[f"wealth_{i}" for i in range(4)]].to_numpy()
     same = float(((kw == wealth).all(axis=1) & (res.summary.turns_played.to_numpy() == played)).mean())
-    return first, best, same
+    return first, lambda: numba_baseline.run(b, turns), same
 
 
 def main() -> None:
@@ -331,24 +324,33 @@ def main() -> None:
         print(f"  half ended costs {mx['mixed'] / mx['none_end']:.0%} of none ended (target <= 60%)")
     py_arenas = 200
     py = py_arenas * t / bench_python(py_arenas, t)
-    npy = b * t / bench_numpy(b, t)
-    jx = rates.get((b, t)) or b * t / bench_jax(b, t)[1]
-    print(f"\nB={b}, T={t}, histories off, 4 players:")
-    print(f"  plain Python reference: {py:.3e} arena-turns/s  -> jax is {jx / py:,.0f}x (target >= 300x)")
-    print(f"  numpy vectorized:       {npy:.3e} arena-turns/s  -> jax is {jx / npy:,.1f}x (target >= 15x)")
-    nb = bench_numba(b, t)
+    _, kernel = jax_runner(b, t)
+    _, quiet = jax_runner(b, t, noisy=False)
+    calls = {"kernel": kernel, "numpy": lambda: bench_numpy(b, t), "floor": noise_floor_runner(b, t),
+             "no_noise": quiet}
+    nb = numba_runner(b, t)
+    if nb is not None:
+        calls["numba"] = nb[1]
+    best = best_of(calls, 5)
+    rate = {k: b * t / v for k, v in best.items()}
+    jx = rate["kernel"]
+    print(f"\nB={b}, T={t}, histories off, 4 players (peers interleaved, best of 5):")
+    print(f"  kernel:                 {jx:.3e} arena-turns/s")
+    print(f"  plain Python reference: {py:.3e} arena-turns/s  -> jax is {jx / py:,.0f}x (target >= 300x; "
+          f"not interleaved)")
+    print(f"  numpy vectorized:       {rate['numpy']:.3e} arena-turns/s  -> jax is {jx / rate['numpy']:,.1f}x "
+          f"(target >= 15x)")
     if nb is None:
         print("  numba loop:             not measured (pip install -e '.[bench]')")
     else:
-        first, best, same = nb
-        print(f"  numba, prange over arenas: {b * t / best:.3e} arena-turns/s  -> jax is {jx * best / (b * t):,.1f}x "
-              f"(target >= 3x); compile {first:.1f} s; {same:.1%} of arenas end with the kernel's wealth bit for bit")
-    fl = b * t / bench_noise_floor(b, t)
+        print(f"  numba, prange over arenas: {rate['numba']:.3e} arena-turns/s  -> jax is {jx / rate['numba']:,.1f}x "
+              f"(target >= 3x); compile {nb[0]:.1f} s; {nb[2]:.1%} of arenas end with the kernel's wealth "
+              "and turns bit for bit")
+    fl = rate["floor"]
     print(f"  noise draws alone:      {fl:.3e} arena-turns/s  -> the kernel runs at {jx / fl:.0%} of this floor "
-          f"(target >= 50%); the most any turn could be is {fl / npy:,.1f}x numpy")
-    quiet = b * t / bench_jax(b, t, noisy=False)[1]
-    print(f"  the kernel without observation noise (no draw but the die's): {quiet:.3e} arena-turns/s: the turn's "
-          f"other work alone takes {fl / quiet:.0%} of the floor's time")
+          f"(target >= 50%); the most any turn could be is {fl / rate['numpy']:,.1f}x numpy")
+    print(f"  the kernel without observation noise (no draw but the die's): {rate['no_noise']:.3e} "
+          f"arena-turns/s: the turn's other work alone takes {fl / rate['no_noise']:.0%} of the floor's time")
     tf = b * t / bench_jax(b, t, generator="threefry")[1]
     print(f"  generator: hash {jx:.3e} vs threefry {tf:.3e} arena-turns/s ({jx / tf:.2f}x)")
 
