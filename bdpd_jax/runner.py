@@ -3,12 +3,12 @@ skipping the arenas that have ended.
 
 A game that has ended (collapsed, or past ``maxTurns``) is frozen: the scan still runs its
 turns as no-ops. Without history the chunk program itself stops once every arena of the
-batch has ended (kernels/rollout.py). :func:`run_batch` runs the turns in chunks and looks at
-the batch at each chunk boundary (one bool per arena): once every arena has ended it stops; when enough have
-ended it re-partitions the batch, so the next chunks run only the live arenas (gathered to
-a narrower width, padded by repeating a live arena) and the ended ones' final states are
-written back in place. Each arena's numbers do not depend on the batch it runs in, so the
-results are bit-identical and in arena order.
+batch has ended (kernels/rollout.py). :func:`run_batch` runs the turns in chunks and looks
+at the batch at each chunk boundary (one bool per arena): once every arena has ended it
+stops; when enough have ended it re-partitions the batch, so the next chunks run only the
+live arenas (gathered to a narrower width, padded by repeating a live arena) and the ended
+ones' final states are written back in place. Each arena's numbers do not depend on the
+batch it runs in, so the results are bit-identical and in arena order.
 
 With history, the records of an ended arena's frozen turns are the same every turn (its
 state, and with it every input of the turn, no longer changes), so the turns the batch no
@@ -30,8 +30,9 @@ from .kernels.game import Game
 from .kernels.rollout import init_batch, run_turns
 
 TRACES: dict[str, int] = {"run": 0, "init": 0}
-# Arena-turns the chunk programs scanned (batch width x chunk length), summed over runs: a
-# benchmark's measure of skipped work (played arena-turns come from the results).
+# Arena-turns the chunk programs were given (batch width x chunk length; without history a
+# chunk stops early once all its arenas have ended), summed over runs: a measure of the work
+# re-partitioning skipped (played arena-turns come from the results).
 SCANNED: dict[str, int] = {"arena_turns": 0}
 
 # Re-partition only when it saves at least this many arena-turns (a new batch width costs a
@@ -135,6 +136,7 @@ def run_batch(
     compacted = False  # whether the sub-batch is narrower than the batch
     sub = (keys, state, params)
     frozen = None  # numpy record (1, ..., B): each dropped arena's frozen-turn record
+    one = None  # the last chunk's records (numpy, the whole batch)
     recs = []
 
     def emit(rec):

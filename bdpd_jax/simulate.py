@@ -3,8 +3,10 @@
 ``jit(scan(vmap(turn)))`` over arenas (trailing batch axis) and turns. Arenas run in chunks
 of at most ``max_batch`` (bounded memory, cache-friendly); turns run in chunks of
 ``chunk_turns`` through one compiled chunk program (the last chunk's spare turns are frozen
-no-ops, so the result is bit-identical to an unchunked run). Randomness is indexed by
-(seed, arena, turn, player, purpose): an arena's numbers never depend on the batch.
+no-ops, so the result is bit-identical to an unchunked run); ended arenas are skipped
+(bdpd_jax/runner.py). Randomness is indexed by (seed, arena, turn, player, purpose): an
+arena's numbers never depend on the batch. A config already seen is not validated or built
+again (bdpd_jax/prepared.py).
 """
 
 from __future__ import annotations
@@ -93,7 +95,8 @@ def simulate(
         seed: the run's seed; arena ``i`` draws from (seed, arena_offset + i, ...).
         history: keep per-turn frames; False keeps only the per-arena summary.
         turns: turns to play (default ``model.maxTurns``).
-        chunk_turns: turns per compiled chunk (default: all at once up to 1000, else 1000).
+        chunk_turns: turns per compiled chunk (default: all at once up to 100, else 100; ended
+            arenas are skipped at chunk boundaries, bdpd_jax/runner.py).
         max_batch: the most arenas run at once; larger runs go in chunks.
         generator: ``"hash"`` (default, fast) or ``"threefry"`` (jax.random).
         progress: show a progress bar (default: when the run has several chunks).
