@@ -72,6 +72,7 @@ def run_turns(
 
     carry = (state, prepare_fn(keys, state, params))
     if not history and stop_when_ended:
+        # a while loop over turns that also ends once no arena of the batch is live
         def go(c):
             i, st, z, _ = c
             st, z = body((st, z), None)[0]
