@@ -102,3 +102,18 @@ def test_live_arena_with_a_high_seed_equals_simulate():
     want = res.players.requested.to_numpy().reshape(len(arena.records), 4)
     np.testing.assert_array_equal(got, want)
     assert jax.numpy.asarray(arena.key).dtype == jnp.uint32
+
+
+def test_server_creates_arenas_with_high_seeds(tmp_path):
+    """The issue's 500: a create whose drawn seed was >= 2**31 crashed in the arena key."""
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from bdpd_jax.host.server import create_app
+
+    body = {**_cfg(), "players": [{"strategy": "conservative"}, {"strategy": "aggressive"}]}
+    with TestClient(create_app(tmp_path)) as client:
+        for seed in HIGH:
+            r = client.post("/api/arenas", json={**body, "seed": seed})
+            assert r.status_code == 200, r.text
+            assert r.json()["seed"] == seed
