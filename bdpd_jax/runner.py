@@ -122,14 +122,16 @@ def run_batch(
     ``every``: keep every k-th turn's record (chunk_turns must be a multiple of it).
     ``sink``: called with each chunk's numpy records instead of keeping them (records None).
     ``skip``: stop once every arena has ended (inside the chunk program too, without
-    history) and re-partition the live ones (module docstring); False scans every turn of
-    every arena (same numbers).
+    history, on one device) and re-partition the live ones (module docstring); False scans
+    every turn of every arena (same numbers).
     """
     state = compiled_init(game)(keys, params)
     n_chunks = max(1, math.ceil(n_turns / chunk_turns))
-    fn = compiled_run(game, chunk_turns, history, every, skip)
     width = full_width = int(keys.shape[-1])
     n_dev = _n_devices(keys)
+    # the in-chunk stop needs the whole batch's flags each turn: on one device only (a batch
+    # sharded over devices runs with no cross-device communication; it stops at boundaries)
+    fn = compiled_run(game, chunk_turns, history, every, skip and n_dev == 1)
     full = state  # final states of the whole batch, written back at each re-partition
     pos = np.arange(width)  # the sub-batch's arenas (positions in the whole batch), padded
     n_live = width

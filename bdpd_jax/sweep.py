@@ -34,7 +34,6 @@ from .build import build
 from .config import ArenaConfig
 from .kernels.metrics import METRICS
 from .results import summary_frame
-from .govsim import sustainable_yield
 from .prepared import content_key
 from .runner import arena_keys, run_batch, to_numpy
 from .simulate import _flatten_record, compiled_final, default_chunk, govsim_of
@@ -234,7 +233,7 @@ class SweepPlan:
         rec_np = take(rec) if self.history else None
         pts = idx // reps
         p0 = int(pts[0])
-        f0 = float(sustainable_yield(self.config_at(p0)))
+        f0 = float(self.yields[p0])  # (sustainable_yield of the point, computed when planned)
         frame = summary_frame(final, idx, self.labels, govsim_of(final, f0, rec_np, self.n_turns[p0]))
         groups = self.group_of_point[pts]
         uniq = np.unique(groups)
