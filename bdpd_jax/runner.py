@@ -48,9 +48,10 @@ def _counted_run(game: Game, n_turns: int, history: bool, every: int, stop: bool
 
 
 @functools.lru_cache(maxsize=64)
-def compiled_run(game: Game, n_turns: int, history: bool, every: int = 1, stop_when_ended: bool = True):
+def compiled_run(game: Game, n_turns: int, history: bool, every: int = 1, stop_when_ended: bool = False):
     """The jitted chunk runner of a game; one per (game, chunk length, history, every).
-    Without history it stops once every arena has ended (``stop_when_ended``)."""
+    ``stop_when_ended`` (without history): the loop stops once every arena has ended, which
+    reads the whole batch's flags each turn (run_batch asks for it on one device)."""
     return jax.jit(functools.partial(_counted_run, game, n_turns, history, every, stop_when_ended))
 
 

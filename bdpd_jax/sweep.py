@@ -286,7 +286,7 @@ def cached_plan(config, table: pd.DataFrame, **options) -> SweepPlan:
     try:
         cells = pd.util.hash_pandas_object(table, index=True).to_numpy().tobytes()
         key = (content_key(config), hashlib.sha1(cells).hexdigest(), repr(list(table.columns)),
-               repr(list(table.dtypes)), repr(sorted(options.items())))
+               repr(list(table.dtypes)), repr(sorted(options.items())), SEPARABLE_MIN_POINTS)
     except (TypeError, ValueError):  # unhashable cells or options: plan afresh
         return SweepPlan(config, table, **options)
     plan = _PLANS.get(key)

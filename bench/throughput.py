@@ -69,7 +69,7 @@ def jax_runner(b: int, turns: int, generator: str = "hash", noisy: bool = True):
     pb = broadcast_batch(params, b)
     keys = arena_keys(0, np.arange(b))
     init = compiled_init(game)
-    run = compiled_run(game, turns, False)
+    run = compiled_run(game, turns, False, 1, True)  # as run_batch on one device: stops once all have ended
     st = jax.block_until_ready(init(keys, pb))
     t0 = time.perf_counter()
     exe = run.lower(keys, st, pb).compile()
@@ -192,7 +192,7 @@ def bench_simulate(b: int, turns: int, reps: int = 7) -> dict:
     pb = broadcast_batch(params, b)
     keys = arena_keys(0, np.arange(b))
     st = compiled_init(game)(keys, pb)
-    exe = compiled_run(game, turns, False).lower(keys, st, pb).compile()
+    exe = compiled_run(game, turns, False, 1, True).lower(keys, st, pb).compile()
     calls = {
         "kernel": lambda: jax.block_until_ready(exe(keys, st, pb)),
         "simulate": functools.partial(bdpd_jax.simulate, cfg, n_arenas=b, history=False, progress=False),
