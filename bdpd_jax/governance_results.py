@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from .kernels.governance import NAME
-from .kernels.pacts import PACT_TERM_TYPES
+from .kernels import pacts as P
 
 VIOLATION_COLUMNS = ("arena", "turn", "player", "pact", "termType", "ordinal")
 
@@ -24,7 +24,7 @@ def violations_frame(rec: dict, arenas: np.ndarray) -> pd.DataFrame:
         return pd.DataFrame({c: [] for c in VIOLATION_COLUMNS})
     viol = g["violated"] & rec["played"][:, None, None, :]
     t, p, n, b = np.nonzero(viol)
-    terms = np.asarray(PACT_TERM_TYPES, dtype=object)
+    terms = np.asarray(P.term_names(), dtype=object)
     return pd.DataFrame({
         "arena": arenas[b],
         "turn": rec["turn"][t, b],
@@ -33,3 +33,39 @@ def violations_frame(rec: dict, arenas: np.ndarray) -> pd.DataFrame:
         "termType": terms[g["term"][t, p, b]],
         "ordinal": g["ordinal"][t, p, n, b].astype(np.int32),
     }).sort_values(["arena", "turn", "pact", "player"], ignore_index=True)
+
+
+SANCTION_COLUMNS = ("arena", "turn", "id", "type", "player", "pact", "termType", "ordinal", "amount", "reason",
+                    "payer", "cost")
+
+
+def sanctions_frame(rec: dict, arenas: np.ndarray, specs: list) -> pd.DataFrame:
+    """One row per sanction fired: which spec (``id``, ``type``, ``reason``) charged which
+    violation event (``player``, ``pact`` slot, ``termType``, ``ordinal``) how much
+    (``amount``). ``payer`` / ``cost``: who paid a cost to impose it (-1 / 0 for the
+    automatic specs of 000_* 2.4). spec_fired leaves: (T, K, P, N, B); ``specs`` in the
+    order the governance layer compiled them (governance_build.sanction_specs)."""
+    g = layer_record(rec["extra"], NAME)
+    if g is None or "spec_fired" not in g:
+        return pd.DataFrame({c: [] for c in SANCTION_COLUMNS})
+    fired = g["spec_fired"] & rec["played"][:, None, None, None, :]
+    t, k, p, n, b = np.nonzero(fired)
+    terms = np.asarray(P.term_names(), dtype=object)
+    ids = np.asarray([s.id for s in specs] + [None], dtype=object)
+    types = np.asarray([s.type for s in specs] + [None], dtype=object)
+    reasons = np.asarray([getattr(s.payload, "reason", None) for s in specs] + [None], dtype=object)
+    k_ = np.minimum(k, len(specs))  # padding specs never fire; guards the lookup
+    return pd.DataFrame({
+        "arena": arenas[b],
+        "turn": rec["turn"][t, b],
+        "id": ids[k_],
+        "type": types[k_],
+        "player": n.astype(np.int32),
+        "pact": p.astype(np.int32),
+        "termType": terms[g["term"][t, p, b]],
+        "ordinal": g["ordinal"][t, p, n, b].astype(np.int32),
+        "amount": g["spec_amount"][t, k, p, n, b].astype(float),
+        "reason": reasons[k_],
+        "payer": np.full(len(t), -1, np.int32),
+        "cost": np.zeros(len(t)),
+    }).sort_values(["arena", "turn", "pact", "player", "id"], ignore_index=True)

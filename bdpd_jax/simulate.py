@@ -23,7 +23,8 @@ from .kernels import rng
 from .kernels.game import Game
 from .kernels.rollout import init_batch, run_turns, summary_of
 from . import govsim
-from .governance_results import layer_record, violations_frame
+from .governance_build import sanction_specs
+from .governance_results import layer_record, sanctions_frame, violations_frame
 from .kernels.governance import NAME as GOV
 from .perturb_results import perturbations_frame
 from .specs import arena_specs
@@ -172,6 +173,8 @@ def simulate(
     names = [p.name for p in game.policies]
     summaries, turn_frames, player_frames, violation_frames = [], [], [], []
     perturb_frames = []  # Results.perturbations (bdpd_jax/perturb_results.py)
+    sanction_frames = []  # Results.sanctions (bdpd_jax/governance_results.py)
+    sanctions = sanction_specs(cfg)
     perturb_ids = [s.id for s in arena_specs(cfg)]
     try:
         for a0, a1 in arena_chunks:
@@ -201,6 +204,7 @@ def simulate(
                 player_frames.append(players_frame(flat, arenas, names))
                 if GOV in game_layer_names(game):
                     violation_frames.append(violations_frame(flat, arenas))
+                    sanction_frames.append(sanctions_frame(flat, arenas, sanctions))
                 if PERTURB in game_layer_names(game):
                     perturb_frames.append(perturbations_frame(flat, arenas, perturb_ids, names))
     finally:
@@ -224,6 +228,7 @@ def simulate(
     res = Results(cat(summaries), cat(turn_frames), cat(player_frames), meta)
     if violation_frames:
         res.extra["violations"] = cat(violation_frames)
+        res.extra["sanctions"] = cat(sanction_frames)
     if perturb_frames:
         res.extra["perturbations"] = cat(perturb_frames)
     return res
