@@ -113,3 +113,15 @@ def check_governance(players: list, pacts: list[PactConfig], n_slots_hint: int |
         if t is not None and t.propose is not None:
             for j, r in enumerate(t.propose.parties):
                 player_index(r, names, f"players[{i}].talk.propose.parties[{j}]")
+
+
+def without_talk(config):
+    """003_* ``--no-talk`` for a batch run: every player's scripted ``talk`` removed (no
+    announcements, pledges, proposals, compliance; proposals are answered by the default
+    rule). The config's pre-declared ``pacts`` and sanction specs stay: the flag removes
+    signalling, not the registry or observation. Returns a new config (removing talk cannot
+    make a valid config invalid)."""
+    if config.players is None:
+        return config
+    players = [p.model_copy(update={"talk": None}) for p in config.players]
+    return config.model_copy(update={"players": players})

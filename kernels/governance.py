@@ -117,10 +117,12 @@ class GovernanceLayer(Layer):
             harvest=gs.harvest + actual,
             over=gs.over + (actual > share + EPS).astype(jnp.int32),
         )
-        state = dataclasses.replace(state, wealth=state.wealth - amount, extra={**state.extra, NAME: new_gs})
+        # the wealth floor (docs/semantics.md §11): a deduction takes at most what the player holds
+        taken = jnp.minimum(amount, jnp.maximum(state.wealth, 0.0))
+        state = dataclasses.replace(state, wealth=state.wealth - taken, extra={**state.extra, NAME: new_gs})
         ctx = {
             **ctx,
-            "sanction": ctx["sanction"] + amount,
+            "sanction": ctx["sanction"] + taken,
             "sanctioned": ctx.get("sanctioned", jnp.zeros((n,), bool)) | (fired > 0),
         }
         n_viol = jnp.sum(violated, axis=0).astype(jnp.int32)

@@ -62,11 +62,30 @@ def test_results_sanctions_frame_on_the_seed_examples():
                      .itertuples(index=False, name=None))
         assert got == _expected(v[v.arena == arena].to_dict("records"))
     assert (s.payer == -1).all() and (s.cost == 0).all()  # automatic specs: nobody pays to impose them
-    # the rows add up to the per-player sanction column
+    # the rows add up to the per-player sanction column (no wealth hits the floor here)
     per = s.groupby(["arena", "turn", "player"]).amount.sum()
-    p = res.players.set_index(["arena", "turn", "player"]).sanction
-    np.testing.assert_allclose(p.loc[per.index].to_numpy(), per.to_numpy(), rtol=1e-6)
-    assert (p.drop(per.index) == 0).all()
+    p = res.players.set_index(["arena", "turn", "player"])
+    assert (p.wealth > 0).all()
+    np.testing.assert_allclose(p.sanction.loc[per.index].to_numpy(), per.to_numpy(), rtol=1e-6)
+    assert (p.sanction.drop(per.index) == 0).all()
+
+
+def test_wealth_floor_a_deduction_takes_at_most_what_is_held():
+    """docs/semantics.md §11: wealth never goes below 0; the sanction column is what was
+    taken, the row's amount what the rule charged."""
+    cfg = _cfg()
+    cfg["players"][2]["privateResource"] = 0
+    cfg["perturbations"] = [{**AUTO, "payload": {"amount": 1000, "reason": "ruin"}}]
+    res = bdpd_jax.simulate(cfg, n_arenas=2, seed=7)
+    p, s = res.players, res.sanctions
+    assert (p.wealth >= 0).all() and set(s.amount) == {1000.0}
+    hit = s.groupby(["arena", "turn", "player"]).size().index
+    q = p.set_index(["arena", "turn", "player"]).loc[hit]
+    assert (q.wealth == 0).all() and (q.sanction > 0).all() and (q.sanction < 1000).all()
+    # what was taken is what the player held after its harvest
+    for _, g in p.groupby(["arena", "player"]):
+        w = g.wealth.to_numpy()
+        np.testing.assert_allclose(w[1:], w[:-1] + g.actual.to_numpy()[1:] - g.sanction.to_numpy()[1:], rtol=1e-5, atol=1e-5)
 
 
 def test_live_turn_log_and_turns_jsonl_carry_provenance(tmp_path):
