@@ -124,6 +124,9 @@ class GovernanceLayer(Layer):
             **ctx,
             "sanction": ctx["sanction"] + taken,
             "sanctioned": ctx.get("sanctioned", jnp.zeros((n,), bool)) | (fired > 0),
+            # for the governance plugins (kernels/plugins.py); unused (and not computed) without them
+            "violators": jnp.any(violated, axis=0),
+            "against": jnp.any(violated[:, :, None] & pk.parties[:, None, :], axis=0) & ~jnp.eye(n, dtype=bool),
         }
         n_viol = jnp.sum(violated, axis=0).astype(jnp.int32)
         spec_fired, spec_amount = S.event_amounts(gp.sanctions, k, pk.term)  # provenance (record only)
