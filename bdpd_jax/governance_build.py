@@ -20,8 +20,10 @@ def sanction_specs(config) -> list:
 
 
 def uses_governance(config) -> bool:
-    """True when the config has talk, pacts or sanction specs (else no layer: zero cost)."""
-    return bool(config.pacts or sanction_specs(config) or any(p.talk is not None for p in config.require_players()))
+    """True when the config has talk, pacts, sanction specs or plugins (the plugins read its
+    violations and the GovSim totals its harvest sums; else no layer: zero cost)."""
+    return bool(config.pacts or sanction_specs(config) or getattr(config, "plugins", None)
+                or any(p.talk is not None for p in config.require_players()))
 
 
 def needed_slots(config) -> int:

@@ -24,6 +24,7 @@ from .kernels.game import Game
 from .kernels.rollout import init_batch, run_turns, summary_of
 from . import govsim
 from .governance_build import sanction_specs
+from .kernels.plugins import NAME as PLUGINS
 from .governance_results import layer_record, sanctions_frame, violations_frame
 from .kernels.governance import NAME as GOV
 from .perturb_results import perturbations_frame
@@ -204,7 +205,8 @@ def simulate(
                 player_frames.append(players_frame(flat, arenas, names))
                 if GOV in game_layer_names(game):
                     violation_frames.append(violations_frame(flat, arenas))
-                    sanction_frames.append(sanctions_frame(flat, arenas, sanctions))
+                if game_layer_names(game) & {GOV, PLUGINS}:
+                    sanction_frames.append(sanctions_frame(flat, arenas, sanctions, cfg.plugins))
                 if PERTURB in game_layer_names(game):
                     perturb_frames.append(perturbations_frame(flat, arenas, perturb_ids, names))
     finally:
@@ -228,6 +230,7 @@ def simulate(
     res = Results(cat(summaries), cat(turn_frames), cat(player_frames), meta)
     if violation_frames:
         res.extra["violations"] = cat(violation_frames)
+    if sanction_frames:
         res.extra["sanctions"] = cat(sanction_frames)
     if perturb_frames:
         res.extra["perturbations"] = cat(perturb_frames)
