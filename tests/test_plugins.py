@@ -34,7 +34,8 @@ def _turn(wealth, violated, over, against, before, rule, thr, cost, fine):
     game = type("G", (), {"n_players": N})()
     view = K.PluginView(turn=jnp.int32(1), stock=jnp.zeros(()), regen=jnp.zeros(()), actual=jnp.zeros(N), over=over,
                         violated=violated, against=against, wealth=wealth, metrics={})
-    eff, after = V.act(game, view, pp, before)
+    eff, mem = V.act(game, view, pp, {"fined": before, "intent": jnp.zeros_like(before)})
+    after = mem["fined"]
     w, paid = K.take(wealth, jnp.sum(eff.costs, axis=1))
     w, taken = K.take(w, jnp.sum(eff.fines, axis=0))
     return eff, w, taken, paid, after
@@ -183,3 +184,26 @@ def test_a_plugin_registered_here_works_end_to_end(bounty):
     rows = s[s.arena == 0]
     assert sorted(live) == sorted((t, arena.players[i], arena.players[j]) for t, i, j in
                                   zip(rows.turn, rows.player, rows.payer))
+
+
+def test_live_players_sanction_through_the_tool_under_the_same_rules():
+    cfg = copy.deepcopy(SEED_LOGISTIC)
+    cfg["model"].update(maxPlayers=3, minPlayers=3, maxTurns=3)
+    cfg["players"] = [{"strategy": "aggressive", "intensity": 0.5, "name": "a"}, {"strategy": "idle", "name": "i"}]
+    cfg["plugins"] = [{"type": "voluntary_sanction", "id": "vs", "cost": 0.5, "fine": 2.0, "sanctioner": "never"}]
+    arena = Arena(cfg, seed=2, no_talk=True)                 # a governance tool, not talk: --no-talk keeps it
+    calls = [{"tool": "sanction", "target": "a", "reason": "greedy"}, {"tool": "sanction", "target": "i"},
+             {"tool": "sanction", "target": "s"}]
+    arena.join({"agentType": "scripted", "name": "s", "script": [{"harvest": 0.0, "actions": calls}] * 3})
+    r1 = arena.tick()
+    ok = [t["result"]["ok"] for t in r1["tools"]]
+    assert ok == [True, True, False] and "oneself" in r1["tools"][2]["result"]["reason"]
+    rows = [(r["playerId"], r["paidBy"], r["amount"], r["cost"], r["reason"]) for r in r1["sanctions"]]
+    assert rows == [("a", "s", 2.0, 0.5, "over_harvest")]     # i harvested nothing: no fine, no cost
+    d = {x["playerId"]: x for x in r1["decisions"]}
+    assert d["s"]["wealth"] == pytest.approx(30.0 - 0.5) and d["a"]["sanction"] == 2.0 and d["i"]["sanction"] == 0.0
+    assert r1["metrics"]["sanction_rate"] == pytest.approx(1 / 3)
+    # no call, no sanction (the rule is "never")
+    arena2 = Arena(cfg, seed=2)
+    arena2.join({"agentType": "scripted", "name": "s", "script": [{"harvest": 0.0}]})
+    assert arena2.tick()["sanctions"] == []

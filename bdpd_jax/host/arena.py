@@ -203,6 +203,7 @@ class Arena:
         self.turn = 0
         self.done = False
         self._announced: dict[str, float] = {}
+        self._sanction_intents: dict[tuple[int, int], str | None] = {}  # (sanctioner, target) -> reason
         self._owner_fired: list[dict[str, Any]] = []
         self._spec_ids = [sp.id for sp in arena_specs(self.config)]
         self._in_tick = False

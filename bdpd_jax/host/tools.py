@@ -21,6 +21,9 @@ TALK_TOOLS: tuple[str, ...] = (
     "broadcast", "send_private", "announce_intended_harvest", "propose_pact", "accept_pact", "pledge",
 )
 HARVEST_TOOL: str = "harvest"
+#: governance tool, offered when the arena runs a ``voluntary_sanction`` plugin (not talk:
+#: ``--no-talk`` keeps it)
+SANCTION_TOOL: str = "sanction"
 
 
 def _fn(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
@@ -62,10 +65,20 @@ def _talk_schemas() -> tuple[dict[str, Any], ...]:
     )
 
 
-def tool_schemas(no_talk: bool = False) -> list[dict[str, Any]]:
-    """The schema list for one run (full surface, or harvest-only), built when called (the
-    term registry may have grown) and deterministic, so it can sit in a cache-stable prefix."""
-    return [_harvest_schema(True)] if no_talk else [*_talk_schemas(), _harvest_schema(False)]
+def sanction_schema() -> dict[str, Any]:
+    return _fn(SANCTION_TOOL, "Pay the sanction cost to fine a player who broke a pact or over-harvested this "
+               "turn (applied at the end of the turn; no effect, and no cost, if the target did neither or "
+               "you cannot pay for all the players you fine).",
+               {"target": {"type": "string", "description": "player id"},
+                "reason": {"type": "string", "description": "optional, for the log"}}, ["target"])
+
+
+def tool_schemas(no_talk: bool = False, sanction: bool = False) -> list[dict[str, Any]]:
+    """The schema list for one run (full surface, or harvest-only; ``sanction``: with the
+    governance tool), built when called (the term registry may have grown) and
+    deterministic, so it can sit in a cache-stable prefix."""
+    out = [_harvest_schema(True)] if no_talk else [*_talk_schemas(), _harvest_schema(False)]
+    return out + [sanction_schema()] if sanction else out
 
 
 def tool_names(no_talk: bool = False) -> tuple[str, ...]:
@@ -106,6 +119,11 @@ def validate_action(action: Any, *, no_talk: bool = False) -> dict[str, Any]:
     tool = action.get("tool")
     if not isinstance(tool, str):
         raise ValueError(f"tool: must be a string, got {tool!r}")
+    if tool == SANCTION_TOOL:  # whether the arena offers it is the arena's check
+        reason = action.get("reason")
+        if reason is not None and not isinstance(reason, str):
+            raise ValueError(f"reason: must be a string, got {reason!r}")
+        return {"tool": tool, "target": _str("target", action.get("target")), "reason": reason}
     if tool not in tool_names(no_talk):
         raise ValueError(f"tool: unknown or disabled tool {tool!r}")
     a = action
