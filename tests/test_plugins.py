@@ -207,3 +207,13 @@ def test_live_players_sanction_through_the_tool_under_the_same_rules():
     arena2 = Arena(cfg, seed=2)
     arena2.join({"agentType": "scripted", "name": "s", "script": [{"harvest": 0.0}]})
     assert arena2.tick()["sanctions"] == []
+
+
+def test_plugin_numbers_sweep_in_one_compile():
+    import importlib
+
+    sim = importlib.import_module("bdpd_jax.simulate")
+    cfg = _cfg([{**VS, "sanctioner": "always"}], turns=6)
+    before = sim.TRACES["run"]
+    sw = bdpd_jax.sweep(cfg, grid={"plugins[vs].fine": [0.0, 4.0], "plugins[vs].cost": [0.1, 2.0]}, replicates=4)
+    assert sim.TRACES["run"] - before == 1 and len(sw.points) == 4
