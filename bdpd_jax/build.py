@@ -96,6 +96,12 @@ def build(config: ArenaConfig, *, generator: str = "hash", extra_policies: tuple
         layer, gov = governance_layer(config, **(governance or {}))
         game = dataclasses.replace(game, layers=game.layers + (layer,))
         params = dataclasses.replace(params, extra={**params.extra, layer.name: gov})
+    from .plugins import plugin_layer
+
+    plug = plugin_layer(config)
+    if plug is not None:  # governance plugins (kernels/plugins.py), after the automatic sanctions
+        game = dataclasses.replace(game, layers=game.layers + (plug[0],))
+        params = dataclasses.replace(params, extra={**params.extra, plug[0].name: plug[1]})
     return game, params
 
 

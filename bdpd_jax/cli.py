@@ -42,6 +42,7 @@ def run(
     turns: Optional[int] = typer.Option(None, "--turns", help="Turns to play (default: model.maxTurns)"),
     history: bool = typer.Option(True, "--history/--no-history", help="Keep per-turn frames"),
     generator: str = typer.Option("hash", "--generator", help="hash | threefry"),
+    no_talk: bool = typer.Option(False, "--no-talk", help="Cheap talk off: drop every player's scripted talk (003_*)"),
 ) -> None:
     """Run a batch of arenas, print a summary table and optionally write parquet."""
     from rich.console import Console
@@ -54,6 +55,10 @@ def run(
     console = Console()
     try:
         cfg = default_config() if config is None else ArenaConfig.load(config)
+        if no_talk:
+            from bdpd_jax.governance_config import without_talk
+
+            cfg = without_talk(cfg)
         t0 = time.perf_counter()
         res = bdpd_jax.simulate(cfg, n_arenas=arenas, seed=seed, history=history, turns=turns, generator=generator)
     except ValueError as e:

@@ -173,11 +173,19 @@ class ArenaConfig(BaseModel):
     players: list[PlayerConfig] | None = None
     pacts: list[PactConfig] = Field(default_factory=list)  # pre-declared pacts
     perturbations: list[Any] = Field(default_factory=list)  # specs {id, type, trigger, payload} (specs.py)
+    plugins: list[Any] = Field(default_factory=list)  # governance plugins {type, id, ...} (plugins.py)
 
     @field_validator("perturbations")
     @classmethod
     def _perturbation_specs(cls, v: list) -> list:
         return parse_perturbations(v)
+
+    @field_validator("plugins")
+    @classmethod
+    def _plugin_specs(cls, v: list) -> list:
+        from .plugins import parse_plugins
+
+        return parse_plugins(v)
 
     @model_validator(mode="after")
     def _cross_checks(self) -> "ArenaConfig":
@@ -207,6 +215,10 @@ class ArenaConfig(BaseModel):
                     f"maxPlayers={self.model.maxPlayers}]"
                 )
         check_perturbations(self)  # Table A.1 specs against the engine and players (specs.py)
+        if self.players is not None and self.plugins:
+            from .plugins import check_plugins
+
+            check_plugins(self)
         return self
 
     @classmethod

@@ -89,6 +89,29 @@ class Results:
         return out
 
     @property
+    def violations(self) -> pd.DataFrame:
+        """One row per pact violation event: arena, turn, player, pact, termType, ordinal
+        (bdpd_jax/governance_results.py; also ``extra["violations"]``); empty without
+        governance or history."""
+        return self._frame("violations")
+
+    @property
+    def sanctions(self) -> pd.DataFrame:
+        """One row per sanction fired, with its provenance: arena, turn, id (spec), type,
+        player, pact, termType, ordinal, amount, reason, payer, cost
+        (bdpd_jax/governance_results.py); empty without governance or history."""
+        return self._frame("sanctions")
+
+    def _frame(self, name: str) -> pd.DataFrame:
+        df = self.extra.get(name)
+        if df is None:
+            from . import governance_results as g
+
+            cols = g.VIOLATION_COLUMNS if name == "violations" else g.SANCTION_COLUMNS
+            return pd.DataFrame({c: pd.Series(dtype=object) for c in cols})
+        return df
+
+    @property
     def perturbations(self) -> pd.DataFrame:
         """One row per perturbation firing: arena, turn, id, type, target, value, strategy
         (bdpd_jax/perturb_results.py); empty when the config has no Table A.1 specs."""

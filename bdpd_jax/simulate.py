@@ -26,7 +26,9 @@ from .kernels.rollout import summary_of
 from .prepared import prepared
 from .runner import TRACES, arena_keys, compiled_init, compiled_run, run_batch, to_numpy  # noqa: F401 (re-exported)
 from . import govsim
-from .governance_results import layer_record, violations_frame
+from .governance_build import sanction_specs
+from .kernels.plugins import NAME as PLUGINS
+from .governance_results import layer_record, sanctions_frame, violations_frame
 from .kernels.governance import NAME as GOV
 from .perturb_results import perturbations_frame
 from .kernels.perturb import PerturbLayer
@@ -142,6 +144,8 @@ def simulate(
     summaries, turn_frames, player_frames, violation_frames = [], [], [], []
     perturb_frames = []  # Results.perturbations (bdpd_jax/perturb_results.py)
     perturb_ids = list(prep.perturb_ids)
+    sanction_frames = []  # Results.sanctions (bdpd_jax/governance_results.py)
+    sanctions = sanction_specs(cfg)
     try:
         for a0, a1 in arena_chunks:
             arenas = np.arange(a0, a1, dtype=np.int64) + arena_offset
@@ -168,6 +172,8 @@ def simulate(
                 player_frames.append(players_frame(flat, arenas, names))
                 if GOV in game_layer_names(game):
                     violation_frames.append(violations_frame(flat, arenas))
+                if game_layer_names(game) & {GOV, PLUGINS}:
+                    sanction_frames.append(sanctions_frame(flat, arenas, sanctions, cfg.plugins))
                 if PERTURB in game_layer_names(game):
                     perturb_frames.append(perturbations_frame(flat, arenas, perturb_ids, names))
     finally:
@@ -192,6 +198,8 @@ def simulate(
     res = Results(cat(summaries), cat(turn_frames), cat(player_frames), meta)
     if violation_frames:
         res.extra["violations"] = cat(violation_frames)
+    if sanction_frames:
+        res.extra["sanctions"] = cat(sanction_frames)
     if perturb_frames:
         res.extra["perturbations"] = cat(perturb_frames)
     return res

@@ -127,3 +127,19 @@ def amounts(sp: SanctionParams, prior: Table, count: Table):
             a = a + per_spec[s][i]
         amount.append(a)
     return jnp.stack(amount), jnp.stack(fired), jnp.stack([jnp.stack(row) for row in per_spec])
+
+
+def event_amounts(sp: SanctionParams, k: jax.Array, term: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Provenance of this turn's sanctions, one entry per (spec, violation event): (fired
+    bool[K, P, N] spec s fired on the event (slot p, player n), amount float[K, P, N] what
+    it charged, 0 where it did not fire). k: int32[P, N] the events' ordinals (0 = no
+    event, :func:`ordinals`); term: int32[P]. Summed over specs and slots it is the
+    ``amounts`` total per player (the same ordinals, charged one by one). For the turn
+    record only: a run without history never computes it."""
+    width = sp.ladder.shape[-1]
+    match = sp.active[:, None] & ((sp.term[:, None] == ANY_TERM) | (sp.term[:, None] == term[None, :]))  # [K, P]
+    fired = match[:, :, None] & (k > 0)[None, :, :]
+    rung = jnp.clip(jnp.minimum(k[None, :, :] - 1, sp.length[:, None, None] - 1), 0, width - 1)  # [K, P, N]
+    flat = rung.reshape(rung.shape[0], 1, rung.shape[1] * rung.shape[2])
+    amount = jnp.take_along_axis(sp.ladder[:, None, :], flat, axis=-1).reshape(rung.shape)
+    return fired, jnp.where(fired, amount, 0.0)

@@ -220,6 +220,7 @@ class Arena:
         self.done = False
         self._announced: dict[str, float] = {}
         self.action_budget = ActionBudget()  # per-turn caps on each player's tool actions
+        self._sanction_intents: dict[tuple[int, int], str | None] = {}  # (sanctioner, target) -> reason
         self._owner_fired: list[dict[str, Any]] = []
         self._spec_ids = [sp.id for sp in arena_specs(self.config)]
         self._in_tick = False
@@ -309,6 +310,16 @@ class Arena:
     def in_tick(self) -> bool:
         """True while a turn is being played (the players' own actions are dispatched)."""
         return bool(getattr(self, "_in_tick", False))
+
+    def add_sanction_intent(self, player: str, target: str, reason: str | None) -> None:
+        """Record ``player``'s ``sanction(target, reason)`` call of this turn (several calls on
+        one target count once); the step reads and clears them (:meth:`take_sanction_intents`)."""
+        self._sanction_intents[(self.players.index(player), self.players.index(target))] = reason
+
+    def take_sanction_intents(self) -> dict[tuple[int, int], str | None]:
+        """This turn's (sanctioner, target) -> reason calls, handed over once."""
+        out, self._sanction_intents = self._sanction_intents, {}
+        return out
 
     def _dispatch(self, player: str, action: Any, turn: int | None = None) -> dict[str, Any]:
         return dispatch_tool(self, player, action, turn)

@@ -148,6 +148,7 @@ class _Batch:
                 if name in a._announced:
                     ext_ann[i, b] = a._announced[name]
         pacts = _stack([a.registry.table for a in arenas]) if self.gov else None
+        sb = with_sanction_intents(sb, arenas)
         dt = sb.wealth.dtype
         state, rec = self._step(self.keys, sb, begun, jnp.asarray(ext),
                                 jnp.asarray(ext_req, dt), jnp.asarray(ext_ann, dt), pacts, ahead, self.params)
@@ -173,6 +174,25 @@ class _Batch:
                 a._writer.write(line)
             if bool(r.collapsed) or t >= a.max_turns:
                 a.done = True
+
+
+def with_sanction_intents(sb, arenas: list):
+    """The live players' ``sanction(target)`` calls of this turn written into the plugins'
+    ``intent`` memory (bool[N, N, B]) of the batch state; consumed by the step."""
+    from bdpd_jax.kernels.plugins import NAME
+
+    intents = [a.take_sanction_intents() for a in arenas]
+    if not any(intents) or NAME not in sb.extra:
+        return sb
+    mems = list(sb.extra[NAME])
+    for k, mem in enumerate(mems):
+        if isinstance(mem, dict) and "intent" in mem:
+            intent = np.array(mem["intent"])
+            for b, calls in enumerate(intents):
+                for j, i in calls:
+                    intent[j, i, b] = True
+            mems[k] = {**mem, "intent": jnp.asarray(intent)}
+    return dataclasses.replace(sb, extra={**sb.extra, NAME: tuple(mems)})
 
 
 __all__: list[str] = []

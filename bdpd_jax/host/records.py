@@ -11,7 +11,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from bdpd_jax.kernels import pacts as P
 from bdpd_jax.kernels import perturb as pk
+from bdpd_jax.governance_build import sanction_specs
+from bdpd_jax.kernels.plugins import NAME as PLUGINS
+from bdpd_jax.plugins import reason_name
 from bdpd_jax.kernels.governance import NAME as GOV
 from bdpd_jax.governance_results import layer_record
 from bdpd_jax.perturb_results import perturb_record, target_label
@@ -20,6 +24,39 @@ from bdpd_jax.host.registry import num, num_dict, nums
 
 if TYPE_CHECKING:
     from bdpd_jax.host.arena import Arena
+
+
+def sanction_rows(arena: Arena, t: int, g: dict, rec_extra: dict) -> list[dict[str, Any]]:
+    """One row per sanction fired this turn, with its provenance: the spec (``specId``,
+    ``type``, ``reason``), the violation event (``playerId``, ``pactId``, ``termType``,
+    ``ordinal``), the ``amount`` and who paid a cost to impose it (``paidBy`` / ``cost``:
+    null / 0 for the automatic specs of 000_* 2.4)."""
+    specs = sanction_specs(arena.config)
+    if not g:
+        return plugin_sanction_rows(arena, t, layer_record(rec_extra, PLUGINS) or {})
+    fired = np.asarray(g["spec_fired"])
+    amount = np.asarray(g["spec_amount"])
+    rows = []
+    for n, p, k in zip(*np.nonzero(fired.transpose(2, 1, 0))):  # by player, pact, spec
+        sp = specs[k]
+        rows.append({"turn": int(t), "specId": sp.id, "type": sp.type, "playerId": arena.players[int(n)],
+                     "pactId": arena.registry.id_of(int(p)), "termType": P.term_names()[int(g["term"][p])],
+                     "ordinal": int(g["ordinal"][p, n]), "amount": num(amount[k, p, n]),
+                     "reason": sp.payload.reason, "paidBy": None, "cost": 0.0})
+    return rows + plugin_sanction_rows(arena, t, layer_record(rec_extra, PLUGINS) or {})
+
+
+def plugin_sanction_rows(arena: Arena, t: int, g: dict) -> list[dict[str, Any]]:
+    """The governance plugins' sanctions of this turn: who (``paidBy``, ``cost``) fined whom."""
+    rows = []
+    for spec, r in zip(arena.config.plugins, g.get("plugins", ())):
+        fines, costs = np.asarray(r["fines"]), np.asarray(r["costs"])  # [payer, target]
+        for i, j in zip(*np.nonzero(((fines > 0) | (costs > 0)).T)):  # by target, then payer
+            rows.append({"turn": int(t), "specId": spec.id, "type": spec.type, "playerId": arena.players[int(i)],
+                         "pactId": None, "termType": None, "ordinal": 0, "amount": num(fines[j, i]),
+                         "reason": reason_name(spec.type, int(r["reason"][i])),
+                         "paidBy": arena.players[int(j)], "cost": num(costs[j, i])})
+    return rows
 
 
 def turn_record(arena: Arena, t: int, rec, calls: dict[int, AgentResult], tools: list,
@@ -53,15 +90,14 @@ def turn_record(arena: Arena, t: int, rec, calls: dict[int, AgentResult], tools:
                                                      np.asarray(g["ordinal"]), np.asarray(g["fired"]))
         for ev in violations:
             arena._stats[ev["partyId"]]["violations"] += 1
+        sanctions = sanction_rows(arena, t, g, rec.extra)
         for i, p in enumerate(players):
-            if rec.sanction[i] > 0 or g["fired"][i] > 0:
-                sanctions.append({"playerId": p, "amount": num(rec.sanction[i]), "fired": int(g["fired"][i])})
-                arena._stats[p]["sanctions"] += float(rec.sanction[i])
+            arena._stats[p]["sanctions"] += float(rec.sanction[i])
     fired = []
     pr = perturb_record(rec.extra) if isinstance(rec.extra, dict) else None
     if pr:
         for p in np.flatnonzero(np.asarray(pr["fired"])):
-            kind = pk.TYPES[int(pr["code"][p])]
+            kind = pk.type_names()[int(pr["code"][p])]
             fired.append({"id": arena._spec_ids[p] if p < len(arena._spec_ids) else None, "type": kind,
                           "target": target_label(kind, int(pr["target"][p])), "value": num(pr["value"][p])})
     owner, arena._owner_fired = arena._owner_fired, []

@@ -16,6 +16,7 @@ only truth about pacts; this class never re-implements a pact rule. It
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import uuid
 from typing import Any
@@ -26,6 +27,7 @@ import numpy as np
 import orjson
 
 from bdpd_jax.kernels import pacts as P
+from bdpd_jax.terms import detail, numbers, slot_terms
 
 
 def pact_id(seed: int | str, arena: int, slot: int) -> str:
@@ -63,23 +65,25 @@ def num_dict(d: dict[str, Any]) -> dict[str, float | None]:
     return {k: num(v) for k, v in d.items()}
 
 
-@jax.jit
-def _propose(pk, proposer, parties, term, mh, tol, turn):
+# Jitted once per term registry (the static first argument: a type registered later
+# retraces instead of reusing a program that does not know it).
+@functools.partial(jax.jit, static_argnums=0)
+def _propose(terms, pk, proposer, parties, term, mh, tol, turn):
     return P.propose(pk, proposer, parties, term, mh, tol, turn)
 
 
-@jax.jit
-def _pledge(pk, player, mh, turn):
+@functools.partial(jax.jit, static_argnums=0)
+def _pledge(terms, pk, player, mh, turn):
     return P.pledge(pk, player, mh, turn)
 
 
-@jax.jit
-def _accept(pk, slot, player, turn):
+@functools.partial(jax.jit, static_argnums=0)
+def _accept(terms, pk, slot, player, turn):
     return P.accept(pk, slot, player, turn)
 
 
-@jax.jit
-def _limits(pk, group_mean):
+@functools.partial(jax.jit, static_argnums=0)
+def _limits(terms, pk, group_mean):
     return P.limits(pk, P.TurnContext(group_mean=group_mean))
 
 
@@ -122,11 +126,8 @@ class PactRegistry:
     def terms(self, slot: int) -> dict[str, Any]:
         if slot in self._terms:
             return dict(self._terms[slot])
-        t = P.PACT_TERM_TYPES[int(self.table.term[slot])]
-        if t == "harvest_cap":
-            return {"type": t, "maxHarvest": num(self.table.max_harvest[slot])}
-        tol = num(self.table.tolerance[slot])
-        return {"type": t, **({"tolerance": tol} if tol else {})}
+        stored = {f: num(getattr(self.table, f)[slot]) for f in P.NUMBERS}
+        return slot_terms(int(self.table.term[slot]), stored)
 
     def _base(self, s: int) -> dict[str, Any]:
         tb = self.table
@@ -186,14 +187,13 @@ class PactRegistry:
             mask[self.players.index(p)] = True
         code = P.term_code(terms["type"])
         before = int(self.table.dropped)
-        pk, slot = _propose(self._jnp(), jnp.int32(i), jnp.asarray(mask), jnp.int32(code),
-                            float(terms.get("maxHarvest") or 0.0), float(terms.get("tolerance") or 0.0),
-                            jnp.int32(turn))
+        mh, tol = numbers(terms)
+        pk, slot = _propose(P.term_names(), self._jnp(), jnp.int32(i), jnp.asarray(mask), jnp.int32(code), mh, tol, jnp.int32(turn))
         return self._stored(pk, int(slot), terms, before)
 
     def pledge(self, player: str, max_harvest: float, turn: int) -> tuple[int, str | None]:
         before = int(self.table.dropped)
-        pk, slot = _pledge(self._jnp(), jnp.int32(self.players.index(player)), float(max_harvest), jnp.int32(turn))
+        pk, slot = _pledge(P.term_names(), self._jnp(), jnp.int32(self.players.index(player)), float(max_harvest), jnp.int32(turn))
         return self._stored(pk, int(slot), {"type": "harvest_cap", "maxHarvest": float(max_harvest)}, before)
 
     def _stored(self, pk, slot: int, terms: dict[str, Any], dropped_before: int) -> tuple[int, str | None]:
@@ -206,7 +206,7 @@ class PactRegistry:
         return slot, None
 
     def accept(self, slot: int, player: str, turn: int) -> None:
-        self.table = _np_tree(_accept(self._jnp(), jnp.int32(slot), jnp.int32(self.players.index(player)),
+        self.table = _np_tree(_accept(P.term_names(), self._jnp(), jnp.int32(slot), jnp.int32(self.players.index(player)),
                                       jnp.int32(turn)))
 
     # -- violations -------------------------------------------------------------------------
@@ -219,16 +219,12 @@ class PactRegistry:
             return events
         mean = float(np.mean(actual.astype(np.float64)))
         # each pact's limit as the kernel's check computed it (the term registry's rule)
-        lim = np.asarray(_limits(self._jnp(), jnp.asarray(mean, self.table.max_harvest.dtype)))
+        lim = np.asarray(_limits(P.term_names(), self._jnp(), jnp.asarray(mean, self.table.max_harvest.dtype)))
         for s, i in zip(*np.nonzero(violated)):
-            terms = self.terms(int(s))
-            a = float(actual[i])
-            if terms["type"] == "harvest_cap":
-                detail = f"harvested {a:.3f} > cap {float(lim[s]):.3f}"
-            else:
-                detail = f"harvested {a:.3f} > fair share {float(lim[s]):.3f} (group mean {mean:.3f})"
+            kind = P.term_names()[int(self.table.term[s])]
+            text = detail(kind, float(actual[i]), float(lim[s]), mean)
             ev = {"turn": int(turn), "pactId": self.id_of(int(s)), "partyId": self.players[int(i)],
-                  "termType": terms["type"], "detail": detail, "ordinal": int(ordinal[s, i]),
+                  "termType": kind, "detail": text, "ordinal": int(ordinal[s, i]),
                   "sanctionFired": bool(sanction_fired[i] > 0)}
             self._violations.setdefault(int(s), []).append(ev)
             events.append(ev)

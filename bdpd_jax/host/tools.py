@@ -4,8 +4,8 @@ Six cheap-talk/pact tools (``broadcast``, ``send_private``, ``announce_intended_
 ``propose_pact``, ``accept_pact``, ``pledge``) plus the ``harvest`` action tool. An action is a
 flat dict ``{"tool": name, **arguments}``; HTTP agents return such dicts directly and LLM tool
 calls are converted to them. ``--no-talk`` (``no_talk=True``) removes the six talk tools and the
-optional ``announced`` field of ``harvest``; ``harvest`` stays. Schemas are built once and are
-deterministic, so they can sit in a cache-stable prompt prefix.
+optional ``announced`` field of ``harvest``; ``harvest`` stays. Schemas are built when asked for
+(from the term registry as it is then) and are deterministic, so they can sit in a cache-stable prompt prefix.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import math
 from typing import Any
 
 from bdpd_jax.host.messages import MAX_MESSAGE_LEN, truncate_text
+from bdpd_jax.terms import parse_terms, terms_schema
 
 MAX_ID_CHARS: int = 128  # player and pact ids named in an action
 
@@ -22,8 +23,10 @@ TALK_TOOLS: tuple[str, ...] = (
     "broadcast", "send_private", "announce_intended_harvest", "propose_pact", "accept_pact", "pledge",
 )
 HARVEST_TOOL: str = "harvest"
-PACT_TERM_TYPES: tuple[str, ...] = ("harvest_cap", "no_aggression")
 MESSAGE_TOOLS: tuple[str, ...] = ("broadcast", "send_private", "announce_intended_harvest")
+#: governance tool, offered when the arena runs a ``voluntary_sanction`` plugin (not talk:
+#: ``--no-talk`` keeps it)
+SANCTION_TOOL: str = "sanction"
 
 # Per player per turn (docs/semantics.md §13): the tool actions one answer may carry (extra
 # entries are dropped unread) and, of those dispatched, how many may be messages.
@@ -40,16 +43,6 @@ def _fn(name: str, description: str, properties: dict[str, Any], required: list[
 
 
 _TEXT = {"type": "string", "description": f"message text (longer than {MAX_MESSAGE_LEN} chars is truncated)"}
-_TERMS = {
-    "type": "object",
-    "description": "pact terms: {\"type\": \"harvest_cap\", \"maxHarvest\": >0} or "
-                   "{\"type\": \"no_aggression\", \"tolerance\": >=0 (optional, default 0)}",
-    "properties": {"type": {"type": "string", "enum": list(PACT_TERM_TYPES)},
-                   "maxHarvest": {"type": "number", "exclusiveMinimum": 0},
-                   "tolerance": {"type": "number", "minimum": 0}},
-    "required": ["type"],
-}
-
 
 def _harvest_schema(no_talk: bool) -> dict[str, Any]:
     props: dict[str, Any] = {"amount": {"type": "number", "minimum": 0,
@@ -61,30 +54,40 @@ def _harvest_schema(no_talk: bool) -> dict[str, Any]:
     return _fn(HARVEST_TOOL, "Submit your harvest for this turn. Call exactly once.", props, ["amount"])
 
 
-_TALK_SCHEMAS: tuple[dict[str, Any], ...] = (
-    _fn("broadcast", "Send a text message to every other player (they read it next turn).",
-        {"text": _TEXT}, ["text"]),
-    _fn("send_private", "Send a text message to one player (they read it next turn).",
-        {"target": {"type": "string", "description": "recipient player id"}, "text": _TEXT},
-        ["target", "text"]),
-    _fn("announce_intended_harvest", "Announce the harvest you intend to take (numeric, public).",
-        {"value": {"type": "number", "minimum": 0}}, ["value"]),
-    _fn("propose_pact", "Propose a pact to named parties; you accept it implicitly.",
-        {"parties": {"type": "array", "items": {"type": "string"}, "minItems": 1}, "terms": _TERMS},
-        ["parties", "terms"]),
-    _fn("accept_pact", "Accept a pact proposed to you.",
-        {"pactId": {"type": "string"}}, ["pactId"]),
-    _fn("pledge", "Unilaterally cap your own harvest (self-binding pact, active at once).",
-        {"maxHarvest": {"type": "number", "exclusiveMinimum": 0}}, ["maxHarvest"]),
-)
+def _talk_schemas() -> tuple[dict[str, Any], ...]:
+    """The six talk tools; ``propose_pact``'s terms from the term registry as it is now."""
+    return (
+        _fn("broadcast", "Send a text message to every other player (they read it next turn).",
+            {"text": _TEXT}, ["text"]),
+        _fn("send_private", "Send a text message to one player (they read it next turn).",
+            {"target": {"type": "string", "description": "recipient player id"}, "text": _TEXT},
+            ["target", "text"]),
+        _fn("announce_intended_harvest", "Announce the harvest you intend to take (numeric, public).",
+            {"value": {"type": "number", "minimum": 0}}, ["value"]),
+        _fn("propose_pact", "Propose a pact to named parties; you accept it implicitly.",
+            {"parties": {"type": "array", "items": {"type": "string"}, "minItems": 1}, "terms": terms_schema()},
+            ["parties", "terms"]),
+        _fn("accept_pact", "Accept a pact proposed to you.",
+            {"pactId": {"type": "string"}}, ["pactId"]),
+        _fn("pledge", "Unilaterally cap your own harvest (self-binding pact, active at once).",
+            {"maxHarvest": {"type": "number", "exclusiveMinimum": 0}}, ["maxHarvest"]),
+    )
 
-TOOL_SCHEMAS: tuple[dict[str, Any], ...] = _TALK_SCHEMAS + (_harvest_schema(False),)
-NO_TALK_TOOL_SCHEMAS: tuple[dict[str, Any], ...] = (_harvest_schema(True),)
+
+def sanction_schema() -> dict[str, Any]:
+    return _fn(SANCTION_TOOL, "Pay the sanction cost to fine a player who broke a pact or over-harvested this "
+               "turn (applied at the end of the turn; no effect, and no cost, if the target did neither or "
+               "you cannot pay for all the players you fine).",
+               {"target": {"type": "string", "description": "player id"},
+                "reason": {"type": "string", "description": "optional, for the log"}}, ["target"])
 
 
-def tool_schemas(no_talk: bool = False) -> list[dict[str, Any]]:
-    """A fresh deep copy of the schema list for one run (full surface, or harvest-only)."""
-    return copy.deepcopy(list(NO_TALK_TOOL_SCHEMAS if no_talk else TOOL_SCHEMAS))
+def tool_schemas(no_talk: bool = False, sanction: bool = False) -> list[dict[str, Any]]:
+    """The schema list for one run (full surface, or harvest-only; ``sanction``: with the
+    governance tool), built when called (the term registry may have grown) and
+    deterministic, so it can sit in a cache-stable prefix."""
+    out = [_harvest_schema(True)] if no_talk else [*_talk_schemas(), _harvest_schema(False)]
+    return out + [sanction_schema()] if sanction else out
 
 
 def tool_names(no_talk: bool = False) -> tuple[str, ...]:
@@ -110,18 +113,8 @@ def _str(field: str, value: Any) -> str:
 
 
 def _terms(value: Any) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise ValueError(f"terms: must be an object, got {value!r:.80}")
-    kind = value.get("type")
-    if kind not in PACT_TERM_TYPES:
-        raise ValueError(f"terms.type: must be one of {list(PACT_TERM_TYPES)}, got {kind!r:.80}")
-    if kind == "harvest_cap":
-        return {"type": kind, "maxHarvest": _num("terms.maxHarvest", value.get("maxHarvest"),
-                                                  strict_positive=True)}
-    out: dict[str, Any] = {"type": kind}
-    if value.get("tolerance") is not None:
-        out["tolerance"] = _num("terms.tolerance", value["tolerance"])
-    return out
+    """Terms checked against the term registry (keys the type does not have are dropped)."""
+    return parse_terms(value, "terms", strict=False)
 
 
 def validate_action(action: Any, *, no_talk: bool = False) -> dict[str, Any]:
@@ -136,6 +129,12 @@ def validate_action(action: Any, *, no_talk: bool = False) -> dict[str, Any]:
     tool = action.get("tool")
     if not isinstance(tool, str):
         raise ValueError(f"tool: must be a string, got {tool!r:.80}")
+    if tool == SANCTION_TOOL:  # whether the arena offers it is the arena's check
+        reason = action.get("reason")
+        if reason is not None and not isinstance(reason, str):
+            raise ValueError(f"reason: must be a string, got {reason!r:.80}")
+        return {"tool": tool, "target": _str("target", action.get("target")),
+                "reason": None if reason is None else truncate_text(reason)}
     if tool not in tool_names(no_talk):
         raise ValueError(f"tool: unknown or disabled tool {tool!r:.80}")
     a = action
