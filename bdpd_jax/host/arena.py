@@ -75,7 +75,8 @@ class Arena:
     def __init__(self, config: ArenaConfig | dict | str, *, seed: int = 0, arena_index: int = 0,
                  no_talk: bool = False, out_dir: str | Path | None = None, pact_slots: int = DEFAULT_PACT_SLOTS,
                  generator: str = "hash", turns: int | None = None, arena_id: str | None = None,
-                 fsync: bool = True, client=None, executor=None, perturbable: bool = False) -> None:
+                 fsync: bool = True, client=None, executor=None, perturbable: bool = False,
+                 agent_kinds: dict[str, str] | None = None) -> None:
         if isinstance(config, ArenaConfig):
             cfg, config_players = config, list(config.players or [])
         else:  # the players may be only some of those who will join: validate them apart
@@ -99,6 +100,8 @@ class Arena:
         self.turns = turns
         self.fsync = fsync
         self.perturbable = bool(perturbable)  # every engine-supported type can be owner-fired
+        # the kind shown in records and summary for a player replayed by a script (replay.py)
+        self._shown_kinds = dict(agent_kinds or {})
         self.arena_id = arena_id or str(uuid.UUID(bytes=bytes(
             np.asarray(rng.arena_key(self.seed, self.arena_index)).astype("<u4").tobytes() * 2), version=4))
         self.out_dir = None if out_dir is None else Path(out_dir)
@@ -119,6 +122,12 @@ class Arena:
     @property
     def players(self) -> list[str]:
         return [s.name for s in self.specs]
+
+    def agent_kind(self, i: int) -> str:
+        """Player i's agentType as records and summary.json show it (the original kind of a
+        player that a replay plays from its log)."""
+        s = self.specs[i]
+        return self._shown_kinds.get(s.name, s.agentType) if s.agentType == "scripted" else s.agentType
 
     def join(self, spec: PlayerSpec | dict) -> str:
         """Add a player (004_* A.2 join). Returns its id. ValueError names the bad field."""
@@ -270,10 +279,19 @@ class Arena:
         if self.status != "running":
             raise ValueError(f"status: tools act in a running arena, this one is {self.status!r}")
         out = self._dispatch(player, action, turn)
+        if not self._in_tick:  # an owner action between ticks: logged so replay repeats it
+            self.log_event("ownerAction", {"turn": self.turn + 1, "atTurn": turn, "playerId": player,
+                                           "action": action})
         if out["ok"] and not self._in_tick and self.registry is not None and out["tool"] in (
                 "propose_pact", "pledge", "accept_pact"):
             self._ensure_batch().set_pacts(self._b, self.registry.table)
         return out
+
+    def log_event(self, event: str, entry: dict[str, Any]) -> None:
+        """Append an owner event line (``{"event": ..., "turn": next turn, ...}``) to
+        turns.jsonl now: state changes made between ticks are on disk before they act."""
+        if self._writer is not None:
+            self._writer.write({"arenaId": self.arena_id, "event": event, **entry})
 
     def _dispatch(self, player: str, action: Any, turn: int | None = None) -> dict[str, Any]:
         return dispatch_tool(self, player, action, turn)
@@ -336,7 +354,7 @@ class Arena:
             "arenaId": self.arena_id, "status": self.status, "turnsPlayed": int(st.turn),
             "survived": not bool(st.collapsed), "collapseTurn": int(st.collapse_turn) or None,
             "finalStock": num(self.game.engine.stock(jax.tree_util.tree_map(jnp.asarray, st.engine))),
-            "players": [{"playerId": s.name, "agentType": s.agentType,
+            "players": [{"playerId": s.name, "agentType": self.agent_kind(i),
                          "strategy": s.strategy if not s.external else None,
                          "wealth": num(wealth[i]), "totalHarvest": harvest[s.name], "rank": rank[i],
                          **self._stats[s.name]} for i, s in enumerate(self.specs)],

@@ -29,7 +29,7 @@ def turn_record(arena: Arena, t: int, rec, calls: dict[int, AgentResult], tools:
     decisions = []
     errors = []
     for i, s in enumerate(arena.specs):
-        d = {"playerId": s.name, "agentType": s.agentType, "requested": num(rec.requested[i]),
+        d = {"playerId": s.name, "agentType": arena.agent_kind(i), "requested": num(rec.requested[i]),
              "actual": num(rec.actual[i]), "announced": num(rec.announced[i]), "wealth": num(rec.wealth[i]),
              "sanction": num(rec.sanction[i]), "invalid": bool(rec.invalid[i])}
         if i in calls:
