@@ -46,6 +46,7 @@ from bdpd_jax.build import build
 from bdpd_jax.config import ArenaConfig, PlayerConfig
 from bdpd_jax.governance_build import needed_slots
 from bdpd_jax.kernels import rng
+from bdpd_jax.limits import ARENA_INDEX_LIMIT, MAX_PACT_SLOTS, MAX_TURNS, check_int, check_magnitudes
 from bdpd_jax.kernels import talk as T
 from bdpd_jax.kernels.governance import NAME as GOV
 from bdpd_jax.specs import arena_specs
@@ -85,12 +86,10 @@ class Arena:
             cfg = ArenaConfig.model_validate(raw)
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**32:
             raise ValueError(f"seed: must be an integer in [0, 2**32), got {seed!r}")
-        if isinstance(arena_index, bool) or not isinstance(arena_index, (int, np.integer)) or arena_index < 0:
-            raise ValueError(f"arena_index: must be an integer >= 0, got {arena_index!r}")
-        if isinstance(pact_slots, bool) or not isinstance(pact_slots, int) or pact_slots < 1:
-            raise ValueError(f"pact_slots: must be an integer >= 1, got {pact_slots!r}")
-        if turns is not None and (isinstance(turns, bool) or not isinstance(turns, int) or turns < 1):
-            raise ValueError(f"turns: must be an integer >= 1, got {turns!r}")
+        check_int(arena_index, "arena_index", 0, ARENA_INDEX_LIMIT - 1)
+        check_int(pact_slots, "pactSlots", 1, MAX_PACT_SLOTS)  # bounds: bdpd_jax/limits.py
+        if turns is not None:
+            check_int(turns, "turns", 1, MAX_TURNS)
         self.config = cfg
         self.seed = int(seed)
         self.arena_index = int(arena_index)
@@ -135,6 +134,7 @@ class Arena:
             raise ValueError(f"status: players join a waiting arena, this one is {self.status!r}")
         if not isinstance(spec, PlayerSpec):
             spec = PlayerSpec.model_validate(spec)
+        check_magnitudes({k: getattr(spec, k) for k in ("privateResource", "intensity", "reductionFactor")}, "")
         if spec.name is None:
             spec = spec.model_copy(update={"name": f"p{len(self.specs)}"})
         if spec.name in self.players:

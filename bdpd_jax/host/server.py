@@ -31,6 +31,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 from bdpd_jax.host._json import plain_json
 from bdpd_jax.host.arena import Arena
+from bdpd_jax.limits import check_tick_interval
 
 _ARENA_OPTIONS = ("seed", "noTalk", "pactSlots", "turns", "perturbable")
 
@@ -106,7 +107,7 @@ def create_app(root: str | Path = "arenas") -> FastAPI:
         probe = Arena(body, seed=seed)  # validates (ValueError -> 400) and gives the id
         arena_id = f"{probe.arena_id[:8]}-{secrets.token_hex(4)}"
         arena = Arena(body, seed=seed, no_talk=bool(opts.get("noTalk", False)),
-                      pact_slots=int(opts.get("pactSlots", 16)), turns=opts.get("turns"),
+                      pact_slots=opts.get("pactSlots", 16), turns=opts.get("turns"),
                       arena_id=arena_id, out_dir=root / arena_id,
                       perturbable=bool(opts.get("perturbable", True)))
         lv = _Live(arena)
@@ -188,11 +189,11 @@ def create_app(root: str | Path = "arenas") -> FastAPI:
         mode = body.get("tickMode", "manual")
         if mode not in ("manual", "auto"):
             raise HTTPException(400, f"tickMode: must be 'manual' or 'auto', got {mode!r}")
+        interval = check_tick_interval(body.get("tickIntervalMs", 0)) / 1000.0  # before starting
         async with lv.lock:
             lv.arena.start()
         lv.publish("arena_started", lv.public())
         if mode == "auto":
-            interval = float(body.get("tickIntervalMs", 0)) / 1000.0
             lv.task = asyncio.create_task(_auto(lv, interval))
         return {**lv.public(), "tickMode": mode}
 
