@@ -220,6 +220,11 @@ class ArenaConfig(BaseModel):
                 raise ValueError(f"observability.{name}.resolution: 'sign' is defined for {list(SIGN_VARS)} only")
         if self.players is not None:
             check_governance(self.players, self.pacts)
+            from .governance_build import needed_slots
+
+            if needed_slots(self) > MAX_PACT_SLOTS:
+                raise ValueError(f"pacts: {needed_slots(self)} pacts and scripted pledges/proposals need more than "
+                                 f"{MAX_PACT_SLOTS} pact slots (bdpd_jax/limits.py)")
             n = len(self.players)
             if not self.model.minPlayers <= n <= self.model.maxPlayers:
                 raise ValueError(

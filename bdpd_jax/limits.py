@@ -4,7 +4,8 @@ Sizes that set compiled shapes (players, pact slots, ladder and spec counts, pol
 bound compile time and memory (bench/README.md "Compile scaling" measures them); turn
 numbers stay far below int32's 2**31; every real number stays finite in float32 with room
 for a product of two (docs/semantics.md "Valid ranges"). Raising a bound is editing one
-constant here (e.g. once large player counts use the array form).
+constant here (e.g. once large player counts use the array form); an operator may raise the
+two compile-size bounds with BDPD_MAX_PLAYERS / BDPD_MAX_PACT_SLOTS.
 """
 
 from __future__ import annotations
@@ -13,15 +14,27 @@ import math
 import os
 from typing import Any
 
+
+def _env_int(name: str, default: int) -> int:
+    """An operator's override of a bound (environment variable, read once at import)."""
+    raw = os.environ.get(name)
+    try:
+        return default if raw is None else max(1, int(raw))
+    except ValueError:
+        return default
+
+
+# The worst case of these two (8 players, 16 slots, a perturbable arena with talk) compiles
+# in ~7 s of CPU and 0.6 GB (bench/README.md "Compile scaling"); the issue's bound is 10 s.
 #: players of one arena (model.maxPlayers); compile time grows ~linearly with it
-MAX_PLAYERS: int = 32
-#: pact slots of a live arena (``pactSlots``) and pacts declared in a config
-MAX_PACT_SLOTS: int = 64
+MAX_PLAYERS: int = _env_int("BDPD_MAX_PLAYERS", 8)
+#: pact slots of a live arena (``pactSlots``), and pacts + scripted pledges/proposals of a config
+MAX_PACT_SLOTS: int = _env_int("BDPD_MAX_PACT_SLOTS", 16)
 #: turns of a game (model.maxTurns, ``turns``) and any turn number in a config
 MAX_TURNS: int = 1_000_000
 #: perturbation specs of one config, and rungs of one graduated sanction ladder
-MAX_SPECS: int = 64
-MAX_LADDER: int = 64
+MAX_SPECS: int = 16
+MAX_LADDER: int = 16
 #: floats of memory of one user Policy
 MAX_POLICY_MEMORY: int = 1024
 #: |x| of any real number in a config: float32 keeps it (and a product of two) finite

@@ -85,7 +85,7 @@ def config_cases() -> list[tuple[str, object, str]]:
         ("model.collapseDie.successThreshold", -1, "successThreshold"),
         ("model.collapseDie", "d6", "collapseDie"), ("model.engineMode", "lotka", "engineMode"),
         ("model.scheduler", "round-robin", "scheduler"), ("model.name", 5, "name"),
-        ("model.useHiddenReserve", "yes", "useHiddenReserve"), ("model.colour", "blue", "colour"),
+        ("model.useHiddenReserve", "perhaps", "useHiddenReserve"), ("model.colour", "blue", "colour"),
         ("model.seneca", {"k1": 0.1}, "seneca"),
         ("observability.fishCount", {"visible": True}, "fishCount"),
         ("observability.commonsStock.noise", -1.0, "noise"), ("observability.commonsStock.noise", NAN, "noise"),
