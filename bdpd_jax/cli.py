@@ -35,7 +35,9 @@ def fail(exc: BaseException) -> "typer.Exit":
 def _pydantic_line(err: dict) -> str:
     loc = ".".join(str(x) for x in err.get("loc", ()))
     text = err.get("msg", "").removeprefix("Value error, ")
-    if not loc or re.match(r"^[\w\[\].]+: ", text):  # our own messages start with the field's path
+    if not loc:
+        return f"config: {text}"
+    if re.match(r"^[\w\[\].]+: ", text):  # our own messages start with the field's path
         return text
     got = repr(err.get("input"))
     return f"{loc}: {text} (got {got[:80] + '...' if len(got) > 80 else got})"
@@ -53,11 +55,14 @@ def check_out_dir(out: Optional[Path]) -> None:
         return
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out: {str(out)!r} exists and is not a directory")
-    parent = out if out.exists() else next((p for p in out.parents if p.exists()), Path("."))
+    try:  # created now (the run would create it) so that a bad path fails before the run
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ValueError(f"--out: cannot create {str(out)!r}: {e.strerror or e}") from None
     import os
 
-    if not os.access(parent, os.W_OK):
-        raise ValueError(f"--out: {str(parent)!r} is not writable")
+    if not os.access(out, os.W_OK):
+        raise ValueError(f"--out: {str(out)!r} is not writable")
 
 
 def summary_table(results) -> "tuple[dict, list[tuple[str, float, float]]]":
@@ -127,7 +132,7 @@ def run(
         try:
             res.to_parquet(out)
         except (ValueError, OSError) as e:
-            raise fail(e)
+            raise fail(ValueError(f"--out: could not write {str(out)!r}: {e}"))
         console.print(f"wrote {out}/")
 
 

@@ -11,7 +11,7 @@ import math
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from .kernels.engines import ENGINES
 from .kernels.params import OBS_VARS, OWN_VARS, PEER_VARS
@@ -199,9 +199,11 @@ class ArenaConfig(BaseModel):
         return parse_perturbations(v)
 
     @model_validator(mode="after")
-    def _cross_checks(self) -> "ArenaConfig":
-        # every real number finite in float32 with room for a product (bdpd_jax/limits.py)
-        check_magnitudes(self.model_dump(mode="python", exclude={"players": {"__all__": {"strategy"}}}), "")
+    def _cross_checks(self, info: ValidationInfo) -> "ArenaConfig":
+        # every real number finite in float32 with room for a product (bdpd_jax/limits.py);
+        # a sweep checks only its swept values (the walk costs several times the validation)
+        if not (info.context or {}).get("magnitudes_checked"):
+            check_magnitudes(self, "")
         engine = ENGINES[self.model.engineMode]
         produced = set(engine.variables) | set(OWN_VARS) | set(PEER_VARS) | {"nPlayers"}
         for name, spec in self.observability.items():

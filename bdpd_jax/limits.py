@@ -24,12 +24,13 @@ def _env_int(name: str, default: int) -> int:
         return default
 
 
-# The worst case of these two (8 players, 16 slots, a perturbable arena with talk) compiles
-# in ~7 s of CPU and 0.6 GB (bench/README.md "Compile scaling"); the issue's bound is 10 s.
+# The worst case of these bounds (8 players, 8 pact slots, 16 specs with a 16-rung ladder, a
+# perturbable arena with talk) compiles in ~7 s of CPU and 0.55 GB (bench/README.md "Compile
+# scaling"); the issue's bound is 10 s and 1.5 GB. 16 slots at 8 players measured ~10 s.
 #: players of one arena (model.maxPlayers); compile time grows ~linearly with it
 MAX_PLAYERS: int = _env_int("BDPD_MAX_PLAYERS", 8)
 #: pact slots of a live arena (``pactSlots``), and pacts + scripted pledges/proposals of a config
-MAX_PACT_SLOTS: int = _env_int("BDPD_MAX_PACT_SLOTS", 16)
+MAX_PACT_SLOTS: int = _env_int("BDPD_MAX_PACT_SLOTS", 8)
 #: turns of a game (model.maxTurns, ``turns``) and any turn number in a config
 MAX_TURNS: int = 1_000_000
 #: perturbation specs of one config, and rungs of one graduated sanction ladder
@@ -50,21 +51,28 @@ MEMORY_FRACTION: float = 0.5
 
 
 def check_magnitudes(tree: Any, where: str) -> None:
-    """Every real number inside ``tree`` (dicts, lists, numbers) is finite and within
-    +-MAX_MAGNITUDE; ValueError naming its path (``where.key[i]...``) and value."""
-    if isinstance(tree, bool):
-        return
-    if isinstance(tree, (int, float)):
-        if not math.isfinite(tree) or abs(tree) > MAX_MAGNITUDE:
-            raise ValueError(f"{where}: {tree!r} is outside the valid range [-{MAX_MAGNITUDE:g}, {MAX_MAGNITUDE:g}] "
-                             "(docs/semantics.md, Valid ranges)")
-        return
-    if isinstance(tree, dict):
-        for k, v in tree.items():
-            check_magnitudes(v, f"{where}.{k}" if where else str(k))
-    elif isinstance(tree, (list, tuple)):
-        for i, v in enumerate(tree):
-            check_magnitudes(v, f"{where}[{i}]")
+    """Every real number inside ``tree`` (pydantic models, dicts, lists, numbers) is finite
+    and within +-MAX_MAGNITUDE; ValueError naming its path (``where.key[i]...``) and value."""
+    stack: list[tuple[Any, tuple]] = [(tree, ())]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, float) or (isinstance(node, int) and not isinstance(node, bool)):
+            if not -MAX_MAGNITUDE <= node <= MAX_MAGNITUDE:  # NaN fails both comparisons
+                raise ValueError(f"{_path(where, path)}: {node!r} is outside the valid range "
+                                 f"[-{MAX_MAGNITUDE:g}, {MAX_MAGNITUDE:g}] (docs/semantics.md, Valid ranges)")
+        elif isinstance(node, dict):
+            stack.extend((v, path + (k,)) for k, v in node.items())
+        elif isinstance(node, (list, tuple)):
+            stack.extend((v, path + (i,)) for i, v in enumerate(node))
+        elif hasattr(type(node), "model_fields"):  # a pydantic model: its fields, without a dump
+            stack.extend((getattr(node, k), path + (k,)) for k in type(node).model_fields)
+
+
+def _path(where: str, path: tuple) -> str:
+    out = where
+    for k in path:
+        out += f"[{k}]" if isinstance(k, int) else (f".{k}" if out else str(k))
+    return out
 
 
 def check_int(value: Any, field: str, lo: int, hi: int) -> int:

@@ -226,7 +226,7 @@ CLI_CASES = [  # (label, args, expect "clean" = exit 2 with a message naming the
     ("--turns 2**31", ["--turns", str(BIG)], "turns"), ("--generator x", ["--generator", "x"], "generator"),
     ("missing config", ["/no/such.json"], "config"), ("config is a directory", ["{tmp}"], "config"),
     ("config not JSON", ["{tmp}/garbage.json"], "json"), ("config binary", ["{tmp}/binary.json"], "utf-8"),
-    ("config a JSON list", ["{tmp}/list.json"], "ArenaConfig"), ("config bad field", ["{tmp}/bad.json"], "regenRate"),
+    ("config a JSON list", ["{tmp}/list.json"], "config"), ("config bad field", ["{tmp}/bad.json"], "regenRate"),
     ("config empty file", ["{tmp}/empty.json"], "json"), ("--out is a file", ["--out", "{tmp}/garbage.json", "-n", "2"], "--out"),
     ("--out unwritable", ["--out", "/proc/bdpd_out", "-n", "2"], "--out"), ("unknown option", ["--frobnicate"], "frobnicate"),
     ("config markup in message", ["{tmp}/markup.json"], "[bold]"),

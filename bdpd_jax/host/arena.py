@@ -63,7 +63,7 @@ from bdpd_jax.host.programs import EXTERNAL, has_governance
 from bdpd_jax.host.records import turn_record
 from bdpd_jax.host.registry import PactRegistry, num
 
-DEFAULT_PACT_SLOTS = 16
+DEFAULT_PACT_SLOTS = MAX_PACT_SLOTS  # the most a create may ask for (bdpd_jax/limits.py)
 
 
 def _now() -> str:

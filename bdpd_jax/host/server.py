@@ -30,7 +30,7 @@ from fastapi import FastAPI, Header, HTTPException, Query, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from bdpd_jax.host._json import plain_json
-from bdpd_jax.host.arena import Arena
+from bdpd_jax.host.arena import DEFAULT_PACT_SLOTS, Arena
 from bdpd_jax.limits import check_tick_interval
 
 _ARENA_OPTIONS = ("seed", "noTalk", "pactSlots", "turns", "perturbable")
@@ -107,7 +107,7 @@ def create_app(root: str | Path = "arenas") -> FastAPI:
         probe = Arena(body, seed=seed)  # validates (ValueError -> 400) and gives the id
         arena_id = f"{probe.arena_id[:8]}-{secrets.token_hex(4)}"
         arena = Arena(body, seed=seed, no_talk=bool(opts.get("noTalk", False)),
-                      pact_slots=opts.get("pactSlots", 16), turns=opts.get("turns"),
+                      pact_slots=opts.get("pactSlots", DEFAULT_PACT_SLOTS), turns=opts.get("turns"),
                       arena_id=arena_id, out_dir=root / arena_id,
                       perturbable=bool(opts.get("perturbable", True)))
         lv = _Live(arena)
