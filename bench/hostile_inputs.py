@@ -370,6 +370,8 @@ def run_cli(timeout: float, verbose: bool) -> dict:
                                env={**os.environ, "COLUMNS": "200"})
         except subprocess.TimeoutExpired:
             rows.append({"label": label, "outcome": "hung"})
+            if verbose:
+                print(f"  cli {label}: hung (> {timeout:.0f} s)", flush=True)
             continue
         err = p.stderr + p.stdout
         if "Traceback" in err or p.returncode not in (0, 2):
