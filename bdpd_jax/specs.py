@@ -108,7 +108,7 @@ def parse_perturbation(raw: Any, index: int = 0) -> BaseModel:
     if not isinstance(raw, dict):
         raise ValueError(f"{where}: a spec must be an object {{id, type, trigger, payload}}, got {raw!r}")
     kind = raw.get("type")
-    if kind not in SPEC_TYPES:
+    if not isinstance(kind, str) or kind not in SPEC_TYPES:
         raise ValueError(f"{where}.type: unknown perturbation type {kind!r}; known: {sorted(SPEC_TYPES)}")
     try:
         return SPEC_TYPES[kind].model_validate(raw)
