@@ -24,6 +24,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .terms import numbers, parse_terms
+from .limits import MAX_TURNS
 
 _STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
 
@@ -51,13 +52,13 @@ class PactTerms(BaseModel):
 
 class PledgeScript(BaseModel):
     model_config = _STRICT
-    turn: int = Field(ge=1)
+    turn: int = Field(ge=1, le=MAX_TURNS)
     maxHarvest: float = Field(gt=0)
 
 
 class ProposeScript(BaseModel):
     model_config = _STRICT
-    turn: int = Field(ge=1)
+    turn: int = Field(ge=1, le=MAX_TURNS)
     parties: list[PlayerRef] = Field(min_length=1)
     terms: PactTerms
 

@@ -33,6 +33,7 @@ from .kernels.governance import NAME as GOV
 from .perturb_results import perturbations_frame
 from .kernels.perturb import PerturbLayer
 from .results import Results, players_frame, summary_frame, turns_frame
+from .limits import MAX_TURNS, check_arena_range, check_int, check_run_size
 
 PERTURB = PerturbLayer.name  # the perturbation layer's record key
 
@@ -61,13 +62,15 @@ def batch_params(params, b: int):
     return broadcast_batch(params, b)
 
 
-def _validate_run_args(n_arenas: int, seed: int, turns: int | None, chunk_turns: int | None, max_batch: int):
-    if not isinstance(n_arenas, (int, np.integer)) or n_arenas < 1:
+def _validate_run_args(n_arenas: int, seed: int, turns: int | None, chunk_turns: int | None, max_batch: int,
+                       arena_offset: int = 0):
+    if isinstance(n_arenas, bool) or not isinstance(n_arenas, (int, np.integer)) or n_arenas < 1:
         raise ValueError(f"n_arenas: must be an integer >= 1, got {n_arenas!r}")
+    check_arena_range(n_arenas, arena_offset)
     if not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**32:
         raise ValueError(f"seed: must be an integer in [0, 2**32), got {seed!r}")
-    if turns is not None and (not isinstance(turns, (int, np.integer)) or turns < 1):
-        raise ValueError(f"turns: must be an integer >= 1, got {turns!r}")
+    if turns is not None:
+        check_int(turns, "turns", 1, MAX_TURNS)
     if chunk_turns is not None and (not isinstance(chunk_turns, (int, np.integer)) or chunk_turns < 1):
         raise ValueError(f"chunk_turns: must be an integer >= 1, got {chunk_turns!r}")
     if not isinstance(max_batch, (int, np.integer)) or max_batch < 1:
@@ -113,10 +116,12 @@ def simulate(
     """
     prep = prepared(config, generator)  # validated and built once per config content
     cfg = prep.cfg
-    _validate_run_args(n_arenas, seed, turns, chunk_turns, max_batch)
+    _validate_run_args(n_arenas, seed, turns, chunk_turns, max_batch, arena_offset)
     if not isinstance(history_every, (int, np.integer)) or history_every < 1:
         raise ValueError(f"history_every: must be an integer >= 1, got {history_every!r}")
     every = int(history_every)
+    check_run_size(int(n_arenas), int(turns or cfg.model.maxTurns), len(cfg.require_players()), history, every,
+                   streamed=out is not None)
     game, params = prep.game, prep.params
     n_turns = int(turns or cfg.model.maxTurns)
     params = params.__class__(**{**params.__dict__, "max_turns": np.asarray(n_turns, np.int32)})

@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .kernels import pacts as _pacts
+from .limits import MAX_LADDER, MAX_TURNS
 
 _STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
 
@@ -52,7 +53,7 @@ class SanctionPayload(BaseModel):
 
 class GraduatedPayload(BaseModel):
     model_config = _STRICT
-    ladder: list[float] = Field(min_length=1)
+    ladder: list[float] = Field(min_length=1, max_length=MAX_LADDER)
     reason: str | None = None
 
     @field_validator("ladder")
@@ -107,7 +108,7 @@ def parse_perturbation(raw: Any, index: int = 0) -> BaseModel:
     if not isinstance(raw, dict):
         raise ValueError(f"{where}: a spec must be an object {{id, type, trigger, payload}}, got {raw!r}")
     kind = raw.get("type")
-    if kind not in SPEC_TYPES:
+    if not isinstance(kind, str) or kind not in SPEC_TYPES:
         raise ValueError(f"{where}.type: unknown perturbation type {kind!r}; known: {sorted(SPEC_TYPES)}")
     try:
         return SPEC_TYPES[kind].model_validate(raw)
@@ -147,7 +148,7 @@ class TurnTrigger(BaseModel):
 
     model_config = _STRICT
     kind: Literal["turn"]
-    turn: int = Field(ge=1)
+    turn: int = Field(ge=1, le=MAX_TURNS)
 
 
 class ThresholdTrigger(BaseModel):
@@ -216,6 +217,10 @@ class OverridePayload(BaseModel):
 
         if not (isinstance(v, Policy) or (isinstance(v, str) and v in BUILTINS)):
             raise ValueError(f"payload.strategy: unknown strategy {v!r}; known: {sorted(BUILTINS)}")
+        if isinstance(v, Policy):
+            from .policy_check import check_policy_fields
+
+            check_policy_fields(v, "payload.strategy")
         return v
 
 

@@ -47,6 +47,7 @@ from bdpd_jax.build import build
 from bdpd_jax.config import ArenaConfig, PlayerConfig
 from bdpd_jax.governance_build import needed_slots
 from bdpd_jax.kernels import rng
+from bdpd_jax.limits import ARENA_INDEX_LIMIT, MAX_PACT_SLOTS, MAX_TURNS, check_int, check_magnitudes
 from bdpd_jax.kernels import talk as T
 from bdpd_jax.kernels.governance import NAME as GOV
 from bdpd_jax.specs import arena_specs
@@ -65,7 +66,7 @@ from bdpd_jax.host.programs import EXTERNAL, has_governance
 from bdpd_jax.host.records import tool_results, turn_record
 from bdpd_jax.host.registry import PactRegistry, num, nums
 
-DEFAULT_PACT_SLOTS = 16
+DEFAULT_PACT_SLOTS = MAX_PACT_SLOTS  # the most a create may ask for (bdpd_jax/limits.py)
 DEFAULT_KEEP_RECORDS = 100  # turn records (and turns of messages) an arena keeps in memory
 
 
@@ -80,7 +81,8 @@ class Arena:
                  no_talk: bool = False, out_dir: str | Path | None = None, pact_slots: int = DEFAULT_PACT_SLOTS,
                  generator: str = "hash", turns: int | None = None, arena_id: str | None = None,
                  fsync: bool = True, client=None, executor=None, perturbable: bool = False,
-                 operator: Operator | None = None, keep_records: int | None = DEFAULT_KEEP_RECORDS) -> None:
+                 operator: Operator | None = None, keep_records: int | None = DEFAULT_KEEP_RECORDS,
+                 agent_kinds: dict[str, str] | None = None) -> None:
         if isinstance(config, ArenaConfig):
             cfg, config_players = config, list(config.players or [])
         else:  # the players may be only some of those who will join: validate them apart
@@ -89,15 +91,13 @@ class Arena:
             cfg = ArenaConfig.model_validate(raw)
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**32:
             raise ValueError(f"seed: must be an integer in [0, 2**32), got {seed!r}")
-        if isinstance(arena_index, bool) or not isinstance(arena_index, (int, np.integer)) or arena_index < 0:
-            raise ValueError(f"arena_index: must be an integer >= 0, got {arena_index!r}")
-        if isinstance(pact_slots, bool) or not isinstance(pact_slots, int) or pact_slots < 1:
-            raise ValueError(f"pact_slots: must be an integer >= 1, got {pact_slots!r}")
+        check_int(arena_index, "arena_index", 0, ARENA_INDEX_LIMIT - 1)
+        check_int(pact_slots, "pactSlots", 1, MAX_PACT_SLOTS)  # bounds: bdpd_jax/limits.py
+        if turns is not None:
+            check_int(turns, "turns", 1, MAX_TURNS)
         if keep_records is not None and (isinstance(keep_records, bool) or not isinstance(keep_records, int)
                                          or keep_records < 2):
             raise ValueError(f"keep_records: must be an integer >= 2 or None, got {keep_records!r}")
-        if turns is not None and (isinstance(turns, bool) or not isinstance(turns, int) or turns < 1):
-            raise ValueError(f"turns: must be an integer >= 1, got {turns!r}")
         self.config = cfg
         self.seed = int(seed)
         self.arena_index = int(arena_index)
@@ -110,6 +110,8 @@ class Arena:
         if operator is not None and not isinstance(operator, Operator):
             operator = Operator.model_validate(operator)
         self.operator = operator or Operator()  # credentials and endpoints players may use
+        # the kind shown in records and summary for a player replayed by a script (replay.py)
+        self._shown_kinds = dict(agent_kinds or {})
         self.arena_id = arena_id or str(uuid.UUID(bytes=bytes(
             np.asarray(rng.arena_key(self.seed, self.arena_index)).astype("<u4").tobytes() * 2), version=4))
         self.out_dir = None if out_dir is None else Path(out_dir)
@@ -133,12 +135,19 @@ class Arena:
     def players(self) -> list[str]:
         return [s.name for s in self.specs]
 
+    def agent_kind(self, i: int) -> str:
+        """Player i's agentType as records and summary.json show it (the original kind of a
+        player that a replay plays from its log)."""
+        s = self.specs[i]
+        return self._shown_kinds.get(s.name, s.agentType) if s.agentType == "scripted" else s.agentType
+
     def join(self, spec: PlayerSpec | dict) -> str:
         """Add a player (004_* A.2 join). Returns its id. ValueError names the bad field."""
         if self.status != "waiting":
             raise ValueError(f"status: players join a waiting arena, this one is {self.status!r}")
         if not isinstance(spec, PlayerSpec):
             spec = PlayerSpec.model_validate(spec)
+        check_magnitudes({k: getattr(spec, k) for k in ("privateResource", "intensity", "reductionFactor")}, "")
         if spec.name is None:
             spec = spec.model_copy(update={"name": f"p{len(self.specs)}"})
         if spec.name in self.players:
@@ -301,6 +310,9 @@ class Arena:
         if self.status != "running":
             raise ValueError(f"status: tools act in a running arena, this one is {self.status!r}")
         out = self._dispatch(player, action, turn)
+        if not self._in_tick:  # an owner action between ticks: logged so replay repeats it
+            self.log_event("ownerAction", {"turn": self.turn + 1, "atTurn": turn, "playerId": player,
+                                           "action": action})
         if out["ok"] and not self._in_tick and self.registry is not None and out["tool"] in (
                 "propose_pact", "pledge", "accept_pact"):
             self._ensure_batch().set_pacts(self._b, self.registry.table)
@@ -320,6 +332,12 @@ class Arena:
         """This turn's (sanctioner, target) -> reason calls, handed over once."""
         out, self._sanction_intents = self._sanction_intents, {}
         return out
+
+    def log_event(self, event: str, entry: dict[str, Any]) -> None:
+        """Append an owner event line (``{"event": ..., "turn": next turn, ...}``) to
+        turns.jsonl now: state changes made between ticks are on disk before they act."""
+        if self._writer is not None:
+            self._writer.write({"arenaId": self.arena_id, "event": event, **entry})
 
     def _dispatch(self, player: str, action: Any, turn: int | None = None) -> dict[str, Any]:
         return dispatch_tool(self, player, action, turn)
@@ -384,7 +402,7 @@ class Arena:
             "arenaId": self.arena_id, "status": self.status, "turnsPlayed": int(st.turn),
             "survived": survived, "collapseTurn": collapse_turn, "victory": victory,
             "finalStock": num(self.game.engine.stock(jax.tree_util.tree_map(jnp.asarray, st.engine))),
-            "players": [{"playerId": s.name, "agentType": s.agentType,
+            "players": [{"playerId": s.name, "agentType": self.agent_kind(i),
                          "strategy": s.strategy if not s.external else None,
                          "wealth": num(wealth[i]), "rank": rank[i],
                          **self._stats[s.name]} for i, s in enumerate(self.specs)],

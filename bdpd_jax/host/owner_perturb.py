@@ -2,8 +2,10 @@
 
 :func:`fire_perturbation` is the body of ``Arena.perturb``: the spec is compiled against
 the arena's kernel config, applied to its state through
-``kernels.perturb.apply_perturbation`` (jitted once per game), and logged for the next
-turn record (``ownerPerturbations``).
+``kernels.perturb.apply_perturbation`` (jitted once per game), written to ``turns.jsonl`` at
+once as an owner event line (``{"event": "ownerPerturbation", ...}``: a firing after the last
+tick, or before a crash, is not lost, so replay reproduces summary.json) and listed in the
+next turn record (``ownerPerturbations``).
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ def fire_perturbation(arena: Arena, spec: str | dict) -> dict[str, Any]:
     entry = {"turn": arena.turn + 1, "spec": spec if isinstance(spec, dict) else spec.model_dump(mode="json"),
              "type": kind, "target": target_label(kind, int(rec["target"])), "value": num(rec["value"])}
     arena._owner_fired.append(entry)
+    arena.log_event("ownerPerturbation", entry)
     return entry
 
 

@@ -68,7 +68,7 @@ def turn_record(arena: Arena, t: int, rec, calls: dict[int, AgentResult], tools:
     cols = {k: nums(getattr(rec, k)) for k in ("requested", "actual", "announced", "wealth", "sanction")}
     invalid = np.asarray(rec.invalid).tolist()
     for i, s in enumerate(arena.specs):
-        d = {"playerId": s.name, "agentType": s.agentType, "requested": cols["requested"][i],
+        d = {"playerId": s.name, "agentType": arena.agent_kind(i), "requested": cols["requested"][i],
              "actual": cols["actual"][i], "announced": cols["announced"][i], "wealth": cols["wealth"][i],
              "sanction": cols["sanction"][i], "invalid": bool(invalid[i])}
         if i in calls:

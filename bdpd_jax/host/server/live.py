@@ -20,6 +20,7 @@ from typing import Any, Callable
 from bdpd_jax.host._json import plain_json
 from bdpd_jax.host.arena import Arena
 from bdpd_jax.host.persist import read_jsonl
+from bdpd_jax.host.replay import turn_records
 from bdpd_jax.host.server import views
 
 #: events a subscriber may have queued before it is dropped (a client that stops reading)
@@ -157,7 +158,7 @@ class LiveArena:
         so a persisted arena's history is read back from its turns.jsonl."""
         recs = list(self.arena.records)
         if self.arena.out_dir is not None and (not recs or recs[0]["turn"] > 1):
-            recs = [r for r in read_jsonl(self.arena.out_dir / "turns.jsonl") if "decisions" in r]
+            recs = turn_records(read_jsonl(self.arena.out_dir / "turns.jsonl"))
         return recs
 
     def init_event(self, role: str) -> dict[str, Any]:

@@ -13,9 +13,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
 from bdpd_jax.config import ModelConfig, ObsVar
+from bdpd_jax.host.arena import DEFAULT_PACT_SLOTS
+# the longest pause between auto ticks: Infinity or 1e308 would sleep forever
+from bdpd_jax.limits import MAX_TICK_INTERVAL_MS
 
-#: the longest pause between auto ticks (1 hour): Infinity or 1e308 would sleep forever
-MAX_TICK_INTERVAL_MS = 3_600_000.0
 
 _BODY = ConfigDict(extra="forbid", allow_inf_nan=False)
 _OPEN = ConfigDict(extra="allow", allow_inf_nan=False)
@@ -45,7 +46,7 @@ class CreateArena(BaseModel):
     perturbations: list[dict[str, Any]] = Field(default_factory=list)
     seed: int | None = Field(None, ge=0, lt=2**32, description="random in [0, 2**32) when absent")
     noTalk: StrictBool | None = Field(None, description="default: the server's --no-talk")
-    pactSlots: int = Field(16, ge=1)
+    pactSlots: int = Field(DEFAULT_PACT_SLOTS, ge=1, description="bounded by bdpd_jax/limits.py MAX_PACT_SLOTS")
     turns: int | None = Field(None, ge=1, description="turns to play (default model.maxTurns)")
     perturbable: StrictBool = True
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from bdpd_jax.host.operator import Operator
 from bdpd_jax.host.persist import atomic_write_json, read_jsonl
+from bdpd_jax.host.replay import turn_records
 from bdpd_jax.host.server.live import LiveArena, Workers, role_of
 
 _SAFE_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -37,7 +38,8 @@ class DiskArena:
         return role_of(self.hashes, *keys)
 
     def records(self) -> list[dict[str, Any]]:
-        return read_jsonl(self.folder / "turns.jsonl")
+        """The turn records of turns.jsonl (owner event lines left out)."""
+        return turn_records(read_jsonl(self.folder / "turns.jsonl"))
 
     def summary(self) -> dict[str, Any] | None:
         p = self.folder / "summary.json"
