@@ -1,0 +1,45 @@
+"""Unrolled or array form over players and pact slots: a static choice by the axis' length.
+
+Written per player (one value per arena per op, unrolled over the static player count), a
+turn's work is contiguous over the batch under vmap, which XLA:CPU vectorises: 2x faster at
+N = 4 than a [B, N] array with a short inner axis (bench/README.md). But the program grows
+with N (and with N x P for the pact tables): 256 players took 60 s and 7.7 GB to compile.
+Above a threshold the kernels use the array form over that axis instead: the same
+operations on [N] (or [P], [P, N]) arrays, where the axis is long enough to vectorise on its
+own. The numbers are the same in both forms (tests/test_unroll.py).
+
+The thresholds are read when a kernel is traced. :func:`forced` makes one form apply
+whatever the lengths, for tests comparing the two (trace a fresh function inside it).
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Iterator
+
+#: the longest player axis written unrolled; more players use the array form
+MAX_PLAYERS = 16
+#: the most pact slots written unrolled; more slots use the array form
+MAX_SLOTS = 16
+
+_FORCED: list[bool] = []
+
+
+def players(n: int) -> bool:
+    """True: unroll over the ``n`` players (else the array form)."""
+    return _FORCED[-1] if _FORCED else n <= MAX_PLAYERS
+
+
+def slots(p: int) -> bool:
+    """True: unroll over the ``p`` pact slots (else the array form)."""
+    return _FORCED[-1] if _FORCED else p <= MAX_SLOTS
+
+
+@contextmanager
+def forced(unroll: bool) -> Iterator[None]:
+    """Within the block, every axis is unrolled (True) or in array form (False)."""
+    _FORCED.append(bool(unroll))
+    try:
+        yield
+    finally:
+        _FORCED.pop()
