@@ -20,25 +20,27 @@ from typing import Iterator
 #: the longest player axis written unrolled; more players use the array form
 MAX_PLAYERS = 16
 #: the most pact slots written unrolled; more slots use the array form
-MAX_SLOTS = 16
+MAX_SLOTS = 4
 
-_FORCED: list[bool] = []
+_FORCED: list[dict[str, bool]] = []
 
 
 def players(n: int) -> bool:
     """True: unroll over the ``n`` players (else the array form)."""
-    return _FORCED[-1] if _FORCED else n <= MAX_PLAYERS
+    return _FORCED[-1].get("players", n <= MAX_PLAYERS) if _FORCED else n <= MAX_PLAYERS
 
 
 def slots(p: int) -> bool:
     """True: unroll over the ``p`` pact slots (else the array form)."""
-    return _FORCED[-1] if _FORCED else p <= MAX_SLOTS
+    return _FORCED[-1].get("slots", p <= MAX_SLOTS) if _FORCED else p <= MAX_SLOTS
 
 
 @contextmanager
-def forced(unroll: bool) -> Iterator[None]:
-    """Within the block, every axis is unrolled (True) or in array form (False)."""
-    _FORCED.append(bool(unroll))
+def forced(players: bool | None = None, slots: bool | None = None) -> Iterator[None]:
+    """Within the block, the player axis and/or the slot axis is unrolled (True) or in array
+    form (False) whatever its length; None leaves that axis to its threshold."""
+    choice = {k: bool(v) for k, v in (("players", players), ("slots", slots)) if v is not None}
+    _FORCED.append(choice)
     try:
         yield
     finally:
