@@ -7,8 +7,10 @@ metrics and perturbations; it updates the arena's per-player counts for ``summar
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
+import jax
 import numpy as np
 
 from bdpd_jax.kernels import perturb as pk
@@ -16,22 +18,54 @@ from bdpd_jax.kernels.governance import NAME as GOV
 from bdpd_jax.governance_results import layer_record
 from bdpd_jax.perturb_results import perturb_record, target_label
 from bdpd_jax.host.agents.base import AgentResult
-from bdpd_jax.host.registry import num
+from bdpd_jax.host.registry import num, nums
 
 if TYPE_CHECKING:
     from bdpd_jax.host.arena import Arena
 
 
-def turn_record(arena: Arena, t: int, rec, calls: dict[int, AgentResult], tools: list,
+_PLAYER_FLOATS = ("requested", "actual", "announced", "wealth", "sanction")
+_ARENA_FLOATS = ("stock", "regen", "reserve_drawn")
+
+
+def record_rows(rec) -> list[SimpleNamespace]:
+    """Per arena, the values :func:`turn_record` reads from a batched kernel turn record
+    (numpy leaves, batch axis last), converted column by column once per tick (the values of
+    :func:`~bdpd_jax.host.registry.num`): floats (None for NaN), bools, ints as Python
+    objects, ``extra`` (the layers' records) and ``actual_np`` as numpy slices."""
+    nb = np.shape(rec.turn)[-1]
+    rows = [SimpleNamespace() for _ in range(nb)]
+    for k in _PLAYER_FLOATS:
+        x = np.asarray(getattr(rec, k))  # [N, B]
+        n = x.shape[0]
+        flat = nums(x.T)
+        for b, r in enumerate(rows):
+            setattr(r, k, flat[b * n:(b + 1) * n])
+    for k in _ARENA_FLOATS:
+        for r, v in zip(rows, nums(getattr(rec, k))):
+            setattr(r, k, v)
+    invalid = np.asarray(rec.invalid).T.tolist()
+    turn, played, collapsed = (np.asarray(x).tolist() for x in (rec.turn, rec.played, rec.collapsed))
+    metrics = {k: nums(v) for k, v in rec.metrics.items()}
+    actual = np.asarray(rec.actual)
+    has_extra = bool(jax.tree_util.tree_leaves(rec.extra))
+    for b, r in enumerate(rows):
+        r.invalid, r.turn, r.played, r.collapsed = invalid[b], turn[b], played[b], collapsed[b]
+        r.metrics = {k: v[b] for k, v in metrics.items()}
+        r.actual_np = actual[:, b]
+        r.extra = jax.tree_util.tree_map(lambda x: np.asarray(x)[..., b], rec.extra) if has_extra else {}
+    return rows
+
+
+def turn_record(arena: Arena, t: int, rec: SimpleNamespace, calls: dict[int, AgentResult], tools: list,
                 overridden: set) -> dict[str, Any]:
-    """The record of turn ``t`` from the kernel's (unbatched) turn record ``rec``."""
-    players = arena.players
+    """The record of turn ``t`` from the arena's row of :func:`record_rows`."""
     decisions = []
     errors = []
     for i, s in enumerate(arena.specs):
-        d = {"playerId": s.name, "agentType": s.agentType, "requested": num(rec.requested[i]),
-             "actual": num(rec.actual[i]), "announced": num(rec.announced[i]), "wealth": num(rec.wealth[i]),
-             "sanction": num(rec.sanction[i]), "invalid": bool(rec.invalid[i])}
+        d = {"playerId": s.name, "agentType": s.agentType, "requested": rec.requested[i],
+             "actual": rec.actual[i], "announced": rec.announced[i], "wealth": rec.wealth[i],
+             "sanction": rec.sanction[i], "invalid": rec.invalid[i]}
         if i in calls:
             r = calls[i]
             d.update({"harvest": r.harvest, "fallback": r.fallback, "error": r.error,
@@ -46,14 +80,15 @@ def turn_record(arena: Arena, t: int, rec, calls: dict[int, AgentResult], tools:
     violations, sanctions = [], []
     g = layer_record(rec.extra, GOV)
     if arena.registry is not None and g:
-        violations = arena.registry.record_violations(t, np.asarray(g["violated"]), np.asarray(rec.actual),
+        violations = arena.registry.record_violations(t, np.asarray(g["violated"]), rec.actual_np,
                                                      np.asarray(g["ordinal"]), np.asarray(g["fired"]))
         for ev in violations:
             arena._stats[ev["partyId"]]["violations"] += 1
-        for i, p in enumerate(players):
-            if rec.sanction[i] > 0 or g["fired"][i] > 0:
-                sanctions.append({"playerId": p, "amount": num(rec.sanction[i]), "fired": int(g["fired"][i])})
-                arena._stats[p]["sanctions"] += float(rec.sanction[i])
+        for i, p in enumerate(arena.players):
+            amount = rec.sanction[i]
+            if (amount is not None and amount > 0) or g["fired"][i] > 0:
+                sanctions.append({"playerId": p, "amount": amount, "fired": int(g["fired"][i])})
+                arena._stats[p]["sanctions"] += float(amount or 0.0)
     fired = []
     pr = perturb_record(rec.extra) if isinstance(rec.extra, dict) else None
     if pr:
@@ -63,8 +98,8 @@ def turn_record(arena: Arena, t: int, rec, calls: dict[int, AgentResult], tools:
                           "target": target_label(kind, int(pr["target"][p])), "value": num(pr["value"][p])})
     owner, arena._owner_fired = arena._owner_fired, []
     return {
-        "arenaId": arena.arena_id, "turn": t, "stock": num(rec.stock), "regen": num(rec.regen),
-        "reserveDrawn": num(rec.reserve_drawn), "collapsed": bool(rec.collapsed),
+        "arenaId": arena.arena_id, "turn": t, "stock": rec.stock, "regen": rec.regen,
+        "reserveDrawn": rec.reserve_drawn, "collapsed": rec.collapsed,
         "decisions": decisions,
         "messages": arena.bus.messages_for_turn(t),
         "tools": tools,
@@ -72,10 +107,10 @@ def turn_record(arena: Arena, t: int, rec, calls: dict[int, AgentResult], tools:
         "violations": violations,
         "sanctions": sanctions,
         "errors": errors,
-        "metrics": {k: num(v) for k, v in rec.metrics.items()},
+        "metrics": dict(rec.metrics),
         "perturbations": fired,
         "ownerPerturbations": owner,
     }
 
 
-__all__ = ["turn_record"]
+__all__ = ["turn_record", "record_rows"]

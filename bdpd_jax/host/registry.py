@@ -17,6 +17,7 @@ only truth about pacts; this class never re-implements a pact rule. It
 from __future__ import annotations
 
 import hashlib
+import math
 import uuid
 from typing import Any
 
@@ -40,6 +41,25 @@ def num(x: Any) -> float | None:
     if not np.isfinite(v):
         return None
     return float(np.format_float_positional(v, unique=True, trim="-")) if v.dtype == np.float32 else float(v)
+
+
+def nums(x: Any) -> list[float | None]:
+    """:func:`num` of every element of an array, flattened (row-major): the same values,
+    converted in one pass (numpy's shortest round-trip digits for float32) rather than one
+    numpy scalar at a time (the live host converts every turn record's columns)."""
+    a = np.asarray(x)
+    finite = np.isfinite(a)
+    if not finite.any():  # e.g. announcements when nobody talks
+        return [None] * a.size
+    if not ((a != 0).any() or np.signbit(a).any()):  # all +0.0, e.g. sanctions when none fired
+        return [0.0] * a.size
+    if a.dtype == np.float32:
+        flat = [float(t) for t in a.astype(str).ravel().tolist()]
+    else:
+        flat = a.astype(np.float64).ravel().tolist()
+    if finite.all():
+        return flat
+    return [v if math.isfinite(v) else None for v in flat]
 
 
 @jax.jit
@@ -218,4 +238,4 @@ class PactRegistry:
         return events
 
 
-__all__ = ["PactRegistry", "pact_id", "num"]
+__all__ = ["PactRegistry", "pact_id", "num", "nums"]
