@@ -142,9 +142,9 @@ class _Batch:
                 if name in a._announced:
                     ext_ann[i, b] = a._announced[name]
         pacts = _stack([a.registry.table for a in arenas]) if self.gov else None
-        dt = sb.wealth.dtype
-        state, rec = self._step(self.keys, sb, begun, jnp.asarray(ext),
-                                jnp.asarray(ext_req, dt), jnp.asarray(ext_ann, dt), pacts, ahead, self.params)
+        dt = np.dtype(sb.wealth.dtype)  # numpy arguments: no eager jax op per array (same rounding)
+        state, rec = self._step(self.keys, sb, begun, ext, ext_req.astype(dt), ext_ann.astype(dt), pacts, ahead,
+                                self.params)
         self.state = state
         rows = record_rows(jax.tree_util.tree_map(np.asarray, rec))  # converted once for all arenas
         pk_new = jax.tree_util.tree_map(np.asarray, state.extra[GOV].pacts) if self.gov else None

@@ -78,7 +78,7 @@ def turn_record(arena: Arena, t: int, rec: SimpleNamespace, calls: dict[int, Age
             d["overridden"] = True
         decisions.append(d)
     violations, sanctions = [], []
-    g = layer_record(rec.extra, GOV)
+    g = layer_record(rec.extra, GOV) if rec.extra else None
     if arena.registry is not None and g:
         violations = arena.registry.record_violations(t, np.asarray(g["violated"]), rec.actual_np,
                                                      np.asarray(g["ordinal"]), np.asarray(g["fired"]))
@@ -90,7 +90,7 @@ def turn_record(arena: Arena, t: int, rec: SimpleNamespace, calls: dict[int, Age
                 sanctions.append({"playerId": p, "amount": amount, "fired": int(g["fired"][i])})
                 arena._stats[p]["sanctions"] += float(amount or 0.0)
     fired = []
-    pr = perturb_record(rec.extra) if isinstance(rec.extra, dict) else None
+    pr = perturb_record(rec.extra) if rec.extra and isinstance(rec.extra, dict) else None
     if pr:
         for p in np.flatnonzero(np.asarray(pr["fired"])):
             kind = pk.TYPES[int(pr["code"][p])]
