@@ -144,7 +144,12 @@ def main() -> None:
     ap.add_argument("--turns", type=int, default=10)
     ap.add_argument("--delay-ms", type=float, default=5.0)
     ap.add_argument("--write", action="store_true", help="write the figures into bench/live_last.md")
+    ap.add_argument("--long-ticks", type=int, help="only the long built-in LiveBatch run (bench/live_long.py)")
     args = ap.parse_args()
+    if args.long_ticks:
+        import live_long
+
+        return live_long.main(["--arenas", str(args.arenas), "--ticks", str(args.long_ticks)])
     proc, url = start_responder(args.delay_ms)
     rows = []
     try:

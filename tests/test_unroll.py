@@ -70,8 +70,8 @@ REMEMBER = bdpd_jax.Policy(_remember, name="remember", memory_size=2)
 MIX = ("conservative", "aggressive", "adaptive", "random", "rcp", REMEMBER, "idle")
 
 
-def _plain(n: int, scheduler: str) -> dict:
-    players = [{"strategy": MIX[i % len(MIX)], "privateResource": 10.0 * i} for i in range(n)]
+def _plain(n: int, scheduler: str, mix: tuple = MIX) -> dict:
+    players = [{"strategy": mix[i % len(mix)], "privateResource": 10.0 * i} for i in range(n)]
     return {
         "model": {"maxPlayers": n, "minPlayers": 1, "maxTurns": T, "scheduler": scheduler,
                   "commonsInitial": 30.0 * n, "commonsCapacity": 30.0 * n, "regenRate": 0.3},
@@ -82,16 +82,18 @@ def _plain(n: int, scheduler: str) -> dict:
             {"id": "o1", "type": "strategy_override", "trigger": {"kind": "turn", "turn": 3},
              "payload": {"player": 1, "strategy": "adaptive"}},
             {"id": "o2", "type": "strategy_override", "trigger": {"kind": "turn", "turn": 5},
-             "payload": {"player": 5, "strategy": "random"}},
+             "payload": {"player": n - 2, "strategy": "random"}},
         ],
     }
 
 
-@pytest.mark.parametrize("scheduler", ["simultaneous", "sequential"])  # (wealth-weighted: no player loop of its own)
-def test_array_form_equals_unrolled_form_bit_for_bit(scheduler):
+# (wealth-weighted has no player loop of its own; sequential: its per-player memory rows)
+@pytest.mark.parametrize("scheduler, n, mix", [("simultaneous", 7, MIX),
+                                               ("sequential", 4, ("adaptive", REMEMBER, "conservative", "aggressive"))])
+def test_array_form_equals_unrolled_form_bit_for_bit(scheduler, n, mix):
     """Every built-in, a user Policy with memory and key, strategy overrides (several
     candidates per player), under each scheduler: the same state and records."""
-    cfg = _plain(7, scheduler)
+    cfg = _plain(n, scheduler, mix)
     final, recs = _run(cfg, unrolled=True)
     assert np.asarray(recs.played).all() and np.ptp(np.asarray(recs.requested)) > 0
     _assert_same((final, recs), _run(cfg, unrolled=False))
@@ -125,14 +127,14 @@ def _governed(n: int) -> dict:
 
 def test_governance_array_form_equals_unrolled_form():
     """Talk (announcements, pledges, proposals, answers, compliance), a pre-declared pact,
-    a ladder and a flat sanction, in a table too small for the 6 pacts the scripts make
-    (4 slots: proposals dropped). Violations, sanctions and drops happen; same numbers."""
-    cfg = _governed(7)
-    final, recs = _run(cfg, unrolled=True, governance={"pact_slots": 4})
+    a ladder and a flat sanction, in a table too small for the 4 pacts the scripts make
+    (3 slots: proposals dropped). Violations, sanctions and drops happen; same numbers."""
+    cfg = _governed(5)
+    final, recs = _run(cfg, unrolled=True, governance={"pact_slots": 3})
     end = recs.extra["governance"]["end"]
     assert np.asarray(end["violated"]).sum() > 0 and np.asarray(recs.sanction).sum() > 0
     assert (np.asarray(end["turn_extra"]["pacts_dropped"])[-1] > 0).all()
-    _assert_same((final, recs), _run(cfg, unrolled=False, governance={"pact_slots": 4}))
+    _assert_same((final, recs), _run(cfg, unrolled=False, governance={"pact_slots": 3}))
 
 
 N, SLOTS = 5, 6
