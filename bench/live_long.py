@@ -50,11 +50,25 @@ def child(root: str, n: int, ticks: int, window: int, gc_freeze: bool) -> dict:
         for i in range(4):
             a.join({"agentType": "builtin", "name": f"b{i}", "strategy": ("conservative", "adaptive")[i % 2]})
         arenas.append(a)
+    import gc
+
+    full = [0, 0.0, 0.0]  # full collections: count, seconds, start time
+
+    def watch(phase, info):
+        if info["generation"] == 2:
+            if phase == "start":
+                full[2] = time.perf_counter()
+            else:
+                full[0] += 1
+                full[1] += time.perf_counter() - full[2]
+
+    gc.callbacks.append(watch)
     kw = {"gc_freeze": gc_freeze} if "gc_freeze" in inspect.signature(LiveBatch).parameters else {}
     batch = LiveBatch(arenas, **kw)
     t0 = time.perf_counter()
     batch.tick()
     first = time.perf_counter() - t0
+    full[:2] = [0, 0.0]
     wall, cpu = [], []
     t0, c0 = time.perf_counter(), time.process_time()
     w0, p0 = t0, c0
@@ -68,7 +82,7 @@ def child(root: str, n: int, ticks: int, window: int, gc_freeze: bool) -> dict:
     total = time.perf_counter() - t0
     played = sum(len(a.records) for a in arenas) - n
     return {"root": root, "gc_freeze": bool(kw.get("gc_freeze", False)), "supported": bool(kw), "first_s": first,
-            "ticks": ticks, "played": played, "arena_turns_s": played / total, "wall_ms": wall, "cpu_ms": cpu,
+            "ticks": ticks, "played": played, "gc_full": full[0], "gc_full_s": full[1], "arena_turns_s": played / total, "wall_ms": wall, "cpu_ms": cpu,
             "load": os.getloadavg()[0]}
 
 
@@ -84,15 +98,15 @@ def spawn(root: str, n: int, ticks: int, window: int, gc_freeze: bool) -> dict:
 
 
 def table(rows: list[dict]) -> str:
-    out = ["| Build | gc_freeze | First tick | Ticks | arena-turns/s | ms/tick (wall), first -> last window | CPU ms/tick, first -> last window | CPU last / first |",
+    out = ["| Build | gc_freeze | First tick | Ticks | arena-turns/s | ms/tick (wall), first -> last window | CPU ms/tick, first -> last window (min) | full GC passes (time) |",
            "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         name = "this" if Path(r["root"]).resolve() == ROOT else Path(r["root"]).name
         flag = ("on" if r["gc_freeze"] else "off") if r["supported"] else "(none)"
         w, c = r["wall_ms"], r["cpu_ms"]
         out.append(f"| {name} | {flag} | {r['first_s']:.2f} s | {r['ticks']} | {r['arena_turns_s']:.0f} "
-                   f"| {w[0]:.1f} -> {w[-1]:.1f} (max {max(w):.1f}) | {c[0]:.1f} -> {c[-1]:.1f} (max {max(c):.1f}) "
-                   f"| {c[-1] / c[0]:.2f} |")
+                   f"| {w[0]:.1f} -> {w[-1]:.1f} (max {max(w):.1f}) | {c[0]:.1f} -> {c[-1]:.1f} ({min(c):.1f}) "
+                   f"| {r['gc_full']} ({r['gc_full_s']:.2f} s) |")
     return "\n".join(out)
 
 
