@@ -132,6 +132,23 @@ def child(args) -> None:
                       "maxrss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20}), flush=True)
 
 
+def side_by_side(args) -> None:
+    """Several N in this process (thresholds as configured), runs alternating: per
+    player-turn ratios that other jobs on the machine touch alike."""
+    from bdpd_jax._env import apply_env
+
+    apply_env()
+    exes = {n: compiled(n, 0, batch_for(n, args.player_slots), args.turns)[1:] for n in args.side_by_side}
+    best = {n: math.inf for n in exes}
+    for _ in range(args.reps):
+        for n, (exe, a) in exes.items():
+            best[n] = min(best[n], timed(exe, a, 1))
+    base = args.side_by_side[0]
+    rate = {n: n * batch_for(n, args.player_slots) * args.turns / best[n] for n in exes}
+    for n in exes:
+        print(f"N = {n:>5}: {rate[n]:.3e} player-turns/s, {rate[n] / rate[base]:.2f}x N = {base}'s per player-turn")
+
+
 def spawn(n: int, slots: int, b: int, t: int, args, compare: bool = False) -> dict:
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", str(n), str(slots), str(b), str(t),
            "--form", args.form, "--reps", str(args.reps), "--mem-limit-gb", str(args.mem_limit_gb)]
@@ -184,6 +201,8 @@ def main(argv=None) -> None:
     ap.add_argument("--slots", type=int, nargs="*", help="pact slot counts P (4 players, governance on)")
     ap.add_argument("--forms", type=int, nargs="*", help="player counts: unrolled vs array form, one process each")
     ap.add_argument("--slot-forms", type=int, nargs="*", help="pact slot counts: unrolled vs array form")
+    ap.add_argument("--side-by-side", type=int, nargs="*", help="player counts compiled in one process, runs "
+                    "alternating (ratios from one run)")
     ap.add_argument("--form", choices=("auto", "unrolled", "array"), default="auto")
     ap.add_argument("--turns", type=int, default=30)
     ap.add_argument("--player-slots", type=int, default=65536, help="B x N per batch")
@@ -194,6 +213,8 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     if args.child:
         return child(args)
+    if args.side_by_side:
+        return side_by_side(args)
     rows = sweep(args)
     if rows:
         print(table(rows))
