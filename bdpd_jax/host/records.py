@@ -36,11 +36,8 @@ def record_rows(rec) -> list[SimpleNamespace]:
     nb = np.shape(rec.turn)[-1]
     rows = [SimpleNamespace() for _ in range(nb)]
     for k in _PLAYER_FLOATS:
-        x = np.asarray(getattr(rec, k))  # [N, B]
-        n = x.shape[0]
-        flat = nums(x.T)
-        for b, r in enumerate(rows):
-            setattr(r, k, flat[b * n:(b + 1) * n])
+        for r, v in zip(rows, nums(np.asarray(getattr(rec, k)).T)):  # [N, B] -> per arena [N]
+            setattr(r, k, v)
     for k in _ARENA_FLOATS:
         for r, v in zip(rows, nums(getattr(rec, k))):
             setattr(r, k, v)

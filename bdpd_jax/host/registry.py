@@ -43,23 +43,29 @@ def num(x: Any) -> float | None:
     return float(np.format_float_positional(v, unique=True, trim="-")) if v.dtype == np.float32 else float(v)
 
 
-def nums(x: Any) -> list[float | None]:
-    """:func:`num` of every element of an array, flattened (row-major): the same values,
-    converted in one pass (numpy's shortest round-trip digits for float32) rather than one
-    numpy scalar at a time (the live host converts every turn record's columns)."""
+def nums(x: Any) -> list | float | None:
+    """:func:`num` of every element of an array, as (nested) lists (a 0-d array: one value):
+    the same values, converted in one pass (numpy's shortest round-trip digits for float32)
+    rather than one numpy scalar at a time (the live host converts every turn record's
+    columns)."""
     a = np.asarray(x)
+    if a.ndim == 0:
+        return num(a)
     finite = np.isfinite(a)
     if not finite.any():  # e.g. announcements when nobody talks
-        return [None] * a.size
-    if not ((a != 0).any() or np.signbit(a).any()):  # all +0.0, e.g. sanctions when none fired
-        return [0.0] * a.size
-    if a.dtype == np.float32:
-        flat = [float(t) for t in a.astype(str).ravel().tolist()]
+        flat = [None] * a.size
+    elif not ((a != 0).any() or np.signbit(a).any()):  # all +0.0, e.g. sanctions when none fired
+        flat = [0.0] * a.size
     else:
-        flat = a.astype(np.float64).ravel().tolist()
-    if finite.all():
-        return flat
-    return [v if math.isfinite(v) else None for v in flat]
+        if a.dtype == np.float32:
+            flat = [float(t) for t in a.astype(str).ravel().tolist()]
+        else:
+            flat = a.astype(np.float64).ravel().tolist()
+        if not finite.all():
+            flat = [v if math.isfinite(v) else None for v in flat]
+    for d in reversed(a.shape[1:]):  # nest row-major: [[...], ...]
+        flat = [flat[k:k + d] for k in range(0, len(flat), d)]
+    return flat
 
 
 @jax.jit

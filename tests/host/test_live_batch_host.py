@@ -22,7 +22,9 @@ def test_nums_equals_num_on_every_kind_of_float():
              np.full((2, 3), np.nan, np.float32), rng.standard_normal(9), np.zeros((0,), np.float32)]
     for arr in cases:
         got, want = nums(arr), [num(x) for x in np.asarray(arr).ravel()]
-        assert [repr(x) for x in got] == [repr(x) for x in want]
+        flat = [v for row in got for v in row] if np.ndim(arr) == 2 else got
+        assert [repr(x) for x in flat] == [repr(x) for x in want]
+    assert nums(np.float32(2.1)) == 2.1 and np.shape(nums(np.zeros((2, 3), np.float32))) == (2, 3)
 
 
 CFG = {"model": {"maxPlayers": 2, "minPlayers": 2, "maxTurns": 6},
