@@ -80,7 +80,7 @@ def child(root: str, n: int, ticks: int, window: int, gc_freeze: bool) -> dict:
             cpu.append((p - p0) / window * 1000)
             w0, p0 = w, p
     total = time.perf_counter() - t0
-    played = sum(len(a.records) for a in arenas) - n
+    played = sum(a.turn for a in arenas) - n  # turns played after the first tick (records may be bounded)
     return {"root": root, "gc_freeze": bool(kw.get("gc_freeze", False)), "supported": bool(kw), "first_s": first,
             "ticks": ticks, "played": played, "gc_full": full[0], "gc_full_s": full[1], "arena_turns_s": played / total, "wall_ms": wall, "cpu_ms": cpu,
             "load": os.getloadavg()[0]}
