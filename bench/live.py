@@ -180,7 +180,12 @@ def main() -> None:
     ap.add_argument("--no-freeze", action="store_true", help="skip gc.freeze() after the first tick")
     ap.add_argument("--cases", default="http,builtin")
     ap.add_argument("--agent-cpu", action="store_true", help="only the agent path's CPU per HTTP decision")
+    ap.add_argument("--long-ticks", type=int, help="only the long built-in LiveBatch run (bench/live_long.py)")
     args = ap.parse_args()
+    if args.long_ticks:
+        import live_long
+
+        return live_long.main(["--arenas", str(args.arenas), "--ticks", str(args.long_ticks)])
     global FREEZE
     FREEZE = not args.no_freeze
     proc, url = start_responder(args.delay_ms)

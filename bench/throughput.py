@@ -17,6 +17,7 @@ time apart from the run time, and in the same run:
     python bench/throughput.py                 # full table
     python bench/throughput.py --quick         # B in (1, 1024, 16384), T = 30
     XLA_FLAGS= python bench/throughput.py --quick   # XLA's default CPU fusions (YNNPACK on)
+    python bench/throughput.py --players 4 16 64 256 1024 [--slots 16 128]   # bench/players.py
 """
 
 from __future__ import annotations
@@ -285,6 +286,10 @@ def numba_runner(b: int, turns: int):
 
 
 def main() -> None:
+    if "--players" in sys.argv or "--slots" in sys.argv:  # the N / pact-slot sweep: bench/players.py
+        import players
+
+        return players.main(sys.argv[1:])
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--sizes", type=int, nargs="*")

@@ -30,6 +30,7 @@ import jax.numpy as jnp
 from . import pacts as P
 from . import sanctions as S
 from . import talk as T
+from . import unroll
 from .actions import Actions
 from .layers import Layer
 from .barrier import materialize
@@ -46,7 +47,7 @@ class GovParams(eqx.Module):
 
 class GovState(eqx.Module):
     pacts: P.Pacts
-    prior: tuple  # [T][N] of int32[], violations so far per (termType, player) (sanctions.Table)
+    prior: tuple | jax.Array  # [T][N] of int32[] (sanctions.Table), int32[T, N] above unroll.MAX_PLAYERS: violations so far per (termType, player)
     harvest: jax.Array  # float[N], total actual harvest so far
     over: jax.Array  # int32[N], turns with actual > share + eps (share defined)
     judged: jax.Array  # int32[], turns with a defined share (kernels/metrics.py), over_usage's denominator
@@ -68,7 +69,8 @@ class GovernanceLayer(Layer):
         n = game.n_players
         return GovState(
             pacts=gp.pacts0,
-            prior=tuple(tuple(jnp.zeros((), jnp.int32) for _ in range(n)) for _ in P.term_names()),
+            prior=(tuple(tuple(jnp.zeros((), jnp.int32) for _ in range(n)) for _ in P.term_names())
+                   if unroll.players(n) else jnp.zeros((len(P.term_names()), n), jnp.int32)),
             harvest=jnp.zeros((n,), dt),
             over=jnp.zeros((n,), jnp.int32),
             judged=jnp.zeros((), jnp.int32),
@@ -108,7 +110,10 @@ class GovernanceLayer(Layer):
         playing = jnp.ones((n,), bool)
         pk, violated = P.check(gs.pacts, actual, playing)
         count = S.counts(violated, pk.term, len(P.term_names()))
-        prior = tuple(tuple(a + count[t][i] for i, a in enumerate(row)) for t, row in enumerate(gs.prior))
+        if isinstance(gs.prior, tuple):
+            prior = tuple(tuple(a + count[t][i] for i, a in enumerate(row)) for t, row in enumerate(gs.prior))
+        else:  # many players: int32[T, N] (kernels/unroll.py)
+            prior = gs.prior + count
         amount, fired, _ = S.amounts(gp.sanctions, gs.prior, count)
         amount = materialize(amount)  # read by wealth, the sanction column and the metrics
         k, _ = S.ordinals(S.table(gs.prior), violated, pk.term, len(P.term_names()))  # the record's event ordinals

@@ -26,6 +26,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
+from . import unroll
 from .barrier import materialize, materialize_mask
 
 EPS = 1e-6
@@ -249,6 +250,8 @@ def propose_many(
     ok = valid_terms(term, max_harvest, tolerance) & (proposer >= 0) & (proposer < n)
     want = when & ok
     free = pacts.status == EMPTY
+    if not (unroll.slots(pacts.n_slots) and unroll.players(n_req)):
+        return _propose_array(pacts, proposer, parties, term, max_harvest, tolerance, turn, when, me, ok, want, free)
     # exclusive running counts (R and P are small and static: written out, no cumsum)
     rank, seen = [], jnp.zeros((), jnp.int32)
     for r in range(n_req):
@@ -286,6 +289,40 @@ def propose_many(
     )
     slots = jnp.arange(pacts.n_slots, dtype=jnp.int32)
     slot = jnp.stack([jnp.where(store[r], jnp.sum(jnp.where(hit[r], slots, 0)), -1) for r in range(n_req)])
+    return _settle(p, turn), slot.astype(jnp.int32)
+
+
+def _propose_array(pacts, proposer, parties, term, max_harvest, tolerance, turn, when, me, ok, want, free):
+    """:func:`propose_many` in array form (many slots or requests): the same ranks by
+    cumsum, each slot taking the request that hit it by one gather (kernels/unroll.py)."""
+    n_req = proposer.shape[0]
+    want_i, free_i = want.astype(jnp.int32), free.astype(jnp.int32)
+    rank = jnp.cumsum(want_i) - want_i  # exclusive running counts
+    free_rank = jnp.cumsum(free_i) - free_i
+    store = want & (rank < jnp.sum(free_i))
+    hit = materialize_mask(free[None, :] & (free_rank[None, :] == rank[:, None]) & store[:, None])  # [R, P]
+    got = jnp.any(hit, axis=0)  # [P]: a request took this slot
+    src = jnp.argmax(hit, axis=0)  # [P]: which one (each slot is hit at most once)
+
+    def put(old, values):  # old [P, ...]; values [R, ...]
+        return jnp.where(got.reshape(got.shape + (1,) * (old.ndim - 1)), values[src], old)
+
+    p = Pacts(
+        term=put(pacts.term, term),
+        parties=put(pacts.parties, parties),
+        proposer=put(pacts.proposer, proposer).astype(jnp.int32),
+        accepted=put(pacts.accepted, me),
+        max_harvest=put(pacts.max_harvest, max_harvest),
+        tolerance=put(pacts.tolerance, tolerance),
+        status=put(pacts.status, jnp.full((n_req,), PROPOSED, jnp.int32)),
+        proposed_turn=put(pacts.proposed_turn, jnp.full((n_req,), turn, jnp.int32)),
+        accepted_turn=pacts.accepted_turn,
+        violation_count=put(pacts.violation_count, jnp.zeros((n_req,), jnp.int32)),
+        dropped=pacts.dropped + jnp.sum(want & ~store).astype(jnp.int32),
+        invalid=pacts.invalid + jnp.sum(when & ~ok).astype(jnp.int32),
+    )
+    slots = jnp.arange(pacts.n_slots, dtype=jnp.int32)
+    slot = jnp.where(store, jnp.sum(jnp.where(hit, slots[None, :], 0), axis=1), -1)
     return _settle(p, turn), slot.astype(jnp.int32)
 
 
@@ -349,6 +386,10 @@ def check(pacts: Pacts, actual: jax.Array, playing: jax.Array) -> tuple[Pacts, j
     lim = limits(pacts, TurnContext(group_mean=mean))
     bind = binding(pacts)
     n = actual.shape[0]
+    if not (unroll.players(n) and unroll.slots(pacts.n_slots)):  # array form (kernels/unroll.py)
+        violated = (actual[None, :] > lim[:, None] + EPS) & bind & playing[None, :]
+        counted = pacts.violation_count + jnp.sum(violated, axis=1, dtype=jnp.int32)
+        return eqx.tree_at(lambda q: q.violation_count, pacts, counted.astype(jnp.int32)), violated
     # one value per (slot, player): under vmap each is contiguous over the batch
     rows = [[(actual[i] > lim[p] + EPS) & bind[p, i] & playing[i] for i in range(n)] for p in range(pacts.n_slots)]
     counted = pacts.violation_count + jnp.stack([sum(r[1:], r[0].astype(jnp.int32)) for r in rows]).astype(jnp.int32)
@@ -356,16 +397,21 @@ def check(pacts: Pacts, actual: jax.Array, playing: jax.Array) -> tuple[Pacts, j
     return eqx.tree_at(lambda q: q.violation_count, pacts, counted), violated
 
 
-def caps(pacts: Pacts, last_mean: jax.Array, has_last: jax.Array) -> list[jax.Array]:
+def caps(pacts: Pacts, last_mean: jax.Array, has_last: jax.Array) -> list[jax.Array] | jax.Array:
     """float[] per player: the harvest a complying player may take under its active pacts
     (inf if none): the least limit of the pacts binding it, on last turn's context (this
     turn's group mean is unknown when deciding). Without a last turn the group mean is taken
     as +inf, which leaves no_aggression unbounded and harvest_cap at maxHarvest. One value
     per player, so that under vmap each is contiguous over the batch (XLA:CPU vectorises
-    those; on [B, N] with N inner it ran scalar loops, 2x slower)."""
+    those; on [B, N] with N inner it ran scalar loops, 2x slower). Many players: float[N]
+    (kernels/unroll.py); many slots: the least limit by one reduction (min is exact)."""
     mean = jnp.where(has_last, last_mean, jnp.inf)
     lim = limits(pacts, TurnContext(group_mean=mean))
     bind = binding(pacts)
+    n = pacts.parties.shape[-1]
+    if not (unroll.players(n) and unroll.slots(pacts.n_slots)):
+        cap = jnp.min(jnp.where(bind, lim[:, None], jnp.inf), axis=0, initial=jnp.inf)
+        return [cap[i] for i in range(n)] if unroll.players(n) else cap
     out = []
     for i in range(pacts.parties.shape[-1]):
         cap = jnp.full((), jnp.inf, lim.dtype)

@@ -7,8 +7,10 @@ metrics and perturbations; it updates the arena's per-player counts for ``summar
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
+import jax
 import numpy as np
 
 from bdpd_jax.kernels import pacts as P
@@ -59,18 +61,47 @@ def plugin_sanction_rows(arena: Arena, t: int, g: dict) -> list[dict[str, Any]]:
     return rows
 
 
-def turn_record(arena: Arena, t: int, rec, calls: dict[int, AgentResult], tools: list,
+_PLAYER_FLOATS = ("requested", "actual", "announced", "wealth", "sanction")
+_ARENA_FLOATS = ("stock", "regen", "reserve_drawn")
+
+
+def record_rows(rec) -> list[SimpleNamespace]:
+    """Per arena, the values :func:`turn_record` reads from a batched kernel turn record
+    (numpy leaves, batch axis last), converted column by column once per tick (the values of
+    :func:`~bdpd_jax.host.registry.num`): floats (None for NaN), bools, ints as Python
+    objects, ``extra`` (the layers' records) and ``actual_np`` as numpy slices."""
+    nb = np.shape(rec.turn)[-1]
+    rows = [SimpleNamespace() for _ in range(nb)]
+    for k in _PLAYER_FLOATS:
+        for r, v in zip(rows, nums(np.asarray(getattr(rec, k)).T)):  # [N, B] -> per arena [N]
+            setattr(r, k, v)
+    for k in _ARENA_FLOATS:
+        for r, v in zip(rows, nums(getattr(rec, k))):
+            setattr(r, k, v)
+    invalid = np.asarray(rec.invalid).T.tolist()
+    turn, played, collapsed = (np.asarray(x).tolist() for x in (rec.turn, rec.played, rec.collapsed))
+    metrics = {k: nums(v) for k, v in rec.metrics.items()}
+    actual = np.asarray(rec.actual)
+    engine = {k: nums(v) for k, v in rec.engine_extra.items() if np.asarray(v).dtype.kind == "f"}
+    has_extra = bool(jax.tree_util.tree_leaves(rec.extra))
+    for b, r in enumerate(rows):
+        r.invalid, r.turn, r.played, r.collapsed = invalid[b], turn[b], played[b], collapsed[b]
+        r.metrics = {k: v[b] for k, v in metrics.items()}
+        r.engine = {k: v[b] for k, v in engine.items()}
+        r.actual_np = actual[:, b]
+        r.extra = jax.tree_util.tree_map(lambda x: np.asarray(x)[..., b], rec.extra) if has_extra else {}
+    return rows
+
+
+def turn_record(arena: Arena, t: int, rec: SimpleNamespace, calls: dict[int, AgentResult], tools: list,
                 overridden: set) -> dict[str, Any]:
-    """The record of turn ``t`` from the kernel's (unbatched) turn record ``rec``."""
-    players = arena.players
+    """The record of turn ``t`` from the arena's row of :func:`record_rows`."""
     decisions = []
     errors = []
-    cols = {k: nums(getattr(rec, k)) for k in ("requested", "actual", "announced", "wealth", "sanction")}
-    invalid = np.asarray(rec.invalid).tolist()
     for i, s in enumerate(arena.specs):
-        d = {"playerId": s.name, "agentType": arena.agent_kind(i), "requested": cols["requested"][i],
-             "actual": cols["actual"][i], "announced": cols["announced"][i], "wealth": cols["wealth"][i],
-             "sanction": cols["sanction"][i], "invalid": bool(invalid[i])}
+        d = {"playerId": s.name, "agentType": arena.agent_kind(i), "requested": rec.requested[i],
+             "actual": rec.actual[i], "announced": rec.announced[i], "wealth": rec.wealth[i],
+             "sanction": rec.sanction[i], "invalid": rec.invalid[i]}
         if i in calls:
             r = calls[i]
             d.update({"harvest": r.harvest, "fallback": r.fallback, "error": r.error,
@@ -84,26 +115,26 @@ def turn_record(arena: Arena, t: int, rec, calls: dict[int, AgentResult], tools:
         arena._stats[s.name]["totalHarvest"] += d["actual"] or 0.0
         decisions.append(d)
     violations, sanctions = [], []
-    g = layer_record(rec.extra, GOV)
+    g = layer_record(rec.extra, GOV) if rec.extra else None
     if arena.registry is not None and g:
-        violations = arena.registry.record_violations(t, np.asarray(g["violated"]), np.asarray(rec.actual),
+        violations = arena.registry.record_violations(t, np.asarray(g["violated"]), rec.actual_np,
                                                      np.asarray(g["ordinal"]), np.asarray(g["fired"]))
         for ev in violations:
             arena._stats[ev["partyId"]]["violations"] += 1
         sanctions = sanction_rows(arena, t, g, rec.extra)
-        for i, p in enumerate(players):
-            arena._stats[p]["sanctions"] += float(rec.sanction[i])
+        for i, p in enumerate(arena.players):
+            arena._stats[p]["sanctions"] += float(rec.sanction[i] or 0.0)
     fired = []
-    pr = perturb_record(rec.extra) if isinstance(rec.extra, dict) else None
+    pr = perturb_record(rec.extra) if rec.extra and isinstance(rec.extra, dict) else None
     if pr:
         for p in np.flatnonzero(np.asarray(pr["fired"])):
             kind = pk.type_names()[int(pr["code"][p])]
             fired.append({"id": arena._spec_ids[p] if p < len(arena._spec_ids) else None, "type": kind,
                           "target": target_label(kind, int(pr["target"][p])), "value": num(pr["value"][p])})
     owner, arena._owner_fired = arena._owner_fired, []
-    top = num_dict({"stock": rec.stock, "regen": rec.regen, "reserveDrawn": rec.reserve_drawn})
     return {
-        "arenaId": arena.arena_id, "turn": t, **top, "collapsed": bool(rec.collapsed),
+        "arenaId": arena.arena_id, "turn": t, "stock": rec.stock, "regen": rec.regen,
+        "reserveDrawn": rec.reserve_drawn, "collapsed": rec.collapsed,
         "decisions": decisions,
         "messages": arena.bus.messages_for_turn(t),
         "tools": tools,
@@ -111,8 +142,8 @@ def turn_record(arena: Arena, t: int, rec, calls: dict[int, AgentResult], tools:
         "violations": violations,
         "sanctions": sanctions,
         "errors": errors,
-        "metrics": num_dict(rec.metrics),
-        "engine": {k: num(v) for k, v in rec.engine_extra.items() if np.asarray(v).dtype.kind == "f"},
+        "metrics": dict(rec.metrics),
+        "engine": dict(rec.engine),
         "perturbations": fired,
         "ownerPerturbations": owner,
     }
@@ -132,4 +163,4 @@ def tool_results(arena: Arena, player: str, turn: int) -> list[dict[str, Any]]:
     return out
 
 
-__all__ = ["turn_record", "tool_results"]
+__all__ = ["turn_record", "record_rows", "tool_results"]

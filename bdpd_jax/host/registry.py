@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import math
 import uuid
 from typing import Any
 
@@ -231,4 +232,4 @@ class PactRegistry:
         return events
 
 
-__all__ = ["PactRegistry", "pact_id", "num"]
+__all__ = ["PactRegistry", "pact_id", "num", "nums"]
