@@ -22,7 +22,7 @@ from bdpd_jax.kernels.governance import NAME as GOV
 from bdpd_jax.governance_results import layer_record
 from bdpd_jax.perturb_results import perturb_record, target_label
 from bdpd_jax.host.agents.base import AgentResult
-from bdpd_jax.host.registry import num, num_dict, nums
+from bdpd_jax.host.registry import num, nums
 
 if TYPE_CHECKING:
     from bdpd_jax.host.arena import Arena

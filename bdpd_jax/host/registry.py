@@ -58,13 +58,6 @@ def nums(x: Any) -> list:
     return orjson.loads(orjson.dumps(np.ascontiguousarray(a), option=orjson.OPT_SERIALIZE_NUMPY))
 
 
-def num_dict(d: dict[str, Any]) -> dict[str, float | None]:
-    """``{k: num(v)}`` for scalars, in one :func:`nums` pass when they share a dtype."""
-    arrays = [np.asarray(v) for v in d.values()]
-    if arrays and all(a.ndim == 0 and a.dtype == arrays[0].dtype for a in arrays):
-        return dict(zip(d, nums(np.stack(arrays))))
-    return {k: num(v) for k, v in d.items()}
-
 
 # Jitted once per term registry (the static first argument: a type registered later
 # retraces instead of reusing a program that does not know it).

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from bdpd_jax.host.registry import num, num_dict, nums
+from bdpd_jax.host.registry import num, nums
 
 
 @settings(max_examples=200, deadline=None)
@@ -27,8 +27,3 @@ def test_nums_nested_and_special_values() -> None:
     assert nums(np.array([3, -1], np.int32)) == [3.0, -1.0] == [num(v) for v in np.array([3, -1], np.int32)]
 
 
-def test_num_dict_one_pass_or_per_value() -> None:
-    d = {"a": np.float32(0.1), "b": np.float32(np.nan), "c": np.float32(1e-45)}
-    assert num_dict(d) == {k: num(v) for k, v in d.items()} == {"a": 0.1, "b": None, "c": 1e-45}
-    mixed = {"a": np.float32(0.1), "b": np.float64(0.1), "c": 3}
-    assert num_dict(mixed) == {k: num(v) for k, v in mixed.items()}
