@@ -14,7 +14,8 @@ from .governance_build import uses_governance
 from .kernels.engines import get_engine
 from .kernels.game import Game
 from .kernels.params import OBS_VARS, OWN_VARS, RESOLUTIONS, ObsParams, Params, PlayerParams, farr
-from .kernels.policies import BUILTINS
+from .kernels.policies import BUILTINS, Policy
+from .policy_check import check_policy_outputs
 from .specs import arena_specs, compile_specs, override_strategies, perturb_layer
 
 
@@ -63,6 +64,11 @@ def build(config: ArenaConfig, *, generator: str = "hash", extra_policies: tuple
     players = config.require_players()
     extras = tuple(extra_policies) + override_strategies(arena_specs(config))
     pols, index = policies_of(config, extras)
+    for k, pol in enumerate(pols):  # user policies: traced abstractly here, not inside a jitted turn
+        if isinstance(pol, Policy):
+            who = [i for i, j in enumerate(index) if j == k]
+            where = f"players[{who[0]}].strategy" if who else "perturbations[].payload.strategy"
+            check_policy_outputs(pol, len(players), where)
     # a player's candidates: its own strategy and every strategy it may be switched to
     switch = {pols.index(BUILTINS[x] if isinstance(x, str) else x) for x in extras}
     candidates = tuple(tuple(sorted({i} | switch)) for i in index)
@@ -96,6 +102,12 @@ def build(config: ArenaConfig, *, generator: str = "hash", extra_policies: tuple
         layer, gov = governance_layer(config, **(governance or {}))
         game = dataclasses.replace(game, layers=game.layers + (layer,))
         params = dataclasses.replace(params, extra={**params.extra, layer.name: gov})
+    from .plugins import plugin_layer
+
+    plug = plugin_layer(config)
+    if plug is not None:  # governance plugins (kernels/plugins.py), after the automatic sanctions
+        game = dataclasses.replace(game, layers=game.layers + (plug[0],))
+        params = dataclasses.replace(params, extra={**params.extra, plug[0].name: plug[1]})
     return game, params
 
 

@@ -1,4 +1,4 @@
-"""The ``bdpd`` command: run a batch of arenas from a config and summarise it."""
+"""The ``bdpd`` command: run a batch of arenas from a config and summarise it; serve the platform."""
 
 from __future__ import annotations
 
@@ -6,13 +6,63 @@ from ._env import apply_env, enable_compile_cache
 
 apply_env()
 
+import re  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Optional  # noqa: E402
 
 import typer  # noqa: E402
 
-app = typer.Typer(add_completion=False, help="BDPD commons arenas, vectorized in JAX.")
+app = typer.Typer(add_completion=False, help="BDPD commons arenas, vectorized in JAX.",
+                  pretty_exceptions_enable=False)
+
+
+def fail(exc: BaseException) -> "typer.Exit":
+    """Print ``error: <message>`` on stderr (no traceback, no rich markup read from the
+    message) and return the exit (code 2, like a usage error) to raise."""
+    from rich.console import Console
+
+    from pydantic import ValidationError
+
+    if isinstance(exc, ValidationError):  # one line per error: where, what, the value
+        msg = "\n".join(_pydantic_line(e) for e in exc.errors())
+    else:
+        msg = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
+    Console(stderr=True).print(f"[red]error:[/red] {_escape(msg)}")
+    return typer.Exit(2)
+
+
+def _pydantic_line(err: dict) -> str:
+    loc = ".".join(str(x) for x in err.get("loc", ()))
+    text = err.get("msg", "").removeprefix("Value error, ")
+    if not loc:
+        return f"config: {text}"
+    if re.match(r"^[\w\[\].]+: ", text):  # our own messages start with the field's path
+        return text
+    got = repr(err.get("input"))
+    return f"{loc}: {text} (got {got[:80] + '...' if len(got) > 80 else got})"
+
+
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
+
+
+def check_out_dir(out: Optional[Path]) -> None:
+    """--out must be a directory (or not exist yet) that can be written: checked before the run."""
+    if out is None:
+        return
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out: {str(out)!r} exists and is not a directory")
+    try:  # created now (the run would create it) so that a bad path fails before the run
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ValueError(f"--out: cannot create {str(out)!r}: {e.strerror or e}") from None
+    import os
+
+    if not os.access(out, os.W_OK):
+        raise ValueError(f"--out: {str(out)!r} is not writable")
 
 
 def summary_table(results) -> "tuple[dict, list[tuple[str, float, float]]]":
@@ -42,6 +92,7 @@ def run(
     turns: Optional[int] = typer.Option(None, "--turns", help="Turns to play (default: model.maxTurns)"),
     history: bool = typer.Option(True, "--history/--no-history", help="Keep per-turn frames"),
     generator: str = typer.Option("hash", "--generator", help="hash | threefry"),
+    no_talk: bool = typer.Option(False, "--no-talk", help="Cheap talk off: drop every player's scripted talk (003_*)"),
 ) -> None:
     """Run a batch of arenas, print a summary table and optionally write parquet."""
     from rich.console import Console
@@ -53,16 +104,22 @@ def run(
     enable_compile_cache()
     console = Console()
     try:
+        check_out_dir(out)
+        if config is not None and config.is_dir():
+            raise ValueError(f"config: {str(config)!r} is a directory, not a JSON file")
         cfg = default_config() if config is None else ArenaConfig.load(config)
+        if no_talk:
+            from bdpd_jax.governance_config import without_talk
+
+            cfg = without_talk(cfg)
         t0 = time.perf_counter()
         res = bdpd_jax.simulate(cfg, n_arenas=arenas, seed=seed, history=history, turns=turns, generator=generator)
-    except ValueError as e:
-        console.print(f"[red]error:[/red] {e}")
-        raise typer.Exit(2)
+    except (ValueError, OSError) as e:
+        raise fail(e)
     wall = time.perf_counter() - t0
     head, rows = summary_table(res)
     console.print(
-        f"{head['arenas']} arenas of {cfg.model.name!r} ({cfg.model.engineMode}), seed {seed}, "
+        f"{head['arenas']} arenas of {_escape(repr(cfg.model.name))} ({cfg.model.engineMode}), seed {seed}, "
         f"{res.meta['turns']} turns in {wall:.2f} s (compile included)"
     )
     console.print(
@@ -77,7 +134,10 @@ def run(
         table.add_row(strat, f"{mean:.3f}", f"{std:.3f}")
     console.print(table)
     if out is not None:
-        res.to_parquet(out)
+        try:
+            res.to_parquet(out)
+        except (ValueError, OSError) as e:
+            raise fail(ValueError(f"--out: could not write {str(out)!r}: {e}"))
         console.print(f"wrote {out}/")
 
 
@@ -100,13 +160,60 @@ def sweep(
         sp = load_spec(spec)
         t0 = time.perf_counter()
         r = run_spec(sp, out, progress=True, devices=devices, client=scheduler, overwrite=overwrite)
-    except ValueError as e:
-        console.print(f"[red]error:[/red] {e}")
-        raise typer.Exit(2)
+    except (ValueError, OSError) as e:
+        raise fail(e)
     console.print(
         f"{len(sp.table)} points x {sp.replicates} replicates in {r.n_chunks} chunk(s): computed {len(r.computed)}, "
         f"already written {len(r.skipped)}, {time.perf_counter() - t0:.2f} s; wrote {out}/"
     )
+
+
+@app.command()
+def serve(
+    host: str = typer.Option("127.0.0.1", "--host", help="Interface to listen on"),
+    port: int = typer.Option(3000, "--port", help="TCP port (the seed's 3000)"),
+    arenas: Path = typer.Option(Path("arenas"), "--arenas", help="Folder of the arenas (meta.json, turns.jsonl, ...)"),
+    cors: Optional[list[str]] = typer.Option(None, "--cors", help="Allowed CORS origin (repeat; '*' for any)"),
+    no_talk: bool = typer.Option(False, "--no-talk", help="New arenas default to noTalk (harvest only)"),
+    workers: int = typer.Option(2, "--workers", help="Kernel-bound arena ticks running at once"),
+    switch_ms: float = typer.Option(1.0, "--switch-ms", help="Python's thread switch interval (ms)"),
+    operator: Optional[Path] = typer.Option(None, "--operator",
+                                            help="JSON file of LLM credentials and allowed endpoints (operator only)"),
+) -> None:
+    """Serve the HTTP API (004_* A.2) and the dashboard at http://HOST:PORT/."""
+    from rich.console import Console
+
+    console = Console()
+    try:
+        import uvicorn
+
+        from bdpd_jax.host.server import create_app
+    except ImportError as e:
+        console.print(f"[red]error:[/red] the server needs the host extra: pip install -e '.[host]' ({e})")
+        raise typer.Exit(2)
+    if not 0 < port < 65536:
+        console.print(f"[red]error:[/red] --port: must be in 1..65535, got {port}")
+        raise typer.Exit(2)
+    if not 0.05 <= switch_ms <= 100:
+        console.print(f"[red]error:[/red] --switch-ms: must be in [0.05, 100], got {switch_ms}")
+        raise typer.Exit(2)
+    if workers < 1:
+        console.print(f"[red]error:[/red] --workers: must be >= 1, got {workers}")
+        raise typer.Exit(2)
+    from bdpd_jax.host.operator import Operator
+
+    try:
+        op = Operator.load(operator) if operator is not None else None
+    except ValueError as e:
+        console.print(f"[red]error:[/red] --operator: {e}")
+        raise typer.Exit(2)
+    import sys
+
+    sys.setswitchinterval(switch_ms / 1000.0)
+    enable_compile_cache()
+    app_ = create_app(arenas, op, cors=tuple(cors or ()), no_talk=no_talk, workers=workers)
+    console.print(f"bdpd serve: http://{host}:{port}/  (arenas in {arenas}/, API docs at /docs)")
+    uvicorn.run(app_, host=host, port=port, log_level="warning")
 
 
 @app.command()

@@ -11,14 +11,16 @@ import math
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from .kernels.engines import ENGINES
+from .kernels.engines.seneca import HARVEST_SCALE
 from .kernels.params import OBS_VARS, OWN_VARS, PEER_VARS
-from .kernels.observe import QUALITATIVE_VARS, SIGN_VARS
+from .kernels.observe import QUALITATIVE_VARS, SIGN_VARS, capacity
 from .kernels.policies import BUILTINS, Policy
 from .kernels.schedule import SCHEDULERS
 from .governance_config import PactConfig, TalkConfig, check_governance
+from .limits import MAX_DIE_SIDES, MAX_PACT_SLOTS, MAX_PLAYERS, MAX_SPECS, MAX_TURNS, check_magnitudes
 from .specs import check_perturbations, parse_perturbations
 
 _STRICT = ConfigDict(extra="forbid", allow_inf_nan=False, populate_by_name=True)
@@ -30,7 +32,7 @@ class CollapseDie(BaseModel):
     """The collapse die of the hidden reserve: a roll <= successThreshold draws one unit."""
 
     model_config = _STRICT
-    sides: int = Field(6, ge=1)
+    sides: int = Field(6, ge=1, le=MAX_DIE_SIDES)
     successThreshold: int = Field(4, ge=0)
 
     @model_validator(mode="after")
@@ -55,8 +57,9 @@ class SenecaConfig(BaseModel):
     substeps: int = Field(1, ge=1, le=1000)
     solver: Literal["euler", "heun", "midpoint", "ralston", "bosh3", "tsit5", "dopri5"] = "euler"
     collapseFraction: float = Field(1e-3, ge=0, lt=1)
-    # R units withdrawn per harvest unit (harvests draw on R between integrations).
-    harvestScale: float = Field(1.0, gt=0)
+    # R units per unit of the heuristics' capacity(w): requests, harvests and wealth are in
+    # R units; a built-in player asks up to harvestScale x capacity(w) (docs/semantics.md §9).
+    harvestScale: float = Field(HARVEST_SCALE, gt=0)
     # How constant steps are taken: diffrax solver steps, diffrax's Butcher tableau unrolled
     # (fast for RK solvers), or a full diffeqsolve per turn (docs/semantics.md §9).
     integrator: Literal["steps", "tableau", "diffeqsolve"] = "steps"
@@ -64,6 +67,18 @@ class SenecaConfig(BaseModel):
     rtol: float = Field(1e-6, gt=0)
     atol: float = Field(1e-9, gt=0)
     maxSteps: int = Field(256, ge=1, le=100000)
+
+    @model_validator(mode="after")
+    def _adaptive_needs_error_estimate(self) -> "SenecaConfig":
+        import diffrax
+
+        from .kernels.engines.seneca import SOLVERS
+
+        if self.adaptive and not issubclass(SOLVERS[self.solver], diffrax.AbstractAdaptiveSolver):
+            ok = [k for k, v in SOLVERS.items() if issubclass(v, diffrax.AbstractAdaptiveSolver)]
+            raise ValueError(f"seneca.solver: adaptive step control needs a solver with an error estimate, "
+                             f"got {self.solver!r} with adaptive=true; use one of {ok}")
+        return self
 
 
 class ModelConfig(BaseModel):
@@ -73,9 +88,9 @@ class ModelConfig(BaseModel):
     name: str = "fishery_commons_v1"
     engineMode: str = "logistic"
     scheduler: str = "simultaneous"
-    maxPlayers: int = Field(4, ge=1, le=4096)
+    maxPlayers: int = Field(4, ge=1, le=MAX_PLAYERS)  # bounds: bdpd_jax/limits.py
     minPlayers: int = Field(2, ge=1)
-    maxTurns: int = Field(30, ge=1)
+    maxTurns: int = Field(30, ge=1, le=MAX_TURNS)
     commonsInitial: float | None = Field(None, ge=0)
     commonsCapacity: float = Field(150.0, gt=0)
     regenRate: float = Field(0.12, ge=0)
@@ -103,6 +118,9 @@ class ModelConfig(BaseModel):
     def _engine_defaults(self) -> "ModelConfig":
         if self.minPlayers > self.maxPlayers:
             raise ValueError(f"model.minPlayers: {self.minPlayers} > maxPlayers={self.maxPlayers}")
+        if "threshold" in ENGINES[self.engineMode].features and self.threshold > self.commonsCapacity:
+            raise ValueError(f"model.threshold: {self.threshold} is above commonsCapacity={self.commonsCapacity} "
+                             "(the commons would count as collapsed at any stock it can hold)")
         seneca = self.engineMode == "seneca"
         if seneca:
             # None/False/0 are what this validator itself fills in, so a dumped config
@@ -154,6 +172,10 @@ class PlayerConfig(BaseModel):
     def _known_strategy(cls, v: str | Policy) -> str | Policy:
         if isinstance(v, str) and v not in BUILTINS:
             raise ValueError(f"players[].strategy: unknown strategy {v!r}; known: {sorted(BUILTINS)}")
+        if isinstance(v, Policy):
+            from .policy_check import check_policy_fields
+
+            check_policy_fields(v, "players[].strategy")
         return v
 
     @property
@@ -169,16 +191,29 @@ class ArenaConfig(BaseModel):
     observability: dict[str, ObsVar] = Field(default_factory=dict)
     agentTimeout: int = Field(30000, ge=1)
     players: list[PlayerConfig] | None = None
-    pacts: list[PactConfig] = Field(default_factory=list)  # pre-declared pacts
-    perturbations: list[Any] = Field(default_factory=list)  # specs {id, type, trigger, payload} (specs.py)
+    pacts: list[PactConfig] = Field(default_factory=list, max_length=MAX_PACT_SLOTS)  # pre-declared pacts
+    # specs {id, type, trigger, payload} (specs.py)
+    perturbations: list[Any] = Field(default_factory=list, max_length=MAX_SPECS)
+    plugins: list[Any] = Field(default_factory=list, max_length=MAX_SPECS)  # governance plugins {type, id, ...} (plugins.py)
 
     @field_validator("perturbations")
     @classmethod
     def _perturbation_specs(cls, v: list) -> list:
         return parse_perturbations(v)
 
+    @field_validator("plugins")
+    @classmethod
+    def _plugin_specs(cls, v: list) -> list:
+        from .plugins import parse_plugins
+
+        return parse_plugins(v)
+
     @model_validator(mode="after")
-    def _cross_checks(self) -> "ArenaConfig":
+    def _cross_checks(self, info: ValidationInfo) -> "ArenaConfig":
+        # every real number finite in float32 with room for a product (bdpd_jax/limits.py);
+        # a sweep checks only its swept values (the walk costs several times the validation)
+        if not (info.context or {}).get("magnitudes_checked"):
+            check_magnitudes(self, "")
         engine = ENGINES[self.model.engineMode]
         produced = set(engine.variables) | set(OWN_VARS) | set(PEER_VARS) | {"nPlayers"}
         for name, spec in self.observability.items():
@@ -197,6 +232,12 @@ class ArenaConfig(BaseModel):
                 raise ValueError(f"observability.{name}.resolution: 'sign' is defined for {list(SIGN_VARS)} only")
         if self.players is not None:
             check_governance(self.players, self.pacts)
+            _check_harvest_scale(self.model, self.players)
+            from .governance_build import needed_slots
+
+            if needed_slots(self) > MAX_PACT_SLOTS:
+                raise ValueError(f"pacts: {needed_slots(self)} pacts and scripted pledges/proposals need more than "
+                                 f"{MAX_PACT_SLOTS} pact slots (bdpd_jax/limits.py)")
             n = len(self.players)
             if not self.model.minPlayers <= n <= self.model.maxPlayers:
                 raise ValueError(
@@ -204,6 +245,10 @@ class ArenaConfig(BaseModel):
                     f"maxPlayers={self.model.maxPlayers}]"
                 )
         check_perturbations(self)  # Table A.1 specs against the engine and players (specs.py)
+        if self.players is not None and self.plugins:
+            from .plugins import check_plugins
+
+            check_plugins(self)
         return self
 
     @classmethod
@@ -224,6 +269,25 @@ class ArenaConfig(BaseModel):
         if not self.players:
             raise ValueError("players: a run needs a players list, e.g. [{'strategy': 'aggressive'}, ...]")
         return self.players
+
+
+def _check_harvest_scale(model: ModelConfig, players: list[PlayerConfig]) -> None:
+    """Seneca: the players' first-turn capacities, in R units, must leave some of R0.
+
+    harvestScale x capacity(privateResource) summed over the players (``idle`` ones never
+    harvest) is what capacity-bound heuristics take on turn 1; at or above commonsInitial the commons is gone at turn 1
+    whatever the strategies (the failure docs/semantics.md §9 is designed against).
+    """
+    if model.engineMode != "seneca" or model.seneca is None:
+        return
+    scale = model.seneca.harvestScale
+    total = scale * sum(float(capacity(p.privateResource)) for p in players if p.strategy_name != "idle")
+    if total >= model.commonsInitial:
+        raise ValueError(
+            f"model.seneca.harvestScale: {scale!r} lets the {len(players)} players' capacities take "
+            f"{total:.4g} R units on turn 1, >= commonsInitial={model.commonsInitial!r}: the commons would "
+            f"collapse at once; harvestScale is R units per unit of capacity(w) = 1 + 0.05 w (default {HARVEST_SCALE})"
+        )
 
 
 def default_config() -> ArenaConfig:

@@ -20,8 +20,10 @@ def sanction_specs(config) -> list:
 
 
 def uses_governance(config) -> bool:
-    """True when the config has talk, pacts or sanction specs (else no layer: zero cost)."""
-    return bool(config.pacts or sanction_specs(config) or any(p.talk is not None for p in config.require_players()))
+    """True when the config has talk, pacts, sanction specs or plugins (the plugins read its
+    violations and the GovSim totals its harvest sums; else no layer: zero cost)."""
+    return bool(config.pacts or sanction_specs(config) or getattr(config, "plugins", None)
+                or any(p.talk is not None for p in config.require_players()))
 
 
 def needed_slots(config) -> int:
@@ -72,8 +74,8 @@ def governance(config, *, pact_slots: int | None = None, ladder_width: int | Non
         propose_turn=jnp.asarray(prop(lambda q: q.turn), jnp.int32),
         propose_parties=jnp.asarray(parties),
         propose_term=jnp.asarray(term, jnp.int32),
-        propose_cap=farr(prop(lambda q: q.terms.maxHarvest or 0.0)),
-        propose_tolerance=farr(prop(lambda q: q.terms.tolerance)),
+        propose_cap=farr(prop(lambda q: q.terms.numbers()[0])),
+        propose_tolerance=farr(prop(lambda q: q.terms.numbers()[1])),
         accept_rule=jnp.asarray(col(lambda t: T.ACCEPT_RULES.index(t.accept), 0), jnp.int32),
         accept_min=farr(col(lambda t: t.acceptMinCap, 0.0)),
         decline_rejects=jnp.asarray(col(lambda t: t.declineRejects, True), bool),
@@ -100,14 +102,13 @@ def governance(config, *, pact_slots: int | None = None, ladder_width: int | Non
         for j, r in enumerate(pc.parties):
             mask[player_index(r, names, f"pacts[{i}].parties[{j}]")] = True
         proposer = player_index(pc.proposer, names, f"pacts[{i}].proposer") if pc.proposer is not None else int(np.argmax(mask))
-        pk, _ = P.propose(pk, proposer, jnp.asarray(mask), P.term_code(pc.terms.type), pc.terms.maxHarvest or 0.0,
-                          pc.terms.tolerance, jnp.int32(0))
+        pk, _ = P.propose(pk, proposer, jnp.asarray(mask), P.term_code(pc.terms.type), *pc.terms.numbers(), jnp.int32(0))
         if pc.status == "active":
             pk = P.accept_mask(pk, pk.parties & (jnp.arange(slots) == i)[:, None], jnp.int32(0))
     scripted = any(t is not None and (t.pledge is not None or t.propose is not None) for t in talks)
     proposing = scripted or any(pc.status == "proposed" for pc in config.pacts)
     who = tuple(i for i, t in enumerate(talks) if t is not None and (t.pledge is not None or t.propose is not None))
-    return GovernanceLayer(registry=proposing, scripted=who), GovParams(talk=tp, sanctions=sp, pacts0=pk)
+    return GovernanceLayer(registry=proposing, scripted=who, terms=P.term_names()), GovParams(talk=tp, sanctions=sp, pacts0=pk)
 
 
 def stack_batch(params_list: list, repeat: int = 1):

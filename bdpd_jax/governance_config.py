@@ -23,7 +23,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from .kernels.pacts import PACT_TERM_TYPES
+from .terms import numbers, parse_terms
+from .limits import MAX_TURNS
 
 _STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
 
@@ -31,33 +32,33 @@ PlayerRef = int | str
 
 
 class PactTerms(BaseModel):
-    """001_* term schema: a discriminated union on ``type``."""
+    """001_* term schema: ``type`` names a registered term type (kernels/pacts.py); the other
+    keys are that type's fields, checked against the registry (bdpd_jax/terms.py)."""
 
-    model_config = _STRICT
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False)
     type: str
-    maxHarvest: float | None = None
-    tolerance: float = 0.0
 
-    @model_validator(mode="after")
-    def _schema(self) -> "PactTerms":
-        if self.type not in PACT_TERM_TYPES:
-            raise ValueError(f"terms.type: unknown term type {self.type!r}; known: {list(PACT_TERM_TYPES)}")
-        if self.type == "harvest_cap" and (self.maxHarvest is None or self.maxHarvest <= 0):
-            raise ValueError(f"terms.maxHarvest: harvest_cap needs maxHarvest > 0, got {self.maxHarvest!r}")
-        if self.tolerance < 0:
-            raise ValueError(f"terms.tolerance: must be >= 0, got {self.tolerance!r}")
-        return self
+    @model_validator(mode="before")
+    @classmethod
+    def _schema(cls, v):
+        if isinstance(v, dict):
+            return parse_terms(v, "terms", fill=True)
+        return v
+
+    def numbers(self) -> tuple[float, float]:
+        """(max_harvest, tolerance): the numbers the kernel's slot stores."""
+        return numbers(self.model_dump())
 
 
 class PledgeScript(BaseModel):
     model_config = _STRICT
-    turn: int = Field(ge=1)
+    turn: int = Field(ge=1, le=MAX_TURNS)
     maxHarvest: float = Field(gt=0)
 
 
 class ProposeScript(BaseModel):
     model_config = _STRICT
-    turn: int = Field(ge=1)
+    turn: int = Field(ge=1, le=MAX_TURNS)
     parties: list[PlayerRef] = Field(min_length=1)
     terms: PactTerms
 
@@ -113,3 +114,15 @@ def check_governance(players: list, pacts: list[PactConfig], n_slots_hint: int |
         if t is not None and t.propose is not None:
             for j, r in enumerate(t.propose.parties):
                 player_index(r, names, f"players[{i}].talk.propose.parties[{j}]")
+
+
+def without_talk(config):
+    """003_* ``--no-talk`` for a batch run: every player's scripted ``talk`` removed (no
+    announcements, pledges, proposals, compliance; proposals are answered by the default
+    rule). The config's pre-declared ``pacts`` and sanction specs stay: the flag removes
+    signalling, not the registry or observation. Returns a new config (removing talk cannot
+    make a valid config invalid)."""
+    if config.players is None:
+        return config
+    players = [p.model_copy(update={"talk": None}) for p in config.players]
+    return config.model_copy(update={"players": players})

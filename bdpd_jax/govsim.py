@@ -12,8 +12,9 @@ governance layer's accumulators or the per-turn records.
 - ``equality``: ``1 - Gini`` of per-player gains, ``1 - sum_ij |g_i - g_j| / (2 N sum_i g_i)``
   (1 when nobody gained anything: all gains equal);
 - ``over_usage``: fraction of (player, turn) decisions with ``actual > share + eps``,
-  ``share = regen / N`` as in the governance metrics (NaN when unknown: no history and no
-  governance layer).
+  ``share = regen / N`` as in the governance metrics, over the turns where that share is
+  defined (the rule of kernels/metrics.py: not on a collapse turn, never on Seneca); NaN
+  when no turn had one, and when unknown (no history and no governance layer).
 """
 
 from __future__ import annotations
@@ -51,15 +52,17 @@ def equality(gains: np.ndarray) -> np.ndarray:
 
 
 def govsim_columns(turns_played: np.ndarray, max_turns: int, f0: float, gains: np.ndarray,
-                   over: np.ndarray | None) -> dict[str, np.ndarray]:
+                   over: np.ndarray | None, judged: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """turns_played int[B]; gains float[N, B] per-player harvest totals; over int[N, B]
-    decisions over the share (None = unknown)."""
+    decisions over the share (None = unknown); judged int[B] turns with a defined share
+    (None = every turn played)."""
     n = gains.shape[0]
     total = gains.sum(axis=0)
+    judged = turns_played if judged is None else np.asarray(judged)
     with np.errstate(invalid="ignore", divide="ignore"):
         eff = np.minimum(1.0, total / (max_turns * f0)) if np.isfinite(f0) and f0 > 0 else np.full_like(total, np.nan)
-        ou = (over.sum(axis=0) / (n * np.maximum(turns_played, 1))) if over is not None else np.full_like(total, np.nan)
-    ou = np.where(turns_played > 0, ou, np.nan)
+        ou = (over.sum(axis=0) / (n * np.maximum(judged, 1))) if over is not None else np.full_like(total, np.nan)
+    ou = np.where(judged > 0, ou, np.nan)
     return {
         "survival_time": turns_played.astype(np.int32),
         "total_gain": total,
@@ -69,10 +72,13 @@ def govsim_columns(turns_played: np.ndarray, max_turns: int, f0: float, gains: n
     }
 
 
-def from_records(actual: np.ndarray, regen: np.ndarray, played: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """actual float[T, N, B], regen float[T, B], played bool[T, B] -> (gains, over) [N, B]."""
+def from_records(actual: np.ndarray, regen: np.ndarray, played: np.ndarray,
+                 defined: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """actual float[T, N, B], regen float[T, B], played bool[T, B], defined bool[T, B] (the
+    share was defined; None = every turn) -> (gains float[N, B], over int[N, B], judged int[B])."""
     n = actual.shape[1]
     pl = played[:, None, :]
+    ok = played if defined is None else played & defined
     gains = np.where(pl, actual, 0.0).sum(axis=0)
-    over = (pl & (actual > regen[:, None, :] / n + EPS)).sum(axis=0)
-    return gains, over
+    over = (ok[:, None, :] & (actual > regen[:, None, :] / n + EPS)).sum(axis=0)
+    return gains, over, ok.sum(axis=0)

@@ -16,21 +16,16 @@ from .kernels import perturb as pk
 from .kernels.params import OBS_VARS
 
 COLUMNS = ("arena", "turn", "id", "type", "target", "value", "strategy")
-_FIELD = {"regen_shock": "regen_rate", "regen_set": "regen_rate", "capacity_shock": "capacity",
-          "threshold_shift": "threshold", "commons_shock": "stock"}
 
 
 def target_label(type_: str, target: int, policy_names=None, index: float | None = None) -> str:
-    if type_ in _FIELD:
-        return _FIELD[type_]
-    who = "*" if target == pk.ALL else str(int(target))
-    if type_ == "wealth_shock":
-        return f"wealth[{who}]"
-    if type_ == "strategy_override":
-        return f"strategy[{who}]"
-    if type_ == "observability_flip":
-        return f"visible[{OBS_VARS[int(target)]}]"
-    return str(target)
+    """What a firing acted on, from the type's registered target kind and label."""
+    pt = pk.perturbation_type(type_)
+    if pt.target == "player":
+        return f"{pt.label}[{'*' if target == pk.ALL else str(int(target))}]"
+    if pt.target == "variable":
+        return f"{pt.label}[{OBS_VARS[int(target)]}]"
+    return pt.label
 
 
 def perturb_record(extra: dict) -> dict | None:
@@ -49,7 +44,7 @@ def perturbations_frame(rec: dict, arenas: np.ndarray, ids: list[str], policy_na
     codes = np.asarray(r["code"])[t, p, b]
     targets = np.asarray(r["target"])[t, p, b]
     values = np.asarray(r["value"])[t, p, b].astype(float)
-    types = [pk.TYPES[int(c)] for c in codes]
+    types = [pk.type_names()[int(c)] for c in codes]
     strategies = [
         policy_names[int(v)] if ty == "strategy_override" and 0 <= int(v) < len(policy_names) else None
         for ty, v in zip(types, values)

@@ -7,6 +7,7 @@ rows: the scan runs them as frozen no-ops, and the frames drop them.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,6 +63,54 @@ class Results:
             raise ValueError("Results.players: this run kept no history (history=False); use Results.summary")
         return self.history_players
 
+    def report(self) -> pd.DataFrame:
+        """The victory evaluation of every arena (bdpd_jax/victory.py, the rule of a live
+        arena's summary.json): ``arena, outcome, collapse_turn, turns_played, winners`` (player
+        indices, comma-separated) and per player ``gain_i``, ``gain_rank_i``, ``compliant_i``."""
+        from .victory import evaluate
+
+        s = self.summary
+        n = len([c for c in s.columns if c.startswith("wealth_")])
+        initial = np.asarray([p["privateResource"] for p in self.meta["players"]], np.float64)
+        gain = s[[f"wealth_{i}" for i in range(n)]].to_numpy(np.float64).T - initial[:, None]
+        viol = np.zeros_like(gain, dtype=np.int64)
+        v = self.extra.get("violations")
+        if v is not None and len(v):
+            pos = pd.Index(s["arena"]).get_indexer(v["arena"])
+            np.add.at(viol, (v["player"].to_numpy(), pos), 1)
+        ev = evaluate(s["survived"].to_numpy(), s["turns_played"].to_numpy(), int(self.meta["turns"]), gain, viol)
+        out = pd.DataFrame({"arena": s["arena"], "outcome": ev["outcome"], "collapse_turn": s["collapse_turn"],
+                            "turns_played": s["turns_played"],
+                            "winners": [",".join(str(i) for i in np.flatnonzero(w)) for w in ev["winner"].T]})
+        for i in range(n):
+            out[f"gain_{i}"] = gain[i]
+            out[f"gain_rank_{i}"] = ev["rank"][i]
+            out[f"compliant_{i}"] = ev["compliant"][i]
+        return out
+
+    @property
+    def violations(self) -> pd.DataFrame:
+        """One row per pact violation event: arena, turn, player, pact, termType, ordinal
+        (bdpd_jax/governance_results.py; also ``extra["violations"]``); empty without
+        governance or history."""
+        return self._frame("violations")
+
+    @property
+    def sanctions(self) -> pd.DataFrame:
+        """One row per sanction fired, with its provenance: arena, turn, id (spec), type,
+        player, pact, termType, ordinal, amount, reason, payer, cost
+        (bdpd_jax/governance_results.py); empty without governance or history."""
+        return self._frame("sanctions")
+
+    def _frame(self, name: str) -> pd.DataFrame:
+        df = self.extra.get(name)
+        if df is None:
+            from . import governance_results as g
+
+            cols = g.VIOLATION_COLUMNS if name == "violations" else g.SANCTION_COLUMNS
+            return pd.DataFrame({c: pd.Series(dtype=object) for c in cols})
+        return df
+
     @property
     def perturbations(self) -> pd.DataFrame:
         """One row per perturbation firing: arena, turn, id, type, target, value, strategy
@@ -112,53 +161,77 @@ def _played_index(played: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return t_idx, b_idx
 
 
+def _gather(leaves: dict[str, np.ndarray], flat: np.ndarray) -> dict[str, np.ndarray]:
+    """The values at flat indices of same-shape leaves: the leaves of one dtype are stacked
+    and gathered in one operation (the columns are rows of its result)."""
+    groups: dict[np.dtype, list[str]] = {}
+    for name, x in leaves.items():
+        groups.setdefault(x.dtype, []).append(name)
+    out = {}
+    for names in groups.values():
+        taken = np.take(np.stack([leaves[n].reshape(-1) for n in names]), flat, axis=1)
+        out.update(zip(names, taken))
+    return {name: out[name] for name in leaves}
+
+
+def _str_column(codes: np.ndarray, labels: list[str]):
+    """labels[codes] as pandas' str dtype, without a Python string object per row (an
+    arrow take) where pandas keeps strings in arrow; else through an object array."""
+    dtype = pd.Series(labels[:1] or [""]).dtype
+    if getattr(dtype, "storage", None) == "pyarrow":
+        import pyarrow as pa
+
+        values = pa.array(labels, pa.large_string()).take(pa.array(codes))
+        return pd.arrays.ArrowStringArray(values, dtype=dtype)
+    return pd.array(np.asarray(labels, dtype=object)[codes], dtype=dtype)
+
+
 def turns_frame(rec: dict[str, np.ndarray], arenas: np.ndarray) -> pd.DataFrame:
     """rec leaves have shape (T, B) (scalars per arena and turn)."""
     t, b = _played_index(rec["played"])
-    cols: dict[str, Any] = {"arena": arenas[b], "turn": rec["turn"][t, b]}
-    for name in ("stock", "regen", "reserve_drawn", "collapsed"):
-        cols[name] = rec[name][t, b]
-    for name, v in rec["engine_extra"].items():
-        cols[name] = v[t, b]
-    for name in METRICS:
-        cols[name] = rec["metrics"][name][t, b]
-    for name, v in rec.get("turn_extra", {}).items():
-        cols[name] = v[t, b]
-    return pd.DataFrame(cols)
+    flat = t * rec["played"].shape[1] + b
+    leaves = {"turn": rec["turn"], **{n: rec[n] for n in ("stock", "regen", "reserve_drawn", "collapsed")},
+              **rec["engine_extra"], **{n: rec["metrics"][n] for n in METRICS}, **rec.get("turn_extra", {})}
+    cols: dict[str, Any] = {"arena": np.asarray(arenas)[b], **_gather(leaves, flat)}
+    return pd.DataFrame(cols, copy=False)  # (fresh arrays: no copy into 2-D blocks)
 
 
 def players_frame(rec: dict[str, np.ndarray], arenas: np.ndarray, strategy_names: list[str]) -> pd.DataFrame:
     """Per-player leaves have shape (T, N, B)."""
     t, b = _played_index(rec["played"])
-    n = rec["actual"].shape[1]
+    n, nb = rec["actual"].shape[1], rec["played"].shape[1]
     rows = len(t)
-    tt = np.repeat(t, n)
-    bb = np.repeat(b, n)
-    pp = np.tile(np.arange(n), rows)
-    names = np.asarray(strategy_names, dtype=object)
+    # flat index of (turn, player, arena) in a (T, N, B) leaf, rows ordered by arena, turn, player
+    flat = ((t * (n * nb) + b)[:, None] + np.arange(n) * nb).reshape(-1)
+    leaves = {"strategy": rec["strategy"],
+              **{k: rec[k] for k in ("requested", "actual", "wealth", "announced", "sanction", "invalid")},
+              **rec.get("player_extra", {})}
+    got = _gather(leaves, flat)
     cols: dict[str, Any] = {
-        "arena": arenas[bb],
-        "turn": rec["turn"][tt, bb],
-        "player": pp.astype(np.int32),
-        "strategy": names[rec["strategy"][tt, pp, bb]],
+        "arena": np.repeat(np.asarray(arenas)[b], n),
+        "turn": np.repeat(rec["turn"][t, b], n),
+        "player": np.tile(np.arange(n, dtype=np.int32), rows),
+        "strategy": _str_column(got.pop("strategy"), list(strategy_names)),
+        **got,
     }
-    for name in ("requested", "actual", "wealth", "announced", "sanction", "invalid"):
-        cols[name] = rec[name][tt, pp, bb]
-    for name, v in rec.get("player_extra", {}).items():
-        cols[name] = v[tt, pp, bb]
-    return pd.DataFrame(cols)
+    return pd.DataFrame(cols, copy=False)
 
 
-def summary_frame(final: dict[str, np.ndarray], arenas: np.ndarray, player_labels: list[str]) -> pd.DataFrame:
-    """final: survived[B], collapse_turn[B], turns_played[B], wealth[N, B]."""
-    wealth = final["wealth"]
-    n = wealth.shape[0]
-    # rank 1 = richest; ties share the better rank
-    ranks = (wealth[None, :, :] > wealth[:, None, :]).sum(axis=1) + 1  # ranks[j, b]
+def summary_frame(final: dict[str, np.ndarray], arenas: np.ndarray, player_labels: list[str],
+                  more: dict[str, np.ndarray] | None = None) -> pd.DataFrame:
+    """final: survived[B], collapse_turn[B], turns_played[B], wealth[N, B]; ``more``: further
+    columns (the GovSim outcomes), appended last."""
+    wealth = np.array(final["wealth"])  # (a copy: the frame's columns are views of it)
+    n, b = wealth.shape
+    # rank 1 = richest; ties share the better rank (one count per pair: integer adds)
+    ranks = np.ones((n, b), np.int32)
+    for j in range(n):
+        for i in range(n):
+            ranks[j] += wealth[i] > wealth[j]
     collapse = pd.array(np.where(final["survived"], 0, final["collapse_turn"]), dtype="Int64")
     collapse[final["survived"]] = pd.NA
     cols: dict[str, Any] = {
-        "arena": arenas,
+        "arena": np.array(arenas),
         "survived": final["survived"].astype(bool),
         "collapse_turn": collapse,
         "turns_played": final["turns_played"].astype(np.int32),
@@ -166,9 +239,18 @@ def summary_frame(final: dict[str, np.ndarray], arenas: np.ndarray, player_label
     for i in range(n):
         cols[f"wealth_{i}"] = wealth[i]
     for i in range(n):
-        cols[f"rank_{i}"] = ranks[i].astype(np.int32)
+        cols[f"rank_{i}"] = ranks[i]
     for i, label in enumerate(player_labels):
-        cols[f"strategy_{i}"] = label
+        cols[f"strategy_{i}"] = _constant_str(label, b).copy()
     for name, v in final.get("extra", {}).items():
-        cols[name] = v
-    return pd.DataFrame(cols)
+        cols[name] = np.array(v)
+    cols.update(more or {})
+    # every column is an array of its own (no copy into 2-D blocks: ~1/3 of the frame's cost)
+    return pd.DataFrame(cols, copy=False)
+
+
+@functools.lru_cache(maxsize=64)
+def _constant_str(label: str, n: int) -> pd.api.extensions.ExtensionArray:
+    """A column of n copies of one string, as pandas' str dtype (immutable buffers: the
+    callers take a ``.copy()``, which shares them)."""
+    return pd.Series(label, index=pd.RangeIndex(n)).array  # the dtype pandas gives a scalar column

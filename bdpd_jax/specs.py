@@ -16,7 +16,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from .kernels.pacts import PACT_TERM_TYPES
+from .kernels import pacts as _pacts
+from .limits import MAX_LADDER, MAX_TURNS
 
 _STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
 
@@ -39,8 +40,8 @@ class PactViolationTrigger(BaseModel):
     @field_validator("termType")
     @classmethod
     def _known_term(cls, v: str | None) -> str | None:
-        if v is not None and v not in PACT_TERM_TYPES:
-            raise ValueError(f"trigger.termType: unknown {v!r}; known: {list(PACT_TERM_TYPES)}")
+        if v is not None and v not in _pacts.term_names():
+            raise ValueError(f"trigger.termType: unknown {v!r}; known: {list(_pacts.term_names())}")
         return v
 
 
@@ -52,7 +53,7 @@ class SanctionPayload(BaseModel):
 
 class GraduatedPayload(BaseModel):
     model_config = _STRICT
-    ladder: list[float] = Field(min_length=1)
+    ladder: list[float] = Field(min_length=1, max_length=MAX_LADDER)
     reason: str | None = None
 
     @field_validator("ladder")
@@ -107,7 +108,7 @@ def parse_perturbation(raw: Any, index: int = 0) -> BaseModel:
     if not isinstance(raw, dict):
         raise ValueError(f"{where}: a spec must be an object {{id, type, trigger, payload}}, got {raw!r}")
     kind = raw.get("type")
-    if kind not in SPEC_TYPES:
+    if not isinstance(kind, str) or kind not in SPEC_TYPES:
         raise ValueError(f"{where}.type: unknown perturbation type {kind!r}; known: {sorted(SPEC_TYPES)}")
     try:
         return SPEC_TYPES[kind].model_validate(raw)
@@ -147,7 +148,7 @@ class TurnTrigger(BaseModel):
 
     model_config = _STRICT
     kind: Literal["turn"]
-    turn: int = Field(ge=1)
+    turn: int = Field(ge=1, le=MAX_TURNS)
 
 
 class ThresholdTrigger(BaseModel):
@@ -216,6 +217,10 @@ class OverridePayload(BaseModel):
 
         if not (isinstance(v, Policy) or (isinstance(v, str) and v in BUILTINS)):
             raise ValueError(f"payload.strategy: unknown strategy {v!r}; known: {sorted(BUILTINS)}")
+        if isinstance(v, Policy):
+            from .policy_check import check_policy_fields
+
+            check_policy_fields(v, "payload.strategy")
         return v
 
 
@@ -255,7 +260,7 @@ def _player_index(ref: int | str | None, config, where: str) -> int:
     return names.index(ref)
 
 
-class _ArenaSpec(BaseModel):
+class ArenaSpec(BaseModel):
     """Common part of the Table A.1 specs: ``check`` runs at config time, ``slot`` compiles."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, arbitrary_types_allowed=True)
@@ -269,7 +274,7 @@ class _ArenaSpec(BaseModel):
         eng = ENGINES[engine_name]
         if not _pk.supported(eng, self.type):
             raise ValueError(
-                f"{where}.type: {self.type!r} acts on the engine's {_pk.REQUIRES[self.type]!r}, which "
+                f"{where}.type: {self.type!r} acts on the engine's {_pk.perturbation_type(self.type).requires!r}, which "
                 f"engineMode={engine_name!r} does not have (docs/semantics.md §10 lists what each "
                 f"type acts on per engine)"
             )
@@ -285,79 +290,79 @@ class _ArenaSpec(BaseModel):
     def numbers(self, config, where: str, policies: tuple = ()) -> dict:
         """This spec's slot as plain numbers (kernels.perturb.PerturbParams fields)."""
         t = self.trigger
-        out = dict(code=_pk.TYPE_CODE[self.type], trigger=_pk.TRIGGER_KINDS.index(t.kind), turn=0, variable=0,
+        out = dict(code=_pk.type_code(self.type), trigger=_pk.TRIGGER_KINDS.index(t.kind), turn=0, variable=0,
                    op=0, level=0.0, value=0.0, mode=0, player=_pk.ALL, index=0)
         if isinstance(t, TurnTrigger):
             out["turn"] = t.turn
         elif isinstance(t, ThresholdTrigger):
             out.update(variable=_pk.TRIGGER_VARS.index(t.variable), op=_pk.OPS.index(t.op), level=t.value)
-        out.update(self._payload_numbers(config, where, policies))
+        out.update(self.payload_numbers(config, where, policies))
         return out
 
-    def _payload_numbers(self, config, where, policies) -> dict:
+    def payload_numbers(self, config, where, policies) -> dict:
         raise NotImplementedError
 
 
-class RegenShockSpec(_ArenaSpec):
+class RegenShockSpec(ArenaSpec):
     """``regen_shock``: r <- r x factor (drought f < 1, boom f > 1)."""
 
     type: Literal["regen_shock"]
     payload: FactorPayload
 
-    def _payload_numbers(self, config, where, policies):
+    def payload_numbers(self, config, where, policies):
         return {"value": self.payload.factor}
 
 
-class RegenSetSpec(_ArenaSpec):
+class RegenSetSpec(ArenaSpec):
     """``regen_set``: r <- value."""
 
     type: Literal["regen_set"]
     payload: RegenSetPayload
 
-    def _payload_numbers(self, config, where, policies):
+    def payload_numbers(self, config, where, policies):
         return {"value": self.payload.value}
 
 
-class CommonsShockSpec(_ArenaSpec):
+class CommonsShockSpec(ArenaSpec):
     """``commons_shock``: S <- max(S + amount, 0)."""
 
     type: Literal["commons_shock"]
     payload: CommonsPayload
 
-    def _payload_numbers(self, config, where, policies):
+    def payload_numbers(self, config, where, policies):
         return {"value": self.payload.amount}
 
 
-class CapacityShockSpec(_ArenaSpec):
+class CapacityShockSpec(ArenaSpec):
     """``capacity_shock``: K <- K x factor."""
 
     type: Literal["capacity_shock"]
     payload: FactorPayload
 
-    def _payload_numbers(self, config, where, policies):
+    def payload_numbers(self, config, where, policies):
         return {"value": self.payload.factor}
 
 
-class WealthShockSpec(_ArenaSpec):
+class WealthShockSpec(ArenaSpec):
     """``wealth_shock``: multiplicative (factor) or additive (amount), one player or all."""
 
     type: Literal["wealth_shock"]
     payload: WealthPayload
 
-    def _payload_numbers(self, config, where, policies):
+    def payload_numbers(self, config, where, policies):
         p = self.payload
         mult = p.factor is not None
         return {"value": p.factor if mult else p.amount, "mode": 0 if mult else 1,
                 "player": _player_index(p.player, config, where)}
 
 
-class StrategyOverrideSpec(_ArenaSpec):
+class StrategyOverrideSpec(ArenaSpec):
     """``strategy_override``: the player's decision function is replaced from that turn on."""
 
     type: Literal["strategy_override"]
     payload: OverridePayload
 
-    def _payload_numbers(self, config, where, policies):
+    def payload_numbers(self, config, where, policies):
         from .kernels.policies import BUILTINS
 
         pol = BUILTINS[self.payload.strategy] if isinstance(self.payload.strategy, str) else self.payload.strategy
@@ -365,7 +370,7 @@ class StrategyOverrideSpec(_ArenaSpec):
         return {"player": _player_index(self.payload.player, config, where), "index": index}
 
 
-class ObservabilityFlipSpec(_ArenaSpec):
+class ObservabilityFlipSpec(ArenaSpec):
     """``observability_flip``: toggle (or set) one observation variable's visibility."""
 
     type: Literal["observability_flip"]
@@ -384,23 +389,23 @@ class ObservabilityFlipSpec(_ArenaSpec):
                 f"engineMode={config.model.engineMode!r}"
             )
 
-    def _payload_numbers(self, config, where, policies):
+    def payload_numbers(self, config, where, policies):
         v = self.payload.visible
         return {"index": _OBS_VARS.index(self.payload.variable), "mode": 0 if v is None else (1 if v else 2)}
 
 
-class ThresholdShiftSpec(_ArenaSpec):
+class ThresholdShiftSpec(ArenaSpec):
     """``threshold_shift``: T <- max(T + delta, 0), or T <- value."""
 
     type: Literal["threshold_shift"]
     payload: ThresholdPayload
 
-    def _payload_numbers(self, config, where, policies):
+    def payload_numbers(self, config, where, policies):
         p = self.payload
         return {"value": p.delta if p.delta is not None else p.value, "mode": 0 if p.delta is not None else 1}
 
 
-ARENA_SPECS: dict[str, type[_ArenaSpec]] = {
+ARENA_SPECS: dict[str, type[ArenaSpec]] = {
     "regen_shock": RegenShockSpec,
     "regen_set": RegenSetSpec,
     "commons_shock": CommonsShockSpec,
@@ -412,7 +417,22 @@ ARENA_SPECS: dict[str, type[_ArenaSpec]] = {
 }
 for _name, _model in ARENA_SPECS.items():
     register_spec(_name, _model)
-ARENA_TYPES: tuple[str, ...] = tuple(ARENA_SPECS)
+
+
+def register_perturbation(name: str, apply, spec: type[ArenaSpec], **kernel) -> type[ArenaSpec]:
+    """Add a perturbation type end to end with one call: its kernel ``apply`` (registered in
+    kernels/perturb_registry.py with ``kernel`` = requires / engine_field / target / label /
+    description) and its config model ``spec`` (an :class:`ArenaSpec` with ``type:
+    Literal[name]``, a payload and ``payload_numbers``). The config, ``simulate``, the
+    results frames and the live host then know it."""
+    from .kernels.perturb_registry import register_perturbation as register_kernel
+
+    if name in SPEC_TYPES:
+        raise ValueError(f"type: perturbation type {name!r} is already registered")
+    register_kernel(name, apply, **kernel)
+    ARENA_SPECS[name] = spec
+    register_spec(name, spec)
+    return spec
 
 
 def check_perturbations(config) -> None:
@@ -423,7 +443,7 @@ def check_perturbations(config) -> None:
             check(config, f"perturbations[{i}]")
 
 
-def arena_specs(config) -> list[_ArenaSpec]:
+def arena_specs(config) -> list[ArenaSpec]:
     """The config's Table A.1 specs, in list order (the order same-turn firings apply)."""
     return [s for s in config.perturbations if s.type in ARENA_SPECS]
 
@@ -480,6 +500,6 @@ def perturb_layer(config, perturbable: bool = False, n_slots: int | None = None,
     eng = ENGINES[config.model.engineMode]
     present = {s.type for s in specs} | set(types or ())
     if perturbable:
-        present |= {t for t in _pk.TYPES if _pk.supported(eng, t)}
-    ordered = tuple(t for t in _pk.TYPES if t in present)
+        present |= {t for t in _pk.type_names() if _pk.supported(eng, t)}
+    ordered = tuple(t for t in _pk.type_names() if t in present)
     return _pk.PerturbLayer(types=ordered, n_slots=len(specs) if n_slots is None else n_slots)

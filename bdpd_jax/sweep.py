@@ -20,7 +20,9 @@ See docs/semantics.md §12.
 
 from __future__ import annotations
 
+import hashlib
 import math
+from collections import OrderedDict
 from typing import Any, Sequence
 
 import jax
@@ -31,9 +33,10 @@ import pandas as pd
 from .build import build
 from .config import ArenaConfig
 from .kernels.metrics import METRICS
-from .kernels.rollout import summary_of
 from .results import summary_frame
-from .simulate import _flatten_record, _summary_extra, _to_numpy, _with_govsim, arena_keys, run_batch
+from .prepared import content_key
+from .runner import arena_keys, run_batch, to_numpy
+from .simulate import _flatten_record, compiled_final, default_chunk, govsim_of
 from .sweep_build import (
     DEVICE_COPIES,
     ROW_CELL_BYTES,
@@ -160,7 +163,7 @@ class SweepPlan:
         self.n_points = len(n_turns)
         self.total = self.n_points * self.replicates
         self.max_turns = max(n_turns)
-        self.chunk_turns = self.max_turns if self.max_turns <= 1000 else 1000
+        self.chunk_turns = default_chunk(self.max_turns)
         self.labels = [p.strategy_name for p in cfg0.require_players()]
         n_cols = 16 + 3 * game.n_players + len(names) + (len(METRICS) if history else 0)
         cap = int(max_batch)
@@ -225,15 +228,13 @@ class SweepPlan:
         keys = self._put(arena_keys(self.seed, padded % reps if self.common_random else padded))
         state, rec = run_batch(self.game, params, keys, self.max_turns, self.chunk_turns, self.history, bar)
         take = lambda tree: jax.tree_util.tree_map(lambda x: np.asarray(x)[..., :n], tree)  # noqa: E731
-        final = take(_to_numpy(summary_of(state)))
-        final["extra"] = take(_summary_extra(self.game, state))
-        state_np, params_np = take(state), take(params)  # (the arenas of this chunk, unpadded)
+        final = take(to_numpy(compiled_final(self.game)(state, params)))  # (this chunk's arenas, unpadded)
         del state, params
         rec_np = take(rec) if self.history else None
-        frame = summary_frame(final, idx, self.labels)
         pts = idx // reps
         p0 = int(pts[0])
-        frame = _with_govsim(frame, self.config_at(p0), state_np, params_np, rec_np, self.n_turns[p0])
+        f0 = float(self.yields[p0])  # (sustainable_yield of the point, computed when planned)
+        frame = summary_frame(final, idx, self.labels, govsim_of(final, f0, rec_np, self.n_turns[p0]))
         groups = self.group_of_point[pts]
         uniq = np.unique(groups)
         if len(uniq) > 1:
@@ -275,6 +276,30 @@ class SweepPlan:
         }
 
 
+_PLANS: "OrderedDict[tuple, SweepPlan]" = OrderedDict()
+MAX_PLANS = 8
+
+
+def cached_plan(config, table: pd.DataFrame, **options) -> SweepPlan:
+    """A SweepPlan, reused when the same config content, table and options were planned
+    before (every point's config is validated and built once; bdpd_jax/prepared.py)."""
+    try:
+        cells = pd.util.hash_pandas_object(table, index=True).to_numpy().tobytes()
+        key = (content_key(config), hashlib.sha1(cells).hexdigest(), repr(list(table.columns)),
+               repr(list(table.dtypes)), repr(sorted(options.items())), SEPARABLE_MIN_POINTS)
+    except (TypeError, ValueError):  # unhashable cells or options: plan afresh
+        return SweepPlan(config, table, **options)
+    plan = _PLANS.get(key)
+    if plan is None:
+        if isinstance(config, ArenaConfig):  # the caller's object may change later: plan a copy
+            config = config.model_copy(deep=True)
+        plan = _PLANS[key] = SweepPlan(config, table.copy(), **options)
+        while len(_PLANS) > MAX_PLANS:
+            _PLANS.popitem(last=False)
+    _PLANS.move_to_end(key)
+    return plan
+
+
 def run_points(
     config: ArenaConfig | dict | str,
     table: pd.DataFrame,
@@ -293,9 +318,9 @@ def run_points(
 ) -> SweepResults:
     """Run every row of ``table`` (columns = config paths) ``replicates`` times in one
     batched program; see :func:`sweep`."""
-    plan = SweepPlan(config, table, replicates=replicates, seed=seed, history=history, turns=turns,
-                     max_batch=max_batch, memory_budget=memory_budget, generator=generator,
-                     round_ints=round_ints, common_random=common_random, devices=devices)
+    plan = cached_plan(config, table, replicates=replicates, seed=seed, history=history, turns=turns,
+                       max_batch=max_batch, memory_budget=memory_budget, generator=generator,
+                       round_ints=round_ints, common_random=common_random, devices=devices)
     bar = None
     n_bar = plan.n_chunks * math.ceil(plan.max_turns / plan.chunk_turns)
     if progress or (progress is None and n_bar > 4):

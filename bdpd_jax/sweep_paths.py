@@ -11,6 +11,8 @@ from typing import Any, Sequence
 import numpy as np
 from pydantic import ValidationError
 
+from .limits import check_magnitudes
+
 from .config import ArenaConfig
 
 # ----------------------------------------------------------------------------- paths
@@ -173,6 +175,8 @@ def apply_values(base: ConfigBase, names: Sequence[str], values: Sequence[Any], 
             node, full = node[k], full[k]
         node[keys[-1]] = v
     try:
-        return ArenaConfig.model_validate(d)
+        for name, v in zip(names, values):  # the base was checked whole when it was validated
+            check_magnitudes(_plain(v), name)
+        return ArenaConfig.model_validate(d, context={"magnitudes_checked": True})
     except (ValidationError, ValueError) as e:
         raise ValueError(f"sweep{where}: {_describe(names, values)}: invalid config: {_validation_message(e)}") from None

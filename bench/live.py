@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import copy
+import gc
 import os
 import platform
 import socket
@@ -30,6 +31,7 @@ from bdpd_jax.host.arena import Arena
 from bdpd_jax.host.live_batch import LiveBatch
 
 HERE = Path(__file__).resolve().parent
+FREEZE = True
 
 CONFIG = {
     "model": {"maxPlayers": 4, "minPlayers": 4, "maxTurns": 1000},
@@ -113,29 +115,60 @@ async def run_case(n: int, kind: str, turns: int, url: str | None, shared_client
     t0 = time.perf_counter()
     await batch.atick()
     out["batch_first"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
+    if FREEZE:
+        gc.collect()
+        gc.freeze()  # start-up objects leave the collector's scans (a long-running host's move)
+    t0, c0 = time.perf_counter(), time.process_time()
     for _ in range(turns):
         await batch.atick()
     out["batch_run"] = time.perf_counter() - t0
+    out["batch_cpu"] = time.process_time() - c0
     out["batch_played"] = sum(len(a.records) for a in arenas) - n
     fallbacks = sum(d.get("fallback", False) for a in arenas for r in a.records for d in r["decisions"])
+    for a in arenas:
+        await a.aclose()  # the arenas' connection pools
     # one by one
     arenas = make_arenas(n, kind, url, client)
     t0 = time.perf_counter()
     for a in arenas:
         await a.atick()
     out["single_first"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for _ in range(turns):
         for a in arenas:
             await a.atick()
     out["single_run"] = time.perf_counter() - t0
+    out["single_cpu"] = time.process_time() - c0
     out["single_played"] = sum(len(a.records) for a in arenas) - n
     fallbacks += sum(d.get("fallback", False) for a in arenas for r in a.records for d in r["decisions"])
+    for a in arenas:
+        await a.aclose()
     out["fallbacks"] = fallbacks
     if client is not None:
         await client.aclose()
     return out
+
+
+OBS = {"turn": 3, "playerId": "h1", "commonsStock": 120.5, "regenRate": None, "myWealth": 12.25,
+       "myCapacity": 1.6125, "nPlayers": 4, "othersWealth": {"h0": 1.5, "h2": 2.5, "h3": 3.5},
+       "othersHarvest": {"h0": 0.5, "h2": 0.25, "h3": 1.0}, "pacts": {"active": [], "proposed": []}, "inbox": []}
+
+
+async def agent_cpu(n: int, url: str, rounds: int = 10) -> float:
+    """Host CPU per HTTP decision of the agent path alone (envelope JSON, request, answer
+    parsing; no kernel, no records): N clients x 4 HttpAgents asked at once, ``rounds`` times."""
+    from bdpd_jax.host.agents.http import HttpAgent
+
+    clients = [make_client(8) for _ in range(n)]
+    agents = [HttpAgent(url, 2000, client=c) for c in clients for _ in range(4)]
+    await asyncio.gather(*(a.decide(OBS, 10.0) for a in agents))  # connections up
+    c0 = time.process_time()
+    for _ in range(rounds):
+        await asyncio.gather(*(a.decide(OBS, 10.0) for a in agents))
+    cpu = time.process_time() - c0
+    for c in clients:
+        await c.aclose()
+    return 1e3 * cpu / (rounds * len(agents))
 
 
 def main() -> None:
@@ -144,11 +177,27 @@ def main() -> None:
     ap.add_argument("--turns", type=int, default=10)
     ap.add_argument("--delay-ms", type=float, default=5.0)
     ap.add_argument("--write", action="store_true", help="write the figures into bench/live_last.md")
+    ap.add_argument("--no-freeze", action="store_true", help="skip gc.freeze() after the first tick")
+    ap.add_argument("--cases", default="http,builtin")
+    ap.add_argument("--agent-cpu", action="store_true", help="only the agent path's CPU per HTTP decision")
+    ap.add_argument("--long-ticks", type=int, help="only the long built-in LiveBatch run (bench/live_long.py)")
     args = ap.parse_args()
+    if args.long_ticks:
+        import live_long
+
+        return live_long.main(["--arenas", str(args.arenas), "--ticks", str(args.long_ticks)])
+    global FREEZE
+    FREEZE = not args.no_freeze
     proc, url = start_responder(args.delay_ms)
+    if args.agent_cpu:
+        try:
+            print(f"agent path: {asyncio.run(agent_cpu(args.arenas, url)):.3f} ms host CPU per HTTP decision")
+        finally:
+            proc.kill()
+        return
     rows = []
     try:
-        for kind in ("http", "builtin"):
+        for kind in args.cases.split(","):
             # builtin turns are short: more of them, but fewer than the ~63 turns these arenas survive
             turns = args.turns if kind == "http" else 50
             r = asyncio.run(run_case(args.arenas, kind, turns, url))
@@ -156,24 +205,25 @@ def main() -> None:
                 run = r[f"{mode}_run"]
                 rows.append({"case": kind, "mode": "LiveBatch" if mode == "batch" else "one by one",
                              "first": r[f"{mode}_first"], "run": run, "tps": turns / run, "turns": turns,
-                             "atps": r[f"{mode}_played"] / run, "fallbacks": r["fallbacks"]})
+                             "atps": r[f"{mode}_played"] / run, "fallbacks": r["fallbacks"],
+                             "cpu_ms": 1e3 * r[f"{mode}_cpu"] / (4 * r[f"{mode}_played"])})
             print(rows[-2], rows[-1], flush=True)
     finally:
         proc.kill()
         proc.wait()
     dev = f"CPU ({os.cpu_count()} cores, {platform.machine()})"
-    lines = ["| Case | Mode | First tick (compile) | Turns | Run | turns/s | arena-turns/s |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| Case | Mode | First tick (compile) | Turns | Run | turns/s | arena-turns/s | host CPU per decision |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['case']} | {r['mode']} | {r['first']:.2f} s | {r['turns']} | {r['run']:.2f} s "
-                     f"| {r['tps']:.2f} | {r['atps']:.0f} |")
-    speed = {k: [r for r in rows if r["case"] == k] for k in ("http", "builtin")}
+                     f"| {r['tps']:.2f} | {r['atps']:.0f} | {r['cpu_ms']:.3f} ms |")
+    speed = {k: [r for r in rows if r["case"] == k] for k in args.cases.split(",")}
     ratio = {k: v[0]["tps"] / v[1]["tps"] for k, v in speed.items()}
     table = "\n".join(lines)
     print(table)
-    print(f"LiveBatch speed-up: http {ratio['http']:.1f}x, builtin {ratio['builtin']:.1f}x; "
-          f"fallbacks (http case) {speed['http'][0]['fallbacks']}")
-    if args.write:
+    print("LiveBatch speed-up: " + ", ".join(f"{k} {v:.1f}x" for k, v in ratio.items())
+          + (f"; fallbacks (http case) {speed['http'][0]['fallbacks']}" if "http" in speed else ""))
+    if args.write and set(speed) == {"http", "builtin"}:
         cmd = f".venv/bin/python bench/live.py --arenas {args.arenas} --turns {args.turns} --delay-ms {args.delay_ms:g}"
         text = README.format(cmd=cmd, dev=dev, table=table, arenas=args.arenas, load=os.getloadavg()[0],
                              delay=args.delay_ms, http=ratio["http"], builtin=ratio["builtin"],
@@ -199,12 +249,12 @@ answering within `agentTimeout` = 2 s): {fallbacks}.
 One by one, the HTTP case cannot beat 100 rounds x 5 ms = 0.5 s of waiting per turn; the
 LiveBatch waits 5 ms once and is bound by the host's CPU per request instead.
 
-Where the time goes: with HTTP players both modes pay the host's per-request cost (httpx +
-asyncio + the JSON of the observation envelope, ~1 ms of CPU per request here; the responder
-itself costs ~50 us) — the LiveBatch overlaps all 4 x {arenas} waits instead of {arenas} rounds
+Where the time goes: with HTTP players both modes pay the host's per-request cost (aiohttp +
+asyncio + the observation envelope; "host CPU per decision" is the process's CPU time over
+the timed turns divided by the decisions, kernel calls included; the responder runs in
+another process) — the LiveBatch overlaps all 4 x {arenas} waits instead of {arenas} rounds
 of 4 and makes 2 kernel calls per turn instead of 2 x {arenas}. Each arena pools its own
-connections: one httpx client shared by 400 players was ~5x slower (httpcore scans its whole
-pool for every request).
+connections.
 """
 
 

@@ -2,7 +2,11 @@
 
 Bare ODE (no players) with the engine's diffrax paths against hand-written Euler and RK4
 steps in jnp and a numpy Euler loop; then full turns with 4 heuristic players (simulate,
-histories off). Compile time is reported apart from run time (best of --repeat runs).
+histories off, the default harvest coupling of docs/semantics.md §9). Compile time is
+reported apart from run time (best of --repeat runs). With players, "played/s" counts only
+the arena-turns in which the arena was alive (a collapsed arena is frozen but still costs
+its turns under vmap): the seed's mix (rcp, conservative, adaptive, aggressive) collapses
+near turn 1845; the "alive" mix (rcp, conservative, conservative, rcp) plays all 3000.
 
     .venv/bin/python bench/seneca.py                 # B = 1, 256, 4096, 65536
     .venv/bin/python bench/seneca.py --sizes 1 4096  # a subset
@@ -74,27 +78,33 @@ def numpy_euler(b, repeat):
     return 0.0, best
 
 
-def players_cfg(solver="euler", integrator="steps"):
+SEED_MIX = ("rcp", "conservative", "adaptive", "aggressive")
+ALIVE_MIX = ("rcp", "conservative", "conservative", "rcp")
+
+
+def players_cfg(solver="euler", integrator="steps", players=SEED_MIX):
     return {
         "model": {"engineMode": "seneca", "maxTurns": T, "maxPlayers": 4,
-                  "seneca": {"harvestScale": 1e-5, "solver": solver, "integrator": integrator}},
+                  "seneca": {"solver": solver, "integrator": integrator}},
         "observability": {"commonsStock": {"visible": True}, "capitalStock": {"visible": True},
                           "pollutionLevel": {"visible": True}},
-        "players": [{"strategy": s} for s in ("rcp", "conservative", "adaptive", "aggressive")],
+        "players": [{"strategy": s} for s in players],
     }
 
 
 def time_players(b, repeat, **kw):
+    """(compile s, best run s, played arena-turns: turns in which an arena was alive)."""
     cfg = players_cfg(**kw)
     t0 = time.perf_counter()
-    bj.simulate(cfg, n_arenas=b, history=False, chunk_turns=T, progress=False)
+    res = bj.simulate(cfg, n_arenas=b, history=False, chunk_turns=T, progress=False)
     comp = time.perf_counter() - t0
+    played = int(res.summary.turns_played.sum())
     best = np.inf
     for _ in range(repeat):
         t0 = time.perf_counter()
         bj.simulate(cfg, n_arenas=b, history=False, chunk_turns=T, progress=False)
         best = min(best, time.perf_counter() - t0)
-    return comp - best, best
+    return comp - best, best, played
 
 
 def main():
@@ -102,6 +112,7 @@ def main():
     ap.add_argument("--sizes", type=int, nargs="+", default=[1, 256, 4096, 65536])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--no-players", action="store_true")
+    ap.add_argument("--players-only", action="store_true", help="only the rows with players")
     a = ap.parse_args()
     p = lambda **s: ENG.params_from_model({"commonsInitial": 1.0, "seneca": s})  # noqa: E731
     bare = {
@@ -113,17 +124,23 @@ def main():
         "diffrax tsit5, steps": (ENG.step, p(solver="tsit5")),
     }
     print(f"jax {jax.__version__} on {jax.devices()[0].platform}, {T} turns; best of {a.repeat}")
-    print(f"{'case':34s} {'B':>6s} {'compile s':>9s} {'run s':>9s} {'arena-turns/s':>14s}")
+    print(f"{'case':40s} {'B':>6s} {'compile s':>9s} {'run s':>9s} {'arena-turns/s':>14s} {'played/s':>10s} "
+          f"{'alive':>6s}")
     for b in a.sizes:
         rows = [(k, *time_bare(f, pp, b, a.repeat)) for k, (f, pp) in bare.items()
-                if not (b >= 65536 and k.endswith("tsit5, steps"))]  # ~30 s a run at B = 65536
-        if b <= 4096:
+                if not (b >= 65536 and k.endswith("tsit5, steps")) and not a.players_only]  # ~30 s at B = 65536
+        if b <= 4096 and not a.players_only:
             rows.append(("numpy euler", *numpy_euler(b, 1)))
         if not a.no_players:
-            rows.append(("4 players, diffrax euler steps", *time_players(b, a.repeat)))
-            rows.append(("4 players, diffrax euler diffeqsolve", *time_players(b, 1, integrator="diffeqsolve")))
-        for name, comp, run in rows:
-            print(f"{name:34s} {b:6d} {comp:9.2f} {run:9.4f} {b * T / run:14.3e}", flush=True)
+            rows.append(("4 players (seed mix), euler steps", *time_players(b, a.repeat)))
+            rows.append(("4 players (alive mix), euler steps", *time_players(b, a.repeat, players=ALIVE_MIX)))
+            if not a.players_only:
+                rows.append(("4 players (seed mix), diffeqsolve", *time_players(b, 1, integrator="diffeqsolve")))
+        for name, comp, run, *played in rows:
+            total = b * T
+            done = played[0] if played else total
+            print(f"{name:40s} {b:6d} {comp:9.2f} {run:9.4f} {total / run:14.3e} {done / run:10.3e} "
+                  f"{done / total:6.1%}", flush=True)
 
 
 if __name__ == "__main__":

@@ -12,8 +12,9 @@ jax starts); each reports the cold wall time (build, compile and run) and the be
 ``--repeat`` warm runs. The loop runs ``simulate(config_at_point, n_arenas=replicates,
 history=False, arena_offset=...)`` per point (what a user would write without ``sweep``) on
 the first ``--loop-points`` points (1000) after one warm-up call, so it does not pay the
-compile either; its time per point is scaled to the sweep's points. Figures:
-bench/README.md.
+compile either; its time per point is scaled to the sweep's points. Played arena-turns
+(turns before each arena ended) are printed beside arena-turns (every arena x 30 turns).
+Figures: bench/README.md.
 """
 
 from __future__ import annotations
@@ -76,7 +77,8 @@ def worker(n_devices: int, case: str, scale: float, repeat: int) -> dict:
         sweep(c, grid=g, replicates=replicates, seed=0, progress=False)
         warm.append(time.perf_counter() - t0)
     return {"devices": n_devices, "arenas": len(r.arenas), "points": len(r.points), "cold_s": cold,
-            "warm_s": min(warm), "survival": float(r.arenas["survived"].mean()), "build": r.meta["build"]}
+            "warm_s": min(warm), "survival": float(r.arenas["survived"].mean()), "build": r.meta["build"],
+            "played": int(r.arenas["survival_time"].sum())}
 
 
 def loop(case: str, scale: float, n_points: int) -> dict:
@@ -95,14 +97,16 @@ def loop(case: str, scale: float, n_points: int) -> dict:
     simulate(at(rows[0]), n_arenas=replicates, seed=0, history=False, progress=False)  # compile
     t0 = time.perf_counter()
     surv = 0.0
+    played = 0
     for i, vals in enumerate(rows):
         res = simulate(at(vals), n_arenas=replicates, seed=0, history=False, progress=False,
                        arena_offset=i * replicates)
         surv += float(res.summary["survived"].sum())
+        played += int(res.summary["turns_played"].sum())
     wall = time.perf_counter() - t0
     assert names == list(grid(case, scale))
     return {"points": len(rows), "wall_s": wall, "per_point_s": wall / len(rows),
-            "survival": surv / (len(rows) * replicates)}
+            "survival": surv / (len(rows) * replicates), "played": played}
 
 
 def main() -> None:
@@ -136,14 +140,16 @@ def main() -> None:
         print(f"[{case}] sweep of {n_points} points x {reps} replicate(s) = {runs[0]['arenas']} arenas "
               f"(build: {runs[0]['build']})")
         for r in runs:
-            at = r["arenas"] * TURNS
+            at, pl = r["arenas"] * TURNS, r["played"]
             print(f"  {r['devices']} device(s): cold {r['cold_s']:.2f} s ({at / r['cold_s'] / 1e6:.2f} M arena-turns/s), "
-                  f"warm {r['warm_s']:.2f} s ({at / r['warm_s'] / 1e6:.2f} M arena-turns/s); "
+                  f"warm {r['warm_s']:.2f} s ({at / r['warm_s'] / 1e6:.2f} M arena-turns/s, "
+                  f"{pl / r['warm_s'] / 1e6:.2f} M played); "
                   f"vs loop: {loop_full / r['cold_s']:.0f}x cold, {loop_full / r['warm_s']:.0f}x warm")
         extra = "" if lp["points"] == n_points else f"; {loop_full:.0f} s for all {n_points} points"
         print(f"  loop of simulate(n_arenas={reps}): {lp['points']} points in {lp['wall_s']:.1f} s "
               f"({lp['per_point_s'] * 1e3:.2f} ms/point{extra}), "
-              f"{lp['points'] * reps * TURNS / lp['wall_s'] / 1e6:.3f} M arena-turns/s")
+              f"{lp['points'] * reps * TURNS / lp['wall_s'] / 1e6:.3f} M arena-turns/s "
+              f"({lp['played'] / lp['wall_s'] / 1e6:.3f} M played)")
         print(f"  survival: sweep {runs[0]['survival']:.4f}, loop {lp['survival']:.4f} "
               f"({'same arenas' if lp['points'] == n_points else 'loop on the first points'})")
 

@@ -1,13 +1,23 @@
-"""Throughput of the batched logistic game against plain Python and numpy, in one run.
+"""Throughput of the batched logistic game against its peers, in one run.
 
-Prints player-turns/s and arena-turns/s for several batch sizes and turn counts (histories
-off, 4 players: 2 conservative + 2 aggressive, exact Gaussian noise on commonsStock), the
-compile time apart from the run time, and the same game through (a) the plain-Python
-reference of tests/reference.py and (b) a numpy version vectorized over arenas.
+Prints player-turns/s, arena-turns/s and *played* arena-turns/s (turns before each arena
+ended; the rest are frozen no-ops) for several batch sizes and turn counts (histories off,
+4 players: 2 conservative + 2 aggressive, exact Gaussian noise on commonsStock), the compile
+time apart from the run time, and in the same run:
+
+- ``simulate`` (the public call) against the compiled kernel at B = 16384, T = 30, with
+  and without history frames (interleaved runs, best of each);
+- skipping ended arenas: the seed payload at T = 3000, B = 16384 against the full scan (the
+  behaviour before skipping); a sweep where half the arenas end by turn ~25 against one
+  where none end (T = 3000);
+- the same game through the plain-Python reference (tests/reference.py), a numpy version
+  vectorized over arenas, a numba loop parallel over arenas (bench/numba_baseline.py, the
+  same noise bits; needs the ``bench`` extra), and the noise draws alone (the floor).
 
     python bench/throughput.py                 # full table
     python bench/throughput.py --quick         # B in (1, 1024, 16384), T = 30
     XLA_FLAGS= python bench/throughput.py --quick   # XLA's default CPU fusions (YNNPACK on)
+    python bench/throughput.py --players 4 16 64 256 1024 [--slots 16 128]   # bench/players.py
 """
 
 from __future__ import annotations
@@ -22,6 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bdpd_jax._env import apply_env  # noqa: E402
 
@@ -39,36 +50,56 @@ from bdpd_jax.build import broadcast_batch, build  # noqa: E402
 from bdpd_jax.simulate import arena_keys, compiled_init, compiled_run  # noqa: E402
 
 
-def config(turns: int) -> bdpd_jax.ArenaConfig:
+PLAYED: dict[tuple[int, int], int] = {}
+
+
+def config(turns: int, noisy: bool = True) -> bdpd_jax.ArenaConfig:
     d = bdpd_jax.default_config().model_dump()
+    if not noisy:  # exact readings: no draw at all for the observations
+        d["observability"] = {k: {kk: vv for kk, vv in v.items() if kk != "noise"} for k, v in d["observability"].items()}
     d["model"]["maxTurns"] = turns
     d["model"]["threshold"] = 0.0  # keep arenas alive so every turn does full work
     d["model"]["regenRate"] = 0.5
     return bdpd_jax.ArenaConfig.model_validate(d)
 
 
-def bench_jax(b: int, turns: int, generator: str = "hash", reps: int = 3) -> tuple[float, float]:
-    """(compile seconds, best run seconds) of `turns` turns of b arenas, histories off."""
-    game, params = build(config(turns), generator=generator)
+def jax_runner(b: int, turns: int, generator: str = "hash", noisy: bool = True):
+    """(compile seconds, a call running `turns` turns of b arenas, histories off).
+    PLAYED[(b, turns)] gets the arena-turns played (before each arena ended)."""
+    game, params = build(config(turns, noisy), generator=generator)
     pb = broadcast_batch(params, b)
     keys = arena_keys(0, np.arange(b))
     init = compiled_init(game)
-    run = compiled_run(game, turns, False)
+    run = compiled_run(game, turns, False, 1, True)  # as run_batch on one device: stops once all have ended
     st = jax.block_until_ready(init(keys, pb))
     t0 = time.perf_counter()
     exe = run.lower(keys, st, pb).compile()
     compile_s = time.perf_counter() - t0
-    jax.block_until_ready(exe(keys, st, pb))  # warm-up run, not timed
-    best = math.inf
+    final, _ = jax.block_until_ready(exe(keys, st, pb))  # warm-up run, not timed
+    PLAYED[(b, turns)] = int(np.asarray(final.turn).sum())
+    return compile_s, lambda: jax.block_until_ready(exe(keys, st, pb))
+
+
+def best_of(calls: dict, reps: int) -> dict:
+    """Best seconds of each call, the calls interleaved rep by rep (so each sees the same
+    machine load: other jobs shared this machine)."""
+    best = {k: math.inf for k in calls}
     for _ in range(reps):
-        t0 = time.perf_counter()
-        jax.block_until_ready(exe(keys, st, pb))
-        best = min(best, time.perf_counter() - t0)
-    return compile_s, best
+        for k, f in calls.items():
+            t0 = time.perf_counter()
+            f()
+            best[k] = min(best[k], time.perf_counter() - t0)
+    return best
 
 
-def bench_noise_floor(b: int, turns: int, reps: int = 5) -> float:
-    """Seconds for the game's exact Gaussian draws alone (4 a turn per arena: commonsStock
+def bench_jax(b: int, turns: int, generator: str = "hash", reps: int = 3, noisy: bool = True) -> tuple[float, float]:
+    """(compile seconds, best run seconds) of `turns` turns of b arenas, histories off."""
+    compile_s, run = jax_runner(b, turns, generator, noisy)
+    return compile_s, best_of({"run": run}, reps)["run"]
+
+
+def noise_floor_runner(b: int, turns: int):
+    """A call doing the game's exact Gaussian draws alone (4 a turn per arena: commonsStock
     for each player), in a scan like the game's: a floor no turn of this game can beat."""
     import jax.numpy as jnp
 
@@ -86,12 +117,7 @@ def bench_noise_floor(b: int, turns: int, reps: int = 5) -> float:
         return jax.lax.scan(body, jnp.zeros((b,)), jnp.arange(1, turns + 1))[0]
 
     jax.block_until_ready(run(keys))
-    best = math.inf
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        jax.block_until_ready(run(keys))
-        best = min(best, time.perf_counter() - t0)
-    return best
+    return lambda: jax.block_until_ready(run(keys))
 
 
 def bench_python(arenas: int, turns: int) -> float:
@@ -157,15 +183,123 @@ def bench_numpy(b: int, turns: int) -> float:
     return time.perf_counter() - t0
 
 
+def bench_simulate(b: int, turns: int, reps: int = 7) -> dict:
+    """Best seconds of the compiled kernel and of ``simulate`` (history off; the two
+    interleaved so each sees the same machine load) and of ``simulate`` with history."""
+    import functools
+
+    cfg = config(turns)
+    game, params = build(cfg)
+    pb = broadcast_batch(params, b)
+    keys = arena_keys(0, np.arange(b))
+    st = compiled_init(game)(keys, pb)
+    exe = compiled_run(game, turns, False, 1, True).lower(keys, st, pb).compile()
+    calls = {
+        "kernel": lambda: jax.block_until_ready(exe(keys, st, pb)),
+        "simulate": functools.partial(bdpd_jax.simulate, cfg, n_arenas=b, history=False, progress=False),
+        "simulate_history": functools.partial(bdpd_jax.simulate, cfg, n_arenas=b, history=True, progress=False),
+    }
+    for f in calls.values():
+        f()  # compile and warm up
+    # the run with history frees ~0.5 GB of frames: timed apart, so the kernel runs after it
+    # do not pay for that in the share
+    best = best_of({k: calls[k] for k in ("kernel", "simulate")}, reps)
+    return best | {"simulate_history": best_of({"h": calls["simulate_history"]}, 3)["h"]}
+
+
+def seed_payload(turns: int) -> dict:
+    d = bdpd_jax.default_config().model_dump()
+    d["model"]["maxTurns"] = turns
+    return d
+
+
+def bench_skip_seed(b: int = 16384, turns: int = 3000) -> dict:
+    """The seed payload (every arena collapses by turn ~25) for ``turns`` turns: simulate
+    with skipping, against the full scan of every turn (chunks of 1000 turns, no skipping:
+    the run before skipping). Same results checked."""
+    import functools
+    import importlib
+
+    from bdpd_jax import runner
+
+    sim = importlib.import_module("bdpd_jax.simulate")
+    cfg = seed_payload(turns)
+    out = {}
+    for name, skip, chunk in (("skip", True, None), ("full", False, 1000)):
+        sim.run_batch = functools.partial(runner.run_batch, skip=skip)
+        try:
+            run = functools.partial(sim.simulate, cfg, n_arenas=b, history=False, progress=False, chunk_turns=chunk)
+            run()
+            best = math.inf
+            for _ in range(2 if skip else 1):
+                t0 = time.perf_counter()
+                res = run()
+                best = min(best, time.perf_counter() - t0)
+            out[name] = (best, res.summary)
+        finally:
+            sim.run_batch = runner.run_batch
+    import pandas as pd
+
+    pd.testing.assert_frame_equal(out["skip"][1], out["full"][1], check_exact=True)
+    return {k: v[0] for k, v in out.items()} | {"played": int(out["skip"][1].turns_played.sum())}
+
+
+def bench_skip_mixed(b: int = 16384, turns: int = 3000) -> dict:
+    """A sweep of 4 aggressive players: half the arenas at intensity 0.5 (they end by turn
+    ~25), half at 0.001 (they never end), against all at 0.001. Seconds, best of 2 each
+    (interleaved)."""
+    import pandas as pd
+
+    from bdpd_jax.sweep import run_points
+
+    cfg = seed_payload(turns)
+    cfg["players"] = [{"strategy": "aggressive", "intensity": 0.5, "privateResource": 30} for _ in range(4)]
+    cols = [f"players[{i}].intensity" for i in range(4)]
+    tables = {"mixed": pd.DataFrame({c: [0.001, 0.5] for c in cols}),
+              "none_end": pd.DataFrame({c: [0.001, 0.001] for c in cols})}
+    runs = {name: (lambda tab=tab: run_points(cfg, tab, replicates=b // 2, turns=turns, progress=False))
+            for name, tab in tables.items()}
+    out = {}
+    for name, run in runs.items():  # compile, warm up, count
+        r = run()
+        out[name + "_played"] = int(r.arenas.survival_time.sum())
+        out[name + "_ended_by_100"] = float((r.arenas.survival_time <= 100).mean())
+    return out | best_of(runs, 2)
+
+
+def numba_runner(b: int, turns: int):
+    """(compile + first run seconds, a call, share of arenas whose final wealth and turns
+    equal the kernel's bit for bit), or None without numba."""
+    try:
+        import numba_baseline
+    except ImportError:
+        return None
+    if numba_baseline.numba is None:
+        return None
+    t0 = time.perf_counter()
+    wealth, played = numba_baseline.run(b, turns)
+    first = time.perf_counter() - t0
+    res = bdpd_jax.simulate(config(turns), n_arenas=b, history=False, progress=False)
+    kw = res.summary[[f"wealth_{i}" for i in range(4)]].to_numpy()
+    same = float(((kw == wealth).all(axis=1) & (res.summary.turns_played.to_numpy() == played)).mean())
+    return first, lambda: numba_baseline.run(b, turns), same
+
+
 def main() -> None:
+    if "--players" in sys.argv or "--slots" in sys.argv:  # the N / pact-slot sweep: bench/players.py
+        import players
+
+        return players.main(sys.argv[1:])
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--sizes", type=int, nargs="*")
+    ap.add_argument("--no-skip", action="store_true", help="leave out the T = 3000 skipping runs")
     args = ap.parse_args()
     sizes = args.sizes or ([1, 1024, 16384] if args.quick else [1, 1024, 16384, 131072])
     turn_list = [30] if args.quick else [30, 3000]
     print(f"jax {jax.__version__} on {jax.devices()[0].platform}, XLA_FLAGS={os.environ.get('XLA_FLAGS')!r}")
-    print(f"{'B':>7} {'T':>5} {'compile s':>9} {'run s':>9} {'arena-turns/s':>14} {'player-turns/s':>15}")
+    print(f"{'B':>7} {'T':>5} {'compile s':>9} {'run s':>9} {'arena-turns/s':>14} {'played/s':>10} "
+          f"{'player-turns/s':>15}")
     rates = {}
     for t in turn_list:
         for b in sizes:
@@ -173,17 +307,58 @@ def main() -> None:
                 continue
             c, s = bench_jax(b, t, reps=3 if b * t <= 50_000_000 else 1)
             rates[(b, t)] = b * t / s
-            print(f"{b:>7} {t:>5} {c:>9.2f} {s:>9.4f} {b * t / s:>14.3e} {4 * b * t / s:>15.3e}")
+            print(f"{b:>7} {t:>5} {c:>9.2f} {s:>9.4f} {b * t / s:>14.3e} {PLAYED[(b, t)] / s:>10.3e} "
+                  f"{4 * b * t / s:>15.3e}")
     b, t = 16384, 30
+    sm = bench_simulate(b, t)
+    k = sm["kernel"]
+    print(f"\nsimulate at B={b}, T={t} (kernel and simulate interleaved, best of 7): kernel {k * 1e3:.2f} ms ({b * t / k:.3e} arena-turns/s)")
+    print(f"  simulate(history=False): {sm['simulate'] * 1e3:.2f} ms ({b * t / sm['simulate']:.3e} arena-turns/s): "
+          f"{k / sm['simulate']:.0%} of the kernel (target >= 85%)")
+    print(f"  simulate(history=True):  {sm['simulate_history'] * 1e3:.2f} ms: the frames cost "
+          f"{(sm['simulate_history'] - sm['simulate']) * 1e3:.2f} ms ({sm['simulate_history'] / k:.1f}x the kernel)")
+    if not args.no_skip:
+        sk = bench_skip_seed()
+        print("\nseed payload, B=16384, T=3000, histories off (same results checked):")
+        for name in ("full", "skip"):
+            print(f"  {name:>4}: {sk[name]:.3f} s, {16384 * 3000 / sk[name]:.3e} arena-turns/s, "
+                  f"{sk['played'] / sk[name]:.3e} played/s")
+        print(f"  skipping ended arenas: {sk['full'] / sk['skip']:.1f}x faster (target >= 20x)")
+        mx = bench_skip_mixed()
+        print("\nsweep, B=16384, T=3000, 4 aggressive players:")
+        for name in ("none_end", "mixed"):
+            print(f"  {name:>8}: {mx[name]:.3f} s, ended by turn 100: {mx[name + '_ended_by_100']:.0%}, "
+                  f"{16384 * 3000 / mx[name]:.3e} arena-turns/s, {mx[name + '_played'] / mx[name]:.3e} played/s")
+        print(f"  half ended costs {mx['mixed'] / mx['none_end']:.0%} of none ended (target <= 60%)")
     py_arenas = 200
     py = py_arenas * t / bench_python(py_arenas, t)
-    npy = b * t / bench_numpy(b, t)
-    jx = rates.get((b, t)) or b * t / bench_jax(b, t)[1]
-    print(f"\nB={b}, T={t}, histories off, 4 players:")
-    print(f"  plain Python reference: {py:.3e} arena-turns/s  -> jax is {jx / py:,.0f}x (target >= 300x)")
-    print(f"  numpy vectorized:       {npy:.3e} arena-turns/s  -> jax is {jx / npy:,.1f}x (target >= 15x)")
-    fl = b * t / bench_noise_floor(b, t)
-    print(f"  noise draws alone:      {fl:.3e} arena-turns/s  -> the most any turn could be is {fl / npy:,.1f}x numpy")
+    _, kernel = jax_runner(b, t)
+    _, quiet = jax_runner(b, t, noisy=False)
+    calls = {"kernel": kernel, "numpy": lambda: bench_numpy(b, t), "floor": noise_floor_runner(b, t),
+             "no_noise": quiet}
+    nb = numba_runner(b, t)
+    if nb is not None:
+        calls["numba"] = nb[1]
+    best = best_of(calls, 5)
+    rate = {k: b * t / v for k, v in best.items()}
+    jx = rate["kernel"]
+    print(f"\nB={b}, T={t}, histories off, 4 players (peers interleaved, best of 5):")
+    print(f"  kernel:                 {jx:.3e} arena-turns/s")
+    print(f"  plain Python reference: {py:.3e} arena-turns/s  -> jax is {jx / py:,.0f}x (target >= 300x; "
+          f"not interleaved)")
+    print(f"  numpy vectorized:       {rate['numpy']:.3e} arena-turns/s  -> jax is {jx / rate['numpy']:,.1f}x "
+          f"(target >= 15x)")
+    if nb is None:
+        print("  numba loop:             not measured (pip install -e '.[bench]')")
+    else:
+        print(f"  numba, prange over arenas: {rate['numba']:.3e} arena-turns/s  -> jax is {jx / rate['numba']:,.1f}x "
+              f"(target >= 3x); compile {nb[0]:.1f} s; {nb[2]:.1%} of arenas end with the kernel's wealth "
+              "and turns bit for bit")
+    fl = rate["floor"]
+    print(f"  noise draws alone:      {fl:.3e} arena-turns/s  -> the kernel runs at {jx / fl:.0%} of this floor "
+          f"(target >= 50%); the most any turn could be is {fl / rate['numpy']:,.1f}x numpy")
+    print(f"  the kernel without observation noise (no draw but the die's): {rate['no_noise']:.3e} "
+          f"arena-turns/s: the turn's other work alone takes {fl / rate['no_noise']:.0%} of the floor's time")
     tf = b * t / bench_jax(b, t, generator="threefry")[1]
     print(f"  generator: hash {jx:.3e} vs threefry {tf:.3e} arena-turns/s ({jx / tf:.2f}x)")
 

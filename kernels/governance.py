@@ -12,8 +12,10 @@ need (total harvest, over-usage count) so a run without history can report them.
 Dynamic numbers: ``params.extra["governance"]`` (:class:`GovParams`); state:
 ``state.extra["governance"]`` (:class:`GovState`); per-turn output:
 ``record.extra["governance"]["end"]`` with ``violated`` bool[P, N] (the event table the host turns
-into ``{partyId, pactId, termType}`` lists), ``fired`` int32[N], ``status`` int32[P] and the
-frame columns ``turn_extra`` / ``player_extra``.
+into ``{partyId, pactId, termType}`` lists), ``ordinal`` int32[P, N], ``fired`` int32[N],
+``spec_fired`` / ``spec_amount`` [K, P, N] (which sanction spec charged what for which event:
+the sanction rows' provenance), ``status`` int32[P] and the frame columns ``turn_extra`` /
+``player_extra``.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import jax.numpy as jnp
 from . import pacts as P
 from . import sanctions as S
 from . import talk as T
+from . import unroll
 from .actions import Actions
 from .layers import Layer
 from .barrier import materialize
@@ -44,18 +47,21 @@ class GovParams(eqx.Module):
 
 class GovState(eqx.Module):
     pacts: P.Pacts
-    prior: tuple  # [T][N] of int32[], violations so far per (termType, player) (sanctions.Table)
+    prior: tuple | jax.Array  # [T][N] of int32[] (sanctions.Table), int32[T, N] above unroll.MAX_PLAYERS: violations so far per (termType, player)
     harvest: jax.Array  # float[N], total actual harvest so far
-    over: jax.Array  # int32[N], turns with actual > share + eps
+    over: jax.Array  # int32[N], turns with actual > share + eps (share defined)
+    judged: jax.Array  # int32[], turns with a defined share (kernels/metrics.py), over_usage's denominator
 
 
 @dataclass(frozen=True)
 class GovernanceLayer(Layer):
-    """Static part: whether scripted pledges/proposals exist (skips the registry writes)."""
+    """Static part: whether scripted pledges/proposals exist (skips the registry writes) and
+    the term types it was built with (a type registered later makes a new program)."""
 
     name: str = NAME
     registry: bool = True
     scripted: tuple | None = None  # players with a scripted pledge or proposal (None = all)
+    terms: tuple[str, ...] = ()  # P.term_names() at build: part of the compile key
 
     def init(self, game, params):
         gp: GovParams = params.extra[NAME]
@@ -63,9 +69,11 @@ class GovernanceLayer(Layer):
         n = game.n_players
         return GovState(
             pacts=gp.pacts0,
-            prior=tuple(tuple(jnp.zeros((), jnp.int32) for _ in range(n)) for _ in P.PACT_TERM_TYPES),
+            prior=(tuple(tuple(jnp.zeros((), jnp.int32) for _ in range(n)) for _ in P.term_names())
+                   if unroll.players(n) else jnp.zeros((len(P.term_names()), n), jnp.int32)),
             harvest=jnp.zeros((n,), dt),
             over=jnp.zeros((n,), jnp.int32),
+            judged=jnp.zeros((), jnp.int32),
         )
 
     def prewrite(self, game, key, turn, state, params):
@@ -101,29 +109,42 @@ class GovernanceLayer(Layer):
         actual = materialize(ctx["actual"])
         playing = jnp.ones((n,), bool)
         pk, violated = P.check(gs.pacts, actual, playing)
-        count = S.counts(violated, pk.term, len(P.PACT_TERM_TYPES))
-        prior = tuple(tuple(a + count[t][i] for i, a in enumerate(row)) for t, row in enumerate(gs.prior))
+        count = S.counts(violated, pk.term, len(P.term_names()))
+        if isinstance(gs.prior, tuple):
+            prior = tuple(tuple(a + count[t][i] for i, a in enumerate(row)) for t, row in enumerate(gs.prior))
+        else:  # many players: int32[T, N] (kernels/unroll.py)
+            prior = gs.prior + count
         amount, fired, _ = S.amounts(gp.sanctions, gs.prior, count)
         amount = materialize(amount)  # read by wealth, the sanction column and the metrics
-        k, _ = S.ordinals(S.table(gs.prior), violated, pk.term, len(P.PACT_TERM_TYPES))  # the record's event ordinals
+        k, _ = S.ordinals(S.table(gs.prior), violated, pk.term, len(P.term_names()))  # the record's event ordinals
         share = ctx["regen"] / n
+        judged = ctx.get("share_defined", jnp.ones((), bool))
         new_gs = GovState(
             pacts=pk,
             prior=prior,
             harvest=gs.harvest + actual,
-            over=gs.over + (actual > share + EPS).astype(jnp.int32),
+            over=gs.over + (judged & (actual > share + EPS)).astype(jnp.int32),
+            judged=gs.judged + judged.astype(jnp.int32),
         )
-        state = dataclasses.replace(state, wealth=state.wealth - amount, extra={**state.extra, NAME: new_gs})
+        # the wealth floor (docs/semantics.md §11): a deduction takes at most what the player holds
+        taken = jnp.minimum(amount, jnp.maximum(state.wealth, 0.0))
+        state = dataclasses.replace(state, wealth=state.wealth - taken, extra={**state.extra, NAME: new_gs})
         ctx = {
             **ctx,
-            "sanction": ctx["sanction"] + amount,
+            "sanction": ctx["sanction"] + taken,
             "sanctioned": ctx.get("sanctioned", jnp.zeros((n,), bool)) | (fired > 0),
+            # for the governance plugins (kernels/plugins.py); unused (and not computed) without them
+            "violators": jnp.any(violated, axis=0),
+            "against": jnp.any(violated[:, :, None] & pk.parties[:, None, :], axis=0) & ~jnp.eye(n, dtype=bool),
         }
         n_viol = jnp.sum(violated, axis=0).astype(jnp.int32)
+        spec_fired, spec_amount = S.event_amounts(gp.sanctions, k, pk.term)  # provenance (record only)
         record = {
             "violated": violated,
             "ordinal": k,
             "fired": fired,
+            "spec_fired": spec_fired,  # bool[K, P, N]: spec k fired on the event (slot p, player n)
+            "spec_amount": spec_amount,  # float[K, P, N]: what it charged
             "status": pk.status,
             "term": pk.term,
             "turn_extra": {

@@ -2,7 +2,10 @@
 
 share = regen / N is the sustainable per-player harvest under this turn's regeneration;
 eps = 1e-6 makes a harvest exactly at the share count as cooperating. A metric whose input
-is unavailable is NaN (the seed's null), never 0.
+is unavailable is NaN (the seed's null), never 0: ``cooperation_index`` and
+``silent_defection`` are NaN where the share is undefined (``share_defined`` False: the
+dynamics did not run on a collapse turn, or the engine's stock has no regeneration to share,
+docs/semantics.md §11).
 """
 
 from __future__ import annotations
@@ -21,10 +24,12 @@ METRICS: tuple[str, ...] = (
 
 
 def governance_metrics(
-    actual: jax.Array, announced: jax.Array, sanction_count: jax.Array, regen: jax.Array, playing: jax.Array
+    actual: jax.Array, announced: jax.Array, sanction_count: jax.Array, regen: jax.Array, playing: jax.Array,
+    share_defined: jax.Array | bool = True,
 ) -> dict[str, jax.Array]:
     """actual, announced: float[N] (announced NaN = null); sanction_count: float[] fired this
-    turn; playing: bool[N] players taking part this turn (N in the denominators)."""
+    turn; playing: bool[N] players taking part this turn (N in the denominators);
+    share_defined: bool[], whether regen / N is a sustainable share this turn."""
     n = jnp.sum(playing)
     nf = n.astype(actual.dtype)
     has_n = n > 0
@@ -37,10 +42,11 @@ def governance_metrics(
     def frac(mask):
         return jnp.where(has_n, jnp.sum(mask & playing) / jnp.where(has_n, nf, 1.0), jnp.nan)
 
+    shared = jnp.asarray(share_defined)
     return {
-        "cooperation_index": frac(~over),
+        "cooperation_index": jnp.where(shared, frac(~over), jnp.nan),
         "lie_score": jnp.where(n_said > 0, jnp.sum(gap) / jnp.maximum(n_said, 1), jnp.nan),
         "announce_frequency": frac(said),
-        "silent_defection": frac(~said & over),
+        "silent_defection": jnp.where(shared, frac(~said & over), jnp.nan),
         "sanction_rate": jnp.where(has_n, sanction_count / jnp.where(has_n, nf, 1.0), jnp.nan),
     }

@@ -4,8 +4,8 @@ Per variable (``params.OBS_VARS``): ``visible`` (hidden values are NaN, the kern
 ``noise`` (zero-mean Gaussian with std = noise x |true value|, drawn per player and element),
 and ``resolution``: exact, qualitative (three buckets of the value relative to the engine's
 reference stock, reported as the bucket's midpoint so that numeric policies stay meaningful)
-or sign (the sign of the change since last turn, -1/0/+1). Noisy values of quantities that
-cannot be negative are clamped at 0.
+or sign (the sign of the true change since last turn plus the reading's noise, -1/0/+1; 0 on
+turn 1). Noisy values of quantities that cannot be negative are clamped at 0.
 """
 
 from __future__ import annotations
@@ -54,11 +54,8 @@ def prev_values(game, state: ArenaState, params: Params) -> jax.Array:
     return env_values(game, state, params)
 
 
-def _resolve(value, noisy, prev, scale, code):
-    if code == SIGN:
-        return jnp.sign(noisy - prev)
-    if code != QUALITATIVE:
-        return noisy
+def _resolve(noisy, scale):
+    """``qualitative``: the midpoint of the reading's bucket (fractions of ``scale``)."""
     q = noisy / jnp.maximum(scale, jnp.finfo(noisy.dtype).tiny)
     mid = jnp.where(q <= _EDGES[0], _MIDS[0], jnp.where(q <= _EDGES[1], _MIDS[1], _MIDS[2]))
     return mid * scale
@@ -104,15 +101,18 @@ def observe_player(game, key, state: ArenaState, params: Params, env: jax.Array,
     obs = {}
     for i, name in enumerate(ENV_VARS):
         v = env[i]
-        noisy = jnp.maximum(v + op.noise[i] * jnp.abs(v) * _noise(game, key, turn, player, name, draws), 0.0)
+        err = op.noise[i] * jnp.abs(v) * _noise(game, key, turn, player, name, draws)
         code = dict(game.resolution).get(name, EXACT)
-        if code != EXACT:
+        if code == SIGN:  # the true change, then noised (docs/semantics.md §4); 0 on turn 1
+            noisy = jnp.where(turn > 1, jnp.sign(v - state.prev_env[i] + err), 0.0)
+        else:
+            noisy = jnp.maximum(v + err, 0.0)
+        if code == QUALITATIVE:
             scale = ref if name in ("commonsStock", "capitalStock", "pollutionLevel") else farr(1.0)
-            prev = state.prev_env[i] if code == SIGN else None
-            noisy = _resolve(v, noisy, prev, scale, code)
+            noisy = _resolve(noisy, scale)
         obs[name] = jnp.where(op.visible[i], noisy, jnp.nan)
     w = state.wealth[player]
-    own = {"myWealth": w, "myCapacity": capacity(w)}
+    own = {"myWealth": w, "myCapacity": capacity(w) * game.engine.harvest_unit(params.engine)}  # stock units
     for name in PLAYER_VARS:
         i = OBS_VARS.index(name)
         v = own[name]
@@ -120,11 +120,13 @@ def observe_player(game, key, state: ArenaState, params: Params, env: jax.Array,
         obs[name] = jnp.where(op.visible[i], noisy, jnp.nan)
     peers = {"othersWealth": state.wealth, "othersHarvest": state.last_actual}
     not_me = jnp.arange(n) != player
+    # othersHarvest is last turn's: on turn 1 there is none (null, not 0)
+    known = {"othersWealth": True, "othersHarvest": turn > 1}
     for name in PEER_VARS:
         i = OBS_VARS.index(name)
         v = peers[name]
         noisy = jnp.maximum(v + op.noise[i] * jnp.abs(v) * _noise(game, key, turn, player, name, draws), 0.0)
-        obs[name] = jnp.where(op.visible[i] & not_me, noisy, jnp.nan)
+        obs[name] = jnp.where(op.visible[i] & not_me & known[name], noisy, jnp.nan)
     return obs
 
 

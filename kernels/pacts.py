@@ -12,8 +12,10 @@ full is not stored and counted in ``dropped`` (never dropped silently). Both cou
 reported every turn.
 
 Term types are a registry: adding one is one checker function plus one :func:`register_term`
-call. A checker is a *limit*: from the pact's numbers and the turn context it gives the harvest
-a party may take (a breach is actual > limit + eps); complying players clip to it.
+call. A checker is a *limit*: from the pact table and the turn context it gives the harvest
+a party of each slot may take (a breach is actual > limit + eps); complying players clip to
+it. A type's JSON numbers (:class:`TermField`) are stored in the slot's two numbers
+``max_harvest`` and ``tolerance`` with their bounds, from which every validation derives.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
+from . import unroll
 from .barrier import materialize, materialize_mask
 
 EPS = 1e-6
@@ -39,57 +42,113 @@ class TurnContext(NamedTuple):
     group_mean: jax.Array  # float[], mean actual harvest over the players playing this turn
 
 
-# limit(max_harvest float[], tolerance float[], ctx) -> float[]: the harvest a party may take;
-# a party breaches when its actual harvest exceeds limit + eps.
-Limit = Callable[[jax.Array, jax.Array, TurnContext], jax.Array]
-# validator(max_harvest float[], tolerance float[]) -> valid bool[]
-Validator = Callable[[jax.Array, jax.Array], jax.Array]
+# limit(pacts, ctx) -> float[P]: the harvest a party of each slot may take (read for the slots
+# of its own type only); a party breaches when its actual harvest exceeds limit + eps.
+Limit = Callable[["Pacts", TurnContext], jax.Array]
+NUMBERS: tuple[str, ...] = ("max_harvest", "tolerance")  # the two numbers a slot stores
 
 
-def _harvest_cap(max_harvest, tolerance, ctx):
+class TermField(NamedTuple):
+    """One number of a term type's JSON terms, stored in one of the slot's two ``NUMBERS``.
+
+    The bound is the whole validation rule: the kernel (an invalid proposal is not stored),
+    the config, the tools and their JSON schema all derive from it."""
+
+    name: str  # JSON key, e.g. "maxHarvest"
+    number: str  # "max_harvest" | "tolerance": which of the slot's numbers holds it
+    minimum: float = 0.0
+    exclusive: bool = False  # value > minimum (else >=)
+    default: float | None = None  # None: required
+    description: str = ""
+
+
+class TermType(NamedTuple):
+    """A registered pact term type (001_* 'term schema')."""
+
+    name: str
+    limit: Limit
+    fields: tuple[TermField, ...]
+    detail: str  # violation detail, formatted with actual, limit, mean (floats)
+    description: str = ""
+
+    def valid(self, max_harvest: jax.Array, tolerance: jax.Array) -> jax.Array:
+        """bool: every field within its bound (the kernel side of the schema)."""
+        num = {"max_harvest": max_harvest, "tolerance": tolerance}
+        ok = jnp.ones(jnp.shape(max_harvest), bool)
+        for f in self.fields:
+            x = num[f.number]
+            ok = ok & ((x > f.minimum) if f.exclusive else (x >= f.minimum))
+        return ok
+
+
+def _harvest_cap(p, ctx):
     """001_*: a breach is actual > maxHarvest + eps (a harvest equal to the cap is no breach)."""
-    return max_harvest
+    return p.max_harvest
 
 
-def _harvest_cap_valid(max_harvest, tolerance):
-    return max_harvest > 0
-
-
-def _no_aggression(max_harvest, tolerance, ctx):
+def _no_aggression(p, ctx):
     """001_*: limit = groupMean x (1 + tolerance); a breach is actual > limit + eps."""
-    return ctx.group_mean * (1.0 + tolerance)
+    return ctx.group_mean * (1.0 + p.tolerance)
 
 
-def _no_aggression_valid(max_harvest, tolerance):
-    return tolerance >= 0
+_TERMS: dict[str, TermType] = {}
+PACT_TERM_TYPES: tuple[str, ...] = ()  # the registered names; read as P.PACT_TERM_TYPES when needed, or term_names()
 
 
-_TERMS: dict[str, tuple[Limit, Validator]] = {}
-PACT_TERM_TYPES: tuple[str, ...] = ()
-
-
-def register_term(name: str, limit: Limit, validator: Validator) -> None:
+def register_term(name: str, limit: Limit, fields: tuple[TermField, ...] | list[TermField], *,
+                  detail: str = "harvested {actual:.3f} > limit {limit:.3f}", description: str = "") -> TermType:
     """Register a term type (appended: existing type codes never change). ``limit`` is its
     checker: what a party may harvest under the pact this turn (a breach: actual > limit +
-    eps); it also gives complying players their cap, evaluated on last turn's context."""
+    eps); it also gives complying players their cap, evaluated on last turn's context.
+    ``fields``: its JSON numbers, each stored in one of the slot's ``NUMBERS`` with its bound.
+    Config validation, the live tools (schema and checks), the registry's terms and detail
+    strings and the results frames all read this registry when called."""
     global PACT_TERM_TYPES
     if name in _TERMS:
         raise ValueError(f"termType: {name!r} is already registered")
-    _TERMS[name] = (limit, validator)
+    fields = tuple(fields)
+    for f in fields:
+        if f.number not in NUMBERS:
+            raise ValueError(f"fields: {f.name!r} must be stored in one of {NUMBERS}, got {f.number!r}")
+    if len({f.number for f in fields}) != len(fields):
+        raise ValueError(f"fields: two fields of {name!r} share one stored number")
+    tt = TermType(name, limit, fields, detail, description)
+    _TERMS[name] = tt
     PACT_TERM_TYPES = tuple(_TERMS)
+    return tt
 
 
-register_term("harvest_cap", _harvest_cap, _harvest_cap_valid)
-register_term("no_aggression", _no_aggression, _no_aggression_valid)
+def term_names() -> tuple[str, ...]:
+    """The registered term type names, in code order (read when called)."""
+    return tuple(_TERMS)
+
+
+def term_type(name_or_code: str | int) -> TermType:
+    """A registered term type by name or int code (ValueError naming the value)."""
+    if isinstance(name_or_code, str):
+        return _TERMS[term_names()[term_code(name_or_code)]]
+    names = term_names()
+    if not 0 <= int(name_or_code) < len(names):
+        raise ValueError(f"termType: unknown code {name_or_code!r}")
+    return _TERMS[names[int(name_or_code)]]
+
+
+register_term("harvest_cap", _harvest_cap,
+              (TermField("maxHarvest", "max_harvest", 0.0, exclusive=True, description="cap per party per turn"),),
+              detail="harvested {actual:.3f} > cap {limit:.3f}", description="each party harvests at most maxHarvest")
+register_term("no_aggression", _no_aggression,
+              (TermField("tolerance", "tolerance", 0.0, default=0.0, description="allowed excess over the group mean"),),
+              detail="harvested {actual:.3f} > fair share {limit:.3f} (group mean {mean:.3f})",
+              description="each party harvests at most groupMean x (1 + tolerance)")
 HARVEST_CAP, NO_AGGRESSION = 0, 1
 
 
 def term_code(name: str) -> int:
     """The int code of a term type name (ValueError naming the value when unknown)."""
     try:
-        return PACT_TERM_TYPES.index(name)
+        return term_names().index(name)
     except ValueError:
-        raise ValueError(f"termType: unknown {name!r}; known: {list(PACT_TERM_TYPES)}") from None
+        raise ValueError(f"termType: unknown {name!r}; known: {list(term_names())}") from None
 
 
 class Pacts(eqx.Module):
@@ -129,8 +188,8 @@ def valid_terms(term: jax.Array, max_harvest: jax.Array, tolerance: jax.Array) -
     """bool (shape of term): the term schema of 001_* (known type; maxHarvest > 0;
     tolerance >= 0)."""
     ok = jnp.zeros(jnp.shape(term), bool)
-    for code, (_, valid) in enumerate(_TERMS.values()):
-        ok = jnp.where(term == code, valid(max_harvest, tolerance), ok)
+    for code, tt in enumerate(_TERMS.values()):
+        ok = jnp.where(term == code, tt.valid(max_harvest, tolerance), ok)
     return ok
 
 
@@ -191,6 +250,8 @@ def propose_many(
     ok = valid_terms(term, max_harvest, tolerance) & (proposer >= 0) & (proposer < n)
     want = when & ok
     free = pacts.status == EMPTY
+    if not (unroll.slots(pacts.n_slots) and unroll.players(n_req)):
+        return _propose_array(pacts, proposer, parties, term, max_harvest, tolerance, turn, when, me, ok, want, free)
     # exclusive running counts (R and P are small and static: written out, no cumsum)
     rank, seen = [], jnp.zeros((), jnp.int32)
     for r in range(n_req):
@@ -228,6 +289,40 @@ def propose_many(
     )
     slots = jnp.arange(pacts.n_slots, dtype=jnp.int32)
     slot = jnp.stack([jnp.where(store[r], jnp.sum(jnp.where(hit[r], slots, 0)), -1) for r in range(n_req)])
+    return _settle(p, turn), slot.astype(jnp.int32)
+
+
+def _propose_array(pacts, proposer, parties, term, max_harvest, tolerance, turn, when, me, ok, want, free):
+    """:func:`propose_many` in array form (many slots or requests): the same ranks by
+    cumsum, each slot taking the request that hit it by one gather (kernels/unroll.py)."""
+    n_req = proposer.shape[0]
+    want_i, free_i = want.astype(jnp.int32), free.astype(jnp.int32)
+    rank = jnp.cumsum(want_i) - want_i  # exclusive running counts
+    free_rank = jnp.cumsum(free_i) - free_i
+    store = want & (rank < jnp.sum(free_i))
+    hit = materialize_mask(free[None, :] & (free_rank[None, :] == rank[:, None]) & store[:, None])  # [R, P]
+    got = jnp.any(hit, axis=0)  # [P]: a request took this slot
+    src = jnp.argmax(hit, axis=0)  # [P]: which one (each slot is hit at most once)
+
+    def put(old, values):  # old [P, ...]; values [R, ...]
+        return jnp.where(got.reshape(got.shape + (1,) * (old.ndim - 1)), values[src], old)
+
+    p = Pacts(
+        term=put(pacts.term, term),
+        parties=put(pacts.parties, parties),
+        proposer=put(pacts.proposer, proposer).astype(jnp.int32),
+        accepted=put(pacts.accepted, me),
+        max_harvest=put(pacts.max_harvest, max_harvest),
+        tolerance=put(pacts.tolerance, tolerance),
+        status=put(pacts.status, jnp.full((n_req,), PROPOSED, jnp.int32)),
+        proposed_turn=put(pacts.proposed_turn, jnp.full((n_req,), turn, jnp.int32)),
+        accepted_turn=pacts.accepted_turn,
+        violation_count=put(pacts.violation_count, jnp.zeros((n_req,), jnp.int32)),
+        dropped=pacts.dropped + jnp.sum(want & ~store).astype(jnp.int32),
+        invalid=pacts.invalid + jnp.sum(when & ~ok).astype(jnp.int32),
+    )
+    slots = jnp.arange(pacts.n_slots, dtype=jnp.int32)
+    slot = jnp.where(store, jnp.sum(jnp.where(hit, slots[None, :], 0), axis=1), -1)
     return _settle(p, turn), slot.astype(jnp.int32)
 
 
@@ -273,8 +368,8 @@ def limits(pacts: Pacts, ctx: TurnContext) -> jax.Array:
     per-(slot, player) consumers only compare: evaluated inside them, XLA:CPU redid the
     select for every player."""
     lim = jnp.zeros(pacts.max_harvest.shape, pacts.max_harvest.dtype)
-    for code, (limit, _) in enumerate(_TERMS.values()):
-        lim = jnp.where(pacts.term == code, limit(pacts.max_harvest, pacts.tolerance, ctx), lim)
+    for code, tt in enumerate(_TERMS.values()):
+        lim = jnp.where(pacts.term == code, jnp.broadcast_to(tt.limit(pacts, ctx), lim.shape).astype(lim.dtype), lim)
     return materialize(lim)
 
 
@@ -291,6 +386,10 @@ def check(pacts: Pacts, actual: jax.Array, playing: jax.Array) -> tuple[Pacts, j
     lim = limits(pacts, TurnContext(group_mean=mean))
     bind = binding(pacts)
     n = actual.shape[0]
+    if not (unroll.players(n) and unroll.slots(pacts.n_slots)):  # array form (kernels/unroll.py)
+        violated = (actual[None, :] > lim[:, None] + EPS) & bind & playing[None, :]
+        counted = pacts.violation_count + jnp.sum(violated, axis=1, dtype=jnp.int32)
+        return eqx.tree_at(lambda q: q.violation_count, pacts, counted.astype(jnp.int32)), violated
     # one value per (slot, player): under vmap each is contiguous over the batch
     rows = [[(actual[i] > lim[p] + EPS) & bind[p, i] & playing[i] for i in range(n)] for p in range(pacts.n_slots)]
     counted = pacts.violation_count + jnp.stack([sum(r[1:], r[0].astype(jnp.int32)) for r in rows]).astype(jnp.int32)
@@ -298,16 +397,21 @@ def check(pacts: Pacts, actual: jax.Array, playing: jax.Array) -> tuple[Pacts, j
     return eqx.tree_at(lambda q: q.violation_count, pacts, counted), violated
 
 
-def caps(pacts: Pacts, last_mean: jax.Array, has_last: jax.Array) -> list[jax.Array]:
+def caps(pacts: Pacts, last_mean: jax.Array, has_last: jax.Array) -> list[jax.Array] | jax.Array:
     """float[] per player: the harvest a complying player may take under its active pacts
     (inf if none): the least limit of the pacts binding it, on last turn's context (this
     turn's group mean is unknown when deciding). Without a last turn the group mean is taken
     as +inf, which leaves no_aggression unbounded and harvest_cap at maxHarvest. One value
     per player, so that under vmap each is contiguous over the batch (XLA:CPU vectorises
-    those; on [B, N] with N inner it ran scalar loops, 2x slower)."""
+    those; on [B, N] with N inner it ran scalar loops, 2x slower). Many players: float[N]
+    (kernels/unroll.py); many slots: the least limit by one reduction (min is exact)."""
     mean = jnp.where(has_last, last_mean, jnp.inf)
     lim = limits(pacts, TurnContext(group_mean=mean))
     bind = binding(pacts)
+    n = pacts.parties.shape[-1]
+    if not (unroll.players(n) and unroll.slots(pacts.n_slots)):
+        cap = jnp.min(jnp.where(bind, lim[:, None], jnp.inf), axis=0, initial=jnp.inf)
+        return [cap[i] for i in range(n)] if unroll.players(n) else cap
     out = []
     for i in range(pacts.parties.shape[-1]):
         cap = jnp.full((), jnp.inf, lim.dtype)

@@ -1,6 +1,8 @@
 """The perturbation engine (004_* A.1.1, Table A.1) as a turn layer, written for one arena.
 
-Eight types act on the arena at the start of a turn, before players observe:
+Perturbation types are a registry (kernels/perturb_registry.py: one ``apply`` function plus
+one ``register_perturbation`` call). The eight of Table A.1 (kernels/perturb_types.py) act on
+the arena at the start of a turn, before players observe:
 
 =====================  ==================================================================
 ``regen_shock``        regeneration rate r <- r * value                 (engine ``regen_rate``)
@@ -42,38 +44,24 @@ import jax.numpy as jnp
 
 from .layers import Layer
 from .observe import env_values
-from .params import ENV_VARS, OBS_VARS, farr
+from .params import ENV_VARS, farr
+from . import perturb_types as _builtin  # noqa: F401  (the eight built-in types register on import)
+from .perturb_registry import ALL, View, perturbation_type, supported, type_code, type_names
 
-TYPES: tuple[str, ...] = (
-    "regen_shock",
-    "regen_set",
-    "commons_shock",
-    "capacity_shock",
-    "wealth_shock",
-    "strategy_override",
-    "observability_flip",
-    "threshold_shift",
-)
-TYPE_CODE: dict[str, int] = {t: i for i, t in enumerate(TYPES)}
 
-#: the engine feature each type needs (Engine.features); None = engine-agnostic.
-REQUIRES: dict[str, str | None] = {
-    "regen_shock": "regen_rate",
-    "regen_set": "regen_rate",
-    "commons_shock": "stock",
-    "capacity_shock": "capacity",
-    "wealth_shock": None,
-    "strategy_override": None,
-    "observability_flip": None,
-    "threshold_shift": "threshold",
-}
-#: engine params fields a type rewrites (their effective copies live in state).
-ENGINE_FIELDS: dict[str, str] = {
-    "regen_shock": "regen_rate",
-    "regen_set": "regen_rate",
-    "capacity_shock": "capacity",
-    "threshold_shift": "threshold",
-}
+def __getattr__(name: str):
+    """``TYPES``, ``TYPE_CODE``, ``REQUIRES``, ``ENGINE_FIELDS``: views of the registry as
+    it is when read (never a copy taken at import)."""
+    if name == "TYPES":
+        return type_names()
+    if name == "TYPE_CODE":
+        return {t: i for i, t in enumerate(type_names())}
+    if name == "REQUIRES":
+        return {t: perturbation_type(t).requires for t in type_names()}
+    if name == "ENGINE_FIELDS":
+        return {t: perturbation_type(t).engine_field for t in type_names() if perturbation_type(t).engine_field}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 TRIGGER_KINDS: tuple[str, ...] = ("turn", "threshold", "manual")
 TURN, THRESHOLD, MANUAL = 0, 1, 2
@@ -82,13 +70,6 @@ ENGINE_TRIGGER_VARS: tuple[str, ...] = ("commonsStock", "commonsRatio", "regenRa
 STAT_TRIGGER_VARS: tuple[str, ...] = ("giniWealth", "meanWealth", "minWealth", "totalHarvest")
 TRIGGER_VARS: tuple[str, ...] = ENGINE_TRIGGER_VARS + STAT_TRIGGER_VARS
 OPS: tuple[str, ...] = ("<", "<=", ">", ">=")
-ALL = -1  # player = ALL: every player
-
-
-def supported(engine, type_: str) -> bool:
-    """Whether ``type_`` applies to ``engine`` (its ``features`` name what it has)."""
-    need = REQUIRES[type_]
-    return need is None or need in engine.features
 
 
 class PerturbParams(eqx.Module):
@@ -140,13 +121,14 @@ def compare(x: jax.Array, op: jax.Array, level: jax.Array) -> jax.Array:
 class PerturbLayer(Layer):
     """The perturbation layer: ``n_slots`` padded slots of the static set ``types``."""
 
-    types: tuple[str, ...] = TYPES
+    types: tuple[str, ...] = ()  # the registered types compiled in (specs.perturb_layer)
     n_slots: int = 0
     name: ClassVar[str] = "perturb"
 
     @property
     def fields(self) -> tuple[str, ...]:
-        return tuple(sorted({ENGINE_FIELDS[t] for t in self.types if t in ENGINE_FIELDS}))
+        fields = {perturbation_type(t).engine_field for t in self.types}
+        return tuple(sorted(f for f in fields if f is not None))
 
     # --- state and effective params ---------------------------------------------------
     def init(self, game, params) -> dict:
@@ -192,67 +174,39 @@ class PerturbLayer(Layer):
 def _apply(layer: PerturbLayer, game, state, slot: PerturbParams, fire: jax.Array):
     """Apply one slot when ``fire``. Returns (state, target int32[], logged value float[]).
 
-    target: the player (or ALL) for wealth/strategy, the OBS_VARS index for a flip, -1
-    otherwise; value: the acted-on quantity after the change (total wealth of the targets,
-    the new strategy index, the new visibility 0/1).
+    Each type of the layer computes the arena as if it fired (its registered ``apply``);
+    the result is kept where the slot is of that type and fires. target: the player (or
+    ALL) for wealth/strategy, the OBS_VARS index for a flip, -1 otherwise; value: the
+    acted-on quantity after the change (total wealth of the targets, the new strategy
+    index, the new visibility 0/1).
     """
     mine = state.extra[layer.name]
-    eng = dict(mine["engine"])
-    visible = mine["visible"]
-    es, wealth, strategy = state.engine, state.wealth, state.strategy
-    dt = wealth.dtype
-    v = slot.value.astype(dt)
-    is_ = {t: fire & (slot.code == TYPE_CODE[t]) for t in layer.types}
-    n = wealth.shape[0]
+    view = View(engine=dict(mine["engine"]), visible=mine["visible"], engine_state=state.engine,
+                wealth=state.wealth, strategy=state.strategy)
+    dt = state.wealth.dtype
+    n = state.wealth.shape[0]
     who = (slot.player == ALL) | (jnp.arange(n) == slot.player)
     target = jnp.asarray(-1, jnp.int32)
     logged = jnp.zeros((), dt)
-
-    def log(t, val, tgt=None):
-        nonlocal logged, target
-        logged = jnp.where(is_[t], jnp.asarray(val, dt), logged)
+    for t in layer.types:
+        hit = fire & (slot.code == type_code(t))
+        changes, val, tgt = perturbation_type(t).apply(game, view, slot, who)
+        new = {}
+        for k, v in changes.items():
+            old = getattr(view, k)
+            if k == "engine":
+                new[k] = {**old, **{f: jnp.where(hit, x, old[f]) for f, x in v.items()}}
+            else:
+                new[k] = jax.tree_util.tree_map(lambda a, b: jnp.where(hit, a, b), v, old)
+        view = view._replace(**new)
+        logged = jnp.where(hit, jnp.asarray(val, dt), logged)
         if tgt is not None:
-            target = jnp.where(is_[t], jnp.asarray(tgt, jnp.int32), target)
+            target = jnp.where(hit, jnp.asarray(tgt, jnp.int32), target)
 
-    if "regen_shock" in is_:
-        r = jnp.maximum(eng["regen_rate"] * v, 0.0)
-        eng["regen_rate"] = jnp.where(is_["regen_shock"], r, eng["regen_rate"])
-        log("regen_shock", r)
-    if "regen_set" in is_:
-        r = jnp.maximum(v, 0.0)
-        eng["regen_rate"] = jnp.where(is_["regen_set"], r, eng["regen_rate"])
-        log("regen_set", r)
-    if "capacity_shock" in is_:
-        k = jnp.maximum(eng["capacity"] * v, 0.0)
-        eng["capacity"] = jnp.where(is_["capacity_shock"], k, eng["capacity"])
-        log("capacity_shock", k)
-    if "threshold_shift" in is_:
-        th = jnp.maximum(jnp.where(slot.mode == 1, v, eng["threshold"] + v), 0.0)
-        eng["threshold"] = jnp.where(is_["threshold_shift"], th, eng["threshold"])
-        log("threshold_shift", th)
-    if "commons_shock" in is_:
-        s = jnp.maximum(game.engine.stock(es) + v, 0.0)
-        es = jax.tree_util.tree_map(
-            lambda a, b: jnp.where(is_["commons_shock"], a, b), game.engine.with_stock(es, s), es
-        )
-        log("commons_shock", s)
-    if "wealth_shock" in is_:
-        w = jnp.maximum(jnp.where(slot.mode == 1, wealth + v, wealth * v), 0.0)
-        wealth = jnp.where(is_["wealth_shock"] & who, w, wealth)
-        log("wealth_shock", jnp.sum(jnp.where(who, wealth, 0.0)), slot.player)
-    if "strategy_override" in is_:
-        strategy = jnp.where(is_["strategy_override"] & who, slot.index, strategy).astype(jnp.int32)
-        log("strategy_override", slot.index, slot.player)
-    if "observability_flip" in is_:
-        i = jnp.clip(slot.index, 0, len(OBS_VARS) - 1)
-        old = visible[i]
-        new = jnp.select([slot.mode == 1, slot.mode == 2], [True, False], ~old)
-        visible = visible.at[i].set(jnp.where(is_["observability_flip"], new, old))
-        log("observability_flip", new, slot.index)
-
-    mine = dict(mine, engine=eng, visible=visible)
+    mine = dict(mine, engine=view.engine, visible=view.visible)
     state = dataclasses.replace(
-        state, engine=es, wealth=wealth, strategy=strategy, extra={**state.extra, layer.name: mine}
+        state, engine=view.engine_state, wealth=view.wealth, strategy=view.strategy,
+        extra={**state.extra, layer.name: mine},
     )
     return state, target, logged
 

@@ -14,7 +14,9 @@ from typing import Callable
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
+from . import unroll
 from .observe import capacity
 
 DecideFn = Callable[[dict, jax.Array, dict], tuple[jax.Array, jax.Array]]
@@ -63,8 +65,13 @@ def _present(x: jax.Array) -> jax.Array:
     return ~jnp.isnan(x)
 
 
+def _capacity(ctx: dict) -> jax.Array:
+    """capacity(w) in stock units: the engine's harvest unit x (1 + 0.05 w) (docs/semantics.md §9)."""
+    return capacity(ctx["wealth"]) * ctx["unit"]
+
+
 def _aggressive(obs, memory, ctx):
-    cap = capacity(ctx["wealth"])
+    cap = _capacity(ctx)
     s = obs["commonsStock"]
     h = jnp.where(_present(s), jnp.minimum(cap, ctx["intensity"] * s), cap)
     return h, memory
@@ -82,7 +89,7 @@ def conservative_fraction(obs: dict, reference: jax.Array) -> jax.Array:
 
 
 def _conservative(obs, memory, ctx):
-    return capacity(ctx["wealth"]) * conservative_fraction(obs, ctx["reference"]), memory
+    return _capacity(ctx) * conservative_fraction(obs, ctx["reference"]), memory
 
 
 def _adaptive(obs, memory, ctx):
@@ -93,21 +100,21 @@ def _adaptive(obs, memory, ctx):
     falls = jnp.where(fell, falls + 1.0, 0.0)
     f = ctx["reduction_factor"]
     cut = jnp.where(falls >= 2.0, 0.30 * f, jnp.where(falls >= 1.0, 0.20 * f, 0.0))
-    h = capacity(ctx["wealth"]) * 0.40 * jnp.clip(1.0 - cut, 0.0, 1.0)
+    h = _capacity(ctx) * 0.40 * jnp.clip(1.0 - cut, 0.0, 1.0)
     seen = _present(s)
     new = jnp.stack([jnp.where(seen, s, prev), falls, jnp.where(seen, 1.0, memory[2])])
     return h, new
 
 
 def _random(obs, memory, ctx):
-    return capacity(ctx["wealth"]) * ctx["u"], memory
+    return _capacity(ctx) * ctx["u"], memory
 
 
 def _rcp(obs, memory, ctx):
     # memory: [peak capital observed so far]. Harvest = conservative x C/C_peak x C/(C+P):
     # cut in proportion as capital falls from its peak and as pollution grows against capital.
     c, p = obs["capitalStock"], obs["pollutionLevel"]
-    base = capacity(ctx["wealth"]) * conservative_fraction(obs, ctx["reference"])
+    base = _capacity(ctx) * conservative_fraction(obs, ctx["reference"])
     peak = jnp.maximum(memory[0], jnp.where(_present(c), c, 0.0))
     tiny = jnp.finfo(base.dtype).tiny
     fc = jnp.where(peak > 0, jnp.clip(c / jnp.maximum(peak, tiny), 0.0, 1.0), 1.0)
@@ -147,6 +154,8 @@ def decide_all(policies: tuple, obs: dict, memory: jax.Array, strategy: jax.Arra
     policy that has followed the game all along. Returns (requests float[N], memory float[K, M]).
     """
     n = strategy.shape[0]
+    if not unroll.players(n):
+        return _decide_array(policies, obs, memory, strategy, ctx, candidates, slots)
     row = {sp: k for k, sp in enumerate(slots or ())}
     rows = [memory[k] for k in range(memory.shape[0])]
     requests = []
@@ -165,3 +174,64 @@ def decide_all(policies: tuple, obs: dict, memory: jax.Array, strategy: jax.Arra
         requests.append(h_p)
     new_memory = jnp.stack(rows) if rows else memory
     return jnp.stack(requests), new_memory
+
+
+def _decide_array(policies: tuple, obs: dict, memory: jax.Array, strategy: jax.Array, ctx: dict,
+                  candidates: tuple | None, slots: tuple | None):
+    """:func:`decide_all` in array form (many players): each strategy decides for all its
+    candidate players at once (vmapped over them), then the one in force is selected per
+    player. The same operations on the same values as the unrolled form."""
+    n = strategy.shape[0]
+    cands = candidates if candidates is not None else (tuple(range(len(policies))),) * n
+    row = {sp: k for k, sp in enumerate(slots or ())}
+    k_rows, width = memory.shape
+    first = np.asarray([c[0] for c in cands])
+    blocks, order, harvests = [], [], {}  # new memory rows, their row indices, harvests [N]
+    for s, pol in enumerate(policies):
+        who = np.asarray([p for p in range(n) if s in cands[p]], np.int32)
+        if who.size == 0:
+            continue
+        m = max(pol.memory_size, 0)
+        rows = np.asarray([row.get((s, int(p)), -1) for p in who], np.int32)
+        take = lambda x: _take(x, who)  # noqa: E731
+        keep = bool(m) and bool((rows >= 0).all())  # Game.memory_slots: all of them or none
+        mem_s = _take(memory, rows)[:, :m] if keep else jnp.zeros((who.size, 0), memory.dtype)
+        h, new = jax.vmap(pol.decide)(jax.tree_util.tree_map(take, obs), mem_s, jax.tree_util.tree_map(take, ctx))
+        if keep:
+            blocks.append(jnp.concatenate([new, _take(memory, rows)[:, m:]], axis=1) if m < width else new)
+            order.append(rows)
+        harvests[s] = _spread(h, who, n)
+    # the unrolled where-chain: the first candidate, replaced by the strategy in force
+    requests = None
+    for s, h in harvests.items():
+        requests = h if requests is None else jnp.where(jnp.asarray(first == s), h, requests)
+    for s, h in harvests.items():
+        later = np.asarray([s in cands[p] and cands[p][0] != s for p in range(n)])
+        requests = jnp.where(jnp.asarray(later) & (strategy == s), h, requests)
+    new_memory = memory
+    if blocks:
+        rows = np.concatenate(order)
+        stacked = jnp.concatenate(blocks, axis=0)
+        inv = np.full((k_rows,), -1, np.int32)
+        inv[rows] = np.arange(rows.size)
+        if (inv >= 0).all():
+            new_memory = _take(stacked, inv)
+        else:  # rows no strategy rewrote keep their value
+            new_memory = jnp.where(jnp.asarray(inv >= 0)[:, None], _take(stacked, np.maximum(inv, 0)), memory)
+    return requests, new_memory
+
+
+def _take(x: jax.Array, idx: np.ndarray) -> jax.Array:
+    """x[idx] for static indices; a slice when they are a contiguous run (no gather)."""
+    if idx.size and (np.diff(idx) == 1).all():
+        return x[int(idx[0]):int(idx[0]) + idx.size]
+    return x[idx]
+
+
+def _spread(h: jax.Array, who: np.ndarray, n: int) -> jax.Array:
+    """float[N] with h at the players ``who`` (static); the other entries are never read."""
+    if (np.diff(who) == 1).all():
+        return jnp.pad(h, (int(who[0]), n - int(who[0]) - who.size))
+    pos = np.zeros((n,), np.int32)
+    pos[who] = np.arange(who.size)
+    return h[pos]

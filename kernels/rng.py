@@ -17,6 +17,7 @@ from typing import Literal
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 Generator = Literal["hash", "threefry"]
 GENERATORS: tuple[str, ...] = ("hash", "threefry")
@@ -47,10 +48,20 @@ def _absorb(h: jax.Array, word: jax.Array) -> jax.Array:
     return _mix(h ^ (jnp.asarray(word).astype(jnp.uint32) + _GOLD + (h << 6) + (h >> 2)))
 
 
+def _u32(x: int | jax.Array) -> jax.Array:
+    """A uint32 word of a seed or an index: all 32 bits of a Python/numpy integer in
+    [0, 2**32) (``jnp.asarray`` would read one >= 2**31 as int32 and overflow); arrays are
+    cast (the same word for values < 2**31 either way)."""
+    if isinstance(x, (int, np.integer)):
+        return jnp.asarray(np.uint32(int(x) & 0xFFFFFFFF))
+    return jnp.asarray(x).astype(jnp.uint32)
+
+
 def arena_key(seed: int | jax.Array, arena: int | jax.Array) -> jax.Array:
-    """The per-arena key: uint32[2] from the user seed and the arena's global index."""
-    seed = jnp.asarray(seed).astype(jnp.uint32)
-    arena = jnp.asarray(arena).astype(jnp.uint32)
+    """The per-arena key: uint32[2] from the user seed and the arena's global index, both
+    read as 32-bit words (seeds in [0, 2**32))."""
+    seed = _u32(seed)
+    arena = _u32(arena)
     h0 = _absorb(_absorb(jnp.uint32(0x243F6A88), seed), arena)
     h1 = _absorb(_absorb(jnp.uint32(0x85A308D3), arena), seed)
     return jnp.stack([h0, h1])

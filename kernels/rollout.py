@@ -48,9 +48,12 @@ def init_batch(game: Game, params: Params) -> ArenaState:
 
 
 def run_turns(
-    game: Game, n_turns: int, history: bool, keys: jax.Array, state: ArenaState, params: Params, every: int = 1
+    game: Game, n_turns: int, history: bool, keys: jax.Array, state: ArenaState, params: Params, every: int = 1,
+    stop_when_ended: bool = False,
 ):
     """Scan ``n_turns`` turns of a batch. keys: uint32[2, B]. Returns (state, records | None).
+    Without history (and with ``stop_when_ended``, static) the loop stops once every arena
+    has ended: the turns left are frozen no-ops, so the final state is the same.
 
     Records are stacked on a leading turn axis: leaf shapes (T, ..., B). With ``every = k``
     (``n_turns`` a multiple of k) only every k-th turn's record is kept, inside the scan (an
@@ -68,7 +71,17 @@ def run_turns(
         return (st, prepare_fn(keys, st, params)), (rec if history else None)
 
     carry = (state, prepare_fn(keys, state, params))
-    if every == 1 or not history:
+    if not history and stop_when_ended:
+        # a while loop over turns that also ends once no arena of the batch is live
+        def go(c):
+            i, st, z, _ = c
+            st, z = body((st, z), None)[0]
+            return i + 1, st, z, jnp.any(~st.collapsed & (st.turn < params.max_turns))
+
+        start = (jnp.zeros((), jnp.int32), *carry, jnp.ones((), bool))
+        final = jax.lax.while_loop(lambda c: (c[0] < n_turns) & c[3], go, start)[1]
+        recs = None
+    elif every == 1:
         (final, _), recs = jax.lax.scan(body, carry, None, length=n_turns)
     else:
         if n_turns % every:

@@ -16,6 +16,8 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
+from . import unroll
+
 ANY_TERM = -1  # trigger without termType: fires on every term type
 
 
@@ -43,6 +45,16 @@ def ordinals(prior: jax.Array, violated: jax.Array, term: jax.Array, n_terms: in
     updated counts int32[T, N]). Running counters slot by slot (P is static and small): a
     cumsum over slots lowers to a reduce-window that XLA:CPU runs slowly.
     """
+    if not unroll.slots(violated.shape[0]):  # many slots: running counts by cumsum (kernels/unroll.py)
+        prior = table(prior)
+        k = jnp.zeros(violated.shape, jnp.int32)
+        count = []
+        for t in range(n_terms):
+            is_t = term == t
+            run = prior[t][None, :] + jnp.cumsum((violated & is_t[:, None]).astype(jnp.int32), axis=0)
+            k = jnp.where(is_t[:, None], run, k)
+            count.append(run[-1])
+        return jnp.where(violated, k, 0).astype(jnp.int32), jnp.stack(count).astype(jnp.int32)
     count = [prior[t] for t in range(n_terms)]
     ks = []
     for p in range(violated.shape[0]):
@@ -59,17 +71,25 @@ def ordinals(prior: jax.Array, violated: jax.Array, term: jax.Array, n_terms: in
 Table = Sequence[Sequence[jax.Array]]  # [T][N] of int32[]: one value per (termType, player)
 
 
-def table(rows: Table) -> jax.Array:
-    """A [T][N] table of scalars as an int32[T, N] array."""
+def table(rows: Table | jax.Array) -> jax.Array:
+    """A [T][N] table of scalars as an int32[T, N] array (an array is returned as it is)."""
+    if not isinstance(rows, (list, tuple)):
+        return jnp.asarray(rows, jnp.int32)
     return jnp.stack([jnp.stack(list(r)) for r in rows]).astype(jnp.int32)
 
 
-def counts(violated: jax.Array, term: jax.Array, n_terms: int) -> list[list[jax.Array]]:
+def counts(violated: jax.Array, term: jax.Array, n_terms: int) -> list[list[jax.Array]] | jax.Array:
     """This turn's violations per (termType, player): [T][N] of int32[] (:func:`table` makes
     the array). violated: bool[P, N]. One value per pair rather than a [T, N] array: under
     vmap each is contiguous over the batch, and the governance state keeps them so
     (an array [B, T, N] with N inner was read and written transposed, 0.2x of the plain
-    game's time; bench/README.md)."""
+    game's time; bench/README.md). Many players: the int32[T, N] array; many slots: the
+    sum over slots as one reduction (kernels/unroll.py)."""
+    n_slots, n = violated.shape
+    if not (unroll.players(n) and unroll.slots(n_slots)):
+        is_t = term[None, :] == jnp.arange(n_terms, dtype=term.dtype)[:, None]  # [T, P]
+        arr = jnp.sum(violated[None, :, :] & is_t[:, :, None], axis=1, dtype=jnp.int32)
+        return [[arr[t, i] for i in range(n)] for t in range(n_terms)] if unroll.players(n) else arr
     return [
         [sum(((violated[p, i] & (term[p] == t)).astype(jnp.int32) for p in range(violated.shape[0])),
              jnp.zeros((), jnp.int32)) for i in range(violated.shape[1])]
@@ -111,6 +131,22 @@ def amounts(sp: SanctionParams, prior: Table, count: Table):
     k_specs = sp.ladder.shape[0]
     if k_specs == 0:  # no sanction spec (pacts or talk alone): nothing fires
         return jnp.zeros((n,), dt), jnp.zeros((n,), jnp.int32), jnp.zeros((0, n), dt)
+    if not unroll.players(n):  # many players: the same sums over [N] arrays (kernels/unroll.py)
+        prior, count = table(prior), table(count)
+        spec_rows = []
+        fired_all = jnp.zeros((n,), jnp.int32)
+        for s in range(k_specs):
+            row = jnp.zeros((n,), dt)
+            for t in range(count.shape[0]):
+                match = sp.active[s] & ((sp.term[s] == ANY_TERM) | (sp.term[s] == t))
+                m = jnp.where(match, count[t], 0)
+                row = row + ladder_sum(sp.ladder[s], sp.length[s], prior[t], m)
+                fired_all = fired_all + m
+            spec_rows.append(row)
+        total = spec_rows[0]
+        for row in spec_rows[1:]:
+            total = total + row
+        return total, fired_all, jnp.stack(spec_rows)
     per_spec = [[jnp.zeros((), dt)] * n for _ in range(k_specs)]
     fired = [jnp.zeros((), jnp.int32)] * n
     for s in range(k_specs):
@@ -127,3 +163,19 @@ def amounts(sp: SanctionParams, prior: Table, count: Table):
             a = a + per_spec[s][i]
         amount.append(a)
     return jnp.stack(amount), jnp.stack(fired), jnp.stack([jnp.stack(row) for row in per_spec])
+
+
+def event_amounts(sp: SanctionParams, k: jax.Array, term: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Provenance of this turn's sanctions, one entry per (spec, violation event): (fired
+    bool[K, P, N] spec s fired on the event (slot p, player n), amount float[K, P, N] what
+    it charged, 0 where it did not fire). k: int32[P, N] the events' ordinals (0 = no
+    event, :func:`ordinals`); term: int32[P]. Summed over specs and slots it is the
+    ``amounts`` total per player (the same ordinals, charged one by one). For the turn
+    record only: a run without history never computes it."""
+    width = sp.ladder.shape[-1]
+    match = sp.active[:, None] & ((sp.term[:, None] == ANY_TERM) | (sp.term[:, None] == term[None, :]))  # [K, P]
+    fired = match[:, :, None] & (k > 0)[None, :, :]
+    rung = jnp.clip(jnp.minimum(k[None, :, :] - 1, sp.length[:, None, None] - 1), 0, width - 1)  # [K, P, N]
+    flat = rung.reshape(rung.shape[0], 1, rung.shape[1] * rung.shape[2])
+    amount = jnp.take_along_axis(sp.ladder[:, None, :], flat, axis=-1).reshape(rung.shape)
+    return fired, jnp.where(fired, amount, 0.0)

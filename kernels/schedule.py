@@ -32,8 +32,9 @@ from typing import Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
-from . import rng
+from . import rng, unroll
 from .observe import capacity
 
 SCHEDULERS: dict[str, Callable] = {}
@@ -54,15 +55,16 @@ def get_scheduler(name: str) -> Callable:
         raise ValueError(f"model.scheduler: unknown scheduler {name!r}; known: {sorted(SCHEDULERS)}") from None
 
 
-def _players(x: jax.Array) -> list[jax.Array]:
+def _players(x: jax.Array) -> list[jax.Array] | jax.Array:
     # Per player, one value per arena: under vmap each is contiguous over the batch, which
     # XLA:CPU vectorises; on the [B, N] array (N = 4 inner) the rationing and the wealth
-    # update ran as short scalar loops, 2.5x slower (bench/README.md).
-    return [x[i] for i in range(x.shape[0])]
+    # update ran as short scalar loops, 2.5x slower (bench/README.md). Many players: the
+    # array itself (kernels/unroll.py).
+    return [x[i] for i in range(x.shape[0])] if unroll.players(x.shape[0]) else x
 
 
-def _sum(xs: list[jax.Array]) -> jax.Array:
-    return jnp.sum(jnp.stack(xs))
+def _sum(xs: list[jax.Array] | jax.Array) -> jax.Array:
+    return jnp.sum(jnp.stack(xs) if isinstance(xs, list) else xs)
 
 
 def ration(requests: jax.Array, delivered: jax.Array) -> jax.Array:
@@ -71,13 +73,15 @@ def ration(requests: jax.Array, delivered: jax.Array) -> jax.Array:
     rs = _players(requests)
     total = _sum(rs)
     frac = jnp.where(total > 0, jnp.minimum(delivered / jnp.maximum(total, tiny), 1.0), 0.0)
-    actual = [r * frac for r in rs]
+    actual = [r * frac for r in rs] if isinstance(rs, list) else rs * frac
     # Rounding can push the sum a few ulps above what was delivered; scale it back under.
     s = _sum(actual)
     shrink = jnp.where(s > delivered, delivered / jnp.maximum(s, tiny) * (1 - 4 * jnp.finfo(requests.dtype).eps), 1.0)
     # The final min() (a no-op: actual <= request) also keeps the product from being
     # contracted into a later FMA (wealth + actual) in one XLA fusion but not in another,
     # which would make two copies of the same value differ in the last bit.
+    if not isinstance(rs, list):
+        return jnp.minimum(actual * shrink, rs)
     return jnp.stack([jnp.minimum(a * shrink, r) for a, r in zip(actual, rs)])
 
 
@@ -165,5 +169,11 @@ def sequential(game, key, turn, es, requests, params, *, wealth=None, redecide=N
     if redecide is None:
         return Served(es, actual, died, jnp.sum(drawns))
     by_player = mems[inv]  # [N, K, M]: the memory as each player's redecision left it
-    memory = jnp.stack([by_player[p, k] for k, (_, p) in enumerate(game.memory_slots)]) if game.memory_slots else mems[0]
+    slots = game.memory_slots
+    if not slots:
+        memory = mems[0]
+    elif unroll.players(game.n_players):
+        memory = jnp.stack([by_player[p, k] for k, (_, p) in enumerate(slots)])
+    else:
+        memory = by_player[np.asarray([p for _, p in slots]), np.arange(len(slots))]
     return Served(es, actual, died, jnp.sum(drawns), rs[inv], bads[inv], memory)

@@ -29,7 +29,7 @@ class TurnRecord(eqx.Module):
     turn: jax.Array  # int32[], 1-based number of this turn
     played: jax.Array  # bool[], False once the game had ended before this turn
     stock: jax.Array  # float[], commons stock at the end of the turn
-    regen: jax.Array  # float[], change of the stock by the dynamics this turn (harvest units)
+    regen: jax.Array  # float[], change of the stock by the dynamics this turn (stock units)
     reserve_drawn: jax.Array  # float[], units drawn from the hidden reserve
     collapsed: jax.Array  # bool[], collapsed at the end of this turn
     requested: jax.Array  # float[N], requests as submitted (after sanitising)

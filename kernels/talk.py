@@ -17,8 +17,10 @@ from __future__ import annotations
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from . import pacts as P
+from . import unroll
 from .barrier import materialize, materialize_mask
 
 ALWAYS, NEVER, MIN_CAP = 0, 1, 2
@@ -72,6 +74,8 @@ def registry_writes(tp: TalkParams, pacts: P.Pacts, turn: jax.Array, scripted: t
     players = range(tp.announce.shape[0]) if scripted is None else scripted
     n = tp.announce.shape[0]
     dt = tp.pledge_cap.dtype
+    if not unroll.players(n):
+        return _propose_scripted(tp, pacts, turn, np.asarray(list(players), np.int32))
     req = []  # in player order, each player's pledge before its proposal
     for i in players:
         req.append((i, jnp.zeros((n,), bool), P.HARVEST_CAP, tp.pledge_cap[i], jnp.zeros((), dt), tp.pledge_turn[i] == turn))
@@ -83,6 +87,28 @@ def registry_writes(tp: TalkParams, pacts: P.Pacts, turn: jax.Array, scripted: t
     pacts, _ = P.propose_many(
         pacts, jnp.asarray(cols[0], jnp.int32), jnp.stack(cols[1]), jnp.stack([jnp.asarray(t, jnp.int32) for t in cols[2]]),
         jnp.stack(cols[3]), jnp.stack(cols[4]), turn, jnp.stack(cols[5]),
+    )
+    return pacts
+
+
+def _propose_scripted(tp: TalkParams, pacts: P.Pacts, turn: jax.Array, who) -> P.Pacts:
+    """Steps 2-3 for many players (kernels/unroll.py): the same requests, in the same order
+    (each player's pledge before its proposal), built as arrays instead of one by one."""
+    if who.size == 0:
+        return pacts
+    n = tp.announce.shape[0]
+    dt = tp.pledge_cap.dtype
+
+    def pair(a, b):  # [W] pledges and [W] proposals -> [2W], interleaved
+        return jnp.stack([a, b], axis=1).reshape((2 * who.size,) + a.shape[1:])
+
+    pacts, _ = P.propose_many(
+        pacts, jnp.asarray(np.repeat(who, 2), jnp.int32),
+        pair(jnp.zeros((who.size, n), bool), tp.propose_parties[who]),
+        pair(jnp.full((who.size,), P.HARVEST_CAP, jnp.int32), tp.propose_term[who].astype(jnp.int32)),
+        pair(tp.pledge_cap[who], tp.propose_cap[who]),
+        pair(jnp.zeros((who.size,), dt), tp.propose_tolerance[who]),
+        turn, pair(tp.pledge_turn[who] == turn, tp.propose_turn[who] == turn),
     )
     return pacts
 
@@ -101,6 +127,9 @@ def comply_announce(tp: TalkParams, pacts: P.Pacts, requests: jax.Array, last_ac
     the layers all read it."""
     last_mean = jnp.mean(last_actual)
     cap = P.caps(pacts, last_mean, turn > 1)
+    if not isinstance(cap, list):  # many players: the array form (kernels/unroll.py)
+        requests = materialize(jnp.where(tp.comply, jnp.minimum(requests, cap), requests))
+        return requests, jnp.where(tp.announce, requests * (1.0 - tp.bias), jnp.nan)
     requests = jnp.stack([materialize(jnp.where(tp.comply[i], jnp.minimum(requests[i], cap[i]), requests[i]))
                           for i in range(requests.shape[0])])
     announced = jnp.where(tp.announce, requests * (1.0 - tp.bias), jnp.nan)

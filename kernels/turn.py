@@ -77,6 +77,8 @@ def step(game: Game, key: jax.Array, state: ArenaState, requests, params: Params
     ended = died | game.engine.check_end(es, params.engine)
     es_dyn, regen = game.engine.step(es, params.engine)
     es = _select(ended, es, es_dyn)
+    # the sustainable share regen/N exists only where the dynamics ran and the stock regrows
+    share_defined = ~ended & game.engine.share_defined(regen)
     regen = jnp.where(ended, jnp.zeros_like(regen), regen)
     ended = ended | game.engine.check_end(es, params.engine)
 
@@ -95,13 +97,15 @@ def step(game: Game, key: jax.Array, state: ArenaState, requests, params: Params
     announced = jnp.where(live, announced0, jnp.nan)
     sanction = jnp.zeros((n,), dt)
     layer_records = {}
-    ctx = {"requested": req, "actual": actual, "regen": regen, "announced": announced, "sanction": sanction}
+    ctx = {"requested": req, "actual": actual, "regen": regen, "share_defined": share_defined,
+           "announced": announced, "sanction": sanction}
     for layer in game.layers:
         new, ctx, layer_records[layer.name] = layer.after_harvest(game, key, turn, new, ctx, params)
     announced, sanction = ctx["announced"], ctx["sanction"]
     playing = jnp.ones((n,), bool) & live
     sanctioned = ctx.get("sanctioned", sanction > 0)  # players with a sanction fired this turn
-    metrics = governance_metrics(actual, announced, jnp.sum(sanctioned & playing).astype(dt), regen, playing)
+    metrics = governance_metrics(actual, announced, jnp.sum(sanctioned & playing).astype(dt), regen, playing,
+                                 share_defined)
     new = _select(live, new, state)
     record = TurnRecord(
         turn=turn,
@@ -135,6 +139,7 @@ def policy_context(game: Game, key: jax.Array, state: ArenaState, params: Params
         "intensity": params.players.intensity,
         "reduction_factor": params.players.reduction_factor,
         "reference": jnp.broadcast_to(ref, (n,)),
+        "unit": jnp.broadcast_to(game.engine.harvest_unit(params.engine), (n,)),
         "u": jax.vmap(lambda p: rng.uniform(key, turn, p, rng.POLICY, (), game.generator))(players),
         "key": jax.vmap(lambda p: rng.jax_key(key, turn, p, rng.POLICY + 100, game.generator))(players),
     }

@@ -65,14 +65,15 @@ class RefArena:
         for name in ENV:
             spec = self._spec(name)
             v = env[name]
-            noisy = max(v + spec["noise"] * abs(v) * z[name], 0.0)
+            err = spec["noise"] * abs(v) * z[name]
+            noisy = max(v + err, 0.0)
             if spec["resolution"] == "qualitative":
                 scale = self.m["commonsCapacity"] if name != "commonsRatio" else 1.0
                 q = noisy / scale
                 noisy = scale * (0.2 if q <= 0.4 else 0.5 if q <= 0.6 else 0.8)
             elif spec["resolution"] == "sign":
-                d = noisy - self.prev_env[name]
-                noisy = float(int(d > 0) - int(d < 0))
+                d = v - self.prev_env[name] + err  # the true change, then noised; 0 on turn 1
+                noisy = float(int(d > 0) - int(d < 0)) if self.turn > 0 else 0.0
             out[name] = noisy if spec["visible"] else math.nan
         w = self.wealth[i]
         for name, v in (("myWealth", w), ("myCapacity", capacity(w))):
@@ -81,7 +82,8 @@ class RefArena:
         for name, vals in (("othersWealth", self.wealth), ("othersHarvest", self.last_actual)):
             spec = self._spec(name)
             out[name] = [
-                max(v + spec["noise"] * abs(v) * z[name][j], 0.0) if spec["visible"] and j != i else math.nan
+                max(v + spec["noise"] * abs(v) * z[name][j], 0.0)
+                if spec["visible"] and j != i and (name != "othersHarvest" or self.turn > 0) else math.nan
                 for j, v in enumerate(vals)
             ]
         return out
@@ -155,6 +157,7 @@ class RefArena:
         self.wealth = [w + a for w, a in zip(self.wealth, actual)]
         ended = died or self.stock < self.m["threshold"]
         regen = 0.0
+        regen_measured = not ended
         if not ended:
             s, r, K = self.stock, self.m["regenRate"], self.m["commonsCapacity"]
             new = max(s + r * s * (1 - s / K), 0.0)
@@ -169,10 +172,13 @@ class RefArena:
             self.collapse_turn = self.turn
         share = regen / self.n
         eps = 1e-6
+        # no dynamics on a collapse turn: no regeneration measured, no share -> null metrics
+        measured = regen_measured
+        nan = float("nan")
         return {
             "turn": self.turn, "stock": self.stock, "regen": regen, "reserve_drawn": drawn,
             "collapsed": self.collapsed, "requested": req, "actual": actual, "wealth": list(self.wealth),
             "invalid": invalid,
-            "cooperation_index": sum(a <= share + eps for a in actual) / self.n,
-            "silent_defection": sum(a > share + eps for a in actual) / self.n,  # nobody announces
+            "cooperation_index": sum(a <= share + eps for a in actual) / self.n if measured else nan,
+            "silent_defection": sum(a > share + eps for a in actual) / self.n if measured else nan,  # nobody announces
         }

@@ -110,12 +110,16 @@ def sanctions(specs: list[dict], events: list[dict], n: int) -> tuple[list[float
     return amount, len(hit)
 
 
-def metrics(actual: list[float], announced: list[float | None], sanction_count: int, regen: float) -> dict:
-    """Table 2.1 of 000_*, one turn, all N players playing. None = null."""
+def metrics(actual: list[float], announced: list[float | None], sanction_count: int, regen: float,
+            share_defined: bool = True) -> dict:
+    """Table 2.1 of 000_*, one turn, all N players playing. None = null; without a defined
+    share (no regeneration measured) cooperation_index and silent_defection are null."""
     n = len(actual)
     share = regen / n
     said = [i for i in range(n) if announced[i] is not None]
     over = [a > share + EPS for a in actual]
+    if not share_defined:
+        return {**metrics(actual, announced, sanction_count, regen), "cooperation_index": None, "silent_defection": None}
     return {
         "cooperation_index": sum(not o for o in over) / n,
         "lie_score": (sum(abs(announced[i] - actual[i]) for i in said) / len(said)) if said else None,
@@ -127,3 +131,41 @@ def metrics(actual: list[float], announced: list[float | None], sanction_count: 
 
 def round3(x: float) -> float:
     return math.floor(x * 1000 + 0.5) / 1000
+
+
+def voluntary_sanction(wealth, violated, over, against, fined_before, rules, cost, fine):
+    """Yoon-style voluntary sanctioning, one turn, plain Python (issue 17).
+
+    rules[j]: "never" | "always" | "reciprocal" | ("if_richer_than", w); against[i][j]: i broke a
+    pact binding j; fined_before[j][i]: j fined i in an earlier turn. A player who broke a pact
+    or over-harvested may be fined by each other player whose rule says so; a sanctioner acts
+    only if it can pay cost for all its targets. Costs are taken first, then fines, each at
+    most what the player holds. Returns (imposed[j][i], wealth after, fine taken, cost taken,
+    fined_before after)."""
+    n = len(wealth)
+    imposed = [[False] * n for _ in range(n)]
+    for j in range(n):
+        r = rules[j]
+        want = []
+        for i in range(n):
+            if i == j or not (violated[i] or over[i]):
+                continue
+            if r == "always" or (r == "reciprocal" and (fined_before[i][j] or against[i][j])) or (
+                    isinstance(r, tuple) and wealth[j] > r[1]):
+                want.append(i)
+        if wealth[j] >= cost * len(want):
+            for i in want:
+                imposed[j][i] = True
+    w = list(wealth)
+    paid = [0.0] * n
+    for j in range(n):
+        c = min(cost * sum(imposed[j]), max(w[j], 0.0))
+        w[j] -= c
+        paid[j] = c
+    taken = [0.0] * n
+    for i in range(n):
+        f = min(fine * sum(imposed[j][i] for j in range(n)), max(w[i], 0.0))
+        w[i] -= f
+        taken[i] = f
+    after = [[fined_before[j][i] or imposed[j][i] for i in range(n)] for j in range(n)]
+    return imposed, w, taken, paid, after

@@ -61,6 +61,19 @@ BAD = [
     ("model.collapseDie.successThreshold", 7, "successThreshold"),
     ("observability.nPlayers.resolution", "qualitative", "resolution"),
     ("observability.capitalStock", {"visible": True}, "capitalStock"),
+    # valid ranges (docs/semantics.md "Valid ranges", bdpd_jax/limits.py)
+    ("model.threshold", 151.0, "threshold"),
+    ("model.regenRate", 1e39, "regenRate"),
+    ("players.0.privateResource", 1e20, "privateResource"),
+    ("model.maxTurns", 2**31, "maxTurns"),
+    ("model.maxPlayers", 10**6, "maxPlayers"),
+    ("model.collapseDie.sides", 2**40, "sides"),
+    ("players.0.talk", {"pledge": {"turn": 2**31, "maxHarvest": 1.0}}, "turn"),
+    ("perturbations", [{"id": "x", "type": "regen_shock", "trigger": {"kind": "turn", "turn": 2**31},
+                        "payload": {"factor": 0.5}}], "turn"),
+    ("perturbations", [{"id": "s", "type": "sanction_graduated", "trigger": {"kind": "pact_violation"},
+                        "payload": {"ladder": []}}], "ladder"),
+    ("pacts", [{"parties": [0], "terms": {"type": "no_aggression"}}] * 100, "pacts"),
 ]
 
 
@@ -71,7 +84,7 @@ def test_bad_config_is_a_clear_error(path, value, needle):
     msg = str(e.value)
     assert needle in msg
     # the message shows the offending value
-    assert repr(value) in msg or str(value) in msg or needle == "colour" or isinstance(value, dict)
+    assert repr(value) in msg or str(value) in msg or needle == "colour" or isinstance(value, (dict, list))
 
 
 def test_player_count_outside_bounds():
@@ -110,3 +123,76 @@ def test_load_from_path_and_missing_file(tmp_path):
     assert ArenaConfig.load(p).model.name == "fishery_commons_v1"
     with pytest.raises(ValueError, match="no such file"):
         ArenaConfig.load(tmp_path / "missing.json")
+
+
+def test_seneca_adaptive_needs_a_solver_with_an_error_estimate():
+    cfg = copy.deepcopy(SEED_SENECA)
+    cfg["model"]["seneca"] = {"adaptive": True}
+    with pytest.raises(ValueError, match="seneca.solver.*'euler'"):
+        ArenaConfig.model_validate(cfg)
+    cfg["model"]["seneca"]["solver"] = "tsit5"
+    assert ArenaConfig.model_validate(cfg).model.seneca.adaptive
+
+
+@pytest.mark.parametrize("kw,needle", [
+    ({"arena_offset": -1}, "arena_offset"), ({"arena_offset": 1.5}, "arena_offset"),
+    ({"arena_offset": 2**32 - 1, "n_arenas": 2}, "arena_offset"), ({"n_arenas": 10**12}, "n_arenas"),
+    ({"turns": 2**31}, "turns"), ({"n_arenas": True}, "n_arenas"),
+    ({"n_arenas": 400_000_000, "turns": 30}, "n_arenas"),  # results that cannot fit in memory
+])
+def test_bad_run_ranges(kw, needle):
+    with pytest.raises(ValueError, match=needle):
+        simulate(default_config(), **{"n_arenas": 1, **kw})
+
+
+def test_run_size_estimate_names_what_to_change():
+    from bdpd_jax.limits import check_run_size, physical_memory
+
+    big = physical_memory() // 100
+    with pytest.raises(ValueError, match="history=False"):
+        check_run_size(big, 1000, 4, history=True)
+    assert check_run_size(1000, 1000, 4, history=False) < 1e6  # summaries only
+    assert check_run_size(big // 1000, 1000, 4, history=True, streamed=True) < physical_memory()
+
+
+@pytest.mark.parametrize("kw,needle", [
+    ({"memory_size": -1}, "memory_size"), ({"memory_size": 1.5}, "memory_size"), ({"name": 5}, "name"),
+    ({"name": ""}, "name"), ({"fn": 5}, "fn"),
+])
+def test_bad_policy_fields_are_refused_at_validation(kw, needle):
+    from bdpd_jax import Policy
+
+    args = {"fn": lambda o, m, k: (0.0, m), **kw}
+    cfg = {**copy.deepcopy(SEED_LOGISTIC), "players": copy.deepcopy(MIXED_PLAYERS)}
+    cfg["players"][0] = {"strategy": Policy(**args)}
+    with pytest.raises(ValueError, match=needle):
+        ArenaConfig.model_validate(cfg)
+
+
+def test_tick_interval_and_pact_slot_bounds():
+    from bdpd_jax.host.arena import Arena
+    from bdpd_jax.limits import MAX_PACT_SLOTS, check_tick_interval
+
+    for bad in (math.inf, 1e308, -1, "10", math.nan, True):
+        with pytest.raises(ValueError, match="tickIntervalMs"):
+            check_tick_interval(bad)
+    assert check_tick_interval(250) == 250.0
+    for bad in (0, MAX_PACT_SLOTS + 1, 1.5, 10**9):
+        with pytest.raises(ValueError, match="pactSlots"):
+            Arena(SEED_LOGISTIC, pact_slots=bad)
+
+
+def test_cli_bad_arguments_exit_2_with_a_message_and_no_traceback(tmp_path):
+    from typer.testing import CliRunner
+
+    from bdpd_jax.cli import app
+
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"model": {"threshold": 500}}')
+    runner = CliRunner()
+    for args, needle in [(["run", "--arenas", "0"], "n_arenas"), (["run", str(bad)], "threshold"),
+                         (["run", str(tmp_path)], "directory"), (["run", "--seed", "-1"], "seed"),
+                         (["run", "--out", str(bad), "-n", "2"], "--out")]:
+        r = runner.invoke(app, args)
+        out = r.output + (r.stderr if r.stderr_bytes is not None else "")
+        assert r.exit_code == 2 and needle in out and "Traceback" not in out, (args, r.exit_code, out)

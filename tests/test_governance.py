@@ -253,14 +253,16 @@ def test_metric_columns_recomputed_from_players_agree(gov_run):
     for (arena, turn), g in players.groupby(["arena", "turn"]):
         row = turns[(turns.arena == arena) & (turns.turn == turn)].iloc[0]
         ann = [None if math.isnan(a) else a for a in g["announced"]]
-        want = R.metrics(list(g["actual"]), ann, int((g["sanction"] > 0).sum()), float(row["regen"]))
+        # a collapse turn before the dynamics ran: regen 0 and not measured, no share
+        measured = not (row["collapsed"] and row["regen"] == 0)
+        want = R.metrics(list(g["actual"]), ann, int((g["sanction"] > 0).sum()), float(row["regen"]), measured)
         for name in METRICS:
             if want[name] is None:
                 assert math.isnan(row[name])
             else:
                 assert row[name] == pytest.approx(want[name], rel=1e-4, abs=1e-5), (name, arena, turn)
     frac = turns[["cooperation_index", "announce_frequency", "silent_defection", "sanction_rate"]]
-    assert ((frac >= 0) & (frac <= 1)).all().all()
+    assert ((frac >= 0) & (frac <= 1) | (frac.isna() & turns.collapsed.to_numpy()[:, None])).all().all()
 
 
 def test_announcements_rounded_and_biased(gov_run):
@@ -291,6 +293,13 @@ def test_govsim_summary_columns(gov_run):
     assert ((s.equality >= 0) & (s.equality <= 1)).all() and ((s.over_usage >= 0) & (s.over_usage <= 1)).all()
     gains = gov_run.players.groupby("arena")["actual"].sum()
     np.testing.assert_allclose(s.set_index("arena").total_gain.loc[gains.index], gains, rtol=1e-4)
+    # over_usage: decisions over the share, over the turns that had one (not a collapse turn
+    # where the dynamics did not run: cooperation_index null there)
+    t, p = gov_run.turns, gov_run.players
+    m = p.merge(t[["arena", "turn", "regen", "cooperation_index"]], on=["arena", "turn"])
+    m = m[m.cooperation_index.notna()]
+    want = (m.actual > m.regen / 4 + 1e-6).groupby(m.arena).mean()
+    np.testing.assert_allclose(s.set_index("arena").over_usage.loc[want.index], want, rtol=1e-5)
 
 
 def test_sweep_tolerance_ladder_regen_compiles_once():

@@ -51,4 +51,5 @@ def test_cli_bad_config_is_a_clear_error(tmp_path):
     cfg.write_text(json.dumps({"model": {"regenRate": -1}, "players": [{"strategy": "idle"}] * 2}))
     p = subprocess.run([sys.executable, "-m", "bdpd_jax", "run", str(cfg), "--arenas", "2"],
                        capture_output=True, text=True, timeout=300)
-    assert p.returncode == 2 and "regenRate" in p.stdout
+    # errors go to stderr (issue 14: "error: ..." with exit code 2 and no traceback)
+    assert p.returncode == 2 and "regenRate" in p.stderr and "Traceback" not in p.stderr

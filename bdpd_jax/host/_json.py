@@ -6,6 +6,8 @@ import json
 import math
 from typing import Any
 
+import orjson
+
 
 def json_default(obj: Any) -> Any:
     """Make numpy / jax scalars and arrays JSON-serialisable (observations may carry them)."""
@@ -35,3 +37,9 @@ def plain_json(obj: Any) -> Any:
 def dumps_compact(obj: Any) -> str:
     """Strict, compact, key-order-preserving JSON text (deterministic for equal inputs)."""
     return json.dumps(plain_json(obj), allow_nan=False, separators=(",", ":"), ensure_ascii=False)
+
+
+def dumps_bytes(obj: Any) -> bytes:
+    """:func:`dumps_compact` as UTF-8 bytes, in one pass (orjson: non-finite floats -> null,
+    numpy / jax values through :func:`json_default`, as ``plain_json`` does)."""
+    return orjson.dumps(obj, default=json_default)

@@ -35,6 +35,7 @@ import asyncio
 import dataclasses
 import datetime as _dt
 import uuid
+from collections import deque
 from pathlib import Path
 from typing import Any
 
@@ -46,23 +47,27 @@ from bdpd_jax.build import build
 from bdpd_jax.config import ArenaConfig, PlayerConfig
 from bdpd_jax.governance_build import needed_slots
 from bdpd_jax.kernels import rng
+from bdpd_jax.limits import ARENA_INDEX_LIMIT, MAX_PACT_SLOTS, MAX_TURNS, check_int, check_magnitudes
 from bdpd_jax.kernels import talk as T
 from bdpd_jax.kernels.governance import NAME as GOV
 from bdpd_jax.specs import arena_specs
+from bdpd_jax.victory import report
 from bdpd_jax.kernels.params import OBS_VARS, PEER_VARS
 from bdpd_jax.host.agent_calls import _spec_of_config_player
 from bdpd_jax.host.agents.base import AgentResult
 from bdpd_jax.host.batch_runner import _Batch, _slice
-from bdpd_jax.host.dispatch import TOOL_SCOPES, dispatch_tool
+from bdpd_jax.host.dispatch import TOOL_SCOPES, ActionBudget, dispatch_tool
 from bdpd_jax.host.messages import MessageBus
 from bdpd_jax.host.owner_perturb import fire_perturbation
-from bdpd_jax.host.persist import JsonlWriter, atomic_write_json
-from bdpd_jax.host.players import PlayerSpec, make_agent
+from bdpd_jax.host.persist import JsonlWriter, atomic_write_json, clean_stale_tmp
+from bdpd_jax.host.operator import Operator
+from bdpd_jax.host.players import PlayerSpec, make_agent, player_timeout_ms
 from bdpd_jax.host.programs import EXTERNAL, has_governance
-from bdpd_jax.host.records import turn_record
-from bdpd_jax.host.registry import PactRegistry, num
+from bdpd_jax.host.records import tool_results, turn_record
+from bdpd_jax.host.registry import PactRegistry, num, nums
 
-DEFAULT_PACT_SLOTS = 16
+DEFAULT_PACT_SLOTS = MAX_PACT_SLOTS  # the most a create may ask for (bdpd_jax/limits.py)
+DEFAULT_KEEP_RECORDS = 100  # turn records (and turns of messages) an arena keeps in memory
 
 
 def _now() -> str:
@@ -75,7 +80,9 @@ class Arena:
     def __init__(self, config: ArenaConfig | dict | str, *, seed: int = 0, arena_index: int = 0,
                  no_talk: bool = False, out_dir: str | Path | None = None, pact_slots: int = DEFAULT_PACT_SLOTS,
                  generator: str = "hash", turns: int | None = None, arena_id: str | None = None,
-                 fsync: bool = True, client=None, executor=None, perturbable: bool = False) -> None:
+                 fsync: bool = True, client=None, executor=None, perturbable: bool = False,
+                 operator: Operator | None = None, keep_records: int | None = DEFAULT_KEEP_RECORDS,
+                 agent_kinds: dict[str, str] | None = None) -> None:
         if isinstance(config, ArenaConfig):
             cfg, config_players = config, list(config.players or [])
         else:  # the players may be only some of those who will join: validate them apart
@@ -84,12 +91,13 @@ class Arena:
             cfg = ArenaConfig.model_validate(raw)
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**32:
             raise ValueError(f"seed: must be an integer in [0, 2**32), got {seed!r}")
-        if isinstance(arena_index, bool) or not isinstance(arena_index, (int, np.integer)) or arena_index < 0:
-            raise ValueError(f"arena_index: must be an integer >= 0, got {arena_index!r}")
-        if isinstance(pact_slots, bool) or not isinstance(pact_slots, int) or pact_slots < 1:
-            raise ValueError(f"pact_slots: must be an integer >= 1, got {pact_slots!r}")
-        if turns is not None and (isinstance(turns, bool) or not isinstance(turns, int) or turns < 1):
-            raise ValueError(f"turns: must be an integer >= 1, got {turns!r}")
+        check_int(arena_index, "arena_index", 0, ARENA_INDEX_LIMIT - 1)
+        check_int(pact_slots, "pactSlots", 1, MAX_PACT_SLOTS)  # bounds: bdpd_jax/limits.py
+        if turns is not None:
+            check_int(turns, "turns", 1, MAX_TURNS)
+        if keep_records is not None and (isinstance(keep_records, bool) or not isinstance(keep_records, int)
+                                         or keep_records < 2):
+            raise ValueError(f"keep_records: must be an integer >= 2 or None, got {keep_records!r}")
         self.config = cfg
         self.seed = int(seed)
         self.arena_index = int(arena_index)
@@ -99,6 +107,11 @@ class Arena:
         self.turns = turns
         self.fsync = fsync
         self.perturbable = bool(perturbable)  # every engine-supported type can be owner-fired
+        if operator is not None and not isinstance(operator, Operator):
+            operator = Operator.model_validate(operator)
+        self.operator = operator or Operator()  # credentials and endpoints players may use
+        # the kind shown in records and summary for a player replayed by a script (replay.py)
+        self._shown_kinds = dict(agent_kinds or {})
         self.arena_id = arena_id or str(uuid.UUID(bytes=bytes(
             np.asarray(rng.arena_key(self.seed, self.arena_index)).astype("<u4").tobytes() * 2), version=4))
         self.out_dir = None if out_dir is None else Path(out_dir)
@@ -107,7 +120,9 @@ class Arena:
         self._client = client
         self._owns_client = False
         self._executor = executor
-        self.records: list[dict[str, Any]] = []  # every turn record of this run
+        # the last keep_records turn records (all when None); the full log is turns.jsonl
+        self.keep_records = keep_records
+        self.records: deque[dict[str, Any]] = deque(maxlen=keep_records)
         self._batch: _Batch | None = None
         self._b = 0
         self.turn = 0
@@ -120,18 +135,28 @@ class Arena:
     def players(self) -> list[str]:
         return [s.name for s in self.specs]
 
+    def agent_kind(self, i: int) -> str:
+        """Player i's agentType as records and summary.json show it (the original kind of a
+        player that a replay plays from its log)."""
+        s = self.specs[i]
+        return self._shown_kinds.get(s.name, s.agentType) if s.agentType == "scripted" else s.agentType
+
     def join(self, spec: PlayerSpec | dict) -> str:
         """Add a player (004_* A.2 join). Returns its id. ValueError names the bad field."""
         if self.status != "waiting":
             raise ValueError(f"status: players join a waiting arena, this one is {self.status!r}")
         if not isinstance(spec, PlayerSpec):
             spec = PlayerSpec.model_validate(spec)
+        check_magnitudes({k: getattr(spec, k) for k in ("privateResource", "intensity", "reductionFactor")}, "")
         if spec.name is None:
             spec = spec.model_copy(update={"name": f"p{len(self.specs)}"})
         if spec.name in self.players:
             raise ValueError(f"name: player {spec.name!r} already joined")
         if len(self.specs) >= self.config.model.maxPlayers:
             raise ValueError(f"players: the arena is full (maxPlayers={self.config.model.maxPlayers})")
+        if spec.external:
+            self.operator.check_player(spec)
+            player_timeout_ms(spec, float(self.config.agentTimeout))
         self.specs.append(spec)
         return spec.name
 
@@ -199,18 +224,22 @@ class Arena:
             self._client, self._owns_client = make_client(max(8, 2 * len(self.specs))), True
         tmo = float(self.config.agentTimeout)
         self.agents = [make_agent(s, timeout_ms=tmo, no_talk=self.no_talk, client=self._client,
-                                  executor=self._executor) for s in self.specs]
+                                  executor=self._executor, operator=self.operator) for s in self.specs]
         self.turn = 0
         self.done = False
         self._announced: dict[str, float] = {}
+        self.action_budget = ActionBudget()  # per-turn caps on each player's tool actions
+        self._sanction_intents: dict[tuple[int, int], str | None] = {}  # (sanctioner, target) -> reason
         self._owner_fired: list[dict[str, Any]] = []
         self._spec_ids = [sp.id for sp in arena_specs(self.config)]
         self._in_tick = False
         self._created = _now()
-        self._stats = {s.name: {"fallbacks": 0, "errors": 0, "violations": 0, "sanctions": 0.0} for s in self.specs}
+        self._stats = {s.name: {"totalHarvest": 0.0, "fallbacks": 0, "errors": 0, "violations": 0, "sanctions": 0.0}
+                       for s in self.specs}
         self._writer = None
         if self.out_dir is not None:
             self.out_dir.mkdir(parents=True, exist_ok=True)
+            clean_stale_tmp(self.out_dir)
             self._writer = JsonlWriter(self.out_dir / "turns.jsonl", fsync=self.fsync)
             atomic_write_json(self.out_dir / "meta.json", self.meta())
         self.status = "running"
@@ -247,18 +276,29 @@ class Arena:
 
     def observation(self, player: str, obs: dict[str, np.ndarray], turn: int) -> dict[str, Any]:
         """The envelope ``player`` decides on: kernel observation + ``pacts`` + ``inbox``."""
-        i = self.players.index(player)
-        env: dict[str, Any] = {"turn": turn, "playerId": player}
-        for name in OBS_VARS:
-            v = obs[name]
-            if name in PEER_VARS:
-                env[name] = {p: num(v[i, j]) for j, p in enumerate(self.players) if j != i}
-            elif name != "turn":
-                env[name] = num(v[i])
-        env["pacts"] = self.registry.view_for(player) if self.registry is not None else {"active": [], "proposed": []}
-        if not self.no_talk:
-            env["inbox"] = self.bus.inbox_at(player, turn)
-        return env
+        return self.envelopes([player], obs, turn)[player]
+
+    def envelopes(self, players: list[str], obs: dict[str, np.ndarray], turn: int) -> dict[str, dict[str, Any]]:
+        """The envelopes of several players of one turn; each observation array is converted
+        to Python numbers once for all of them (``nums``)."""
+        idx = {p: j for j, p in enumerate(self.players)}
+        values = {name: nums(obs[name]) for name in OBS_VARS if name != "turn"}
+        out = {}
+        for player in players:
+            i = idx[player]
+            env: dict[str, Any] = {"turn": turn, "playerId": player}
+            for name, v in values.items():
+                if name in PEER_VARS:
+                    row = v[i]
+                    env[name] = {p: row[j] for p, j in idx.items() if j != i}
+                else:
+                    env[name] = v[i]
+            env["pacts"] = self.registry.view_for(player) if self.registry is not None else {"active": [], "proposed": []}
+            if not self.no_talk:
+                env["inbox"] = self.bus.inbox_at(player, turn)
+                env["toolResults"] = tool_results(self, player, turn)
+            out[player] = env
+        return out
 
     # -- tools ------------------------------------------------------------------------------
     def dispatch(self, player: str, action: Any, turn: int | None = None) -> dict[str, Any]:
@@ -270,10 +310,34 @@ class Arena:
         if self.status != "running":
             raise ValueError(f"status: tools act in a running arena, this one is {self.status!r}")
         out = self._dispatch(player, action, turn)
+        if not self._in_tick:  # an owner action between ticks: logged so replay repeats it
+            self.log_event("ownerAction", {"turn": self.turn + 1, "atTurn": turn, "playerId": player,
+                                           "action": action})
         if out["ok"] and not self._in_tick and self.registry is not None and out["tool"] in (
                 "propose_pact", "pledge", "accept_pact"):
             self._ensure_batch().set_pacts(self._b, self.registry.table)
         return out
+
+    @property
+    def in_tick(self) -> bool:
+        """True while a turn is being played (the players' own actions are dispatched)."""
+        return bool(getattr(self, "_in_tick", False))
+
+    def add_sanction_intent(self, player: str, target: str, reason: str | None) -> None:
+        """Record ``player``'s ``sanction(target, reason)`` call of this turn (several calls on
+        one target count once); the step reads and clears them (:meth:`take_sanction_intents`)."""
+        self._sanction_intents[(self.players.index(player), self.players.index(target))] = reason
+
+    def take_sanction_intents(self) -> dict[tuple[int, int], str | None]:
+        """This turn's (sanctioner, target) -> reason calls, handed over once."""
+        out, self._sanction_intents = self._sanction_intents, {}
+        return out
+
+    def log_event(self, event: str, entry: dict[str, Any]) -> None:
+        """Append an owner event line (``{"event": ..., "turn": next turn, ...}``) to
+        turns.jsonl now: state changes made between ticks are on disk before they act."""
+        if self._writer is not None:
+            self._writer.write({"arenaId": self.arena_id, "event": event, **entry})
 
     def _dispatch(self, player: str, action: Any, turn: int | None = None) -> dict[str, Any]:
         return dispatch_tool(self, player, action, turn)
@@ -323,22 +387,24 @@ class Arena:
 
     # -- closing ----------------------------------------------------------------------------
     def summary(self) -> dict[str, Any]:
-        """The post-game report (summary.json): outcome, ranking by wealth, pacts, counts."""
+        """The post-game report (summary.json): outcome, victory evaluation and rankings
+        (:mod:`bdpd_jax.victory`), players ranked by final wealth, pacts, counts."""
         st = self.state
         wealth = np.asarray(st.wealth)
         order = sorted(range(len(self.specs)), key=lambda i: (-float(wealth[i]), i))
         rank = {i: r + 1 for r, i in enumerate(order)}
-        harvest = {p: 0.0 for p in self.players}
-        for rec in self.records:
-            for d in rec["decisions"]:
-                harvest[d["playerId"]] += d["actual"] or 0.0
+        survived, collapse_turn = not bool(st.collapsed), int(st.collapse_turn) or None
+        victory = report(players=self.players, survived=survived, collapse_turn=collapse_turn,
+                         turns_played=int(st.turn), max_turns=self.max_turns,
+                         initial=[s.privateResource for s in self.specs], final=[num(w) or 0.0 for w in wealth],
+                         violations=[self._stats[p]["violations"] for p in self.players])
         return {
             "arenaId": self.arena_id, "status": self.status, "turnsPlayed": int(st.turn),
-            "survived": not bool(st.collapsed), "collapseTurn": int(st.collapse_turn) or None,
+            "survived": survived, "collapseTurn": collapse_turn, "victory": victory,
             "finalStock": num(self.game.engine.stock(jax.tree_util.tree_map(jnp.asarray, st.engine))),
-            "players": [{"playerId": s.name, "agentType": s.agentType,
+            "players": [{"playerId": s.name, "agentType": self.agent_kind(i),
                          "strategy": s.strategy if not s.external else None,
-                         "wealth": num(wealth[i]), "totalHarvest": harvest[s.name], "rank": rank[i],
+                         "wealth": num(wealth[i]), "rank": rank[i],
                          **self._stats[s.name]} for i, s in enumerate(self.specs)],
             "pacts": self.registry.compact() if self.registry is not None else [],
             "messages": len(self.bus),
@@ -350,6 +416,7 @@ class Arena:
             return self.summary()
         if self.status == "waiting":
             raise ValueError("status: the arena never started")
+        self._ensure_batch()  # an arena closed before its first tick still has a state to report
         self.status = "closed"
         summ = self.summary()
         if self.out_dir is not None:

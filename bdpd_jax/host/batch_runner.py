@@ -17,6 +17,7 @@ from bdpd_jax.kernels.governance import NAME as GOV
 from bdpd_jax.host.agent_calls import _ask
 from bdpd_jax.host.agents.base import AgentResult
 from bdpd_jax.host.programs import has_governance, programs
+from bdpd_jax.host.records import record_rows
 
 if TYPE_CHECKING:
     from bdpd_jax.host.arena import Arena
@@ -56,6 +57,12 @@ class _Batch:
         self.params = jax.tree_util.tree_map(lambda *xs: jnp.stack([jnp.asarray(x) for x in xs], axis=-1),
                                              *[a.params for a in arenas])
         self.state = init(self.params)
+        # stock units per harvest unit, per arena: an agent's fallback harvest (0.2 x capacity,
+        # agents/base.py) is in the heuristics' units and is scaled as the built-ins' is
+        self.units = np.broadcast_to(np.asarray(game.engine.harvest_unit(self.params.engine), np.float64),
+                                     (len(arenas),))
+        # per arena, the players asked from outside (specs are fixed once an arena starts)
+        self._external = [[i for i, s in enumerate(a.specs) if s.external] for a in arenas]
         for b, a in enumerate(arenas):
             a._batch, a._b = self, b
 
@@ -87,12 +94,13 @@ class _Batch:
     async def _tick(self) -> None:
         arenas = self.arenas
         sb, begun, obs, pacts_d, ahead = self._decide(self.keys, self.state, self.params)
-        obs_np = jax.tree_util.tree_map(np.asarray, obs)
-        wealth = np.asarray(sb.wealth)
-        strategy = np.asarray(sb.strategy)
+        asking = any(self._external)  # observations are read only for players asked from outside
+        obs_np = jax.tree_util.tree_map(np.asarray, obs) if asking else {}
+        wealth = np.asarray(sb.wealth) if asking else None
+        strategy = np.asarray(sb.strategy) if asking else None
         pk_b = jax.tree_util.tree_map(np.asarray, sb.extra[GOV].pacts) if self.gov else None
         pk_d = jax.tree_util.tree_map(np.asarray, pacts_d) if self.gov else None
-        n, nb = wealth.shape
+        n, nb = sb.wealth.shape
         jobs, where = [], []
         overridden: list[set] = [set() for _ in arenas]
         for b, a in enumerate(arenas):
@@ -102,19 +110,26 @@ class _Batch:
             a._announced = {}
             if a.registry is not None:
                 a.registry.sync(_slice(pk_b, b))
-            ob = {k: v[..., b] for k, v in obs_np.items()}
-            for i, s in enumerate(a.specs):
-                if not s.external:
-                    continue
+            if not self._external[b]:
+                continue
+            asked = []
+            for i in self._external[b]:
                 if strategy[i, b] != a.external_index:  # strategy_override: a builtin decides
                     overridden[b].add(i)
                     continue
-                env = a.observation(s.name, ob, t)
-                jobs.append(_ask(a.agents[i], env, float(wealth[i, b]), s.agentType))
+                asked.append(i)
+            if not asked:
+                continue
+            envs = a.envelopes([a.specs[i].name for i in asked], {k: v[..., b] for k, v in obs_np.items()}, t)
+            for i in asked:
+                s = a.specs[i]
+                jobs.append(_ask(a.agents[i], envs[s.name], float(wealth[i, b]), s.agentType))
                 where.append((b, i))
         results = await asyncio.gather(*jobs)
         by_arena: list[dict[int, AgentResult]] = [{} for _ in arenas]
         for (b, i), r in zip(where, results):
+            if r.fallback and self.units[b] != 1.0:
+                r = dataclasses.replace(r, harvest=r.harvest * float(self.units[b]))
             by_arena[b][i] = r
         ext = np.zeros((n, nb), bool)
         ext_req = np.zeros((n, nb), np.float64)
@@ -137,29 +152,51 @@ class _Batch:
                 if name in a._announced:
                     ext_ann[i, b] = a._announced[name]
         pacts = _stack([a.registry.table for a in arenas]) if self.gov else None
-        dt = sb.wealth.dtype
-        state, rec = self._step(self.keys, sb, begun, jnp.asarray(ext),
-                                jnp.asarray(ext_req, dt), jnp.asarray(ext_ann, dt), pacts, ahead, self.params)
+        sb = with_sanction_intents(sb, arenas)
+        dt = np.dtype(sb.wealth.dtype)  # numpy arguments: no eager jax op per array (same rounding)
+        state, rec = self._step(self.keys, sb, begun, ext, ext_req.astype(dt), ext_ann.astype(dt), pacts, ahead,
+                                self.params)
         self.state = state
-        rec_np = jax.tree_util.tree_map(np.asarray, rec)
+        rows = record_rows(jax.tree_util.tree_map(np.asarray, rec))  # converted once for all arenas
         pk_new = jax.tree_util.tree_map(np.asarray, state.extra[GOV].pacts) if self.gov else None
         for b, a in enumerate(arenas):
             if a.done:
                 continue
-            r = _slice(rec_np, b)
+            r = rows[b]
             if a.registry is not None:
                 a.registry.sync(_slice(pk_new, b))
-            if not bool(r.played):
+            if not r.played:
                 a.done = True
                 continue
-            t = int(r.turn)
+            t = r.turn
             a.turn = t
             line = a._record(t, r, by_arena[b], tools_by_arena[b], overridden[b])
-            a.records.append(line)
+            a.records.append(line)  # a bounded deque: the oldest record leaves
+            if a.keep_records is not None:
+                a.bus.forget_before(t - a.keep_records + 1)
             if a._writer is not None:
                 a._writer.write(line)
-            if bool(r.collapsed) or t >= a.max_turns:
+            if r.collapsed or t >= a.max_turns:
                 a.done = True
+
+
+def with_sanction_intents(sb, arenas: list):
+    """The live players' ``sanction(target)`` calls of this turn written into the plugins'
+    ``intent`` memory (bool[N, N, B]) of the batch state; consumed by the step."""
+    from bdpd_jax.kernels.plugins import NAME
+
+    intents = [a.take_sanction_intents() for a in arenas]
+    if not any(intents) or NAME not in sb.extra:
+        return sb
+    mems = list(sb.extra[NAME])
+    for k, mem in enumerate(mems):
+        if isinstance(mem, dict) and "intent" in mem:
+            intent = np.array(mem["intent"])
+            for b, calls in enumerate(intents):
+                for j, i in calls:
+                    intent[j, i, b] = True
+            mems[k] = {**mem, "intent": jnp.asarray(intent)}
+    return dataclasses.replace(sb, extra={**sb.extra, NAME: tuple(mems)})
 
 
 __all__: list[str] = []

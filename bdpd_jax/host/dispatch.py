@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from bdpd_jax.host.tools import TALK_TOOLS, validate_action
+from bdpd_jax.host.tools import (MAX_ACTIONS_PER_TURN, MAX_MESSAGES_PER_TURN, MESSAGE_TOOLS, SANCTION_TOOL, TALK_TOOLS,
+                                 validate_action)
 
 if TYPE_CHECKING:
     from bdpd_jax.host.arena import Arena
@@ -23,7 +24,33 @@ TOOL_SCOPES: dict[str, str] = {
     "propose_pact": "named parties",
     "accept_pact": "proposer + parties",
     "pledge": "self-only",
+    "sanction": "one player",
 }
+
+
+class ActionBudget:
+    """Tool actions dispatched per player in the current turn, against the per-turn caps
+    (``MAX_ACTIONS_PER_TURN`` actions, of which ``MAX_MESSAGES_PER_TURN`` messages). Every
+    dispatch of a player's own answer counts, refused ones included (a refusal costs work too);
+    the owner acting between ticks is not counted."""
+
+    def __init__(self) -> None:
+        self._turn: int | None = None
+        self._counts: dict[str, list[int]] = {}
+
+    def take(self, player: str, tool: Any, turn: int) -> str | None:
+        """Count one action; the refusal reason when a cap is reached, else None."""
+        if turn != self._turn:
+            self._turn, self._counts = turn, {}
+        c = self._counts.setdefault(player, [0, 0])
+        if c[0] >= MAX_ACTIONS_PER_TURN:
+            return f"limit: at most {MAX_ACTIONS_PER_TURN} tool actions per player per turn"
+        c[0] += 1
+        if tool in MESSAGE_TOOLS:
+            if c[1] >= MAX_MESSAGES_PER_TURN:
+                return f"limit: at most {MAX_MESSAGES_PER_TURN} messages per player per turn"
+            c[1] += 1
+        return None
 
 
 def dispatch_tool(arena: Arena, player: str, action: Any, turn: int | None = None) -> dict[str, Any]:
@@ -37,10 +64,15 @@ def dispatch_tool(arena: Arena, player: str, action: Any, turn: int | None = Non
 
     if player not in arena.players:
         return no(f"playerId: unknown player {player!r}")
-    if tool not in TALK_TOOLS:
-        return no(f"tool: unknown tool {tool!r}; known: {list(TALK_TOOLS)}")
-    if arena.no_talk:
+    if tool != SANCTION_TOOL and tool not in TALK_TOOLS:
+        return no(f"tool: unknown tool {tool!r:.80}; known: {[*TALK_TOOLS, SANCTION_TOOL]}")
+    if tool in TALK_TOOLS and arena.no_talk:
         return no("tool: cheap talk is disabled in this arena (no_talk)")
+    over = arena.action_budget.take(player, tool, turn) if arena.in_tick else None  # the owner is not capped
+    if over is not None:
+        return no(over)
+    if tool == SANCTION_TOOL:
+        return sanction(arena, player, action, turn)
     try:
         a = validate_action(action)
     except ValueError as exc:
@@ -96,4 +128,24 @@ def dispatch_tool(arena: Arena, player: str, action: Any, turn: int | None = Non
     return {**ok, "pactId": a["pactId"], "status": reg.status(slot)}
 
 
-__all__ = ["TOOL_SCOPES", "dispatch_tool"]
+def sanction(arena: Arena, player: str, action: Any, turn: int) -> dict[str, Any]:
+    """``sanction(target, reason)``: ask the arena's ``voluntary_sanction`` plugin to fine
+    ``target`` at the end of ``turn``, under the plugin's rules (the target must break a pact
+    or over-harvest that turn; the player pays the cost for every player it fines, or fines
+    nobody). Several calls on one target count once."""
+    out = {"scope": TOOL_SCOPES[SANCTION_TOOL], "tool": SANCTION_TOOL}
+    if not any(p.type == "voluntary_sanction" for p in arena.config.plugins):
+        return {**out, "ok": False, "reason": "tool: this arena runs no voluntary_sanction plugin"}
+    try:
+        a = validate_action(action)
+    except ValueError as exc:
+        return {**out, "ok": False, "reason": str(exc)}
+    if a["target"] not in arena.players:
+        return {**out, "ok": False, "reason": f"target: unknown player {a['target']!r}"}
+    if a["target"] == player:
+        return {**out, "ok": False, "reason": "target: cannot sanction oneself"}
+    arena.add_sanction_intent(player, a["target"], a["reason"])
+    return {**out, "ok": True, "target": a["target"], "turn": int(turn)}
+
+
+__all__ = ["ActionBudget", "TOOL_SCOPES", "dispatch_tool"]

@@ -15,6 +15,7 @@ and folder; ``arena.state`` slices the batch.
 from __future__ import annotations
 
 import asyncio
+import gc
 from typing import Any
 
 from bdpd_jax.host.arena import Arena, _Batch
@@ -23,7 +24,7 @@ from bdpd_jax.host.arena import Arena, _Batch
 class LiveBatch:
     """Arenas ticked together. ``tick()`` / ``run()``; ``await atick()`` / ``await arun()``."""
 
-    def __init__(self, arenas: list[Arena], *, client=None) -> None:
+    def __init__(self, arenas: list[Arena], *, client=None, gc_freeze: bool = True) -> None:
         arenas = list(arenas)
         if not arenas:
             raise ValueError("arenas: need at least one arena")
@@ -34,6 +35,7 @@ class LiveBatch:
         self.arenas = arenas
         self._batch = _Batch(arenas)
         self._own_loop: asyncio.AbstractEventLoop | None = None
+        self._gc_freeze = gc_freeze
 
     @property
     def done(self) -> bool:
@@ -43,6 +45,8 @@ class LiveBatch:
         """One turn of every arena still playing; each arena's record (None if it had ended)."""
         before = [a.turn for a in self.arenas]
         await self._batch.tick()
+        if self._gc_freeze:
+            freeze_history()
         return [a.records[-1] if a.turn != t0 else None for a, t0 in zip(self.arenas, before)]
 
     async def arun(self, max_ticks: int | None = None) -> list[dict[str, Any]]:
@@ -52,7 +56,7 @@ class LiveBatch:
             await self.atick()
             k += 1
         if self.done:
-            return [await a.aclose() for a in self.arenas]
+            return await self._aclose_all()
         return [a.summary() for a in self.arenas]
 
     def _loop(self) -> asyncio.AbstractEventLoop:
@@ -73,7 +77,21 @@ class LiveBatch:
         return out
 
     async def _aclose_all(self) -> list[dict[str, Any]]:
-        return [await a.aclose() for a in self.arenas]
+        out = [await a.aclose() for a in self.arenas]
+        if self._gc_freeze:
+            gc.unfreeze()  # what was kept for the run is collectable again
+        return out
 
 
-__all__ = ["LiveBatch"]
+def freeze_history() -> None:
+    """Keep what a tick left alive (the turn records, kept for the whole run) out of the
+    cyclic garbage collector's full passes: a young collection first (this tick's cyclic
+    garbage is freed, not frozen), then ``gc.freeze()``. Every record is ~10 tracked
+    containers; without this each full pass re-scanned the whole history, a cost that grew
+    with the run (bench/README.md). Records are freed by reference counting as usual;
+    only a cycle that dies while frozen waits for ``gc.unfreeze()`` (:meth:`LiveBatch.close`)."""
+    gc.collect(1)
+    gc.freeze()
+
+
+__all__ = ["LiveBatch", "freeze_history"]

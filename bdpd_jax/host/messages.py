@@ -75,6 +75,7 @@ class MessageBus:
         self._counter: int = 0
         self._log: list[dict[str, Any]] = []
         self.known_players: set[str] | None = None if known_players is None else set(known_players)
+        self._first_kept = 0  # messages of earlier turns were forgotten (they are in turns.jsonl)
 
     # -- emitters -------------------------------------------------------------------------
     def _append(self, msg: dict[str, Any]) -> dict[str, Any]:
@@ -146,7 +147,19 @@ class MessageBus:
         return [dict(m) for m in self._log if m["turn"] == turn]
 
     def __len__(self) -> int:
-        return len(self._log)
+        """Messages ever sent on this bus (forgotten ones included)."""
+        return self._counter
+
+    def forget_before(self, turn: int) -> None:
+        """Drop the messages of turns before ``turn`` (an arena keeps recent turns in memory;
+        its turn records hold them all). Inboxes need the previous turn only."""
+        if turn <= self._first_kept:
+            return
+        k = 0
+        while k < len(self._log) and self._log[k]["turn"] < turn:
+            k += 1
+        del self._log[:k]
+        self._first_kept = turn
 
     # -- persistence ----------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:

@@ -2,8 +2,10 @@
 
 :func:`fire_perturbation` is the body of ``Arena.perturb``: the spec is compiled against
 the arena's kernel config, applied to its state through
-``kernels.perturb.apply_perturbation`` (jitted once per game), and logged for the next
-turn record (``ownerPerturbations``).
+``kernels.perturb.apply_perturbation`` (jitted once per game), written to ``turns.jsonl`` at
+once as an owner event line (``{"event": "ownerPerturbation", ...}``: a firing after the last
+tick, or before a crash, is not lost, so replay reproduces summary.json) and listed in the
+next turn record (``ownerPerturbations``).
 """
 
 from __future__ import annotations
@@ -42,17 +44,18 @@ def fire_perturbation(arena: Arena, spec: str | dict) -> dict[str, Any]:
             raise ValueError(f"specId: no perturbation {spec!r} in the config; known: {arena._spec_ids}")
         spec = found[0]
     slot = compile_spec(spec, arena.kernel_config(), arena.game.policies)
-    if not any(isinstance(ly, PerturbLayer) and pk.TYPES[int(slot.code)] in ly.types for ly in arena.game.layers):
-        raise ValueError(f"spec.type: {pk.TYPES[int(slot.code)]!r} cannot be fired in this arena; "
+    if not any(isinstance(ly, PerturbLayer) and pk.type_names()[int(slot.code)] in ly.types for ly in arena.game.layers):
+        raise ValueError(f"spec.type: {pk.type_names()[int(slot.code)]!r} cannot be fired in this arena; "
                          "create it with perturbable=True")
     batch = arena._ensure_batch()
     state = jax.tree_util.tree_map(jnp.asarray, _slice(batch.state, arena._b))
     new, rec = _owner_apply(arena.game)(state, slot, arena.params)
     batch.set_state(arena._b, new)
-    kind = pk.TYPES[int(rec["code"])]
+    kind = pk.type_names()[int(rec["code"])]
     entry = {"turn": arena.turn + 1, "spec": spec if isinstance(spec, dict) else spec.model_dump(mode="json"),
              "type": kind, "target": target_label(kind, int(rec["target"])), "value": num(rec["value"])}
     arena._owner_fired.append(entry)
+    arena.log_event("ownerPerturbation", entry)
     return entry
 
 

@@ -55,6 +55,25 @@ def atomic_write_json(path: str | os.PathLike[str], obj: Any, *, indent: int | N
     _fsync_dir(directory)
 
 
+def clean_stale_tmp(root: str | os.PathLike[str]) -> list[Path]:
+    """Remove the temp files of interrupted ``atomic_write_json`` calls (``.<name>.*.tmp``) in
+    ``root`` and its direct sub-folders; returns what was removed. Call it at start-up, when no
+    writer of those folders runs (an arena's own folder: at its start)."""
+    base = Path(root)
+    if not base.is_dir():
+        return []
+    removed = []
+    for pattern in (".*.tmp", "*/.*.tmp"):
+        for tmp in base.glob(pattern):
+            try:
+                if tmp.is_file() and not tmp.is_symlink():
+                    tmp.unlink()
+                    removed.append(tmp)
+            except OSError:
+                pass
+    return removed
+
+
 class JsonlWriter:
     """Append-only JSON-lines writer; every ``write`` is flushed and fsynced before returning."""
 

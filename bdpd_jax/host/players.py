@@ -2,25 +2,36 @@
 
 ``agentType``: ``builtin`` (a kernel heuristic, decided inside the jitted kernel ``decide``),
 ``code`` (``strategyCode``: sandboxed JS, :class:`CodeAgent`), ``http`` (``url``:
-:class:`HttpAgent`), ``llm`` (``baseUrl`` + ``model``: :class:`LLMAgent`) or ``scripted``
+:class:`HttpAgent`), ``llm`` (``model`` + an operator's ``credential`` name or a ``baseUrl`` the
+operator allows: :class:`LLMAgent`, :mod:`~bdpd_jax.host.operator`) or ``scripted``
 (``script``: a list of recorded turns; what replay and tests use). Everything is validated at
-join: a JS syntax error is rejected with the parser's message, a bad URL by name.
+join: a JS syntax error is rejected with the parser's message, a bad URL by name, a field over
+its size limit (``MAX_*_CHARS``) by name.
 """
 
 from __future__ import annotations
 
 import time
+from collections import deque
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from bdpd_jax.host.agents.base import AgentResult, check_wealth, fallback_harvest, valid_harvest
-from bdpd_jax.host.agents.code import CodeAgent, compile_strategy
+from bdpd_jax.host.agents.code import DEFAULT_TIMEOUT_MS as JS_TIMEOUT_MS, CodeAgent, compile_strategy
 from bdpd_jax.host.agents.http import HttpAgent, check_url
 from bdpd_jax.host.agents.llm import LLMAgent
+from bdpd_jax.host.operator import Operator, redact_url
 from bdpd_jax.host.tools import validate_action
 
 AGENT_TYPES: tuple[str, ...] = ("builtin", "code", "http", "llm", "scripted")
+
+# Size limits of a join body's free-text fields (checked at join; docs/semantics.md §13)
+MAX_NAME_CHARS: int = 64
+MAX_CODE_CHARS: int = 64 * 1024
+MAX_URL_CHARS: int = 2048
+MAX_MODEL_CHARS: int = 128
+MAX_PROMPT_CHARS: int = 4096
 
 
 class PlayerSpec(BaseModel):
@@ -28,7 +39,7 @@ class PlayerSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, populate_by_name=True)
     agentType: Literal["builtin", "code", "http", "llm", "scripted"] = "builtin"
-    name: str | None = Field(None, alias="displayName", min_length=1)
+    name: str | None = Field(None, alias="displayName", min_length=1, max_length=MAX_NAME_CHARS)
     privateResource: float = Field(30.0, ge=0)
     # builtin
     strategy: str = "conservative"
@@ -36,16 +47,17 @@ class PlayerSpec(BaseModel):
     reductionFactor: float = Field(1.0, ge=0)
     talk: dict | None = None  # scripted talk of a builtin (bdpd_jax/governance_config.py)
     # code
-    strategyCode: str | None = None
+    strategyCode: str | None = Field(None, max_length=MAX_CODE_CHARS)
     rngSeed: int | None = None
     # http / llm
-    url: str | None = None
-    baseUrl: str | None = None
-    model: str | None = None
-    apiKeyEnv: str = "OPENAI_API_KEY"
-    systemPrompt: str | None = None
+    url: str | None = Field(None, max_length=MAX_URL_CHARS)
+    baseUrl: str | None = Field(None, max_length=MAX_URL_CHARS)
+    model: str | None = Field(None, max_length=MAX_MODEL_CHARS)
+    credential: str | None = Field(None, min_length=1, max_length=MAX_NAME_CHARS)  # a name from the operator's list
+    apiKeyEnv: str | None = None  # refused: credentials are the operator's (kept to say so by name)
+    systemPrompt: str | None = Field(None, max_length=MAX_PROMPT_CHARS)
     temperature: float | None = None
-    timeoutMs: float | None = Field(None, gt=0)
+    timeoutMs: float | None = Field(None, gt=0)  # only shorter than the arena's (checked at join)
     # scripted: [{"harvest": h, "actions": [...]}, ...] by turn (turn 1 first); past the end
     # the last entry repeats
     script: list[dict] | None = None
@@ -53,6 +65,9 @@ class PlayerSpec(BaseModel):
     @model_validator(mode="after")
     def _fields_of_type(self) -> "PlayerSpec":
         t = self.agentType
+        if self.apiKeyEnv is not None:
+            raise ValueError("apiKeyEnv: a player cannot choose a credential; pick `credential`, a name "
+                             "from the operator's list")
         if t == "builtin":
             from bdpd_jax.kernels.policies import BUILTINS
 
@@ -65,7 +80,8 @@ class PlayerSpec(BaseModel):
         if t == "http":
             check_url(self.url)
         if t == "llm":
-            check_url(self.baseUrl)
+            if self.baseUrl is not None:
+                check_url(self.baseUrl)
             if not self.model:
                 raise ValueError(f"model: required for agentType 'llm', got {self.model!r}")
         if t == "scripted" and not self.script:
@@ -83,6 +99,9 @@ class PlayerSpec(BaseModel):
         d = self.model_dump(mode="json", exclude_none=True)
         if "strategyCode" in d:
             d["strategyCode"] = f"<{len(self.strategyCode or '')} chars>"
+        for k in ("url", "baseUrl"):  # tokens in URLs stay out of meta.json
+            if k in d:
+                d[k] = redact_url(d[k])
         return d
 
 
@@ -98,7 +117,7 @@ class ScriptedAgent:
         self.script = list(script)
         self.no_talk = no_talk
         self.calls = 0
-        self.seen: list[dict[str, Any]] = []  # every observation envelope received (tests, audit)
+        self.seen: deque[dict[str, Any]] = deque(maxlen=100)  # the last envelopes received (tests, audit)
 
     async def decide(self, obs: dict[str, Any], wealth: float, inbox: Any = None) -> AgentResult:
         w = check_wealth(wealth)
@@ -123,22 +142,35 @@ class ScriptedAgent:
         return AgentResult(float(h), err, acts, (time.perf_counter() - t0) * 1000, bool(entry.get("fallback", False)))
 
 
-def make_agent(spec: PlayerSpec, *, timeout_ms: float, no_talk: bool, client=None, executor=None):
+def player_timeout_ms(spec: PlayerSpec, timeout_ms: float) -> float:
+    """The deadline of one call: the arena's ``agentTimeout`` (``timeout_ms``) unless the player
+    asked for less; code agents never past the seed's 50 ms. A longer ``timeoutMs`` is refused."""
+    cap = min(float(timeout_ms), JS_TIMEOUT_MS) if spec.agentType == "code" else float(timeout_ms)
+    if spec.timeoutMs is not None and spec.timeoutMs > cap:
+        raise ValueError(f"timeoutMs: at most the arena's limit for {spec.agentType} players ({cap:g} ms), "
+                         f"got {spec.timeoutMs:g}")
+    return cap if spec.timeoutMs is None else float(spec.timeoutMs)
+
+
+def make_agent(spec: PlayerSpec, *, timeout_ms: float, no_talk: bool, client=None, executor=None,
+               operator: Operator | None = None):
     """The agent runner of an external player (None for builtins)."""
     t = spec.agentType
-    tmo = spec.timeoutMs or timeout_ms
     if t == "builtin":
         return None
+    tmo = player_timeout_ms(spec, timeout_ms)
     if t == "code":
-        kw = {"timeout_ms": spec.timeoutMs} if spec.timeoutMs else {}
-        return CodeAgent(spec.strategyCode, rng_seed=spec.rngSeed, executor=executor, **kw)
+        return CodeAgent(spec.strategyCode, rng_seed=spec.rngSeed, pool=executor, timeout_ms=tmo)
     if t == "http":
         return HttpAgent(spec.url, tmo, no_talk=no_talk, client=client)
     if t == "llm":
-        return LLMAgent(spec.baseUrl, spec.model, spec.apiKeyEnv, player_id=spec.name, timeout_ms=tmo,
+        op = operator or Operator()
+        op.check_player(spec)
+        return LLMAgent(model=spec.model, **op.llm_endpoint(spec), player_id=spec.name, timeout_ms=tmo,
                         no_talk=no_talk, client=client, system_prompt=spec.systemPrompt,
                         temperature=spec.temperature)
     return ScriptedAgent(spec.script, no_talk=no_talk)
 
 
-__all__ = ["AGENT_TYPES", "PlayerSpec", "ScriptedAgent", "make_agent"]
+__all__ = ["AGENT_TYPES", "MAX_CODE_CHARS", "MAX_NAME_CHARS", "MAX_PROMPT_CHARS", "MAX_URL_CHARS", "PlayerSpec",
+           "ScriptedAgent", "make_agent", "player_timeout_ms"]

@@ -7,31 +7,101 @@ metrics and perturbations; it updates the arena's per-player counts for ``summar
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
+import jax
 import numpy as np
 
+from bdpd_jax.kernels import pacts as P
 from bdpd_jax.kernels import perturb as pk
+from bdpd_jax.governance_build import sanction_specs
+from bdpd_jax.kernels.plugins import NAME as PLUGINS
+from bdpd_jax.plugins import reason_name
 from bdpd_jax.kernels.governance import NAME as GOV
 from bdpd_jax.governance_results import layer_record
 from bdpd_jax.perturb_results import perturb_record, target_label
 from bdpd_jax.host.agents.base import AgentResult
-from bdpd_jax.host.registry import num
+from bdpd_jax.host.registry import num, nums
 
 if TYPE_CHECKING:
     from bdpd_jax.host.arena import Arena
 
 
-def turn_record(arena: Arena, t: int, rec, calls: dict[int, AgentResult], tools: list,
+def sanction_rows(arena: Arena, t: int, g: dict, rec_extra: dict) -> list[dict[str, Any]]:
+    """One row per sanction fired this turn, with its provenance: the spec (``specId``,
+    ``type``, ``reason``), the violation event (``playerId``, ``pactId``, ``termType``,
+    ``ordinal``), the ``amount`` and who paid a cost to impose it (``paidBy`` / ``cost``:
+    null / 0 for the automatic specs of 000_* 2.4)."""
+    specs = sanction_specs(arena.config)
+    if not g:
+        return plugin_sanction_rows(arena, t, layer_record(rec_extra, PLUGINS) or {})
+    fired = np.asarray(g["spec_fired"])
+    amount = np.asarray(g["spec_amount"])
+    rows = []
+    for n, p, k in zip(*np.nonzero(fired.transpose(2, 1, 0))):  # by player, pact, spec
+        sp = specs[k]
+        rows.append({"turn": int(t), "specId": sp.id, "type": sp.type, "playerId": arena.players[int(n)],
+                     "pactId": arena.registry.id_of(int(p)), "termType": P.term_names()[int(g["term"][p])],
+                     "ordinal": int(g["ordinal"][p, n]), "amount": num(amount[k, p, n]),
+                     "reason": sp.payload.reason, "paidBy": None, "cost": 0.0})
+    return rows + plugin_sanction_rows(arena, t, layer_record(rec_extra, PLUGINS) or {})
+
+
+def plugin_sanction_rows(arena: Arena, t: int, g: dict) -> list[dict[str, Any]]:
+    """The governance plugins' sanctions of this turn: who (``paidBy``, ``cost``) fined whom."""
+    rows = []
+    for spec, r in zip(arena.config.plugins, g.get("plugins", ())):
+        fines, costs = np.asarray(r["fines"]), np.asarray(r["costs"])  # [payer, target]
+        for i, j in zip(*np.nonzero(((fines > 0) | (costs > 0)).T)):  # by target, then payer
+            rows.append({"turn": int(t), "specId": spec.id, "type": spec.type, "playerId": arena.players[int(i)],
+                         "pactId": None, "termType": None, "ordinal": 0, "amount": num(fines[j, i]),
+                         "reason": reason_name(spec.type, int(r["reason"][i])),
+                         "paidBy": arena.players[int(j)], "cost": num(costs[j, i])})
+    return rows
+
+
+_PLAYER_FLOATS = ("requested", "actual", "announced", "wealth", "sanction")
+_ARENA_FLOATS = ("stock", "regen", "reserve_drawn")
+
+
+def record_rows(rec) -> list[SimpleNamespace]:
+    """Per arena, the values :func:`turn_record` reads from a batched kernel turn record
+    (numpy leaves, batch axis last), converted column by column once per tick (the values of
+    :func:`~bdpd_jax.host.registry.num`): floats (None for NaN), bools, ints as Python
+    objects, ``extra`` (the layers' records) and ``actual_np`` as numpy slices."""
+    nb = np.shape(rec.turn)[-1]
+    rows = [SimpleNamespace() for _ in range(nb)]
+    for k in _PLAYER_FLOATS:
+        for r, v in zip(rows, nums(np.asarray(getattr(rec, k)).T)):  # [N, B] -> per arena [N]
+            setattr(r, k, v)
+    for k in _ARENA_FLOATS:
+        for r, v in zip(rows, nums(getattr(rec, k))):
+            setattr(r, k, v)
+    invalid = np.asarray(rec.invalid).T.tolist()
+    turn, played, collapsed = (np.asarray(x).tolist() for x in (rec.turn, rec.played, rec.collapsed))
+    metrics = {k: nums(v) for k, v in rec.metrics.items()}
+    actual = np.asarray(rec.actual)
+    engine = {k: nums(v) for k, v in rec.engine_extra.items() if np.asarray(v).dtype.kind == "f"}
+    has_extra = bool(jax.tree_util.tree_leaves(rec.extra))
+    for b, r in enumerate(rows):
+        r.invalid, r.turn, r.played, r.collapsed = invalid[b], turn[b], played[b], collapsed[b]
+        r.metrics = {k: v[b] for k, v in metrics.items()}
+        r.engine = {k: v[b] for k, v in engine.items()}
+        r.actual_np = actual[:, b]
+        r.extra = jax.tree_util.tree_map(lambda x: np.asarray(x)[..., b], rec.extra) if has_extra else {}
+    return rows
+
+
+def turn_record(arena: Arena, t: int, rec: SimpleNamespace, calls: dict[int, AgentResult], tools: list,
                 overridden: set) -> dict[str, Any]:
-    """The record of turn ``t`` from the kernel's (unbatched) turn record ``rec``."""
-    players = arena.players
+    """The record of turn ``t`` from the arena's row of :func:`record_rows`."""
     decisions = []
     errors = []
     for i, s in enumerate(arena.specs):
-        d = {"playerId": s.name, "agentType": s.agentType, "requested": num(rec.requested[i]),
-             "actual": num(rec.actual[i]), "announced": num(rec.announced[i]), "wealth": num(rec.wealth[i]),
-             "sanction": num(rec.sanction[i]), "invalid": bool(rec.invalid[i])}
+        d = {"playerId": s.name, "agentType": arena.agent_kind(i), "requested": rec.requested[i],
+             "actual": rec.actual[i], "announced": rec.announced[i], "wealth": rec.wealth[i],
+             "sanction": rec.sanction[i], "invalid": rec.invalid[i]}
         if i in calls:
             r = calls[i]
             d.update({"harvest": r.harvest, "fallback": r.fallback, "error": r.error,
@@ -42,29 +112,29 @@ def turn_record(arena: Arena, t: int, rec, calls: dict[int, AgentResult], tools:
             arena._stats[s.name]["fallbacks"] += int(r.fallback)
         elif i in overridden:
             d["overridden"] = True
+        arena._stats[s.name]["totalHarvest"] += d["actual"] or 0.0
         decisions.append(d)
     violations, sanctions = [], []
-    g = layer_record(rec.extra, GOV)
+    g = layer_record(rec.extra, GOV) if rec.extra else None
     if arena.registry is not None and g:
-        violations = arena.registry.record_violations(t, np.asarray(g["violated"]), np.asarray(rec.actual),
+        violations = arena.registry.record_violations(t, np.asarray(g["violated"]), rec.actual_np,
                                                      np.asarray(g["ordinal"]), np.asarray(g["fired"]))
         for ev in violations:
             arena._stats[ev["partyId"]]["violations"] += 1
-        for i, p in enumerate(players):
-            if rec.sanction[i] > 0 or g["fired"][i] > 0:
-                sanctions.append({"playerId": p, "amount": num(rec.sanction[i]), "fired": int(g["fired"][i])})
-                arena._stats[p]["sanctions"] += float(rec.sanction[i])
+        sanctions = sanction_rows(arena, t, g, rec.extra)
+        for i, p in enumerate(arena.players):
+            arena._stats[p]["sanctions"] += float(rec.sanction[i] or 0.0)
     fired = []
-    pr = perturb_record(rec.extra) if isinstance(rec.extra, dict) else None
+    pr = perturb_record(rec.extra) if rec.extra and isinstance(rec.extra, dict) else None
     if pr:
         for p in np.flatnonzero(np.asarray(pr["fired"])):
-            kind = pk.TYPES[int(pr["code"][p])]
+            kind = pk.type_names()[int(pr["code"][p])]
             fired.append({"id": arena._spec_ids[p] if p < len(arena._spec_ids) else None, "type": kind,
                           "target": target_label(kind, int(pr["target"][p])), "value": num(pr["value"][p])})
     owner, arena._owner_fired = arena._owner_fired, []
     return {
-        "arenaId": arena.arena_id, "turn": t, "stock": num(rec.stock), "regen": num(rec.regen),
-        "reserveDrawn": num(rec.reserve_drawn), "collapsed": bool(rec.collapsed),
+        "arenaId": arena.arena_id, "turn": t, "stock": rec.stock, "regen": rec.regen,
+        "reserveDrawn": rec.reserve_drawn, "collapsed": rec.collapsed,
         "decisions": decisions,
         "messages": arena.bus.messages_for_turn(t),
         "tools": tools,
@@ -72,10 +142,25 @@ def turn_record(arena: Arena, t: int, rec, calls: dict[int, AgentResult], tools:
         "violations": violations,
         "sanctions": sanctions,
         "errors": errors,
-        "metrics": {k: num(v) for k, v in rec.metrics.items()},
+        "metrics": dict(rec.metrics),
+        "engine": dict(rec.engine),
         "perturbations": fired,
         "ownerPerturbations": owner,
     }
 
 
-__all__ = ["turn_record"]
+def tool_results(arena: Arena, player: str, turn: int) -> list[dict[str, Any]]:
+    """003_*: what ``player``'s tool calls of turn ``turn - 1`` returned (``{ok, scope, tool,
+    ...}`` each, refusals included; actions its agent dropped as malformed add one
+    ``{ok: false, scope: "none", tool: null, reason}`` with the agent's error text)."""
+    last = arena.records[-1] if arena.records else None
+    if last is None or last["turn"] != turn - 1:
+        return []
+    out = [t["result"] for t in last["tools"] if t["playerId"] == player]
+    for d in last["decisions"]:
+        if d["playerId"] == player and d.get("error") and "dropped" in d["error"]:
+            out.append({"ok": False, "scope": "none", "tool": None, "reason": d["error"]})
+    return out
+
+
+__all__ = ["turn_record", "record_rows", "tool_results"]

@@ -5,7 +5,9 @@
 was fed and the tool actions in order). Builtin players are re-run by the kernels (same key,
 same counters); external players become :class:`ScriptedAgent` s playing their log. The
 same kernels then reach a bit-identical state, the same message and pact ids, and the same
-turn records. A process killed mid-run leaves at most a torn last line, which
+turn records. Owner events between ticks (perturbations fired, tool actions taken for a
+player) are lines of their own in ``turns.jsonl``, repeated in order, so closing the
+replayed arena gives the folder's summary.json. A process killed mid-run leaves at most a torn last line, which
 ``read_jsonl`` skips: the replay stops at the last complete turn.
 """
 
@@ -30,8 +32,21 @@ def strip_volatile(record: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def turn_records(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The turn records among turns.jsonl's lines (owner event lines left out)."""
+    return [r for r in lines if "event" not in r]
+
+
 def load(dir: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """(meta, complete turn records) of an arena folder."""
+    """(meta, complete turn records) of an arena folder (owner event lines left out)."""
+    meta, lines = load_lines(dir)
+    return meta, turn_records(lines)
+
+
+def load_lines(dir: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(meta, every complete line of turns.jsonl): turn records and owner event lines
+    (``{"event": "ownerPerturbation" | "ownerAction", "turn": the next turn, ...}``), in the
+    order they happened."""
     d = Path(dir)
     meta_path = d / "meta.json"
     if not meta_path.is_file():
@@ -39,8 +54,18 @@ def load(dir: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     return json.loads(meta_path.read_text()), read_jsonl(d / "turns.jsonl")
 
 
+def _owner_event(arena: Arena, ev: dict[str, Any]) -> None:
+    """Repeat one logged owner event on the replayed arena."""
+    if ev["event"] == "ownerPerturbation":
+        arena.perturb(ev["spec"])
+    elif ev["event"] == "ownerAction":
+        arena.dispatch(ev["playerId"], ev["action"], ev["atTurn"])
+    else:
+        raise ValueError(f"turns.jsonl: unknown event {ev['event']!r}")
+
+
 def replay(dir: str | Path, *, out_dir: str | Path | None = None, verify: bool = True,
-           turns: int | None = None, resume: dict[str, Any] | None = None) -> Arena:
+           turns: int | None = None, resume: dict[str, Any] | None = None, operator=None) -> Arena:
     """Replay the arena in ``dir``; returns the arena after the last complete recorded turn
     (status ``running``: it may be ticked on with the scripted players, or closed).
 
@@ -49,19 +74,27 @@ def replay(dir: str | Path, *, out_dir: str | Path | None = None, verify: bool =
     resume: ``{playerId: spec}`` for EVERY external player: after the replay those players
     are live again (a code agent restarts with empty memory) and the arena appends its next
     turns to ``dir``'s own turns.jsonl (a torn last line is dropped first): a killed run
-    goes on where it stopped.
+    goes on where it stopped. operator: the credentials and endpoints resumed LLM / HTTP players
+    may use (:class:`~bdpd_jax.host.operator.Operator`; never stored in the folder).
     """
     if resume is not None and out_dir is not None:
         raise ValueError("out_dir: a resumed arena writes to dir itself")
-    meta, records = load(dir)
-    if turns is not None:
-        records = records[:turns]
+    meta, lines = load_lines(dir)
+    records = [r for r in lines if "event" not in r]
     for k, rec in enumerate(records):
         if rec.get("turn") != k + 1:
             raise ValueError(f"turns.jsonl: line {k + 1} is turn {rec.get('turn')!r}, expected {k + 1}")
+    # older folders have no event lines and list the firings in the next turn record
+    legacy = not any("event" in r for r in lines)
+    if turns is not None and turns < len(records):  # stop at that turn's record
+        lines = lines[:lines.index(records[turns - 1]) + 1] if turns > 0 else []
+        records = records[:turns]
     arena = Arena(meta["config"], seed=meta["seed"], arena_index=meta["arenaIndex"], no_talk=meta["noTalk"],
                   pact_slots=meta["pactSlots"], generator=meta["generator"], turns=meta["turns"],
-                  arena_id=meta["arenaId"], out_dir=out_dir, perturbable=meta.get("perturbable", False))
+                  arena_id=meta["arenaId"], out_dir=out_dir, perturbable=meta.get("perturbable", False),
+                  operator=operator,
+                  agent_kinds={p["name"]: p["agentType"] for p in meta["players"]
+                               if p.get("agentType", "builtin") != "builtin"})
     for p in meta["players"]:
         if p.get("agentType", "builtin") == "builtin":
             arena.join(PlayerSpec.model_validate(p))
@@ -72,9 +105,13 @@ def replay(dir: str | Path, *, out_dir: str | Path | None = None, verify: bool =
         arena.join(PlayerSpec(agentType="scripted", name=p["name"], privateResource=p["privateResource"],
                               script=script or [{"harvest": 0.0}]))
     arena.start()
-    for rec in records:
-        for fired in rec.get("ownerPerturbations", []):  # owner firings before this turn
-            arena.perturb(fired["spec"])
+    for rec in lines:  # in file order: owner events between ticks, then the turn they precede
+        if "event" in rec:
+            _owner_event(arena, rec)
+            continue
+        if legacy:
+            for fired in rec.get("ownerPerturbations", []):
+                arena.perturb(fired["spec"])
         got = arena.tick()
         if verify and (got is None or strip_volatile(got) != strip_volatile(rec)):
             raise ValueError(f"turns.jsonl: replay diverges at turn {rec['turn']}")
@@ -106,9 +143,9 @@ def _resume(arena: Arena, dir: Path, meta: dict[str, Any], resume: dict[str, Any
         if s.name in specs:
             arena.specs[i] = specs[s.name]
             arena.agents[i] = make_agent(specs[s.name], timeout_ms=float(arena.config.agentTimeout),
-                                         no_talk=arena.no_talk, client=arena._client)
+                                         no_talk=arena.no_talk, client=arena._client, operator=arena.operator)
     arena.out_dir = dir
     arena._writer = JsonlWriter(dir / "turns.jsonl", fsync=arena.fsync)  # repairs a torn tail
 
 
-__all__ = ["replay", "load", "strip_volatile"]
+__all__ = ["replay", "load", "load_lines", "strip_volatile"]

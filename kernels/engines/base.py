@@ -50,6 +50,21 @@ class Engine:
         """Advance the dynamics one turn; returns ``(state, regen)`` with regen in stock units."""
         raise NotImplementedError
 
+    def harvest_unit(self, params: Any) -> jax.Array:
+        """Stock units per unit of the heuristics' ``capacity(w)`` (float[]): a built-in player
+        can request up to ``harvest_unit x capacity(w)`` stock units a turn. 1 where the
+        stock is counted in the seed's harvest units (logistic)."""
+        import jax.numpy as jnp
+
+        return jnp.ones(())
+
+    def share_defined(self, regen: jax.Array) -> jax.Array:
+        """Whether this turn's ``regen`` gives a sustainable share regen/N (bool[]). The turn
+        adds "the dynamics ran"; engines whose stock cannot regrow override it."""
+        import jax.numpy as jnp
+
+        return jnp.ones((), bool)
+
     def check_end(self, state: Any, params: Any) -> jax.Array:
         """True when the commons has collapsed (bool[])."""
         raise NotImplementedError

@@ -5,11 +5,13 @@
 One turn integrates ``dt`` (default 0.10) of model time with ``diffrax.diffeqsolve``
 (``throw=False``: a failure is a per-arena flag, never an exception under vmap).
 
-Harvest coupling (operator splitting): players' harvests are withdrawn from R *between*
-integrations (``step_one`` runs before ``step`` within a turn), in harvest units converted by
-``harvestScale`` (R units per harvest unit). Zero harvest leaves R untouched, so it gives the
-pure Bardi run exactly. Collapse: R <= collapseFraction x R0 (R0 = ``commonsInitial``). There
-is no hidden reserve and no collapse die (logistic-only in the seed).
+Harvest coupling (operator splitting, docs/semantics.md §9): requests, harvests and wealth
+are in R units; players' harvests are withdrawn from R *between* integrations (``step_one``
+runs before ``step`` within a turn). The heuristics' capacity rule is applied in scaled
+units: a built-in player may request up to ``harvestScale x capacity(w)`` R a turn
+(:meth:`Seneca.harvest_unit`). Zero harvest leaves R untouched, so it gives the pure Bardi
+run exactly. Collapse: R <= collapseFraction x R0 (R0 = ``commonsInitial``). There is no
+hidden reserve and no collapse die (logistic-only in the seed).
 
 Solver failure: the flag ``failed`` is set (and stays set) when diffrax reports an
 unsuccessful result or the new state is not finite; the arena keeps its last good R, C, P
@@ -39,6 +41,8 @@ SOLVERS: dict[str, type] = {
     "dopri5": diffrax.Dopri5,
 }
 #: classical order of each solver (checked by tests/test_seneca.py::test_solver_order).
+#: default harvestScale (docs/semantics.md §9: 4 capacity-bound players take 1e-3 R0 a turn).
+HARVEST_SCALE = 1e-4
 ORDER: dict[str, int] = {"euler": 1, "heun": 2, "midpoint": 2, "ralston": 2, "bosh3": 3, "tsit5": 5, "dopri5": 5}
 
 
@@ -52,7 +56,7 @@ class SenecaParams(eqx.Module):
     capital0: jax.Array  # float[], C0 (capitalSeed)
     pollution0: jax.Array  # float[], P0 (pollutionSeed); P stays 0 forever if it starts at 0
     dt: jax.Array  # float[], model time per turn
-    harvest_scale: jax.Array  # float[], R units withdrawn per harvest unit
+    harvest_scale: jax.Array  # float[], R units per unit of the heuristics' capacity(w)
     collapse_fraction: jax.Array  # float[], collapse when R <= collapse_fraction * R0
     rtol: jax.Array  # float[], adaptive controller only
     atol: jax.Array  # float[], adaptive controller only
@@ -197,7 +201,7 @@ class Seneca(Engine):
             capital0=farr(g("capitalSeed", 0.01)),
             pollution0=farr(g("pollutionSeed", 0.001)),
             dt=farr(g("dt", 0.10)),
-            harvest_scale=farr(g("harvestScale", 1.0)),
+            harvest_scale=farr(g("harvestScale", HARVEST_SCALE)),
             collapse_fraction=farr(g("collapseFraction", 1e-3)),
             rtol=farr(g("rtol", 1e-6)),
             atol=farr(g("atol", 1e-9)),
@@ -220,10 +224,9 @@ class Seneca(Engine):
         return state.R
 
     def step_one(self, state: SenecaState, demand, u, params: SenecaParams):
-        scale = params.harvest_scale
-        avail = state.R / jnp.maximum(scale, jnp.finfo(state.R.dtype).tiny)
-        delivered = jnp.clip(demand, 0.0, avail)
-        r = jnp.where(delivered >= avail, 0.0, jnp.maximum(state.R - delivered * scale, 0.0))
+        # demand and delivered in R units; taking all of R leaves exactly 0
+        delivered = jnp.clip(demand, 0.0, state.R)
+        r = jnp.where(delivered >= state.R, 0.0, jnp.maximum(state.R - delivered, 0.0))
         no = jnp.zeros((), bool)
         return SenecaState(R=r, C=state.C, P=state.P, failed=state.failed), delivered, no, jnp.zeros_like(demand)
 
@@ -233,8 +236,14 @@ class Seneca(Engine):
         ok = ok & ~state.failed
         y1 = jnp.where(ok, jnp.maximum(y1, 0.0), y0)
         new = SenecaState(R=y1[0], C=y1[1], P=y1[2], failed=~ok)
-        scale = jnp.maximum(params.harvest_scale, jnp.finfo(y1.dtype).tiny)
-        return new, (new.R - state.R) / scale
+        return new, new.R - state.R
+
+    def harvest_unit(self, params: SenecaParams) -> jax.Array:
+        return params.harvest_scale
+
+    def share_defined(self, regen: jax.Array) -> jax.Array:
+        # Bardi's R never regrows (dR/dt <= 0): no regeneration, no sustainable share
+        return regen > 0
 
     def check_end(self, state: SenecaState, params: SenecaParams) -> jax.Array:
         return (state.R <= params.collapse_fraction * params.initial) | state.failed

@@ -65,7 +65,9 @@ def live_server() -> Iterator[LiveServer]:
 def stub_state() -> Iterator[dict]:
     """The stub's recorded requests, cleared around each test."""
     STATE["requests"].clear()
+    STATE["auth"].clear()
     yield STATE
     STATE["requests"].clear()
+    STATE["auth"].clear()
 
 

@@ -17,12 +17,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-STATE: dict[str, Any] = {"requests": []}
+STATE: dict[str, Any] = {"requests": [], "auth": []}
 
 
 async def _record(request: Request) -> bytes:
     raw = await request.body()
     STATE["requests"].append((request.url.path, raw))
+    STATE["auth"].append((request.url.path, request.headers.get("authorization")))
     return raw
 
 
@@ -84,6 +85,51 @@ async def trickle(request: Request) -> Response:
     return StreamingResponse(gen(), media_type="application/json")
 
 
+_BOMB: list[bytes] = []
+
+
+def gzip_bomb() -> bytes:
+    """~1 MB of gzip that inflates to 224 MiB of zeros (built once, ~1 s at level 1)."""
+    if not _BOMB:
+        import zlib
+
+        c = zlib.compressobj(1, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+        zeros = bytes(1 << 20)
+        _BOMB.append(b"".join(c.compress(zeros) for _ in range(224)) + c.flush())
+    return _BOMB[0]
+
+
+HOSTILE_BODIES: dict[str, tuple[bytes, dict[str, str]]] = {}
+
+
+def hostile(kind: str) -> tuple[bytes, dict[str, str]]:
+    """A hostile answer body and its headers: gzip bomb, huge body, deep nesting, huge numbers."""
+    if kind == "gzipbomb":
+        return gzip_bomb(), {"content-encoding": "gzip"}
+    if kind == "brotli":
+        return b"\x1b\x00", {"content-encoding": "br"}
+    if kind == "huge":
+        return b'{"harvest": 1, "pad": "' + b"x" * (8 << 20) + b'"}', {}
+    if kind == "deep":
+        return b'{"harvest": 1, "x": ' + b"[" * 100000 + b"]" * 100000 + b"}", {}
+    if kind == "bignum":
+        return b'{"harvest": 1' + b"0" * 100000 + b"}", {}
+    if kind == "overflow":
+        return b'{"harvest": 1e400}', {}
+    raise KeyError(kind)
+
+
+async def bad(request: Request) -> Response:
+    await _record(request)
+    body, headers = hostile(request.query_params["kind"])
+    if request.query_params.get("chunked"):  # no content-length: the cap must hold while streaming
+        async def gen():
+            for i in range(0, len(body), 65536):
+                yield body[i:i + 65536]
+        return StreamingResponse(gen(), media_type="application/json", headers=headers)
+    return Response(body, media_type="application/json", headers=headers)
+
+
 def _tool_call(i: int, name: str, arguments: Any) -> dict[str, Any]:
     args = arguments if isinstance(arguments, str) else json.dumps(arguments)
     return {"id": f"call_{i}", "type": "function", "function": {"name": name, "arguments": args}}
@@ -118,6 +164,12 @@ async def chat(request: Request) -> Response:
         await asyncio.sleep(2.0)
     if model == "broken":
         return PlainTextResponse("oops", status_code=200)
+    if model.startswith("hostile-"):
+        body, headers = hostile(model.removeprefix("hostile-"))
+        return Response(body, media_type="application/json", headers=headers)
+    if model == "deep-args":  # tool-call arguments nested 100 000 deep
+        return JSONResponse({"choices": [{"message": {"tool_calls": [
+            _tool_call(0, "harvest", '{"amount": 1, "x": ' + "[" * 100000 + "]" * 100000 + "}")]}}]})
     calls, content = _scripted_calls(model)
     message: dict[str, Any] = {"role": "assistant", "content": content}
     if calls:
@@ -134,7 +186,7 @@ async def chat(request: Request) -> Response:
 def build_app() -> Starlette:
     """The stub app (Starlette: FastAPI's routing is not needed here)."""
     routes = [Route(f"/{fn.__name__}", fn, methods=["POST"])
-              for fn in (ok, slow, echo, garbage, nan, negative, missing, status500, trickle)]
+              for fn in (ok, slow, echo, garbage, nan, negative, missing, status500, trickle, bad)]
     routes.append(Route("/v1/chat/completions", chat, methods=["POST"]))
     return Starlette(routes=routes)
 

@@ -297,7 +297,9 @@ def test_pledge_sanction_table_full_and_override():
     assert [r["ok"] for r in res] == [True, True, False] and "full" in res[2]["reason"]
     assert res[0]["status"] == "active" and res[0]["scope"] == "self-only"
     assert len(r1["violations"]) == 2                                  # two pledges broken
-    assert r1["sanctions"] == [{"playerId": "alice", "amount": 1.0, "fired": 2}]
+    # one sanction row per (spec, violation event), with its provenance (issue 17)
+    assert [(s["specId"], s["playerId"], s["pactId"], s["ordinal"], s["amount"]) for s in r1["sanctions"]] == [
+        ("s", "alice", res[0]["pactId"], 1, 0.5), ("s", "alice", res[1]["pactId"], 2, 0.5)]
     assert r1["decisions"][1]["wealth"] == 30.0 + 2.0 - 1.0
     # from turn 3 a strategy_override hands alice to the builtin: her agent is not asked
     arena.run()

@@ -25,11 +25,10 @@ def test_many_http_and_llm_players_are_asked_concurrently(live_server, stub_stat
     delay, n_arenas = 0.3, 10
     arenas = []
     for k in range(n_arenas):
-        a = Arena(_cfg(maxTurns=3), seed=1, arena_index=k)
+        a = Arena(_cfg(maxTurns=3), seed=1, arena_index=k, operator={"llmBaseUrls": [live_server.base]})
         for i in range(3):
             a.join({"agentType": "http", "name": f"h{i}", "url": f"{live_server.base}/slow?d={delay}&h=0.{i + 1}"})
-        a.join({"agentType": "llm", "name": "gpt", "baseUrl": f"{live_server.base}/v1", "model": "default",
-                "apiKeyEnv": "BDPD_TEST_NO_SUCH_KEY", "timeoutMs": 3000})
+        a.join({"agentType": "llm", "name": "gpt", "baseUrl": f"{live_server.base}/v1", "model": "default"})
         arenas.append(a)
     batch = LiveBatch(arenas)
     batch.tick()  # compile + warm connections
@@ -75,9 +74,9 @@ def test_http_failures_fall_back_and_are_recorded(live_server):
 
 
 def test_llm_player_tool_calls_reach_the_arena(live_server, stub_state):
-    a = Arena(_cfg(maxTurns=3, minPlayers=2), seed=0)
-    a.join({"agentType": "llm", "name": "alice", "baseUrl": f"{live_server.base}/v1", "model": "scripted",
-            "apiKeyEnv": "BDPD_TEST_NO_SUCH_KEY", "timeoutMs": 3000})
+    a = Arena(_cfg(maxTurns=3, minPlayers=2), seed=0,
+              operator={"credentials": {"stub": {"baseUrl": f"{live_server.base}/v1", "apiKeyEnv": "BDPD_TEST_NO_SUCH_KEY"}}})
+    a.join({"agentType": "llm", "name": "alice", "credential": "stub", "model": "scripted"})
     a.join({"agentType": "http", "name": "bob", "url": f"{live_server.base}/slow?d=0&h=0.5"})
     r1 = a.tick()
     alice = r1["decisions"][0]

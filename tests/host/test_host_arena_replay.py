@@ -182,3 +182,27 @@ def test_owner_fired_perturbations_are_logged_and_replayed(tmp_path):
     plain.start()
     with pytest.raises(ValueError, match="perturbable"):
         plain.perturb({"id": "x", "type": "capacity_shock", "trigger": {"kind": "manual"}, "payload": {"factor": 0.5}})
+
+
+def test_replay_reproduces_summary_with_owner_events(tmp_path):
+    """Nothing lost (issue 14): owner firings and owner tool actions between ticks, including
+    ones after the last tick, are in turns.jsonl; replay + close gives summary.json exactly."""
+    a = _arena(tmp_path, max_turns=8)
+    a.start()
+    a.tick()
+    a.perturb({"id": "cut", "type": "commons_shock", "trigger": {"kind": "manual"}, "payload": {"amount": -40.0}})
+    assert a.dispatch("ada", {"tool": "broadcast", "text": "owner speaking for ada"})["ok"]
+    a.tick()
+    a.tick()
+    a.perturb("gift")
+    a.perturb({"id": "late", "type": "commons_shock", "trigger": {"kind": "manual"}, "payload": {"amount": -100.0}})
+    summary = a.close()                             # closed before the perturbations' next turn
+    on_disk = json.loads((tmp_path / "summary.json").read_text())
+    assert on_disk == json.loads(json.dumps(summary))
+    events = [r["event"] for r in read_jsonl(tmp_path / "turns.jsonl") if "event" in r]
+    assert events == ["ownerPerturbation", "ownerAction", "ownerPerturbation", "ownerPerturbation"]
+    b = replay(tmp_path)
+    assert _same_state(a.state, b.state)
+    assert json.loads(json.dumps(b.close())) == on_disk
+    c = replay(tmp_path, turns=2)                   # the firings after turn 2's record are left out
+    assert c.turn == 2 and float(c.state.wealth[2]) != float(a.state.wealth[2])

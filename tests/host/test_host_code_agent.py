@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import glob
-import multiprocessing
 import time
-from concurrent.futures import ProcessPoolExecutor
 
 import pytest
 
 from bdpd_jax.host.agents import AgentResult, CodeAgent, fallback_harvest
-from bdpd_jax.host.agents.code import warm_executor
+from bdpd_jax.host.agents.js_pool import JsPool
 
 
 # Spec 004 §A.4, copied verbatim (the test below checks it still matches the seed when present).
@@ -141,7 +139,8 @@ def test_sandbox_has_no_host_objects() -> None:
 
 @pytest.mark.parametrize("body,needle", [
     ("while (true) {}", "timeout"),
-    ("const a = []; for (;;) a.push(new Array(1e6).fill(1));", "memory"),
+    # out of memory inside QuickJS, or killed at the deadline while still allocating
+    ("const a = []; for (;;) a.push(new Array(1e6).fill(1));", "memory|timeout"),
     ("return 'x'.repeat(2 ** 28).length;", "memory"),
     ("require('fs'); return 1;", "require"),
     ("process.exit(); return 1;", "process"),
@@ -163,7 +162,7 @@ def test_failures_fall_back_and_roll_back_memory(body: str, needle: str) -> None
     r = asyncio.run(agent.decide({"bad": True}, 20.0))
     wall = time.perf_counter() - t0
     assert r.fallback and r.harvest == pytest.approx(fallback_harvest(20.0)) == pytest.approx(0.4)
-    assert r.error and needle.lower() in r.error.lower(), r.error
+    assert r.error and any(n in r.error.lower() for n in needle.lower().split("|")), r.error
     assert wall < 0.05 + 0.25
     assert agent.memory == {"n": 1}                        # rolled back to the last good state
     assert asyncio.run(agent.decide({"bad": False}, 20.0)).harvest == 0.5
@@ -234,23 +233,25 @@ def test_memory_checkpoint_restore() -> None:
         agent.restore_memory("[1]")
 
 
-def test_many_agents_concurrently_in_a_process_pool() -> None:
+def test_many_agents_concurrently_in_a_pool_of_two() -> None:
     code = "function decide(o, m) { m.c = (m.c || 0) + 1; if (o.i === 3) while(true){}; return o.i }"
+    pool = JsPool(2)
+    pool.warm()
 
-    async def main(pool: ProcessPoolExecutor) -> list[AgentResult]:
-        agents = [CodeAgent(code, executor=pool) for _ in range(6)]
+    async def main() -> list[AgentResult]:
+        agents = [CodeAgent(code, pool=pool) for _ in range(6)]
         return await asyncio.gather(*(a.decide({"i": i}, 0) for i, a in enumerate(agents)))
 
-    # spawn, not fork: the parent may already run JAX / executor threads
-    with ProcessPoolExecutor(max_workers=2, mp_context=multiprocessing.get_context("spawn")) as pool:
-        warm_executor(pool, 2)
-        results = asyncio.run(main(pool))
+    try:
+        results = asyncio.run(main())
+    finally:
+        pool.close()
     assert [r.harvest for r in results] == [0, 1, 2, 0.2, 4, 5]
     assert results[3].fallback and "timeout" in results[3].error
 
 
 def test_queued_calls_are_not_failed_for_waiting() -> None:
-    """12 spinning agents saturate the (GIL-bound) pool; 10 fast ones queued behind still succeed."""
+    """12 spinning agents saturate the worker pool; 10 fast ones queued behind still succeed."""
     spin = "function decide(o, m) { for(;;){} }"
     fast = "function decide(o, m) { m.n = 1; return 0.9 }"
 

@@ -109,17 +109,12 @@ def test_deadline_and_dead_endpoint(live_server) -> None:
     assert r.fallback and "network" in r.error
 
 
-def test_api_key_header_from_env(live_server, monkeypatch) -> None:
-    seen: dict = {}
-
-    async def fake_post(self, body_text: str):  # capture headers without a real key on the wire
-        seen["key"] = __import__("os").environ.get(self.api_key_env)
-        raise __import__("httpx").ConnectError("stub")
-
+def test_api_key_header_from_env(live_server, monkeypatch, stub_state) -> None:
     monkeypatch.setenv("BDPD_TEST_KEY", "sk-test")
-    monkeypatch.setattr(LLMAgent, "_post", fake_post)
     r = _run_turns(LLMAgent(f"{live_server.base}/v1", "m", api_key_env="BDPD_TEST_KEY"), TURNS[:1])[0]
-    assert seen["key"] == "sk-test" and r.fallback
+    assert not r.fallback and stub_state["auth"][-1] == ("/v1/chat/completions", "Bearer sk-test")
+    _run_turns(LLMAgent(f"{live_server.base}/v1", "m"), TURNS[:1])  # no credential: no header at all
+    assert stub_state["auth"][-1] == ("/v1/chat/completions", None)
 
 
 def test_parse_completion_edge_cases() -> None:

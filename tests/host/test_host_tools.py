@@ -6,8 +6,7 @@ import json
 
 import pytest
 
-from bdpd_jax.host.tools import (NO_TALK_TOOL_SCHEMAS, TALK_TOOLS, TOOL_SCHEMAS, tool_schemas,
-                                 validate_action, validate_actions)
+from bdpd_jax.host.tools import TALK_TOOLS, tool_schemas, validate_action, validate_actions
 
 
 def _names(schemas) -> list[str]:
@@ -15,15 +14,15 @@ def _names(schemas) -> list[str]:
 
 
 def test_full_surface() -> None:
-    assert _names(TOOL_SCHEMAS) == list(TALK_TOOLS) + ["harvest"]
+    assert _names(tool_schemas()) == list(TALK_TOOLS) + ["harvest"]
     assert TALK_TOOLS == ("broadcast", "send_private", "announce_intended_harvest", "propose_pact",
                           "accept_pact", "pledge")
-    harvest = TOOL_SCHEMAS[-1]["function"]["parameters"]
+    harvest = tool_schemas()[-1]["function"]["parameters"]
     assert harvest["required"] == ["amount"] and "announced" in harvest["properties"]
 
 
 def test_no_talk_keeps_only_harvest_without_announced() -> None:
-    assert _names(NO_TALK_TOOL_SCHEMAS) == ["harvest"]
+    assert _names(tool_schemas(no_talk=True)) == ["harvest"]
     props = tool_schemas(no_talk=True)[0]["function"]["parameters"]["properties"]
     assert set(props) == {"amount"}
 

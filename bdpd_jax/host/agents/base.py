@@ -13,6 +13,15 @@ from typing import Any
 from bdpd_jax.kernels.observe import capacity as _kernel_capacity
 
 FALLBACK_FRACTION: float = 0.2
+MAX_ERROR_CHARS: int = 2000  # an agent's error text as recorded (turns.jsonl, summaries)
+
+
+def truncate_error(text: str | None) -> str | None:
+    """Cap an error text at ``MAX_ERROR_CHARS``, saying how long it was (idempotent)."""
+    if text is None or len(text) <= MAX_ERROR_CHARS:
+        return text
+    note = f"... [{len(text)} chars]"
+    return text[:MAX_ERROR_CHARS - len(note)] + note
 
 
 def capacity(wealth: float) -> float:
@@ -67,3 +76,6 @@ class AgentResult:
     actions: list[dict[str, Any]] = field(default_factory=list)
     elapsed_ms: float = 0.0
     fallback: bool = False
+
+    def __post_init__(self) -> None:
+        self.error = truncate_error(self.error)

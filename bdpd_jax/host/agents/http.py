@@ -9,30 +9,23 @@ The response may carry tool actions, ``{"harvest": 1.2, "actions": [{"tool": "br
 "text": "..."}]}``; each is validated against the tool surface (``bdpd_jax.host.tools``) and bad
 entries are dropped and noted in ``error`` (the harvest still stands). An optional numeric
 ``announced`` becomes an ``announce_intended_harvest`` action. Agents of one arena should share
-one ``httpx.AsyncClient`` (``make_client``) for connection reuse.
+one client (``make_client``) for connection reuse. The answer is capped at ``MAX_RESPONSE_BYTES``
+while it streams in, before decompression and parsing, and at ``MAX_JSON_DEPTH`` levels of
+nesting (:mod:`~bdpd_jax.host.agents.transport`).
 """
 
 from __future__ import annotations
 
-import asyncio
-import json
 import time
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
-
-from bdpd_jax.host._json import dumps_compact
+from bdpd_jax.host._json import dumps_bytes
 from bdpd_jax.host.agents.base import AgentResult, check_wealth, fallback_harvest, join_errors, valid_harvest
+from bdpd_jax.host.agents.transport import HttpClient, TransportError, loads_capped, make_client
 from bdpd_jax.host.tools import validate_action, validate_actions
 
-MAX_RESPONSE_BYTES: int = 1024 * 1024
-
-
-def make_client(max_connections: int = 256) -> httpx.AsyncClient:
-    """One pooled client for a set of agents. ``trust_env=False``: no proxy env vars apply."""
-    limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
-    return httpx.AsyncClient(limits=limits, trust_env=False, follow_redirects=False)
+MAX_RESPONSE_BYTES: int = 256 * 1024  # an HTTP player's answer; {"harvest", "actions"} needs far less
 
 
 def check_url(url: Any) -> str:
@@ -59,7 +52,7 @@ def parse_response(body: Any, *, no_talk: bool = False) -> tuple[float | None, l
     errors: list[str] = []
     harvest = valid_harvest(body.get("harvest"))
     if harvest is None:
-        errors.append(f"harvest: missing or invalid {body.get('harvest')!r} (need a finite number >= 0)")
+        errors.append(f"harvest: missing or invalid {body.get('harvest')!r:.80} (need a finite number >= 0)")
     actions, action_errors = validate_actions(body.get("actions"), no_talk=no_talk)
     errors.extend(action_errors)
     for i, a in enumerate(list(actions)):
@@ -78,16 +71,16 @@ def parse_response(body: Any, *, no_talk: bool = False) -> tuple[float | None, l
 class HttpAgent:
     """A player decided by an external HTTP endpoint, under a hard per-call deadline."""
 
-    def __init__(self, url: str, timeout_ms: float, *, client: httpx.AsyncClient | None = None,
+    def __init__(self, url: str, timeout_ms: float, *, client: HttpClient | None = None,
                  no_talk: bool = False, headers: dict[str, str] | None = None) -> None:
         self.url = check_url(url)
         self.timeout_ms = check_timeout_ms(timeout_ms)
         self.no_talk = bool(no_talk)
-        self.headers = {"content-type": "application/json", **(headers or {})}
+        self.headers = dict(headers or {})
         self._client = client
         self._owns_client = client is None
 
-    def _get_client(self) -> httpx.AsyncClient:
+    def _get_client(self) -> HttpClient:
         if self._client is None:
             self._client = make_client(max_connections=4)
         return self._client
@@ -98,46 +91,33 @@ class HttpAgent:
             await self._client.aclose()
             self._client = None
 
-    async def _post(self, payload: str) -> httpx.Response:
-        timeout = httpx.Timeout(self.timeout_ms / 1000.0)
-        return await self._get_client().post(self.url, content=payload.encode(), headers=self.headers,
-                                             timeout=timeout)
-
     async def decide(self, obs: dict[str, Any], wealth: float) -> AgentResult:
         """POST ``obs``; return the harvest (or the fallback) within ``timeout_ms``."""
         w = check_wealth(wealth)
         t0 = time.perf_counter()
-
-        def fail(msg: str, extra: list[str] | None = None) -> AgentResult:
-            return AgentResult(harvest=fallback_harvest(w), error=join_errors([msg] + (extra or [])),
-                               elapsed_ms=(time.perf_counter() - t0) * 1000.0, fallback=True)
-
         try:
-            payload = dumps_compact(obs)
+            payload = dumps_bytes(obs)
         except (TypeError, ValueError) as exc:
-            return fail(f"obs: not serialisable ({exc})")
+            return self._fail(w, t0, f"obs: not serialisable ({exc})")
         try:
-            resp = await asyncio.wait_for(self._post(payload), self.timeout_ms / 1000.0)
-        except (asyncio.TimeoutError, httpx.TimeoutException):
-            return fail(f"timeout: no response within {self.timeout_ms:g} ms")
-        except httpx.HTTPError as exc:
-            return fail(f"network: {type(exc).__name__}: {exc}")
-        except OSError as exc:
-            return fail(f"network: {type(exc).__name__}: {exc}")
-        if not 200 <= resp.status_code < 300:
-            return fail(f"http: status {resp.status_code}")
-        if len(resp.content) > MAX_RESPONSE_BYTES:
-            return fail(f"response: body exceeds {MAX_RESPONSE_BYTES} bytes")
-        try:
-            body = json.loads(resp.content)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            return fail(f"response: invalid JSON ({exc.__class__.__name__}: {exc})")
+            status, raw = await self._get_client().post(self.url, payload, self.headers, self.timeout_ms / 1000.0,
+                                                        MAX_RESPONSE_BYTES)
+            if not 200 <= status < 300:
+                raise TransportError(f"http: status {status}")
+            body = loads_capped(raw)
+        except TransportError as exc:
+            return self._fail(w, t0, str(exc))
         harvest, actions, errors = parse_response(body, no_talk=self.no_talk)
         elapsed = (time.perf_counter() - t0) * 1000.0
         if harvest is None:
             return AgentResult(harvest=fallback_harvest(w), error=join_errors(errors), actions=actions,
                                elapsed_ms=elapsed, fallback=True)
         return AgentResult(harvest=harvest, error=join_errors(errors), actions=actions, elapsed_ms=elapsed)
+
+    @staticmethod
+    def _fail(w: float, t0: float, msg: str) -> AgentResult:
+        return AgentResult(harvest=fallback_harvest(w), error=msg, elapsed_ms=(time.perf_counter() - t0) * 1000.0,
+                           fallback=True)
 
 
 __all__ = ["HttpAgent", "make_client", "parse_response", "check_timeout_ms", "check_url"]

@@ -1,4 +1,4 @@
-"""LLM agents over any OpenAI-compatible ``/chat/completions`` endpoint (raw httpx, no SDK).
+"""LLM agents over any OpenAI-compatible ``/chat/completions`` endpoint (aiohttp, no SDK).
 
 Prompt-cache discipline (spec 003 "Timing & prompt-cache discipline"): the system prompt, the
 rules and the tool schemas are rendered once per agent and are byte-identical on every call
@@ -10,26 +10,30 @@ The model acts through tool calls: the six cheap-talk tools of ``bdpd_jax.host.t
 unknown tools or wrong types produce an error entry for that call and never a crash. The harvest
 comes from the first valid ``harvest`` call (or, for models without tool support, a JSON
 ``{"harvest": n}`` message body); without one the fallback ``0.2 * capacity(w)`` applies. The
-whole request runs under a hard ``timeout_ms`` deadline (spec ``agentTimeout``).
+whole request runs under a hard ``timeout_ms`` deadline (spec ``agentTimeout``), the completion
+is capped while it streams (``MAX_COMPLETION_BYTES``, :mod:`~bdpd_jax.host.agents.transport`).
+The key (``api_key`` or the environment variable ``api_key_env``) is the operator's: a live
+arena builds this agent from a credential name (:mod:`~bdpd_jax.host.operator`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import time
 from typing import Any
 
-import httpx
+import orjson
 
 from bdpd_jax.host._json import dumps_compact
 from bdpd_jax.host.agents.base import AgentResult, check_wealth, fallback_harvest, join_errors, valid_harvest
-from bdpd_jax.host.agents.http import check_url, check_timeout_ms, make_client
+from bdpd_jax.host.agents.http import check_url, check_timeout_ms
+from bdpd_jax.host.agents.transport import HttpClient, TransportError, loads_capped, make_client, too_deep
 from bdpd_jax.host.messages import MAX_MESSAGE_LEN
-from bdpd_jax.host.tools import HARVEST_TOOL, tool_schemas, validate_action
+from bdpd_jax.host.tools import HARVEST_TOOL, MAX_ACTIONS_PER_TURN, tool_schemas, validate_action
 
 DEFAULT_TIMEOUT_MS: float = 30000.0
+MAX_COMPLETION_BYTES: int = 1024 * 1024  # a chat completion, read off the wire (then decoded)
 
 _RULES = """You are a player in the BDPD commons arena, a repeated harvesting game on a shared,
 regenerating resource. Every turn all players decide simultaneously how much to harvest.
@@ -42,7 +46,8 @@ a fallback harvest of 0.2 * capacity is applied for you."""
 _TALK_RULES = f"""
 Cheap talk: you may also call `broadcast`, `send_private`, `announce_intended_harvest`,
 `propose_pact`, `accept_pact` and `pledge`. Messages are read by the others on the next turn
-(one-turn lag); your inbox holds what others sent you last turn. Texts longer than
+(one-turn lag); your inbox holds what others sent you last turn, and toolResults what your
+tool calls of last turn returned ({{ok, scope, ...}}; ok false with a reason). Texts longer than
 {MAX_MESSAGE_LEN} characters are truncated. Pacts you are party to appear in the observation;
 active pacts are checked against actual harvests every turn and violations are recorded."""
 
@@ -65,10 +70,13 @@ def _decode_arguments(raw: Any) -> dict[str, Any]:
         return raw
     if not isinstance(raw, str):
         raise ValueError(f"arguments: must be a JSON object string, got {raw!r:.80}")
+    data = raw.encode("utf-8", "replace")
+    if too_deep(data):
+        raise ValueError(f"arguments: nested too deeply in {raw!r:.80}")
     try:
-        args = json.loads(raw) if raw.strip() else {}
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"arguments: invalid JSON ({exc.msg}) in {raw!r:.80}") from None
+        args = orjson.loads(data) if raw.strip() else {}
+    except orjson.JSONDecodeError as exc:
+        raise ValueError(f"arguments: invalid JSON ({str(exc)[:120]}) in {raw!r:.80}") from None
     if not isinstance(args, dict):
         raise ValueError(f"arguments: must be a JSON object, got {raw!r:.80}")
     return args
@@ -89,6 +97,10 @@ def parse_completion(data: Any, *, no_talk: bool = False
     harvest: float | None = None
     actions: list[dict[str, Any]] = []
     errors: list[str] = []
+    if len(calls) > MAX_ACTIONS_PER_TURN + 1:  # the talk actions and one harvest
+        errors.append(f"tool_calls: {len(calls) - MAX_ACTIONS_PER_TURN - 1} past the first "
+                      f"{MAX_ACTIONS_PER_TURN + 1} dropped unread")
+        calls = calls[:MAX_ACTIONS_PER_TURN + 1]
     for i, call in enumerate(calls):
         try:
             fn = call.get("function") if isinstance(call, dict) else None
@@ -110,9 +122,9 @@ def parse_completion(data: Any, *, no_talk: bool = False
                 actions.append({"tool": "announce_intended_harvest", "value": action["announced"]})
     if harvest is None and isinstance(message.get("content"), str):
         try:  # models without tool support may answer {"harvest": n} in plain text
-            body = json.loads(message["content"])
+            body = loads_capped(message["content"].encode("utf-8", "replace"))
             harvest = valid_harvest(body.get("harvest")) if isinstance(body, dict) else None
-        except json.JSONDecodeError:
+        except TransportError:
             harvest = None
     if harvest is None:
         errors.append("harvest: no valid harvest tool call in response")
@@ -122,21 +134,25 @@ def parse_completion(data: Any, *, no_talk: bool = False
 class LLMAgent:
     """A player driven by a chat model through tool calls, with a cache-stable prompt prefix."""
 
-    def __init__(self, base_url: str, model: str, api_key_env: str = "OPENAI_API_KEY", *,
+    def __init__(self, base_url: str, model: str, api_key_env: str | None = None, *,
+                 api_key: str | None = None,
                  player_id: str | None = None, timeout_ms: float = DEFAULT_TIMEOUT_MS,
-                 no_talk: bool = False, client: httpx.AsyncClient | None = None,
+                 no_talk: bool = False, client: HttpClient | None = None,
                  system_prompt: str | None = None, temperature: float | None = None,
                  max_tokens: int | None = None, tool_choice: str | None = "auto",
                  extra_body: dict[str, Any] | None = None) -> None:
         self.base_url = check_url(base_url).rstrip("/")
         if not isinstance(model, str) or not model:
             raise ValueError(f"model: must be a non-empty string, got {model!r}")
-        if not isinstance(api_key_env, str):
-            raise ValueError(f"api_key_env: must be a string, got {api_key_env!r}")
+        if api_key_env is not None and (not isinstance(api_key_env, str) or not api_key_env):
+            raise ValueError(f"api_key_env: must be a non-empty string or None, got {api_key_env!r}")
+        if api_key is not None and (not isinstance(api_key, str) or not api_key):
+            raise ValueError("api_key: must be a non-empty string or None")
         if player_id is not None and (not isinstance(player_id, str) or not player_id):
             raise ValueError(f"player_id: must be a non-empty string or None, got {player_id!r}")
         self.model = model
         self.api_key_env = api_key_env
+        self._api_key = api_key  # the operator's; never logged
         self.timeout_ms = check_timeout_ms(timeout_ms)
         self.no_talk = bool(no_talk)
         self._client = client
@@ -171,7 +187,8 @@ class LLMAgent:
             tail["turn"] = obs["turn"]
         if not self.no_talk:
             tail["inbox"] = inbox if inbox is not None else obs.get("inbox", [])
-        tail["observation"] = {k: v for k, v in obs.items() if k != "inbox"}
+            tail["toolResults"] = obs.get("toolResults", [])  # 003_*: what last turn's calls returned
+        tail["observation"] = {k: v for k, v in obs.items() if k not in ("inbox", "toolResults")}
         return {"role": "user", "content": dumps_compact(tail)}
 
     def request_body(self, obs: dict[str, Any], inbox: list[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -179,7 +196,7 @@ class LLMAgent:
         return {"model": self.model, "messages": self.prefix_messages() + [self.volatile_message(obs, inbox)],
                 "tools": self.tools, **self._params}
 
-    def _get_client(self) -> httpx.AsyncClient:
+    def _get_client(self) -> HttpClient:
         if self._client is None:
             self._client = make_client(max_connections=4)
         return self._client
@@ -190,13 +207,9 @@ class LLMAgent:
             await self._client.aclose()
             self._client = None
 
-    async def _post(self, body_text: str) -> httpx.Response:
-        headers = {"content-type": "application/json"}
-        key = os.environ.get(self.api_key_env)
-        if key:
-            headers["authorization"] = f"Bearer {key}"
-        return await self._get_client().post(f"{self.base_url}/chat/completions", content=body_text.encode(),
-                                             headers=headers, timeout=httpx.Timeout(self.timeout_ms / 1000.0))
+    def _headers(self) -> dict[str, str]:
+        key = self._api_key or (os.environ.get(self.api_key_env) if self.api_key_env else None)
+        return {"authorization": f"Bearer {key}"} if key else {}
 
     async def decide(self, obs: dict[str, Any], wealth: float,
                      inbox: list[dict[str, Any]] | None = None) -> AgentResult:
@@ -215,17 +228,14 @@ class LLMAgent:
         except (TypeError, ValueError) as exc:
             return done(None, [], [f"obs: not serialisable ({exc})"])
         try:
-            resp = await asyncio.wait_for(self._post(body_text), self.timeout_ms / 1000.0)
-        except (asyncio.TimeoutError, httpx.TimeoutException):
-            return done(None, [], [f"timeout: no completion within {self.timeout_ms:g} ms"])
-        except (httpx.HTTPError, OSError) as exc:
-            return done(None, [], [f"network: {type(exc).__name__}: {exc}"])
-        if not 200 <= resp.status_code < 300:
-            return done(None, [], [f"http: status {resp.status_code}"])
-        try:
-            data = resp.json()
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            return done(None, [], [f"response: invalid JSON ({exc})"])
+            status, raw = await self._get_client().post(
+                f"{self.base_url}/chat/completions", body_text.encode(), self._headers(), self.timeout_ms / 1000.0,
+                MAX_COMPLETION_BYTES)
+            if not 200 <= status < 300:
+                raise TransportError(f"http: status {status}")
+            data = loads_capped(raw)
+        except TransportError as exc:
+            return done(None, [], [str(exc).replace("no response", "no completion")])
         self.last_usage = data.get("usage") if isinstance(data, dict) else None
         return done(*parse_completion(data, no_talk=self.no_talk))
 

@@ -1,0 +1,164 @@
+"""HTTP transport of the HTTP and LLM agents: one POST under a hard deadline, the answer capped
+while it streams in, before any decompression or parsing (issue 14).
+
+* **Client.** aiohttp (measured ~5x less host CPU per request than httpx on loopback,
+  bench/README.md), one keep-alive connection pool per :class:`HttpClient` (per arena by
+  default). The session is made lazily inside the running event loop (a new loop gets a new
+  session), ignores proxy environment variables and never follows redirects.
+* **Size.** A ``Content-Length`` over the cap is refused before reading; otherwise at most
+  ``max_bytes`` bytes are read off the wire and the connection is dropped past that.
+* **Compression.** ``Accept-Encoding: identity`` is asked for. A ``gzip``/``deflate`` answer is
+  inflated here with a bounded inflater (a 1 MB gzip bomb stops at the cap, it never expands
+  in memory); any other encoding is refused.
+* **JSON.** orjson (no recursion in Python; numbers that overflow a double are refused),
+  after a nesting-depth check of ``MAX_JSON_DEPTH`` on the bytes.
+Every failure raises :class:`TransportError` whose text is the agent's recorded error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import zlib
+from typing import Any
+
+import aiohttp
+import numpy as np
+import orjson
+import yarl
+
+MAX_JSON_DEPTH: int = 32
+_STRINGS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+_DEPTH = np.zeros(256, np.int8)
+_DEPTH[list(b"[{")] = 1
+_DEPTH[list(b"]}")] = -1
+
+
+_HEADERS = {"content-type": "application/json", "accept-encoding": "identity"}
+
+
+class TransportError(Exception):
+    """A failed call; ``str(exc)`` is the error recorded for the turn (``timeout: ...``,
+    ``network: ...``, ``http: ...``, ``response: ...``)."""
+
+
+def too_deep(data: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
+    """True when JSON text nests arrays/objects deeper than ``limit`` (strings skipped)."""
+    if data.count(b"[") + data.count(b"{") <= limit:  # cannot be deeper: no scan (the usual case)
+        return False
+    steps = _DEPTH[np.frombuffer(_STRINGS.sub(b"", data), np.uint8)]
+    return int(np.cumsum(steps, dtype=np.int64).max(initial=0)) > limit
+
+
+def loads_capped(data: bytes) -> Any:
+    """Parse JSON bytes with the depth cap; TransportError naming what is wrong."""
+    if too_deep(data):
+        raise TransportError(f"response: JSON nested deeper than {MAX_JSON_DEPTH} levels")
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise TransportError(f"response: invalid JSON ({str(exc)[:200]})") from None
+
+
+def _inflate(raw: bytes, encoding: str, max_bytes: int) -> bytes:
+    wbits = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}.get(encoding)
+    if wbits is None:
+        raise TransportError(f"response: unsupported content-encoding {encoding[:40]!r}")
+    d = zlib.decompressobj(wbits)
+    try:
+        out = d.decompress(raw, max_bytes + 1)
+    except zlib.error as exc:
+        raise TransportError(f"response: bad {encoding} body ({exc})") from None
+    if len(out) > max_bytes or d.unconsumed_tail:
+        raise TransportError(f"response: body exceeds {max_bytes} bytes once decompressed")
+    return out
+
+
+class HttpClient:
+    """A keep-alive pool for a set of agents (one arena's by default). ``await aclose()``."""
+
+    def __init__(self, max_connections: int = 8) -> None:
+        if isinstance(max_connections, bool) or not isinstance(max_connections, int) or max_connections < 1:
+            raise ValueError(f"max_connections: must be an integer >= 1, got {max_connections!r}")
+        self.max_connections = max_connections
+        self._session: aiohttp.ClientSession | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._timeouts: dict[float, aiohttp.ClientTimeout] = {}
+        self._urls: dict[str, yarl.URL] = {}
+
+    def _get(self) -> aiohttp.ClientSession:
+        loop = asyncio.get_running_loop()
+        if self._session is None or self._loop is not loop or self._session.closed:
+            conn = aiohttp.TCPConnector(limit=self.max_connections, limit_per_host=self.max_connections,
+                                        enable_cleanup_closed=True)
+            self._session = aiohttp.ClientSession(connector=conn, auto_decompress=False, trust_env=False,
+                                                  skip_auto_headers=("User-Agent",), headers=_HEADERS)
+            self._loop = loop
+        return self._session
+
+    async def post(self, url: str, body: bytes, headers: dict[str, str], timeout_s: float,
+                   max_bytes: int) -> tuple[int, bytes]:
+        """POST ``body``; ``(status, decoded body bytes)`` within ``timeout_s`` and ``max_bytes``."""
+        try:  # aiohttp's total timeout is one hard deadline over connect, send and the whole read
+            return await self._post(url, body, headers, timeout_s, max_bytes)
+        except asyncio.TimeoutError:
+            raise TransportError(f"timeout: no response within {timeout_s * 1000:g} ms") from None
+        except aiohttp.ClientError as exc:
+            raise TransportError(f"network: {type(exc).__name__}: {str(exc)[:300]}") from None
+        except OSError as exc:
+            raise TransportError(f"network: {type(exc).__name__}: {str(exc)[:300]}") from None
+
+    async def _post(self, url: str, body: bytes, headers: dict[str, str], timeout_s: float,
+                    max_bytes: int) -> tuple[int, bytes]:
+        session = self._get()
+        timeout = self._timeouts.get(timeout_s)
+        if timeout is None:
+            timeout = self._timeouts[timeout_s] = aiohttp.ClientTimeout(total=timeout_s)
+        target = self._urls.get(url)
+        if target is None:  # parsed once per URL, not per request
+            target = self._urls[url] = yarl.URL(url)
+        async with session.request("POST", target, data=body, headers=headers or None, allow_redirects=False,
+                                   timeout=timeout) as resp:
+            if resp.content_length is not None and resp.content_length > max_bytes:
+                resp.close()
+                raise TransportError(f"response: body exceeds {max_bytes} bytes (content-length "
+                                     f"{resp.content_length})")
+            chunks, n = [], 0
+            while True:
+                chunk = await resp.content.read(65536)
+                if not chunk:
+                    break
+                n += len(chunk)
+                if n > max_bytes:
+                    resp.close()  # drop the connection: the rest is never read
+                    raise TransportError(f"response: body exceeds {max_bytes} bytes")
+                chunks.append(chunk)
+            raw = b"".join(chunks)
+            enc = resp.headers.get("content-encoding", "identity").strip().lower()
+            if enc not in ("", "identity"):
+                raw = _inflate(raw, enc, max_bytes)
+            return resp.status, raw
+
+    async def __aenter__(self) -> "HttpClient":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the pool (only from the loop that uses it; a dead loop's pool is dropped)."""
+        s, self._session = self._session, None
+        if s is not None and not s.closed:
+            try:
+                if self._loop is asyncio.get_running_loop():
+                    await s.close()
+            except RuntimeError:
+                pass
+
+
+def make_client(max_connections: int = 256) -> HttpClient:
+    """One pooled client for a set of agents (no proxy env vars, no redirects)."""
+    return HttpClient(max_connections)
+
+
+__all__ = ["HttpClient", "MAX_JSON_DEPTH", "TransportError", "too_deep", "loads_capped", "make_client"]

@@ -1,0 +1,173 @@
+"""What the host's operator decides for live players: LLM credentials and endpoints (issue 14).
+
+A joining player is untrusted. It may pick a credential by *name* from the operator's list, or
+none; it never names an environment variable or a key, and it may name an LLM base URL only
+when the operator allows that URL (then no key is sent). A credential's key goes to that
+credential's own ``baseUrl`` only. HTTP players may be restricted to URL prefixes as well.
+
+URLs written to disk (meta.json) are redacted by :func:`redact_url`: user info and the values
+of token-like query parameters are replaced by ``REDACTED``.
+
+The operator's file (``BDPD_OPERATOR`` for ``bdpd_jax.host.server:app_from_env``) is JSON::
+
+    {"credentials": {"openai": {"baseUrl": "https://api.openai.com/v1", "apiKeyEnv": "OPENAI_API_KEY",
+                                "models": ["gpt-4o-mini"]}},
+     "llmBaseUrls": ["http://127.0.0.1:8000/v1"], "httpUrls": null}
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+
+REDACTED = "REDACTED"
+# query parameters whose values are secrets (compared lower-case, '-' read as '_')
+SECRET_PARAMS: frozenset[str] = frozenset({
+    "token", "access_token", "refresh_token", "id_token", "auth", "authorization", "key", "apikey",
+    "api_key", "secret", "client_secret", "password", "passwd", "pwd", "sig", "signature",
+    "credential", "credentials", "session", "sessionid", "x_api_key", "code",
+})
+
+
+def _check_url(field: str, url: Any) -> str:
+    if not isinstance(url, str):
+        raise ValueError(f"{field}: must be a string, got {url!r}")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname or _origin(url) is None:
+        raise ValueError(f"{field}: must be an absolute http(s) URL, got {redact_url(url)!r}")
+    return url
+
+
+def redact_url(url: str) -> str:
+    """``url`` with user info and token-like query values replaced by ``REDACTED``."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return REDACTED
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = f"{REDACTED}@{netloc.rsplit('@', 1)[1]}"
+    query = parts.query
+    if query:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        query = urlencode([(k, REDACTED if _is_secret(k) else v) for k, v in pairs], safe=REDACTED)
+    fragment = REDACTED if parts.fragment else ""
+    return urlunsplit((parts.scheme, netloc, parts.path, query, fragment))
+
+
+def _is_secret(name: str) -> bool:
+    k = name.lower().replace("-", "_")
+    return k in SECRET_PARAMS or k.endswith(("_token", "_key", "_secret", "_password"))
+
+
+def _origin(url: str) -> tuple[str, str | None, int] | None:
+    """(scheme, host, port with the scheme's default), None for an unparsable URL."""
+    try:
+        u = urlsplit(url)
+        port = u.port
+    except ValueError:
+        return None
+    return u.scheme, u.hostname, port if port is not None else {"http": 80, "https": 443}.get(u.scheme, -1)
+
+
+def url_allowed(url: str, prefixes: list[str]) -> bool:
+    """True when ``url`` has the scheme, host and port of one prefix and its path under it."""
+    origin = _origin(url)
+    u = urlsplit(url)
+    if origin is None or u.username or u.password:
+        return False
+    for p in prefixes:
+        q = urlsplit(p)
+        if origin != _origin(p):
+            continue
+        base = q.path.rstrip("/")
+        if u.path == base or u.path.startswith(base + "/") or not base:
+            return True
+    return False
+
+
+class LLMCredential(BaseModel):
+    """One named credential: the endpoint its key may be sent to, and where the key comes from."""
+
+    model_config = ConfigDict(extra="forbid")
+    baseUrl: str
+    apiKeyEnv: str | None = Field(None, min_length=1)   # read at every call (rotation works)
+    apiKey: SecretStr | None = None                      # a literal key; never written anywhere
+    models: list[str] | None = None                      # the models players may use; None: any
+
+    @field_validator("baseUrl")
+    @classmethod
+    def _url(cls, v: str) -> str:
+        return _check_url("baseUrl", v).rstrip("/")
+
+    @model_validator(mode="after")
+    def _one_key(self) -> "LLMCredential":
+        if self.apiKeyEnv is not None and self.apiKey is not None:
+            raise ValueError("apiKey: give apiKeyEnv or apiKey, not both")
+        return self
+
+
+class Operator(BaseModel):
+    """The operator's choices. The default lets players use no credential and no LLM endpoint of
+    their own (an LLM player then cannot join), and HTTP players any http(s) URL."""
+
+    model_config = ConfigDict(extra="forbid")
+    credentials: dict[str, LLMCredential] = Field(default_factory=dict)
+    llmBaseUrls: list[str] = Field(default_factory=list)  # endpoints players may name (no key sent)
+    httpUrls: list[str] | None = None                     # HTTP players' URL prefixes; None: any
+
+    @field_validator("llmBaseUrls", "httpUrls")
+    @classmethod
+    def _urls(cls, v: list[str] | None) -> list[str] | None:
+        return None if v is None else [_check_url("url prefix", u) for u in v]
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> "Operator":
+        """Read the operator's JSON file; ValueError names the bad field."""
+        try:
+            data = json.loads(Path(path).read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ValueError(f"operator: cannot read {str(path)!r} ({exc})") from None
+        return cls.model_validate(data)
+
+    def check_player(self, spec) -> None:
+        """Refuse a joining player that picks what only the operator may (ValueError)."""
+        if spec.agentType == "http" and self.httpUrls is not None and not url_allowed(spec.url, self.httpUrls):
+            raise ValueError(f"url: {redact_url(spec.url)!r} is not among the operator's allowed HTTP endpoints")
+        if spec.agentType != "llm":
+            if spec.credential is not None:
+                raise ValueError(f"credential: only LLM players use credentials, got {spec.credential!r}")
+            return
+        if spec.credential is not None:
+            cred = self.credentials.get(spec.credential)
+            if cred is None:
+                raise ValueError(f"credential: unknown credential {spec.credential!r}; the operator offers "
+                                 f"{sorted(self.credentials)}")
+            if spec.baseUrl is not None and spec.baseUrl.rstrip("/") != cred.baseUrl:
+                raise ValueError(f"baseUrl: credential {spec.credential!r} is sent to its own endpoint only; "
+                                 "omit baseUrl")
+            if cred.models is not None and spec.model not in cred.models:
+                raise ValueError(f"model: credential {spec.credential!r} allows {cred.models}, got {spec.model!r}")
+            return
+        if spec.baseUrl is None:
+            raise ValueError("credential: an LLM player needs a credential name from the operator "
+                             f"({sorted(self.credentials)}) or an allowed baseUrl")
+        if not url_allowed(spec.baseUrl, self.llmBaseUrls):
+            raise ValueError(f"baseUrl: {redact_url(spec.baseUrl)!r} is not an endpoint the operator lets "
+                             "players choose; pick a credential name instead")
+
+    def llm_endpoint(self, spec) -> dict[str, Any]:
+        """``{base_url, api_key_env, api_key}`` for an LLM player already checked at join."""
+        if spec.credential is None:
+            return {"base_url": spec.baseUrl, "api_key_env": None, "api_key": None}
+        cred = self.credentials[spec.credential]
+        return {"base_url": cred.baseUrl, "api_key_env": cred.apiKeyEnv,
+                "api_key": None if cred.apiKey is None else cred.apiKey.get_secret_value()}
+
+
+__all__ = ["LLMCredential", "Operator", "REDACTED", "redact_url", "url_allowed"]

@@ -1,0 +1,239 @@
+"""Request and response models of the HTTP API (004_* A.2), with the seed's field names.
+
+Every body is a pydantic model, so ``/openapi.json`` documents it and a bad field is refused
+before the route runs (a failed request changes nothing). The arena configuration itself is
+validated by :class:`bdpd_jax.config.ArenaConfig` (its models are reused here); the players
+of ``join`` by :class:`bdpd_jax.host.players.PlayerSpec`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
+
+from bdpd_jax.config import ModelConfig, ObsVar
+from bdpd_jax.host.arena import DEFAULT_PACT_SLOTS
+# the longest pause between auto ticks: Infinity or 1e308 would sleep forever
+from bdpd_jax.limits import MAX_TICK_INTERVAL_MS
+
+
+_BODY = ConfigDict(extra="forbid", allow_inf_nan=False)
+_OPEN = ConfigDict(extra="allow", allow_inf_nan=False)
+
+
+class BuiltinPlayer(BaseModel):
+    """A built-in player of the creation payload (``players``), joined at once."""
+
+    model_config = _BODY
+    strategy: str = "conservative"
+    name: str | None = Field(None, min_length=1, max_length=64)
+    intensity: float = Field(0.5, gt=0, le=1)
+    reductionFactor: float = Field(1.0, ge=0)
+    privateResource: float = Field(30.0, ge=0)
+    talk: dict[str, Any] | None = None
+
+
+class CreateArena(BaseModel):
+    """``POST /api/arenas``: the A.2.1 payload plus the server's options."""
+
+    model_config = _BODY
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    observability: dict[str, ObsVar] = Field(default_factory=dict)
+    agentTimeout: int = Field(30000, ge=1)
+    players: list[BuiltinPlayer] | None = None
+    pacts: list[dict[str, Any]] = Field(default_factory=list)
+    perturbations: list[dict[str, Any]] = Field(default_factory=list)
+    seed: int | None = Field(None, ge=0, lt=2**32, description="random in [0, 2**32) when absent")
+    noTalk: StrictBool | None = Field(None, description="default: the server's --no-talk")
+    pactSlots: int = Field(DEFAULT_PACT_SLOTS, ge=1, description="bounded by bdpd_jax/limits.py MAX_PACT_SLOTS")
+    turns: int | None = Field(None, ge=1, description="turns to play (default model.maxTurns)")
+    perturbable: StrictBool = True
+
+    def config(self) -> dict[str, Any]:
+        """The arena configuration (what ``Arena`` validates), as given."""
+        out = self.model_dump(mode="json", exclude_unset=True,
+                              exclude={"seed", "noTalk", "pactSlots", "turns", "perturbable"})
+        if self.players is not None:
+            out["players"] = [p.model_dump(mode="json", exclude_unset=True) for p in self.players]
+        return out
+
+
+class Created(BaseModel):
+    arenaId: str
+    ownerKey: str
+    arenaKey: str
+    spectatorToken: str
+    seed: int
+    status: str
+
+
+class StartArena(BaseModel):
+    """``POST /start``: manual ticks (``POST /tick``) or automatic ones every ``tickIntervalMs``."""
+
+    model_config = _BODY
+    tickMode: Literal["manual", "auto"] = "manual"
+    tickIntervalMs: float = Field(0.0, ge=0, le=MAX_TICK_INTERVAL_MS)
+
+
+class PerturbSpec(BaseModel):
+    """An ad-hoc Table A.1 spec (checked in full by ``bdpd_jax.specs`` when fired)."""
+
+    model_config = _OPEN
+    id: str | None = None
+    type: str
+    trigger: dict[str, Any] | None = None
+    payload: dict[str, Any] = Field(default_factory=dict)
+
+
+class Perturb(BaseModel):
+    """``POST /perturb``: a bare spec, ``{"spec": {...}}`` or ``{"specId": "..."}``."""
+
+    model_config = _OPEN
+    specId: str | None = None
+    spec: PerturbSpec | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_spec(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "type" in data and "spec" not in data and "specId" not in data:
+            return {"spec": data}
+        return data
+
+    @model_validator(mode="after")
+    def _one_form(self) -> "Perturb":
+        if (self.specId is None) == (self.spec is None):
+            raise ValueError("body: give exactly one of a spec, {'spec': {...}} or {'specId': '...'}")
+        if self.model_extra:
+            raise ValueError(f"body: unknown fields {sorted(self.model_extra)}")
+        return self
+
+    def target(self) -> str | dict[str, Any]:
+        if self.specId is not None:
+            return self.specId
+        spec = self.spec.model_dump(mode="json", exclude_none=True)
+        spec.setdefault("trigger", {"kind": "manual"})
+        spec.setdefault("id", f"owner-{spec['type']}")
+        return spec
+
+
+class Fired(BaseModel):
+    """A perturbation the owner fired: applied before turn ``turn``, logged in its record."""
+
+    turn: int
+    spec: dict[str, Any]
+    type: str
+    target: str | None = None
+    value: float | None = None
+
+
+class PlayerRow(BaseModel):
+    playerId: str
+    agentType: str
+
+
+class PublicView(BaseModel):
+    """What everyone may know (no key): no value of the game state that an observation hides."""
+
+    arenaId: str
+    name: str
+    engineMode: str
+    status: Literal["waiting", "running", "closed", "interrupted"]
+    turn: int
+    maxTurns: int
+    players: list[PlayerRow]
+
+
+class OwnerView(PublicView):
+    """Everything: the true state of the last tick, pacts and every message."""
+
+    stock: float | None = None
+    collapsed: bool = False
+    meta: dict[str, Any]
+    lastTick: dict[str, Any] | None = None
+    pacts: list[dict[str, Any]] | None = None
+    messages: list[dict[str, Any]] | None = None
+
+
+class ArenaList(BaseModel):
+    arenas: list[PublicView]
+
+
+class Joined(BaseModel):
+    playerId: str
+    players: list[str]
+
+
+class Started(PublicView):
+    tickMode: Literal["manual", "auto"]
+
+
+class Ticked(PublicView):
+    tick: dict[str, Any] | None
+
+
+class HistoryRow(BaseModel):
+    arenaId: str
+    status: Literal["closed", "interrupted"]
+    createdAt: str | None = None
+    closedAt: str | None = None
+    turnsPlayed: int | None = None
+    seed: int | None = None
+    name: str | None = None
+
+
+class HistoryList(BaseModel):
+    arenas: list[HistoryRow]
+
+
+class PerturbationLog(BaseModel):
+    specs: list[dict[str, Any]]
+    log: list[dict[str, Any]]
+
+
+class Health(BaseModel):
+    ok: bool
+    ts: str
+
+
+class Deleted(BaseModel):
+    deleted: str
+
+
+class Resume(BaseModel):
+    """``POST /resume`` of an interrupted arena: a join spec for every external player
+    (``{playerId: spec}``); builtins resume by themselves."""
+
+    model_config = _BODY
+    players: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    tickMode: Literal["manual", "auto"] = "manual"
+    tickIntervalMs: float = Field(0.0, ge=0, le=MAX_TICK_INTERVAL_MS)
+
+
+class Summary(BaseModel):
+    """The post-game report (summary.json): outcome, victory evaluation, player rankings."""
+
+    model_config = ConfigDict(extra="allow")
+    arenaId: str
+    status: str
+    turnsPlayed: int
+    survived: bool
+    collapseTurn: int | None = None
+    finalStock: float | None = None
+    victory: dict[str, Any] | None = None
+    players: list[dict[str, Any]]
+
+
+class ErrorBody(BaseModel):
+    detail: str
+
+
+#: the error responses every route may give, for /openapi.json
+ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {"model": ErrorBody, "description": "a value refused (the message names the field)"},
+    403: {"model": ErrorBody, "description": "missing or wrong key"},
+    404: {"model": ErrorBody, "description": "no such arena"},
+    409: {"model": ErrorBody, "description": "the arena's status does not allow it"},
+    413: {"model": ErrorBody, "description": "request body over the limit"},
+    422: {"model": ErrorBody, "description": "the body does not fit its model (field and value named)"},
+}

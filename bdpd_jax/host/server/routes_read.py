@@ -1,0 +1,164 @@
+"""The routes that read arenas (004_* A.2): health, history, views, perturbation log,
+summary and the SSE stream. Closed and interrupted arenas are read from their folders."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as _dt
+from typing import Any
+
+from fastapi import APIRouter, Depends, Header, HTTPException
+from fastapi.responses import StreamingResponse
+
+from bdpd_jax.host.server import models as M
+from bdpd_jax.host.server import views
+from bdpd_jax.host.server.deps import Access, access, hub_of
+from bdpd_jax.host.server.live import LiveArena, Subscriber, sse
+from bdpd_jax.host.server.store import DiskArena, Hub
+
+router = APIRouter(tags=["read"], responses=M.ERRORS)
+owner = access("owner")
+KEEP_ALIVE_S = 15.0
+
+
+@router.get("/api/health", response_model=M.Health, summary="Liveness probe")
+async def health():
+    return {"ok": True, "ts": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
+
+
+@router.get("/api/arenas", response_model=M.ArenaList, summary="List arenas (the owner's if a key is sent)")
+async def list_arenas(x_owner_key: str | None = Header(None), hub: Hub = Depends(hub_of)):
+    if x_owner_key is None:
+        return {"arenas": [lv.public() for lv in hub.live.values()]}
+    rows = [lv.public() for lv in hub.live.values() if lv.role_of(x_owner_key) == "owner"]
+    for h in hub.history():
+        d = hub.on_disk(h["arenaId"])
+        if d is not None and d.role_of(x_owner_key) == "owner":
+            rows.append(views.public_meta_view(d.meta, d.status))
+    return {"arenas": rows}
+
+
+@router.get("/api/arenas/history", response_model=M.HistoryList, summary="Closed and interrupted arenas on disk")
+async def history(hub: Hub = Depends(hub_of)):
+    return {"arenas": hub.history()}
+
+
+@router.get("/api/arenas/history/{arena_id}/summary", response_model=M.Summary, summary="Report of a closed arena")
+async def history_summary(arena_id: str, hub: Hub = Depends(hub_of)):
+    d = hub.on_disk(arena_id)
+    summ = d.summary() if d is not None else None
+    if summ is None:
+        raise HTTPException(404, f"arenaId: no closed arena {arena_id!r} on disk")
+    return summ
+
+
+@router.get("/api/arenas/{arena_id}", response_model=M.PublicView, summary="Public view (no hidden value)")
+async def public_view(acc: Access = Depends(access("public"))):
+    a = acc.arena
+    return a.public() if isinstance(a, LiveArena) else views.public_meta_view(a.meta, a.status)
+
+
+def _disk_owner(d: DiskArena) -> dict[str, Any]:
+    recs = d.records()
+    last = recs[-1] if recs else None
+    return {**views.public_meta_view(d.meta, d.status), "stock": last["stock"] if last else None,
+            "collapsed": last["collapsed"] if last else False, "meta": d.meta, "lastTick": last,
+            "pacts": last["pacts"] if last else [],
+            "messages": [m for r in recs for m in r["messages"]]}
+
+
+@router.get("/api/arenas/{arena_id}/owner", response_model=M.OwnerView, summary="Owner view (full state)")
+async def owner_view(acc: Access = Depends(owner)):
+    a = acc.arena
+    return a.owner() if isinstance(a, LiveArena) else _disk_owner(a)
+
+
+@router.get("/api/arenas/{arena_id}/perturbations", response_model=M.PerturbationLog,
+            summary="Perturbation specs and the log of firings")
+async def perturbations(acc: Access = Depends(owner)):
+    a = acc.arena
+    if isinstance(a, LiveArena):
+        specs, recs = a.arena.config.model_dump(mode="json")["perturbations"], a.history()
+    else:
+        specs, recs = a.meta.get("config", {}).get("perturbations", []), a.records()
+    log = [{"turn": r["turn"], **p, "owner": False} for r in recs for p in r["perturbations"]]
+    log += [{**p, "owner": True} for r in recs for p in r.get("ownerPerturbations", [])]
+    return {"specs": specs, "log": sorted(log, key=lambda e: e["turn"])}
+
+
+@router.get("/api/arenas/{arena_id}/summary", response_model=M.Summary, summary="Full post-game report")
+async def summary(acc: Access = Depends(owner)):
+    a = acc.arena
+    if isinstance(a, DiskArena):
+        summ = a.summary()
+        if summ is None:
+            raise HTTPException(409, "status: the arena was interrupted; resume or delete it")
+        return summ
+    if a.arena.status == "waiting":
+        raise HTTPException(409, "status: the arena has not started")
+    return await a.run(a.arena.summary)
+
+
+async def _events(sub: Subscriber):
+    while True:
+        try:
+            msg = await asyncio.wait_for(sub.queue.get(), timeout=KEEP_ALIVE_S)
+        except asyncio.TimeoutError:
+            msg = ": keep-alive\n\n"
+        if msg is None:
+            return
+        yield msg
+        if msg.startswith("event: dropped"):
+            return
+
+
+def _disk_stream(d: DiskArena, role: str):
+    full = role in ("owner", "spectator")
+    recs = d.records()
+    init = {**views.public_meta_view(d.meta, d.status),
+            "history": [views.compact_tick(r) if full else views.public_tick(r) for r in recs]}
+    out = [sse("init", init)]
+    summ = d.summary()
+    if summ is not None:
+        out.append(sse("arena_closed", summ))
+    else:
+        out.append(sse("arena_interrupted", {"arenaId": d.arena_id, "turn": len(recs)}))
+
+    async def gen():
+        for m in out:
+            yield m
+
+    return gen()
+
+
+@router.get("/api/arenas/{arena_id}/stream", summary="SSE: init, player_joined, arena_started, tick, "
+            "perturbation, arena_closed (then the end)", response_class=StreamingResponse,
+            responses={200: {"content": {"text/event-stream": {}}, "description": "Server-Sent Events"}})
+async def stream(acc: Access = Depends(access("public"))):
+    """Owner and spectator get every tick in full; the arena key (a player) the public view.
+    A closed arena is history: anyone gets its full record (init, arena_closed, end), as
+    anyone gets its summary. A subscriber that lets ``QUEUE_LIMIT`` events pile up is
+    dropped with a ``dropped`` event."""
+    a = acc.arena
+    headers = {"cache-control": "no-cache", "x-accel-buffering": "no"}
+    if isinstance(a, DiskArena) and a.status == "closed":
+        return StreamingResponse(_disk_stream(a, "spectator"), media_type="text/event-stream", headers=headers)
+    if acc.role == "public":
+        raise HTTPException(403, "token: a spectator token, arena key or owner key is required")
+    if isinstance(a, DiskArena):
+        return StreamingResponse(_disk_stream(a, acc.role), media_type="text/event-stream", headers=headers)
+    sub = Subscriber(acc.role)
+    sub.put(sse("init", a.init_event(acc.role)))
+    a.subscribers.add(sub)
+
+    async def gen():
+        try:
+            async for m in _events(sub):
+                yield m
+        finally:
+            a.subscribers.discard(sub)
+
+    return StreamingResponse(gen(), media_type="text/event-stream", headers=headers)
+
+
+__all__ = ["router"]

@@ -1,0 +1,118 @@
+"""``Hub``: the server's arenas -- live ones in memory, closed and interrupted ones on disk.
+
+An arena's folder ``root/<arenaId>/`` holds ``auth.json`` (SHA-256 of its keys, written at
+create), ``meta.json``, ``turns.jsonl`` and, once closed, ``summary.json``. A closed arena
+leaves memory at once; every read of it (views, summary, stream, history) comes from its
+folder. An arena whose ``meta.json`` says ``running`` but that no live arena of this process
+holds was running when a previous server died: it is ``interrupted``, listed in ``/history``,
+and can be resumed (replayed from ``turns.jsonl``) or deleted.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+from bdpd_jax.host.operator import Operator
+from bdpd_jax.host.persist import atomic_write_json, read_jsonl
+from bdpd_jax.host.replay import turn_records
+from bdpd_jax.host.server.live import LiveArena, Workers, role_of
+
+_SAFE_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+class DiskArena:
+    """An arena known only from its folder (closed, or interrupted by a server death)."""
+
+    def __init__(self, folder: Path, meta: dict[str, Any], hashes: dict[str, str]) -> None:
+        self.folder = folder
+        self.meta = meta
+        self.hashes = hashes
+        self.arena_id = meta.get("arenaId", folder.name)
+        self.status = "closed" if meta.get("status") == "closed" else "interrupted"
+
+    def role_of(self, *keys: str | None) -> str | None:
+        return role_of(self.hashes, *keys)
+
+    def records(self) -> list[dict[str, Any]]:
+        """The turn records of turns.jsonl (owner event lines left out)."""
+        return turn_records(read_jsonl(self.folder / "turns.jsonl"))
+
+    def summary(self) -> dict[str, Any] | None:
+        p = self.folder / "summary.json"
+        return json.loads(p.read_text()) if p.is_file() else None
+
+
+class Hub:
+    """Live arenas by id, the worker threads that run their kernels, and the arena folders."""
+
+    def __init__(self, root: str | Path, *, workers: int = 2, no_talk: bool = False,
+                 operator: Operator | None = None) -> None:
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.live: dict[str, LiveArena] = {}
+        self.workers = Workers(cpu=workers)
+        self.executor = self.workers.executor
+        self.no_talk = no_talk
+        self.operator = operator if operator is not None else Operator()
+
+    def folder(self, arena_id: str) -> Path | None:
+        """The folder of ``arena_id`` (None for an id that is not a plain name)."""
+        return self.root / arena_id if _SAFE_ID.match(arena_id) else None
+
+    def write_auth(self, arena_id: str, hashes: dict[str, str]) -> None:
+        """The arena's folder with its key hashes (blocking I/O: call it from a worker)."""
+        folder = self.root / arena_id
+        folder.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(folder / "auth.json", hashes)
+
+    def add(self, lv: LiveArena) -> None:
+        self.live[lv.arena_id] = lv
+
+    def evict(self, arena_id: str) -> None:
+        """A closed arena leaves memory; its folder stays for /history."""
+        self.live.pop(arena_id, None)
+
+    def on_disk(self, arena_id: str) -> DiskArena | None:
+        if arena_id in self.live:
+            return None
+        f = self.folder(arena_id)
+        if f is None or not (f / "meta.json").is_file():
+            return None
+        try:
+            meta = json.loads((f / "meta.json").read_text())
+            hashes = json.loads((f / "auth.json").read_text()) if (f / "auth.json").is_file() else {}
+        except (OSError, json.JSONDecodeError):
+            return None
+        return DiskArena(f, meta, hashes)
+
+    def find(self, arena_id: str) -> LiveArena | DiskArena | None:
+        return self.live.get(arena_id) or self.on_disk(arena_id)
+
+    def history(self) -> list[dict[str, Any]]:
+        """Closed and interrupted arenas on disk, oldest first."""
+        out = []
+        for meta_path in sorted(self.root.glob("*/meta.json")):
+            d = self.on_disk(meta_path.parent.name)
+            if d is None:
+                continue
+            m = d.meta
+            model = m.get("config", {}).get("model", {})
+            out.append({"arenaId": d.arena_id, "status": d.status, "createdAt": m.get("createdAt"),
+                        "closedAt": m.get("closedAt"), "turnsPlayed": m.get("turnsPlayed"), "seed": m.get("seed"),
+                        "name": model.get("name")})
+        return sorted(out, key=lambda r: r["createdAt"] or "")
+
+    def delete_folder(self, arena_id: str) -> None:
+        f = self.folder(arena_id)
+        if f is not None:
+            shutil.rmtree(f, ignore_errors=True)
+
+    def shutdown(self) -> None:
+        self.workers.shutdown()
+
+
+__all__ = ["Hub", "DiskArena"]

@@ -1,0 +1,83 @@
+"""Views by role (issue 14): what each key may see of an arena.
+
+* **owner** and **spectator** (the owner's read-only token): everything -- the true state of
+  every tick (stock, every player's request, harvest and wealth, engine variables), pacts,
+  every message including private ones, the metrics.
+* **player** (the arena key, shared by every player) and **public** (no key): the game's
+  frame only -- status, turn, players' names and kinds, and per tick the turn number and the
+  messages addressed to everyone (broadcasts, announcements). No state value: observations
+  differ per player (visibility, noise, resolution) and may be flipped mid-game, so no value
+  is what *every* player knows. A player learns the state only through its own observation.
+  The post-game report (summary.json) is public once the arena is closed (the seed serves
+  ``/history/:id/summary`` without a key).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bdpd_jax.host.arena import Arena
+
+#: message scopes every player receives
+PUBLIC_SCOPES = ("broadcast", "announcement")
+#: the ``tick`` fields the dashboard charts (owner / spectator)
+COMPACT_DECISION = ("playerId", "requested", "actual", "wealth", "announced", "sanction")
+
+
+def public_view(a: Arena) -> dict[str, Any]:
+    """``GET /api/arenas/:id`` without a key."""
+    return {"arenaId": a.arena_id, "name": a.config.model.name, "engineMode": a.config.model.engineMode,
+            "status": a.status, "turn": a.turn,
+            "maxTurns": int(getattr(a, "max_turns", None) or a.turns or a.config.model.maxTurns),
+            "players": [{"playerId": s.name, "agentType": s.agentType} for s in a.specs]}
+
+
+def owner_view(a: Arena) -> dict[str, Any]:
+    """``GET /api/arenas/:id/owner``: the true state, pacts and every message."""
+    last = a.records[-1] if a.records else None
+    out = {**public_view(a), "stock": last["stock"] if last else None,
+           "collapsed": last["collapsed"] if last else False, "meta": a.meta(), "lastTick": last}
+    if a.status != "waiting":
+        out["pacts"] = a.registry.compact() if a.registry is not None else []
+        out["messages"] = a.bus.to_json()["messages"]
+    return out
+
+
+def compact_tick(rec: dict[str, Any]) -> dict[str, Any]:
+    """A tick as the dashboard keeps it (``init`` history of owner / spectator streams)."""
+    return {"turn": rec["turn"], "stock": rec["stock"], "collapsed": rec["collapsed"],
+            "engine": rec.get("engine", {}), "metrics": rec.get("metrics", {}),
+            "decisions": [{k: d.get(k) for k in COMPACT_DECISION} for d in rec["decisions"]],
+            "violations": len(rec["violations"]), "messages": len(rec["messages"])}
+
+
+def public_tick(rec: dict[str, Any]) -> dict[str, Any]:
+    """A tick as a player or the public sees it: the turn and the messages to everyone."""
+    return {"turn": rec["turn"], "messages": [m for m in rec["messages"] if m.get("scope") in PUBLIC_SCOPES]}
+
+
+def public_event(event: str, data: dict[str, Any]) -> dict[str, Any]:
+    """An SSE event's payload for the player / public role."""
+    if event == "tick":
+        return public_tick(data)
+    if event in ("arena_started", "player_joined"):
+        return {k: data[k] for k in ("arenaId", "status", "turn", "maxTurns", "players", "playerId", "agentType",
+                                     "name", "engineMode") if k in data}
+    if event == "error":
+        return {"detail": "auto ticks stopped"}  # the cause is the owner's to read
+    if event == "perturbation":
+        return {"turn": data.get("turn")}  # that the owner acted; not what it did to the state
+    return data  # arena_closed: the post-game report, public once closed; dropped
+
+
+def public_meta_view(meta: dict[str, Any], status: str) -> dict[str, Any]:
+    """The public view of an arena known only from its folder (closed or interrupted)."""
+    model = meta.get("config", {}).get("model", {})
+    return {"arenaId": meta["arenaId"], "name": model.get("name", ""), "engineMode": model.get("engineMode", ""),
+            "status": status, "turn": int(meta.get("turnsPlayed") or 0),
+            "maxTurns": int(meta.get("maxTurns") or meta.get("turns") or model.get("maxTurns") or 0),
+            "players": [{"playerId": p.get("name"), "agentType": p.get("agentType", "builtin")}
+                        for p in meta.get("players", [])]}
+
+
+__all__ = ["public_view", "owner_view", "compact_tick", "public_tick", "public_event", "public_meta_view"]

@@ -1,0 +1,49 @@
+"""The dashboard and the offline API reference, served from the package (no CDN)."""
+
+from __future__ import annotations
+
+from importlib import resources
+
+from fastapi import APIRouter, HTTPException
+from fastapi.responses import FileResponse, HTMLResponse
+
+router = APIRouter(include_in_schema=False)
+_TYPES = {".js": "text/javascript", ".css": "text/css", ".html": "text/html", ".svg": "image/svg+xml"}
+
+
+def _asset(name: str):
+    path = resources.files("bdpd_jax.host.server") / "web" / name
+    if "/" in name or name.startswith(".") or not path.is_file():
+        raise HTTPException(404, f"asset: no {name!r}")
+    return path
+
+
+def _page(name: str) -> HTMLResponse:
+    return HTMLResponse(_asset(name).read_text(encoding="utf-8"), headers={"cache-control": "no-cache"})
+
+
+@router.get("/")
+@router.get("/index.html")
+async def index():
+    return _page("index.html")
+
+
+@router.get("/arenas/{arena_id}")
+@router.get("/arena.html")
+async def arena_page(arena_id: str | None = None):
+    return _page("arena.html")
+
+
+@router.get("/docs")
+async def docs():
+    return _page("docs.html")
+
+
+@router.get("/static/{name}")
+async def static(name: str):
+    p = _asset(name)
+    suffix = "." + name.rsplit(".", 1)[-1]
+    return FileResponse(str(p), media_type=_TYPES.get(suffix, "application/octet-stream"))
+
+
+__all__ = ["router"]

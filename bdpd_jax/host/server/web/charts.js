@@ -1,0 +1,75 @@
+// Inline-SVG line charts for the dashboard (no library). lineChart(el, series, opts):
+// series = [{name, color, points: [[x, y], ...]}]; null y values break the line.
+"use strict";
+const PALETTE = ["#2f6fdf", "#e67e22", "#27ae60", "#8e44ad", "#c0392b", "#16a085", "#d35400", "#2c3e50",
+  "#7f8c8d", "#f1c40f"];
+
+function fmt(v) {
+  if (v === null || v === undefined || Number.isNaN(v)) return "–";
+  const a = Math.abs(v);
+  if (a !== 0 && (a >= 1e5 || a < 1e-3)) return v.toExponential(2);
+  return (Math.round(v * 1000) / 1000).toLocaleString("en-US", { maximumFractionDigits: 3 });
+}
+
+function niceTicks(lo, hi, n) {
+  if (!(hi > lo)) { hi = lo + 1; }
+  const step0 = (hi - lo) / n, mag = Math.pow(10, Math.floor(Math.log10(step0)));
+  const step = [1, 2, 2.5, 5, 10].map(m => m * mag).find(s => s >= step0) || step0;
+  const out = [];
+  for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) out.push(+v.toPrecision(12));
+  return out;
+}
+
+function svgEl(tag, attrs, parent) {
+  const e = document.createElementNS("http://www.w3.org/2000/svg", tag);
+  for (const k in attrs) e.setAttribute(k, attrs[k]);
+  if (parent) parent.appendChild(e);
+  return e;
+}
+
+function lineChart(el, series, opts) {
+  opts = opts || {};
+  el.innerHTML = "";
+  const W = 560, H = 220, L = 52, R = 10, T = 10, B = 26;
+  const svg = svgEl("svg", { class: "chart", viewBox: `0 0 ${W} ${H}`, preserveAspectRatio: "none" }, el);
+  const pts = series.flatMap(s => s.points.filter(p => p[1] !== null && Number.isFinite(p[1])));
+  let x0 = 1, x1 = 2, y0 = 0, y1 = 1;
+  if (pts.length) {
+    x0 = Math.min(...pts.map(p => p[0])); x1 = Math.max(...pts.map(p => p[0]));
+    y0 = Math.min(0, ...pts.map(p => p[1])); y1 = Math.max(...pts.map(p => p[1]));
+    if (x1 === x0) x1 = x0 + 1;
+    if (y1 === y0) y1 = y0 + 1;
+  }
+  const sx = x => L + (x - x0) / (x1 - x0) * (W - L - R);
+  const sy = y => H - B - (y - y0) / (y1 - y0) * (H - T - B);
+  for (const t of niceTicks(y0, y1, 4)) {
+    svgEl("line", { x1: L, x2: W - R, y1: sy(t), y2: sy(t), stroke: "#eef0f4" }, svg);
+    svgEl("text", { x: L - 4, y: sy(t) + 4, "text-anchor": "end" }, svg).textContent = fmt(t);
+  }
+  for (const t of niceTicks(x0, x1, 6).filter(v => Number.isInteger(v))) {
+    svgEl("text", { x: sx(t), y: H - 8, "text-anchor": "middle" }, svg).textContent = t;
+  }
+  svgEl("line", { x1: L, x2: L, y1: T, y2: H - B, stroke: "#c5cad6" }, svg);
+  svgEl("line", { x1: L, x2: W - R, y1: H - B, y2: H - B, stroke: "#c5cad6" }, svg);
+  series.forEach((s, k) => {
+    const color = s.color || PALETTE[k % PALETTE.length];
+    let d = "", pen = false;
+    for (const [x, y] of s.points) {
+      if (y === null || !Number.isFinite(y)) { pen = false; continue; }
+      d += (pen ? "L" : "M") + sx(x).toFixed(1) + "," + sy(y).toFixed(1);
+      pen = true;
+    }
+    svgEl("path", { d, fill: "none", stroke: color, "stroke-width": 1.8, "vector-effect": "non-scaling-stroke",
+      "data-series": s.name }, svg);
+  });
+  const legend = document.createElement("div");
+  legend.className = "legend";
+  series.forEach((s, k) => {
+    const span = document.createElement("span");
+    const last = s.points.length ? s.points[s.points.length - 1][1] : null;
+    span.innerHTML = `<i style="background:${s.color || PALETTE[k % PALETTE.length]}"></i>`;
+    span.appendChild(document.createTextNode(`${s.name} ${fmt(last)}`));
+    legend.appendChild(span);
+  });
+  el.appendChild(legend);
+}

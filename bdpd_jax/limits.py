@@ -1,0 +1,146 @@
+"""Upper bounds on what a config, a live arena or a run may ask for: one place, named.
+
+Sizes that set compiled shapes (players, pact slots, ladder and spec counts, policy memory)
+bound compile time and memory (bench/README.md "Compile scaling" measures them); turn
+numbers stay far below int32's 2**31; every real number stays finite in float32 with room
+for a product of two (docs/semantics.md "Valid ranges"). Raising a bound is editing one
+constant here (e.g. once large player counts use the array form); an operator may raise the
+two compile-size bounds with BDPD_MAX_PLAYERS / BDPD_MAX_PACT_SLOTS.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any
+
+
+def _env_int(name: str, default: int) -> int:
+    """An operator's override of a bound (environment variable, read once at import)."""
+    raw = os.environ.get(name)
+    try:
+        return default if raw is None else max(1, int(raw))
+    except ValueError:
+        return default
+
+
+# The worst case of these bounds (8 players, 8 pact slots, 16 specs with a 16-rung ladder, a
+# perturbable arena with talk) compiles in ~7 s of CPU and 0.55 GB (bench/README.md "Compile
+# scaling"); the issue's bound is 10 s and 1.5 GB. 16 slots at 8 players measured ~10 s.
+#: players of one arena (model.maxPlayers); compile time grows ~linearly with it
+MAX_PLAYERS: int = _env_int("BDPD_MAX_PLAYERS", 8)
+#: pact slots of a live arena (``pactSlots``), and pacts + scripted pledges/proposals of a config
+MAX_PACT_SLOTS: int = _env_int("BDPD_MAX_PACT_SLOTS", 8)
+#: turns of a game (model.maxTurns, ``turns``) and any turn number in a config
+MAX_TURNS: int = 1_000_000
+#: perturbation specs of one config, and rungs of one graduated sanction ladder
+MAX_SPECS: int = 16
+MAX_LADDER: int = 16
+#: floats of memory of one user Policy
+MAX_POLICY_MEMORY: int = 1024
+#: |x| of any real number in a config: float32 keeps it (and a product of two) finite
+MAX_MAGNITUDE: float = 1e15
+#: sides of the collapse die (an int32 draw)
+MAX_DIE_SIDES: int = 2**31 - 1
+#: arena indices (seed, arena) are uint32: arena_offset + n_arenas <= 2**32
+ARENA_INDEX_LIMIT: int = 2**32
+#: the longest auto-tick interval a live arena accepts (one day)
+MAX_TICK_INTERVAL_MS: float = 86_400_000.0
+#: a run may keep results of at most this fraction of the machine's physical memory
+MEMORY_FRACTION: float = 0.5
+
+
+def check_magnitudes(tree: Any, where: str) -> None:
+    """Every real number inside ``tree`` (pydantic models, dicts, lists, numbers) is finite
+    and within +-MAX_MAGNITUDE; ValueError naming its path (``where.key[i]...``) and value."""
+    stack: list[tuple[Any, tuple]] = [(tree, ())]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, float) or (isinstance(node, int) and not isinstance(node, bool)):
+            if not -MAX_MAGNITUDE <= node <= MAX_MAGNITUDE:  # NaN fails both comparisons
+                raise ValueError(f"{_path(where, path)}: {node!r} is outside the valid range "
+                                 f"[-{MAX_MAGNITUDE:g}, {MAX_MAGNITUDE:g}] (docs/semantics.md, Valid ranges)")
+        elif isinstance(node, dict):
+            stack.extend((v, path + (k,)) for k, v in node.items())
+        elif isinstance(node, (list, tuple)):
+            stack.extend((v, path + (i,)) for i, v in enumerate(node))
+        elif hasattr(type(node), "model_fields"):  # a pydantic model: its fields, without a dump
+            stack.extend((getattr(node, k), path + (k,)) for k in type(node).model_fields)
+
+
+def _path(where: str, path: tuple) -> str:
+    out = where
+    for k in path:
+        out += f"[{k}]" if isinstance(k, int) else (f".{k}" if out else str(k))
+    return out
+
+
+def check_int(value: Any, field: str, lo: int, hi: int) -> int:
+    """``value`` as an int in [lo, hi] (bools and non-integral numbers refused)."""
+    ok = isinstance(value, int) and not isinstance(value, bool)
+    if not ok:
+        try:
+            import numpy as np
+
+            ok = isinstance(value, np.integer)
+        except ImportError:  # pragma: no cover
+            ok = False
+    if not ok or not lo <= int(value) <= hi:
+        raise ValueError(f"{field}: must be an integer in [{lo}, {hi}], got {value!r}")
+    return int(value)
+
+
+def check_tick_interval(value: Any, field: str = "tickIntervalMs") -> float:
+    """An auto-tick interval in ms: a finite number in [0, MAX_TICK_INTERVAL_MS]."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or not 0 <= value <= MAX_TICK_INTERVAL_MS:
+        raise ValueError(f"{field}: must be a number of ms in [0, {MAX_TICK_INTERVAL_MS:g}], got {value!r}")
+    return float(value)
+
+
+def physical_memory() -> int:
+    """Bytes of physical memory of this machine (8 GiB when unknown)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover
+        return 8 << 30
+
+
+def check_run_size(n_arenas: int, turns: int, n_players: int, history: bool, every: int = 1,
+                   streamed: bool = False) -> int:
+    """Estimated bytes of a ``simulate`` run's results kept in memory; ValueError (naming
+    n_arenas/turns) when over MEMORY_FRACTION of physical memory, with what to change.
+
+    Per arena: one summary row (~16 + 4 N columns of 8 bytes); per arena-turn with history
+    (not streamed to ``out``): a turns row (~16 columns) and N players rows (~8 columns),
+    held twice at the end (the records and the frames built from them).
+    """
+    summary = n_arenas * 8 * (16 + 4 * n_players)
+    kept_turns = 0 if (not history or streamed) else -(-turns // every)
+    rows = 2 * n_arenas * kept_turns * 8 * (16 + 8 * n_players)  # the records, then their frames
+    total = summary + rows
+    budget = int(MEMORY_FRACTION * physical_memory())
+    if total > budget:
+        gb = lambda b: f"{b / 2**30:.1f} GB"  # noqa: E731
+        hint = ("pass history=False, a larger history_every, or out=DIR to stream the turns"
+                if rows > summary else "run fewer arenas per call (arena_offset continues a run)")
+        field = "turns" if rows > summary and turns > n_arenas else "n_arenas"
+        raise ValueError(f"{field}: {n_arenas} arenas x {turns} turns would keep ~{gb(total)} of results, "
+                         f"over the {gb(budget)} allowed ({MEMORY_FRACTION:.0%} of this machine's memory); {hint}")
+    return total
+
+
+def check_arena_range(n_arenas: int, arena_offset: int) -> None:
+    """Arena indices ``arena_offset .. arena_offset + n_arenas - 1`` are distinct uint32s."""
+    check_int(arena_offset, "arena_offset", 0, ARENA_INDEX_LIMIT - 1)
+    if int(arena_offset) + int(n_arenas) > ARENA_INDEX_LIMIT:
+        field = "n_arenas" if int(n_arenas) > ARENA_INDEX_LIMIT // 2 else "arena_offset"
+        raise ValueError(f"{field}: arena_offset {arena_offset} + n_arenas {n_arenas} passes 2**32, the number "
+                         f"of arena indices (arenas past it would alias arenas 0, 1, ...)")
+
+
+__all__ = [
+    "MAX_PLAYERS", "MAX_PACT_SLOTS", "MAX_TURNS", "MAX_SPECS", "MAX_LADDER", "MAX_POLICY_MEMORY", "MAX_MAGNITUDE",
+    "MAX_DIE_SIDES", "ARENA_INDEX_LIMIT", "MAX_TICK_INTERVAL_MS", "MEMORY_FRACTION", "check_magnitudes", "check_int",
+    "check_tick_interval", "check_run_size", "check_arena_range", "physical_memory",
+]

@@ -1,0 +1,127 @@
+"""Governance plugins in the config: the top-level ``plugins`` list beside ``pacts`` and
+``perturbations``, ``[{"type": ..., "id": ..., ...params}]`` (kernels/plugins.py runs them).
+
+A plugin type is one kernel ``act`` (and ``init``), one pydantic spec with ``params(config)``
+(every number a params leaf, so sweeps compile once) and one :func:`register_plugin` call.
+Built in: ``voluntary_sanction`` (kernels/voluntary_sanction.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import jax.numpy as jnp
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .kernels import plugins as K
+from .kernels import voluntary_sanction as V
+from .kernels.params import farr
+
+PLUGIN_SPECS: dict[str, type[BaseModel]] = {}
+
+
+def register_plugin(name: str, act, spec: type[BaseModel], *, init=None, reasons: tuple[str, ...] = ()):
+    """Add a plugin type end to end: its kernel (``act``, ``init``, reason names) and its
+    config model ``spec`` (``type: Literal[name]``, ``id``, params, and ``params(config)``)."""
+    if name in PLUGIN_SPECS:
+        raise ValueError(f"type: plugin type {name!r} is already registered")
+    K.register_plugin(name, act, init if init is not None else (lambda game, pp: ()), reasons)
+    PLUGIN_SPECS[name] = spec
+    return spec
+
+
+class PluginSpec(BaseModel):
+    """Common part of a plugin spec; ``check`` runs when the players are known."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    id: str
+    type: str
+
+    def check(self, config, where: str) -> None:
+        pass
+
+    def params(self, config):
+        raise NotImplementedError
+
+
+class IfRicherThan(BaseModel):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    if_richer_than: float = Field(ge=0)
+
+
+Rule = Literal["never", "always", "reciprocal"] | IfRicherThan
+
+
+class VoluntarySanctionSpec(PluginSpec):
+    """``voluntary_sanction``: ``cost`` paid per player fined, ``fine`` imposed; ``sanctioner``:
+    one rule for all, or one per player (``never`` | ``always`` | ``reciprocal`` |
+    ``{"if_richer_than": w}``)."""
+
+    type: Literal["voluntary_sanction"]
+    cost: float = Field(ge=0)
+    fine: float = Field(ge=0)
+    sanctioner: Rule | list[Rule] = "always"
+
+    def rules(self, n: int) -> list:
+        return list(self.sanctioner) if isinstance(self.sanctioner, list) else [self.sanctioner] * n
+
+    def check(self, config, where: str) -> None:
+        n = len(config.players)
+        if isinstance(self.sanctioner, list) and len(self.sanctioner) != n:
+            raise ValueError(f"{where}.sanctioner: one rule per player ({n}), got {len(self.sanctioner)}")
+
+    def params(self, config) -> V.VoluntaryParams:
+        rules = self.rules(len(config.players))
+        code = [V.IF_RICHER if isinstance(r, IfRicherThan) else V.RULES.index(r) for r in rules]
+        thr = [r.if_richer_than if isinstance(r, IfRicherThan) else 0.0 for r in rules]
+        return V.VoluntaryParams(cost=farr(self.cost), fine=farr(self.fine), rule=jnp.asarray(code, jnp.int32),
+                                 threshold=farr(thr))
+
+
+register_plugin("voluntary_sanction", V.act, VoluntarySanctionSpec, init=V.init, reasons=V.REASONS)
+
+
+def parse_plugins(raw: list) -> list[BaseModel]:
+    """Validate the ``plugins`` list (ValueError naming ``plugins[i].<field>``); ids unique."""
+    out, seen = [], set()
+    for i, r in enumerate(raw):
+        where = f"plugins[{i}]"
+        if isinstance(r, BaseModel) and type(r) in PLUGIN_SPECS.values():
+            spec = r
+        elif not isinstance(r, dict):
+            raise ValueError(f"{where}: a plugin is an object {{type, id, ...}}, got {r!r}")
+        elif r.get("type") not in PLUGIN_SPECS:
+            raise ValueError(f"{where}.type: unknown plugin type {r.get('type')!r}; known: {sorted(PLUGIN_SPECS)}")
+        else:
+            try:
+                spec = PLUGIN_SPECS[r["type"]].model_validate(r)
+            except ValidationError as e:
+                first = e.errors()[0]
+                loc = ".".join(str(x) for x in first["loc"])
+                raise ValueError(f"{where}.{loc}: {first['msg']} (got {first.get('input')!r})") from None
+        if spec.id in seen:
+            raise ValueError(f"{where}.id: duplicate id {spec.id!r}")
+        seen.add(spec.id)
+        out.append(spec)
+    return out
+
+
+def check_plugins(config) -> None:
+    for i, s in enumerate(config.plugins):
+        s.check(config, f"plugins[{i}]")
+
+
+def plugin_layer(config) -> tuple[K.PluginLayer, tuple] | None:
+    """The static layer and its params (a tuple, one per plugin), or None without plugins."""
+    specs = list(getattr(config, "plugins", []) or [])
+    if not specs:
+        return None
+    return K.PluginLayer(types=tuple(s.type for s in specs)), tuple(s.params(config) for s in specs)
+
+
+def reason_name(type_: str, code: int) -> Any:
+    reasons = K.plugin_type(type_).reasons
+    return reasons[code - 1] if 0 < code <= len(reasons) else None
+
+
+__all__ = ["register_plugin", "PluginSpec", "VoluntarySanctionSpec", "parse_plugins", "check_plugins", "plugin_layer"]

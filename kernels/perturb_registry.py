@@ -1,0 +1,85 @@
+"""The registry of perturbation types (004_* Table A.1 and any type added later).
+
+A type is one function ``apply(game, view, slot, who)`` plus one :func:`register_perturbation`
+call. ``apply`` computes the arena *as if the slot fired*; the perturbation layer
+(kernels/perturb.py) keeps it where the slot is due and of this type. Every reader (the layer,
+config validation, the results frames, the live host's records) asks the registry when
+called, so a type registered later works everywhere.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Literal, NamedTuple
+
+import jax
+
+ALL = -1  # slot.player = ALL: every player
+
+
+class View(NamedTuple):
+    """What a perturbation may act on in one arena (all current values)."""
+
+    engine: dict  # str -> float[]: the effective engine numbers of the layer (``PerturbLayer.fields``)
+    visible: jax.Array  # bool[len(OBS_VARS)], the observability mask
+    engine_state: object  # the engine's state pytree (stock etc.)
+    wealth: jax.Array  # float[N]
+    strategy: jax.Array  # int32[N], index into Game.policies
+
+
+# apply(game, view, slot, who) -> (changes, logged, target):
+#   changes: the View fields it rewrites ("engine" as {field: value}); logged: float[] the
+#   acted-on quantity after the change; target: int32[] (player, ALL or a variable index) or None.
+Apply = Callable[..., tuple[dict, jax.Array, "jax.Array | None"]]
+
+
+class PerturbType(NamedTuple):
+    name: str
+    apply: Apply
+    requires: str | None  # the engine feature it needs (Engine.features); None = engine-agnostic
+    engine_field: str | None  # engine params field it rewrites (its effective copy lives in state)
+    target: Literal["none", "player", "variable"]  # what the logged target int means
+    label: str  # target label in the results: "regen_rate", "wealth" -> wealth[i], "visible" -> visible[var]
+    description: str = ""
+
+
+_TYPES: dict[str, PerturbType] = {}
+
+
+def register_perturbation(name: str, apply: Apply, *, requires: str | None = None, engine_field: str | None = None,
+                          target: str = "none", label: str | None = None, description: str = "") -> PerturbType:
+    """Register a perturbation type (appended: existing codes never change)."""
+    if name in _TYPES:
+        raise ValueError(f"type: perturbation type {name!r} is already registered")
+    if target not in ("none", "player", "variable"):
+        raise ValueError(f"target: must be 'none', 'player' or 'variable', got {target!r}")
+    pt = PerturbType(name, apply, requires, engine_field, target, label or engine_field or name, description)
+    _TYPES[name] = pt
+    return pt
+
+
+def type_names() -> tuple[str, ...]:
+    """Registered type names in code order (read when called)."""
+    return tuple(_TYPES)
+
+
+def type_code(name: str) -> int:
+    try:
+        return type_names().index(name)
+    except ValueError:
+        raise ValueError(f"type: unknown perturbation type {name!r}; known: {list(type_names())}") from None
+
+
+def perturbation_type(name_or_code: str | int) -> PerturbType:
+    """A registered type by name or int code (ValueError naming the value)."""
+    names = type_names()
+    if isinstance(name_or_code, str):
+        return _TYPES[names[type_code(name_or_code)]]
+    if not 0 <= int(name_or_code) < len(names):
+        raise ValueError(f"code: unknown perturbation code {name_or_code!r}")
+    return _TYPES[names[int(name_or_code)]]
+
+
+def supported(engine, type_: str) -> bool:
+    """Whether ``type_`` applies to ``engine`` (its ``features`` name what it has)."""
+    need = perturbation_type(type_).requires
+    return need is None or need in engine.features

@@ -1,0 +1,125 @@
+"""Governance plugins (000_* 2.4 "third parties write governance plugins"): a registry and
+the turn layer that runs them, written for one arena.
+
+A plugin type is one ``act`` function (plus ``init`` for its memory) and one
+:func:`register_plugin` call. At the end of each turn, after the pact check and the automatic
+sanctions (the governance layer), each plugin observes the arena (:class:`PluginView`: the
+five metrics of this turn's decisions, stock, harvests, violations, wealths) and its own
+memory, and acts only through :class:`Effects`: fines imposed on players and the costs
+players pay to impose them (costs are taken first, then fines). The deductions follow the one wealth floor of every deduction
+(docs/semantics.md §11). The same layer runs in a batch and in the live host (one kernel).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from .layers import Layer
+from .metrics import EPS, governance_metrics
+
+NAME = "plugins"
+
+
+class PluginView(NamedTuple):
+    """What a plugin observes at the end of a turn (one arena)."""
+
+    turn: jax.Array  # int32[]
+    stock: jax.Array  # float[], the engine's stock after the dynamics
+    regen: jax.Array  # float[], this turn's regeneration
+    actual: jax.Array  # float[N], this turn's actual harvests
+    over: jax.Array  # bool[N], actual > regen / N + eps (the metrics' over-share rule)
+    violated: jax.Array  # bool[N], the player broke a pact this turn
+    against: jax.Array  # bool[N, N], [i, j]: i broke a pact that binds j (j a party, j != i)
+    wealth: jax.Array  # float[N], after the harvest and the automatic sanctions
+    metrics: dict  # the five metrics of 000_* Table 2.1 on this turn's decisions (before plugins)
+
+
+class Effects(NamedTuple):
+    """What a plugin does this turn, with who imposed what on whom (the sanction rows)."""
+
+    fines: jax.Array  # float[N, N], [j, i]: the fine j imposed on i (0 = none)
+    costs: jax.Array  # float[N, N], [j, i]: what j paid to fine i
+    reason: jax.Array  # int32[N], per fined player: the plugin's reason code (1-based; 0 = none)
+
+
+class PluginType(NamedTuple):
+    name: str
+    init: Callable[[Any, Any], Any]  # (game, plugin params) -> memory pytree
+    act: Callable[..., tuple[Effects, Any]]  # (game, view, plugin params, memory) -> (Effects, memory)
+    reasons: tuple[str, ...] = ()  # names of reason codes 1, 2, ...
+
+
+_PLUGINS: dict[str, PluginType] = {}
+
+
+def register_plugin(name: str, act, init=lambda game, pp: (), reasons: tuple[str, ...] = ()) -> PluginType:
+    """Register a governance plugin type (the kernel side; bdpd_jax.plugins adds the config)."""
+    if name in _PLUGINS:
+        raise ValueError(f"type: plugin type {name!r} is already registered")
+    pt = PluginType(name, init, act, tuple(reasons))
+    _PLUGINS[name] = pt
+    return pt
+
+
+def plugin_names() -> tuple[str, ...]:
+    return tuple(_PLUGINS)
+
+
+def plugin_type(name: str) -> PluginType:
+    if name not in _PLUGINS:
+        raise ValueError(f"type: unknown plugin type {name!r}; known: {list(plugin_names())}")
+    return _PLUGINS[name]
+
+
+def take(wealth: jax.Array, amount: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """The wealth floor: a deduction takes at most what the player holds. -> (wealth, taken)."""
+    taken = jnp.minimum(amount, jnp.maximum(wealth, 0.0))
+    return wealth - taken, taken
+
+
+@dataclass(frozen=True)
+class PluginLayer(Layer):
+    """The static list of plugin types, in config order (params and memory are tuples alike)."""
+
+    types: tuple[str, ...] = ()
+    name: str = NAME
+
+    def init(self, game, params):
+        pp = params.extra[NAME]
+        return tuple(plugin_type(t).init(game, p) for t, p in zip(self.types, pp))
+
+    def after_harvest(self, game, key, turn, state, ctx, params):
+        n = game.n_players
+        dt = state.wealth.dtype
+        actual, regen = ctx["actual"], ctx["regen"]
+        playing = jnp.ones((n,), bool)
+        sanctioned = ctx.get("sanctioned", ctx["sanction"] > 0)
+        metrics = governance_metrics(actual, ctx["announced"], jnp.sum(sanctioned).astype(dt), regen, playing)
+        view = PluginView(
+            turn=turn, stock=game.engine.stock(state.engine), regen=regen, actual=actual,
+            over=actual > regen / n + EPS,
+            violated=ctx.get("violators", jnp.zeros((n,), bool)),
+            against=ctx.get("against", jnp.zeros((n, n), bool)),
+            wealth=state.wealth, metrics=metrics,
+        )
+        memories, records = [], []
+        wealth = state.wealth
+        fined = jnp.zeros((n,), dt)
+        paid = jnp.zeros((n,), dt)
+        for i, t in enumerate(self.types):
+            eff, mem = plugin_type(t).act(game, view._replace(wealth=wealth), params.extra[NAME][i],
+                                          state.extra[NAME][i])
+            wealth, cost = take(wealth, jnp.sum(eff.costs, axis=1))
+            wealth, fine = take(wealth, jnp.sum(eff.fines, axis=0))
+            fined, paid = fined + fine, paid + cost
+            memories.append(mem)
+            records.append({"fines": eff.fines, "costs": eff.costs, "reason": eff.reason})
+        state = dataclasses.replace(state, wealth=wealth, extra={**state.extra, NAME: tuple(memories)})
+        ctx = {**ctx, "sanction": ctx["sanction"] + fined, "sanctioned": sanctioned | (fined > 0)}
+        record = {"plugins": tuple(records), "player_extra": {"sanction_cost": paid}}
+        return state, ctx, record

@@ -1,0 +1,52 @@
+"""Unrolled or array form over players and pact slots: a static choice by the axis' length.
+
+Written per player (one value per arena per op, unrolled over the static player count), a
+turn's work is contiguous over the batch under vmap, which XLA:CPU vectorises: 2x faster at
+N = 4 than a [B, N] array with a short inner axis (bench/README.md). But the program grows
+with N (and with N x P for the pact tables): 256 players took 60 s and 7.7 GB to compile.
+Above a threshold the kernels use the array form over that axis instead: the same
+operations on [N] (or [P], [P, N]) arrays, where the axis is long enough to vectorise on its
+own. The numbers are the same in both forms (tests/test_unroll.py).
+
+The thresholds are read when a kernel is traced. :func:`forced` makes one form apply
+whatever the lengths, for tests comparing the two (trace a fresh function inside it).
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Iterator
+
+# Chosen by measurement (bench/players.py --forms / --slot-forms; bench/README.md), both
+# forms compiled in one process and their runs alternated. Players: the unrolled form ran
+# 1.3x faster at N = 8 and 1.05x at 12; the array form 1.0-1.3x faster at 16 and 2.4x at 32,
+# and compiled in half the time from 16 on. Slots (4 players): even at P = 4, the array
+# form 1.4x faster at 8 and 2.6x at 16.
+#: the longest player axis written unrolled; more players use the array form
+MAX_PLAYERS = 12
+#: the most pact slots written unrolled; more slots use the array form
+MAX_SLOTS = 4
+
+_FORCED: list[dict[str, bool]] = []
+
+
+def players(n: int) -> bool:
+    """True: unroll over the ``n`` players (else the array form)."""
+    return _FORCED[-1].get("players", n <= MAX_PLAYERS) if _FORCED else n <= MAX_PLAYERS
+
+
+def slots(p: int) -> bool:
+    """True: unroll over the ``p`` pact slots (else the array form)."""
+    return _FORCED[-1].get("slots", p <= MAX_SLOTS) if _FORCED else p <= MAX_SLOTS
+
+
+@contextmanager
+def forced(players: bool | None = None, slots: bool | None = None) -> Iterator[None]:
+    """Within the block, the player axis and/or the slot axis is unrolled (True) or in array
+    form (False) whatever its length; None leaves that axis to its threshold."""
+    choice = {k: bool(v) for k, v in (("players", players), ("slots", slots)) if v is not None}
+    _FORCED.append(choice)
+    try:
+        yield
+    finally:
+        _FORCED.pop()

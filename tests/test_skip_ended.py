@@ -1,0 +1,112 @@
+"""Skipping ended arenas (bdpd_jax/runner.py): stopping once every arena has ended and
+re-partitioning the live ones give the same states, records (frozen turns included) and
+frames as scanning every turn of every arena, at several batch sizes."""
+
+from __future__ import annotations
+
+import copy
+import functools
+import importlib
+
+import jax
+import numpy as np
+import pandas as pd
+import pytest
+
+import bdpd_jax
+from bdpd_jax import runner
+from bdpd_jax.build import broadcast_batch, build
+from bdpd_jax.config import ArenaConfig
+from payloads import MIXED_PLAYERS, SEED_LOGISTIC
+
+SIM = importlib.import_module("bdpd_jax.simulate")  # the module (bdpd_jax.simulate is the function)
+
+# scripted talk, a pact, sanctions and perturbations: the layers' state freezes too
+GOVERNED = {
+    "players": [
+        {"strategy": "conservative", "talk": {"announce": "honest", "comply": True,
+                                              "pledge": {"turn": 2, "maxHarvest": 1.2}}},
+        {"strategy": "aggressive", "talk": {"accept": "min_cap", "acceptMinCap": 1.5}},
+        {"strategy": "adaptive", "privateResource": 10},
+        {"strategy": "random", "privateResource": 50, "talk": {"propose": {
+            "turn": 9, "parties": [0, 1, 2, 3], "terms": {"type": "no_aggression", "tolerance": 0.1}}}},
+    ],
+    "pacts": [{"parties": [1, 2], "terms": {"type": "harvest_cap", "maxHarvest": 2.0}}],
+    "perturbations": [
+        {"id": "g", "type": "sanction_graduated", "trigger": {"kind": "pact_violation"},
+         "payload": {"ladder": [0.5, 2.0]}},
+        {"id": "r", "type": "regen_shock", "trigger": {"kind": "turn", "turn": 30}, "payload": {"factor": 0.5}},
+    ],
+}
+
+
+def _cfg(governed: bool) -> dict:
+    cfg = copy.deepcopy(SEED_LOGISTIC)
+    cfg["players"] = copy.deepcopy(MIXED_PLAYERS)
+    cfg["observability"]["commonsStock"]["noise"] = 0.3
+    cfg["model"]["maxTurns"] = 40
+    if governed:
+        cfg.update(copy.deepcopy(GOVERNED))
+    return cfg
+
+
+@pytest.fixture
+def eager(monkeypatch):
+    """Re-partition at the first chance (small batches never save enough to by default), to
+    half the batch width only (each width is a compile; the rounding is tested apart)."""
+    monkeypatch.setattr(runner, "MIN_SAVED_ARENA_TURNS", 0)
+    full = {}
+
+    def half_once(n, current, n_dev=1):
+        b = full.setdefault("b", current)
+        return b // 2 if n <= b // 2 else current
+
+    monkeypatch.setattr(runner, "width_for", half_once)
+
+
+def _leaves_equal(a, b):
+    la, lb = jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)
+    assert len(la) == len(lb)
+    for x, y in zip(la, lb):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))  # NaN == NaN here
+
+
+@pytest.mark.parametrize("governed,b", [(False, 13), (True, 8)])
+def test_states_and_records_equal_the_full_scan(eager, governed, b):
+    cfg = ArenaConfig.model_validate(_cfg(governed))
+    game, params = build(cfg)
+    pb = broadcast_batch(params, b)
+    keys = runner.arena_keys(5, np.arange(b))
+    # max_turns varies per arena, so arenas also end by reaching it (not only by collapse)
+    mt = np.where(np.arange(b) % 3 == 0, 9, 30).astype(np.int32)
+    pb = type(pb)(**{**pb.__dict__, "max_turns": mt})
+    before = runner.SCANNED["arena_turns"]
+    st1, rec1 = runner.run_batch(game, pb, keys, 40, 4, True, skip=True)
+    scanned = runner.SCANNED["arena_turns"] - before
+    st0, rec0 = runner.run_batch(game, pb, keys, 40, 4, True, skip=False)
+    assert scanned < runner.SCANNED["arena_turns"] - before - scanned  # skipping did skip work
+    _leaves_equal(st1, st0)
+    _leaves_equal(rec1, rec0)  # the frozen turns' records included
+    assert not rec0.played[-4:].any()  # every arena had ended by turn 36: the run stopped early
+
+
+def test_frames_equal_with_and_without_skipping(eager, monkeypatch):
+    cfg = _cfg(False)
+    kw = dict(n_arenas=16, seed=2, chunk_turns=3)
+    skip = bdpd_jax.simulate(cfg, **kw)
+    nohist = bdpd_jax.simulate(cfg, **kw, history=False)
+    monkeypatch.setattr(SIM, "run_batch", functools.partial(runner.run_batch, skip=False))
+    full = bdpd_jax.simulate(cfg, **kw)
+    for name in ("summary", "turns", "players"):
+        pd.testing.assert_frame_equal(getattr(skip, name), getattr(full, name), check_exact=True)
+    gov = ["total_gain", "efficiency", "over_usage"]  # (need every turn's records)
+    pd.testing.assert_frame_equal(nohist.summary.drop(columns=gov), full.summary.drop(columns=gov), check_exact=True)
+    assert full.summary.turns_played.nunique() > 1  # arenas ended at different turns
+
+
+def test_width_for_rounds_to_few_widths():
+    assert [runner.width_for(n, 1 << 20) for n in (1, 7, 8, 9, 17, 1000, 16383)] == [1, 7, 8, 10, 20, 1024, 16384]
+    assert runner.width_for(9, 12, n_dev=4) == 12 and runner.width_for(9, 10) == 10
+    for n in range(1, 3000):
+        w = runner.width_for(n, 1 << 20)
+        assert n <= w <= n * 1.25 + 1
