@@ -114,7 +114,3 @@ def build(config: ArenaConfig, *, generator: str = "hash", extra_policies: tuple
 def broadcast_batch(params, b: int):
     """Give every leaf a trailing batch axis of size b (the same values for every arena)."""
     return jax.tree_util.tree_map(lambda x: jnp.broadcast_to(jnp.asarray(x)[..., None], np.shape(x) + (b,)), params)
-
-
-def player_names(config: ArenaConfig) -> list[str]:
-    return [p.name or f"p{i}" for i, p in enumerate(config.require_players())]

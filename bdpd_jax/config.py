@@ -7,7 +7,6 @@ value (pydantic's ValidationError is a ValueError). Unknown keys are rejected.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any, Literal
 
@@ -294,7 +293,3 @@ def default_config() -> ArenaConfig:
     """The shipped default: the seed's logistic payload with 2 conservative + 2 aggressive."""
     path = Path(__file__).with_name("data") / "default.json"
     return ArenaConfig.model_validate(json.loads(path.read_text()))
-
-
-def is_finite(x: Any) -> bool:
-    return isinstance(x, (int, float)) and math.isfinite(x)

@@ -162,7 +162,7 @@ def simulate(
 
                 def sink(rec, arenas=arenas, parts=parts, a0=a0):
                     i = next(parts)
-                    flat = _flatten_record(rec)
+                    flat = flatten_record(rec)
                     name = f"part-{a0:012d}-{i:08d}.parquet"
                     turns_frame(flat, arenas).to_parquet(out_dir / "turns.parquet" / name, index=False)
                     players_frame(flat, arenas, names).to_parquet(out_dir / "players.parquet" / name, index=False)
@@ -172,7 +172,7 @@ def simulate(
             full = rec if every == 1 else None  # thinned records cannot give the GovSim totals
             summaries.append(summary_frame(final, arenas, labels, govsim_of(final, prep.f0, full, n_turns)))
             if history and out_dir is None:
-                flat = _flatten_record(rec)
+                flat = flatten_record(rec)
                 turn_frames.append(turns_frame(flat, arenas))
                 player_frames.append(players_frame(flat, arenas, names))
                 if GOV in game_layer_names(game):
@@ -215,7 +215,7 @@ def _summary_extra(game: Game, state) -> dict:
     return jax.vmap(game.engine.summary_values, in_axes=-1, out_axes=-1)(state.engine)
 
 
-def _flatten_record(rec) -> dict[str, Any]:
+def flatten_record(rec) -> dict[str, Any]:
     """TurnRecord of numpy leaves -> plain dict for the frame builders; layers' per-turn
     columns (``turn_extra`` / ``player_extra`` of each layer record) are lifted up."""
     flat = {k: v for k, v in rec.__dict__.items()}

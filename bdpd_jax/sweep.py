@@ -36,24 +36,24 @@ from .kernels.metrics import METRICS
 from .results import summary_frame
 from .prepared import content_key
 from .runner import arena_keys, run_batch, to_numpy
-from .simulate import _flatten_record, compiled_final, default_chunk, govsim_of
+from .simulate import flatten_record, compiled_final, default_chunk, govsim_of
 from .sweep_build import (
     DEVICE_COPIES,
     ROW_CELL_BYTES,
-    _build_separable,
-    _culprits,
-    _game_diff,
-    _governance_shapes,
-    _host,
-    _leaves,
-    _shapes,
-    _validate,
+    build_separable,
+    shape_culprits,
+    game_diff,
+    governance_shapes,
+    cpu_build_device,
+    param_leaves,
+    param_shapes,
+    validate_sweep_args,
     bytes_per_arena,
     resolve_devices,
 )
-from .sweep_paths import ConfigBase, _describe, apply_values, check_paths, config_base, parse_path, resolve
+from .sweep_paths import ConfigBase, describe_point, apply_values, check_paths, config_base, parse_path, resolve
 from .sweep_points import explicit_points, grid_points, points_table, sample_points
-from .sweep_results import POINT_OUTCOMES, Z95, SweepResults, _metric_means, aggregate
+from .sweep_results import POINT_OUTCOMES, Z95, SweepResults, metric_means, aggregate
 
 __all__ = [
     "DEVICE_COPIES", "POINT_OUTCOMES", "ROW_CELL_BYTES", "SEPARABLE_MIN_POINTS", "Z95",
@@ -82,7 +82,7 @@ def _build_points(base, names, table, turns, generator, round_ints):
         n_turns.append(int(turns or c.model.maxTurns))
         yields.append(float(sustainable_yield(c)))
     if len(values) >= SEPARABLE_MIN_POINTS:
-        fast = _build_separable(base, names, values, n_turns, turns, generator, round_ints)
+        fast = build_separable(base, names, values, n_turns, turns, generator, round_ints)
         if fast is not None:
             game0, stacked, treedef = fast
             return cfg0, game0, stacked, treedef, n_turns, np.asarray(yields, float), "separable"
@@ -90,42 +90,42 @@ def _build_points(base, names, table, turns, generator, round_ints):
     build_kw: dict = {"generator": generator}
 
     def build_all(kw):
-        with _host():  # per-point params are small: build them on the host, stack, then transfer
+        with cpu_build_device():  # per-point params are small: build them on the host, stack, then transfer
             return [build(c, **kw) for c in configs]
 
     built = build_all(build_kw)
     game0 = built[0][0]
     for i, (g, _) in enumerate(built):
         if g != game0:
-            bad = _culprits(base, names, values[0], values[i], lambda a, b: a[0] != b[0], build_kw, round_ints)
+            bad = shape_culprits(base, names, values[0], values[i], lambda a, b: a[0] != b[0], build_kw, round_ints)
             raise ValueError(
                 f"sweep: parameter(s) {bad} change the static structure of the game "
-                f"(Game.{'/'.join(_game_diff(game0, g))} differs between point 0 ({_describe(names, values[0])}) "
-                f"and point {i} ({_describe(names, values[i])})); only values that keep the structure "
+                f"(Game.{'/'.join(game_diff(game0, g))} differs between point 0 ({describe_point(names, values[0])}) "
+                f"and point {i} ({describe_point(names, values[i])})); only values that keep the structure "
                 "(strategies, number of players, engine, scheduler, layers) share one compiled program: "
                 "run one sweep per structure"
             )
-    shapes0 = _shapes(built[0][1])
-    if any(_shapes(p) != shapes0 for _, p in built):
-        gov = _governance_shapes(configs)
+    shapes0 = param_shapes(built[0][1])
+    if any(param_shapes(p) != shapes0 for _, p in built):
+        gov = governance_shapes(configs)
         if gov is not None:  # pad governance arrays to the sweep's largest (one program)
             build_kw = {**build_kw, "governance": gov}
             built = build_all(build_kw)
             game0 = built[0][0]
-            shapes0 = _shapes(built[0][1])
+            shapes0 = param_shapes(built[0][1])
         for i, (g, p) in enumerate(built):
-            if _shapes(p) != shapes0 or g != game0:
-                bad = _culprits(base, names, values[0], values[i],
-                                lambda a, b: _shapes(a[1]) != _shapes(b[1]) or a[0] != b[0], build_kw, round_ints)
+            if param_shapes(p) != shapes0 or g != game0:
+                bad = shape_culprits(base, names, values[0], values[i],
+                                lambda a, b: param_shapes(a[1]) != param_shapes(b[1]) or a[0] != b[0], build_kw, round_ints)
                 raise ValueError(
                     f"sweep: parameter(s) {bad} change the shapes of the params (point 0: "
-                    f"{_describe(names, values[0])}; point {i}: {_describe(names, values[i])}); "
+                    f"{describe_point(names, values[0])}; point {i}: {describe_point(names, values[i])}); "
                     "only values that keep every array's shape share one compiled program"
                 )
     leaves_per_point = []
     treedef = None
     for (g, p), nt in zip(built, n_turns):
-        leaves, treedef = _leaves(p, nt)
+        leaves, treedef = param_leaves(p, nt)
         leaves_per_point.append(leaves)
     stacked = [np.stack([pl[j] for pl in leaves_per_point], axis=-1) for j in range(len(leaves_per_point[0]))]
     return cfg0, game0, stacked, treedef, n_turns, np.asarray(yields, float), "per point"
@@ -146,7 +146,7 @@ class SweepPlan:
                  generator: str = "hash", round_ints: bool = False, common_random: bool = False,
                  devices: Any = None, chunk_width: int | None = None):
         cfg = ArenaConfig.load(config)
-        _validate(replicates, seed, max_batch, turns, memory_budget)
+        validate_sweep_args(replicates, seed, max_batch, turns, memory_budget)
         names = [str(c) for c in table.columns]
         if len(set(names)) != len(names):
             raise ValueError(f"names: duplicate parameter paths {names}")
@@ -250,7 +250,7 @@ class SweepPlan:
         wealth = np.stack([frame[f"wealth_{i}"].to_numpy(float) for i in range(self.game.n_players)])
         extra = {"wealth_mean": wealth.mean(axis=0)}
         if self.history:
-            extra.update(_metric_means(_flatten_record(rec_np)))
+            extra.update(metric_means(flatten_record(rec_np)))
         frame = frame.assign(**extra)
         lead = {"point": pts.astype(np.int64), "replicate": (idx % reps).astype(np.int64)}
         for n_ in names:

@@ -13,27 +13,27 @@ import numpy as np
 import pandas as pd
 
 from .build import build
-from .sweep_paths import _plain, apply_values
+from .sweep_paths import plain_value, apply_values
 
 # ----------------------------------------------------------------------------- the run
 
 
-def _game_diff(a, b) -> list[str]:
+def game_diff(a, b) -> list[str]:
     return [f.name for f in dataclasses.fields(a) if getattr(a, f.name) != getattr(b, f.name)]
 
 
-def _shapes(params) -> tuple:
+def param_shapes(params) -> tuple:
     leaves, treedef = jax.tree_util.tree_flatten(params)
     return treedef, tuple((np.shape(x), np.asarray(x).dtype) for x in leaves)
 
 
-def _culprits(base: dict, names, values0, values_i, differs, build_kw, round_ints) -> list[str]:
+def shape_culprits(base: dict, names, values0, values_i, differs, build_kw, round_ints) -> list[str]:
     """The parameters that alone, applied to point 0, make ``differs(point0, that) `` true."""
     cfg0 = apply_values(base, names, values0, round_ints=round_ints)
     ref = build(cfg0, **build_kw)
     found = []
     for j, n in enumerate(names):
-        if _plain(values0[j]) == _plain(values_i[j]):
+        if plain_value(values0[j]) == plain_value(values_i[j]):
             continue
         vals = list(values0)
         vals[j] = values_i[j]
@@ -43,10 +43,10 @@ def _culprits(base: dict, names, values0, values_i, differs, build_kw, round_int
             continue
         if differs(ref, other):
             found.append(n)
-    return found or [n for j, n in enumerate(names) if _plain(values0[j]) != _plain(values_i[j])]
+    return found or [n for j, n in enumerate(names) if plain_value(values0[j]) != plain_value(values_i[j])]
 
 
-def _governance_shapes(configs) -> dict | None:
+def governance_shapes(configs) -> dict | None:
     from .governance_build import needed_slots, sanction_specs, uses_governance
 
     if not any(uses_governance(c) for c in configs):
@@ -58,7 +58,7 @@ def _governance_shapes(configs) -> dict | None:
     }
 
 
-def _host():
+def cpu_build_device():
     """Build per-point params on the CPU backend when there is one (no per-leaf transfers)."""
     import contextlib
 
@@ -68,7 +68,7 @@ def _host():
         return contextlib.nullcontext()
 
 
-def _leaves(params, n_turns: int) -> tuple[list[np.ndarray], Any]:
+def param_leaves(params, n_turns: int) -> tuple[list[np.ndarray], Any]:
     p = params.__class__(**{**params.__dict__, "max_turns": jnp.asarray(n_turns, jnp.int32)})
     leaves, treedef = jax.tree_util.tree_flatten(p)
     return [np.asarray(x) for x in leaves], treedef
@@ -79,13 +79,13 @@ def _same(a: np.ndarray, b: np.ndarray) -> bool:
 
 
 def _key(v: Any) -> str:
-    return repr(_plain(v))
+    return repr(plain_value(v))
 
 
 _SEPARABLE_CHECKS = 8
 
 
-def _build_separable(base, names, values, n_turns, turns, generator, round_ints):
+def build_separable(base, names, values, n_turns, turns, generator, round_ints):
     """Stacked leaves composed from one build per distinct value of each parameter, when
     every params leaf depends on at most one swept parameter; verified bit for bit against
     full builds of a spread of points. None when not applicable (the caller builds every point)."""
@@ -103,9 +103,9 @@ def _build_separable(base, names, values, n_turns, turns, generator, round_ints)
 
     def build_at(vals):
         cfg = apply_values(base, names, vals, round_ints=round_ints)
-        with _host():
+        with cpu_build_device():
             g, p = build(cfg, **kw)
-        return g, _leaves(p, int(turns or cfg.model.maxTurns))
+        return g, param_leaves(p, int(turns or cfg.model.maxTurns))
 
     game0, (leaves0, treedef) = build_at(values[0])
     variants: list[list[list[np.ndarray]]] = []
@@ -144,7 +144,7 @@ def _build_separable(base, names, values, n_turns, turns, generator, round_ints)
 
 
 
-def _validate(replicates, seed, max_batch, turns, memory_budget):
+def validate_sweep_args(replicates, seed, max_batch, turns, memory_budget):
     if not isinstance(replicates, (int, np.integer)) or replicates < 1:
         raise ValueError(f"replicates: must be an integer >= 1, got {replicates!r}")
     if not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**32:

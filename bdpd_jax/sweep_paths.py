@@ -88,14 +88,14 @@ def resolve(full: dict, path: str) -> tuple[list, Any]:
     return keys, node
 
 
-def _plain(v: Any) -> Any:
+def plain_value(v: Any) -> Any:
     """numpy scalars/arrays -> Python values pydantic accepts."""
     if isinstance(v, np.generic):
         return v.item()
     if isinstance(v, np.ndarray):
         return v.tolist()
     if isinstance(v, (list, tuple)):
-        return [_plain(x) for x in v]
+        return [plain_value(x) for x in v]
     return v
 
 
@@ -140,7 +140,7 @@ def check_paths(base: ConfigBase, names: Sequence[str]) -> None:
         resolve(base.full, n)
 
 
-def _describe(names: Sequence[str], values: Sequence[Any]) -> str:
+def describe_point(names: Sequence[str], values: Sequence[Any]) -> str:
     return ", ".join(f"{n}={v!r}" for n, v in zip(names, values))
 
 
@@ -162,7 +162,7 @@ def apply_values(base: ConfigBase, names: Sequence[str], values: Sequence[Any], 
     d = dict(base.given)  # copy on write: only the containers along the swept paths are copied
     for name, v in zip(names, values):
         keys, old = base.resolve(name)
-        v = _plain(v)
+        v = plain_value(v)
         if round_ints and isinstance(old, int) and not isinstance(old, bool) and isinstance(v, float):
             v = int(round(v))
         node, full = d, base.full
@@ -176,7 +176,7 @@ def apply_values(base: ConfigBase, names: Sequence[str], values: Sequence[Any], 
         node[keys[-1]] = v
     try:
         for name, v in zip(names, values):  # the base was checked whole when it was validated
-            check_magnitudes(_plain(v), name)
+            check_magnitudes(plain_value(v), name)
         return ArenaConfig.model_validate(d, context={"magnitudes_checked": True})
     except (ValidationError, ValueError) as e:
-        raise ValueError(f"sweep{where}: {_describe(names, values)}: invalid config: {_validation_message(e)}") from None
+        raise ValueError(f"sweep{where}: {describe_point(names, values)}: invalid config: {_validation_message(e)}") from None

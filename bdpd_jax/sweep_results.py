@@ -87,7 +87,7 @@ def aggregate(arenas: pd.DataFrame, names: Sequence[str], outcomes: Sequence[str
     return out
 
 
-def _metric_means(flat: dict) -> dict[str, np.ndarray]:
+def metric_means(flat: dict) -> dict[str, np.ndarray]:
     played = np.asarray(flat["played"])
     out = {}
     for m in METRICS:

@@ -112,7 +112,7 @@ def js_cases(t: Tally, pool: JsPool) -> None:
         t.add("JS (code agents)", f"join: {name}", outcome)
 
 
-async def _ask(agent) -> tuple[object, float]:
+async def ask_agent(agent) -> tuple[object, float]:
     t0 = time.perf_counter()
     try:
         r = await agent.decide({"turn": 1}, 1.0)
@@ -125,7 +125,7 @@ def http_cases(t: Tally, base: str) -> None:
     for kind in HTTP_BAD + HTTP_ROUTES:
         url = f"{base}/bad?kind={kind}" if kind in HTTP_BAD else f"{base}/{kind}"
         try:
-            r, wall = asyncio.run(_ask(HttpAgent(url, 500)))
+            r, wall = asyncio.run(ask_agent(HttpAgent(url, 500)))
             outcome = _fallback_ok(r, wall)
         except Exception:  # noqa: BLE001
             outcome = "crashed"
@@ -138,7 +138,7 @@ def http_cases(t: Tally, base: str) -> None:
 def llm_cases(t: Tally, base: str) -> None:
     for model in LLM_BAD:
         try:
-            r, wall = asyncio.run(_ask(LLMAgent(f"{base}/v1", model, timeout_ms=500)))
+            r, wall = asyncio.run(ask_agent(LLMAgent(f"{base}/v1", model, timeout_ms=500)))
             outcome = _fallback_ok(r, wall)
         except Exception:  # noqa: BLE001
             outcome = "crashed"

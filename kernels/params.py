@@ -36,10 +36,6 @@ RESOLUTIONS: tuple[str, ...] = ("exact", "qualitative", "sign")
 EXACT, QUALITATIVE, SIGN = 0, 1, 2
 
 
-def obs_index(name: str) -> int:
-    return OBS_VARS.index(name)
-
-
 class ObsParams(eqx.Module):
     """Per observation variable: visibility and relative Gaussian noise. (The resolution is
     a choice of code path, so it is static: ``Game.resolution``.)"""

@@ -87,12 +87,6 @@ class PerturbParams(eqx.Module):
     index: jax.Array  # int32, strategy index (override) or OBS_VARS index (flip)
 
 
-def empty_params(n: int = 0) -> PerturbParams:
-    i = jnp.zeros((n,), jnp.int32)
-    f = jnp.zeros((n,), farr(0.0).dtype)
-    return PerturbParams(code=i, trigger=i, turn=i, variable=i, op=i, level=f, value=f, mode=i, player=i, index=i)
-
-
 def gini(w: jax.Array) -> jax.Array:
     """Gini coefficient of a non-negative vector (0 when total is 0): sorted-rank formula."""
     n = w.shape[0]

@@ -8,7 +8,7 @@ batch size or its position in the batch. Two generators share this interface:
   counter words). Uniforms come from the top 24 bits, strictly inside (0, 1); Gaussians by
   inversion of the normal CDF (erfinv), exactly Gaussian up to float rounding.
 * ``"threefry"``: ``jax.random`` with the counters folded into a threefry key. Slower on CPU,
-  kept for users who want JAX's audited generator (see bench/rng.py for the figures).
+  kept for users who want JAX's audited generator (bench/README.md compares the two).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ POLICY = 2
 DIE = 3
 ORDER = 4
 PERTURB = 5
-TALK = 6
+# 6 is retired (a talk stream that was never drawn); new purposes take 7 on
 
 _M1 = jnp.uint32(0x7FEB352D)
 _M2 = jnp.uint32(0x846CA68B)

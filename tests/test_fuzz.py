@@ -40,19 +40,19 @@ def _base() -> dict:
     return cfg
 
 
-def _leaves(tree, path=()):
+def param_leaves(tree, path=()):
     """Every (path, value) leaf of a JSON tree."""
     if isinstance(tree, dict):
         for k, v in tree.items():
-            yield from _leaves(v, path + (k,))
+            yield from param_leaves(v, path + (k,))
     elif isinstance(tree, list):
         for i, v in enumerate(tree):
-            yield from _leaves(v, path + (i,))
+            yield from param_leaves(v, path + (i,))
     else:
         yield path, tree
 
 
-PATHS = [p for p, _ in _leaves(_base())]
+PATHS = [p for p, _ in param_leaves(_base())]
 garbage = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True), st.floats(-1e3, 1e3),
     st.integers(-(2**70), 2**70), st.integers(-3, 40), st.text(max_size=6), st.none(), st.booleans(),

@@ -70,7 +70,7 @@ REMEMBER = bdpd_jax.Policy(_remember, name="remember", memory_size=2)
 MIX = ("conservative", "aggressive", "adaptive", "random", "rcp", REMEMBER, "idle")
 
 
-def _plain(n: int, scheduler: str, mix: tuple = MIX) -> dict:
+def plain_value(n: int, scheduler: str, mix: tuple = MIX) -> dict:
     players = [{"strategy": mix[i % len(mix)], "privateResource": 10.0 * i} for i in range(n)]
     return {
         "model": {"maxPlayers": n, "minPlayers": 1, "maxTurns": T, "scheduler": scheduler,
@@ -93,7 +93,7 @@ def _plain(n: int, scheduler: str, mix: tuple = MIX) -> dict:
 def test_array_form_equals_unrolled_form_bit_for_bit(scheduler, n, mix):
     """Every built-in, a user Policy with memory and key, strategy overrides (several
     candidates per player), under each scheduler: the same state and records."""
-    cfg = _plain(n, scheduler, mix)
+    cfg = plain_value(n, scheduler, mix)
     final, recs = _run(cfg, unrolled=True)
     assert np.asarray(recs.played).all() and np.ptp(np.asarray(recs.requested)) > 0
     _assert_same((final, recs), _run(cfg, unrolled=False))

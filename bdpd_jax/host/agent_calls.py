@@ -9,7 +9,7 @@ from bdpd_jax.host.agents.base import AgentResult, fallback_harvest
 from bdpd_jax.host.players import PlayerSpec
 
 
-def _spec_of_config_player(i: int, p: PlayerConfig) -> PlayerSpec:
+def spec_of_config_player(i: int, p: PlayerConfig) -> PlayerSpec:
     if not isinstance(p.strategy, str):
         raise ValueError(f"players[{i}].strategy: a live arena needs built-in strategy names, got {p.strategy!r}")
     return PlayerSpec(agentType="builtin", name=p.name or f"p{i}", privateResource=p.privateResource,
@@ -17,7 +17,7 @@ def _spec_of_config_player(i: int, p: PlayerConfig) -> PlayerSpec:
                       talk=None if p.talk is None else p.talk.model_dump(mode="json"))
 
 
-async def _ask(agent, env: dict[str, Any], wealth: float, kind: str) -> AgentResult:
+async def ask_agent(agent, env: dict[str, Any], wealth: float, kind: str) -> AgentResult:
     """One external decision; an agent that raises still yields the fallback harvest."""
     try:
         if kind == "llm":

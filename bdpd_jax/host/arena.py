@@ -6,7 +6,7 @@ kernel game, writes ``meta.json``; status ``running``) -> ``tick()`` (one turn) 
 (to the end) -> ``close()`` (``summary.json`` and ``meta.json``, atomically; status
 ``closed``). ``await atick()`` / ``await arun()`` are the same from inside an event loop.
 
-One turn (``_Batch.tick``, shared with :class:`~bdpd_jax.host.live_batch.LiveBatch`):
+One turn (``LockstepBatch.tick``, shared with :class:`~bdpd_jax.host.live_batch.LiveBatch`):
 
 1. kernel ``decide_phase`` (one jitted call for the whole batch): begin hooks, every
    player's observation, the builtins' decisions (placeholders for external players);
@@ -53,9 +53,9 @@ from bdpd_jax.kernels.governance import NAME as GOV
 from bdpd_jax.specs import arena_specs
 from bdpd_jax.victory import report
 from bdpd_jax.kernels.params import OBS_VARS, PEER_VARS
-from bdpd_jax.host.agent_calls import _spec_of_config_player
+from bdpd_jax.host.agent_calls import spec_of_config_player
 from bdpd_jax.host.agents.base import AgentResult
-from bdpd_jax.host.batch_runner import _Batch, _slice
+from bdpd_jax.host.batch_runner import LockstepBatch, slice_batch
 from bdpd_jax.host.dispatch import TOOL_SCOPES, ActionBudget, dispatch_tool
 from bdpd_jax.host.messages import MessageBus
 from bdpd_jax.host.owner_perturb import fire_perturbation
@@ -123,12 +123,12 @@ class Arena:
         # the last keep_records turn records (all when None); the full log is turns.jsonl
         self.keep_records = keep_records
         self.records: deque[dict[str, Any]] = deque(maxlen=keep_records)
-        self._batch: _Batch | None = None
+        self._batch: LockstepBatch | None = None
         self._b = 0
         self.turn = 0
         self.done = False
         for i, p in enumerate(config_players):
-            self.join(_spec_of_config_player(i, p))
+            self.join(spec_of_config_player(i, p))
 
     # -- joining ----------------------------------------------------------------------------
     @property
@@ -256,13 +256,13 @@ class Arena:
         }
 
     # -- state ------------------------------------------------------------------------------
-    def _ensure_batch(self) -> "_Batch":
+    def _ensure_batch(self) -> "LockstepBatch":
         if self.status == "waiting":
             self.start()
         if self.status != "running":
             raise ValueError(f"status: the arena is {self.status!r}")
         if self._batch is None:
-            self._batch = _Batch([self])
+            self._batch = LockstepBatch([self])
         return self._batch
 
     @property
@@ -272,7 +272,7 @@ class Arena:
             if self.status == "waiting":
                 raise ValueError("status: the arena has not started")
             self._ensure_batch()
-        return _slice(self._batch.state, self._b)
+        return slice_batch(self._batch.state, self._b)
 
     def observation(self, player: str, obs: dict[str, np.ndarray], turn: int) -> dict[str, Any]:
         """The envelope ``player`` decides on: kernel observation + ``pacts`` + ``inbox``."""

@@ -1,4 +1,4 @@
-"""``_Batch``: live arenas of one Game advanced in lockstep, one batched kernel call per
+"""``LockstepBatch``: live arenas of one Game advanced in lockstep, one batched kernel call per
 phase per turn (the turn is described in :mod:`bdpd_jax.host.arena`); shared by
 :class:`~bdpd_jax.host.arena.Arena` and :class:`~bdpd_jax.host.live_batch.LiveBatch`.
 """
@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bdpd_jax.kernels.governance import NAME as GOV
-from bdpd_jax.host.agent_calls import _ask
+from bdpd_jax.host.agent_calls import ask_agent
 from bdpd_jax.host.agents.base import AgentResult
 from bdpd_jax.host.programs import has_governance, programs
 from bdpd_jax.host.records import record_rows
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from bdpd_jax.host.arena import Arena
 
 
-def _slice(tree, b: int):
+def slice_batch(tree, b: int):
     return jax.tree_util.tree_map(lambda x: np.asarray(x)[..., b], tree)
 
 
@@ -31,7 +31,7 @@ def _stack(trees: list):
     return jax.tree_util.tree_map(lambda *xs: np.stack(xs, axis=-1), *trees)
 
 
-class _Batch:
+class LockstepBatch:
     """Arenas of one Game advanced in lockstep: one batched kernel call per phase per turn."""
 
     def __init__(self, arenas: list[Arena]) -> None:
@@ -109,7 +109,7 @@ class _Batch:
             t = a.turn + 1
             a._announced = {}
             if a.registry is not None:
-                a.registry.sync(_slice(pk_b, b))
+                a.registry.sync(slice_batch(pk_b, b))
             if not self._external[b]:
                 continue
             asked = []
@@ -123,7 +123,7 @@ class _Batch:
             envs = a.envelopes([a.specs[i].name for i in asked], {k: v[..., b] for k, v in obs_np.items()}, t)
             for i in asked:
                 s = a.specs[i]
-                jobs.append(_ask(a.agents[i], envs[s.name], float(wealth[i, b]), s.agentType))
+                jobs.append(ask_agent(a.agents[i], envs[s.name], float(wealth[i, b]), s.agentType))
                 where.append((b, i))
         results = await asyncio.gather(*jobs)
         by_arena: list[dict[int, AgentResult]] = [{} for _ in arenas]
@@ -137,7 +137,7 @@ class _Batch:
         tools_by_arena: list[list] = [[] for _ in arenas]
         for b, a in enumerate(arenas):
             if a.registry is not None:
-                a.registry.sync(_slice(pk_d, b))
+                a.registry.sync(slice_batch(pk_d, b))
             if a.done:
                 continue
             t = a.turn + 1
@@ -164,7 +164,7 @@ class _Batch:
                 continue
             r = rows[b]
             if a.registry is not None:
-                a.registry.sync(_slice(pk_new, b))
+                a.registry.sync(slice_batch(pk_new, b))
             if not r.played:
                 a.done = True
                 continue

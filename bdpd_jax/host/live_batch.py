@@ -18,7 +18,8 @@ import asyncio
 import gc
 from typing import Any
 
-from bdpd_jax.host.arena import Arena, _Batch
+from bdpd_jax.host.arena import Arena
+from bdpd_jax.host.batch_runner import LockstepBatch
 
 
 class LiveBatch:
@@ -33,7 +34,7 @@ class LiveBatch:
                 if a.status == "waiting" and a._client is None:
                     a._client = client
         self.arenas = arenas
-        self._batch = _Batch(arenas)
+        self._batch = LockstepBatch(arenas)
         self._own_loop: asyncio.AbstractEventLoop | None = None
         self._gc_freeze = gc_freeze
 

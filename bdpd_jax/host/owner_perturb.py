@@ -20,7 +20,7 @@ from bdpd_jax.kernels import perturb as pk
 from bdpd_jax.kernels.perturb import PerturbLayer
 from bdpd_jax.perturb_results import target_label
 from bdpd_jax.specs import arena_specs, compile_spec
-from bdpd_jax.host.batch_runner import _slice
+from bdpd_jax.host.batch_runner import slice_batch
 from bdpd_jax.host.registry import num
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ def fire_perturbation(arena: Arena, spec: str | dict) -> dict[str, Any]:
         raise ValueError(f"spec.type: {pk.type_names()[int(slot.code)]!r} cannot be fired in this arena; "
                          "create it with perturbable=True")
     batch = arena._ensure_batch()
-    state = jax.tree_util.tree_map(jnp.asarray, _slice(batch.state, arena._b))
+    state = jax.tree_util.tree_map(jnp.asarray, slice_batch(batch.state, arena._b))
     new, rec = _owner_apply(arena.game)(state, slot, arena.params)
     batch.set_state(arena._b, new)
     kind = pk.type_names()[int(rec["code"])]

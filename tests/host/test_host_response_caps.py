@@ -17,7 +17,7 @@ CASES = [("gzipbomb", "exceeds"), ("brotli", "content-encoding"), ("huge", "exce
          ("deep", "nested deeper"), ("bignum", "invalid json"), ("overflow", "invalid json")]
 
 
-def _ask(agent, n: int = 2):
+def ask_agent(agent, n: int = 2):
     async def main():
         try:
             return [await agent.decide({"turn": 1}, 10.0) for _ in range(n)]
@@ -35,7 +35,7 @@ def _maxrss_mb() -> float:
 def test_http_player_hostile_answers_fall_back(live_server, kind, needle) -> None:
     assert 0.9e6 < len(gzip_bomb()) < 1.1e6   # the bomb is built before the RSS baseline
     rss0 = _maxrss_mb()
-    rs = _ask(HttpAgent(f"{live_server.base}/bad?kind={kind}", 5000))
+    rs = ask_agent(HttpAgent(f"{live_server.base}/bad?kind={kind}", 5000))
     for r in rs:                               # twice: the connection pool survives a dropped answer
         assert r.fallback and r.harvest == pytest.approx(fallback_harvest(10.0))
         assert needle in r.error.lower(), r.error
@@ -46,13 +46,13 @@ def test_http_player_hostile_answers_fall_back(live_server, kind, needle) -> Non
 @pytest.mark.parametrize("kind,needle", [("gzipbomb", "once decompressed")] + CASES[1:])
 def test_llm_player_hostile_answers_fall_back(live_server, kind, needle) -> None:
     rss0 = _maxrss_mb()
-    r = _ask(LLMAgent(f"{live_server.base}/v1", f"hostile-{kind}", timeout_ms=5000), 1)[0]
+    r = ask_agent(LLMAgent(f"{live_server.base}/v1", f"hostile-{kind}", timeout_ms=5000), 1)[0]
     assert r.fallback and needle in r.error.lower(), r.error
     assert _maxrss_mb() - rss0 < 150
 
 
 def test_llm_deeply_nested_tool_arguments_are_dropped(live_server) -> None:
-    r = _ask(LLMAgent(f"{live_server.base}/v1", "deep-args", timeout_ms=5000), 1)[0]
+    r = ask_agent(LLMAgent(f"{live_server.base}/v1", "deep-args", timeout_ms=5000), 1)[0]
     assert r.fallback and "nested too deeply" in r.error
 
 
