@@ -24,13 +24,15 @@ def _env_int(name: str, default: int) -> int:
         return default
 
 
-# The worst case of these bounds (8 players, 8 pact slots, 16 specs with a 16-rung ladder, a
-# perturbable arena with talk) compiles in ~7 s of CPU and 0.55 GB (bench/README.md "Compile
-# scaling"); the issue's bound is 10 s and 1.5 GB. 16 slots at 8 players measured ~10 s.
-#: players of one arena (model.maxPlayers); compile time grows ~linearly with it
-MAX_PLAYERS: int = _env_int("BDPD_MAX_PLAYERS", 8)
+# Above kernels/unroll.py's thresholds (12 players, 4 slots) the kernels use the array form,
+# whose compile does not grow with the count. The worst case of these bounds (1024 players,
+# 64 pact slots, 15 specs and a 16-rung ladder, a perturbable arena with talk) compiles in
+# 4.9 s of CPU and 0.53 GB; the largest unrolled case (12 players, 8 slots, the same specs)
+# in 5.9 s and 0.60 GB (bench/README.md "Compile scaling"); the issue's bound: 10 s, 1.5 GB.
+#: players of one arena (model.maxPlayers)
+MAX_PLAYERS: int = _env_int("BDPD_MAX_PLAYERS", 1024)
 #: pact slots of a live arena (``pactSlots``), and pacts + scripted pledges/proposals of a config
-MAX_PACT_SLOTS: int = _env_int("BDPD_MAX_PACT_SLOTS", 8)
+MAX_PACT_SLOTS: int = _env_int("BDPD_MAX_PACT_SLOTS", 64)
 #: turns of a game (model.maxTurns, ``turns``) and any turn number in a config
 MAX_TURNS: int = 1_000_000
 #: perturbation specs of one config, and rungs of one graduated sanction ladder

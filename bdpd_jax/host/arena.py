@@ -66,7 +66,7 @@ from bdpd_jax.host.programs import EXTERNAL, has_governance
 from bdpd_jax.host.records import tool_results, turn_record
 from bdpd_jax.host.registry import PactRegistry, num, nums
 
-DEFAULT_PACT_SLOTS = MAX_PACT_SLOTS  # the most a create may ask for (bdpd_jax/limits.py)
+DEFAULT_PACT_SLOTS = 16  # a live arena's pact table when the create names none (bound: limits.MAX_PACT_SLOTS)
 DEFAULT_KEEP_RECORDS = 100  # turn records (and turns of messages) an arena keeps in memory
 
 
