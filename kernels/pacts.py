@@ -273,7 +273,17 @@ def propose_many(
             new = jnp.where(h, values[r], new)
         return new
 
-    p = Pacts(
+    p = _stored(pacts, put, proposer, parties, term, max_harvest, tolerance, turn, me, when & ~ok, want & ~store)
+    slots = jnp.arange(pacts.n_slots, dtype=jnp.int32)
+    slot = jnp.stack([jnp.where(store[r], jnp.sum(jnp.where(hit[r], slots, 0)), -1) for r in range(n_req)])
+    return _settle(p, turn), slot.astype(jnp.int32)
+
+
+def _stored(pacts, put, proposer, parties, term, max_harvest, tolerance, turn, me, invalid, dropped) -> Pacts:
+    """The table with each stored request written by ``put(old [P, ...], values [R, ...])``
+    (the unrolled and the array form of :func:`propose_many` differ only in ``put``)."""
+    n_req = proposer.shape[0]
+    return Pacts(
         term=put(pacts.term, term),
         parties=put(pacts.parties, parties),
         proposer=put(pacts.proposer, proposer).astype(jnp.int32),
@@ -284,18 +294,14 @@ def propose_many(
         proposed_turn=put(pacts.proposed_turn, jnp.full((n_req,), turn, jnp.int32)),
         accepted_turn=pacts.accepted_turn,
         violation_count=put(pacts.violation_count, jnp.zeros((n_req,), jnp.int32)),
-        dropped=pacts.dropped + jnp.sum(want & ~store).astype(jnp.int32),
-        invalid=pacts.invalid + jnp.sum(when & ~ok).astype(jnp.int32),
+        dropped=pacts.dropped + jnp.sum(dropped).astype(jnp.int32),
+        invalid=pacts.invalid + jnp.sum(invalid).astype(jnp.int32),
     )
-    slots = jnp.arange(pacts.n_slots, dtype=jnp.int32)
-    slot = jnp.stack([jnp.where(store[r], jnp.sum(jnp.where(hit[r], slots, 0)), -1) for r in range(n_req)])
-    return _settle(p, turn), slot.astype(jnp.int32)
 
 
 def _propose_array(pacts, proposer, parties, term, max_harvest, tolerance, turn, when, me, ok, want, free):
     """:func:`propose_many` in array form (many slots or requests): the same ranks by
     cumsum, each slot taking the request that hit it by one gather (kernels/unroll.py)."""
-    n_req = proposer.shape[0]
     want_i, free_i = want.astype(jnp.int32), free.astype(jnp.int32)
     rank = jnp.cumsum(want_i) - want_i  # exclusive running counts
     free_rank = jnp.cumsum(free_i) - free_i
@@ -307,20 +313,7 @@ def _propose_array(pacts, proposer, parties, term, max_harvest, tolerance, turn,
     def put(old, values):  # old [P, ...]; values [R, ...]
         return jnp.where(got.reshape(got.shape + (1,) * (old.ndim - 1)), values[src], old)
 
-    p = Pacts(
-        term=put(pacts.term, term),
-        parties=put(pacts.parties, parties),
-        proposer=put(pacts.proposer, proposer).astype(jnp.int32),
-        accepted=put(pacts.accepted, me),
-        max_harvest=put(pacts.max_harvest, max_harvest),
-        tolerance=put(pacts.tolerance, tolerance),
-        status=put(pacts.status, jnp.full((n_req,), PROPOSED, jnp.int32)),
-        proposed_turn=put(pacts.proposed_turn, jnp.full((n_req,), turn, jnp.int32)),
-        accepted_turn=pacts.accepted_turn,
-        violation_count=put(pacts.violation_count, jnp.zeros((n_req,), jnp.int32)),
-        dropped=pacts.dropped + jnp.sum(want & ~store).astype(jnp.int32),
-        invalid=pacts.invalid + jnp.sum(when & ~ok).astype(jnp.int32),
-    )
+    p = _stored(pacts, put, proposer, parties, term, max_harvest, tolerance, turn, me, when & ~ok, want & ~store)
     slots = jnp.arange(pacts.n_slots, dtype=jnp.int32)
     slot = jnp.where(store, jnp.sum(jnp.where(hit, slots[None, :], 0), axis=1), -1)
     return _settle(p, turn), slot.astype(jnp.int32)
