@@ -183,9 +183,11 @@ class MessageBus:
         for i, m in enumerate(msgs):
             if not isinstance(m, dict) or m.get("scope") not in MESSAGE_SCOPES:
                 raise ValueError(f"messages[{i}]: invalid message {m!r}")
-        bus._log = copy.deepcopy(msgs)
         counter = data.get("counter", len(msgs))
         if isinstance(counter, bool) or not isinstance(counter, int) or counter < len(msgs):
             raise ValueError(f"counter: must be an integer >= {len(msgs)}, got {counter!r}")
-        bus._counter = counter
+        bus._restore(copy.deepcopy(msgs), counter)
         return bus
+
+    def _restore(self, log: list[dict[str, Any]], counter: int) -> None:
+        self._log, self._counter = log, counter
