@@ -6,18 +6,9 @@ kernel game, writes ``meta.json``; status ``running``) -> ``tick()`` (one turn) 
 (to the end) -> ``close()`` (``summary.json`` and ``meta.json``, atomically; status
 ``closed``). ``await atick()`` / ``await arun()`` are the same from inside an event loop.
 
-One turn (``LockstepBatch.tick``, shared with :class:`~bdpd_jax.host.live_batch.LiveBatch`):
-
-1. kernel ``decide_phase`` (one jitted call for the whole batch): begin hooks, every
-   player's observation, the builtins' decisions (placeholders for external players);
-2. every external player of every arena is asked at once (``asyncio.gather``) with its
-   observation envelope: the kernel observation (NaN -> null), ``pacts`` (``view_for``) and
-   ``inbox`` (``inbox_at``: last turn's messages);
-3. their tool actions are dispatched in player order (:func:`~bdpd_jax.host.dispatch.dispatch_tool`): messages on
-   the :class:`MessageBus`, pact writes through the kernel's pure pact functions;
-4. kernel ``step_phase`` (ONE jitted call for the batch): the step with the external
-   requests and announcements, the host's pact table, violations and sanctions;
-5. the turn record is appended to ``turns.jsonl`` (flushed and fsynced) and returned.
+One turn is one ``LockstepBatch.tick`` (:mod:`~bdpd_jax.host.batch_runner`, shared with
+:class:`~bdpd_jax.host.live_batch.LiveBatch`): decide phase, external players asked at once,
+their tool actions, step phase, the turn record appended to ``turns.jsonl``.
 
 Randomness is the kernels': ``rng.arena_key(seed, arena_index)``, so a live arena whose
 players are all builtin plays exactly the batched arena ``simulate(config, seed=seed,
