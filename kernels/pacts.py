@@ -28,8 +28,7 @@ import jax.numpy as jnp
 
 from . import unroll
 from .barrier import materialize, materialize_mask
-
-EPS = 1e-6
+from .metrics import EPS  # the one numerical tolerance: a harvest exactly at a limit keeps it
 
 # status codes of a slot
 EMPTY, PROPOSED, ACTIVE, REJECTED = 0, 1, 2, 3

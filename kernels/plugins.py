@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 
 from .layers import Layer
-from .metrics import EPS, governance_metrics
+from .metrics import governance_metrics, over_share
 
 NAME = "plugins"
 
@@ -102,7 +102,7 @@ class PluginLayer(Layer):
         metrics = governance_metrics(actual, ctx["announced"], jnp.sum(sanctioned).astype(dt), regen, playing)
         view = PluginView(
             turn=turn, stock=game.engine.stock(state.engine), regen=regen, actual=actual,
-            over=actual > regen / n + EPS,
+            over=over_share(actual, regen, n),
             violated=ctx.get("violators", jnp.zeros((n,), bool)),
             against=ctx.get("against", jnp.zeros((n, n), bool)),
             wealth=state.wealth, metrics=metrics,

@@ -18,10 +18,11 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
+from bdpd_jax.kernels.actions import ANNOUNCE_DECIMALS
+
 MESSAGE_SCOPES: tuple[str, ...] = ("broadcast", "private", "announcement")
 MAX_MESSAGE_LEN: int = 500
 ELLIPSIS: str = "\u2026"
-ANNOUNCE_DECIMALS: int = 3
 
 
 def truncate_text(text: str, limit: int = MAX_MESSAGE_LEN) -> str:
