@@ -144,19 +144,6 @@ def build_separable(base, names, values, n_turns, turns, generator, round_ints):
 
 
 
-def validate_sweep_args(replicates, seed, max_batch, turns, memory_budget):
-    if not isinstance(replicates, (int, np.integer)) or replicates < 1:
-        raise ValueError(f"replicates: must be an integer >= 1, got {replicates!r}")
-    if not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**32:
-        raise ValueError(f"seed: must be an integer in [0, 2**32), got {seed!r}")
-    if not isinstance(max_batch, (int, np.integer)) or max_batch < 1:
-        raise ValueError(f"max_batch: must be an integer >= 1, got {max_batch!r}")
-    if turns is not None and (not isinstance(turns, (int, np.integer)) or turns < 1):
-        raise ValueError(f"turns: must be an integer >= 1, got {turns!r}")
-    if memory_budget is not None and (not isinstance(memory_budget, (int, np.integer)) or memory_budget < 1):
-        raise ValueError(f"memory_budget: must be a number of bytes >= 1, got {memory_budget!r}")
-
-
 def resolve_devices(devices: Any = None) -> list:
     """``None``: every local device; an int ``k``: the first k; a list of jax devices as is."""
     local = jax.local_devices()
