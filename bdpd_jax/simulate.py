@@ -106,11 +106,9 @@ def simulate(
     every = int(history_every)
     check_run_size(int(n_arenas), int(turns or cfg.model.maxTurns), len(cfg.require_players()), history, every,
                    streamed=out is not None)
-    params = prep.params
     n_turns = int(turns or cfg.model.maxTurns)
-    params = params.__class__(**{**params.__dict__, "max_turns": np.asarray(n_turns, np.int32)})
-    chunk = int(chunk_turns or default_chunk(n_turns))
-    chunk = min(chunk, n_turns)
+    params = prep.params.__class__(**{**prep.params.__dict__, "max_turns": np.asarray(n_turns, np.int32)})
+    chunk = min(int(chunk_turns or default_chunk(n_turns)), n_turns)
     chunk = -(-chunk // every) * every  # a multiple of history_every
     out_dir = _stream_dir(out) if out is not None and history else None
     b = min(int(max_batch), int(n_arenas))
@@ -127,12 +125,8 @@ def simulate(
     finally:
         if bar is not None:
             bar.close()
-    meta = {
-        **json.loads(prep.meta_json),
-        "n_arenas": int(n_arenas), "seed": int(seed), "turns": n_turns, "generator": generator,
-        "arena_offset": int(arena_offset),
-        "history_every": every,
-    }
+    meta = {**json.loads(prep.meta_json), "n_arenas": int(n_arenas), "seed": int(seed), "turns": n_turns,
+            "generator": generator, "arena_offset": int(arena_offset), "history_every": every}
     return _results(frames, meta, out)
 
 

@@ -30,7 +30,6 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from .build import build
 from .config import ArenaConfig
 from .kernels.metrics import METRICS
 from .limits import DEFAULT_MAX_BATCH, check_run_args
@@ -38,20 +37,8 @@ from .results import summary_frame
 from .prepared import content_key
 from .runner import arena_keys, run_batch, to_numpy
 from .simulate import flatten_record, compiled_final, default_chunk, govsim_of
-from .sweep_build import (
-    DEVICE_COPIES,
-    ROW_CELL_BYTES,
-    build_separable,
-    shape_culprits,
-    game_diff,
-    governance_shapes,
-    cpu_build_device,
-    param_leaves,
-    param_shapes,
-    bytes_per_arena,
-    resolve_devices,
-)
-from .sweep_paths import ConfigBase, describe_point, apply_values, check_paths, config_base, parse_path, resolve
+from .sweep_build import DEVICE_COPIES, ROW_CELL_BYTES, build_points, bytes_per_arena, resolve_devices
+from .sweep_paths import ConfigBase, apply_values, check_paths, config_base, parse_path, resolve
 from .sweep_points import explicit_points, grid_points, points_table, sample_points
 from .sweep_results import POINT_OUTCOMES, Z95, SweepResults, metric_means, aggregate
 
@@ -66,77 +53,6 @@ __all__ = [
 # A sweep of more points than this tries the separable build (one build per distinct value
 # of each parameter instead of one per point).
 SEPARABLE_MIN_POINTS = 64
-
-
-def _check_one_structure(built, base, names, values, build_kw, round_ints) -> None:
-    """Every point's Game equals point 0's (one compiled program), else ValueError naming the
-    parameters that change it."""
-    game0 = built[0][0]
-    for i, (g, _) in enumerate(built):
-        if g != game0:
-            bad = shape_culprits(base, names, values[0], values[i], lambda a, b: a[0] != b[0], build_kw, round_ints)
-            raise ValueError(
-                f"sweep: parameter(s) {bad} change the static structure of the game "
-                f"(Game.{'/'.join(game_diff(game0, g))} differs between point 0 ({describe_point(names, values[0])}) "
-                f"and point {i} ({describe_point(names, values[i])})); only values that keep the structure "
-                "(strategies, number of players, engine, scheduler, layers) share one compiled program: "
-                "run one sweep per structure"
-            )
-
-
-def _build_points(base, names, table, turns, generator, round_ints):
-    """Point 0's config, the shared Game, stacked numpy leaves [..., P], treedef, each
-    point's turns and sustainable yield. Every point's config is validated."""
-    from .govsim import sustainable_yield
-
-    values = [tuple(r) for r in table.itertuples(index=False, name=None)]
-    n_turns, yields = [], []
-    cfg0 = None
-    for i, v in enumerate(values):  # validate every point (cheap), keep only what the run needs
-        c = apply_values(base, names, v, round_ints=round_ints, where=f" point {i}")
-        cfg0 = c if cfg0 is None else cfg0
-        n_turns.append(int(turns or c.model.maxTurns))
-        yields.append(float(sustainable_yield(c)))
-    if len(values) >= SEPARABLE_MIN_POINTS:
-        fast = build_separable(base, names, values, n_turns, turns, generator, round_ints)
-        if fast is not None:
-            game0, stacked, treedef = fast
-            return cfg0, game0, stacked, treedef, n_turns, np.asarray(yields, float), "separable"
-    configs = [apply_values(base, names, v, round_ints=round_ints, where=f" point {i}") for i, v in enumerate(values)]
-    build_kw: dict = {"generator": generator}
-
-    def build_all(kw):
-        with cpu_build_device():  # per-point params are small: build them on the host, stack, then transfer
-            return [build(c, **kw) for c in configs]
-
-    built = build_all(build_kw)
-    game0 = built[0][0]
-    _check_one_structure(built, base, names, values, build_kw, round_ints)
-    shapes0 = param_shapes(built[0][1])
-    if any(param_shapes(p) != shapes0 for _, p in built):
-        gov = governance_shapes(configs)
-        if gov is not None:  # pad governance arrays to the sweep's largest (one program)
-            build_kw = {**build_kw, "governance": gov}
-            built = build_all(build_kw)
-            game0 = built[0][0]
-            shapes0 = param_shapes(built[0][1])
-        for i, (g, p) in enumerate(built):
-            if param_shapes(p) != shapes0 or g != game0:
-                bad = shape_culprits(base, names, values[0], values[i],
-                                lambda a, b: param_shapes(a[1]) != param_shapes(b[1]) or a[0] != b[0], build_kw, round_ints)
-                raise ValueError(
-                    f"sweep: parameter(s) {bad} change the shapes of the params (point 0: "
-                    f"{describe_point(names, values[0])}; point {i}: {describe_point(names, values[i])}); "
-                    "only values that keep every array's shape share one compiled program"
-                )
-    leaves_per_point = []
-    treedef = None
-    for (g, p), nt in zip(built, n_turns):
-        leaves, treedef = param_leaves(p, nt)
-        leaves_per_point.append(leaves)
-    stacked = [np.stack([pl[j] for pl in leaves_per_point], axis=-1) for j in range(len(leaves_per_point[0]))]
-    return cfg0, game0, stacked, treedef, n_turns, np.asarray(yields, float), "per point"
-
 
 
 def chunk_layout(total: int, cap: int, n_devices: int, chunk_width: int | None = None) -> int:
@@ -176,8 +92,8 @@ class SweepPlan:
             raise ValueError(f"names: duplicate parameter paths {names}")
         base = config_base(cfg)
         check_paths(base, names)  # bad paths fail before anything is built
-        cfg0, game, stacked, treedef, n_turns, yields, self.build_mode = _build_points(
-            base, names, table, turns, generator, round_ints)
+        cfg0, game, stacked, treedef, n_turns, yields, self.build_mode = build_points(
+            base, names, table, turns, generator, round_ints, separable_min=SEPARABLE_MIN_POINTS)
         self.cfg, self.names, self.table = cfg, names, table.reset_index(drop=True)
         self.cfg0, self.game, self.stacked, self.treedef, self.n_turns = cfg0, game, stacked, treedef, n_turns
         self.replicates, self.seed, self.history, self.turns = int(replicates), int(seed), bool(history), turns
