@@ -30,6 +30,8 @@ from typing import Any, Iterator
 
 import pandas as pd
 
+from .limits import DEFAULT_MAX_BATCH
+
 _PLANS: dict[str, Any] = {}
 
 
@@ -92,20 +94,26 @@ def run_chunks(client: Any, config, table: pd.DataFrame, chunks: list[int], *, i
             cl.close()
 
 
+def on_cluster(client: Any, info: list | None = None):
+    """A chunk runner for :func:`bdpd_jax.sweep.run_points`: every chunk of the plan on the
+    cluster of ``client`` (each worker plans the same chunks, :meth:`SweepPlan.worker_options`)."""
+
+    def chunks(plan, progress=None) -> Iterator[tuple[int, pd.DataFrame]]:
+        return run_chunks(client, plan.cfg, plan.table, list(range(plan.n_chunks)), info=info,
+                          **plan.worker_options())
+
+    return chunks
+
+
 def sweep_on_cluster(client: Any, config, grid=None, samples=None, points=None, *, names=None, n_samples=None,
                      replicates: int = 1, seed: int = 0, history: bool = False, turns: int | None = None,
-                     max_batch: int = 131072, memory_budget: int | None = None, generator: str = "hash",
+                     max_batch: int = DEFAULT_MAX_BATCH, memory_budget: int | None = None, generator: str = "hash",
                      common_random: bool = False, info: list | None = None):
     """``sweep`` with its chunks run on a Dask cluster; returns the same SweepResults."""
-    from .sweep import SweepPlan, SweepResults, aggregate, points_table
+    from .sweep import points_table, run_points
 
     table = points_table(grid, samples, points, names=names, n_samples=n_samples, seed=seed)
-    kwargs = dict(replicates=replicates, seed=seed, history=history, turns=turns, max_batch=max_batch,
-                  memory_budget=memory_budget, generator=generator, round_ints=samples is not None,
-                  common_random=common_random)
-    plan = SweepPlan(config, table, **kwargs)  # validates and fixes the chunk layout
-    # workers must cut the same chunks: pin the width the client computed
-    wk = {**kwargs, "chunk_width": plan.chunk_width, "memory_budget": None}
-    frames = dict(run_chunks(client, config, table, list(range(plan.n_chunks)), info=info, **wk))
-    arenas = pd.concat([frames[k] for k in sorted(frames)], ignore_index=True)
-    return SweepResults(arenas, aggregate(arenas, plan.names, plan.outcomes()), plan.names, plan.meta())
+    return run_points(config, table, replicates=replicates, seed=seed, history=history, turns=turns,
+                      max_batch=max_batch, memory_budget=memory_budget, generator=generator,
+                      round_ints=samples is not None, common_random=common_random, progress=False,
+                      chunks=on_cluster(client, info))

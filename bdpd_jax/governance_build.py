@@ -35,6 +35,35 @@ def needed_slots(config) -> int:
     return max(n, 1)
 
 
+def talk_params(talks: list, names: list[str]) -> T.TalkParams:
+    """The scripted talk of each player (``players[i].talk``, None for none) as TalkParams."""
+    n = len(talks)
+    col = lambda f, d: [f(t) if t is not None else d for t in talks]  # noqa: E731
+    parties = np.zeros((n, n), bool)
+    term = []
+    for i, t in enumerate(talks):
+        if t is not None and t.propose is not None:
+            for j, r in enumerate(t.propose.parties):
+                parties[i, player_index(r, names, f"players[{i}].talk.propose.parties[{j}]")] = True
+        term.append(P.term_code(t.propose.terms.type) if t is not None and t.propose is not None else 0)
+    prop = lambda f: col(lambda t: f(t.propose) if t.propose is not None else 0.0, 0.0)  # noqa: E731
+    return T.TalkParams(
+        announce=jnp.asarray(col(lambda t: t.announce != "none", False), bool),
+        bias=farr(col(lambda t: t.bias if t.announce == "biased" else 0.0, 0.0)),
+        comply=jnp.asarray(col(lambda t: t.comply, False), bool),
+        pledge_turn=jnp.asarray(col(lambda t: t.pledge.turn if t.pledge else 0, 0), jnp.int32),
+        pledge_cap=farr(col(lambda t: t.pledge.maxHarvest if t.pledge else 0.0, 0.0)),
+        propose_turn=jnp.asarray(prop(lambda q: q.turn), jnp.int32),
+        propose_parties=jnp.asarray(parties),
+        propose_term=jnp.asarray(term, jnp.int32),
+        propose_cap=farr(prop(lambda q: q.terms.numbers()[0])),
+        propose_tolerance=farr(prop(lambda q: q.terms.numbers()[1])),
+        accept_rule=jnp.asarray(col(lambda t: T.ACCEPT_RULES.index(t.accept), 0), jnp.int32),
+        accept_min=farr(col(lambda t: t.acceptMinCap, 0.0)),
+        decline_rejects=jnp.asarray(col(lambda t: t.declineRejects, True), bool),
+    )
+
+
 def governance(config, *, pact_slots: int | None = None, ladder_width: int | None = None,
                n_specs: int | None = None) -> tuple[GovernanceLayer, GovParams]:
     """The layer (static) and its params. pact_slots / ladder_width / n_specs fix the static
@@ -54,32 +83,8 @@ def governance(config, *, pact_slots: int | None = None, ladder_width: int | Non
     if k < len(specs):
         raise ValueError(f"n_specs: {n_specs} is fewer than the {len(specs)} sanction specs of the config")
 
-    # talk
     talks = [p.talk for p in players]
-    col = lambda f, d: [f(t) if t is not None else d for t in talks]  # noqa: E731
-    parties = np.zeros((n, n), bool)
-    term = []
-    for i, t in enumerate(talks):
-        if t is not None and t.propose is not None:
-            for j, r in enumerate(t.propose.parties):
-                parties[i, player_index(r, names, f"players[{i}].talk.propose.parties[{j}]")] = True
-        term.append(P.term_code(t.propose.terms.type) if t is not None and t.propose is not None else 0)
-    prop = lambda f: col(lambda t: f(t.propose) if t.propose is not None else 0.0, 0.0)  # noqa: E731
-    tp = T.TalkParams(
-        announce=jnp.asarray(col(lambda t: t.announce != "none", False), bool),
-        bias=farr(col(lambda t: t.bias if t.announce == "biased" else 0.0, 0.0)),
-        comply=jnp.asarray(col(lambda t: t.comply, False), bool),
-        pledge_turn=jnp.asarray(col(lambda t: t.pledge.turn if t.pledge else 0, 0), jnp.int32),
-        pledge_cap=farr(col(lambda t: t.pledge.maxHarvest if t.pledge else 0.0, 0.0)),
-        propose_turn=jnp.asarray(prop(lambda q: q.turn), jnp.int32),
-        propose_parties=jnp.asarray(parties),
-        propose_term=jnp.asarray(term, jnp.int32),
-        propose_cap=farr(prop(lambda q: q.terms.numbers()[0])),
-        propose_tolerance=farr(prop(lambda q: q.terms.numbers()[1])),
-        accept_rule=jnp.asarray(col(lambda t: T.ACCEPT_RULES.index(t.accept), 0), jnp.int32),
-        accept_min=farr(col(lambda t: t.acceptMinCap, 0.0)),
-        decline_rejects=jnp.asarray(col(lambda t: t.declineRejects, True), bool),
-    )
+    tp = talk_params(talks, names)
 
     # sanctions, padded to (k, width)
     ladder = np.zeros((k, width))

@@ -35,6 +35,8 @@ MAX_PLAYERS: int = _env_int("BDPD_MAX_PLAYERS", 1024)
 MAX_PACT_SLOTS: int = _env_int("BDPD_MAX_PACT_SLOTS", 64)
 #: turns of a game (model.maxTurns, ``turns``) and any turn number in a config
 MAX_TURNS: int = 1_000_000
+#: arenas a run puts in one batch unless told otherwise (``max_batch`` of simulate, sweeps, specs)
+DEFAULT_MAX_BATCH: int = 131072
 #: perturbation specs of one config, and rungs of one graduated sanction ladder
 MAX_SPECS: int = 16
 MAX_LADDER: int = 16
@@ -132,6 +134,42 @@ def check_run_size(n_arenas: int, turns: int, n_players: int, history: bool, eve
     return total
 
 
+def _count(value: Any, field: str, unit: str = "an integer") -> None:
+    """``value`` is an int >= 1 (bools refused)."""
+    if not _is_int(value) or value < 1:
+        raise ValueError(f"{field}: must be {unit} >= 1, got {value!r}")
+
+
+def _is_int(value: Any) -> bool:
+    import numpy as np
+
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def check_run_args(*, seed: Any = 0, max_batch: Any = DEFAULT_MAX_BATCH, turns: Any = None, n_arenas: Any = None,
+                   arena_offset: Any = 0, replicates: Any = None, chunk_turns: Any = None,
+                   memory_budget: Any = None, history_every: Any = None) -> None:
+    """The arguments of a run (``simulate``, a sweep, a sweep spec), each checked when given:
+    ValueError naming the first bad one and its value. ``None`` means not given (``turns``:
+    the config's maxTurns)."""
+    if n_arenas is not None:
+        _count(n_arenas, "n_arenas")
+        check_arena_range(n_arenas, arena_offset)
+    if replicates is not None:
+        _count(replicates, "replicates")
+    if not _is_int(seed) or not 0 <= seed < 2**32:  # a uint32
+        raise ValueError(f"seed: must be an integer in [0, 2**32), got {seed!r}")
+    if turns is not None:
+        check_int(turns, "turns", 1, MAX_TURNS)
+    if chunk_turns is not None:
+        _count(chunk_turns, "chunk_turns")
+    _count(max_batch, "max_batch")
+    if memory_budget is not None:
+        _count(memory_budget, "memory_budget", "a number of bytes")
+    if history_every is not None:
+        _count(history_every, "history_every")
+
+
 def check_arena_range(n_arenas: int, arena_offset: int) -> None:
     """Arena indices ``arena_offset .. arena_offset + n_arenas - 1`` are distinct uint32s."""
     check_int(arena_offset, "arena_offset", 0, ARENA_INDEX_LIMIT - 1)
@@ -143,6 +181,6 @@ def check_arena_range(n_arenas: int, arena_offset: int) -> None:
 
 __all__ = [
     "MAX_PLAYERS", "MAX_PACT_SLOTS", "MAX_TURNS", "MAX_SPECS", "MAX_LADDER", "MAX_POLICY_MEMORY", "MAX_MAGNITUDE",
-    "MAX_DIE_SIDES", "ARENA_INDEX_LIMIT", "MAX_TICK_INTERVAL_MS", "MEMORY_FRACTION", "check_magnitudes", "check_int",
+    "MAX_DIE_SIDES", "ARENA_INDEX_LIMIT", "DEFAULT_MAX_BATCH", "check_run_args", "MAX_TICK_INTERVAL_MS", "MEMORY_FRACTION", "check_magnitudes", "check_int",
     "check_tick_interval", "check_run_size", "check_arena_range", "physical_memory",
 ]

@@ -126,6 +126,8 @@ def run_batch(
     history, on one device) and re-partition the live ones (module docstring); False scans
     every turn of every arena (same numbers).
     """
+    # Kept whole (74 lines): one loop whose re-partition state (sub-batch, positions, widths,
+    # frozen records) lives in its locals; split, that state would travel through every call.
     state = compiled_init(game)(keys, params)
     n_chunks = max(1, math.ceil(n_turns / chunk_turns))
     width = full_width = int(keys.shape[-1])

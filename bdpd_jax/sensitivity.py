@@ -28,6 +28,7 @@ import pandas as pd
 
 from .config import ArenaConfig
 from .kernels.metrics import METRICS
+from .limits import DEFAULT_MAX_BATCH
 from .sweep import check_paths, config_base, run_points
 
 
@@ -47,6 +48,22 @@ def scale_list(base: Sequence[float], factor: np.ndarray) -> list[list[float]]:
     return [[float(v) for v in b * f] for f in np.asarray(factor, dtype=float)]
 
 
+def _point_means(arenas: pd.DataFrame, names: list[str], outputs: tuple, cols: list[str]) -> np.ndarray:
+    """(points, outputs): each point's mean of each output column over its replicates
+    (NaN-skipping; derived columns added first). ValueError naming an unknown output."""
+    for c in cols:
+        if c in DERIVED and c not in arenas.columns:
+            arenas[c] = DERIVED[c](arenas)
+    missing = [o for o, c in zip(outputs, cols) if c not in arenas.columns]
+    if missing:
+        known = [c for c in arenas.columns if c not in ("point", "replicate", "arena", *names)]
+        raise ValueError(f"outputs: unknown {missing}; known: {known + list(METRICS) + list(DERIVED)}")
+    a = arenas[["point"]].copy()
+    for c in cols:
+        a[c] = pd.to_numeric(arenas[c].astype("Float64"), errors="coerce").astype(float)
+    return a.groupby("point", sort=True)[cols].mean().to_numpy(dtype=float)
+
+
 def model(
     config: ArenaConfig | dict | str,
     names: Sequence[str],
@@ -55,7 +72,7 @@ def model(
     seed: int = 0,
     *,
     turns: int | None = None,
-    max_batch: int = 131072,
+    max_batch: int = DEFAULT_MAX_BATCH,
     generator: str = "hash",
     progress: bool | None = False,
     common_random: bool = True,
@@ -104,17 +121,7 @@ def model(
         res = run_points(cfg, table, replicates=replicates, seed=seed, history=history, turns=turns,
                          max_batch=max_batch, generator=generator, progress=progress, round_ints=True,
                          common_random=common_random, memory_budget=memory_budget, devices=devices)
-        for o, c in zip(outputs, cols):
-            if c in DERIVED and c not in res.arenas.columns:
-                res.arenas[c] = DERIVED[c](res.arenas)
-        missing = [o for o, c in zip(outputs, cols) if c not in res.arenas.columns]
-        if missing:
-            known = [c for c in res.arenas.columns if c not in ("point", "replicate", "arena", *names)]
-            raise ValueError(f"outputs: unknown {missing}; known: {known + list(METRICS) + list(DERIVED)}")
-        a = res.arenas[["point"]].copy()
-        for c in cols:
-            a[c] = pd.to_numeric(res.arenas[c].astype("Float64"), errors="coerce").astype(float)
-        return a.groupby("point", sort=True)[cols].mean().to_numpy(dtype=float)
+        return _point_means(res.arenas, names, outputs, cols)
 
     f.names = names  # type: ignore[attr-defined]
     f.outputs = outputs  # type: ignore[attr-defined]

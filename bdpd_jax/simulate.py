@@ -33,7 +33,7 @@ from .kernels.governance import NAME as GOV
 from .perturb_results import perturbations_frame
 from .kernels.perturb import PerturbLayer
 from .results import Results, players_frame, summary_frame, turns_frame
-from .limits import MAX_TURNS, check_arena_range, check_int, check_run_size
+from .limits import DEFAULT_MAX_BATCH, check_run_args, check_run_size
 
 PERTURB = PerturbLayer.name  # the perturbation layer's record key
 
@@ -62,21 +62,6 @@ def batch_params(params, b: int):
     return broadcast_batch(params, b)
 
 
-def _validate_run_args(n_arenas: int, seed: int, turns: int | None, chunk_turns: int | None, max_batch: int,
-                       arena_offset: int = 0):
-    if isinstance(n_arenas, bool) or not isinstance(n_arenas, (int, np.integer)) or n_arenas < 1:
-        raise ValueError(f"n_arenas: must be an integer >= 1, got {n_arenas!r}")
-    check_arena_range(n_arenas, arena_offset)
-    if not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**32:
-        raise ValueError(f"seed: must be an integer in [0, 2**32), got {seed!r}")
-    if turns is not None:
-        check_int(turns, "turns", 1, MAX_TURNS)
-    if chunk_turns is not None and (not isinstance(chunk_turns, (int, np.integer)) or chunk_turns < 1):
-        raise ValueError(f"chunk_turns: must be an integer >= 1, got {chunk_turns!r}")
-    if not isinstance(max_batch, (int, np.integer)) or max_batch < 1:
-        raise ValueError(f"max_batch: must be an integer >= 1, got {max_batch!r}")
-
-
 def simulate(
     config: ArenaConfig | dict | str,
     *,
@@ -85,7 +70,7 @@ def simulate(
     history: bool = True,
     turns: int | None = None,
     chunk_turns: int | None = None,
-    max_batch: int = 131072,
+    max_batch: int = DEFAULT_MAX_BATCH,
     generator: str = "hash",
     progress: bool | None = None,
     arena_offset: int = 0,
@@ -116,97 +101,112 @@ def simulate(
     """
     prep = prepared(config, generator)  # validated and built once per config content
     cfg = prep.cfg
-    _validate_run_args(n_arenas, seed, turns, chunk_turns, max_batch, arena_offset)
-    if not isinstance(history_every, (int, np.integer)) or history_every < 1:
-        raise ValueError(f"history_every: must be an integer >= 1, got {history_every!r}")
+    check_run_args(n_arenas=n_arenas, arena_offset=arena_offset, seed=seed, turns=turns, chunk_turns=chunk_turns,
+                   max_batch=max_batch, history_every=history_every)
     every = int(history_every)
     check_run_size(int(n_arenas), int(turns or cfg.model.maxTurns), len(cfg.require_players()), history, every,
                    streamed=out is not None)
-    game, params = prep.game, prep.params
     n_turns = int(turns or cfg.model.maxTurns)
-    params = params.__class__(**{**params.__dict__, "max_turns": np.asarray(n_turns, np.int32)})
-    chunk = int(chunk_turns or default_chunk(n_turns))
-    chunk = min(chunk, n_turns)
+    params = prep.params.__class__(**{**prep.params.__dict__, "max_turns": np.asarray(n_turns, np.int32)})
+    chunk = min(int(chunk_turns or default_chunk(n_turns)), n_turns)
     chunk = -(-chunk // every) * every  # a multiple of history_every
-    out_dir = None
-    if out is not None and history:
-        from pathlib import Path
-
-        out_dir = Path(out)
-        for sub in ("turns.parquet", "players.parquet"):
-            (out_dir / sub).mkdir(parents=True, exist_ok=True)
-            for old in (out_dir / sub).glob("part-*.parquet"):
-                old.unlink()
+    out_dir = _stream_dir(out) if out is not None and history else None
     b = min(int(max_batch), int(n_arenas))
     arena_chunks = [(a, min(a + b, n_arenas)) for a in range(0, n_arenas, b)]
-    total = len(arena_chunks) * math.ceil(n_turns / chunk)
-    bar = None
-    if progress or (progress is None and total > 4):
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=total, desc="turn chunks", unit="chunk", leave=False)
-    labels, names = list(prep.labels), list(prep.names)
-    summaries, turn_frames, player_frames, violation_frames = [], [], [], []
-    perturb_frames = []  # Results.perturbations (bdpd_jax/perturb_results.py)
-    perturb_ids = list(prep.perturb_ids)
-    sanction_frames = []  # Results.sanctions (bdpd_jax/governance_results.py)
-    sanctions = sanction_specs(cfg)
+    bar = _bar(len(arena_chunks) * math.ceil(n_turns / chunk), progress)
+    frames: dict[str, list] = {}
     try:
         for a0, a1 in arena_chunks:
             arenas = np.arange(a0, a1, dtype=np.int64) + arena_offset
-            keys = arena_keys(seed, arenas)
-            pb = batch_params(params, a1 - a0)
-            sink = None
-            if out_dir is not None:
-                parts = iter(range(1 << 30))
-
-                def sink(rec, arenas=arenas, parts=parts, a0=a0):
-                    i = next(parts)
-                    flat = flatten_record(rec)
-                    name = f"part-{a0:012d}-{i:08d}.parquet"
-                    turns_frame(flat, arenas).to_parquet(out_dir / "turns.parquet" / name, index=False)
-                    players_frame(flat, arenas, names).to_parquet(out_dir / "players.parquet" / name, index=False)
-
-            state, rec = run_batch(game, pb, keys, n_turns, chunk, history, bar, every, sink)
-            final = to_numpy(compiled_final(game)(state, pb))
-            full = rec if every == 1 else None  # thinned records cannot give the GovSim totals
-            summaries.append(summary_frame(final, arenas, labels, govsim_of(final, prep.f0, full, n_turns)))
-            if history and out_dir is None:
-                flat = flatten_record(rec)
-                turn_frames.append(turns_frame(flat, arenas))
-                player_frames.append(players_frame(flat, arenas, names))
-                if GOV in game_layer_names(game):
-                    violation_frames.append(violations_frame(flat, arenas))
-                if game_layer_names(game) & {GOV, PLUGINS}:
-                    sanction_frames.append(sanctions_frame(flat, arenas, sanctions, cfg.plugins))
-                if PERTURB in game_layer_names(game):
-                    perturb_frames.append(perturbations_frame(flat, arenas, perturb_ids, names))
+            sink = None if out_dir is None else _parquet_sink(out_dir, arenas, a0, list(prep.names))
+            for name, frame in _arena_chunk(prep, params, arena_keys(seed, arenas), arenas, n_turns, chunk, history,
+                                            every, bar, sink).items():
+                frames.setdefault(name, []).append(frame)
     finally:
         if bar is not None:
             bar.close()
+    meta = {**json.loads(prep.meta_json), "n_arenas": int(n_arenas), "seed": int(seed), "turns": n_turns,
+            "generator": generator, "arena_offset": int(arena_offset), "history_every": every}
+    return _results(frames, meta, out)
+
+
+def _stream_dir(out: str):
+    """``out`` with empty ``turns.parquet/`` and ``players.parquet/`` part folders."""
+    from pathlib import Path
+
+    out_dir = Path(out)
+    for sub in ("turns.parquet", "players.parquet"):
+        (out_dir / sub).mkdir(parents=True, exist_ok=True)
+        for old in (out_dir / sub).glob("part-*.parquet"):
+            old.unlink()
+    return out_dir
+
+
+def _bar(total: int, progress: bool | None):
+    """A progress bar over ``total`` turn chunks when asked (default: more than four), else None."""
+    if progress or (progress is None and total > 4):
+        from tqdm.auto import tqdm
+
+        return tqdm(total=total, desc="turn chunks", unit="chunk", leave=False)
+    return None
+
+
+def _parquet_sink(out_dir, arenas: np.ndarray, a0: int, names: list[str]):
+    """A record sink writing each turn chunk's turns and players rows as parquet parts."""
+    parts = iter(range(1 << 30))
+
+    def sink(rec):
+        i = next(parts)
+        flat = flatten_record(rec)
+        name = f"part-{a0:012d}-{i:08d}.parquet"
+        turns_frame(flat, arenas).to_parquet(out_dir / "turns.parquet" / name, index=False)
+        players_frame(flat, arenas, names).to_parquet(out_dir / "players.parquet" / name, index=False)
+
+    return sink
+
+
+def _arena_chunk(prep, params, keys, arenas: np.ndarray, n_turns: int, chunk: int, history: bool, every: int,
+                 bar, sink) -> dict[str, Any]:
+    """One chunk of arenas: run, then its frames by name (``summary`` always; with history
+    kept in memory, i.e. no ``sink``, ``turns``, ``players`` and the layers' ``violations``,
+    ``sanctions``, ``perturbations``)."""
+    game, names = prep.game, list(prep.names)
+    pb = batch_params(params, len(arenas))
+    state, rec = run_batch(game, pb, keys, n_turns, chunk, history, bar, every, sink)
+    final = to_numpy(compiled_final(game)(state, pb))
+    full = rec if every == 1 else None  # thinned records cannot give the GovSim totals
+    out = {"summary": summary_frame(final, arenas, list(prep.labels), govsim_of(final, prep.f0, full, n_turns))}
+    if not history or sink is not None:
+        return out
+    flat = flatten_record(rec)
+    layers = game_layer_names(game)
+    out["turns"] = turns_frame(flat, arenas)
+    out["players"] = players_frame(flat, arenas, names)
+    if GOV in layers:
+        out["violations"] = violations_frame(flat, arenas)
+    if layers & {GOV, PLUGINS}:
+        out["sanctions"] = sanctions_frame(flat, arenas, sanction_specs(prep.cfg), prep.cfg.plugins)
+    if PERTURB in layers:
+        out["perturbations"] = perturbations_frame(flat, arenas, list(prep.perturb_ids), names)
+    return out
+
+
+def _results(frames: dict[str, list], meta: dict, out: str | None) -> Results:
+    """The run's Results from each chunk's frames (written to ``out`` when streaming)."""
     import pandas as pd
 
-    def cat(fs):
+    def cat(name):
+        fs = frames.get(name)
         return (fs[0] if len(fs) == 1 else pd.concat(fs, ignore_index=True)) if fs else None
 
-    meta = {
-        **json.loads(prep.meta_json),
-        "n_arenas": int(n_arenas), "seed": int(seed), "turns": n_turns, "generator": generator,
-        "arena_offset": int(arena_offset),
-        "history_every": every,
-    }
     if out is not None:
-        meta["out"] = str(out)
-        res = Results(cat(summaries), None, None, meta)
+        res = Results(cat("summary"), None, None, {**meta, "out": str(out)})
         res.to_parquet(out)
         return res
-    res = Results(cat(summaries), cat(turn_frames), cat(player_frames), meta)
-    if violation_frames:
-        res.extra["violations"] = cat(violation_frames)
-    if sanction_frames:
-        res.extra["sanctions"] = cat(sanction_frames)
-    if perturb_frames:
-        res.extra["perturbations"] = cat(perturb_frames)
+    res = Results(cat("summary"), cat("turns"), cat("players"), meta)
+    for name in frames:  # the layers' frames (violations, sanctions, perturbations, ...)
+        if name not in ("summary", "turns", "players"):
+            res.extra[name] = cat(name)
     return res
 
 

@@ -23,35 +23,22 @@ from __future__ import annotations
 import hashlib
 import math
 from collections import OrderedDict
-from typing import Any, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from .build import build
 from .config import ArenaConfig
 from .kernels.metrics import METRICS
+from .limits import DEFAULT_MAX_BATCH, check_run_args
 from .results import summary_frame
 from .prepared import content_key
 from .runner import arena_keys, run_batch, to_numpy
 from .simulate import flatten_record, compiled_final, default_chunk, govsim_of
-from .sweep_build import (
-    DEVICE_COPIES,
-    ROW_CELL_BYTES,
-    build_separable,
-    shape_culprits,
-    game_diff,
-    governance_shapes,
-    cpu_build_device,
-    param_leaves,
-    param_shapes,
-    validate_sweep_args,
-    bytes_per_arena,
-    resolve_devices,
-)
-from .sweep_paths import ConfigBase, describe_point, apply_values, check_paths, config_base, parse_path, resolve
+from .sweep_build import DEVICE_COPIES, ROW_CELL_BYTES, build_points, bytes_per_arena, resolve_devices
+from .sweep_paths import ConfigBase, apply_values, check_paths, config_base, parse_path, resolve
 from .sweep_points import explicit_points, grid_points, points_table, sample_points
 from .sweep_results import POINT_OUTCOMES, Z95, SweepResults, metric_means, aggregate
 
@@ -59,7 +46,7 @@ __all__ = [
     "DEVICE_COPIES", "POINT_OUTCOMES", "ROW_CELL_BYTES", "SEPARABLE_MIN_POINTS", "Z95",
     "ConfigBase", "SweepPlan", "SweepResults", "aggregate", "apply_values", "bytes_per_arena", "check_paths",
     "config_base", "explicit_points", "grid_points", "parse_path", "points_table", "resolve", "resolve_devices",
-    "run_points", "sample_points", "sweep",
+    "run_here", "run_points", "sample_points", "sweep",
 ]
 
 
@@ -68,68 +55,18 @@ __all__ = [
 SEPARABLE_MIN_POINTS = 64
 
 
-def _build_points(base, names, table, turns, generator, round_ints):
-    """Point 0's config, the shared Game, stacked numpy leaves [..., P], treedef, each
-    point's turns and sustainable yield. Every point's config is validated."""
-    from .govsim import sustainable_yield
-
-    values = [tuple(r) for r in table.itertuples(index=False, name=None)]
-    n_turns, yields = [], []
-    cfg0 = None
-    for i, v in enumerate(values):  # validate every point (cheap), keep only what the run needs
-        c = apply_values(base, names, v, round_ints=round_ints, where=f" point {i}")
-        cfg0 = c if cfg0 is None else cfg0
-        n_turns.append(int(turns or c.model.maxTurns))
-        yields.append(float(sustainable_yield(c)))
-    if len(values) >= SEPARABLE_MIN_POINTS:
-        fast = build_separable(base, names, values, n_turns, turns, generator, round_ints)
-        if fast is not None:
-            game0, stacked, treedef = fast
-            return cfg0, game0, stacked, treedef, n_turns, np.asarray(yields, float), "separable"
-    configs = [apply_values(base, names, v, round_ints=round_ints, where=f" point {i}") for i, v in enumerate(values)]
-    build_kw: dict = {"generator": generator}
-
-    def build_all(kw):
-        with cpu_build_device():  # per-point params are small: build them on the host, stack, then transfer
-            return [build(c, **kw) for c in configs]
-
-    built = build_all(build_kw)
-    game0 = built[0][0]
-    for i, (g, _) in enumerate(built):
-        if g != game0:
-            bad = shape_culprits(base, names, values[0], values[i], lambda a, b: a[0] != b[0], build_kw, round_ints)
-            raise ValueError(
-                f"sweep: parameter(s) {bad} change the static structure of the game "
-                f"(Game.{'/'.join(game_diff(game0, g))} differs between point 0 ({describe_point(names, values[0])}) "
-                f"and point {i} ({describe_point(names, values[i])})); only values that keep the structure "
-                "(strategies, number of players, engine, scheduler, layers) share one compiled program: "
-                "run one sweep per structure"
-            )
-    shapes0 = param_shapes(built[0][1])
-    if any(param_shapes(p) != shapes0 for _, p in built):
-        gov = governance_shapes(configs)
-        if gov is not None:  # pad governance arrays to the sweep's largest (one program)
-            build_kw = {**build_kw, "governance": gov}
-            built = build_all(build_kw)
-            game0 = built[0][0]
-            shapes0 = param_shapes(built[0][1])
-        for i, (g, p) in enumerate(built):
-            if param_shapes(p) != shapes0 or g != game0:
-                bad = shape_culprits(base, names, values[0], values[i],
-                                lambda a, b: param_shapes(a[1]) != param_shapes(b[1]) or a[0] != b[0], build_kw, round_ints)
-                raise ValueError(
-                    f"sweep: parameter(s) {bad} change the shapes of the params (point 0: "
-                    f"{describe_point(names, values[0])}; point {i}: {describe_point(names, values[i])}); "
-                    "only values that keep every array's shape share one compiled program"
-                )
-    leaves_per_point = []
-    treedef = None
-    for (g, p), nt in zip(built, n_turns):
-        leaves, treedef = param_leaves(p, nt)
-        leaves_per_point.append(leaves)
-    stacked = [np.stack([pl[j] for pl in leaves_per_point], axis=-1) for j in range(len(leaves_per_point[0]))]
-    return cfg0, game0, stacked, treedef, n_turns, np.asarray(yields, float), "per point"
-
+def chunk_layout(total: int, cap: int, n_devices: int, chunk_width: int | None = None) -> int:
+    """Arenas per chunk: at most ``cap``, a multiple of the device count (one chunk of the
+    whole run is padded up to one), or ``chunk_width`` when a layout was fixed elsewhere
+    (another process, a resumed run)."""
+    w = min(cap, total)
+    if chunk_width is not None:
+        if isinstance(chunk_width, bool) or not isinstance(chunk_width, (int, np.integer)) or chunk_width < 1:
+            raise ValueError(f"chunk_width: must be an integer >= 1, got {chunk_width!r}")
+        return int(chunk_width)
+    if w == total:  # one chunk, padded to a multiple of the device count
+        return -(-total // n_devices) * n_devices
+    return max(n_devices, (w // n_devices) * n_devices)
 
 
 class SweepPlan:
@@ -142,18 +79,21 @@ class SweepPlan:
     """
 
     def __init__(self, config, table: pd.DataFrame, *, replicates: int = 1, seed: int = 0, history: bool = False,
-                 turns: int | None = None, max_batch: int = 131072, memory_budget: int | None = None,
+                 turns: int | None = None, max_batch: int = DEFAULT_MAX_BATCH, memory_budget: int | None = None,
                  generator: str = "hash", round_ints: bool = False, common_random: bool = False,
                  devices: Any = None, chunk_width: int | None = None):
+        self.options = dict(replicates=replicates, seed=seed, history=history, turns=turns, max_batch=max_batch,
+                            memory_budget=memory_budget, generator=generator, round_ints=round_ints,
+                            common_random=common_random)  # (what another process needs to plan the same)
         cfg = ArenaConfig.load(config)
-        validate_sweep_args(replicates, seed, max_batch, turns, memory_budget)
+        check_run_args(replicates=replicates, seed=seed, max_batch=max_batch, turns=turns, memory_budget=memory_budget)
         names = [str(c) for c in table.columns]
         if len(set(names)) != len(names):
             raise ValueError(f"names: duplicate parameter paths {names}")
         base = config_base(cfg)
         check_paths(base, names)  # bad paths fail before anything is built
-        cfg0, game, stacked, treedef, n_turns, yields, self.build_mode = _build_points(
-            base, names, table, turns, generator, round_ints)
+        cfg0, game, stacked, treedef, n_turns, yields, self.build_mode = build_points(
+            base, names, table, turns, generator, round_ints, separable_min=SEPARABLE_MIN_POINTS)
         self.cfg, self.names, self.table = cfg, names, table.reset_index(drop=True)
         self.cfg0, self.game, self.stacked, self.treedef, self.n_turns = cfg0, game, stacked, treedef, n_turns
         self.replicates, self.seed, self.history, self.turns = int(replicates), int(seed), bool(history), turns
@@ -174,15 +114,7 @@ class SweepPlan:
             k1 = jax.ShapeDtypeStruct((2, 1), jnp.uint32)
             self.arena_bytes = bytes_per_arena(game, p1, k1, self.chunk_turns, self.history, n_cols)
             cap = min(cap, max(1, int(memory_budget) // self.arena_bytes))
-        w = min(cap, self.total)
-        if chunk_width is not None:  # a layout fixed elsewhere (another process, a resumed run)
-            if not isinstance(chunk_width, (int, np.integer)) or chunk_width < 1:
-                raise ValueError(f"chunk_width: must be an integer >= 1, got {chunk_width!r}")
-            b = int(chunk_width)
-        elif w == self.total:  # one chunk, padded to a multiple of the device count
-            b = -(-self.total // nd) * nd
-        else:
-            b = max(nd, (w // nd) * nd)
+        b = chunk_layout(self.total, cap, nd, chunk_width)
         self.chunk_width = b  # arenas per chunk (the layout)
         self.run_width = -(-b // nd) * nd  # arenas per run: padded to a multiple of the device count
         self.chunks = [(a, min(a + b, self.total)) for a in range(0, self.total, b)]
@@ -198,6 +130,11 @@ class SweepPlan:
 
             mesh = Mesh(np.asarray(self.devices), ("arenas",))
             self._sharding = lambda ndim: NamedSharding(mesh, PartitionSpec(*([None] * (ndim - 1)), "arenas"))
+
+    def worker_options(self) -> dict[str, Any]:
+        """The options with which another process (a Dask worker) plans the same chunks: this
+        plan's, with the chunk width pinned (its devices may differ)."""
+        return {**self.options, "chunk_width": self.chunk_width, "memory_budget": None}
 
     def config_at(self, i: int) -> ArenaConfig:
         """Point ``i``'s config."""
@@ -300,6 +237,28 @@ def cached_plan(config, table: pd.DataFrame, **options) -> SweepPlan:
     return plan
 
 
+# A way to run a plan's chunks: (plan, progress) -> (k, rows of chunk k) for every chunk, in
+# any order (here: :func:`run_here`; on a Dask cluster: bdpd_jax/distributed.py).
+ChunkRunner = Callable[["SweepPlan", "bool | None"], Iterable[tuple[int, pd.DataFrame]]]
+
+
+def run_here(plan: SweepPlan, progress: bool | None = None) -> Iterator[tuple[int, pd.DataFrame]]:
+    """Every chunk of ``plan`` in this process, in order (a progress bar when asked, or by
+    default when the run has more than four turn chunks)."""
+    bar = None
+    n_bar = plan.n_chunks * math.ceil(plan.max_turns / plan.chunk_turns)
+    if progress or (progress is None and n_bar > 4):
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=n_bar, desc="sweep chunks", unit="chunk", leave=False)
+    try:
+        for k in range(plan.n_chunks):
+            yield k, plan.run_chunk(k, bar)
+    finally:
+        if bar is not None:
+            bar.close()
+
+
 def run_points(
     config: ArenaConfig | dict | str,
     table: pd.DataFrame,
@@ -308,37 +267,25 @@ def run_points(
     seed: int = 0,
     history: bool = False,
     turns: int | None = None,
-    max_batch: int = 131072,
+    max_batch: int = DEFAULT_MAX_BATCH,
     generator: str = "hash",
     progress: bool | None = None,
     round_ints: bool = False,
     common_random: bool = False,
     memory_budget: int | None = None,
     devices: Any = None,
+    chunks: ChunkRunner = run_here,
 ) -> SweepResults:
     """Run every row of ``table`` (columns = config paths) ``replicates`` times in one
-    batched program; see :func:`sweep`."""
+    batched program; see :func:`sweep`. ``chunks`` runs the plan's chunks (default: here;
+    ``bdpd_jax.distributed.sweep_on_cluster`` passes a Dask cluster's)."""
     plan = cached_plan(config, table, replicates=replicates, seed=seed, history=history, turns=turns,
                        max_batch=max_batch, memory_budget=memory_budget, generator=generator,
                        round_ints=round_ints, common_random=common_random, devices=devices)
-    bar = None
-    n_bar = plan.n_chunks * math.ceil(plan.max_turns / plan.chunk_turns)
-    if progress or (progress is None and n_bar > 4):
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=n_bar, desc="sweep chunks", unit="chunk", leave=False)
-    frames = []
-    try:
-        for k in range(plan.n_chunks):
-            frames.append(plan.run_chunk(k, bar))
-    finally:
-        if bar is not None:
-            bar.close()
-    arenas = pd.concat(frames, ignore_index=True)
+    frames = dict(chunks(plan, progress))
+    arenas = pd.concat([frames[k] for k in sorted(frames)], ignore_index=True)
     points = aggregate(arenas, plan.names, plan.outcomes())
     return SweepResults(arenas, points, plan.names, plan.meta())
-
-
 
 
 def sweep(
@@ -349,7 +296,7 @@ def sweep(
     replicates: int = 1,
     seed: int = 0,
     history: bool = False,
-    max_batch: int = 131072,
+    max_batch: int = DEFAULT_MAX_BATCH,
     progress: bool | None = None,
     *,
     names: Sequence[str] | None = None,

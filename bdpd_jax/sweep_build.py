@@ -1,5 +1,5 @@
-"""Building the per-point params of a sweep (the separable build, diagnostics of points that
-change the game's structure or shapes) and sizing its chunks (arguments, devices, memory per
+"""Building the per-point params of a sweep (:func:`build_points`: point by point or the
+separable build, diagnostics of points that change the game's structure or shapes) and sizing its chunks (arguments, devices, memory per
 arena). Used by :mod:`bdpd_jax.sweep`."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from .build import build
-from .sweep_paths import plain_value, apply_values
+from .sweep_paths import apply_values, describe_point, plain_value
 
 # ----------------------------------------------------------------------------- the run
 
@@ -144,17 +144,75 @@ def build_separable(base, names, values, n_turns, turns, generator, round_ints):
 
 
 
-def validate_sweep_args(replicates, seed, max_batch, turns, memory_budget):
-    if not isinstance(replicates, (int, np.integer)) or replicates < 1:
-        raise ValueError(f"replicates: must be an integer >= 1, got {replicates!r}")
-    if not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**32:
-        raise ValueError(f"seed: must be an integer in [0, 2**32), got {seed!r}")
-    if not isinstance(max_batch, (int, np.integer)) or max_batch < 1:
-        raise ValueError(f"max_batch: must be an integer >= 1, got {max_batch!r}")
-    if turns is not None and (not isinstance(turns, (int, np.integer)) or turns < 1):
-        raise ValueError(f"turns: must be an integer >= 1, got {turns!r}")
-    if memory_budget is not None and (not isinstance(memory_budget, (int, np.integer)) or memory_budget < 1):
-        raise ValueError(f"memory_budget: must be a number of bytes >= 1, got {memory_budget!r}")
+def _check_one_structure(built, base, names, values, build_kw, round_ints) -> None:
+    """Every point's Game equals point 0's (one compiled program), else ValueError naming the
+    parameters that change it."""
+    game0 = built[0][0]
+    for i, (g, _) in enumerate(built):
+        if g != game0:
+            bad = shape_culprits(base, names, values[0], values[i], lambda a, b: a[0] != b[0], build_kw, round_ints)
+            raise ValueError(
+                f"sweep: parameter(s) {bad} change the static structure of the game "
+                f"(Game.{'/'.join(game_diff(game0, g))} differs between point 0 ({describe_point(names, values[0])}) "
+                f"and point {i} ({describe_point(names, values[i])})); only values that keep the structure "
+                "(strategies, number of players, engine, scheduler, layers) share one compiled program: "
+                "run one sweep per structure"
+            )
+
+
+def build_points(base, names, table, turns, generator, round_ints, *, separable_min: int):
+    """Point 0's config, the shared Game, stacked numpy leaves [..., P], treedef, each
+    point's turns and sustainable yield. Every point's config is validated. A sweep of at
+    least ``separable_min`` points tries the separable build first."""
+    from .govsim import sustainable_yield
+
+    values = [tuple(r) for r in table.itertuples(index=False, name=None)]
+    n_turns, yields = [], []
+    cfg0 = None
+    for i, v in enumerate(values):  # validate every point (cheap), keep only what the run needs
+        c = apply_values(base, names, v, round_ints=round_ints, where=f" point {i}")
+        cfg0 = c if cfg0 is None else cfg0
+        n_turns.append(int(turns or c.model.maxTurns))
+        yields.append(float(sustainable_yield(c)))
+    if len(values) >= separable_min:
+        fast = build_separable(base, names, values, n_turns, turns, generator, round_ints)
+        if fast is not None:
+            game0, stacked, treedef = fast
+            return cfg0, game0, stacked, treedef, n_turns, np.asarray(yields, float), "separable"
+    configs = [apply_values(base, names, v, round_ints=round_ints, where=f" point {i}") for i, v in enumerate(values)]
+    build_kw: dict = {"generator": generator}
+
+    def build_all(kw):
+        with cpu_build_device():  # per-point params are small: build them on the host, stack, then transfer
+            return [build(c, **kw) for c in configs]
+
+    built = build_all(build_kw)
+    game0 = built[0][0]
+    _check_one_structure(built, base, names, values, build_kw, round_ints)
+    shapes0 = param_shapes(built[0][1])
+    if any(param_shapes(p) != shapes0 for _, p in built):
+        gov = governance_shapes(configs)
+        if gov is not None:  # pad governance arrays to the sweep's largest (one program)
+            build_kw = {**build_kw, "governance": gov}
+            built = build_all(build_kw)
+            game0 = built[0][0]
+            shapes0 = param_shapes(built[0][1])
+        for i, (g, p) in enumerate(built):
+            if param_shapes(p) != shapes0 or g != game0:
+                bad = shape_culprits(base, names, values[0], values[i],
+                                lambda a, b: param_shapes(a[1]) != param_shapes(b[1]) or a[0] != b[0], build_kw, round_ints)
+                raise ValueError(
+                    f"sweep: parameter(s) {bad} change the shapes of the params (point 0: "
+                    f"{describe_point(names, values[0])}; point {i}: {describe_point(names, values[i])}); "
+                    "only values that keep every array's shape share one compiled program"
+                )
+    leaves_per_point = []
+    treedef = None
+    for (g, p), nt in zip(built, n_turns):
+        leaves, treedef = param_leaves(p, nt)
+        leaves_per_point.append(leaves)
+    stacked = [np.stack([pl[j] for pl in leaves_per_point], axis=-1) for j in range(len(leaves_per_point[0]))]
+    return cfg0, game0, stacked, treedef, n_turns, np.asarray(yields, float), "per point"
 
 
 def resolve_devices(devices: Any = None) -> list:

@@ -6,7 +6,7 @@ A spec file (``bdpd sweep SPEC.toml --out DIR``)::
     replicates = 100
     history = false            # optional: mean governance metrics per arena
     turns = 30                 # optional: override every point's maxTurns
-    max_batch = 131072         # optional: the most arenas per chunk
+    max_batch = 131072         # optional: the most arenas per chunk (this is the default)
     memory_budget = "2GB"      # optional: size chunks from a memory budget (bytes or "512MB")
     common_random = false      # optional
     generator = "hash"         # optional
@@ -40,6 +40,7 @@ from typing import Any, Callable
 import pandas as pd
 
 from .config import ArenaConfig
+from .limits import DEFAULT_MAX_BATCH, check_run_args
 
 SPEC_KEYS = {"config", "grid", "samples", "n_samples", "points", "replicates", "seed", "history", "turns",
              "max_batch", "memory_budget", "common_random", "generator"}
@@ -76,7 +77,7 @@ class SweepSpec:
     seed: int = 0
     history: bool = False
     turns: int | None = None
-    max_batch: int = 131072
+    max_batch: int = DEFAULT_MAX_BATCH
     memory_budget: int | None = None
     common_random: bool = False
     generator: str = "hash"
@@ -162,8 +163,7 @@ def load_spec(spec: str | Path | dict, root: str | Path | None = None) -> SweepS
     if len(given) != 1:
         raise ValueError(f"spec: give exactly one of [grid], [samples] (with n_samples) or [points], got {given}")
     seed = d.get("seed", 0)
-    if not isinstance(seed, int) or isinstance(seed, bool):
-        raise ValueError(f"seed: must be an integer, got {seed!r}")
+    check_run_args(seed=seed)  # before the samples are drawn with it
     if "grid" in d:
         table = grid_points(d["grid"])
     elif "samples" in d:
@@ -171,17 +171,14 @@ def load_spec(spec: str | Path | dict, root: str | Path | None = None) -> SweepS
                               d.get("n_samples"), seed)
     else:
         table = _points_from(d["points"], root)
-    checks = {"replicates": (int,), "max_batch": (int,), "turns": (int, type(None)), "history": (bool,),
-              "common_random": (bool,), "generator": (str,)}
-    for k, types in checks.items():
-        if k in d and (not isinstance(d[k], types) or (int in types and isinstance(d[k], bool))):
-            raise ValueError(f"{k}: expected {' or '.join(t.__name__ for t in types)}, got {d[k]!r}")
-    return SweepSpec(
-        config=cfg, table=table, replicates=d.get("replicates", 1), seed=seed, history=d.get("history", False),
-        turns=d.get("turns"), max_batch=d.get("max_batch", 131072),
-        memory_budget=parse_bytes(d.get("memory_budget")), common_random=d.get("common_random", False),
-        generator=d.get("generator", "hash"), round_ints="samples" in d, source=d,
-    )
+    for k, t in (("history", bool), ("common_random", bool), ("generator", str)):
+        if k in d and not isinstance(d[k], t):
+            raise ValueError(f"{k}: expected {t.__name__}, got {d[k]!r}")
+    run = dict(replicates=d.get("replicates", 1), seed=seed, turns=d.get("turns"),
+               max_batch=d.get("max_batch", DEFAULT_MAX_BATCH), memory_budget=parse_bytes(d.get("memory_budget")))
+    check_run_args(**run)
+    return SweepSpec(config=cfg, table=table, history=d.get("history", False), common_random=d.get("common_random", False),
+                     generator=d.get("generator", "hash"), round_ints="samples" in d, source=d, **run)
 
 
 def _part(out: Path, k: int) -> Path:
@@ -229,6 +226,37 @@ class SpecRun:
     digest: str
 
 
+def _resumed_width(out: Path, digest: str, overwrite: bool) -> int | None:
+    """The chunk width of the same sweep already in ``out`` (None when none). A different
+    sweep there raises ValueError, or is removed when ``overwrite``."""
+    man_path = out / MANIFEST
+    if not man_path.is_file():
+        return None
+    old = json.loads(man_path.read_text())
+    if old.get("digest") == digest:
+        return int(old["chunk_arenas"])  # the layout of the run being resumed
+    if not overwrite:
+        raise ValueError(
+            f"out: {str(out)!r} holds a different sweep (spec hash {str(old.get('digest'))[:12]}, this spec "
+            f"{digest[:12]}); choose another directory or pass --overwrite")
+    import shutil
+
+    shutil.rmtree(out / "arenas", ignore_errors=True)
+    for f in ("points.parquet", "meta.json", MANIFEST):
+        (out / f).unlink(missing_ok=True)
+    return None
+
+
+def _write_manifest(out: Path, digest: str, plan) -> None:
+    """``out/manifest.json`` (the spec's hash and the chunk layout), written atomically."""
+    out.mkdir(parents=True, exist_ok=True)
+    manifest = {"format": FORMAT, "digest": digest, "n_chunks": plan.n_chunks, "chunk_arenas": plan.chunk_width,
+                "n_arenas": plan.total, "chunks": [list(c) for c in plan.chunks]}
+    tmp = out / f".{MANIFEST}.tmp"
+    tmp.write_text(json.dumps(manifest, indent=2))
+    os.replace(tmp, out / MANIFEST)
+
+
 def run_spec(
     spec: SweepSpec | str | Path | dict,
     out: str | Path,
@@ -249,29 +277,9 @@ def run_spec(
     sp = spec if isinstance(spec, SweepSpec) else load_spec(spec)
     out = Path(out)
     digest = sp.digest()
-    man_path = out / MANIFEST
-    width = None
-    if man_path.is_file():
-        old = json.loads(man_path.read_text())
-        if old.get("digest") == digest:
-            width = int(old["chunk_arenas"])  # the layout of the run being resumed
-        elif not overwrite:
-            raise ValueError(
-                f"out: {str(out)!r} holds a different sweep (spec hash {str(old.get('digest'))[:12]}, this spec "
-                f"{digest[:12]}); choose another directory or pass --overwrite")
-        else:
-            import shutil
-
-            shutil.rmtree(out / "arenas", ignore_errors=True)
-            for f in ("points.parquet", "meta.json", MANIFEST):
-                (out / f).unlink(missing_ok=True)
+    width = _resumed_width(out, digest, overwrite)
     plan = SweepPlan(sp.config, sp.table, devices=devices, chunk_width=width, **sp.plan_kwargs())
-    out.mkdir(parents=True, exist_ok=True)
-    manifest = {"format": FORMAT, "digest": digest, "n_chunks": plan.n_chunks, "chunk_arenas": plan.chunk_width,
-                "n_arenas": plan.total, "chunks": [list(c) for c in plan.chunks]}
-    tmp = out / f".{MANIFEST}.tmp"
-    tmp.write_text(json.dumps(manifest, indent=2))
-    os.replace(tmp, man_path)
+    _write_manifest(out, digest, plan)
     done = [k for k in range(plan.n_chunks) if _part(out, k).is_file()]
     todo = [k for k in range(plan.n_chunks) if k not in set(done)]
     bar = None
@@ -279,24 +287,19 @@ def run_spec(
         from tqdm.auto import tqdm
 
         bar = tqdm(total=plan.n_chunks, initial=len(done), desc="sweep chunks", unit="chunk")
-    try:
-        if client is None:
-            for k in todo:
-                write_part(out, k, plan.run_chunk(k))
-                if on_chunk is not None:
-                    on_chunk(k)
-                if bar is not None:
-                    bar.update(1)
-        else:
-            from .distributed import run_chunks
+    if client is None:
+        frames = ((k, plan.run_chunk(k)) for k in todo)  # (each chunk runs as it is written)
+    else:
+        from .distributed import run_chunks
 
-            wk = {**sp.plan_kwargs(), "chunk_width": plan.chunk_width, "memory_budget": None}
-            for k, frame in run_chunks(client, sp.config, sp.table, todo, info=info, **wk):
-                write_part(out, k, frame)
-                if on_chunk is not None:
-                    on_chunk(k)
-                if bar is not None:
-                    bar.update(1)
+        frames = run_chunks(client, sp.config, sp.table, todo, info=info, **plan.worker_options())
+    try:
+        for k, frame in frames:
+            write_part(out, k, frame)
+            if on_chunk is not None:
+                on_chunk(k)
+            if bar is not None:
+                bar.update(1)
     finally:
         if bar is not None:
             bar.close()

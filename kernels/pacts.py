@@ -11,16 +11,11 @@ term, no party) is not stored and counted in ``invalid``; a proposal that finds 
 full is not stored and counted in ``dropped`` (never dropped silently). Both counters are
 reported every turn.
 
-Term types are a registry: adding one is one checker function plus one :func:`register_term`
-call. A checker is a *limit*: from the pact table and the turn context it gives the harvest
-a party of each slot may take (a breach is actual > limit + eps); complying players clip to
-it. A type's JSON numbers (:class:`TermField`) are stored in the slot's two numbers
-``max_harvest`` and ``tolerance`` with their bounds, from which every validation derives.
+Term types are a registry (kernels/pact_terms.py: one checker function plus one
+:func:`register_term` call), re-exported here; the table reads it when called.
 """
 
 from __future__ import annotations
-
-from typing import Callable, NamedTuple
 
 import equinox as eqx
 import jax
@@ -29,125 +24,21 @@ import jax.numpy as jnp
 from . import unroll
 from .barrier import materialize, materialize_mask
 from .metrics import EPS  # the one numerical tolerance: a harvest exactly at a limit keeps it
+from .pact_terms import (  # noqa: F401 (the term registry, re-exported: P.register_term etc.)
+    HARVEST_CAP, NO_AGGRESSION, NUMBERS, Limit, TermField, TermType, TurnContext, register_term, term_code,
+    term_names, term_type, unregister_term, valid_terms,
+)
 
 # status codes of a slot
 EMPTY, PROPOSED, ACTIVE, REJECTED = 0, 1, 2, 3
 STATUSES: tuple[str, ...] = ("empty", "proposed", "active", "rejected")
 
 
-class TurnContext(NamedTuple):
-    """What a term's limit may read besides its pact: per-turn values over all decisions."""
-
-    group_mean: jax.Array  # float[], mean actual harvest over the players playing this turn
-
-
-# limit(pacts, ctx) -> float[P]: the harvest a party of each slot may take (read for the slots
-# of its own type only); a party breaches when its actual harvest exceeds limit + eps.
-Limit = Callable[["Pacts", TurnContext], jax.Array]
-NUMBERS: tuple[str, ...] = ("max_harvest", "tolerance")  # the two numbers a slot stores
-
-
-class TermField(NamedTuple):
-    """One number of a term type's JSON terms, stored in one of the slot's two ``NUMBERS``.
-
-    The bound is the whole validation rule: the kernel (an invalid proposal is not stored),
-    the config, the tools and their JSON schema all derive from it."""
-
-    name: str  # JSON key, e.g. "maxHarvest"
-    number: str  # "max_harvest" | "tolerance": which of the slot's numbers holds it
-    minimum: float = 0.0
-    exclusive: bool = False  # value > minimum (else >=)
-    default: float | None = None  # None: required
-    description: str = ""
-
-
-class TermType(NamedTuple):
-    """A registered pact term type (001_* 'term schema')."""
-
-    name: str
-    limit: Limit
-    fields: tuple[TermField, ...]
-    detail: str  # violation detail, formatted with actual, limit, mean (floats)
-    description: str = ""
-
-    def valid(self, max_harvest: jax.Array, tolerance: jax.Array) -> jax.Array:
-        """bool: every field within its bound (the kernel side of the schema)."""
-        num = {"max_harvest": max_harvest, "tolerance": tolerance}
-        ok = jnp.ones(jnp.shape(max_harvest), bool)
-        for f in self.fields:
-            x = num[f.number]
-            ok = ok & ((x > f.minimum) if f.exclusive else (x >= f.minimum))
-        return ok
-
-
-def _harvest_cap(p, ctx):
-    """001_*: a breach is actual > maxHarvest + eps (a harvest equal to the cap is no breach)."""
-    return p.max_harvest
-
-
-def _no_aggression(p, ctx):
-    """001_*: limit = groupMean x (1 + tolerance); a breach is actual > limit + eps."""
-    return ctx.group_mean * (1.0 + p.tolerance)
-
-
-_TERMS: dict[str, TermType] = {}
-PACT_TERM_TYPES: tuple[str, ...] = ()  # the registered names; read as P.PACT_TERM_TYPES when needed, or term_names()
-
-
-def register_term(name: str, limit: Limit, fields: tuple[TermField, ...] | list[TermField], *,
-                  detail: str = "harvested {actual:.3f} > limit {limit:.3f}", description: str = "") -> TermType:
-    """Register a term type (appended: existing type codes never change). ``limit`` is its
-    checker: what a party may harvest under the pact this turn (a breach: actual > limit +
-    eps); it also gives complying players their cap, evaluated on last turn's context.
-    ``fields``: its JSON numbers, each stored in one of the slot's ``NUMBERS`` with its bound.
-    Config validation, the live tools (schema and checks), the registry's terms and detail
-    strings and the results frames all read this registry when called."""
-    global PACT_TERM_TYPES
-    if name in _TERMS:
-        raise ValueError(f"termType: {name!r} is already registered")
-    fields = tuple(fields)
-    for f in fields:
-        if f.number not in NUMBERS:
-            raise ValueError(f"fields: {f.name!r} must be stored in one of {NUMBERS}, got {f.number!r}")
-    if len({f.number for f in fields}) != len(fields):
-        raise ValueError(f"fields: two fields of {name!r} share one stored number")
-    tt = TermType(name, limit, fields, detail, description)
-    _TERMS[name] = tt
-    PACT_TERM_TYPES = tuple(_TERMS)
-    return tt
-
-
-def term_names() -> tuple[str, ...]:
-    """The registered term type names, in code order (read when called)."""
-    return tuple(_TERMS)
-
-
-def term_type(name_or_code: str | int) -> TermType:
-    """A registered term type by name or int code (ValueError naming the value)."""
-    if isinstance(name_or_code, str):
-        return _TERMS[term_names()[term_code(name_or_code)]]
-    names = term_names()
-    if not 0 <= int(name_or_code) < len(names):
-        raise ValueError(f"termType: unknown code {name_or_code!r}")
-    return _TERMS[names[int(name_or_code)]]
-
-
-register_term("harvest_cap", _harvest_cap,
-              (TermField("maxHarvest", "max_harvest", 0.0, exclusive=True, description="cap per party per turn"),),
-              detail="harvested {actual:.3f} > cap {limit:.3f}", description="each party harvests at most maxHarvest")
-register_term("no_aggression", _no_aggression,
-              (TermField("tolerance", "tolerance", 0.0, default=0.0, description="allowed excess over the group mean"),),
-              detail="harvested {actual:.3f} > fair share {limit:.3f} (group mean {mean:.3f})",
-              description="each party harvests at most groupMean x (1 + tolerance)")
-HARVEST_CAP, NO_AGGRESSION = 0, 1
-
-
-def term_code(name: str) -> int:
-    """The int code of a term type name (ValueError naming the value when unknown)."""
-    try:
-        return term_names().index(name)
-    except ValueError:
-        raise ValueError(f"termType: unknown {name!r}; known: {list(term_names())}") from None
+def __getattr__(name: str):
+    """``PACT_TERM_TYPES``: the registered names as they are when read (never a copy)."""
+    if name == "PACT_TERM_TYPES":
+        return term_names()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class Pacts(eqx.Module):
@@ -181,15 +72,6 @@ def empty(n_slots: int, n_players: int, dtype=None) -> Pacts:
         tolerance=jnp.zeros((n_slots,), dt), status=zi, proposed_turn=zi, accepted_turn=zi,
         violation_count=zi, dropped=jnp.zeros((), jnp.int32), invalid=jnp.zeros((), jnp.int32),
     )
-
-
-def valid_terms(term: jax.Array, max_harvest: jax.Array, tolerance: jax.Array) -> jax.Array:
-    """bool (shape of term): the term schema of 001_* (known type; maxHarvest > 0;
-    tolerance >= 0)."""
-    ok = jnp.zeros(jnp.shape(term), bool)
-    for code, tt in enumerate(_TERMS.values()):
-        ok = jnp.where(term == code, tt.valid(max_harvest, tolerance), ok)
-    return ok
 
 
 def _settle(p: Pacts, turn: jax.Array) -> Pacts:
@@ -360,8 +242,8 @@ def limits(pacts: Pacts, ctx: TurnContext) -> jax.Array:
     per-(slot, player) consumers only compare: evaluated inside them, XLA:CPU redid the
     select for every player."""
     lim = jnp.zeros(pacts.max_harvest.shape, pacts.max_harvest.dtype)
-    for code, tt in enumerate(_TERMS.values()):
-        lim = jnp.where(pacts.term == code, jnp.broadcast_to(tt.limit(pacts, ctx), lim.shape).astype(lim.dtype), lim)
+    for code, name in enumerate(term_names()):
+        lim = jnp.where(pacts.term == code, jnp.broadcast_to(term_type(name).limit(pacts, ctx), lim.shape).astype(lim.dtype), lim)
     return materialize(lim)
 
 

@@ -57,6 +57,17 @@ def register_perturbation(name: str, apply: Apply, *, requires: str | None = Non
     return pt
 
 
+def unregister_perturbation(name: str) -> None:
+    """Remove a type registered with :func:`register_perturbation` (for tests that register
+    one and must leave the registry as they found it). Only the last registered type may
+    go, so the codes of the others never change; compiled programs key on the type names."""
+    names = type_names()
+    if not names or names[-1] != name:
+        raise ValueError(f"type: only the last registered perturbation type ({names[-1] if names else None!r}) "
+                         f"can be unregistered, got {name!r}")
+    del _TYPES[name]
+
+
 def type_names() -> tuple[str, ...]:
     """Registered type names in code order (read when called)."""
     return tuple(_TYPES)

@@ -145,6 +145,32 @@ def test_bad_run_ranges(kw, needle):
         simulate(default_config(), **{"n_arenas": 1, **kw})
 
 
+@pytest.mark.parametrize("field,bad", [("seed", -1), ("seed", 2**32), ("max_batch", 0), ("max_batch", True),
+                                       ("turns", 0), ("turns", 2**31), ("replicates", 0), ("memory_budget", 0)])
+def test_run_arguments_are_checked_alike_by_simulate_sweep_and_spec(field, bad):
+    """One rule (limits.check_run_args): every entry point refuses a bad run argument with
+    the same message, before anything is built."""
+    import bdpd_jax
+    from bdpd_jax.limits import check_run_args
+    from bdpd_jax.sweep_spec import load_spec
+
+    with pytest.raises(ValueError) as ref:
+        check_run_args(**{field: bad})
+    message = str(ref.value)
+    assert message.startswith(f"{field}: ") and repr(bad) in message
+    cfg = default_config()
+    calls = [lambda: bdpd_jax.sweep(cfg, grid={"model.regenRate": [0.1]}, **{field: bad})]
+    if field not in ("replicates", "memory_budget"):
+        calls.append(lambda: simulate(cfg, **{field: bad}))
+    if field != "memory_budget":  # (a spec's size string is parsed first: its error quotes the string)
+        calls.append(lambda: load_spec({"config": cfg.model_dump(mode="json"), "grid": {"model.regenRate": [0.1]},
+                                        field: bad}))
+    for call in calls:
+        with pytest.raises(ValueError) as got:
+            call()
+        assert str(got.value) == message
+
+
 def test_run_size_estimate_names_what_to_change():
     from bdpd_jax.limits import check_run_size, physical_memory
 

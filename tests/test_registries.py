@@ -6,7 +6,7 @@ config, ``simulate`` (kernels and Results frames) and a live ``Arena`` with a sc
 from __future__ import annotations
 
 import copy
-from typing import Literal
+from typing import ClassVar, Literal
 
 import jax.numpy as jnp
 import numpy as np
@@ -19,7 +19,7 @@ from bdpd_jax.host.arena import Arena
 from bdpd_jax.host.tools import tool_schemas, validate_action
 from bdpd_jax.kernels import pacts as P
 from bdpd_jax.kernels import perturb as pk
-from bdpd_jax.specs import ArenaSpec, register_perturbation
+from bdpd_jax.specs import ArenaSpec, register_perturbation, unregister_perturbation
 from payloads import SEED_LOGISTIC
 
 EPS = 1e-6
@@ -45,6 +45,7 @@ class _Fraction(BaseModel):
 
 class RedistributeSpec(ArenaSpec):
     type: Literal["redistribute"]
+    example: ClassVar[dict] = {"fraction": 0.5}
     payload: _Fraction
 
     def payload_numbers(self, config, where, policies):
@@ -53,14 +54,16 @@ class RedistributeSpec(ArenaSpec):
 
 @pytest.fixture(scope="module", autouse=True)
 def registered():
-    if "group_quota" not in P.term_names():
-        P.register_term("group_quota", _group_quota,
-                        [P.TermField("quota", "max_harvest", 0.0, exclusive=True, description="group total")],
-                        detail="harvested {actual:.3f} > quota share {limit:.3f}",
-                        description="each of the k parties harvests at most quota / k")
-    if "redistribute" not in pk.type_names():
-        register_perturbation("redistribute", _redistribute, RedistributeSpec, label="wealth[*]",
-                              description="w <- (1 - f) w + f mean(w)")
+    """Both types for this module only: the registries are left as they were found."""
+    P.register_term("group_quota", _group_quota,
+                    [P.TermField("quota", "max_harvest", 0.0, exclusive=True, description="group total")],
+                    detail="harvested {actual:.3f} > quota share {limit:.3f}",
+                    description="each of the k parties harvests at most quota / k")
+    register_perturbation("redistribute", _redistribute, RedistributeSpec, label="wealth[*]",
+                          description="w <- (1 - f) w + f mean(w)")
+    yield
+    unregister_perturbation("redistribute")
+    P.unregister_term("group_quota")
 
 
 PLAYERS = [
