@@ -56,7 +56,7 @@ from bdpd_jax.kernels.params import OBS_VARS, PEER_VARS
 from bdpd_jax.host.agent_calls import spec_of_config_player
 from bdpd_jax.host.agents.base import AgentResult
 from bdpd_jax.host.batch_runner import LockstepBatch, slice_batch
-from bdpd_jax.host.dispatch import TOOL_SCOPES, ActionBudget, dispatch_tool
+from bdpd_jax.host.dispatch import TOOL_SCOPES, ActionBudget, dispatch_tool, sanction_offered
 from bdpd_jax.host.messages import MessageBus
 from bdpd_jax.host.owner_perturb import fire_perturbation
 from bdpd_jax.host.persist import JsonlWriter, atomic_write_json, clean_stale_tmp
@@ -224,7 +224,8 @@ class Arena:
             self._client, self._owns_client = make_client(max(8, 2 * len(self.specs))), True
         tmo = float(self.config.agentTimeout)
         self.agents = [make_agent(s, timeout_ms=tmo, no_talk=self.no_talk, client=self._client,
-                                  executor=self._executor, operator=self.operator) for s in self.specs]
+                                  executor=self._executor, operator=self.operator,
+                                  sanction=sanction_offered(self.config)) for s in self.specs]
         self.turn = 0
         self.done = False
         self._announced: dict[str, float] = {}

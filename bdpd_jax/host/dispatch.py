@@ -128,13 +128,19 @@ def dispatch_tool(arena: Arena, player: str, action: Any, turn: int | None = Non
     return {**ok, "pactId": a["pactId"], "status": reg.status(slot)}
 
 
+def sanction_offered(config) -> bool:
+    """Whether the arena's players get the ``sanction`` tool: it runs a ``voluntary_sanction``
+    plugin (the one rule the tool's refusal and the LLM players' tool list share)."""
+    return any(p.type == "voluntary_sanction" for p in config.plugins)
+
+
 def sanction(arena: Arena, player: str, action: Any, turn: int) -> dict[str, Any]:
     """``sanction(target, reason)``: ask the arena's ``voluntary_sanction`` plugin to fine
     ``target`` at the end of ``turn``, under the plugin's rules (the target must break a pact
     or over-harvest that turn; the player pays the cost for every player it fines, or fines
     nobody). Several calls on one target count once."""
     out = {"scope": TOOL_SCOPES[SANCTION_TOOL], "tool": SANCTION_TOOL}
-    if not any(p.type == "voluntary_sanction" for p in arena.config.plugins):
+    if not sanction_offered(arena.config):
         return {**out, "ok": False, "reason": "tool: this arena runs no voluntary_sanction plugin"}
     try:
         a = validate_action(action)
@@ -148,4 +154,4 @@ def sanction(arena: Arena, player: str, action: Any, turn: int) -> dict[str, Any
     return {**out, "ok": True, "target": a["target"], "turn": int(turn)}
 
 
-__all__ = ["ActionBudget", "TOOL_SCOPES", "dispatch_tool"]
+__all__ = ["ActionBudget", "TOOL_SCOPES", "dispatch_tool", "sanction_offered"]

@@ -122,6 +122,7 @@ def replay(dir: str | Path, *, out_dir: str | Path | None = None, verify: bool =
 
 def _resume(arena: Arena, dir: Path, meta: dict[str, Any], resume: dict[str, Any]) -> None:
     from bdpd_jax.host.agents.http import make_client
+    from bdpd_jax.host.dispatch import sanction_offered
     from bdpd_jax.host.persist import JsonlWriter
     from bdpd_jax.host.players import make_agent
 
@@ -143,7 +144,8 @@ def _resume(arena: Arena, dir: Path, meta: dict[str, Any], resume: dict[str, Any
         if s.name in specs:
             arena.specs[i] = specs[s.name]
             arena.agents[i] = make_agent(specs[s.name], timeout_ms=float(arena.config.agentTimeout),
-                                         no_talk=arena.no_talk, client=arena._client, operator=arena.operator)
+                                         no_talk=arena.no_talk, client=arena._client, operator=arena.operator,
+                                         sanction=sanction_offered(arena.config))
     arena.out_dir = dir
     arena._writer = JsonlWriter(dir / "turns.jsonl", fsync=arena.fsync)  # repairs a torn tail
 
