@@ -56,6 +56,7 @@ from bdpd_jax.kernels.params import OBS_VARS, PEER_VARS
 from bdpd_jax.host.agent_calls import spec_of_config_player
 from bdpd_jax.host.agents.base import AgentResult
 from bdpd_jax.host.batch_runner import LockstepBatch, slice_batch
+from bdpd_jax.host.governance_agent import attach as attach_governor
 from bdpd_jax.host.dispatch import TOOL_SCOPES, ActionBudget, dispatch_tool, sanction_offered
 from bdpd_jax.host.messages import MessageBus
 from bdpd_jax.host.owner_perturb import fire_perturbation
@@ -82,7 +83,7 @@ class Arena:
                  generator: str = "hash", turns: int | None = None, arena_id: str | None = None,
                  fsync: bool = True, client=None, executor=None, perturbable: bool = False,
                  operator: Operator | None = None, keep_records: int | None = DEFAULT_KEEP_RECORDS,
-                 agent_kinds: dict[str, str] | None = None) -> None:
+                 agent_kinds: dict[str, str] | None = None, governance_agent=None) -> None:
         if isinstance(config, ArenaConfig):
             cfg, config_players = config, list(config.players or [])
         else:  # the players may be only some of those who will join: validate them apart
@@ -98,7 +99,6 @@ class Arena:
         if keep_records is not None and (isinstance(keep_records, bool) or not isinstance(keep_records, int)
                                          or keep_records < 2):
             raise ValueError(f"keep_records: must be an integer >= 2 or None, got {keep_records!r}")
-        self.config = cfg
         self.seed = int(seed)
         self.arena_index = int(arena_index)
         self.no_talk = bool(no_talk)
@@ -110,6 +110,8 @@ class Arena:
         if operator is not None and not isinstance(operator, Operator):
             operator = Operator.model_validate(operator)
         self.operator = operator or Operator()  # credentials and endpoints players may use
+        # the owner's governance agent (host/governance_agent.py): drives an external plugin
+        self.config, self.governor = attach_governor(cfg, governance_agent, self.operator, float(cfg.agentTimeout))
         # the kind shown in records and summary for a player replayed by a script (replay.py)
         self._shown_kinds = dict(agent_kinds or {})
         self.arena_id = arena_id or str(uuid.UUID(bytes=bytes(
@@ -223,6 +225,8 @@ class Arena:
             # one client shared by hundreds of players costs O(players^2) per turn
             self._client, self._owns_client = make_client(max(8, 2 * len(self.specs))), True
         tmo = float(self.config.agentTimeout)
+        if self.governor is not None:
+            self.governor.start(self._client, self.operator)
         self.agents = [make_agent(s, timeout_ms=tmo, no_talk=self.no_talk, client=self._client,
                                   executor=self._executor, operator=self.operator,
                                   sanction=sanction_offered(self.config)) for s in self.specs]
@@ -254,6 +258,7 @@ class Arena:
             "arenaIndex": self.arena_index, "noTalk": self.no_talk, "pactSlots": self.pact_slots,
             "generator": self.generator, "turns": self.turns, "perturbable": self.perturbable, "maxTurns": getattr(self, "max_turns", None),
             "config": cfg, "players": [s.public() for s in self.specs], "turnsPlayed": getattr(self, "turn", 0),
+            **({"governanceAgent": self.governor.spec.public()} if self.governor is not None else {}),
         }
 
     # -- state ------------------------------------------------------------------------------
@@ -428,6 +433,8 @@ class Arena:
         for ag in self.agents:
             if ag is not None and hasattr(ag, "aclose"):
                 await ag.aclose()
+        if self.governor is not None:
+            await self.governor.aclose()
         if self._owns_client and self._client is not None:
             await self._client.aclose()
             self._client = None

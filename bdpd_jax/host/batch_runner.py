@@ -16,6 +16,7 @@ import numpy as np
 from bdpd_jax.kernels.governance import NAME as GOV
 from bdpd_jax.host.agent_calls import ask_agent
 from bdpd_jax.host.agents.base import AgentResult
+from bdpd_jax.host.governance_agent import govern
 from bdpd_jax.host.programs import has_governance, programs
 from bdpd_jax.host.records import record_rows
 
@@ -93,6 +94,8 @@ class LockstepBatch:
 
     async def _tick(self) -> None:
         arenas = self.arenas
+        if any(a.governor is not None for a in arenas):  # the owners' governance agents act first
+            self.state = await govern(self.state, arenas)
         sb, begun, obs, pacts_d, ahead = self._decide(self.keys, self.state, self.params)
         asking = any(self._external)  # observations are read only for players asked from outside
         obs_np = jax.tree_util.tree_map(np.asarray, obs) if asking else {}

@@ -132,6 +132,7 @@ def turn_record(arena: Arena, t: int, rec: SimpleNamespace, calls: dict[int, Age
             fired.append({"id": arena._spec_ids[p] if p < len(arena._spec_ids) else None, "type": kind,
                           "target": target_label(kind, int(pr["target"][p])), "value": num(pr["value"][p])})
     owner, arena._owner_fired = arena._owner_fired, []
+    gov = {} if arena.governor is None else {"governance": governance_entry(arena, t, rec.extra)}
     return {
         "arenaId": arena.arena_id, "turn": t, "stock": rec.stock, "regen": rec.regen,
         "reserveDrawn": rec.reserve_drawn, "collapsed": rec.collapsed,
@@ -146,7 +147,17 @@ def turn_record(arena: Arena, t: int, rec: SimpleNamespace, calls: dict[int, Age
         "engine": dict(rec.engine),
         "perturbations": fired,
         "ownerPerturbations": owner,
+        **gov,
     }
+
+
+def governance_entry(arena: Arena, t: int, extra: dict) -> dict[str, Any]:
+    """The attached governance agent's turn: what it asked and what the kernel applied (the
+    plugin layer's begin record of its plugin)."""
+    begin = (extra.get(PLUGINS) or {}).get("begin") or {}
+    applied = begin.get("actions", ())
+    k = arena.governor.plugin_index
+    return arena.governor.entry(t, applied[k] if k < len(applied) and applied[k] is not None else None)
 
 
 def tool_results(arena: Arena, player: str, turn: int) -> list[dict[str, Any]]:

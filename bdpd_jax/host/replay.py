@@ -29,6 +29,8 @@ def strip_volatile(record: dict[str, Any]) -> dict[str, Any]:
     """A turn record without timings and agent kinds (what two runs of the same actions share)."""
     out = dict(record)
     out["decisions"] = [{k: v for k, v in d.items() if k not in VOLATILE} for d in record["decisions"]]
+    if "governance" in out:  # the attached governance agent's entry
+        out["governance"] = {k: v for k, v in out["governance"].items() if k not in VOLATILE}
     return out
 
 
@@ -92,7 +94,7 @@ def replay(dir: str | Path, *, out_dir: str | Path | None = None, verify: bool =
     arena = Arena(meta["config"], seed=meta["seed"], arena_index=meta["arenaIndex"], no_talk=meta["noTalk"],
                   pact_slots=meta["pactSlots"], generator=meta["generator"], turns=meta["turns"],
                   arena_id=meta["arenaId"], out_dir=out_dir, perturbable=meta.get("perturbable", False),
-                  operator=operator,
+                  operator=operator, governance_agent=_governor(meta, records),
                   agent_kinds={p["name"]: p["agentType"] for p in meta["players"]
                                if p.get("agentType", "builtin") != "builtin"})
     for p in meta["players"]:
@@ -118,6 +120,15 @@ def replay(dir: str | Path, *, out_dir: str | Path | None = None, verify: bool =
     if resume is not None:
         _resume(arena, Path(dir), meta, resume)
     return arena
+
+
+def _governor(meta: dict[str, Any], records: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The attached governance agent replayed from its log: the logged actions and errors."""
+    if "governanceAgent" not in meta:
+        return None
+    return {"kind": "scripted", "script": [{"action": r["governance"]["action"], "error": r["governance"]["error"],
+                                            "fallback": r["governance"].get("fallback", False)}
+                                           for r in records if "governance" in r]}
 
 
 def _resume(arena: Arena, dir: Path, meta: dict[str, Any], resume: dict[str, Any]) -> None:

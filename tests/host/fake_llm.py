@@ -28,6 +28,7 @@ class FakeClient:
     def __init__(self, answer: Callable[[str, dict[str, Any]], Any]) -> None:
         self.answer = answer
         self.requests: list[tuple[str, dict[str, Any]]] = []
+        self.headers: list[dict[str, str]] = []
 
     async def post(self, url: str, body: bytes, headers: dict[str, str], timeout_s: float,
                    max_bytes: int) -> tuple[int, bytes]:
@@ -35,6 +36,7 @@ class FakeClient:
 
         req = json.loads(body)
         self.requests.append((url, req))
+        self.headers.append(dict(headers))
         out = self.answer(url, req)
         if isinstance(out, Exception):
             raise out

@@ -74,7 +74,8 @@ def render_system_prompt(player_id: str | None, no_talk: bool, extra: str | None
     return "".join(parts)
 
 
-def _decode_arguments(raw: Any) -> dict[str, Any]:
+def decode_arguments(raw: Any) -> dict[str, Any]:
+    """A tool call's ``arguments`` (a JSON object string) as a dict; ValueError naming what is wrong."""
     if isinstance(raw, dict):
         return raw
     if not isinstance(raw, str):
@@ -116,7 +117,7 @@ def parse_completion(data: Any, *, no_talk: bool = False
             if not isinstance(fn, dict):
                 raise ValueError(f"function: missing in tool call {call!r:.80}")
             name = fn.get("name")
-            action = validate_action({**_decode_arguments(fn.get("arguments")), "tool": name},
+            action = validate_action({**decode_arguments(fn.get("arguments")), "tool": name},
                                      no_talk=no_talk)
         except ValueError as exc:
             errors.append(f"tool_calls[{i}] dropped: {exc}")
@@ -264,4 +265,4 @@ class LLMAgent:
         return done(*parse_completion(data, no_talk=self.no_talk))
 
 
-__all__ = ["LLMAgent", "parse_completion", "render_system_prompt"]
+__all__ = ["LLMAgent", "decode_arguments", "parse_completion", "render_system_prompt"]

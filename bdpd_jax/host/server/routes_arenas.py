@@ -84,7 +84,7 @@ async def create(body: M.CreateArena, hub: Hub = Depends(hub_of)):
     def make() -> Arena:
         arena = Arena(body.config(), seed=seed, no_talk=no_talk, pact_slots=body.pactSlots, turns=body.turns,
                       arena_id=arena_id, out_dir=hub.root / arena_id, perturbable=body.perturbable,
-                      operator=hub.operator)
+                      operator=hub.operator, governance_agent=body.governanceAgent)
         hub.write_auth(arena_id, hashes)  # only once the config is valid: a refused create leaves nothing
         return arena
 
