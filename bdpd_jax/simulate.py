@@ -31,6 +31,7 @@ from .kernels.plugins import NAME as PLUGINS
 from .governance_results import layer_record, sanctions_frame, violations_frame
 from .kernels.governance import NAME as GOV
 from .perturb_results import perturbations_frame
+from .plugin_results import governance_actions_frame
 from .kernels.perturb import PerturbLayer
 from .results import Results, players_frame, summary_frame, turns_frame
 from .limits import MAX_TURNS, check_arena_range, check_int, check_run_size
@@ -150,6 +151,7 @@ def simulate(
     perturb_frames = []  # Results.perturbations (bdpd_jax/perturb_results.py)
     perturb_ids = list(prep.perturb_ids)
     sanction_frames = []  # Results.sanctions (bdpd_jax/governance_results.py)
+    action_frames = []  # Results.governance_actions (bdpd_jax/plugin_results.py)
     sanctions = sanction_specs(cfg)
     try:
         for a0, a1 in arena_chunks:
@@ -179,6 +181,8 @@ def simulate(
                     violation_frames.append(violations_frame(flat, arenas))
                 if game_layer_names(game) & {GOV, PLUGINS}:
                     sanction_frames.append(sanctions_frame(flat, arenas, sanctions, cfg.plugins))
+                if PLUGINS in game_layer_names(game):
+                    action_frames.append(governance_actions_frame(flat, arenas, cfg.plugins))
                 if PERTURB in game_layer_names(game):
                     perturb_frames.append(perturbations_frame(flat, arenas, perturb_ids, names))
     finally:
@@ -207,6 +211,8 @@ def simulate(
         res.extra["sanctions"] = cat(sanction_frames)
     if perturb_frames:
         res.extra["perturbations"] = cat(perturb_frames)
+    if action_frames:
+        res.extra["governance_actions"] = cat(action_frames)
     return res
 
 

@@ -31,9 +31,9 @@ from .barrier import materialize, materialize_mask
 
 EPS = 1e-6
 
-# status codes of a slot
-EMPTY, PROPOSED, ACTIVE, REJECTED = 0, 1, 2, 3
-STATUSES: tuple[str, ...] = ("empty", "proposed", "active", "rejected")
+# status codes of a slot; INACTIVE: a regulator's reserved slot binding no one (kernels/governance_agent.py)
+EMPTY, PROPOSED, ACTIVE, REJECTED, INACTIVE = 0, 1, 2, 3, 4
+STATUSES: tuple[str, ...] = ("empty", "proposed", "active", "rejected", "inactive")
 
 
 class TurnContext(NamedTuple):
