@@ -16,7 +16,6 @@ in the turn record's ``governance`` entry, which replay feeds back (:class:`Scri
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import time
 from collections import deque
@@ -25,20 +24,19 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from bdpd_jax.host._json import dumps_bytes
 from bdpd_jax.host.agents.base import MAX_ERROR_CHARS, join_errors, truncate_error
+from bdpd_jax.host.agents.governors import (LIFT, MAX_GOV_RESPONSE_BYTES, HttpGovernor, LLMGovernor,
+                                            ScriptedGovernor)
 from bdpd_jax.host.agents.http import check_url
-from bdpd_jax.host.agents.llm import LLMAgent, decode_arguments
-from bdpd_jax.host.agents.transport import TransportError, loads_capped
+from bdpd_jax.host.agents.transport import TransportError
 from bdpd_jax.host.operator import Operator, redact_url
+from bdpd_jax.host.registry import num
 from bdpd_jax.host.players import MAX_MODEL_CHARS, MAX_NAME_CHARS, MAX_PROMPT_CHARS, MAX_URL_CHARS, player_timeout_ms
 from bdpd_jax.limits import MAX_TURNS, check_magnitudes
 
 PLUGIN_TYPE = "governance_agent"
 PLUGIN_ID = "governance-agent"  # the id of the plugin an attached agent adds to the config
 FIELDS: tuple[str, ...] = ("cap", "ladder_scale", "regen")  # GovAction's fields, its JSON names
-LIFT = "lift"  # JSON for cap = +inf (lift the regulator's cap): strict JSON has no Infinity
-MAX_GOV_RESPONSE_BYTES: int = 16 * 1024  # an answer is three numbers
 MAX_GOV_HISTORY: int = 16  # the agent's own previous turns shown in its observation
 
 
@@ -154,11 +152,12 @@ def to_action(action: dict[str, Any], dtype: Any = np.float32):
 
 
 def from_action(values) -> dict[str, Any]:
-    """A GovAction's numbers as JSON (NaN -> null, cap +inf -> ``"lift"``)."""
+    """A GovAction's numbers as JSON (NaN -> null, cap +inf -> ``"lift"``; float32 as its
+    shortest round-trip decimal, ``registry.num``)."""
     out = {}
     for k, v in zip(FIELDS, values):
-        v = float(v)
-        out[k] = None if math.isnan(v) else (LIFT if math.isinf(v) else v)
+        x = float(np.asarray(v))
+        out[k] = None if math.isnan(x) else (LIFT if math.isinf(x) else num(v))
     return out
 
 
@@ -168,110 +167,6 @@ class GovDecision:
 
     def __init__(self, action: dict[str, Any], error: str | None, fallback: bool, elapsed_ms: float = 0.0) -> None:
         self.action, self.error, self.fallback, self.elapsed_ms = action, truncate_error(error), fallback, elapsed_ms
-
-
-# -- the agents ---------------------------------------------------------------------------------
-class HttpGovernor:
-    """POST the observation; the answer is a :class:`GovAnswer` body, capped while it streams."""
-
-    def __init__(self, url: str, timeout_ms: float, client) -> None:
-        self.url, self.timeout_ms, self.client = url, timeout_ms, client
-
-    async def answer(self, obs: dict[str, Any]) -> Any:
-        status, raw = await self.client.post(self.url, dumps_bytes(obs), {}, self.timeout_ms / 1000.0,
-                                             MAX_GOV_RESPONSE_BYTES)
-        if not 200 <= status < 300:
-            raise TransportError(f"http: status {status}")
-        return loads_capped(raw)
-
-
-_GOV_RULES = """You are the regulator of a BDPD commons arena, a repeated game in which players
-harvest a shared, regenerating resource; over-harvesting depletes it and a collapsed commons
-yields nothing to anyone. Before every turn you receive, as JSON in the last message, the
-outcome of the last turn (stock, regeneration, the five governance metrics, every player's
-harvest, wealth and sanctions, the pact violations) and your own previous actions.
-You act only through tools, each at most once per turn; what you call applies from the start
-of the coming turn, before the players decide. Calling no tool changes nothing.
-- `propose_cap(maxHarvest)`: a harvest cap binding every player (replaces your previous cap);
-  breaches are pact violations, sanctioned by the arena's sanction rules.
-- `lift_cap()`: remove your cap.
-- `scale_ladder(factor)`: every sanction amount is multiplied by `factor` (1 = as configured).
-- `set_regen(value)`: set the commons' regeneration rate."""
-
-
-def _tool(name: str, description: str, properties: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "function", "function": {"name": name, "description": description, "parameters": {
-        "type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}}}
-
-
-def governor_tools() -> list[dict[str, Any]]:
-    """The LLM regulator's tools (the GovAction vocabulary)."""
-    return [
-        _tool("propose_cap", "Impose a harvest cap on every player from the coming turn.",
-              {"maxHarvest": {"type": "number", "exclusiveMinimum": 0}}),
-        _tool("lift_cap", "Remove your harvest cap from the coming turn.", {}),
-        _tool("scale_ladder", "Multiply every sanction amount by factor (absolute, 1 = as configured).",
-              {"factor": {"type": "number", "minimum": 0}}),
-        _tool("set_regen", "Set the commons' regeneration rate from the coming turn.",
-              {"value": {"type": "number", "minimum": 0}}),
-    ]
-
-
-_TOOL_FIELDS = {"propose_cap": ("cap", "maxHarvest"), "lift_cap": ("cap", None),
-                "scale_ladder": ("ladder_scale", "factor"), "set_regen": ("regen", "value")}
-
-
-class LLMGovernor(LLMAgent):
-    """The regulator as a chat model: the players' LLM machinery (cache-stable prefix, capped
-    completion, deadline) with the regulator's prompt and tools."""
-
-    def __init__(self, *args: Any, **kw: Any) -> None:
-        super().__init__(*args, no_talk=True, **kw)
-
-    def system_text(self, player_id: str | None, extra: str | None) -> str:
-        return _GOV_RULES + ("\n" + extra if extra else "")
-
-    def tool_list(self) -> list[dict[str, Any]]:
-        return governor_tools()
-
-    def volatile_message(self, obs: dict[str, Any], inbox: Any = None) -> dict[str, str]:
-        return {"role": "user", "content": json.dumps(obs, separators=(",", ":"), allow_nan=False)}
-
-    async def answer(self, obs: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-        data = await self.complete(obs)
-        try:
-            calls = data["choices"][0]["message"].get("tool_calls") or []
-        except (KeyError, IndexError, TypeError, AttributeError):
-            raise TransportError("response: no choices[0].message in completion") from None
-        body: dict[str, Any] = {}
-        errors: list[str] = []
-        for i, call in enumerate(calls[:len(_TOOL_FIELDS) * 2] if isinstance(calls, list) else []):
-            try:
-                fn = call.get("function") if isinstance(call, dict) else None
-                name = fn.get("name") if isinstance(fn, dict) else None
-                if name not in _TOOL_FIELDS:
-                    raise ValueError(f"tool: unknown tool {name!r:.80}")
-                field, arg = _TOOL_FIELDS[name]
-                args = decode_arguments(fn.get("arguments"))
-                if field in body:
-                    raise ValueError(f"{field}: set twice (first call kept)")
-                body[field] = LIFT if arg is None else args.get(arg)
-            except ValueError as exc:
-                errors.append(f"tool_calls[{i}] dropped: {exc}")
-        return body, errors
-
-
-class ScriptedGovernor:
-    """Answers from a list by turn (past its end: no action). An entry ``{"action": {...},
-    "error": ...}`` (replay: the logged action and error) or a bare answer ``{...}``."""
-
-    def __init__(self, script: list[dict]) -> None:
-        self.script, self.calls = list(script), 0
-
-    async def answer(self, obs: dict[str, Any]) -> Any:
-        entry = self.script[self.calls] if self.calls < len(self.script) else {"action": {}}
-        self.calls += 1
-        return entry
 
 
 # -- the arena's side ---------------------------------------------------------------------------
@@ -323,7 +218,18 @@ async def govern(state, arenas: list) -> Any:
     fields = np.full((len(FIELDS), len(arenas)), np.nan, dt)
     for (b, _), d in zip(live, decisions):
         fields[:, b] = to_action(d.action, dt)
+    if np.isnan(fields).all():  # no action anywhere: the pending action is already none (cleared once applied)
+        return state
     return set_pending(state, k, GovAction(*fields))
+
+
+def checked(spec: GovernorSpec | dict, operator: Operator, agent_timeout_ms: float) -> tuple[GovernorSpec, float]:
+    """The spec validated against the operator's choices, and its deadline (ms)."""
+    if not isinstance(spec, GovernorSpec):
+        spec = GovernorSpec.model_validate(spec)
+    if spec.kind != "scripted":
+        operator.check_player(spec)
+    return spec, player_timeout_ms(spec, agent_timeout_ms)
 
 
 def attach(config, spec: GovernorSpec | dict | None, operator: Operator, agent_timeout_ms: float):
@@ -337,13 +243,9 @@ def attach(config, spec: GovernorSpec | dict | None, operator: Operator, agent_t
             raise ValueError(f"plugins[{ext[0]}].external: a live arena's external governance_agent needs a "
                              "governance agent attached at create (governanceAgent)")
         return config, None
-    if not isinstance(spec, GovernorSpec):
-        spec = GovernorSpec.model_validate(spec)
     if len(ext) > 1:
         raise ValueError(f"plugins[{ext[1]}].external: one external governance_agent per live arena")
-    if spec.kind != "scripted":
-        operator.check_player(spec)
-    timeout = player_timeout_ms(spec, agent_timeout_ms)
+    spec, timeout = checked(spec, operator, agent_timeout_ms)
     if not ext:
         if any(p.id == PLUGIN_ID for p in config.plugins):
             raise ValueError(f"plugins: the id {PLUGIN_ID!r} is taken; an attached agent adds a plugin of that id")
@@ -380,6 +282,11 @@ class Governor:
         else:
             self.agent = LLMGovernor(model=s.model, **operator.llm_endpoint(s), timeout_ms=self.timeout_ms,
                                      client=client, system_prompt=s.systemPrompt, temperature=s.temperature)
+
+    def reattach(self, spec: GovernorSpec | dict, client, operator: Operator, agent_timeout_ms: float) -> None:
+        """A resumed arena's live agent in place of the replayed one (same plugin, history kept)."""
+        self.spec, self.timeout_ms = checked(spec, operator, agent_timeout_ms)
+        self.start(client, operator)
 
     async def aclose(self) -> None:
         if self._own_client is not None:
@@ -428,5 +335,5 @@ class Governor:
         return out
 
 
-__all__ = ["GovernorSpec", "GovAnswer", "Governor", "attach", "parse_answer", "governor_tools", "LIFT",
+__all__ = ["GovernorSpec", "GovAnswer", "Governor", "attach", "parse_answer", "LIFT",
            "MAX_GOV_RESPONSE_BYTES", "PLUGIN_TYPE", "PLUGIN_ID"]

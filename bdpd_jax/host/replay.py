@@ -67,7 +67,8 @@ def _owner_event(arena: Arena, ev: dict[str, Any]) -> None:
 
 
 def replay(dir: str | Path, *, out_dir: str | Path | None = None, verify: bool = True,
-           turns: int | None = None, resume: dict[str, Any] | None = None, operator=None) -> Arena:
+           turns: int | None = None, resume: dict[str, Any] | None = None, operator=None,
+           governance_agent=None) -> Arena:
     """Replay the arena in ``dir``; returns the arena after the last complete recorded turn
     (status ``running``: it may be ticked on with the scripted players, or closed).
 
@@ -76,7 +77,8 @@ def replay(dir: str | Path, *, out_dir: str | Path | None = None, verify: bool =
     resume: ``{playerId: spec}`` for EVERY external player: after the replay those players
     are live again (a code agent restarts with empty memory) and the arena appends its next
     turns to ``dir``'s own turns.jsonl (a torn last line is dropped first): a killed run
-    goes on where it stopped. operator: the credentials and endpoints resumed LLM / HTTP players
+    goes on where it stopped; ``governance_agent``: with resume, the live governance agent of
+    an arena that had one (required then, as a spec is for every external player). operator: the credentials and endpoints resumed LLM / HTTP players
     may use (:class:`~bdpd_jax.host.operator.Operator`; never stored in the folder).
     """
     if resume is not None and out_dir is not None:
@@ -118,7 +120,9 @@ def replay(dir: str | Path, *, out_dir: str | Path | None = None, verify: bool =
         if verify and (got is None or strip_volatile(got) != strip_volatile(rec)):
             raise ValueError(f"turns.jsonl: replay diverges at turn {rec['turn']}")
     if resume is not None:
-        _resume(arena, Path(dir), meta, resume)
+        _resume(arena, Path(dir), meta, resume, governance_agent)
+    elif governance_agent is not None:
+        raise ValueError("governance_agent: only a resumed arena takes a live governance agent")
     return arena
 
 
@@ -131,7 +135,7 @@ def _governor(meta: dict[str, Any], records: list[dict[str, Any]]) -> dict[str, 
                                            for r in records if "governance" in r]}
 
 
-def _resume(arena: Arena, dir: Path, meta: dict[str, Any], resume: dict[str, Any]) -> None:
+def _resume(arena: Arena, dir: Path, meta: dict[str, Any], resume: dict[str, Any], governance_agent=None) -> None:
     from bdpd_jax.host.agents.http import make_client
     from bdpd_jax.host.dispatch import sanction_offered
     from bdpd_jax.host.persist import JsonlWriter
@@ -143,6 +147,9 @@ def _resume(arena: Arena, dir: Path, meta: dict[str, Any], resume: dict[str, Any
     if missing or extra:
         raise ValueError(f"resume: give a spec for every external player {external}; "
                          f"missing {missing}, not external {extra}")
+    if (governance_agent is None) != (arena.governor is None):
+        raise ValueError("governance_agent: give one exactly when the arena had a governance agent "
+                         f"({'it had' if arena.governor is not None else 'it had none'})")
     specs = {}
     for name, spec in resume.items():
         spec = spec if isinstance(spec, PlayerSpec) else PlayerSpec.model_validate({**spec, "name": name})
@@ -157,6 +164,8 @@ def _resume(arena: Arena, dir: Path, meta: dict[str, Any], resume: dict[str, Any
             arena.agents[i] = make_agent(specs[s.name], timeout_ms=float(arena.config.agentTimeout),
                                          no_talk=arena.no_talk, client=arena._client, operator=arena.operator,
                                          sanction=sanction_offered(arena.config))
+    if governance_agent is not None:
+        arena.governor.reattach(governance_agent, arena._client, arena.operator, float(arena.config.agentTimeout))
     arena.out_dir = dir
     arena._writer = JsonlWriter(dir / "turns.jsonl", fsync=arena.fsync)  # repairs a torn tail
 

@@ -32,7 +32,7 @@ def _cfg(external: bool = True) -> dict:
     cfg["perturbations"] = [{"id": "s", "type": "sanction", "trigger": {"kind": "pact_violation"},
                              "payload": {"amount": 0.5, "reason": "cap-breach"}}]
     if not external:  # the built-in rule, made to act at every turn it can
-        cfg["plugins"] = [{"type": "governance_agent", "id": "governance-agent", "coop_below": 1.01, "cap": 1.0,
+        cfg["plugins"] = [{"type": "governance_agent", "id": "governance-agent", "coop_below": 0.0, "stock_below": 10.0, "cap": 1.0,
                            "tighten": 2.0, "regen": 0.2, "cooldown": 1}]
     return cfg
 
@@ -71,6 +71,19 @@ def test_live_agent_equals_the_builtin_rule_in_batch(tmp_path):
     assert meta["governanceAgent"] == {"kind": "scripted"}                  # the script is the log's
     again = replay(tmp_path / "a")                                          # verify: every record equal
     assert [strip_volatile(r) for r in again.records] == [strip_volatile(r) for r in recs]
+
+
+def test_resumed_arena_reattaches_its_live_agent(tmp_path):
+    arena = Arena(_cfg(), seed=4, out_dir=tmp_path / "r", governance_agent={"kind": "scripted", "script": BUILTIN_ACTIONS})
+    logged = [arena.tick() for _ in range(2)]                                # then killed: never closed
+    with pytest.raises(ValueError, match="governance_agent"):
+        replay(tmp_path / "r", resume={})
+    again = replay(tmp_path / "r", resume={}, governance_agent={"kind": "scripted", "script": [{"cap": 2.5}]})
+    assert [strip_volatile(r) for r in again.records] == [strip_volatile(r) for r in logged]
+    r3 = again.tick()
+    assert r3["governance"]["action"] == {"cap": 2.5} and r3["governance"]["applied"]["cap"] == 2.5
+    again.close()
+    assert [r["turn"] for r in replay(tmp_path / "r").records] == [1, 2, 3]   # the folder replays whole
 
 
 def _http_answers(url, obs):
@@ -150,6 +163,13 @@ def test_agent_failures_give_no_action_and_the_turn_goes_on():
     assert g2["applied"] == {"cap": None, "ladder_scale": None, "regen": None}
 
 
+def test_real_transport_caps_the_body_and_the_agent_closes_its_own_client(live_server):
+    arena = Arena(_cfg(), seed=5, governance_agent={"kind": "http", "url": f"{live_server.base}/bad?kind=huge&chunked=1"})
+    g = arena.tick()["governance"]
+    assert g["fallback"] and f"exceeds {MAX_GOV_RESPONSE_BYTES} bytes" in g["error"]
+    arena.close()
+
+
 def test_parse_answer_checks_each_field():
     assert parse_answer({"cap": 2, "ladder_scale": 0.0, "regen": 0.1}) == ({"cap": 2, "ladder_scale": 0.0,
                                                                               "regen": 0.1}, [])
@@ -173,7 +193,7 @@ def test_attaching_is_checked_and_served(tmp_path):
     from bdpd_jax.host.server import create_app
 
     with TestClient(create_app(tmp_path)) as c:
-        body = {**_cfg(), "seed": 4, "governanceAgent": {"kind": "scripted", "script": BUILTIN_ACTIONS}}
+        body = {**_cfg(), "seed": 4, "perturbable": False, "governanceAgent": {"kind": "scripted", "script": BUILTIN_ACTIONS}}
         made = c.post("/api/arenas", json=body).json()
         owner = {"X-Owner-Key": made["ownerKey"]}
         aid = made["arenaId"]

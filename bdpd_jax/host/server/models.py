@@ -212,6 +212,7 @@ class Resume(BaseModel):
 
     model_config = _BODY
     players: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    governanceAgent: GovernorSpec | None = Field(None, description="required when the arena had one")
     tickMode: Literal["manual", "auto"] = "manual"
     tickIntervalMs: float = Field(0.0, ge=0, le=MAX_TICK_INTERVAL_MS)
 
