@@ -73,6 +73,27 @@ def test_live_agent_equals_the_builtin_rule_in_batch(tmp_path):
     assert [strip_volatile(r) for r in again.records] == [strip_volatile(r) for r in recs]
 
 
+def test_live_batch_writes_each_arenas_action_into_its_own_slice():
+    """Two arenas in one LiveBatch (one kernel call per phase): arena 0's agent gives the
+    built-in rule's actions and plays the batched built-in run; arena 1's gives none."""
+    from bdpd_jax.host.live_batch import LiveBatch
+
+    res = bdpd_jax.simulate(_cfg(external=False), n_arenas=1, seed=4)
+    arenas = [Arena(_cfg(), seed=4, governance_agent={"kind": "scripted", "script": BUILTIN_ACTIONS}),
+              Arena(_cfg(), seed=4, arena_index=1, governance_agent={"kind": "scripted", "script": [{}]})]
+    batch = LiveBatch(arenas, gc_freeze=False)
+    batch.run()
+    pl = res.players
+    for rec in arenas[0].records:
+        p = pl[pl.turn == rec["turn"]].sort_values("player")
+        np.testing.assert_array_equal(np.float32([d["wealth"] for d in rec["decisions"]]), p.wealth.to_numpy())
+    assert [r["governance"]["applied"]["ladder_scale"] for r in arenas[0].records] == [None, 2.0, 4.0, 8.0, 16.0]
+    assert all(r["governance"]["applied"] == {"cap": None, "ladder_scale": None, "regen": None}
+               for r in arenas[1].records)
+    assert all(p["status"] == "inactive" for r in arenas[1].records for p in r["pacts"] if p["proposerId"] is None)
+    batch.close()
+
+
 def test_resumed_arena_reattaches_its_live_agent(tmp_path):
     arena = Arena(_cfg(), seed=4, out_dir=tmp_path / "r", governance_agent={"kind": "scripted", "script": BUILTIN_ACTIONS})
     logged = [arena.tick() for _ in range(2)]                                # then killed: never closed

@@ -50,15 +50,16 @@ def test_llm_player_gets_the_sanction_tool_only_with_the_plugin():
     assert url == f"{BASE}/chat/completions"
     assert _tool_names(req) == ["harvest", "sanction"]             # --no-talk keeps it: not talk
     assert "`sanction`" in req["messages"][0]["content"]
-    # without the plugin: not offered, and a call anyway is refused as any player's is
+    # without the plugin: not offered (the agent's fixed tool list and prompt, no turn needed),
+    # and a call anyway is refused as any player's is
     arena, client = _arena(False, True)
-    r1 = arena.tick()
-    req = client.requests[0][1]
-    assert "sanction" not in _tool_names(req) and "broadcast" in _tool_names(req)
-    assert "`sanction`" not in req["messages"][0]["content"]
-    assert [t["result"]["ok"] for t in r1["tools"]] == [False, False, False]
-    assert all("no voluntary_sanction plugin" in t["result"]["reason"] for t in r1["tools"])
-    assert r1["sanctions"] == []
+    arena.start()
+    agent = arena.agents[-1]
+    names = [t["function"]["name"] for t in agent.tools]
+    assert "sanction" not in names and "broadcast" in names
+    assert "`sanction`" not in agent.prefix_messages()[0]["content"]
+    out = arena.dispatch("s", {"tool": "sanction", "target": "a"})
+    assert not out["ok"] and "no voluntary_sanction plugin" in out["reason"]
 
 
 def test_llm_sanction_calls_take_the_scripted_players_path_and_replay(tmp_path):
