@@ -30,8 +30,8 @@ from payloads import MIXED_PLAYERS, SEED_LOGISTIC, SEED_SENECA
 
 N = 4
 LADDER = [1.0, 3.0, 10.0]
-AGENT = {"type": "governance_agent", "id": "ga", "coop_below": 0.6, "stock_below": 0.93, "coop_above": 0.7,
-         "stock_above": 0.9, "cap": 1.2, "tighten": 2.0, "loosen": 0.5, "regen": 0.2, "cooldown": 2}
+AGENT = {"type": "governance_agent", "id": "ga", "coop_below": 0.3, "stock_below": 0.5, "coop_above": 0.7,
+         "stock_above": 0.5, "cap": 1.2, "tighten": 2.0, "loosen": 0.5, "regen": 0.2, "cooldown": 2}
 
 
 def _cfg(agent=AGENT, turns=12, ladder=True):
@@ -160,6 +160,7 @@ def test_a_whole_run_follows_the_rule(run3):
     p = _ref_params(AGENT)
     k = SEED_LOGISTIC["model"]["commonsCapacity"]
     assert set(acts.action) == {"cap", "ladder_scale", "regen"}
+    assert np.isinf(acts.value).any() and (acts[acts.action == "ladder_scale"].value.diff() < 0).any()  # lifts, loosens
     slot = 1  # one player slot (no pre-declared pact), then the regulator's
     for arena in range(3):
         t_a = tu[tu.arena == arena].set_index("turn")
