@@ -161,7 +161,7 @@ def make_agent(spec: PlayerSpec, *, timeout_ms: float, no_talk: bool, client=Non
         return None
     tmo = player_timeout_ms(spec, timeout_ms)
     if t == "code":
-        return CodeAgent(spec.strategyCode, rng_seed=spec.rngSeed, pool=executor, timeout_ms=tmo)
+        return CodeAgent(spec.strategyCode, rng_seed=spec.rngSeed, pool=executor, timeout_ms=tmo, no_talk=no_talk)
     if t == "http":
         return HttpAgent(spec.url, tmo, no_talk=no_talk, client=client)
     if t == "llm":

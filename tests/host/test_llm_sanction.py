@@ -1,6 +1,7 @@
 """Issue 17: an LLM player is offered ``sanction(target, reason)`` when the arena runs a
-``voluntary_sanction`` plugin, and its calls take the same path as a scripted (HTTP / JS)
-player's: same tool results, same sanction rows, same state; replay reproduces the run."""
+``voluntary_sanction`` plugin, and its calls (and a JS player's, returning ``{harvest,
+actions}``) take the same path as a scripted (HTTP) player's: same tool results, same
+sanction rows, same state; replay reproduces the run."""
 
 from __future__ import annotations
 
@@ -29,10 +30,17 @@ def _llm_answer(url, req):
     return completion(calls + [tool_call(9, "harvest", {"amount": 0.0})])
 
 
-def _arena(plugin: bool, llm: bool, **kw) -> tuple[Arena, FakeClient]:
+JS = ("function decide(obs, memory) { return {harvest: 0, actions: ["
+      "{tool: 'sanction', target: 'a', reason: 'greedy'}, {tool: 'sanction', target: 'i'}, "
+      "{tool: 'sanction', target: 's'}]}; }")
+
+
+def _arena(plugin: bool, llm: bool | str, **kw) -> tuple[Arena, FakeClient]:
     client = FakeClient(_llm_answer)
     arena = Arena(_cfg(plugin), seed=2, client=client, operator=OPERATOR, **kw)
-    if llm:
+    if llm == "code":
+        arena.join({"agentType": "code", "name": "s", "strategyCode": JS})
+    elif llm:
         arena.join({"agentType": "llm", "name": "s", "model": "m", "baseUrl": BASE})
     else:
         arena.join({"agentType": "scripted", "name": "s", "script": [{"harvest": 0.0, "actions": CALLS}]})
@@ -75,3 +83,25 @@ def test_llm_sanction_calls_take_the_scripted_players_path_and_replay(tmp_path):
     live.close()
     again = replay(tmp_path / "llm")                             # verify=True: every record equal
     assert [strip_volatile(r) for r in again.records] == [strip_volatile(r) for r in got]
+    js, _ = _arena(True, "code", no_talk=True)                   # a JS player's {harvest, actions}
+    assert [strip_volatile(js.tick()) for _ in range(3)] == [strip_volatile(w) for w in want]
+    js.close()
+
+
+def test_js_object_result_is_read_by_the_http_rule():
+    from bdpd_jax.host.agents.code import MAX_RESULT_CHARS, check_answer
+
+    def ans(value, kind="object"):
+        return check_answer({"ok": True, "kind": kind, "value": value, "memory": "{}"}, 1 << 20)
+
+    out = ans('{"harvest": 1.5, "actions": [{"tool": "sanction", "target": "a"}, {"tool": "nuke"}], "announced": 1}')
+    assert out["ok"] and out["harvest"] == 1.5
+    assert out["actions"] == [{"tool": "sanction", "target": "a", "reason": None},
+                              {"tool": "announce_intended_harvest", "value": 1.0}]
+    assert len(out["errors"]) == 1 and "nuke" in out["errors"][0]
+    assert ans(2.0, "number") == {"ok": True, "harvest": 2.0, "actions": [], "errors": [], "memory": "{}"}
+    for bad, needle in (('{"actions": []}', "harvest"), ('[1, 2]', "JSON object"), ('{"harvest": -1}', "harvest"),
+                        ('{"harvest": 1, "pad": "' + "x" * MAX_RESULT_CHARS + '"}', "over")):
+        out = ans(bad)
+        assert not out["ok"] and needle in out["error"], (bad, out)
+    assert not ans("x", "string")["ok"]
