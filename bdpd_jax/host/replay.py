@@ -77,9 +77,10 @@ def replay(dir: str | Path, *, out_dir: str | Path | None = None, verify: bool =
     resume: ``{playerId: spec}`` for EVERY external player: after the replay those players
     are live again (a code agent restarts with empty memory) and the arena appends its next
     turns to ``dir``'s own turns.jsonl (a torn last line is dropped first): a killed run
-    goes on where it stopped; ``governance_agent``: with resume, the live governance agent of
-    an arena that had one (required then, as a spec is for every external player). operator: the credentials and endpoints resumed LLM / HTTP players
-    may use (:class:`~bdpd_jax.host.operator.Operator`; never stored in the folder).
+    goes on where it stopped. governance_agent: with resume, the live governance agent of an
+    arena that had one (required then, as a spec is for every external player). operator: the
+    credentials and endpoints resumed LLM / HTTP players and governance agents may use
+    (:class:`~bdpd_jax.host.operator.Operator`; never stored in the folder).
     """
     if resume is not None and out_dir is not None:
         raise ValueError("out_dir: a resumed arena writes to dir itself")
