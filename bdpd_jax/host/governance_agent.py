@@ -325,8 +325,8 @@ class Governor:
 
     def entry(self, turn: int, applied) -> dict[str, Any]:
         """The turn record's ``governance`` entry (and one more line of the agent's history):
-        what it asked (``action``), what the kernel applied (``applied``; a cap equal to the
-        one in force, a regen the engine lacks, ... apply as null), its error."""
+        what it asked (``action``), what the kernel applied (``applied``, its begin record: e.g.
+        a regen on an engine without a regeneration rate applies as null), its error."""
         d, self.decision = self.decision, None
         out = {"action": d.action if d else {}, "applied": from_action(applied) if applied is not None else None,
                "error": d.error if d else None, "fallback": d.fallback if d else False,
