@@ -13,6 +13,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from .kernels.engines import ENGINES
+from .kernels.engines.logistic import DIE_DEFAULTS
+from .kernels.engines.seneca import DEFAULTS as SENECA
 from .kernels.engines.seneca import HARVEST_SCALE
 from .kernels.params import OBS_VARS, OWN_VARS, PEER_VARS
 from .kernels.observe import QUALITATIVE_VARS, SIGN_VARS, capacity
@@ -31,8 +33,8 @@ class CollapseDie(BaseModel):
     """The collapse die of the hidden reserve: a roll <= successThreshold draws one unit."""
 
     model_config = _STRICT
-    sides: int = Field(6, ge=1, le=MAX_DIE_SIDES)
-    successThreshold: int = Field(4, ge=0)
+    sides: int = Field(DIE_DEFAULTS["sides"], ge=1, le=MAX_DIE_SIDES)
+    successThreshold: int = Field(DIE_DEFAULTS["successThreshold"], ge=0)
 
     @model_validator(mode="after")
     def _threshold_within_sides(self) -> "CollapseDie":
@@ -45,27 +47,36 @@ class SenecaConfig(BaseModel):
     """Bardi (2011) R-C-P parameters; defaults reproduce the seed's peak timing (docs/semantics.md)."""
 
     model_config = _STRICT
-    k1: float = Field(0.03, ge=0)
-    k2: float = Field(0.30, ge=0)
-    l1: float = Field(0.0, ge=0)
-    l2: float = Field(0.01, ge=0)
-    l3: float = Field(0.0, ge=0)
-    capitalSeed: float = Field(0.01, ge=0)
-    pollutionSeed: float = Field(0.001, ge=0)
-    dt: float = Field(0.10, gt=0)
-    substeps: int = Field(1, ge=1, le=1000)
-    solver: Literal["euler", "heun", "midpoint", "ralston", "bosh3", "tsit5", "dopri5"] = "euler"
-    collapseFraction: float = Field(1e-3, ge=0, lt=1)
+    k1: float = Field(SENECA["k1"], ge=0)
+    k2: float = Field(SENECA["k2"], ge=0)
+    l1: float = Field(SENECA["l1"], ge=0)
+    l2: float = Field(SENECA["l2"], ge=0)
+    l3: float = Field(SENECA["l3"], ge=0)
+    capitalSeed: float = Field(SENECA["capitalSeed"], ge=0)
+    pollutionSeed: float = Field(SENECA["pollutionSeed"], ge=0)
+    dt: float = Field(SENECA["dt"], gt=0)
+    substeps: int = Field(SENECA["substeps"], ge=1, le=1000)
+    solver: str = SENECA["solver"]  # one of kernels.engines.seneca.SOLVERS (checked below)
+    collapseFraction: float = Field(SENECA["collapseFraction"], ge=0, lt=1)
     # R units per unit of the heuristics' capacity(w): requests, harvests and wealth are in
     # R units; a built-in player asks up to harvestScale x capacity(w) (docs/semantics.md §9).
-    harvestScale: float = Field(HARVEST_SCALE, gt=0)
+    harvestScale: float = Field(SENECA["harvestScale"], gt=0)
     # How constant steps are taken: diffrax solver steps, diffrax's Butcher tableau unrolled
     # (fast for RK solvers), or a full diffeqsolve per turn (docs/semantics.md §9).
-    integrator: Literal["steps", "tableau", "diffeqsolve"] = "steps"
-    adaptive: bool = False  # diffeqsolve with a PID controller (rtol/atol); else constant steps
-    rtol: float = Field(1e-6, gt=0)
-    atol: float = Field(1e-9, gt=0)
-    maxSteps: int = Field(256, ge=1, le=100000)
+    integrator: Literal["steps", "tableau", "diffeqsolve"] = SENECA["integrator"]
+    adaptive: bool = SENECA["adaptive"]  # diffeqsolve with a PID controller (rtol/atol); else constant steps
+    rtol: float = Field(SENECA["rtol"], gt=0)
+    atol: float = Field(SENECA["atol"], gt=0)
+    maxSteps: int = Field(SENECA["maxSteps"], ge=1, le=100000)
+
+    @field_validator("solver")
+    @classmethod
+    def _known_solver(cls, v: str) -> str:
+        from .kernels.engines.seneca import SOLVERS
+
+        if v not in SOLVERS:
+            raise ValueError(f"seneca.solver: unknown solver {v!r}; known: {sorted(SOLVERS)}")
+        return v
 
     @model_validator(mode="after")
     def _adaptive_needs_error_estimate(self) -> "SenecaConfig":

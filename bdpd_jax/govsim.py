@@ -1,5 +1,5 @@
 """GovSim outcome metrics per arena (Piatti et al. 2024, 'Cooperate or Collapse'), so batch
-results sit next to published LLM numbers. Plain numpy on the final state and either the
+results sit next to published LLM numbers. numpy on the final state and either the
 governance layer's accumulators or the per-turn records.
 
 - ``survival_time``: turns played (the game stops at collapse, so this is the collapse turn
@@ -19,36 +19,31 @@ governance layer's accumulators or the per-turn records.
 
 from __future__ import annotations
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
-EPS = 1e-6
+from .kernels.engines import get_engine
+from .kernels.metrics import gini, over_share
+
 GOVSIM_COLUMNS = ("survival_time", "total_gain", "efficiency", "equality", "over_usage")
 
 
 def sustainable_yield(config) -> float:
     """f0: the engine's sustainable per-turn total harvest, NaN when it has no closed form."""
-    m = config.model
-    if m.engineMode == "logistic":
-        return m.regenRate * m.commonsCapacity / 4.0
-    return float("nan")
+    model = config.model.model_dump()
+    engine = get_engine(model["engineMode"])  # the engine registry, read when called
+    return float(engine.sustainable_yield(model))
 
 
 def equality(gains: np.ndarray) -> np.ndarray:
-    """gains float[N, B] -> 1 - Gini per arena.
+    """gains float[N, B] -> 1 - Gini per arena, by the kernels' one Gini (kernels/metrics.py,
+    also the ``giniWealth`` trigger), computed arena by arena (vmapped) so an arena's value
+    does not depend on the batch it ran in."""
+    return 1.0 - np.asarray(_gini_per_arena(jnp.asarray(gains)))
 
-    Summed pair by pair in a fixed order, so an arena's value does not depend on the batch
-    it ran in (numpy's reductions over several axes change order with the array's shape).
-    """
-    n = gains.shape[0]
-    tot = np.zeros(gains.shape[1:], gains.dtype)
-    diff = np.zeros(gains.shape[1:], gains.dtype)
-    for i in range(n):
-        tot = tot + gains[i]
-        for j in range(n):
-            diff = diff + np.abs(gains[i] - gains[j])
-    with np.errstate(invalid="ignore", divide="ignore"):
-        g = np.where(tot > 0, diff / (2.0 * n * np.where(tot > 0, tot, 1.0)), 0.0)
-    return 1.0 - g
+
+_gini_per_arena = jax.jit(jax.vmap(gini, in_axes=1))
 
 
 def govsim_columns(turns_played: np.ndarray, max_turns: int, f0: float, gains: np.ndarray,
@@ -80,5 +75,5 @@ def from_records(actual: np.ndarray, regen: np.ndarray, played: np.ndarray,
     pl = played[:, None, :]
     ok = played if defined is None else played & defined
     gains = np.where(pl, actual, 0.0).sum(axis=0)
-    over = (ok[:, None, :] & (actual > regen[:, None, :] / n + EPS)).sum(axis=0)
+    over = (ok[:, None, :] & over_share(actual, regen[:, None, :], n)).sum(axis=0)
     return gains, over, ok.sum(axis=0)

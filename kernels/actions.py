@@ -7,6 +7,8 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
+ANNOUNCE_DECIMALS: int = 3  # 003_*: announcements are rounded to 3 decimals (the host's messages too)
+
 
 class Actions(eqx.Module):
     """One turn's actions of every player of one arena."""
@@ -24,4 +26,4 @@ def of(requests: jax.Array) -> Actions:
 def announcement(x: jax.Array) -> jax.Array:
     """003_*: a number >= 0 rounded to 3 decimals; anything else (NaN, inf, < 0) is null."""
     ok = jnp.isfinite(x) & (x >= 0)
-    return jnp.where(ok, jnp.round(jnp.where(ok, x, 0.0), 3), jnp.nan)
+    return jnp.where(ok, jnp.round(jnp.where(ok, x, 0.0), ANNOUNCE_DECIMALS), jnp.nan)

@@ -35,7 +35,7 @@ from . import unroll
 from .actions import Actions
 from .layers import Layer
 from .barrier import materialize
-from .metrics import EPS
+from .metrics import over_share
 
 NAME = "governance"
 
@@ -120,13 +120,12 @@ class GovernanceLayer(Layer):
         amount, fired, _ = S.amounts(gp.sanctions, gs.prior, count)
         amount = materialize(amount * gs.scale)  # read by wealth, the sanction column and the metrics
         k, _ = S.ordinals(S.table(gs.prior), violated, pk.term, len(P.term_names()))  # the record's event ordinals
-        share = ctx["regen"] / n
         judged = ctx.get("share_defined", jnp.ones((), bool))
         new_gs = GovState(
             pacts=pk,
             prior=prior,
             harvest=gs.harvest + actual,
-            over=gs.over + (judged & (actual > share + EPS)).astype(jnp.int32),
+            over=gs.over + (judged & over_share(actual, ctx["regen"], n)).astype(jnp.int32),
             judged=gs.judged + judged.astype(jnp.int32),
             scale=gs.scale,
         )

@@ -23,6 +23,22 @@ METRICS: tuple[str, ...] = (
 )
 
 
+def over_share(actual, regen, n):
+    """The over-share rule of Table 2.1, in one place: ``actual > regen / n + EPS``. Plain
+    operators, so the host's numpy summaries (GovSim ``over_usage``) apply the same rule."""
+    return actual > regen / n + EPS
+
+
+def gini(w: jax.Array) -> jax.Array:
+    """Gini coefficient of a non-negative vector (0 when total is 0): sorted-rank formula."""
+    n = w.shape[0]
+    s = jnp.sort(jnp.maximum(w, 0.0))
+    tot = jnp.sum(s)
+    ranks = jnp.arange(1, n + 1, dtype=s.dtype)
+    g = (2.0 * jnp.sum(ranks * s)) / (n * jnp.where(tot > 0, tot, 1.0)) - (n + 1.0) / n
+    return jnp.where(tot > 0, g, 0.0)
+
+
 def governance_metrics(
     actual: jax.Array, announced: jax.Array, sanction_count: jax.Array, regen: jax.Array, playing: jax.Array,
     share_defined: jax.Array | bool = True,
@@ -33,8 +49,7 @@ def governance_metrics(
     n = jnp.sum(playing)
     nf = n.astype(actual.dtype)
     has_n = n > 0
-    share = regen / jnp.where(has_n, nf, 1.0)
-    over = actual > share + EPS
+    over = over_share(actual, regen, jnp.where(has_n, nf, 1.0))
     said = ~jnp.isnan(announced) & playing
     n_said = jnp.sum(said)
     gap = jnp.where(said, jnp.abs(jnp.where(said, announced, 0.0) - actual), 0.0)

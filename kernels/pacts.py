@@ -28,8 +28,7 @@ import jax.numpy as jnp
 
 from . import unroll
 from .barrier import materialize, materialize_mask
-
-EPS = 1e-6
+from .metrics import EPS  # the one numerical tolerance: a harvest exactly at a limit keeps it
 
 # status codes of a slot; INACTIVE: a regulator's reserved slot binding no one (kernels/governance_agent.py)
 EMPTY, PROPOSED, ACTIVE, REJECTED, INACTIVE = 0, 1, 2, 3, 4

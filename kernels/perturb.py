@@ -43,6 +43,7 @@ import jax
 import jax.numpy as jnp
 
 from .layers import Layer
+from .metrics import gini
 from .observe import env_values
 from .params import ENV_VARS, farr
 from . import perturb_types as _builtin  # noqa: F401  (the eight built-in types register on import)
@@ -85,16 +86,6 @@ class PerturbParams(eqx.Module):
     mode: jax.Array  # int32, type-specific variant (wealth: 0 x, 1 +; flip: 0/1/2; threshold: 0 +, 1 =)
     player: jax.Array  # int32, target player or ALL
     index: jax.Array  # int32, strategy index (override) or OBS_VARS index (flip)
-
-
-def gini(w: jax.Array) -> jax.Array:
-    """Gini coefficient of a non-negative vector (0 when total is 0): sorted-rank formula."""
-    n = w.shape[0]
-    s = jnp.sort(jnp.maximum(w, 0.0))
-    tot = jnp.sum(s)
-    ranks = jnp.arange(1, n + 1, dtype=s.dtype)
-    g = (2.0 * jnp.sum(ranks * s)) / (n * jnp.where(tot > 0, tot, 1.0)) - (n + 1.0) / n
-    return jnp.where(tot > 0, g, 0.0)
 
 
 def trigger_values(game, state, params) -> jax.Array:

@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 
 from .layers import Layer
-from .metrics import EPS, governance_metrics
+from .metrics import governance_metrics, over_share
 from .observe import env_values
 from .params import ENV_VARS
 
@@ -137,7 +137,7 @@ class PluginLayer(Layer):
         ratio = env_values(game, state, params)[ENV_VARS.index("commonsRatio")]
         view = PluginView(
             turn=turn, stock=game.engine.stock(state.engine), regen=regen, actual=actual,
-            over=actual > regen / n + EPS,
+            over=over_share(actual, regen, n),
             violated=ctx.get("violators", jnp.zeros((n,), bool)),
             against=ctx.get("against", jnp.zeros((n, n), bool)),
             wealth=state.wealth, metrics=metrics, stock_ratio=ratio.astype(dt),

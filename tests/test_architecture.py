@@ -2,7 +2,9 @@
 
 - the kernels import nothing from the host (they are installed as ``bdpd_jax.kernels``);
 - no module imports another module's ``_private`` name;
-- no import cycles among the host's modules, ``TYPE_CHECKING`` edges included.
+- no import cycles among the host's modules, ``TYPE_CHECKING`` edges included;
+- the live host sets no attribute from outside its class, and each class's ``__init__`` sets
+  every attribute its methods set.
 """
 
 from __future__ import annotations
@@ -10,7 +12,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 ALLOWED_THIRD_PARTY_IN_KERNELS = {"jax", "jaxlib", "numpy", "equinox", "diffrax", "typing", "dataclasses",
@@ -145,11 +146,64 @@ def test_no_runtime_import_cycles_among_host_modules() -> None:
     assert cycle is None, " -> ".join(cycle or [])
 
 
-@pytest.mark.xfail(strict=True, reason="issue 15 item 3: the live Arena's collaborators (batch_runner, dispatch, "
-                   "records, owner_perturb) still take the Arena itself, typed under TYPE_CHECKING")
 def test_no_import_cycles_among_host_modules_type_checking_included() -> None:
     cycle = _find_cycle(_host_graph())
     assert cycle is None, " -> ".join(cycle or [])
+
+
+def _foreign_attribute_stores(module: str) -> list[str]:
+    """``x.attr = ...`` (plain, augmented, annotated or unpacked) where ``x`` is not ``self`` or ``cls``."""
+    tree = ast.parse(MODULES[module].read_text(), str(MODULES[module]))
+    bad = []
+    for node in ast.walk(tree):
+        targets = node.targets if isinstance(node, ast.Assign) else (
+            [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
+        for target in targets:
+            for sub in ast.walk(target):
+                if isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Store) and not (
+                        isinstance(sub.value, ast.Name) and sub.value.id in ("self", "cls")):
+                    bad.append(f"{module}:{node.lineno} sets {ast.unparse(sub)}")
+    return bad
+
+
+def _attributes_set_after_init(module: str) -> list[str]:
+    """``self.x = ...`` in a method of a class whose ``__init__`` (or ``__post_init__``, or the
+    class body: dataclass fields) never sets ``x``."""
+    tree = ast.parse(MODULES[module].read_text(), str(MODULES[module]))
+    bad = []
+    for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+        declared = {t.id for st in cls.body for t in ([st.target] if isinstance(st, ast.AnnAssign) else
+                                                    st.targets if isinstance(st, ast.Assign) else [])
+                    if isinstance(t, ast.Name)}
+        later: dict[str, str] = {}
+        for fn in cls.body:
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for n in ast.walk(fn):
+                if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store) and isinstance(n.value, ast.Name) \
+                        and n.value.id == "self":
+                    if fn.name in ("__init__", "__post_init__"):
+                        declared.add(n.attr)
+                    else:
+                        later.setdefault(n.attr, fn.name)
+        bad += [f"{module}.{cls.name}.{fn}() sets self.{a}, which __init__ never sets"
+                for a, fn in later.items() if a not in declared]
+    return bad
+
+
+def _live_host() -> list[str]:
+    # the server (host/server/) is being regrouped (issue 16) and is left out for now
+    return [m for m in MODULES if m.startswith("bdpd_jax.host.") and not m.startswith("bdpd_jax.host.server")]
+
+
+def test_the_live_host_sets_no_attribute_from_outside_its_class() -> None:
+    bad = [line for module in _live_host() for line in _foreign_attribute_stores(module)]
+    assert not bad, "\n".join(bad)
+
+
+def test_the_live_hosts_classes_set_every_attribute_in_init() -> None:
+    bad = [line for module in _live_host() for line in _attributes_set_after_init(module)]
+    assert not bad, "\n".join(bad)
 
 
 def test_the_cycle_finder_finds_a_cycle() -> None:
@@ -160,5 +214,18 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
 def test_the_import_reader_sees_relative_and_type_checking_imports() -> None:
     edges = {target for target, _, _ in _imports("bdpd_jax.sweep")}
     assert "bdpd_jax.simulate" in edges  # written ``from .simulate import ...``
-    assert "bdpd_jax.host.arena" in {target for target, _, _ in _imports("bdpd_jax.host.batch_runner")}
-    assert "bdpd_jax.host.arena" not in {t for t, _, _ in _imports("bdpd_jax.host.batch_runner", type_checking=False)}
+    assert "bdpd_jax.host.arena_run" in {target for target, _, _ in _imports("bdpd_jax.host.records")}
+    assert "bdpd_jax.host.arena_run" not in {t for t, _, _ in _imports("bdpd_jax.host.records", type_checking=False)}
+
+
+def test_the_attribute_guards_see_what_they_forbid(tmp_path) -> None:
+    src = tmp_path / "m.py"
+    src.write_text("class A:\n    def f(self, o):\n        self.x = 1\n        o.y, (o.z, w) = 1, (2, 3)\n        o.n += 1\n")
+    MODULES["probe"] = src
+    try:
+        assert _foreign_attribute_stores("probe") == ["probe:4 sets o.y", "probe:4 sets o.z", "probe:5 sets o.n"]
+        src.write_text("class A:\n    k: int = 0\n    def __init__(self):\n        self.x = 1\n"
+                       "    def f(self):\n        self.x, self.k, self.y = 2, 3, 4\n")
+        assert _attributes_set_after_init("probe") == ["probe.A.f() sets self.y, which __init__ never sets"]
+    finally:
+        del MODULES["probe"]

@@ -17,6 +17,17 @@ def spec_of_config_player(i: int, p: PlayerConfig) -> PlayerSpec:
                       talk=None if p.talk is None else p.talk.model_dump(mode="json"))
 
 
+def own_client(specs: list[PlayerSpec], n_players: int):
+    """A new HTTP client for an arena of ``n_players`` when some of ``specs`` calls out (HTTP /
+    LLM), else None. One small pool per arena: httpcore scans its whole pool for every request,
+    so one client shared by hundreds of players costs O(players^2) per turn."""
+    if not any(s.agentType in ("http", "llm") for s in specs):
+        return None
+    from bdpd_jax.host.agents.http import make_client
+
+    return make_client(max(8, 2 * n_players))
+
+
 async def ask_agent(agent, env: dict[str, Any], wealth: float, kind: str) -> AgentResult:
     """One external decision; an agent that raises still yields the fallback harvest."""
     try:

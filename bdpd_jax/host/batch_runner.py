@@ -1,6 +1,22 @@
 """``LockstepBatch``: live arenas of one Game advanced in lockstep, one batched kernel call per
-phase per turn (the turn is described in :mod:`bdpd_jax.host.arena`); shared by
-:class:`~bdpd_jax.host.arena.Arena` and :class:`~bdpd_jax.host.live_batch.LiveBatch`.
+phase per turn; shared by :class:`~bdpd_jax.host.arena.Arena` and
+:class:`~bdpd_jax.host.live_batch.LiveBatch`. It works on each arena's run state
+(:class:`~bdpd_jax.host.arena_run.ArenaRun`), never on the Arena.
+
+One turn (:meth:`LockstepBatch.tick`):
+
+1. kernel ``decide_phase`` (one jitted call for the whole batch): begin hooks, every
+   player's observation, the builtins' decisions (placeholders for external players);
+2. every external player of every arena is asked at once (``asyncio.gather``) with its
+   observation envelope: the kernel observation (NaN -> null), ``pacts`` (``view_for``) and
+   ``inbox`` (``inbox_at``: last turn's messages);
+3. their tool actions are dispatched in player order
+   (:func:`~bdpd_jax.host.dispatch.dispatch_tool`): messages on the
+   :class:`~bdpd_jax.host.messages.MessageBus`, pact writes through the kernel's pure pact
+   functions;
+4. kernel ``step_phase`` (ONE jitted call for the batch): the step with the external
+   requests and announcements, the host's pact table, violations and sanctions;
+5. the turn record is appended to ``turns.jsonl`` (flushed and fsynced) and returned.
 """
 
 from __future__ import annotations
@@ -16,12 +32,14 @@ import numpy as np
 from bdpd_jax.kernels.governance import NAME as GOV
 from bdpd_jax.host.agent_calls import ask_agent
 from bdpd_jax.host.agents.base import AgentResult
+from bdpd_jax.host.dispatch import dispatch_tool
+from bdpd_jax.host.envelope import envelopes
 from bdpd_jax.host.governance_agent import govern
 from bdpd_jax.host.programs import has_governance, programs
-from bdpd_jax.host.records import record_rows
+from bdpd_jax.host.records import record_rows, turn_record
 
 if TYPE_CHECKING:
-    from bdpd_jax.host.arena import Arena
+    from bdpd_jax.host.arena_run import ArenaRun
 
 
 def slice_batch(tree, b: int):
@@ -33,39 +51,33 @@ def _stack(trees: list):
 
 
 class LockstepBatch:
-    """Arenas of one Game advanced in lockstep: one batched kernel call per phase per turn."""
+    """Arenas of one Game advanced in lockstep: one batched kernel call per phase per turn.
+    ``runs``: the started arenas' run states, all at the same turn."""
 
-    def __init__(self, arenas: list[Arena]) -> None:
-        if not arenas:
+    def __init__(self, runs: list[ArenaRun]) -> None:
+        if not runs:
             raise ValueError("arenas: need at least one arena")
-        for a in arenas:
-            if a.status == "waiting":
-                a.start()
-            if a._batch is not None and a._batch is not self:
-                raise ValueError(f"arenas: arena {a.arena_id!r} is already in another batch")
-        game = arenas[0].game
-        for k, a in enumerate(arenas):
-            if a.game != game:
+        game = runs[0].game
+        for k, r in enumerate(runs):
+            if r.game != game:
                 raise ValueError(f"arenas[{k}]: its game (players, strategies, engine, layers) differs from "
                                  "arenas[0]'s; a batch runs one compiled program")
-            if a.turn != arenas[0].turn:
-                raise ValueError(f"arenas[{k}]: at turn {a.turn}, arenas[0] at {arenas[0].turn}")
-        self.arenas = arenas
+            if r.turn != runs[0].turn:
+                raise ValueError(f"arenas[{k}]: at turn {r.turn}, arenas[0] at {runs[0].turn}")
+        self.runs = runs
         self.game = game
         self.gov = has_governance(game)
         init, self._decide, self._step = programs(game)
-        self.keys = jnp.stack([a.key for a in arenas], axis=-1)
+        self.keys = jnp.stack([r.key for r in runs], axis=-1)
         self.params = jax.tree_util.tree_map(lambda *xs: jnp.stack([jnp.asarray(x) for x in xs], axis=-1),
-                                             *[a.params for a in arenas])
+                                             *[r.params for r in runs])
         self.state = init(self.params)
         # stock units per harvest unit, per arena: an agent's fallback harvest (0.2 x capacity,
         # agents/base.py) is in the heuristics' units and is scaled as the built-ins' is
         self.units = np.broadcast_to(np.asarray(game.engine.harvest_unit(self.params.engine), np.float64),
-                                     (len(arenas),))
+                                     (len(runs),))
         # per arena, the players asked from outside (specs are fixed once an arena starts)
-        self._external = [[i for i, s in enumerate(a.specs) if s.external] for a in arenas]
-        for b, a in enumerate(arenas):
-            a._batch, a._b = self, b
+        self._external = [[i for i, s in enumerate(r.specs) if s.external] for r in runs]
 
     def set_state(self, b: int, state) -> None:
         """Write arena b's (unbatched) state into the batch state."""
@@ -81,114 +93,118 @@ class LockstepBatch:
 
     async def tick(self) -> None:
         """One turn of every arena still playing."""
-        arenas = self.arenas
-        if all(a.done for a in arenas):
+        runs = self.runs
+        if all(r.done for r in runs):
             return
-        for a in arenas:
-            a._in_tick = True
+        for r in runs:
+            r.set_in_tick(True)
         try:
             await self._tick()
         finally:
-            for a in arenas:
-                a._in_tick = False
+            for r in runs:
+                r.set_in_tick(False)
 
     async def _tick(self) -> None:
-        arenas = self.arenas
-        if any(a.governor is not None for a in arenas):  # the owners' governance agents act first
-            self.state = await govern(self.state, arenas)
+        if any(r.governor is not None for r in self.runs):  # the owners' governance agents act first
+            self.state = await govern(self.state, self.runs)
         sb, begun, obs, pacts_d, ahead = self._decide(self.keys, self.state, self.params)
+        by_arena, overridden = await self._ask(sb, obs)
+        ext, ext_req, ext_ann, tools = self._act(pacts_d, by_arena, sb.wealth.shape)
+        pacts = _stack([r.registry.table for r in self.runs]) if self.gov else None
+        sb = with_sanction_intents(sb, self.runs)
+        dt = np.dtype(sb.wealth.dtype)  # numpy arguments: no eager jax op per array (same rounding)
+        state, rec = self._step(self.keys, sb, begun, ext, ext_req.astype(dt), ext_ann.astype(dt), pacts, ahead,
+                                self.params)
+        self.state = state
+        self._end(state, rec, by_arena, tools, overridden)
+
+    async def _ask(self, sb, obs) -> tuple[list[dict[int, AgentResult]], list[set]]:
+        """Every external player of every arena still playing, asked at once: (per arena,
+        player -> answer; per arena, the external players a builtin decides for this turn)."""
+        runs = self.runs
         asking = any(self._external)  # observations are read only for players asked from outside
         obs_np = jax.tree_util.tree_map(np.asarray, obs) if asking else {}
         wealth = np.asarray(sb.wealth) if asking else None
         strategy = np.asarray(sb.strategy) if asking else None
         pk_b = jax.tree_util.tree_map(np.asarray, sb.extra[GOV].pacts) if self.gov else None
-        pk_d = jax.tree_util.tree_map(np.asarray, pacts_d) if self.gov else None
-        n, nb = sb.wealth.shape
         jobs, where = [], []
-        overridden: list[set] = [set() for _ in arenas]
-        for b, a in enumerate(arenas):
-            if a.done:
+        overridden: list[set] = [set() for _ in runs]
+        for b, r in enumerate(runs):
+            if r.done:
                 continue
-            t = a.turn + 1
-            a._announced = {}
-            if a.registry is not None:
-                a.registry.sync(slice_batch(pk_b, b))
-            if not self._external[b]:
-                continue
+            r.new_turn()
+            if r.registry is not None:
+                r.registry.sync(slice_batch(pk_b, b))
             asked = []
             for i in self._external[b]:
-                if strategy[i, b] != a.external_index:  # strategy_override: a builtin decides
+                if strategy[i, b] != r.external_index:  # strategy_override: a builtin decides
                     overridden[b].add(i)
                     continue
                 asked.append(i)
             if not asked:
                 continue
-            envs = a.envelopes([a.specs[i].name for i in asked], {k: v[..., b] for k, v in obs_np.items()}, t)
+            envs = envelopes(r, [r.specs[i].name for i in asked], {k: v[..., b] for k, v in obs_np.items()}, r.turn + 1)
             for i in asked:
-                s = a.specs[i]
-                jobs.append(ask_agent(a.agents[i], envs[s.name], float(wealth[i, b]), s.agentType))
+                s = r.specs[i]
+                jobs.append(ask_agent(r.agents[i], envs[s.name], float(wealth[i, b]), s.agentType))
                 where.append((b, i))
         results = await asyncio.gather(*jobs)
-        by_arena: list[dict[int, AgentResult]] = [{} for _ in arenas]
-        for (b, i), r in zip(where, results):
-            if r.fallback and self.units[b] != 1.0:
-                r = dataclasses.replace(r, harvest=r.harvest * float(self.units[b]))
-            by_arena[b][i] = r
-        ext = np.zeros((n, nb), bool)
-        ext_req = np.zeros((n, nb), np.float64)
-        ext_ann = np.full((n, nb), np.nan)
-        tools_by_arena: list[list] = [[] for _ in arenas]
-        for b, a in enumerate(arenas):
-            if a.registry is not None:
-                a.registry.sync(slice_batch(pk_d, b))
-            if a.done:
+        by_arena: list[dict[int, AgentResult]] = [{} for _ in runs]
+        for (b, i), res in zip(where, results):
+            if res.fallback and self.units[b] != 1.0:
+                res = dataclasses.replace(res, harvest=res.harvest * float(self.units[b]))
+            by_arena[b][i] = res
+        return by_arena, overridden
+
+    def _act(self, pacts_d, by_arena: list[dict[int, AgentResult]], shape: tuple[int, int]):
+        """The answers' tool actions dispatched in player order on the table after the
+        builtins' scripted talk; (ext bool[N, B], ext_req f64[N, B], ext_ann f64[N, B] (NaN:
+        none), per arena the tool log)."""
+        pk_d = jax.tree_util.tree_map(np.asarray, pacts_d) if self.gov else None
+        ext = np.zeros(shape, bool)
+        ext_req = np.zeros(shape, np.float64)
+        ext_ann = np.full(shape, np.nan)
+        tools: list[list] = [[] for _ in self.runs]
+        for b, r in enumerate(self.runs):
+            if r.registry is not None:
+                r.registry.sync(slice_batch(pk_d, b))
+            if r.done:
                 continue
-            t = a.turn + 1
+            t = r.turn + 1
             for i in sorted(by_arena[b]):
-                r = by_arena[b][i]
-                name = a.specs[i].name
+                res = by_arena[b][i]
+                name = r.specs[i].name
                 ext[i, b] = True
-                ext_req[i, b] = r.harvest
-                for act in r.actions:
-                    res = a._dispatch(name, act, t)
-                    tools_by_arena[b].append({"playerId": name, "action": act, "result": res})
-                if name in a._announced:
-                    ext_ann[i, b] = a._announced[name]
-        pacts = _stack([a.registry.table for a in arenas]) if self.gov else None
-        sb = with_sanction_intents(sb, arenas)
-        dt = np.dtype(sb.wealth.dtype)  # numpy arguments: no eager jax op per array (same rounding)
-        state, rec = self._step(self.keys, sb, begun, ext, ext_req.astype(dt), ext_ann.astype(dt), pacts, ahead,
-                                self.params)
-        self.state = state
+                ext_req[i, b] = res.harvest
+                for act in res.actions:
+                    tools[b].append({"playerId": name, "action": act, "result": dispatch_tool(r, name, act, t)})
+                if name in r.announced:
+                    ext_ann[i, b] = r.announced[name]
+        return ext, ext_req, ext_ann, tools
+
+    def _end(self, state, rec, by_arena: list[dict[int, AgentResult]], tools: list[list],
+             overridden: list[set]) -> None:
+        """Each arena's turn record, kept and written; the game ends where the kernel played no turn."""
         rows = record_rows(jax.tree_util.tree_map(np.asarray, rec))  # converted once for all arenas
         pk_new = jax.tree_util.tree_map(np.asarray, state.extra[GOV].pacts) if self.gov else None
-        for b, a in enumerate(arenas):
-            if a.done:
+        for b, r in enumerate(self.runs):
+            if r.done:
                 continue
-            r = rows[b]
-            if a.registry is not None:
-                a.registry.sync(slice_batch(pk_new, b))
-            if not r.played:
-                a.done = True
+            row = rows[b]
+            if r.registry is not None:
+                r.registry.sync(slice_batch(pk_new, b))
+            if not row.played:
+                r.finish()
                 continue
-            t = r.turn
-            a.turn = t
-            line = a._record(t, r, by_arena[b], tools_by_arena[b], overridden[b])
-            a.records.append(line)  # a bounded deque: the oldest record leaves
-            if a.keep_records is not None:
-                a.bus.forget_before(t - a.keep_records + 1)
-            if a._writer is not None:
-                a._writer.write(line)
-            if r.collapsed or t >= a.max_turns:
-                a.done = True
+            r.end_turn(turn_record(r, row.turn, row, by_arena[b], tools[b], overridden[b]))
 
 
-def with_sanction_intents(sb, arenas: list):
+def with_sanction_intents(sb, runs: list[ArenaRun]):
     """The live players' ``sanction(target)`` calls of this turn written into the plugins'
     ``intent`` memory (bool[N, N, B]) of the batch state; consumed by the step."""
     from bdpd_jax.kernels.plugins import NAME
 
-    intents = [a.take_sanction_intents() for a in arenas]
+    intents = [r.take_sanction_intents() for r in runs]
     if not any(intents) or NAME not in sb.extra:
         return sb
     mems = list(sb.extra[NAME])
@@ -202,4 +218,4 @@ def with_sanction_intents(sb, arenas: list):
     return dataclasses.replace(sb, extra={**sb.extra, NAME: tuple(mems)})
 
 
-__all__: list[str] = []
+__all__ = ["LockstepBatch", "slice_batch", "with_sanction_intents"]

@@ -186,24 +186,25 @@ def last_turn(rec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def observation(arena, gov: "Governor", turn: int, in_force: dict[str, Any]) -> dict[str, Any]:
-    """What the agent decides turn ``turn``'s action on: the last turn (null before turn 1),
-    what its actions put in force (``inForce``: cap, ladder_scale, regen; null = none) and
-    its own last ``MAX_GOV_HISTORY`` turns (action, applied, error)."""
-    last = arena.records[-1] if arena.records and arena.records[-1]["turn"] == turn - 1 else None
-    return {"turn": turn, "arenaId": arena.arena_id, "players": arena.players, "maxTurns": arena.max_turns,
+def observation(run, gov: "Governor", turn: int, in_force: dict[str, Any]) -> dict[str, Any]:
+    """What the agent decides turn ``turn``'s action on (``run``: the arena's
+    :class:`~bdpd_jax.host.arena_run.ArenaRun`): the last turn (null before turn 1), what its
+    actions put in force (``inForce``: cap, ladder_scale, regen; null = none) and its own last
+    ``MAX_GOV_HISTORY`` turns (action, applied, error)."""
+    last = run.records[-1] if run.records and run.records[-1]["turn"] == turn - 1 else None
+    return {"turn": turn, "arenaId": run.arena_id, "players": run.players, "maxTurns": run.max_turns,
             "last": None if last is None else last_turn(last), "inForce": in_force,
             "history": list(gov.history)}
 
 
-async def govern(state, arenas: list) -> Any:
-    """Before a turn's decide phase: ask every attached agent of the batch at once and write
-    the answers with the kernel's ``set_pending`` (NaN for an arena without one or done).
-    Returns the batch state (trailing batch axis)."""
+async def govern(state, runs: list) -> Any:
+    """Before a turn's decide phase: ask every attached agent (``run.governor``) of the batch's
+    run states at once and write the answers with the kernel's ``set_pending`` (NaN for an
+    arena without one or done). Returns the batch state (trailing batch axis)."""
     from bdpd_jax.kernels.governance_agent import GovAction, set_pending
     from bdpd_jax.kernels.plugins import NAME
 
-    live = [(b, a) for b, a in enumerate(arenas) if a.governor is not None and not a.done]
+    live = [(b, r) for b, r in enumerate(runs) if r.governor is not None and not r.done]
     if not live:
         return state
     k = live[0][1].governor.plugin_index  # one Game: the same plugin in every arena
@@ -211,11 +212,11 @@ async def govern(state, arenas: list) -> Any:
     dt = np.dtype(state.wealth.dtype)
     force = [np.asarray(mem[x]) for x in ("cap", "scale", "regen")]  # [B] each
     jobs = []
-    for b, a in live:
+    for b, r in live:
         in_force = from_action([f[..., b] for f in force])
-        jobs.append(a.governor.ask(observation(a, a.governor, a.turn + 1, in_force), dt))
+        jobs.append(r.governor.ask(observation(r, r.governor, r.turn + 1, in_force), dt))
     decisions = await asyncio.gather(*jobs)
-    fields = np.full((len(FIELDS), len(arenas)), np.nan, dt)
+    fields = np.full((len(FIELDS), len(runs)), np.nan, dt)
     for (b, _), d in zip(live, decisions):
         fields[:, b] = to_action(d.action, dt)
     if np.isnan(fields).all():  # no action anywhere: the pending action is already none (cleared once applied)

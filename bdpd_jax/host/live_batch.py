@@ -31,10 +31,9 @@ class LiveBatch:
             raise ValueError("arenas: need at least one arena")
         if client is not None:  # one pooled HTTP client for every arena's agents
             for a in arenas:
-                if a.status == "waiting" and a._client is None:
-                    a._client = client
+                a.use_client(client)
         self.arenas = arenas
-        self._batch = LockstepBatch(arenas)
+        self._batch: LockstepBatch = Arena.lockstep(arenas)
         self._own_loop: asyncio.AbstractEventLoop | None = None
         self._gc_freeze = gc_freeze
 

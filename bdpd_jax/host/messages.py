@@ -18,10 +18,11 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
+from bdpd_jax.kernels.actions import ANNOUNCE_DECIMALS
+
 MESSAGE_SCOPES: tuple[str, ...] = ("broadcast", "private", "announcement")
 MAX_MESSAGE_LEN: int = 500
 ELLIPSIS: str = "\u2026"
-ANNOUNCE_DECIMALS: int = 3
 
 
 def truncate_text(text: str, limit: int = MAX_MESSAGE_LEN) -> str:
@@ -183,9 +184,11 @@ class MessageBus:
         for i, m in enumerate(msgs):
             if not isinstance(m, dict) or m.get("scope") not in MESSAGE_SCOPES:
                 raise ValueError(f"messages[{i}]: invalid message {m!r}")
-        bus._log = copy.deepcopy(msgs)
         counter = data.get("counter", len(msgs))
         if isinstance(counter, bool) or not isinstance(counter, int) or counter < len(msgs):
             raise ValueError(f"counter: must be an integer >= {len(msgs)}, got {counter!r}")
-        bus._counter = counter
+        bus._restore(copy.deepcopy(msgs), counter)
         return bus
+
+    def _restore(self, log: list[dict[str, Any]], counter: int) -> None:
+        self._log, self._counter = log, counter

@@ -1,7 +1,7 @@
 """Owner-fired perturbations of a live arena (004_* A.2 ``POST /perturb``).
 
-:func:`fire_perturbation` is the body of ``Arena.perturb``: the spec is compiled against
-the arena's kernel config, applied to its state through
+:func:`owner_slot` and :func:`fire_perturbation` are the body of ``Arena.perturb`` (which
+checks the arena's status): the spec is compiled against the arena's kernel config, applied to its state through
 ``kernels.perturb.apply_perturbation`` (jitted once per game), written to ``turns.jsonl`` at
 once as an owner event line (``{"event": "ownerPerturbation", ...}``: a firing after the last
 tick, or before a crash, is not lost, so replay reproduces summary.json) and listed in the
@@ -20,11 +20,12 @@ from bdpd_jax.kernels import perturb as pk
 from bdpd_jax.kernels.perturb import PerturbLayer
 from bdpd_jax.perturb_results import target_label
 from bdpd_jax.specs import arena_specs, compile_spec
-from bdpd_jax.host.batch_runner import slice_batch
+from bdpd_jax.config import ArenaConfig
+from bdpd_jax.host.batch_runner import LockstepBatch, slice_batch
 from bdpd_jax.host.registry import num
 
 if TYPE_CHECKING:
-    from bdpd_jax.host.arena import Arena
+    from bdpd_jax.host.arena_run import ArenaRun
 
 
 @functools.lru_cache(maxsize=32)
@@ -32,31 +33,33 @@ def _owner_apply(game):
     return jax.jit(functools.partial(pk.apply_perturbation, game))
 
 
-def fire_perturbation(arena: Arena, spec: str | dict) -> dict[str, Any]:
-    """Fire ``spec`` (a config spec id or an ad-hoc spec) on ``arena`` now; see ``Arena.perturb``."""
-    if arena.status != "running" or arena._in_tick:
-        raise ValueError(f"status: perturbations are fired between ticks of a running arena ({arena.status!r})")
-    if arena.done:
-        raise ValueError("status: the game is over")
+def owner_slot(run: ArenaRun, kernel_config: ArenaConfig, spec: str | dict) -> tuple[Any, Any]:
+    """(spec, compiled slot) of ``spec`` (a config spec id or an ad-hoc spec) for the arena whose
+    run state is ``run``; ``kernel_config``: its kernels' view (``Arena.kernel_config``).
+    ValueError when the spec is unknown or its type cannot be fired in this arena."""
     if isinstance(spec, str):
-        found = [sp for sp in arena_specs(arena.config) if sp.id == spec]
+        found = [sp for sp in arena_specs(run.config) if sp.id == spec]
         if not found:
-            raise ValueError(f"specId: no perturbation {spec!r} in the config; known: {arena._spec_ids}")
+            raise ValueError(f"specId: no perturbation {spec!r} in the config; known: {run.spec_ids}")
         spec = found[0]
-    slot = compile_spec(spec, arena.kernel_config(), arena.game.policies)
-    if not any(isinstance(ly, PerturbLayer) and pk.type_names()[int(slot.code)] in ly.types for ly in arena.game.layers):
+    slot = compile_spec(spec, kernel_config, run.game.policies)
+    if not any(isinstance(ly, PerturbLayer) and pk.type_names()[int(slot.code)] in ly.types for ly in run.game.layers):
         raise ValueError(f"spec.type: {pk.type_names()[int(slot.code)]!r} cannot be fired in this arena; "
                          "create it with perturbable=True")
-    batch = arena._ensure_batch()
-    state = jax.tree_util.tree_map(jnp.asarray, slice_batch(batch.state, arena._b))
-    new, rec = _owner_apply(arena.game)(state, slot, arena.params)
-    batch.set_state(arena._b, new)
+    return spec, slot
+
+
+def fire_perturbation(run: ArenaRun, batch: LockstepBatch, b: int, spec: Any, slot: Any) -> dict[str, Any]:
+    """Apply ``slot`` (:func:`owner_slot`) now to arena ``b`` of ``batch`` (the arena of ``run``);
+    logged at once and listed in the next turn record. See ``Arena.perturb``."""
+    state = jax.tree_util.tree_map(jnp.asarray, slice_batch(batch.state, b))
+    new, rec = _owner_apply(run.game)(state, slot, run.params)
+    batch.set_state(b, new)
     kind = pk.type_names()[int(rec["code"])]
-    entry = {"turn": arena.turn + 1, "spec": spec if isinstance(spec, dict) else spec.model_dump(mode="json"),
+    entry = {"turn": run.turn + 1, "spec": spec if isinstance(spec, dict) else spec.model_dump(mode="json"),
              "type": kind, "target": target_label(kind, int(rec["target"])), "value": num(rec["value"])}
-    arena._owner_fired.append(entry)
-    arena.log_event("ownerPerturbation", entry)
+    run.owner_perturbation(entry)
     return entry
 
 
-__all__ = ["fire_perturbation"]
+__all__ = ["owner_slot", "fire_perturbation"]

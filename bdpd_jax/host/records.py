@@ -1,13 +1,14 @@
 """One turn record of a live arena (a line of ``turns.jsonl``, 004_* A.1).
 
-:func:`turn_record` is the body of ``Arena._record``: the decisions (with the external
-agents' calls), the turn's messages, tool results, pacts, violations, sanctions, errors,
-metrics and perturbations; it updates the arena's per-player counts for ``summary.json``.
+:func:`turn_record` builds the record of one turn from the arena's run state
+(:class:`~bdpd_jax.host.arena_run.ArenaRun`): the decisions (with the external agents'
+calls), the turn's messages, tool results, pacts, violations, sanctions, errors, metrics and
+perturbations; it adds to the run's per-player counts for ``summary.json`` (``ArenaRun.count``).
 """
 
 from __future__ import annotations
 
-from types import SimpleNamespace
+import dataclasses
 from typing import TYPE_CHECKING, Any
 
 import jax
@@ -25,39 +26,39 @@ from bdpd_jax.host.agents.base import AgentResult
 from bdpd_jax.host.registry import num, nums
 
 if TYPE_CHECKING:
-    from bdpd_jax.host.arena import Arena
+    from bdpd_jax.host.arena_run import ArenaRun
 
 
-def sanction_rows(arena: Arena, t: int, g: dict, rec_extra: dict) -> list[dict[str, Any]]:
+def sanction_rows(run: ArenaRun, t: int, g: dict, rec_extra: dict) -> list[dict[str, Any]]:
     """One row per sanction fired this turn, with its provenance: the spec (``specId``,
     ``type``, ``reason``), the violation event (``playerId``, ``pactId``, ``termType``,
     ``ordinal``), the ``amount`` and who paid a cost to impose it (``paidBy`` / ``cost``:
     null / 0 for the automatic specs of 000_* 2.4)."""
-    specs = sanction_specs(arena.config)
+    specs = sanction_specs(run.config)
     if not g:
-        return plugin_sanction_rows(arena, t, layer_record(rec_extra, PLUGINS) or {})
+        return plugin_sanction_rows(run, t, layer_record(rec_extra, PLUGINS) or {})
     fired = np.asarray(g["spec_fired"])
     amount = np.asarray(g["spec_amount"])
     rows = []
     for n, p, k in zip(*np.nonzero(fired.transpose(2, 1, 0))):  # by player, pact, spec
         sp = specs[k]
-        rows.append({"turn": int(t), "specId": sp.id, "type": sp.type, "playerId": arena.players[int(n)],
-                     "pactId": arena.registry.id_of(int(p)), "termType": P.term_names()[int(g["term"][p])],
+        rows.append({"turn": int(t), "specId": sp.id, "type": sp.type, "playerId": run.players[int(n)],
+                     "pactId": run.registry.id_of(int(p)), "termType": P.term_names()[int(g["term"][p])],
                      "ordinal": int(g["ordinal"][p, n]), "amount": num(amount[k, p, n]),
                      "reason": sp.payload.reason, "paidBy": None, "cost": 0.0})
-    return rows + plugin_sanction_rows(arena, t, layer_record(rec_extra, PLUGINS) or {})
+    return rows + plugin_sanction_rows(run, t, layer_record(rec_extra, PLUGINS) or {})
 
 
-def plugin_sanction_rows(arena: Arena, t: int, g: dict) -> list[dict[str, Any]]:
+def plugin_sanction_rows(run: ArenaRun, t: int, g: dict) -> list[dict[str, Any]]:
     """The governance plugins' sanctions of this turn: who (``paidBy``, ``cost``) fined whom."""
     rows = []
-    for spec, r in zip(arena.config.plugins, g.get("plugins", ())):
+    for spec, r in zip(run.config.plugins, g.get("plugins", ())):
         fines, costs = np.asarray(r["fines"]), np.asarray(r["costs"])  # [payer, target]
         for i, j in zip(*np.nonzero(((fines > 0) | (costs > 0)).T)):  # by target, then payer
-            rows.append({"turn": int(t), "specId": spec.id, "type": spec.type, "playerId": arena.players[int(i)],
+            rows.append({"turn": int(t), "specId": spec.id, "type": spec.type, "playerId": run.players[int(i)],
                          "pactId": None, "termType": None, "ordinal": 0, "amount": num(fines[j, i]),
                          "reason": reason_name(spec.type, int(r["reason"][i])),
-                         "paidBy": arena.players[int(j)], "cost": num(costs[j, i])})
+                         "paidBy": run.players[int(j)], "cost": num(costs[j, i])})
     return rows
 
 
@@ -65,41 +66,56 @@ _PLAYER_FLOATS = ("requested", "actual", "announced", "wealth", "sanction")
 _ARENA_FLOATS = ("stock", "regen", "reserve_drawn")
 
 
-def record_rows(rec) -> list[SimpleNamespace]:
+@dataclasses.dataclass
+class TurnRow:
+    """One arena's values of a batched kernel turn record, as :func:`turn_record` reads them."""
+
+    requested: list[float | None]      # [N] (None for NaN), as are the four below
+    actual: list[float | None]
+    announced: list[float | None]
+    wealth: list[float | None]
+    sanction: list[float | None]
+    stock: float | None
+    regen: float | None
+    reserve_drawn: float | None
+    invalid: list[bool]                # [N]
+    turn: int
+    played: bool
+    collapsed: bool
+    metrics: dict[str, float | None]
+    engine: dict[str, float | None]    # the engine's float variables
+    actual_np: np.ndarray              # f[N]
+    extra: dict                        # the layers' records (numpy slices)
+
+
+def record_rows(rec) -> list[TurnRow]:
     """Per arena, the values :func:`turn_record` reads from a batched kernel turn record
     (numpy leaves, batch axis last), converted column by column once per tick (the values of
     :func:`~bdpd_jax.host.registry.num`): floats (None for NaN), bools, ints as Python
     objects, ``extra`` (the layers' records) and ``actual_np`` as numpy slices."""
     nb = np.shape(rec.turn)[-1]
-    rows = [SimpleNamespace() for _ in range(nb)]
-    for k in _PLAYER_FLOATS:
-        for r, v in zip(rows, nums(np.asarray(getattr(rec, k)).T)):  # [N, B] -> per arena [N]
-            setattr(r, k, v)
-    for k in _ARENA_FLOATS:
-        for r, v in zip(rows, nums(getattr(rec, k))):
-            setattr(r, k, v)
+    cols = {k: nums(np.asarray(getattr(rec, k)).T) for k in _PLAYER_FLOATS}  # [N, B] -> per arena [N]
+    cols.update({k: nums(getattr(rec, k)) for k in _ARENA_FLOATS})
     invalid = np.asarray(rec.invalid).T.tolist()
     turn, played, collapsed = (np.asarray(x).tolist() for x in (rec.turn, rec.played, rec.collapsed))
     metrics = {k: nums(v) for k, v in rec.metrics.items()}
     actual = np.asarray(rec.actual)
     engine = {k: nums(v) for k, v in rec.engine_extra.items() if np.asarray(v).dtype.kind == "f"}
     has_extra = bool(jax.tree_util.tree_leaves(rec.extra))
-    for b, r in enumerate(rows):
-        r.invalid, r.turn, r.played, r.collapsed = invalid[b], turn[b], played[b], collapsed[b]
-        r.metrics = {k: v[b] for k, v in metrics.items()}
-        r.engine = {k: v[b] for k, v in engine.items()}
-        r.actual_np = actual[:, b]
-        r.extra = jax.tree_util.tree_map(lambda x: np.asarray(x)[..., b], rec.extra) if has_extra else {}
-    return rows
+    return [TurnRow(**{k: v[b] for k, v in cols.items()}, invalid=invalid[b], turn=turn[b], played=played[b],
+                    collapsed=collapsed[b], metrics={k: v[b] for k, v in metrics.items()},
+                    engine={k: v[b] for k, v in engine.items()}, actual_np=actual[:, b],
+                    extra=jax.tree_util.tree_map(lambda x: np.asarray(x)[..., b], rec.extra) if has_extra else {})
+            for b in range(nb)]
 
 
-def turn_record(arena: Arena, t: int, rec: SimpleNamespace, calls: dict[int, AgentResult], tools: list,
+def turn_record(run: ArenaRun, t: int, rec: TurnRow, calls: dict[int, AgentResult], tools: list,
                 overridden: set) -> dict[str, Any]:
     """The record of turn ``t`` from the arena's row of :func:`record_rows`."""
     decisions = []
     errors = []
-    for i, s in enumerate(arena.specs):
-        d = {"playerId": s.name, "agentType": arena.agent_kind(i), "requested": rec.requested[i],
+    for i, s in enumerate(run.specs):
+        d = {"playerId": s.name, "agentType": run.agent_kind(i), "requested": rec.requested[i],
              "actual": rec.actual[i], "announced": rec.announced[i], "wealth": rec.wealth[i],
              "sanction": rec.sanction[i], "invalid": rec.invalid[i]}
         if i in calls:
@@ -108,38 +124,38 @@ def turn_record(arena: Arena, t: int, rec: SimpleNamespace, calls: dict[int, Age
                       "elapsedMs": round(r.elapsed_ms, 3), "actions": r.actions})
             if r.error:
                 errors.append({"playerId": s.name, "error": r.error})
-                arena._stats[s.name]["errors"] += 1
-            arena._stats[s.name]["fallbacks"] += int(r.fallback)
+                run.count(s.name, "errors", 1)
+            run.count(s.name, "fallbacks", int(r.fallback))
         elif i in overridden:
             d["overridden"] = True
-        arena._stats[s.name]["totalHarvest"] += d["actual"] or 0.0
+        run.count(s.name, "totalHarvest", d["actual"] or 0.0)
         decisions.append(d)
     violations, sanctions = [], []
     g = layer_record(rec.extra, GOV) if rec.extra else None
-    if arena.registry is not None and g:
-        violations = arena.registry.record_violations(t, np.asarray(g["violated"]), rec.actual_np,
+    if run.registry is not None and g:
+        violations = run.registry.record_violations(t, np.asarray(g["violated"]), rec.actual_np,
                                                      np.asarray(g["ordinal"]), np.asarray(g["fired"]))
         for ev in violations:
-            arena._stats[ev["partyId"]]["violations"] += 1
-        sanctions = sanction_rows(arena, t, g, rec.extra)
-        for i, p in enumerate(arena.players):
-            arena._stats[p]["sanctions"] += float(rec.sanction[i] or 0.0)
+            run.count(ev["partyId"], "violations", 1)
+        sanctions = sanction_rows(run, t, g, rec.extra)
+        for i, p in enumerate(run.players):
+            run.count(p, "sanctions", float(rec.sanction[i] or 0.0))
     fired = []
     pr = perturb_record(rec.extra) if rec.extra and isinstance(rec.extra, dict) else None
     if pr:
         for p in np.flatnonzero(np.asarray(pr["fired"])):
             kind = pk.type_names()[int(pr["code"][p])]
-            fired.append({"id": arena._spec_ids[p] if p < len(arena._spec_ids) else None, "type": kind,
+            fired.append({"id": run.spec_ids[p] if p < len(run.spec_ids) else None, "type": kind,
                           "target": target_label(kind, int(pr["target"][p])), "value": num(pr["value"][p])})
-    owner, arena._owner_fired = arena._owner_fired, []
-    gov = {} if arena.governor is None else {"governance": governance_entry(arena, t, rec.extra)}
+    owner = run.take_owner_fired()
+    gov = {} if run.governor is None else {"governance": governance_entry(run, t, rec.extra)}
     return {
-        "arenaId": arena.arena_id, "turn": t, "stock": rec.stock, "regen": rec.regen,
+        "arenaId": run.arena_id, "turn": t, "stock": rec.stock, "regen": rec.regen,
         "reserveDrawn": rec.reserve_drawn, "collapsed": rec.collapsed,
         "decisions": decisions,
-        "messages": arena.bus.messages_for_turn(t),
+        "messages": run.bus.messages_for_turn(t),
         "tools": tools,
-        "pacts": arena.registry.compact() if arena.registry is not None else [],
+        "pacts": run.registry.compact() if run.registry is not None else [],
         "violations": violations,
         "sanctions": sanctions,
         "errors": errors,
@@ -151,27 +167,13 @@ def turn_record(arena: Arena, t: int, rec: SimpleNamespace, calls: dict[int, Age
     }
 
 
-def governance_entry(arena: Arena, t: int, extra: dict) -> dict[str, Any]:
+def governance_entry(run: ArenaRun, t: int, extra: dict) -> dict[str, Any]:
     """The attached governance agent's turn: what it asked and what the kernel applied (the
     plugin layer's begin record of its plugin)."""
     begin = (extra.get(PLUGINS) or {}).get("begin") or {}
     applied = begin.get("actions", ())
-    k = arena.governor.plugin_index
-    return arena.governor.entry(t, applied[k] if k < len(applied) and applied[k] is not None else None)
+    k = run.governor.plugin_index
+    return run.governor.entry(t, applied[k] if k < len(applied) and applied[k] is not None else None)
 
 
-def tool_results(arena: Arena, player: str, turn: int) -> list[dict[str, Any]]:
-    """003_*: what ``player``'s tool calls of turn ``turn - 1`` returned (``{ok, scope, tool,
-    ...}`` each, refusals included; actions its agent dropped as malformed add one
-    ``{ok: false, scope: "none", tool: null, reason}`` with the agent's error text)."""
-    last = arena.records[-1] if arena.records else None
-    if last is None or last["turn"] != turn - 1:
-        return []
-    out = [t["result"] for t in last["tools"] if t["playerId"] == player]
-    for d in last["decisions"]:
-        if d["playerId"] == player and d.get("error") and "dropped" in d["error"]:
-            out.append({"ok": False, "scope": "none", "tool": None, "reason": d["error"]})
-    return out
-
-
-__all__ = ["turn_record", "record_rows", "tool_results"]
+__all__ = ["TurnRow", "turn_record", "record_rows", "governance_entry"]

@@ -137,11 +137,6 @@ def _governor(meta: dict[str, Any], records: list[dict[str, Any]]) -> dict[str, 
 
 
 def _resume(arena: Arena, dir: Path, meta: dict[str, Any], resume: dict[str, Any], governance_agent=None) -> None:
-    from bdpd_jax.host.agents.http import make_client
-    from bdpd_jax.host.dispatch import sanction_offered
-    from bdpd_jax.host.persist import JsonlWriter
-    from bdpd_jax.host.players import make_agent
-
     external = [p["name"] for p in meta["players"] if p.get("agentType", "builtin") != "builtin"]
     missing = sorted(set(external) - set(resume))
     extra = sorted(set(resume) - set(external))
@@ -157,18 +152,7 @@ def _resume(arena: Arena, dir: Path, meta: dict[str, Any], resume: dict[str, Any
         if not spec.external:
             raise ValueError(f"resume.{name}.agentType: an external player stays external, got 'builtin'")
         specs[name] = spec
-    if arena._client is None and any(s.agentType in ("http", "llm") for s in specs.values()):
-        arena._client, arena._owns_client = make_client(max(8, 2 * len(arena.specs))), True
-    for i, s in enumerate(arena.specs):
-        if s.name in specs:
-            arena.specs[i] = specs[s.name]
-            arena.agents[i] = make_agent(specs[s.name], timeout_ms=float(arena.config.agentTimeout),
-                                         no_talk=arena.no_talk, client=arena._client, operator=arena.operator,
-                                         sanction=sanction_offered(arena.config))
-    if governance_agent is not None:
-        arena.governor.reattach(governance_agent, arena._client, arena.operator, float(arena.config.agentTimeout))
-    arena.out_dir = dir
-    arena._writer = JsonlWriter(dir / "turns.jsonl", fsync=arena.fsync)  # repairs a torn tail
+    arena.resume(specs, dir, governance_agent)
 
 
 __all__ = ["replay", "load", "load_lines", "strip_volatile"]

@@ -58,6 +58,11 @@ class Engine:
 
         return jnp.ones(())
 
+    def sustainable_yield(self, model: Mapping[str, Any]) -> float:
+        """The sustainable total harvest per turn (GovSim's f0) of a config's ``model`` block,
+        NaN where the engine has no closed form. Host-side (plain floats, not traced)."""
+        return float("nan")
+
     def share_defined(self, regen: jax.Array) -> jax.Array:
         """Whether this turn's ``regen`` gives a sustainable share regen/N (bool[]). The turn
         adds "the dynamics ran"; engines whose stock cannot regrow override it."""

@@ -12,6 +12,9 @@ import numpy as np
 from ..params import farr
 from .base import Engine, register
 
+# The collapse die's defaults (000_* "a six-sided die; 1-4 draws a unit"), read by the engine and the config.
+DIE_DEFAULTS: dict[str, int] = {"sides": 6, "successThreshold": 4}
+
 
 class LogisticParams(eqx.Module):
     regen_rate: jax.Array  # float[], r
@@ -61,9 +64,13 @@ class Logistic(Engine):
             initial=farr(model["commonsInitial"]),
             use_reserve=np.asarray(bool(model["useHiddenReserve"])),
             reserve0=farr(model["hiddenReserveInitial"]),
-            die_sides=farr(die.get("sides", 6)),
-            die_success=farr(die.get("successThreshold", 4)),
+            die_sides=farr(die.get("sides", DIE_DEFAULTS["sides"])),
+            die_success=farr(die.get("successThreshold", DIE_DEFAULTS["successThreshold"])),
         )
+
+    def sustainable_yield(self, model: Mapping[str, Any]) -> float:
+        """Maximum sustainable yield of logistic growth: r K / 4 (at stock K / 2)."""
+        return float(model["regenRate"]) * float(model["commonsCapacity"]) / 4.0
 
     def init(self, params: LogisticParams) -> LogisticState:
         reserve = jnp.where(params.use_reserve, params.reserve0, 0.0)

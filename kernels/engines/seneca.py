@@ -43,6 +43,12 @@ SOLVERS: dict[str, type] = {
 #: classical order of each solver (checked by tests/test_seneca.py::test_solver_order).
 #: default harvestScale (docs/semantics.md §9: 4 capacity-bound players take 1e-3 R0 a turn).
 HARVEST_SCALE = 1e-4
+# Every Seneca number's default, read by the engine and by the config model alike (one place).
+DEFAULTS: dict[str, Any] = {
+    "k1": 0.03, "k2": 0.30, "l1": 0.0, "l2": 0.01, "l3": 0.0, "capitalSeed": 0.01, "pollutionSeed": 0.001,
+    "dt": 0.10, "harvestScale": HARVEST_SCALE, "collapseFraction": 1e-3, "rtol": 1e-6, "atol": 1e-9,
+    "solver": "euler", "substeps": 1, "adaptive": False, "maxSteps": 256, "integrator": "steps",
+}
 ORDER: dict[str, int] = {"euler": 1, "heun": 2, "midpoint": 2, "ralston": 2, "bosh3": 3, "tsit5": 5, "dopri5": 5}
 
 
@@ -190,26 +196,26 @@ class Seneca(Engine):
 
     def params_from_model(self, model: Mapping[str, Any]) -> SenecaParams:
         s = model.get("seneca") or {}
-        g = lambda k, d: s.get(k, d)  # noqa: E731
+        g = lambda k: s.get(k, DEFAULTS[k])  # noqa: E731
         return SenecaParams(
-            k1=farr(g("k1", 0.03)),
-            k2=farr(g("k2", 0.30)),
-            l1=farr(g("l1", 0.0)),
-            l2=farr(g("l2", 0.01)),
-            l3=farr(g("l3", 0.0)),
+            k1=farr(g("k1")),
+            k2=farr(g("k2")),
+            l1=farr(g("l1")),
+            l2=farr(g("l2")),
+            l3=farr(g("l3")),
             initial=farr(model.get("commonsInitial") or 1.0),
-            capital0=farr(g("capitalSeed", 0.01)),
-            pollution0=farr(g("pollutionSeed", 0.001)),
-            dt=farr(g("dt", 0.10)),
-            harvest_scale=farr(g("harvestScale", HARVEST_SCALE)),
-            collapse_fraction=farr(g("collapseFraction", 1e-3)),
-            rtol=farr(g("rtol", 1e-6)),
-            atol=farr(g("atol", 1e-9)),
-            solver=str(g("solver", "euler")),
-            substeps=int(g("substeps", 1)),
-            adaptive=bool(g("adaptive", False)),
-            max_steps=int(g("maxSteps", 256)),
-            integrator=str(g("integrator", "steps")),
+            capital0=farr(g("capitalSeed")),
+            pollution0=farr(g("pollutionSeed")),
+            dt=farr(g("dt")),
+            harvest_scale=farr(g("harvestScale")),
+            collapse_fraction=farr(g("collapseFraction")),
+            rtol=farr(g("rtol")),
+            atol=farr(g("atol")),
+            solver=str(g("solver")),
+            substeps=int(g("substeps")),
+            adaptive=bool(g("adaptive")),
+            max_steps=int(g("maxSteps")),
+            integrator=str(g("integrator")),
         )
 
     def init(self, params: SenecaParams) -> SenecaState:

@@ -28,7 +28,7 @@ def public_view(a: Arena) -> dict[str, Any]:
     """``GET /api/arenas/:id`` without a key."""
     return {"arenaId": a.arena_id, "name": a.config.model.name, "engineMode": a.config.model.engineMode,
             "status": a.status, "turn": a.turn,
-            "maxTurns": int(getattr(a, "max_turns", None) or a.turns or a.config.model.maxTurns),
+            "maxTurns": int(a.max_turns or a.turns or a.config.model.maxTurns),
             "players": [{"playerId": s.name, "agentType": s.agentType} for s in a.specs]}
 
 

@@ -1,0 +1,187 @@
+"""``ArenaRun``: everything ``Arena.start()`` builds, in one object the arena owns.
+
+The collaborators of a live arena take it as an explicit input, never the Arena:
+:class:`~bdpd_jax.host.batch_runner.LockstepBatch` (the turn),
+:func:`~bdpd_jax.host.dispatch.dispatch_tool` (the tools),
+:func:`~bdpd_jax.host.records.turn_record` (turn records and the summary's counts),
+:func:`~bdpd_jax.host.envelope.envelopes` (what an external player decides on),
+:func:`~bdpd_jax.host.governance_agent.govern` (the owner's governance agent) and
+:func:`~bdpd_jax.host.owner_perturb.fire_perturbation`. They change it only through its
+methods.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+import jax
+import numpy as np
+
+from bdpd_jax.kernels import rng
+from bdpd_jax.kernels.game import Game
+from bdpd_jax.kernels.governance import NAME as GOV
+from bdpd_jax.kernels.params import Params
+from bdpd_jax.config import ArenaConfig
+from bdpd_jax.specs import arena_specs
+from bdpd_jax.host.action_budget import ActionBudget
+from bdpd_jax.host.messages import MessageBus
+from bdpd_jax.host.persist import JsonlWriter
+from bdpd_jax.host.players import PlayerSpec
+from bdpd_jax.host.programs import EXTERNAL, has_governance
+from bdpd_jax.host.registry import PactRegistry
+
+if TYPE_CHECKING:
+    from bdpd_jax.host.governance_agent import Governor
+
+#: the per-player counts summary.json reports, each starting at 0
+STAT_KEYS: dict[str, float] = {"totalHarvest": 0.0, "fallbacks": 0, "errors": 0, "violations": 0, "sanctions": 0.0}
+
+
+def utc_now() -> str:
+    """Now, as meta.json writes it (``createdAt``, ``closedAt``)."""
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def shown_kind(spec: PlayerSpec, shown_kinds: dict[str, str]) -> str:
+    """A player's agentType as records and summary.json show it (the original kind of a
+    player that a replay plays from its log)."""
+    return shown_kinds.get(spec.name, spec.agentType) if spec.agentType == "scripted" else spec.agentType
+
+
+@dataclasses.dataclass(eq=False)
+class ArenaRun:
+    """The running game of one live arena (built once by ``Arena.start``)."""
+
+    arena_id: str
+    config: ArenaConfig
+    specs: list[PlayerSpec]            # [N] fixed at start (a resume swaps an external player's spec)
+    shown_kinds: dict[str, str]        # name -> kind shown for a replayed (scripted) player
+    no_talk: bool
+    game: Game
+    params: Params                     # max_turns set to the arena's
+    key: jax.Array                     # uint32[2] rng.arena_key(seed, arena_index)
+    max_turns: int
+    external: np.ndarray               # bool[N] players asked from outside
+    external_index: int                # the EXTERNAL placeholder's policy index (-1: none)
+    bus: MessageBus
+    registry: PactRegistry | None      # None without a governance layer
+    agents: list[Any]                  # [N] an agent per external player, None for builtins
+    spec_ids: list[str]                # the config's perturbation spec ids, in slot order
+    created: str                       # ISO time of start (meta.json createdAt)
+    writer: JsonlWriter | None         # turns.jsonl (None: not persisted)
+    records: deque[dict[str, Any]]     # the last keep_records turn records
+    keep_records: int | None
+    action_budget: ActionBudget = dataclasses.field(default_factory=ActionBudget)
+    stats: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)  # name -> STAT_KEYS
+    turn: int = 0                      # the last turn played
+    done: bool = False
+    in_tick: bool = False              # a turn is being played (players' own actions)
+    announced: dict[str, float] = dataclasses.field(default_factory=dict)  # this turn's announcements
+    sanction_intents: dict[tuple[int, int], str | None] = dataclasses.field(default_factory=dict)
+    owner_fired: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # before the next record
+    governor: Governor | None = None   # the owner's governance agent (Arena starts and closes it)
+
+    def __post_init__(self) -> None:
+        self.stats = {s.name: dict(STAT_KEYS) for s in self.specs}
+
+    @classmethod
+    def begin(cls, *, arena_id: str, config: ArenaConfig, specs: list[PlayerSpec], shown_kinds: dict[str, str],
+              no_talk: bool, seed: int, arena_index: int, game: Game, params: Params, agents: list[Any],
+              keep_records: int | None, governor: Governor | None = None) -> ArenaRun:
+        """The run state of a game about to play its first turn (``Arena.start``): the arena's
+        key, a message bus, a pact registry when the game has a governance layer."""
+        players = [s.name for s in specs]
+        return cls(
+            arena_id=arena_id, config=config, specs=list(specs), shown_kinds=shown_kinds, no_talk=no_talk,
+            game=game, params=params, key=rng.arena_key(seed, arena_index), max_turns=int(params.max_turns),
+            external=np.asarray([s.external for s in specs], bool),
+            external_index=game.policies.index(EXTERNAL) if EXTERNAL in game.policies else -1,
+            bus=MessageBus(seed=f"{seed}:{arena_index}", known_players=players),
+            registry=PactRegistry(params.extra[GOV].pacts0, players, seed, arena_index)
+            if has_governance(game) else None,
+            agents=agents, spec_ids=[sp.id for sp in arena_specs(config)], created=utc_now(), writer=None,
+            records=deque(maxlen=keep_records), keep_records=keep_records, governor=governor)
+
+    @property
+    def players(self) -> list[str]:
+        return [s.name for s in self.specs]
+
+    def agent_kind(self, i: int) -> str:
+        return shown_kind(self.specs[i], self.shown_kinds)
+
+    # -- within a turn -----------------------------------------------------------------------
+    def set_in_tick(self, flag: bool) -> None:
+        self.in_tick = flag
+
+    def new_turn(self) -> None:
+        """Forget the last turn's announcements (the decide phase of a new turn)."""
+        self.announced = {}
+
+    def announce(self, player: str, value: float) -> None:
+        self.announced[player] = value
+
+    def add_sanction_intent(self, player: str, target: str, reason: str | None) -> None:
+        """Record ``player``'s ``sanction(target, reason)`` call of this turn (several calls on
+        one target count once); the step reads and clears them (:meth:`take_sanction_intents`)."""
+        players = self.players
+        self.sanction_intents[(players.index(player), players.index(target))] = reason
+
+    def take_sanction_intents(self) -> dict[tuple[int, int], str | None]:
+        """This turn's (sanctioner, target) -> reason calls, handed over once."""
+        out, self.sanction_intents = self.sanction_intents, {}
+        return out
+
+    def count(self, player: str, stat: str, amount: float) -> None:
+        """Add ``amount`` to one of ``player``'s summary counts (``STAT_KEYS``)."""
+        self.stats[player][stat] += amount
+
+    # -- owner events and turn records --------------------------------------------------------
+    def log_event(self, event: str, entry: dict[str, Any]) -> None:
+        """Append an owner event line (``{"event": ..., "turn": next turn, ...}``) to
+        turns.jsonl now: state changes made between ticks are on disk before they act."""
+        if self.writer is not None:
+            self.writer.write({"arenaId": self.arena_id, "event": event, **entry})
+
+    def owner_perturbation(self, entry: dict[str, Any]) -> None:
+        """An owner-fired perturbation: logged now, listed in the next turn record."""
+        self.owner_fired.append(entry)
+        self.log_event("ownerPerturbation", entry)
+
+    def take_owner_fired(self) -> list[dict[str, Any]]:
+        out, self.owner_fired = self.owner_fired, []
+        return out
+
+    def end_turn(self, line: dict[str, Any]) -> None:
+        """Turn ``line["turn"]`` was played: keep its record (and write it), end the game when
+        the commons collapsed or the last turn was played."""
+        t = line["turn"]
+        self.turn = t
+        self.records.append(line)  # a bounded deque: the oldest record leaves
+        if self.keep_records is not None:
+            self.bus.forget_before(t - self.keep_records + 1)
+        if self.writer is not None:
+            self.writer.write(line)
+        if line["collapsed"] or t >= self.max_turns:
+            self.done = True
+
+    def finish(self) -> None:
+        """The kernel played no turn: the game is over."""
+        self.done = True
+
+    # -- a resumed arena -------------------------------------------------------------------------
+    def replace_player(self, i: int, spec: PlayerSpec, agent: Any) -> None:
+        self.specs[i] = spec
+        self.agents[i] = agent
+
+    def write_to(self, writer: JsonlWriter) -> None:
+        self.writer = writer
+
+    def close_writer(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+
+
+__all__ = ["ArenaRun", "STAT_KEYS", "shown_kind", "utc_now"]

@@ -1,0 +1,44 @@
+"""A live arena's post-game report (``summary.json``): outcome, victory evaluation and
+rankings (:mod:`bdpd_jax.victory`), players ranked by final wealth, pacts and counts."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from bdpd_jax.victory import report
+from bdpd_jax.host.registry import num
+
+if TYPE_CHECKING:
+    from bdpd_jax.host.arena_run import ArenaRun
+
+
+def summary(run: ArenaRun, st, status: str) -> dict[str, Any]:
+    """The report of the arena whose run state is ``run``; ``st``: its kernel state (numpy
+    leaves, no batch axis); ``status``: the arena's."""
+    players = run.players
+    wealth = np.asarray(st.wealth)
+    order = sorted(range(len(run.specs)), key=lambda i: (-float(wealth[i]), i))
+    rank = {i: r + 1 for r, i in enumerate(order)}
+    survived, collapse_turn = not bool(st.collapsed), int(st.collapse_turn) or None
+    victory = report(players=players, survived=survived, collapse_turn=collapse_turn,
+                     turns_played=int(st.turn), max_turns=run.max_turns,
+                     initial=[s.privateResource for s in run.specs], final=[num(w) or 0.0 for w in wealth],
+                     violations=[run.stats[p]["violations"] for p in players])
+    return {
+        "arenaId": run.arena_id, "status": status, "turnsPlayed": int(st.turn),
+        "survived": survived, "collapseTurn": collapse_turn, "victory": victory,
+        "finalStock": num(run.game.engine.stock(jax.tree_util.tree_map(jnp.asarray, st.engine))),
+        "players": [{"playerId": s.name, "agentType": run.agent_kind(i),
+                     "strategy": s.strategy if not s.external else None,
+                     "wealth": num(wealth[i]), "rank": rank[i],
+                     **run.stats[s.name]} for i, s in enumerate(run.specs)],
+        "pacts": run.registry.compact() if run.registry is not None else [],
+        "messages": len(run.bus),
+    }
+
+
+__all__ = ["summary"]
