@@ -93,7 +93,13 @@ def build(config: ArenaConfig, *, generator: str = "hash", extra_policies: tuple
         ),
         extra={},
     )
-    perturb_lyr = perturb_layer(config, **(perturb or {}))
+    from .plugins import perturbation_types
+
+    pk = dict(perturb or {})
+    fired_by_plugins = perturbation_types(config)  # a regulator's regen_set mandate (kernels/governance_agent.py)
+    if fired_by_plugins:
+        pk["types"] = tuple(pk.get("types") or ()) + fired_by_plugins
+    perturb_lyr = perturb_layer(config, **pk)
     if perturb_lyr is not None:  # Table A.1 perturbations (kernels/perturb.py)
         slots = compile_specs(arena_specs(config), config, pols, perturb_lyr.n_slots)
         game = dataclasses.replace(game, layers=game.layers + (perturb_lyr,))

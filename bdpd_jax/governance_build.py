@@ -67,7 +67,11 @@ def talk_params(talks: list, names: list[str]) -> T.TalkParams:
 def governance(config, *, pact_slots: int | None = None, ladder_width: int | None = None,
                n_specs: int | None = None) -> tuple[GovernanceLayer, GovParams]:
     """The layer (static) and its params. pact_slots / ladder_width / n_specs fix the static
-    shapes (e.g. the largest of a sweep, so every cell shares one compiled program)."""
+    shapes (e.g. the largest of a sweep, so every cell shares one compiled program).
+    pact_slots counts the players' slots; each governance agent's reserved slot comes after
+    them (status ``inactive``, binding no one until the regulator imposes its cap)."""
+    from .plugins import reserved_slots
+
     players = config.require_players()
     names = [p.name for p in players]
     n = len(players)
@@ -99,7 +103,8 @@ def governance(config, *, pact_slots: int | None = None, ladder_width: int | Non
     sp = S.SanctionParams(jnp.asarray(active), jnp.asarray(sterm), farr(ladder), jnp.asarray(length))
 
     # pre-declared pacts: proposed at turn 0, accepted at turn 0 when declared active
-    pk = P.empty(slots, n)
+    reserved = reserved_slots(config)
+    pk = P.empty(slots + reserved, n)
     if len(config.pacts) > slots:
         raise ValueError(f"pact_slots: {slots} slots cannot hold the {len(config.pacts)} pacts of the config")
     for i, pc in enumerate(config.pacts):
@@ -109,7 +114,16 @@ def governance(config, *, pact_slots: int | None = None, ladder_width: int | Non
         proposer = player_index(pc.proposer, names, f"pacts[{i}].proposer") if pc.proposer is not None else int(np.argmax(mask))
         pk, _ = P.propose(pk, proposer, jnp.asarray(mask), P.term_code(pc.terms.type), *pc.terms.numbers(), jnp.int32(0))
         if pc.status == "active":
-            pk = P.accept_mask(pk, pk.parties & (jnp.arange(slots) == i)[:, None], jnp.int32(0))
+            pk = P.accept_mask(pk, pk.parties & (jnp.arange(slots + reserved) == i)[:, None], jnp.int32(0))
+    if reserved:  # the regulators' slots: a harvest_cap on all, inactive, never taken by a proposal
+        tail = jnp.arange(slots + reserved) >= slots
+        pk = P.Pacts(
+            term=jnp.where(tail, P.HARVEST_CAP, pk.term), parties=pk.parties | tail[:, None],
+            proposer=jnp.where(tail, -1, pk.proposer), accepted=pk.accepted | tail[:, None],
+            max_harvest=pk.max_harvest, tolerance=pk.tolerance, status=jnp.where(tail, P.INACTIVE, pk.status),
+            proposed_turn=pk.proposed_turn, accepted_turn=pk.accepted_turn, violation_count=pk.violation_count,
+            dropped=pk.dropped, invalid=pk.invalid,
+        )
     scripted = any(t is not None and (t.pledge is not None or t.propose is not None) for t in talks)
     proposing = scripted or any(pc.status == "proposed" for pc in config.pacts)
     who = tuple(i for i, t in enumerate(talks) if t is not None and (t.pledge is not None or t.propose is not None))

@@ -3,7 +3,8 @@
 
 A plugin type is one kernel ``act`` (and ``init``), one pydantic spec with ``params(config)``
 (every number a params leaf, so sweeps compile once) and one :func:`register_plugin` call.
-Built in: ``voluntary_sanction`` (kernels/voluntary_sanction.py).
+Built in: ``voluntary_sanction`` (kernels/voluntary_sanction.py) and ``governance_agent``
+(kernels/governance_agent.py).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any, Literal
 import jax.numpy as jnp
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .kernels import governance_agent as G
 from .kernels import plugins as K
 from .kernels import voluntary_sanction as V
 from .kernels.params import farr
@@ -20,12 +22,15 @@ from .kernels.params import farr
 PLUGIN_SPECS: dict[str, type[BaseModel]] = {}
 
 
-def register_plugin(name: str, act, spec: type[BaseModel], *, init=None, reasons: tuple[str, ...] = ()):
-    """Add a plugin type end to end: its kernel (``act``, ``init``, reason names) and its
-    config model ``spec`` (``type: Literal[name]``, ``id``, params, and ``params(config)``)."""
+def register_plugin(name: str, act, spec: type[BaseModel], *, init=None, reasons: tuple[str, ...] = (), begin=None,
+                    reserves_pact: bool = False):
+    """Add a plugin type end to end: its kernel (``act``, ``init``, reason names, optional
+    start-of-turn ``begin`` hook, whether it holds a reserved pact slot) and its config model
+    ``spec`` (``type: Literal[name]``, ``id``, params, and ``params(config)``)."""
     if name in PLUGIN_SPECS:
         raise ValueError(f"type: plugin type {name!r} is already registered")
-    K.register_plugin(name, act, init if init is not None else (lambda game, pp: ()), reasons)
+    K.register_plugin(name, act, init if init is not None else (lambda game, pp: ()), reasons, begin=begin,
+                      reserves_pact=reserves_pact)
     PLUGIN_SPECS[name] = spec
     return spec
 
@@ -42,6 +47,10 @@ class PluginSpec(BaseModel):
 
     def params(self, config):
         raise NotImplementedError
+
+    def perturbation_types(self, config) -> tuple[str, ...]:
+        """Perturbation types the plugin fires (the build compiles them into the game)."""
+        return ()
 
 
 class IfRicherThan(BaseModel):
@@ -79,6 +88,55 @@ class VoluntarySanctionSpec(PluginSpec):
 
 
 register_plugin("voluntary_sanction", V.act, VoluntarySanctionSpec, init=V.init, reasons=V.REASONS)
+
+
+class GovernanceAgentSpec(PluginSpec):
+    """``governance_agent``: the built-in rule-based regulator (kernels/governance_agent.py).
+    When cooperation_index < ``coop_below`` or the engine's commonsRatio < ``stock_below``, it
+    imposes a harvest_cap pact of ``cap`` on all (None: never), scales the sanction ladders by
+    ``tighten`` and mandates ``regen_set`` to ``regen`` (None: never); when cooperation_index >=
+    ``coop_above`` and commonsRatio >= ``stock_above`` it lifts its cap and scales the ladders
+    by ``loosen`` (never below the configured ladder); at least ``cooldown`` turns between two
+    actions. ``external: true`` (static): the live host decides instead (``set_pending``)."""
+
+    type: Literal["governance_agent"]
+    coop_below: float = Field(0.5, ge=0, le=1)
+    stock_below: float = Field(0.3, ge=0)
+    coop_above: float = Field(0.9, ge=0, le=1)
+    stock_above: float = Field(0.5, ge=0)
+    cap: float | None = Field(None, gt=0)
+    tighten: float = Field(1.0, ge=0)
+    loosen: float = Field(1.0, ge=0, le=1)
+    regen: float | None = Field(None, ge=0)
+    cooldown: int = Field(1, ge=0)
+    external: bool = False
+
+    def check(self, config, where: str) -> None:
+        if self.regen is not None and not self._regen_ok(config):
+            raise ValueError(f"{where}.regen: engineMode={config.model.engineMode!r} has no regeneration rate "
+                             f"to set (got {self.regen!r})")
+
+    @staticmethod
+    def _regen_ok(config) -> bool:
+        from .kernels.engines import ENGINES
+        from .kernels.perturb_registry import supported
+
+        return supported(ENGINES[config.model.engineMode], "regen_set")
+
+    def perturbation_types(self, config) -> tuple[str, ...]:
+        return ("regen_set",) if self._regen_ok(config) else ()
+
+    def params(self, config) -> G.AgentParams:
+        nan = float("nan")
+        return G.AgentParams(
+            coop_below=farr(self.coop_below), stock_below=farr(self.stock_below), coop_above=farr(self.coop_above),
+            stock_above=farr(self.stock_above), cap=farr(nan if self.cap is None else self.cap),
+            tighten=farr(self.tighten), loosen=farr(self.loosen), regen=farr(nan if self.regen is None else self.regen),
+            cooldown=jnp.asarray(self.cooldown, jnp.int32), external=self.external,
+        )
+
+
+register_plugin("governance_agent", G.act, GovernanceAgentSpec, init=G.init, begin=G.begin, reserves_pact=True)
 
 
 def parse_plugins(raw: list) -> list[BaseModel]:
@@ -119,9 +177,20 @@ def plugin_layer(config) -> tuple[K.PluginLayer, tuple] | None:
     return K.PluginLayer(types=tuple(s.type for s in specs)), tuple(s.params(config) for s in specs)
 
 
+def reserved_slots(config) -> int:
+    """Pact slots the config's plugins reserve (one per regulator), after the players' slots."""
+    return sum(K.plugin_type(s.type).reserves_pact for s in getattr(config, "plugins", []) or [])
+
+
+def perturbation_types(config) -> tuple[str, ...]:
+    """Perturbation types the config's plugins fire (kernels compile them into the game)."""
+    return tuple(dict.fromkeys(t for s in getattr(config, "plugins", []) or [] for t in s.perturbation_types(config)))
+
+
 def reason_name(type_: str, code: int) -> Any:
     reasons = K.plugin_type(type_).reasons
     return reasons[code - 1] if 0 < code <= len(reasons) else None
 
 
-__all__ = ["register_plugin", "PluginSpec", "VoluntarySanctionSpec", "parse_plugins", "check_plugins", "plugin_layer"]
+__all__ = ["register_plugin", "PluginSpec", "VoluntarySanctionSpec", "GovernanceAgentSpec", "parse_plugins",
+           "check_plugins", "plugin_layer", "reserved_slots", "perturbation_types"]

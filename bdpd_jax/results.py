@@ -122,6 +122,18 @@ class Results:
             return pd.DataFrame({c: pd.Series(dtype=object) for c in COLUMNS})
         return df
 
+    @property
+    def governance_actions(self) -> pd.DataFrame:
+        """One row per action a governance agent applied: arena, turn, id, type, action
+        (``cap`` | ``ladder_scale`` | ``regen``), value (bdpd_jax/plugin_results.py); empty
+        without a governance agent or history."""
+        df = self.extra.get("governance_actions")
+        if df is None:
+            from .plugin_results import COLUMNS
+
+            return pd.DataFrame({c: pd.Series(dtype=object) for c in COLUMNS})
+        return df
+
     def to_parquet(self, directory: str | Path) -> Path:
         """Write summary/turns/players (and any extra frames) as parquet plus meta.json."""
         d = Path(directory)

@@ -31,6 +31,7 @@ from .kernels.plugins import NAME as PLUGINS
 from .governance_results import layer_record, sanctions_frame, violations_frame
 from .kernels.governance import NAME as GOV
 from .perturb_results import perturbations_frame
+from .plugin_results import governance_actions_frame
 from .kernels.perturb import PerturbLayer
 from .results import Results, players_frame, summary_frame, turns_frame
 from .limits import DEFAULT_MAX_BATCH, check_run_args, check_run_size
@@ -169,7 +170,7 @@ def _arena_chunk(prep, params, keys, arenas: np.ndarray, n_turns: int, chunk: in
                  bar, sink) -> dict[str, Any]:
     """One chunk of arenas: run, then its frames by name (``summary`` always; with history
     kept in memory, i.e. no ``sink``, ``turns``, ``players`` and the layers' ``violations``,
-    ``sanctions``, ``perturbations``)."""
+    ``sanctions``, ``governance_actions``, ``perturbations``)."""
     game, names = prep.game, list(prep.names)
     pb = batch_params(params, len(arenas))
     state, rec = run_batch(game, pb, keys, n_turns, chunk, history, bar, every, sink)
@@ -186,6 +187,8 @@ def _arena_chunk(prep, params, keys, arenas: np.ndarray, n_turns: int, chunk: in
         out["violations"] = violations_frame(flat, arenas)
     if layers & {GOV, PLUGINS}:
         out["sanctions"] = sanctions_frame(flat, arenas, sanction_specs(prep.cfg), prep.cfg.plugins)
+    if PLUGINS in layers:
+        out["governance_actions"] = governance_actions_frame(flat, arenas, prep.cfg.plugins)
     if PERTURB in layers:
         out["perturbations"] = perturbations_frame(flat, arenas, list(prep.perturb_ids), names)
     return out

@@ -225,7 +225,7 @@ def perturb_layer(config, perturbable: bool = False, n_slots: int | None = None,
     from .kernels.engines import ENGINES
 
     specs = arena_specs(config)
-    if not specs and not perturbable and not n_slots:
+    if not specs and not perturbable and not n_slots and not types:
         return None
     eng = ENGINES[config.model.engineMode]
     present = {s.type for s in specs} | set(types or ())

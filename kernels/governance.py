@@ -6,7 +6,8 @@ kernels/talk.py writes proposals, acceptances and pledges into the pact table. D
 players and fills their announcements. End of turn
 (``after_harvest``): the violation check of kernels/pacts.py, then every sanction spec
 whose ``pact_violation`` trigger matches fires once per violation (kernels/sanctions.py),
-deducting from the violator's wealth. It also accumulates what the GovSim outcome metrics
+deducting from the violator's wealth, every amount times ``GovState.scale`` (1 unless a
+governance agent scaled the ladders, kernels/governance_agent.py). It also accumulates what the GovSim outcome metrics
 need (total harvest, over-usage count) so a run without history can report them.
 
 Dynamic numbers: ``params.extra["governance"]`` (:class:`GovParams`); state:
@@ -51,6 +52,7 @@ class GovState(eqx.Module):
     harvest: jax.Array  # float[N], total actual harvest so far
     over: jax.Array  # int32[N], turns with actual > share + eps (share defined)
     judged: jax.Array  # int32[], turns with a defined share (kernels/metrics.py), over_usage's denominator
+    scale: jax.Array  # float[], factor on every sanction spec's amounts (a regulator's ladder_scale; 1 without one)
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,7 @@ class GovernanceLayer(Layer):
             harvest=jnp.zeros((n,), dt),
             over=jnp.zeros((n,), jnp.int32),
             judged=jnp.zeros((), jnp.int32),
+            scale=jnp.ones((), dt),
         )
 
     def prewrite(self, game, key, turn, state, params):
@@ -115,7 +118,7 @@ class GovernanceLayer(Layer):
         else:  # many players: int32[T, N] (kernels/unroll.py)
             prior = gs.prior + count
         amount, fired, _ = S.amounts(gp.sanctions, gs.prior, count)
-        amount = materialize(amount)  # read by wealth, the sanction column and the metrics
+        amount = materialize(amount * gs.scale)  # read by wealth, the sanction column and the metrics
         k, _ = S.ordinals(S.table(gs.prior), violated, pk.term, len(P.term_names()))  # the record's event ordinals
         judged = ctx.get("share_defined", jnp.ones((), bool))
         new_gs = GovState(
@@ -124,6 +127,7 @@ class GovernanceLayer(Layer):
             harvest=gs.harvest + actual,
             over=gs.over + (judged & over_share(actual, ctx["regen"], n)).astype(jnp.int32),
             judged=gs.judged + judged.astype(jnp.int32),
+            scale=gs.scale,
         )
         # the wealth floor (docs/semantics.md §11): a deduction takes at most what the player holds
         taken = jnp.minimum(amount, jnp.maximum(state.wealth, 0.0))
@@ -138,6 +142,7 @@ class GovernanceLayer(Layer):
         }
         n_viol = jnp.sum(violated, axis=0).astype(jnp.int32)
         spec_fired, spec_amount = S.event_amounts(gp.sanctions, k, pk.term)  # provenance (record only)
+        spec_amount = spec_amount * gs.scale
         record = {
             "violated": violated,
             "ordinal": k,

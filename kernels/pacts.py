@@ -29,9 +29,9 @@ from .pact_terms import (  # noqa: F401 (the term registry, re-exported: P.regis
     term_names, term_type, unregister_term, valid_terms,
 )
 
-# status codes of a slot
-EMPTY, PROPOSED, ACTIVE, REJECTED = 0, 1, 2, 3
-STATUSES: tuple[str, ...] = ("empty", "proposed", "active", "rejected")
+# status codes of a slot; INACTIVE: a regulator's reserved slot binding no one (kernels/governance_agent.py)
+EMPTY, PROPOSED, ACTIVE, REJECTED, INACTIVE = 0, 1, 2, 3, 4
+STATUSES: tuple[str, ...] = ("empty", "proposed", "active", "rejected", "inactive")
 
 
 def __getattr__(name: str):

@@ -5,9 +5,13 @@ A plugin type is one ``act`` function (plus ``init`` for its memory) and one
 :func:`register_plugin` call. At the end of each turn, after the pact check and the automatic
 sanctions (the governance layer), each plugin observes the arena (:class:`PluginView`: the
 five metrics of this turn's decisions, stock, harvests, violations, wealths) and its own
-memory, and acts only through :class:`Effects`: fines imposed on players and the costs
+memory, and acts through :class:`Effects`: fines imposed on players and the costs
 players pay to impose them (costs are taken first, then fines). The deductions follow the one wealth floor of every deduction
-(docs/semantics.md §11). The same layer runs in a batch and in the live host (one kernel).
+(docs/semantics.md §11). A plugin type may also register a ``begin`` hook, run at the start
+of each turn before the players observe: the governance agent's mandates (its second effect
+record, ``kernels.governance_agent.GovAction``: a harvest cap pact binding all players, the
+sanction ladders' scale, a ``regen_set``) are applied there. The same layer runs in a batch
+and in the live host (one kernel).
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ import jax.numpy as jnp
 
 from .layers import Layer
 from .metrics import governance_metrics, over_share
+from .observe import env_values
+from .params import ENV_VARS
 
 NAME = "plugins"
 
@@ -37,6 +43,7 @@ class PluginView(NamedTuple):
     against: jax.Array  # bool[N, N], [i, j]: i broke a pact that binds j (j a party, j != i)
     wealth: jax.Array  # float[N], after the harvest and the automatic sanctions
     metrics: dict  # the five metrics of 000_* Table 2.1 on this turn's decisions (before plugins)
+    stock_ratio: jax.Array = jnp.nan  # float[], the engine's commonsRatio after the dynamics (NaN if it has none)
 
 
 class Effects(NamedTuple):
@@ -52,16 +59,21 @@ class PluginType(NamedTuple):
     init: Callable[[Any, Any], Any]  # (game, plugin params) -> memory pytree
     act: Callable[..., tuple[Effects, Any]]  # (game, view, plugin params, memory) -> (Effects, memory)
     reasons: tuple[str, ...] = ()  # names of reason codes 1, 2, ...
+    # (game, turn, state, plugin params, memory, slot) -> (state, memory, record); slot: the
+    # plugin's reserved pact slot (static int) or None. Start of turn, before players observe.
+    begin: Callable[..., tuple[Any, Any, Any]] | None = None
+    reserves_pact: bool = False  # holds one reserved slot of the pact table (a regulator's pact)
 
 
 _PLUGINS: dict[str, PluginType] = {}
 
 
-def register_plugin(name: str, act, init=lambda game, pp: (), reasons: tuple[str, ...] = ()) -> PluginType:
+def register_plugin(name: str, act, init=lambda game, pp: (), reasons: tuple[str, ...] = (), *, begin=None,
+                    reserves_pact: bool = False) -> PluginType:
     """Register a governance plugin type (the kernel side; bdpd_jax.plugins adds the config)."""
     if name in _PLUGINS:
         raise ValueError(f"type: plugin type {name!r} is already registered")
-    pt = PluginType(name, init, act, tuple(reasons))
+    pt = PluginType(name, init, act, tuple(reasons), begin, bool(reserves_pact))
     _PLUGINS[name] = pt
     return pt
 
@@ -93,19 +105,42 @@ class PluginLayer(Layer):
         pp = params.extra[NAME]
         return tuple(plugin_type(t).init(game, p) for t, p in zip(self.types, pp))
 
+    def pact_slot(self, i: int, n_slots: int) -> int | None:
+        """Plugin i's reserved pact slot: the last slots of the table, in plugin order
+        (bdpd_jax.governance_build adds them), or None."""
+        reserving = [k for k, t in enumerate(self.types) if plugin_type(t).reserves_pact]
+        return n_slots - len(reserving) + reserving.index(i) if i in reserving else None
+
+    def begin(self, game, key, turn, state, params):
+        hooked = [i for i, t in enumerate(self.types) if plugin_type(t).begin is not None]
+        if not hooked:
+            return state, {}
+        gov = state.extra.get("governance")
+        n_slots = gov.pacts.n_slots if gov is not None else 0
+        memories = list(state.extra[NAME])
+        records: list = [None] * len(self.types)
+        for i in hooked:
+            pt = plugin_type(self.types[i])
+            slot = self.pact_slot(i, n_slots) if gov is not None else None
+            state, memories[i], records[i] = pt.begin(game, turn, state, params.extra[NAME][i], memories[i], slot)
+        state = dataclasses.replace(state, extra={**state.extra, NAME: tuple(memories)})
+        return state, {"actions": tuple(records)}
+
     def after_harvest(self, game, key, turn, state, ctx, params):
         n = game.n_players
         dt = state.wealth.dtype
         actual, regen = ctx["actual"], ctx["regen"]
         playing = jnp.ones((n,), bool)
         sanctioned = ctx.get("sanctioned", ctx["sanction"] > 0)
-        metrics = governance_metrics(actual, ctx["announced"], jnp.sum(sanctioned).astype(dt), regen, playing)
+        metrics = governance_metrics(actual, ctx["announced"], jnp.sum(sanctioned).astype(dt), regen, playing,
+                                     ctx.get("share_defined", True))
+        ratio = env_values(game, state, params)[ENV_VARS.index("commonsRatio")]
         view = PluginView(
             turn=turn, stock=game.engine.stock(state.engine), regen=regen, actual=actual,
             over=over_share(actual, regen, n),
             violated=ctx.get("violators", jnp.zeros((n,), bool)),
             against=ctx.get("against", jnp.zeros((n, n), bool)),
-            wealth=state.wealth, metrics=metrics,
+            wealth=state.wealth, metrics=metrics, stock_ratio=ratio.astype(dt),
         )
         memories, records = [], []
         wealth = state.wealth

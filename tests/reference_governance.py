@@ -169,3 +169,61 @@ def voluntary_sanction(wealth, violated, over, against, fined_before, rules, cos
         taken[i] = f
     after = [[fined_before[j][i] or imposed[j][i] for i in range(n)] for j in range(n)]
     return imposed, w, taken, paid, after
+
+
+# -- governance_agent (issue 17): the built-in regulator's rule and its effects ----------------
+def _nan(x) -> bool:
+    return x is None or (isinstance(x, float) and math.isnan(x))
+
+
+def governance_agent_rule(coop, ratio, turn, memory: dict, p: dict) -> dict:
+    """What the regulator decides at the end of ``turn`` (applied at turn + 1), from the
+    docs' rule: bad (coop < coop_below or ratio < stock_below; a null metric never counts)
+    -> impose cap, scale x tighten, regen; good (coop >= coop_above and ratio >= stock_above,
+    not bad) -> lift a cap in force, scale x loosen but not below 1; only when
+    (turn + 1) - last >= max(cooldown, 1); nothing where the value is already in force.
+    memory: cap (None = none), scale, regen (None), last (None = never). Returns
+    {cap, ladder_scale, regen}, None where not taken (cap inf = lift)."""
+    lt = lambda a, b: not _nan(a) and a < b  # noqa: E731
+    ge = lambda a, b: not _nan(a) and a >= b  # noqa: E731
+    bad = lt(coop, p["coop_below"]) or lt(ratio, p["stock_below"])
+    good = ge(coop, p["coop_above"]) and ge(ratio, p["stock_above"]) and not bad
+    ready = memory["last"] is None or (turn + 1 - memory["last"]) >= max(p["cooldown"], 1)
+    out = {"cap": None, "ladder_scale": None, "regen": None}
+    if not ready:
+        return out
+    if bad:
+        if p["cap"] is not None and p["cap"] != memory["cap"]:
+            out["cap"] = p["cap"]
+        new = memory["scale"] * p["tighten"]
+        if new != memory["scale"]:
+            out["ladder_scale"] = new
+        if p["regen"] is not None and p["regen"] != memory["regen"]:
+            out["regen"] = p["regen"]
+    elif good:
+        if memory["cap"] is not None:
+            out["cap"] = math.inf
+        if memory["scale"] > 1:
+            new = max(memory["scale"] * p["loosen"], 1.0)
+            if new != memory["scale"]:
+                out["ladder_scale"] = new
+    return out
+
+
+def governance_agent_apply(action: dict, memory: dict, turn: int) -> dict:
+    """The memory after the action applies at ``turn`` (what the regulator has in force):
+    cap (None after a lift), scale, regen, last (turn of the last action)."""
+    m = dict(memory)
+    valid_cap = action["cap"] is not None and action["cap"] > 0
+    valid_scale = action["ladder_scale"] is not None and math.isfinite(action["ladder_scale"]) \
+        and action["ladder_scale"] >= 0
+    valid_regen = action["regen"] is not None and math.isfinite(action["regen"]) and action["regen"] >= 0
+    if valid_cap:
+        m["cap"] = None if math.isinf(action["cap"]) else action["cap"]
+    if valid_scale:
+        m["scale"] = action["ladder_scale"]
+    if valid_regen:
+        m["regen"] = action["regen"]
+    if valid_cap or valid_scale or valid_regen:
+        m["last"] = turn
+    return m

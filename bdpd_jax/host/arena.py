@@ -7,8 +7,9 @@ kernel game, writes ``meta.json``; status ``running``) -> ``tick()`` (one turn) 
 ``closed``). ``await atick()`` / ``await arun()`` are the same from inside an event loop.
 
 One turn is one ``LockstepBatch.tick`` (:mod:`~bdpd_jax.host.batch_runner`, shared with
-:class:`~bdpd_jax.host.live_batch.LiveBatch`): decide phase, external players asked at once,
-their tool actions, step phase, the turn record appended to ``turns.jsonl``.
+:class:`~bdpd_jax.host.live_batch.LiveBatch`): the owner's governance agent, if attached
+(:mod:`~bdpd_jax.host.governance_agent`), decide phase, external players asked at once, their
+tool actions, step phase, the turn record appended to ``turns.jsonl``.
 
 Randomness is the kernels': ``rng.arena_key(seed, arena_index)``, so a live arena whose
 players are all builtin plays exactly the batched arena ``simulate(config, seed=seed,
@@ -31,14 +32,16 @@ from typing import Any
 
 import numpy as np
 
-from bdpd_jax.config import ArenaConfig, PlayerConfig
+from bdpd_jax.config import ArenaConfig
 from bdpd_jax.kernels import rng
-from bdpd_jax.limits import ARENA_INDEX_LIMIT, MAX_PACT_SLOTS, MAX_TURNS, check_int, check_magnitudes
+from bdpd_jax.limits import check_magnitudes
 from bdpd_jax.host.agent_calls import own_client, spec_of_config_player
+from bdpd_jax.host.arena_args import arena_inputs
 from bdpd_jax.host.arena_run import ArenaRun, shown_kind, utc_now
 from bdpd_jax.host.batch_runner import LockstepBatch, slice_batch
-from bdpd_jax.host.dispatch import TOOL_SCOPES, dispatch_tool
+from bdpd_jax.host.dispatch import TOOL_SCOPES, dispatch_tool, sanction_offered
 from bdpd_jax.host.envelope import envelopes
+from bdpd_jax.host.governance_agent import GovernorSpec, attach as attach_governor
 from bdpd_jax.host.live_game import kernel_config, live_game
 from bdpd_jax.host.owner_perturb import fire_perturbation, owner_slot
 from bdpd_jax.host.persist import JsonlWriter, atomic_write_json, clean_stale_tmp
@@ -73,23 +76,10 @@ class Arena:
                  generator: str = "hash", turns: int | None = None, arena_id: str | None = None,
                  fsync: bool = True, client=None, executor=None, perturbable: bool = False,
                  operator: Operator | None = None, keep_records: int | None = DEFAULT_KEEP_RECORDS,
-                 agent_kinds: dict[str, str] | None = None) -> None:
-        if isinstance(config, ArenaConfig):
-            cfg, config_players = config, list(config.players or [])
-        else:  # the players may be only some of those who will join: validate them apart
-            raw = ArenaConfig.load(config).model_dump() if not isinstance(config, dict) else dict(config)
-            config_players = [PlayerConfig.model_validate(p) for p in (raw.pop("players", None) or [])]
-            cfg = ArenaConfig.model_validate(raw)
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**32:
-            raise ValueError(f"seed: must be an integer in [0, 2**32), got {seed!r}")
-        check_int(arena_index, "arena_index", 0, ARENA_INDEX_LIMIT - 1)
-        check_int(pact_slots, "pactSlots", 1, MAX_PACT_SLOTS)  # bounds: bdpd_jax/limits.py
-        if turns is not None:
-            check_int(turns, "turns", 1, MAX_TURNS)
-        if keep_records is not None and (isinstance(keep_records, bool) or not isinstance(keep_records, int)
-                                         or keep_records < 2):
-            raise ValueError(f"keep_records: must be an integer >= 2 or None, got {keep_records!r}")
-        self.config = cfg
+                 agent_kinds: dict[str, str] | None = None,
+                 governance_agent: GovernorSpec | dict | None = None) -> None:
+        cfg, config_players = arena_inputs(config, seed=seed, arena_index=arena_index, pact_slots=pact_slots,
+                                           turns=turns, keep_records=keep_records)
         self.seed = int(seed)
         self.arena_index = int(arena_index)
         self.no_talk = bool(no_talk)
@@ -101,6 +91,8 @@ class Arena:
         if operator is not None and not isinstance(operator, Operator):
             operator = Operator.model_validate(operator)
         self.operator = operator or Operator()  # credentials and endpoints players may use
+        # the owner's governance agent (host/governance_agent.py): drives an external plugin
+        self.config, self.governor = attach_governor(cfg, governance_agent, self.operator, float(cfg.agentTimeout))
         # the kind shown in records and summary for a player replayed by a script (replay.py)
         self._shown_kinds = dict(agent_kinds or {})
         self.arena_id = arena_id or str(uuid.UUID(bytes=bytes(
@@ -198,12 +190,13 @@ class Arena:
                                  perturbable=self.perturbable, max_turns=int(self.turns or m.maxTurns))
         if self._client is None:
             self._make_client(self._joined)
-        agents = [make_agent(s, timeout_ms=float(self.config.agentTimeout), no_talk=self.no_talk, client=self._client,
-                             executor=self._executor, operator=self.operator) for s in self._joined]
+        if self.governor is not None:
+            self.governor.start(self._client, self.operator)
         self._run = ArenaRun.begin(arena_id=self.arena_id, config=self.config, specs=self._joined,
                                    shown_kinds=self._shown_kinds, no_talk=self.no_talk, seed=self.seed,
-                                   arena_index=self.arena_index, game=game, params=params, agents=agents,
-                                   keep_records=self.keep_records)
+                                   arena_index=self.arena_index, game=game, params=params,
+                                   agents=[self._make_agent(s) for s in self._joined],
+                                   keep_records=self.keep_records, governor=self.governor)
         if self.out_dir is not None:
             self.out_dir.mkdir(parents=True, exist_ok=True)
             clean_stale_tmp(self.out_dir)
@@ -215,6 +208,11 @@ class Arena:
         if (client := own_client(specs, len(self.specs))) is not None:
             self._client, self._owns_client = client, True
 
+    def _make_agent(self, spec: PlayerSpec):
+        """A player's agent (None for a builtin); players get the sanction tool when it is offered."""
+        return make_agent(spec, timeout_ms=float(self.config.agentTimeout), no_talk=self.no_talk, client=self._client,
+                          executor=self._executor, operator=self.operator, sanction=sanction_offered(self.config))
+
     def meta(self) -> dict[str, Any]:
         """meta.json: everything replay needs (config, seed, players, switches) and the status."""
         cfg = self.config.model_dump(mode="json", exclude={"players"})
@@ -225,20 +223,23 @@ class Arena:
             "generator": self.generator, "turns": self.turns, "perturbable": self.perturbable,
             "maxTurns": self.max_turns, "config": cfg, "players": [s.public() for s in self.specs],
             "turnsPlayed": self.turn,
+            **({"governanceAgent": self.governor.spec.public()} if self.governor is not None else {}),
         }
 
-    def resume(self, specs: dict[str, PlayerSpec], out_dir: str | Path) -> None:
+    def resume(self, specs: dict[str, PlayerSpec], out_dir: str | Path,
+               governance_agent: GovernorSpec | dict | None = None) -> None:
         """After a replay (:func:`~bdpd_jax.host.replay.replay`): the players named in ``specs``
-        (external specs) play live again, each with a fresh agent, and the next turns are
-        appended to ``out_dir``/turns.jsonl (a torn last line is dropped first)."""
+        (external specs) play live again, each with a fresh agent, as does ``governance_agent``
+        (given exactly when the arena had one), and the next turns are appended to
+        ``out_dir``/turns.jsonl (a torn last line is dropped first)."""
         run = self._started()
         if self._client is None:
             self._make_client(list(specs.values()))
         for i, s in enumerate(run.specs):
             if s.name in specs:
-                run.replace_player(i, specs[s.name], make_agent(
-                    specs[s.name], timeout_ms=float(self.config.agentTimeout), no_talk=self.no_talk,
-                    client=self._client, operator=self.operator))
+                run.replace_player(i, specs[s.name], self._make_agent(specs[s.name]))
+        if governance_agent is not None:
+            self.governor.reattach(governance_agent, self._client, self.operator, float(self.config.agentTimeout))
         self.out_dir = Path(out_dir)
         run.write_to(JsonlWriter(self.out_dir / "turns.jsonl", fsync=self.fsync))  # repairs a torn tail
 
@@ -389,6 +390,8 @@ class Arena:
         for ag in run.agents:
             if ag is not None and hasattr(ag, "aclose"):
                 await ag.aclose()
+        if self.governor is not None:
+            await self.governor.aclose()
         if self._owns_client and self._client is not None:
             await self._client.aclose()
             self._client = None

@@ -4,7 +4,8 @@ The collaborators of a live arena take it as an explicit input, never the Arena:
 :class:`~bdpd_jax.host.batch_runner.LockstepBatch` (the turn),
 :func:`~bdpd_jax.host.dispatch.dispatch_tool` (the tools),
 :func:`~bdpd_jax.host.records.turn_record` (turn records and the summary's counts),
-:func:`~bdpd_jax.host.envelope.envelopes` (what an external player decides on) and
+:func:`~bdpd_jax.host.envelope.envelopes` (what an external player decides on),
+:func:`~bdpd_jax.host.governance_agent.govern` (the owner's governance agent) and
 :func:`~bdpd_jax.host.owner_perturb.fire_perturbation`. They change it only through its
 methods.
 """
@@ -14,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 from collections import deque
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jax
 import numpy as np
@@ -31,6 +32,9 @@ from bdpd_jax.host.persist import JsonlWriter
 from bdpd_jax.host.players import PlayerSpec
 from bdpd_jax.host.programs import EXTERNAL, has_governance
 from bdpd_jax.host.registry import PactRegistry
+
+if TYPE_CHECKING:
+    from bdpd_jax.host.governance_agent import Governor
 
 #: the per-player counts summary.json reports, each starting at 0
 STAT_KEYS: dict[str, float] = {"totalHarvest": 0.0, "fallbacks": 0, "errors": 0, "violations": 0, "sanctions": 0.0}
@@ -78,6 +82,7 @@ class ArenaRun:
     announced: dict[str, float] = dataclasses.field(default_factory=dict)  # this turn's announcements
     sanction_intents: dict[tuple[int, int], str | None] = dataclasses.field(default_factory=dict)
     owner_fired: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # before the next record
+    governor: Governor | None = None   # the owner's governance agent (Arena starts and closes it)
 
     def __post_init__(self) -> None:
         self.stats = {s.name: dict(STAT_KEYS) for s in self.specs}
@@ -85,7 +90,7 @@ class ArenaRun:
     @classmethod
     def begin(cls, *, arena_id: str, config: ArenaConfig, specs: list[PlayerSpec], shown_kinds: dict[str, str],
               no_talk: bool, seed: int, arena_index: int, game: Game, params: Params, agents: list[Any],
-              keep_records: int | None) -> ArenaRun:
+              keep_records: int | None, governor: Governor | None = None) -> ArenaRun:
         """The run state of a game about to play its first turn (``Arena.start``): the arena's
         key, a message bus, a pact registry when the game has a governance layer."""
         players = [s.name for s in specs]
@@ -98,7 +103,7 @@ class ArenaRun:
             registry=PactRegistry(params.extra[GOV].pacts0, players, seed, arena_index)
             if has_governance(game) else None,
             agents=agents, spec_ids=[sp.id for sp in arena_specs(config)], created=utc_now(), writer=None,
-            records=deque(maxlen=keep_records), keep_records=keep_records)
+            records=deque(maxlen=keep_records), keep_records=keep_records, governor=governor)
 
     @property
     def players(self) -> list[str]:

@@ -34,6 +34,7 @@ from bdpd_jax.host.agent_calls import ask_agent
 from bdpd_jax.host.agents.base import AgentResult
 from bdpd_jax.host.dispatch import dispatch_tool
 from bdpd_jax.host.envelope import envelopes
+from bdpd_jax.host.governance_agent import govern
 from bdpd_jax.host.programs import has_governance, programs
 from bdpd_jax.host.records import record_rows, turn_record
 
@@ -104,6 +105,8 @@ class LockstepBatch:
                 r.set_in_tick(False)
 
     async def _tick(self) -> None:
+        if any(r.governor is not None for r in self.runs):  # the owners' governance agents act first
+            self.state = await govern(self.state, self.runs)
         sb, begun, obs, pacts_d, ahead = self._decide(self.keys, self.state, self.params)
         by_arena, overridden = await self._ask(sb, obs)
         ext, ext_req, ext_ann, tools = self._act(pacts_d, by_arena, sb.wealth.shape)

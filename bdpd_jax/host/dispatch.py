@@ -113,13 +113,19 @@ def _pact(run: ArenaRun, player: str, tool: str, a: dict[str, Any], turn: int) -
     return {**ok, "pactId": a["pactId"], "status": reg.status(slot)}
 
 
+def sanction_offered(config) -> bool:
+    """Whether the arena's players get the ``sanction`` tool: it runs a ``voluntary_sanction``
+    plugin (the one rule the tool's refusal and the LLM players' tool list share)."""
+    return any(p.type == "voluntary_sanction" for p in config.plugins)
+
+
 def sanction(run: ArenaRun, player: str, action: Any, turn: int) -> dict[str, Any]:
     """``sanction(target, reason)``: ask the arena's ``voluntary_sanction`` plugin to fine
     ``target`` at the end of ``turn``, under the plugin's rules (the target must break a pact
     or over-harvest that turn; the player pays the cost for every player it fines, or fines
     nobody). Several calls on one target count once."""
     out = {"scope": TOOL_SCOPES[SANCTION_TOOL], "tool": SANCTION_TOOL}
-    if not any(p.type == "voluntary_sanction" for p in run.config.plugins):
+    if not sanction_offered(run.config):
         return {**out, "ok": False, "reason": "tool: this arena runs no voluntary_sanction plugin"}
     try:
         a = validate_action(action)
@@ -133,4 +139,4 @@ def sanction(run: ArenaRun, player: str, action: Any, turn: int) -> dict[str, An
     return {**out, "ok": True, "target": a["target"], "turn": int(turn)}
 
 
-__all__ = ["ActionBudget", "TOOL_SCOPES", "dispatch_tool"]
+__all__ = ["ActionBudget", "TOOL_SCOPES", "dispatch_tool", "sanction_offered"]

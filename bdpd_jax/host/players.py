@@ -153,14 +153,15 @@ def player_timeout_ms(spec: PlayerSpec, timeout_ms: float) -> float:
 
 
 def make_agent(spec: PlayerSpec, *, timeout_ms: float, no_talk: bool, client=None, executor=None,
-               operator: Operator | None = None):
-    """The agent runner of an external player (None for builtins)."""
+               operator: Operator | None = None, sanction: bool = False):
+    """The agent runner of an external player (None for builtins). ``sanction``: the arena
+    offers the ``sanction`` tool (an LLM player then sees it in its tool list)."""
     t = spec.agentType
     if t == "builtin":
         return None
     tmo = player_timeout_ms(spec, timeout_ms)
     if t == "code":
-        return CodeAgent(spec.strategyCode, rng_seed=spec.rngSeed, pool=executor, timeout_ms=tmo)
+        return CodeAgent(spec.strategyCode, rng_seed=spec.rngSeed, pool=executor, timeout_ms=tmo, no_talk=no_talk)
     if t == "http":
         return HttpAgent(spec.url, tmo, no_talk=no_talk, client=client)
     if t == "llm":
@@ -168,7 +169,7 @@ def make_agent(spec: PlayerSpec, *, timeout_ms: float, no_talk: bool, client=Non
         op.check_player(spec)
         return LLMAgent(model=spec.model, **op.llm_endpoint(spec), player_id=spec.name, timeout_ms=tmo,
                         no_talk=no_talk, client=client, system_prompt=spec.systemPrompt,
-                        temperature=spec.temperature)
+                        temperature=spec.temperature, sanction=sanction)
     return ScriptedAgent(spec.script, no_talk=no_talk)
 
 

@@ -148,6 +148,7 @@ def turn_record(run: ArenaRun, t: int, rec: TurnRow, calls: dict[int, AgentResul
             fired.append({"id": run.spec_ids[p] if p < len(run.spec_ids) else None, "type": kind,
                           "target": target_label(kind, int(pr["target"][p])), "value": num(pr["value"][p])})
     owner = run.take_owner_fired()
+    gov = {} if run.governor is None else {"governance": governance_entry(run, t, rec.extra)}
     return {
         "arenaId": run.arena_id, "turn": t, "stock": rec.stock, "regen": rec.regen,
         "reserveDrawn": rec.reserve_drawn, "collapsed": rec.collapsed,
@@ -162,7 +163,17 @@ def turn_record(run: ArenaRun, t: int, rec: TurnRow, calls: dict[int, AgentResul
         "engine": dict(rec.engine),
         "perturbations": fired,
         "ownerPerturbations": owner,
+        **gov,
     }
 
 
-__all__ = ["TurnRow", "turn_record", "record_rows"]
+def governance_entry(run: ArenaRun, t: int, extra: dict) -> dict[str, Any]:
+    """The attached governance agent's turn: what it asked and what the kernel applied (the
+    plugin layer's begin record of its plugin)."""
+    begin = (extra.get(PLUGINS) or {}).get("begin") or {}
+    applied = begin.get("actions", ())
+    k = run.governor.plugin_index
+    return run.governor.entry(t, applied[k] if k < len(applied) and applied[k] is not None else None)
+
+
+__all__ = ["TurnRow", "turn_record", "record_rows", "governance_entry"]

@@ -127,7 +127,8 @@ class PactRegistry:
         tb = self.table
         return {
             "id": self.id_of(s),
-            "proposerId": self.players[int(tb.proposer[s])],
+            # a governance agent's pact (a reserved slot binding all) has no proposing player
+            "proposerId": self.players[int(tb.proposer[s])] if int(tb.proposer[s]) >= 0 else None,
             "parties": [self.players[i] for i in np.flatnonzero(tb.parties[s])],
             "terms": self.terms(s),
             "proposedTurn": int(tb.proposed_turn[s]),

@@ -29,6 +29,8 @@ def strip_volatile(record: dict[str, Any]) -> dict[str, Any]:
     """A turn record without timings and agent kinds (what two runs of the same actions share)."""
     out = dict(record)
     out["decisions"] = [{k: v for k, v in d.items() if k not in VOLATILE} for d in record["decisions"]]
+    if "governance" in out:  # the attached governance agent's entry
+        out["governance"] = {k: v for k, v in out["governance"].items() if k not in VOLATILE}
     return out
 
 
@@ -65,7 +67,8 @@ def _owner_event(arena: Arena, ev: dict[str, Any]) -> None:
 
 
 def replay(dir: str | Path, *, out_dir: str | Path | None = None, verify: bool = True,
-           turns: int | None = None, resume: dict[str, Any] | None = None, operator=None) -> Arena:
+           turns: int | None = None, resume: dict[str, Any] | None = None, operator=None,
+           governance_agent=None) -> Arena:
     """Replay the arena in ``dir``; returns the arena after the last complete recorded turn
     (status ``running``: it may be ticked on with the scripted players, or closed).
 
@@ -74,8 +77,10 @@ def replay(dir: str | Path, *, out_dir: str | Path | None = None, verify: bool =
     resume: ``{playerId: spec}`` for EVERY external player: after the replay those players
     are live again (a code agent restarts with empty memory) and the arena appends its next
     turns to ``dir``'s own turns.jsonl (a torn last line is dropped first): a killed run
-    goes on where it stopped. operator: the credentials and endpoints resumed LLM / HTTP players
-    may use (:class:`~bdpd_jax.host.operator.Operator`; never stored in the folder).
+    goes on where it stopped. governance_agent: with resume, the live governance agent of an
+    arena that had one (required then, as a spec is for every external player). operator: the
+    credentials and endpoints resumed LLM / HTTP players and governance agents may use
+    (:class:`~bdpd_jax.host.operator.Operator`; never stored in the folder).
     """
     if resume is not None and out_dir is not None:
         raise ValueError("out_dir: a resumed arena writes to dir itself")
@@ -92,7 +97,7 @@ def replay(dir: str | Path, *, out_dir: str | Path | None = None, verify: bool =
     arena = Arena(meta["config"], seed=meta["seed"], arena_index=meta["arenaIndex"], no_talk=meta["noTalk"],
                   pact_slots=meta["pactSlots"], generator=meta["generator"], turns=meta["turns"],
                   arena_id=meta["arenaId"], out_dir=out_dir, perturbable=meta.get("perturbable", False),
-                  operator=operator,
+                  operator=operator, governance_agent=_governor(meta, records),
                   agent_kinds={p["name"]: p["agentType"] for p in meta["players"]
                                if p.get("agentType", "builtin") != "builtin"})
     for p in meta["players"]:
@@ -116,24 +121,38 @@ def replay(dir: str | Path, *, out_dir: str | Path | None = None, verify: bool =
         if verify and (got is None or strip_volatile(got) != strip_volatile(rec)):
             raise ValueError(f"turns.jsonl: replay diverges at turn {rec['turn']}")
     if resume is not None:
-        _resume(arena, Path(dir), meta, resume)
+        _resume(arena, Path(dir), meta, resume, governance_agent)
+    elif governance_agent is not None:
+        raise ValueError("governance_agent: only a resumed arena takes a live governance agent")
     return arena
 
 
-def _resume(arena: Arena, dir: Path, meta: dict[str, Any], resume: dict[str, Any]) -> None:
+def _governor(meta: dict[str, Any], records: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The attached governance agent replayed from its log: the logged actions and errors."""
+    if "governanceAgent" not in meta:
+        return None
+    return {"kind": "scripted", "script": [{"action": r["governance"]["action"], "error": r["governance"]["error"],
+                                            "fallback": r["governance"].get("fallback", False)}
+                                           for r in records if "governance" in r]}
+
+
+def _resume(arena: Arena, dir: Path, meta: dict[str, Any], resume: dict[str, Any], governance_agent=None) -> None:
     external = [p["name"] for p in meta["players"] if p.get("agentType", "builtin") != "builtin"]
     missing = sorted(set(external) - set(resume))
     extra = sorted(set(resume) - set(external))
     if missing or extra:
         raise ValueError(f"resume: give a spec for every external player {external}; "
                          f"missing {missing}, not external {extra}")
+    if (governance_agent is None) != (arena.governor is None):
+        raise ValueError("governance_agent: give one exactly when the arena had a governance agent "
+                         f"({'it had' if arena.governor is not None else 'it had none'})")
     specs = {}
     for name, spec in resume.items():
         spec = spec if isinstance(spec, PlayerSpec) else PlayerSpec.model_validate({**spec, "name": name})
         if not spec.external:
             raise ValueError(f"resume.{name}.agentType: an external player stays external, got 'builtin'")
         specs[name] = spec
-    arena.resume(specs, dir)
+    arena.resume(specs, dir, governance_agent)
 
 
 __all__ = ["replay", "load", "load_lines", "strip_volatile"]

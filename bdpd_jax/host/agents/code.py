@@ -25,8 +25,11 @@ How the spec's guarantees are met with ``jsbox`` (QuickJS via rquickjs):
 * **Replay.** With ``rng_seed`` set, ``Math.random`` is a seeded mulberry32 stream derived from
   ``(rng_seed, call index)``, so replays are identical. ``Date`` and ``performance.now``
   still read the real clock (jsbox exposes them); strategies using them are not replayable.
-* **Result.** Must be a finite number >= 0 (``typeof === 'number'``); anything else, a throw or a
-  timeout gives ``0.2 * capacity(w)`` and the error string in ``AgentResult.error``.
+* **Result.** A finite number >= 0 (``typeof === 'number'``, the seed's form), or an object
+  ``{harvest, actions?, announced?}`` read by the HTTP players' rule
+  (:func:`~bdpd_jax.host.agents.http.parse_response`: the tools, ``sanction`` included, each
+  action validated on its own; at most ``MAX_RESULT_CHARS`` of JSON). Anything else, a throw or
+  a timeout gives ``0.2 * capacity(w)`` and the error string in ``AgentResult.error``.
 
 The code may be a ``function decide(obs, memory) {...}`` declaration (as in the spec), any
 script defining a global ``decide``, or a bare function expression / arrow function.
@@ -45,13 +48,15 @@ from typing import Any
 import jsbox
 
 from bdpd_jax.host._json import dumps_compact
-from bdpd_jax.host.agents.base import AgentResult, check_wealth, fallback_harvest, valid_harvest
+from bdpd_jax.host.agents.base import AgentResult, check_wealth, fallback_harvest, join_errors, valid_harvest
+from bdpd_jax.host.agents.http import MAX_RESPONSE_BYTES, parse_response
 from bdpd_jax.host.agents.js_pool import JsPool, default_pool
 from bdpd_jax.host.agents.js_worker import error_text
 
 DEFAULT_TIMEOUT_MS: float = 50.0
 DEFAULT_MEMORY_LIMIT: int = 32 * 1024 * 1024
 DEFAULT_MAX_MEMORY_BYTES: int = 1024 * 1024
+MAX_RESULT_CHARS: int = MAX_RESPONSE_BYTES  # an object result, as JSON (an HTTP player's answer cap)
 
 
 def _call_seed(rng_seed: int, call_index: int) -> int:
@@ -59,14 +64,28 @@ def _call_seed(rng_seed: int, call_index: int) -> int:
     return int.from_bytes(digest[:4], "little", signed=True)
 
 
-def check_answer(out: dict[str, Any], max_memory_bytes: int) -> dict[str, Any]:
-    """A worker's raw answer -> ``{"ok": True, "harvest", "memory"}`` or ``{"ok": False, "error"}``."""
+def check_answer(out: dict[str, Any], max_memory_bytes: int, *, no_talk: bool = False) -> dict[str, Any]:
+    """A worker's raw answer -> ``{"ok": True, "harvest", "actions", "errors", "memory"}`` or
+    ``{"ok": False, "error"}``."""
     if not out.get("ok"):
         return {"ok": False, "error": str(out.get("error"))}
     kind, value, memory = out.get("kind"), out.get("value"), out.get("memory")
-    if kind != "number":
-        return {"ok": False, "error": f"invalid result: decide returned {kind}, expected a number"}
-    harvest = valid_harvest(value)
+    actions, errors = [], []
+    if kind == "object":  # {harvest, actions?, announced?}: the HTTP players' answer
+        if not isinstance(value, str) or len(value) > MAX_RESULT_CHARS:
+            return {"ok": False, "error": f"invalid result: an object over {MAX_RESULT_CHARS} chars of JSON"}
+        try:
+            body = json.loads(value)
+        except (json.JSONDecodeError, RecursionError):
+            return {"ok": False, "error": "invalid result: not a JSON object"}
+        harvest, actions, errors = parse_response(body, no_talk=no_talk)
+        if harvest is None:
+            return {"ok": False, "error": "invalid result: " + "; ".join(errors)}
+    elif kind != "number":
+        return {"ok": False, "error": f"invalid result: decide returned {kind}, expected a number or "
+                                      "{harvest, actions}"}
+    else:
+        harvest = valid_harvest(value)
     if harvest is None:
         return {"ok": False, "error": f"invalid result: {value!r:.40} (need a finite number >= 0)"}
     if not isinstance(memory, str) or len(memory.encode()) > max_memory_bytes:
@@ -77,7 +96,7 @@ def check_answer(out: dict[str, Any], max_memory_bytes: int) -> dict[str, Any]:
         is_object = False
     if not is_object:  # only reachable if the guest tampered with the harness
         return {"ok": False, "error": "memory: did not serialise to a JSON object"}
-    return {"ok": True, "harvest": harvest, "memory": memory}
+    return {"ok": True, "harvest": harvest, "actions": actions, "errors": errors, "memory": memory}
 
 
 def compile_strategy(code: str, *, memory_limit: int = DEFAULT_MEMORY_LIMIT,
@@ -126,7 +145,7 @@ class CodeAgent:
     def __init__(self, code: str, *, timeout_ms: float = DEFAULT_TIMEOUT_MS,
                  memory_limit: int = DEFAULT_MEMORY_LIMIT,
                  max_memory_bytes: int = DEFAULT_MAX_MEMORY_BYTES, rng_seed: int | None = None,
-                 pool: JsPool | None = None, queue_timeout_s: float = 10.0) -> None:
+                 pool: JsPool | None = None, queue_timeout_s: float = 10.0, no_talk: bool = False) -> None:
         if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, (int, float)) or not timeout_ms > 0:
             raise ValueError(f"timeout_ms: must be a number > 0, got {timeout_ms!r}")
         if isinstance(memory_limit, bool) or not isinstance(memory_limit, int) or memory_limit < 1 << 20:
@@ -146,6 +165,7 @@ class CodeAgent:
             raise ValueError(f"pool: must be a JsPool or None, got {type(pool).__name__}")
         self.pool = pool or default_pool()
         self.queue_timeout_s = float(queue_timeout_s)
+        self.no_talk = bool(no_talk)  # an object result's talk actions are dropped (the HTTP rule)
         self._script = compile_strategy(code, memory_limit=memory_limit, timeout_s=self.timeout_s, pool=self.pool)
         self._memory_json = "{}"
         self._calls = 0
@@ -176,11 +196,12 @@ class CodeAgent:
                 "memoryLimit": self.memory_limit, "seed": seed}
 
     def _finish(self, out: dict[str, Any], wealth: float, t0: float) -> AgentResult:
-        out = check_answer(out, self.max_memory_bytes)
+        out = check_answer(out, self.max_memory_bytes, no_talk=self.no_talk)
         elapsed = (time.perf_counter() - t0) * 1000.0
         if out["ok"]:
             self._memory_json = out["memory"]
-            return AgentResult(harvest=out["harvest"], elapsed_ms=elapsed)
+            return AgentResult(harvest=out["harvest"], error=join_errors(out["errors"]), actions=out["actions"],
+                               elapsed_ms=elapsed)
         return AgentResult(harvest=fallback_harvest(wealth), error=out["error"],
                            elapsed_ms=elapsed, fallback=True)
 

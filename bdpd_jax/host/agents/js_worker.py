@@ -7,7 +7,8 @@ when one native operation overruns it (BigInt arithmetic, an allocation storm, `
 the parent kills this process. The parent validates what comes back; this file only evaluates.
 
 Jobs: ``{"op": "decide", script, obs, mem, timeout, memoryLimit, seed}`` ->
-``{"ok": true, "kind": typeof h, "value": h or null, "memory": json}``, and
+``{"ok": true, "kind": typeof h, "value": h (a number; an object as JSON text) or null,
+"memory": json}``, and
 ``{"op": "check", script, timeout, memoryLimit}`` -> ``{"ok": true, "decide": bool}``; any
 guest fault -> ``{"ok": false, "error": text}``. The worker writes one byte ``R`` once ready.
 """
@@ -43,7 +44,11 @@ CALL = """(function () {
   let m;
   try { m = H.S(memory); } catch (e) { throw new TypeError('memory is not JSON-serialisable: ' + e.message); }
   if (typeof m !== 'string') m = '{}';
-  return [typeof h, typeof h === 'number' ? h : null, m];
+  let v = typeof h === 'number' ? h : null;
+  if (typeof h === 'object' && h !== null) {  // {harvest, actions}: sent on as JSON text
+    try { v = H.S(h); } catch (e) { throw new TypeError('result is not JSON-serialisable: ' + e.message); }
+  }
+  return [typeof h, v, m];
 })()"""
 
 

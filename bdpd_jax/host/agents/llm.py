@@ -6,8 +6,9 @@ rules and the tool schemas are rendered once per agent and are byte-identical on
 observation) is appended after them as the single last user message, never spliced in.
 
 The model acts through tool calls: the six cheap-talk tools of ``bdpd_jax.host.tools`` (unless
-``no_talk``) and ``harvest(amount)``. Each tool call is validated on its own: bad JSON arguments,
-unknown tools or wrong types produce an error entry for that call and never a crash. The harvest
+``no_talk``), ``harvest(amount)`` and, when the arena runs a ``voluntary_sanction`` plugin
+(``sanction=True``), ``sanction(target, reason)``. Each tool call is validated on its own: bad
+JSON arguments, unknown tools or wrong types produce an error entry for that call and never a crash. The harvest
 comes from the first valid ``harvest`` call (or, for models without tool support, a JSON
 ``{"harvest": n}`` message body); without one the fallback ``0.2 * capacity(w)`` applies. The
 whole request runs under a hard ``timeout_ms`` deadline (spec ``agentTimeout``), the completion
@@ -54,10 +55,18 @@ active pacts are checked against actual harvests every turn and violations are r
 _NO_TALK_RULES = """
 There is no communication channel in this game: only the `harvest` tool is available."""
 
+_SANCTION_RULES = """
+Sanctions: you may call `sanction` with a target player id to pay a cost from your own wealth and
+fine that player, if it broke a pact or over-harvested this turn (applied at the end of the turn;
+no fine and no cost otherwise, and none at all if you cannot pay for every player you fine)."""
 
-def render_system_prompt(player_id: str | None, no_talk: bool, extra: str | None = None) -> str:
+
+def render_system_prompt(player_id: str | None, no_talk: bool, extra: str | None = None,
+                         sanction: bool = False) -> str:
     """The fixed system text of one agent (identical for every call of the run)."""
     parts = [_RULES, _NO_TALK_RULES if no_talk else _TALK_RULES]
+    if sanction:
+        parts.append(_SANCTION_RULES)
     if player_id is not None:
         parts.append(f"\nYour player id is {player_id!r}.")
     if extra:
@@ -65,7 +74,8 @@ def render_system_prompt(player_id: str | None, no_talk: bool, extra: str | None
     return "".join(parts)
 
 
-def _decode_arguments(raw: Any) -> dict[str, Any]:
+def decode_arguments(raw: Any) -> dict[str, Any]:
+    """A tool call's ``arguments`` (a JSON object string) as a dict; ValueError naming what is wrong."""
     if isinstance(raw, dict):
         return raw
     if not isinstance(raw, str):
@@ -107,7 +117,7 @@ def parse_completion(data: Any, *, no_talk: bool = False
             if not isinstance(fn, dict):
                 raise ValueError(f"function: missing in tool call {call!r:.80}")
             name = fn.get("name")
-            action = validate_action({**_decode_arguments(fn.get("arguments")), "tool": name},
+            action = validate_action({**decode_arguments(fn.get("arguments")), "tool": name},
                                      no_talk=no_talk)
         except ValueError as exc:
             errors.append(f"tool_calls[{i}] dropped: {exc}")
@@ -140,7 +150,7 @@ class LLMAgent:
                  no_talk: bool = False, client: HttpClient | None = None,
                  system_prompt: str | None = None, temperature: float | None = None,
                  max_tokens: int | None = None, tool_choice: str | None = "auto",
-                 extra_body: dict[str, Any] | None = None) -> None:
+                 extra_body: dict[str, Any] | None = None, sanction: bool = False) -> None:
         self.base_url = check_url(base_url).rstrip("/")
         if not isinstance(model, str) or not model:
             raise ValueError(f"model: must be a non-empty string, got {model!r}")
@@ -158,10 +168,11 @@ class LLMAgent:
         self._client = client
         self._owns_client = client is None
         self.last_usage: dict[str, Any] | None = None
-        system = render_system_prompt(player_id, self.no_talk, system_prompt)
+        self.sanction = bool(sanction)  # the arena offers the sanction tool
         # Frozen as JSON text: every call re-emits exactly these bytes.
-        self._prefix_json = json.dumps([{"role": "system", "content": system}], ensure_ascii=False)
-        self._tools_json = json.dumps(tool_schemas(self.no_talk), ensure_ascii=False)
+        self._prefix_json = json.dumps([{"role": "system", "content": self.system_text(player_id, system_prompt)}],
+                                       ensure_ascii=False)
+        self._tools_json = json.dumps(self.tool_list(), ensure_ascii=False)
         params: dict[str, Any] = {}
         if temperature is not None:
             params["temperature"] = float(temperature)
@@ -170,6 +181,14 @@ class LLMAgent:
         if tool_choice is not None:
             params["tool_choice"] = tool_choice
         self._params = {**params, **(extra_body or {})}
+
+    def system_text(self, player_id: str | None, extra: str | None) -> str:
+        """The fixed system prompt (rendered once, at construction)."""
+        return render_system_prompt(player_id, self.no_talk, extra, sanction=self.sanction)
+
+    def tool_list(self) -> list[dict[str, Any]]:
+        """The tool schemas (rendered once, at construction)."""
+        return tool_schemas(self.no_talk, sanction=self.sanction)
 
     @property
     def tools(self) -> list[dict[str, Any]]:
@@ -211,6 +230,22 @@ class LLMAgent:
         key = self._api_key or (os.environ.get(self.api_key_env) if self.api_key_env else None)
         return {"authorization": f"Bearer {key}"} if key else {}
 
+    async def complete(self, obs: dict[str, Any], inbox: list[dict[str, Any]] | None = None) -> Any:
+        """POST this turn's request under the deadline; the decoded completion, capped while it
+        streams in. Any failure raises TransportError (its text is the recorded error)."""
+        try:
+            body_text = json.dumps(self.request_body(obs, inbox), ensure_ascii=False, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise TransportError(f"obs: not serialisable ({exc})") from None
+        status, raw = await self._get_client().post(
+            f"{self.base_url}/chat/completions", body_text.encode(), self._headers(), self.timeout_ms / 1000.0,
+            MAX_COMPLETION_BYTES)
+        if not 200 <= status < 300:
+            raise TransportError(f"http: status {status}")
+        data = loads_capped(raw)
+        self.last_usage = data.get("usage") if isinstance(data, dict) else None
+        return data
+
     async def decide(self, obs: dict[str, Any], wealth: float,
                      inbox: list[dict[str, Any]] | None = None) -> AgentResult:
         """Ask the model for this turn's tool calls; fallback harvest on any failure."""
@@ -224,20 +259,10 @@ class LLMAgent:
             return AgentResult(harvest, join_errors(errors), actions, elapsed, False)
 
         try:
-            body_text = json.dumps(self.request_body(obs, inbox), ensure_ascii=False, allow_nan=False)
-        except (TypeError, ValueError) as exc:
-            return done(None, [], [f"obs: not serialisable ({exc})"])
-        try:
-            status, raw = await self._get_client().post(
-                f"{self.base_url}/chat/completions", body_text.encode(), self._headers(), self.timeout_ms / 1000.0,
-                MAX_COMPLETION_BYTES)
-            if not 200 <= status < 300:
-                raise TransportError(f"http: status {status}")
-            data = loads_capped(raw)
+            data = await self.complete(obs, inbox)
         except TransportError as exc:
             return done(None, [], [str(exc).replace("no response", "no completion")])
-        self.last_usage = data.get("usage") if isinstance(data, dict) else None
         return done(*parse_completion(data, no_talk=self.no_talk))
 
 
-__all__ = ["LLMAgent", "parse_completion", "render_system_prompt"]
+__all__ = ["LLMAgent", "decode_arguments", "parse_completion", "render_system_prompt"]

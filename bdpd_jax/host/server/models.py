@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
 from bdpd_jax.config import ModelConfig, ObsVar
 from bdpd_jax.host.arena import DEFAULT_PACT_SLOTS
+from bdpd_jax.host.governance_agent import GovernorSpec
 # the longest pause between auto ticks: Infinity or 1e308 would sleep forever
 from bdpd_jax.limits import MAX_TICK_INTERVAL_MS
 
@@ -44,16 +45,21 @@ class CreateArena(BaseModel):
     players: list[BuiltinPlayer] | None = None
     pacts: list[dict[str, Any]] = Field(default_factory=list)
     perturbations: list[dict[str, Any]] = Field(default_factory=list)
+    plugins: list[dict[str, Any]] = Field(default_factory=list, description="governance plugins (issue 17)")
     seed: int | None = Field(None, ge=0, lt=2**32, description="random in [0, 2**32) when absent")
     noTalk: StrictBool | None = Field(None, description="default: the server's --no-talk")
     pactSlots: int = Field(DEFAULT_PACT_SLOTS, ge=1, description="bounded by bdpd_jax/limits.py MAX_PACT_SLOTS")
     turns: int | None = Field(None, ge=1, description="turns to play (default model.maxTurns)")
     perturbable: StrictBool = True
+    governanceAgent: GovernorSpec | None = Field(
+        None, description="the owner's HTTP / LLM governance agent, driving an external governance_agent plugin "
+                          "(docs/semantics.md, Governance plugins)")
 
     def config(self) -> dict[str, Any]:
         """The arena configuration (what ``Arena`` validates), as given."""
         out = self.model_dump(mode="json", exclude_unset=True,
-                              exclude={"seed", "noTalk", "pactSlots", "turns", "perturbable"})
+                              exclude={"seed", "noTalk", "pactSlots", "turns", "perturbable",
+                                                                 "governanceAgent"})
         if self.players is not None:
             out["players"] = [p.model_dump(mode="json", exclude_unset=True) for p in self.players]
         return out
@@ -206,6 +212,7 @@ class Resume(BaseModel):
 
     model_config = _BODY
     players: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    governanceAgent: GovernorSpec | None = Field(None, description="required when the arena had one")
     tickMode: Literal["manual", "auto"] = "manual"
     tickIntervalMs: float = Field(0.0, ge=0, le=MAX_TICK_INTERVAL_MS)
 

@@ -84,7 +84,7 @@ async def create(body: M.CreateArena, hub: Hub = Depends(hub_of)):
     def make() -> Arena:
         arena = Arena(body.config(), seed=seed, no_talk=no_talk, pact_slots=body.pactSlots, turns=body.turns,
                       arena_id=arena_id, out_dir=hub.root / arena_id, perturbable=body.perturbable,
-                      operator=hub.operator)
+                      operator=hub.operator, governance_agent=body.governanceAgent)
         hub.write_auth(arena_id, hashes)  # only once the config is valid: a refused create leaves nothing
         return arena
 
@@ -172,7 +172,8 @@ async def resume(body: M.Resume, acc: Access = Depends(owner), hub: Hub = Depend
     if not isinstance(a, DiskArena) or a.status != "interrupted":
         raise HTTPException(409, f"status: only an interrupted arena resumes, this one is {a.status!r}")
     loop = asyncio.get_running_loop()
-    arena = await loop.run_in_executor(hub.executor, lambda: replay(a.folder, resume=body.players, operator=hub.operator))
+    arena = await loop.run_in_executor(hub.executor, lambda: replay(a.folder, resume=body.players, operator=hub.operator,
+                                                                       governance_agent=body.governanceAgent))
     lv = LiveArena(arena, hub.workers, a.hashes)
     hub.live[lv.arena_id] = lv
     if body.tickMode == "auto":

@@ -48,7 +48,8 @@ def compact_tick(rec: dict[str, Any]) -> dict[str, Any]:
     return {"turn": rec["turn"], "stock": rec["stock"], "collapsed": rec["collapsed"],
             "engine": rec.get("engine", {}), "metrics": rec.get("metrics", {}),
             "decisions": [{k: d.get(k) for k in COMPACT_DECISION} for d in rec["decisions"]],
-            "violations": len(rec["violations"]), "messages": len(rec["messages"])}
+            "violations": len(rec["violations"]), "messages": len(rec["messages"]),
+            **({"governance": rec["governance"]} if "governance" in rec else {})}
 
 
 def public_tick(rec: dict[str, Any]) -> dict[str, Any]:

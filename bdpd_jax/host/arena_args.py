@@ -1,0 +1,36 @@
+"""The checks of a live arena's creation arguments (``Arena(...)``), apart from the arena so
+that its module holds the lifecycle and the turn. ValueError names the bad argument."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from bdpd_jax.config import ArenaConfig, PlayerConfig
+from bdpd_jax.limits import ARENA_INDEX_LIMIT, MAX_PACT_SLOTS, MAX_TURNS, check_int
+
+
+def arena_inputs(config: ArenaConfig | dict | str | Path, *, seed: int, arena_index: int, pact_slots: int,
+                 turns: int | None, keep_records: int | None) -> tuple[ArenaConfig, list[PlayerConfig]]:
+    """``(config without its players, the config's players)``, the other arguments checked.
+    The players may be only some of those who will join: they are validated apart."""
+    if isinstance(config, ArenaConfig):
+        cfg, config_players = config, list(config.players or [])
+    else:
+        raw = ArenaConfig.load(config).model_dump() if not isinstance(config, dict) else dict(config)
+        config_players = [PlayerConfig.model_validate(p) for p in (raw.pop("players", None) or [])]
+        cfg = ArenaConfig.model_validate(raw)
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**32:
+        raise ValueError(f"seed: must be an integer in [0, 2**32), got {seed!r}")
+    check_int(arena_index, "arena_index", 0, ARENA_INDEX_LIMIT - 1)
+    check_int(pact_slots, "pactSlots", 1, MAX_PACT_SLOTS)  # bounds: bdpd_jax/limits.py
+    if turns is not None:
+        check_int(turns, "turns", 1, MAX_TURNS)
+    if keep_records is not None and (isinstance(keep_records, bool) or not isinstance(keep_records, int)
+                                     or keep_records < 2):
+        raise ValueError(f"keep_records: must be an integer >= 2 or None, got {keep_records!r}")
+    return cfg, config_players
+
+
+__all__ = ["arena_inputs"]

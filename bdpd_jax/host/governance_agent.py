@@ -1,0 +1,340 @@
+"""A live governance agent (issue 17): an HTTP or LLM regulator the arena's owner attaches at
+create, playing the role of the built-in ``governance_agent`` plugin through the same action
+set (:class:`bdpd_jax.kernels.governance_agent.GovAction`: ``cap``, ``ladder_scale``, ``regen``).
+
+Attaching one (``Arena(governance_agent=...)``, ``POST /api/arenas`` ``governanceAgent``) adds
+an ``external`` ``governance_agent`` plugin to the arena's config (or drives the one the config
+already has). Before every turn t the host sends the agent its observation (:func:`observation`:
+the outcome of turn t - 1 as the built-in plugin sees it, and the agent's own previous actions),
+validates the answer (:func:`parse_answer`), and writes it with the kernel's ``set_pending``
+before the turn's decide phase; the kernel applies it at the start of turn t, before the players
+observe, exactly where the built-in rule's action (decided at the end of turn t - 1) applies.
+A timeout, an error or a bad field gives no action for that field (or for all), with the error
+in the turn record's ``governance`` entry, which replay feeds back (:class:`ScriptedGovernor`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections import deque
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from bdpd_jax.host.agents.base import MAX_ERROR_CHARS, join_errors, truncate_error
+from bdpd_jax.host.agents.governors import (LIFT, MAX_GOV_RESPONSE_BYTES, HttpGovernor, LLMGovernor,
+                                            ScriptedGovernor)
+from bdpd_jax.host.agents.http import check_url
+from bdpd_jax.host.agents.transport import TransportError
+from bdpd_jax.host.operator import Operator, redact_url
+from bdpd_jax.host.registry import num
+from bdpd_jax.host.players import MAX_MODEL_CHARS, MAX_NAME_CHARS, MAX_PROMPT_CHARS, MAX_URL_CHARS, player_timeout_ms
+from bdpd_jax.limits import MAX_TURNS, check_magnitudes
+
+PLUGIN_TYPE = "governance_agent"
+PLUGIN_ID = "governance-agent"  # the id of the plugin an attached agent adds to the config
+FIELDS: tuple[str, ...] = ("cap", "ladder_scale", "regen")  # GovAction's fields, its JSON names
+MAX_GOV_HISTORY: int = 16  # the agent's own previous turns shown in its observation
+
+
+class GovernorSpec(BaseModel):
+    """The owner's governance agent: ``{"kind": "http", "url", "timeoutMs"?}``, ``{"kind":
+    "llm", "model", "credential" | "baseUrl", "systemPrompt"?, "temperature"?, "timeoutMs"?}``
+    (credentials and endpoints are the operator's, as for LLM players) or ``{"kind":
+    "scripted", "script": [answer by turn, ...]}`` (replay, tests, fixed policies)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    kind: Literal["http", "llm", "scripted"]
+    url: str | None = Field(None, max_length=MAX_URL_CHARS)
+    timeoutMs: float | None = Field(None, gt=0)  # only shorter than the arena's agentTimeout
+    model: str | None = Field(None, max_length=MAX_MODEL_CHARS)
+    credential: str | None = Field(None, min_length=1, max_length=MAX_NAME_CHARS)
+    baseUrl: str | None = Field(None, max_length=MAX_URL_CHARS)
+    systemPrompt: str | None = Field(None, max_length=MAX_PROMPT_CHARS)
+    temperature: float | None = None
+    # scripted: [{"action": {...}, "error"?: str}, ...] or bare answers {...}, by turn from 1
+    script: list[dict] | None = Field(None, max_length=MAX_TURNS)
+
+    @model_validator(mode="after")
+    def _fields_of_kind(self) -> "GovernorSpec":
+        if self.kind == "http":
+            check_url(self.url)
+        if self.kind == "llm":
+            if self.baseUrl is not None:
+                check_url(self.baseUrl)
+            if not self.model:
+                raise ValueError(f"model: required for kind 'llm', got {self.model!r}")
+        if self.kind == "scripted" and self.script is None:
+            raise ValueError("script: a list of answers by turn is required for kind 'scripted'")
+        return self
+
+    @property
+    def agentType(self) -> str:  # what the operator's checks read (players' field name)
+        return self.kind
+
+    def public(self) -> dict[str, Any]:
+        """meta.json's form: URLs redacted, no script (replay takes the actions from the log)."""
+        d = self.model_dump(mode="json", exclude_none=True, exclude={"script"})
+        for k in ("url", "baseUrl"):
+            if k in d:
+                d[k] = redact_url(d[k])
+        return d
+
+
+class GovAnswer(BaseModel):
+    """One answer, in GovAction's vocabulary; a field left out or null is no action.
+    ``cap``: maxHarvest of a harvest_cap pact binding every player (or ``"lift"``);
+    ``ladder_scale``: the factor on every sanction amount (absolute); ``regen``: a regen_set
+    mandate. Strict: no strings for numbers, no NaN or infinities."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True)
+    cap: float | Literal["lift"] | None = None
+    ladder_scale: float | None = None
+    regen: float | None = None
+
+
+def parse_answer(body: Any, dtype: Any = np.float32) -> tuple[dict[str, Any], list[str]]:
+    """``(action, errors)``: the valid fields of an answer (JSON form, only those given), each
+    checked on its own (a bad field is dropped and named, the others stand): type
+    (:class:`GovAnswer`), magnitude (``limits.check_magnitudes``) and the kernel's own rule
+    (``kernels.governance_agent.valid``: cap within harvest_cap's bound, scale and regen >= 0)."""
+    from bdpd_jax.kernels.governance_agent import valid
+
+    if not isinstance(body, dict):
+        return {}, [f"response: expected a JSON object, got {type(body).__name__}"]
+    errors: list[str] = []
+    body = dict(body)
+    for _ in range(len(body) + 1):  # drop what pydantic refuses, field by field
+        try:
+            given = GovAnswer.model_validate(body).model_dump(exclude_none=True)
+            break
+        except ValidationError as exc:
+            for e in exc.errors():
+                key = e["loc"][0] if e["loc"] else None
+                if key in body:
+                    errors.append(f"{key} dropped: {e['msg']} (got {e.get('input')!r:.80})")
+                    body.pop(key)
+    else:  # pragma: no cover - each pass removes a key
+        given = {}
+    out: dict[str, Any] = {}
+    for k in FIELDS:
+        if k not in given:
+            continue
+        v = given[k]
+        try:
+            if v != LIFT:
+                check_magnitudes(float(v), k)
+        except ValueError as exc:
+            errors.append(f"{k} dropped: {exc}")
+            continue
+        out[k] = v
+    if out:
+        kept = valid(to_action(out, dtype))
+        for k in list(out):
+            if math.isnan(float(getattr(kept, k))):
+                errors.append(f"{k} dropped: {out.pop(k)!r} cannot apply (cap must be within harvest_cap's "
+                              "bound, ladder_scale and regen >= 0)")
+    return out, errors
+
+
+def to_action(action: dict[str, Any], dtype: Any = np.float32):
+    """A JSON-form action as the kernel's GovAction (NaN = not taken; ``"lift"`` = +inf)."""
+    from bdpd_jax.kernels.governance_agent import GovAction
+
+    def f(k: str) -> np.ndarray:
+        v = action.get(k)
+        return np.asarray(np.nan if v is None else (np.inf if v == LIFT else float(v)), dtype)
+
+    return GovAction(*(f(k) for k in FIELDS))
+
+
+def from_action(values) -> dict[str, Any]:
+    """A GovAction's numbers as JSON (NaN -> null, cap +inf -> ``"lift"``; float32 as its
+    shortest round-trip decimal, ``registry.num``)."""
+    out = {}
+    for k, v in zip(FIELDS, values):
+        x = float(np.asarray(v))
+        out[k] = None if math.isnan(x) else (LIFT if math.isinf(x) else num(v))
+    return out
+
+
+class GovDecision:
+    """One turn's answer: the valid ``action`` (JSON form), the ``error`` (bad fields, timeout,
+    ...), whether no answer came at all (``fallback``: no action) and the time it took."""
+
+    def __init__(self, action: dict[str, Any], error: str | None, fallback: bool, elapsed_ms: float = 0.0) -> None:
+        self.action, self.error, self.fallback, self.elapsed_ms = action, truncate_error(error), fallback, elapsed_ms
+
+
+# -- the arena's side ---------------------------------------------------------------------------
+def last_turn(rec: dict[str, Any]) -> dict[str, Any]:
+    """Turn t - 1 as the built-in regulator sees it (kernels.plugins.PluginView), from its
+    record: stock, regeneration, the five metrics, every player's harvest, announcement,
+    wealth and sanction, the violations and sanctions, the active pacts. Not the engine's
+    hidden variables (the hidden reserve), not the messages."""
+    return {
+        "turn": rec["turn"], "stock": rec["stock"], "regen": rec["regen"], "collapsed": rec["collapsed"],
+        "metrics": rec["metrics"],
+        "players": [{k: d[k] for k in ("playerId", "actual", "announced", "wealth", "sanction")}
+                    for d in rec["decisions"]],
+        "violations": [{k: v[k] for k in ("partyId", "pactId", "termType")} for v in rec["violations"]],
+        "sanctions": [{k: s[k] for k in ("playerId", "specId", "amount", "paidBy", "cost")} for s in rec["sanctions"]],
+        "pacts": [p for p in rec["pacts"] if p["status"] == "active"],
+    }
+
+
+def observation(run, gov: "Governor", turn: int, in_force: dict[str, Any]) -> dict[str, Any]:
+    """What the agent decides turn ``turn``'s action on (``run``: the arena's
+    :class:`~bdpd_jax.host.arena_run.ArenaRun`): the last turn (null before turn 1), what its
+    actions put in force (``inForce``: cap, ladder_scale, regen; null = none) and its own last
+    ``MAX_GOV_HISTORY`` turns (action, applied, error)."""
+    last = run.records[-1] if run.records and run.records[-1]["turn"] == turn - 1 else None
+    return {"turn": turn, "arenaId": run.arena_id, "players": run.players, "maxTurns": run.max_turns,
+            "last": None if last is None else last_turn(last), "inForce": in_force,
+            "history": list(gov.history)}
+
+
+async def govern(state, runs: list) -> Any:
+    """Before a turn's decide phase: ask every attached agent (``run.governor``) of the batch's
+    run states at once and write the answers with the kernel's ``set_pending`` (NaN for an
+    arena without one or done). Returns the batch state (trailing batch axis)."""
+    from bdpd_jax.kernels.governance_agent import GovAction, set_pending
+    from bdpd_jax.kernels.plugins import NAME
+
+    live = [(b, r) for b, r in enumerate(runs) if r.governor is not None and not r.done]
+    if not live:
+        return state
+    k = live[0][1].governor.plugin_index  # one Game: the same plugin in every arena
+    mem = state.extra[NAME][k]
+    dt = np.dtype(state.wealth.dtype)
+    force = [np.asarray(mem[x]) for x in ("cap", "scale", "regen")]  # [B] each
+    jobs = []
+    for b, r in live:
+        in_force = from_action([f[..., b] for f in force])
+        jobs.append(r.governor.ask(observation(r, r.governor, r.turn + 1, in_force), dt))
+    decisions = await asyncio.gather(*jobs)
+    fields = np.full((len(FIELDS), len(runs)), np.nan, dt)
+    for (b, _), d in zip(live, decisions):
+        fields[:, b] = to_action(d.action, dt)
+    if np.isnan(fields).all():  # no action anywhere: the pending action is already none (cleared once applied)
+        return state
+    return set_pending(state, k, GovAction(*fields))
+
+
+def checked(spec: GovernorSpec | dict, operator: Operator, agent_timeout_ms: float) -> tuple[GovernorSpec, float]:
+    """The spec validated against the operator's choices, and its deadline (ms)."""
+    if not isinstance(spec, GovernorSpec):
+        spec = GovernorSpec.model_validate(spec)
+    if spec.kind != "scripted":
+        operator.check_player(spec)
+    return spec, player_timeout_ms(spec, agent_timeout_ms)
+
+
+def attach(config, spec: GovernorSpec | dict | None, operator: Operator, agent_timeout_ms: float):
+    """``(config, Governor or None)``: the config with the external governance_agent plugin the
+    agent drives (added when the config has none). ValueError names the bad field."""
+    from bdpd_jax.config import ArenaConfig
+
+    ext = [i for i, p in enumerate(config.plugins) if p.type == PLUGIN_TYPE and getattr(p, "external", False)]
+    if spec is None:
+        if ext:
+            raise ValueError(f"plugins[{ext[0]}].external: a live arena's external governance_agent needs a "
+                             "governance agent attached at create (governanceAgent)")
+        return config, None
+    if len(ext) > 1:
+        raise ValueError(f"plugins[{ext[1]}].external: one external governance_agent per live arena")
+    spec, timeout = checked(spec, operator, agent_timeout_ms)
+    if not ext:
+        if any(p.id == PLUGIN_ID for p in config.plugins):
+            raise ValueError(f"plugins: the id {PLUGIN_ID!r} is taken; an attached agent adds a plugin of that id")
+        data = {k: getattr(config, k) for k in ArenaConfig.model_fields}
+        plugin = {"type": PLUGIN_TYPE, "id": PLUGIN_ID, "external": True}
+        config = ArenaConfig.model_validate({**data, "plugins": [*config.plugins, plugin]})
+        ext = [len(config.plugins) - 1]
+    return config, Governor(spec, ext[0], timeout)
+
+
+class Governor:
+    """The arena's attached agent: asks it before each turn, keeps its history, makes the
+    turn record's ``governance`` entry."""
+
+    def __init__(self, spec: GovernorSpec, plugin_index: int, timeout_ms: float) -> None:
+        self.spec, self.plugin_index, self.timeout_ms = spec, plugin_index, timeout_ms
+        self.history: deque[dict[str, Any]] = deque(maxlen=MAX_GOV_HISTORY)
+        self.decision: GovDecision | None = None  # this turn's, until the record takes it
+        self.agent: Any = None
+        self._own_client = None
+
+    def start(self, client, operator: Operator) -> None:
+        """Make the agent (a client of its own when the arena has none)."""
+        s = self.spec
+        if s.kind == "scripted":
+            self.agent = ScriptedGovernor(s.script or [])
+            return
+        if client is None:
+            from bdpd_jax.host.agents.transport import make_client
+
+            client = self._own_client = make_client(2)
+        if s.kind == "http":
+            self.agent = HttpGovernor(s.url, self.timeout_ms, client)
+        else:
+            self.agent = LLMGovernor(model=s.model, **operator.llm_endpoint(s), timeout_ms=self.timeout_ms,
+                                     client=client, system_prompt=s.systemPrompt, temperature=s.temperature)
+
+    def reattach(self, spec: GovernorSpec | dict, client, operator: Operator, agent_timeout_ms: float) -> None:
+        """A resumed arena's live agent in place of the replayed one (same plugin, history kept)."""
+        self.spec, self.timeout_ms = checked(spec, operator, agent_timeout_ms)
+        self.start(client, operator)
+
+    async def aclose(self) -> None:
+        if self._own_client is not None:
+            await self._own_client.aclose()
+            self._own_client = None
+
+    async def ask(self, obs: dict[str, Any], dtype: Any) -> GovDecision:
+        """One answer, validated, kept for the turn record; never raises (a failure is no
+        action, with its error)."""
+        t0 = time.perf_counter()
+        errors: list[str] = []
+        logged = None  # a replayed entry: its logged error and fallback stand
+        try:
+            raw = await asyncio.wait_for(self.agent.answer(obs), self.timeout_ms / 1000.0 + 1.0)
+            if isinstance(self.agent, LLMGovernor):
+                raw, errors = raw
+            elif isinstance(self.agent, ScriptedGovernor) and isinstance(raw, dict) and "action" in raw:
+                logged, raw = raw, raw["action"]
+            action, more = parse_answer(raw, dtype)
+            errors += more
+            fallback = False
+        except asyncio.TimeoutError:
+            action, fallback = {}, True
+            errors.append(f"timeout: no answer within {self.timeout_ms:g} ms")
+        except TransportError as exc:
+            action, fallback = {}, True
+            errors.append(str(exc))
+        except Exception as exc:  # noqa: BLE001 - a broken agent must never stall the turn
+            action, fallback = {}, True
+            errors.append(f"agent: {type(exc).__name__}: {str(exc)[:MAX_ERROR_CHARS]}")
+        error = join_errors(errors)
+        if logged is not None:
+            error, fallback = logged.get("error", error), bool(logged.get("fallback", fallback))
+        self.decision = GovDecision(action, error, fallback, (time.perf_counter() - t0) * 1000.0)
+        return self.decision
+
+    def entry(self, turn: int, applied) -> dict[str, Any]:
+        """The turn record's ``governance`` entry (and one more line of the agent's history):
+        what it asked (``action``), what the kernel applied (``applied``, its begin record: e.g.
+        a regen on an engine without a regeneration rate applies as null), its error."""
+        d, self.decision = self.decision, None
+        out = {"action": d.action if d else {}, "applied": from_action(applied) if applied is not None else None,
+               "error": d.error if d else None, "fallback": d.fallback if d else False,
+               "elapsedMs": round(d.elapsed_ms, 3) if d else 0.0}
+        self.history.append({"turn": turn, **{k: out[k] for k in ("action", "applied", "error")}})
+        return out
+
+
+__all__ = ["GovernorSpec", "GovAnswer", "Governor", "attach", "parse_answer", "LIFT",
+           "MAX_GOV_RESPONSE_BYTES", "PLUGIN_TYPE", "PLUGIN_ID"]
