@@ -33,9 +33,9 @@ import jax.numpy as jnp
 
 from . import pacts as P
 from . import perturb as PT
+from .governance import NAME as GOV  # its state holds the pact table and the ladder scale
 from .plugins import NAME, Effects, PluginView
 
-GOV = "governance"  # kernels/governance.py's layer name (its state holds the pacts and the scale)
 NEVER = -(2 ** 30)  # "last action" before any
 
 
