@@ -33,9 +33,10 @@ import jax.numpy as jnp
 
 from . import pacts as P
 from . import perturb as PT
+from .governance import NAME as GOV  # its state holds the pact table and the ladder scale
+from .perturb_registry import ALL
 from .plugins import NAME, Effects, PluginView
 
-GOV = "governance"  # kernels/governance.py's layer name (its state holds the pacts and the scale)
 NEVER = -(2 ** 30)  # "last action" before any
 
 
@@ -137,6 +138,7 @@ def apply_action(game, state, action: GovAction, slot: int | None, turn: jax.Arr
     was not taken or could not apply)."""
     dt = state.wealth.dtype
     a = valid(GovAction(*(jnp.asarray(x, dt) for x in action)))
+    turn = jnp.asarray(turn, jnp.int32)
     gs = state.extra.get(GOV)
     nan = jnp.full((), jnp.nan, dt)
     if gs is None or slot is None:
@@ -146,15 +148,15 @@ def apply_action(game, state, action: GovAction, slot: int | None, turn: jax.Arr
     if gs is not None:
         pk = gs.pacts
         if slot is not None:
-            put = ~jnp.isnan(a.cap) & jnp.isfinite(a.cap)
+            put = jnp.isfinite(a.cap)
             lift = a.cap == jnp.inf
             at = lambda arr, v: arr.at[slot].set(jnp.where(put, v, arr[slot]))  # noqa: E731
             pk = dataclasses.replace(
                 pk,
                 status=pk.status.at[slot].set(jnp.where(put, P.ACTIVE, jnp.where(lift, P.INACTIVE, pk.status[slot]))),
                 max_harvest=at(pk.max_harvest, a.cap.astype(pk.max_harvest.dtype)),
-                proposed_turn=at(pk.proposed_turn, turn.astype(jnp.int32)),
-                accepted_turn=at(pk.accepted_turn, turn.astype(jnp.int32)),
+                proposed_turn=at(pk.proposed_turn, turn),
+                accepted_turn=at(pk.accepted_turn, turn),
                 violation_count=at(pk.violation_count, jnp.int32(0)),
             )
         scale = jnp.where(jnp.isnan(a.ladder_scale), gs.scale, a.ladder_scale.astype(gs.scale.dtype))
@@ -167,7 +169,7 @@ def apply_action(game, state, action: GovAction, slot: int | None, turn: jax.Arr
         spec = PT.PerturbParams(
             code=jnp.int32(PT.type_code("regen_set")), trigger=jnp.int32(PT.MANUAL), turn=jnp.int32(0),
             variable=jnp.int32(0), op=jnp.int32(0), level=jnp.zeros((), dt), value=jnp.where(fire, a.regen, 0.0),
-            mode=jnp.int32(0), player=jnp.int32(-1), index=jnp.int32(0),
+            mode=jnp.int32(0), player=jnp.int32(ALL), index=jnp.int32(0),
         )
         fired, _ = PT.apply_perturbation(game, state, spec, None)
         state = jax.tree_util.tree_map(lambda x, y: jnp.where(fire, x, y), fired, state)

@@ -23,6 +23,7 @@ from typing import Any, Callable, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from .governance import NAME as GOV
 from .layers import Layer
 from .metrics import governance_metrics, over_share
 from .observe import env_values
@@ -115,7 +116,7 @@ class PluginLayer(Layer):
         hooked = [i for i, t in enumerate(self.types) if plugin_type(t).begin is not None]
         if not hooked:
             return state, {}
-        gov = state.extra.get("governance")
+        gov = state.extra.get(GOV)
         n_slots = gov.pacts.n_slots if gov is not None else 0
         memories = list(state.extra[NAME])
         records: list = [None] * len(self.types)

@@ -6,7 +6,7 @@
 # ---
 
 # %% [markdown]
-# # Governance plugins: no governance, a graduated ladder, voluntary sanctioning
+# # Governance plugins: no governance, a graduated ladder, voluntary sanctioning, a regulator
 #
 # One mixed population on the seed's logistic commons: a compliant player (clips to its
 # pacts, announces honestly), two defectors (aggressive) and an adaptive player. Every arena
@@ -16,10 +16,16 @@
 # - **ladder**: `sanction_graduated` [1, 3, 10] on every violation (000_* 2.4);
 # - **voluntary (c, f)**: the `voluntary_sanction` plugin (Yoon & Armsworth 2025 style): the
 #   compliant player always sanctions, the adaptive one reciprocally, the defectors never; a
-#   sanctioner pays `c` per player fined, who pays `f` (costs x fines grid).
+#   sanctioner pays `c` per player fined, who pays `f` (costs x fines grid);
+# - **agent (c<, s<)**: a mild constant `sanction` of 0.5 per violation plus a
+#   `governance_agent` regulator: when the cooperation index falls below `c<` or the stock
+#   ratio (stock / K) below `s<`, it imposes a harvest cap of 0.8 x the share on everyone from
+#   the next turn and doubles the fine; when cooperation is back at 0.75 and the stock ratio
+#   at 0.6 it lifts the cap and halves the fine again (never below the configured one); at
+#   least 2 turns between actions (thresholds grid).
 #
-# (The `governance_agent` arm of issue 17 is not built yet.) Every cell runs `SIZE` arenas;
-# the voluntary cells share one compiled program (cost and fine are params leaves).
+# Every cell runs `SIZE` arenas; the voluntary cells share one compiled program (cost and
+# fine are params leaves), and so do the agent cells (thresholds are params leaves).
 
 # %%
 import copy
@@ -40,6 +46,8 @@ TURNS = 30
 N = 4
 COSTS = [0.25, 1.0, 2.0]
 FINES = [1.0, 3.0, 6.0]
+COOP_BELOW = [0.0, 0.3]
+STOCK_BELOW = [0.6, 0.75, 0.9]
 OUT = Path(os.environ.get("BDPD_FIGURES_DIR", Path(__file__).resolve().parent / "figures"))
 
 BASE = {
@@ -55,7 +63,7 @@ cap = BASE["model"]["regenRate"] * BASE["model"]["commonsCapacity"] / 4 / N
 BASE["pacts"] = [{"parties": list(range(N)), "terms": {"type": "harvest_cap", "maxHarvest": cap}}]
 
 
-def arm(kind: str, cost: float = 0.0, fine: float = 0.0) -> dict:
+def arm(kind: str, cost: float = 0.0, fine: float = 0.0, coop_below: float = 0.0, stock_below: float = 0.0) -> dict:
     cfg = copy.deepcopy(BASE)
     if kind == "ladder":
         cfg["perturbations"] = [{"id": "ladder", "type": "sanction_graduated", "trigger": {"kind": "pact_violation"},
@@ -63,6 +71,12 @@ def arm(kind: str, cost: float = 0.0, fine: float = 0.0) -> dict:
     if kind == "voluntary":
         cfg["plugins"] = [{"type": "voluntary_sanction", "id": "vs", "cost": cost, "fine": fine,
                            "sanctioner": ["always", "never", "never", "reciprocal"]}]
+    if kind == "agent":  # a mild constant fine the regulator scales
+        cfg["perturbations"] = [{"id": "fine", "type": "sanction", "trigger": {"kind": "pact_violation"},
+                                 "payload": {"amount": 0.5}}]
+        cfg["plugins"] = [{"type": "governance_agent", "id": "regulator", "coop_below": coop_below,
+                           "stock_below": stock_below, "coop_above": 0.75, "stock_above": 0.6, "cap": 0.8 * cap,
+                           "tighten": 2.0, "loosen": 0.5, "cooldown": 2}]
     return cfg
 
 
@@ -90,15 +104,18 @@ cells = {"none": arm("none"), "ladder": arm("ladder")}
 for c in COSTS:
     for f in FINES:
         cells[f"voluntary c={c:g} f={f:g}"] = arm("voluntary", c, f)
+for cb in COOP_BELOW:
+    for sb in STOCK_BELOW:
+        cells[f"agent c<{cb:g} s<{sb:g}"] = arm("agent", coop_below=cb, stock_below=sb)
 results = {name: measure(cfg) for name, cfg in cells.items()}
 for name, r in results.items():
     print(f"{name:>24}: " + ", ".join(f"{k} {v:.3f}" for k, v in r.items()))
 
 # %%
 panels = ["survival", "gini", "efficiency", *METRICS]
-fig, axes = plt.subplots(2, 4, figsize=(15, 6.5))
+fig, axes = plt.subplots(2, 4, figsize=(15, 8))
 names = list(results)
-colors = ["#888888", "#1f77b4"] + ["#d62728"] * (len(names) - 2)
+colors = ["#888888", "#1f77b4"] + ["#2ca02c" if n.startswith("agent") else "#d62728" for n in names[2:]]
 for ax, key in zip(axes.ravel(), panels):
     vals = [results[n][key] for n in names]
     ax.barh(range(len(names)), vals, color=colors)
@@ -116,6 +133,9 @@ print(f"saved {OUT / 'governance_plugins.png'}")
 vol = {n: r for n, r in results.items() if n.startswith("voluntary")}
 best = max(vol, key=lambda n: vol[n]["survival"])
 worst = min(vol, key=lambda n: vol[n]["survival"])
+agents = {n: r for n, r in results.items() if n.startswith("agent")}
+best_a = max(agents, key=lambda n: (agents[n]["survival"], agents[n]["cooperation_index"]))
+worst_a = min(agents, key=lambda n: (agents[n]["survival"], agents[n]["cooperation_index"]))
 none, ladder = results["none"], results["ladder"]
 print(
     f"With the same mixed population, survival is {none['survival']:.2f} with the pact alone, "
@@ -124,5 +144,11 @@ print(
     f"the final-wealth Gini from {none['gini']:.2f} to {ladder['gini']:.2f}, voluntary sanctioning gives "
     f"{min(v['gini'] for v in vol.values()):.2f}-{max(v['gini'] for v in vol.values()):.2f}, and the cooperation "
     f"index moves from {none['cooperation_index']:.2f} (none) to {ladder['cooperation_index']:.2f} (ladder) and "
-    f"{vol[best]['cooperation_index']:.2f} ({best})."
+    f"{vol[best]['cooperation_index']:.2f} ({best}). The threshold regulator gives survival "
+    f"{agents[worst_a]['survival']:.2f}-{agents[best_a]['survival']:.2f}, cooperation "
+    f"{min(a['cooperation_index'] for a in agents.values()):.2f}-{max(a['cooperation_index'] for a in agents.values()):.2f} "
+    f"and efficiency {min(a['efficiency'] for a in agents.values()):.2f}-{max(a['efficiency'] for a in agents.values()):.2f} "
+    f"(best: {best_a}), {'above' if agents[best_a]['survival'] > ladder['survival'] else 'not above'} the ladder "
+    f"alone on survival and {'above' if agents[best_a]['cooperation_index'] > ladder['cooperation_index'] else 'not above'} "
+    f"it on cooperation."
 )

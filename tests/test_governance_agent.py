@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
+from typing import Literal
 
 import jax
 import jax.numpy as jnp
@@ -25,6 +26,7 @@ from bdpd_jax.kernels import governance_agent as G
 from bdpd_jax.kernels import pacts as P
 from bdpd_jax.kernels import plugins as K
 from bdpd_jax.kernels.turn import play
+from bdpd_jax.plugins import PluginSpec, register_plugin
 from bdpd_jax.runner import arena_keys
 from payloads import MIXED_PLAYERS, SEED_LOGISTIC, SEED_SENECA
 
@@ -272,3 +274,38 @@ def test_config_errors_name_the_field():
     seneca["plugins"] = [{"type": "governance_agent", "id": "ga", "regen": 0.1}]
     with pytest.raises(ValueError, match=r"plugins\[0\].regen"):
         ArenaConfig.model_validate(seneca)
+
+
+# -- a plugin registered here mandates through the same effect record --------------------------
+def _warden_act(game, view, pp, memory):
+    n = game.n_players
+    z = jnp.zeros((n, n), view.wealth.dtype)
+    return K.Effects(z, z, jnp.zeros((n,), jnp.int32)), memory
+
+
+def _warden_begin(game, turn, state, pp, memory, slot):
+    """At the start of turn 3: a harvest cap on everyone, binding from then on."""
+    nan = jnp.full((), jnp.nan, state.wealth.dtype)
+    state, applied = G.apply_action(game, state, G.GovAction(jnp.where(turn == 3, pp, nan), nan, nan), slot, turn)
+    return state, memory, applied
+
+
+class WardenSpec(PluginSpec):
+    type: Literal["warden"]
+    cap: float
+
+    def params(self, config):
+        return jnp.float32(self.cap)
+
+
+def test_a_plugin_registered_here_mandates_a_cap_for_all():
+    if "warden" not in K.plugin_names():
+        register_plugin("warden", _warden_act, WardenSpec, begin=_warden_begin, reserves_pact=True)
+    cfg = _cfg(None, turns=5, ladder=False)
+    cfg["plugins"] = [{"type": "warden", "id": "w", "cap": 1.0}]
+    res = bdpd_jax.simulate(cfg, n_arenas=1, seed=2)
+    a = res.governance_actions
+    assert list(zip(a.turn, a.id, a.action, a.value)) == [(3, "w", "cap", 1.0)]
+    v, pl = res.violations, res.players
+    want = sorted((t, i) for t, i, x in zip(pl.turn, pl.player, pl.actual) if t >= 3 and x > 1.0 + 1e-6)
+    assert want and sorted(zip(v.turn, v.player)) == want and set(v.pact) == {1}
