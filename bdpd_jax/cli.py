@@ -177,6 +177,8 @@ def serve(
     no_talk: bool = typer.Option(False, "--no-talk", help="New arenas default to noTalk (harvest only)"),
     workers: int = typer.Option(2, "--workers", help="Kernel-bound arena ticks running at once"),
     switch_ms: float = typer.Option(1.0, "--switch-ms", help="Python's thread switch interval (ms)"),
+    group_ticks: bool = typer.Option(True, "--group-ticks/--no-group-ticks",
+                                     help="Tick auto arenas sharing a compiled game and interval together"),
     operator: Optional[Path] = typer.Option(None, "--operator",
                                             help="JSON file of LLM credentials and allowed endpoints (operator only)"),
 ) -> None:
@@ -211,7 +213,8 @@ def serve(
 
     sys.setswitchinterval(switch_ms / 1000.0)
     enable_compile_cache()
-    app_ = create_app(arenas, op, cors=tuple(cors or ()), no_talk=no_talk, workers=workers)
+    app_ = create_app(arenas, op, cors=tuple(cors or ()), no_talk=no_talk, workers=workers,
+                      group_ticks=group_ticks)
     console.print(f"bdpd serve: http://{host}:{port}/  (arenas in {arenas}/, API docs at /docs)")
     uvicorn.run(app_, host=host, port=port, log_level="warning")
 

@@ -5,7 +5,11 @@
   and a new arena compiles its first tick;
 * SSE fan-out: C clients on one auto-ticking arena: every tick received once, in order, and
   the spread between the first and the last client receiving a tick;
-* server memory (RSS) per live arena, and what closing them gives back.
+* server memory (RSS) per live arena, and what closing them gives back;
+* ``--many N`` (issue 16 item 4): N served arenas x 4 built-in players auto-ticking, total
+  arena-turns/s and ``/api/health`` p50 / p99 while they run, with the server's grouped ticks
+  (one batched kernel call per phase per tick for every arena of a compiled game) and with
+  ``--no-group-ticks`` (each arena ticked alone), one server after the other in one run.
 
 Run: ``.venv/bin/python bench/server.py [--quick]``.
 """
@@ -35,7 +39,7 @@ from payloads import SEED_LOGISTIC  # noqa: E402
 
 def _payload(turns: int, players=("conservative", "aggressive", "adaptive", "random")) -> dict:
     cfg = copy.deepcopy(SEED_LOGISTIC)
-    cfg["model"].update(maxTurns=turns, commonsCapacity=1e30, commonsInitial=1e30, minPlayers=2, maxPlayers=8)  # no collapse
+    cfg["model"].update(maxTurns=turns, commonsCapacity=1e12, commonsInitial=1e12, minPlayers=2, maxPlayers=8)  # no collapse
     cfg["players"] = [{"strategy": s} for s in players]
     return cfg
 
@@ -45,6 +49,12 @@ def _rss_mb(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return float("nan")
+
+
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (all its threads)."""
+    f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _pct(xs, q) -> float:
@@ -72,7 +82,9 @@ class Server:
         raise RuntimeError("server did not start")
 
     def create(self, cfg, start: str | None = "auto", interval: float = AUTO_MS) -> tuple[str, dict]:
-        c = self.client.post("/api/arenas", json={**cfg, "seed": 1}).json()
+        r = self.client.post("/api/arenas", json={**cfg, "seed": 1})
+        assert r.status_code == 200, r.text
+        c = r.json()
         owner = {"X-Owner-Key": c["ownerKey"]}
         self.owners[c["arenaId"]] = owner
         if start:
@@ -204,13 +216,110 @@ def memory(srv: Server, n: int) -> dict:
             "rss_after_close_mb": closed}
 
 
+def many(srv: Server, n: int, window_s: float, interval_ms: float = AUTO_MS) -> dict:
+    """N arenas auto-ticking every ``interval_ms``; once every one has ticked (compiles done),
+    /api/health probed back to back (10 ms apart) for ``window_s`` while the turns are counted."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    load0 = os.getloadavg()[0]
+    t0 = time.perf_counter()
+    def start(aid):
+        r = srv.client.post(f"/api/arenas/{aid}/start", headers=srv.owners[aid],
+                            json={"tickMode": "auto", "tickIntervalMs": interval_ms})
+        assert r.status_code == 200, r.text
+
+    with ThreadPoolExecutor(8) as ex:  # all created, then all started, in parallel (each writes files)
+        ids = list(ex.map(lambda _: srv.create(_payload(100_000), start=None)[0], range(n)))
+        list(ex.map(start, ids))
+    created = time.perf_counter() - t0
+    deadline = time.monotonic() + 300
+    while True:
+        turns = {a["arenaId"]: a["turn"] for a in srv.client.get("/api/arenas").json()["arenas"]}
+        if all(turns.get(i, 0) >= 2 for i in ids) or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    warm = time.perf_counter() - t0 - created
+    turns = {a["arenaId"]: a["turn"] for a in srv.client.get("/api/arenas").json()["arenas"]}
+    t1, cpu1 = time.perf_counter(), _cpu_s(srv.proc.pid)
+    health = []
+    while time.perf_counter() - t1 < window_s:
+        health += srv.health(1)
+    after = {a["arenaId"]: a["turn"] for a in srv.client.get("/api/arenas").json()["arenas"]}
+    wall, cpu = time.perf_counter() - t1, _cpu_s(srv.proc.pid) - cpu1
+    played = sum(after.get(i, turns[i]) - turns[i] for i in ids)
+    return {"n": n, "create_s": created, "warm_s": warm, "window_s": wall, "arena_turns": played,
+            "arena_turns_per_s": played / wall, "server_cpu_s": cpu,
+            "cpu_ms_per_arena_turn": 1000 * cpu / max(played, 1),
+            "health_n": len(health), "health_p50_ms": _pct(health, 50),
+            "health_p99_ms": _pct(health, 99), "health_max_ms": max(health) * 1000,
+            "rss_mb": _rss_mb(srv.proc.pid), "load_before": load0, "load_after": os.getloadavg()[0]}
+
+
+def group_tick_profile(n: int, ticks: int = 10) -> None:
+    """In-process, no server: what one group tick of ``n`` such arenas costs (regrouped at the
+    ticker's width, turns.jsonl written, one syncfs, the GC freeze), then a cProfile of 5."""
+    import cProfile
+    import pstats
+
+    from bdpd_jax.host.arena import Arena
+    from bdpd_jax.host.live_batch import freeze_history
+    from bdpd_jax.host.server.durable import sync_files
+    from bdpd_jax.host.server.ticker import batch_width
+
+    with tempfile.TemporaryDirectory() as tmp:
+        arenas = [Arena(copy.deepcopy(_payload(100_000)), seed=k, out_dir=f"{tmp}/{k}", fsync=False) for k in range(n)]
+        for a in arenas:
+            a.start()
+        batch = Arena.regroup(arenas, batch_width(n))
+        loop = asyncio.new_event_loop()
+        paths = [a.out_dir / "turns.jsonl" for a in arenas]
+
+        def one():
+            loop.run_until_complete(batch.tick())
+            sync_files(paths)
+            freeze_history()
+
+        for _ in range(3):
+            one()
+        t, c = time.perf_counter(), time.process_time()
+        for _ in range(ticks):
+            one()
+        print(f"group tick of {n}: wall {(time.perf_counter() - t) / ticks * 1e3:.1f} ms, "
+              f"CPU {(time.process_time() - c) / ticks * 1e3:.1f} ms")
+        pr = cProfile.Profile()
+        pr.runcall(lambda: [one() for _ in range(5)])
+        pstats.Stats(pr).sort_stats("cumulative").print_stats(20)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="N = 1, 20 only; 50 SSE clients")
     ap.add_argument("--n", type=int, nargs="*", help="only these N (no compile, fan-out, memory parts)")
     ap.add_argument("--serve", default="", help="extra `bdpd serve` options, e.g. '--workers 2'")
+    ap.add_argument("--many", type=int, help="N arenas auto-ticking, grouped vs --no-group-ticks (only this)")
+    ap.add_argument("--window", type=float, default=15.0, help="--many: seconds measured")
+    ap.add_argument("--only", choices=("grouped", "alone"), help="--many: one of the two servers")
+    ap.add_argument("--group-profile", type=int, help="in-process profile of one group tick of N arenas (only this)")
+    ap.add_argument("--alone-n", type=int, help="--many: arenas of the --no-group-ticks server (default N; its "
+                    "arena-turns/s do not grow with N, and starting 1 000 of them takes minutes)")
     args = ap.parse_args()
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    if args.group_profile:
+        group_tick_profile(args.group_profile)
+        return
+    if args.many:
+        modes = {"grouped": ["--group-ticks"], "alone": ["--no-group-ticks"]}
+        for opts in [v for k, v in modes.items() if args.only in (None, k)]:
+            with tempfile.TemporaryDirectory() as tmp:
+                srv = Server(Path(tmp), [*args.serve.split(), *opts])
+                try:
+                    n = args.alone_n if args.alone_n and "--no-group-ticks" in opts else args.many
+                    r = many(srv, n, args.window)
+                    print(" ".join(opts), json.dumps({k: (round(v, 2) if isinstance(v, float) else v)
+                                                      for k, v in r.items()}), flush=True)
+                finally:
+                    srv.stop()
+        return
     with tempfile.TemporaryDirectory() as tmp:
         srv = Server(Path(tmp), args.serve.split())
         print("serve options:", args.serve or "(defaults)")

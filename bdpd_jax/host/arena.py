@@ -265,6 +265,22 @@ class Arena:
             a._bind(batch, b)
         return batch
 
+    @staticmethod
+    def regroup(arenas: list[Arena], width: int | None = None) -> LockstepBatch:
+        """One batch of running arenas of one Game that may sit in other batches and be at
+        different turns, each going on from its own slot (the server's auto-tick groups);
+        ``width`` (>= the arenas) pads it with copies of the last arena, played and ignored."""
+        width = len(arenas) if width is None else width
+        if not arenas or isinstance(width, bool) or not isinstance(width, int) or width < len(arenas):
+            raise ValueError(f"width: must be an integer >= {len(arenas)} (the arenas, at least one), got {width!r}")
+        for a in arenas:
+            a._ensure_batch()
+        slots = [(a._batch, a._b) for a in arenas] + [(arenas[-1]._batch, arenas[-1]._b)] * (width - len(arenas))
+        batch = LockstepBatch.gather(slots, [a._started() for a in arenas])
+        for b, a in enumerate(arenas):
+            a._bind(batch, b)
+        return batch
+
     def _bind(self, batch: LockstepBatch, b: int) -> None:
         self._batch, self._b = batch, b
 

@@ -79,6 +79,41 @@ class LockstepBatch:
         # per arena, the players asked from outside (specs are fixed once an arena starts)
         self._external = [[i for i, s in enumerate(r.specs) if s.external] for r in runs]
 
+    @classmethod
+    def gather(cls, slots: list[tuple[LockstepBatch, int]], runs: list[ArenaRun]) -> LockstepBatch:
+        """A batch whose k-th arena goes on from slot ``slots[k]`` (batch, index) of existing
+        batches of one Game: its state, key and params, at its own turn (``Arena.regroup``).
+        ``runs``: the arenas' run states; slots past them are padding, played and ignored.
+        One indexing per leaf and source batch, not per arena."""
+        if not runs or len(slots) < len(runs):
+            raise ValueError(f"slots: need at least one per arena ({len(runs)}), got {len(slots)}")
+        sources: dict[int, tuple[LockstepBatch, list[int], list[int]]] = {}
+        for k, (src, b) in enumerate(slots):
+            if src.game != runs[0].game:
+                raise ValueError(f"slots[{k}]: its game differs from arenas[0]'s; a batch runs one compiled program")
+            e = sources.setdefault(id(src), (src, [], []))
+            e[1].append(b)
+            e[2].append(k)
+        order = np.argsort(np.concatenate([np.asarray(pos) for _, _, pos in sources.values()]), kind="stable")
+        index = [np.asarray(idx) for _, idx, _ in sources.values()]
+
+        def take(name: str):
+            def one(*leaves):
+                parts = [np.asarray(x)[..., i] for x, i in zip(leaves, index)]
+                return jnp.asarray(np.concatenate(parts, -1)[..., order])
+            return jax.tree_util.tree_map(one, *[getattr(src, name) for src, _, _ in sources.values()])
+
+        self = cls.__new__(cls)
+        self.runs = list(runs)
+        self.game = runs[0].game
+        self.gov = has_governance(self.game)
+        _, self._decide, self._step = programs(self.game)
+        self.keys, self.params, self.state = take("keys"), take("params"), take("state")
+        units = [np.asarray(src.units)[i] for (src, _, _), i in zip(sources.values(), index)]
+        self.units = np.concatenate(units)[order]
+        self._external = [[i for i, s in enumerate(r.specs) if s.external] for r in runs]
+        return self
+
     def set_state(self, b: int, state) -> None:
         """Write arena b's (unbatched) state into the batch state."""
         self.state = jax.tree_util.tree_map(lambda x, v: jnp.asarray(x).at[..., b].set(jnp.asarray(v)),
@@ -110,7 +145,10 @@ class LockstepBatch:
         sb, begun, obs, pacts_d, ahead = self._decide(self.keys, self.state, self.params)
         by_arena, overridden = await self._ask(sb, obs)
         ext, ext_req, ext_ann, tools = self._act(pacts_d, by_arena, sb.wealth.shape)
-        pacts = _stack([r.registry.table for r in self.runs]) if self.gov else None
+        pacts = None
+        if self.gov:  # a batch padded past its arenas (``gather``) repeats the last table
+            tables = [r.registry.table for r in self.runs]
+            pacts = _stack(tables + tables[-1:] * (self.state.wealth.shape[-1] - len(tables)))
         sb = with_sanction_intents(sb, self.runs)
         dt = np.dtype(sb.wealth.dtype)  # numpy arguments: no eager jax op per array (same rounding)
         state, rec = self._step(self.keys, sb, begun, ext, ext_req.astype(dt), ext_ann.astype(dt), pacts, ahead,

@@ -8,6 +8,8 @@ auth.json, meta.json, turns.jsonl, summary.json). ``bdpd serve`` runs it with uv
   What each role sees: :mod:`.views`.
 * Kernel work runs in worker threads, one arena's work serialised (:mod:`.live`), so the
   event loop (health, streams, other arenas) never waits for a tick or a compile.
+* Auto ticks are scheduled by the hub's :class:`~.ticker.Ticker`: arenas sharing a compiled
+  game and an interval are ticked in groups, one batched kernel call per phase per tick.
 * Requests and responses are pydantic models (:mod:`.models`); errors are one-line JSON
   (:mod:`.errors`); request bodies are capped before parsing.
 * ``/`` and ``/arenas/{id}``: the dashboard (:mod:`.web`); ``/docs``: the API reference,
@@ -31,20 +33,22 @@ from bdpd_jax.host.server.store import Hub
 
 
 def create_app(root: str | Path = "arenas", operator: Operator | dict | None = None, *, cors: Sequence[str] = (),
-               no_talk: bool = False, max_body_bytes: int = errors.MAX_BODY_BYTES, workers: int = 2) -> FastAPI:
+               no_talk: bool = False, max_body_bytes: int = errors.MAX_BODY_BYTES, workers: int = 2,
+               group_ticks: bool = True) -> FastAPI:
     """The API app; arenas persist under ``root``.
 
     operator: the LLM credentials and endpoints joining players may use
     (:class:`~bdpd_jax.host.operator.Operator`; default none). cors: allowed origins (``["*"]`` for any). no_talk: the default of ``noTalk`` for new
     arenas. max_body_bytes: the request body limit (413 above it). workers: kernel-bound arena
     work running at once (``live.Workers``; ticks waiting on HTTP / LLM players are not
-    counted)."""
+    counted). group_ticks: auto-ticking arenas of built-in players that share a compiled game
+    and an interval are ticked together, one batched kernel call per phase (:mod:`.ticker`)."""
     app = FastAPI(title="BDPD Arena (bdpd_jax live host)", version="1", docs_url=None, redoc_url=None,
                   description="004_* A.2 over JAX kernels. Keys: X-Owner-Key, X-Arena-Key, X-Spectator-Token.")
     operator = operator if isinstance(operator, Operator) else Operator.model_validate(operator or {})
     clean_stale_tmp(Path(root))
     default_pool().warm(wait=False)  # code agents' JS workers start now, not at the first join
-    hub = Hub(root, workers=workers, no_talk=no_talk, operator=operator)
+    hub = Hub(root, workers=workers, no_talk=no_talk, operator=operator, group_ticks=group_ticks)
     app.state.hub = hub
     app.state.arenas = hub.live
     errors.install(app)

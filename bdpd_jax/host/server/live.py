@@ -102,9 +102,7 @@ class LiveArena:
         self.lock = asyncio.Lock()
         self.thread_lock = threading.Lock()
         self.subscribers: set[Subscriber] = set()
-        self.task: asyncio.Task | None = None
-        self.stop = asyncio.Event()
-        self.tick_mode = "manual"
+        self.tick_mode = "manual"  # "auto" while the hub's Ticker ticks it
         # the last turn sent to the streams (init shows the ticks up to it)
         self.published = arena.records[-1]["turn"] if arena.records else 0
 

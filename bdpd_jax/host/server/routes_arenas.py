@@ -15,6 +15,7 @@ from bdpd_jax.host.arena import Arena
 from bdpd_jax.host.players import PlayerSpec
 from bdpd_jax.host.server import models as M
 from bdpd_jax.host.server.deps import Access, access, hub_of
+from bdpd_jax.host.server.durable import sync_files
 from bdpd_jax.host.server.live import LiveArena, key_hash, new_keys
 from bdpd_jax.host.server.store import DiskArena, Hub
 
@@ -22,55 +23,25 @@ router = APIRouter(prefix="/api/arenas", tags=["arenas"], responses=M.ERRORS)
 owner = access("owner")
 
 
-def _step(a: Arena) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-    """One tick in the worker thread; the summary too when the game ended with it."""
-    if a.status != "running" or a.done:
-        return None, None
-    rec = a.tick()
-    return rec, (a.close() if a.done else None)
-
-
-def _finish(hub: Hub, lv: LiveArena, summary: dict[str, Any], **extra: Any) -> None:
-    """The arena is closed: tell the streams, end them, free the memory."""
-    lv.publish("arena_closed", {**summary, **extra})
-    lv.end_streams()
-    hub.evict(lv.arena_id)
-
-
 async def tick_once(hub: Hub, lv: LiveArena) -> dict[str, Any] | None:
-    rec, summ = await lv.run(_step, lv.arena)
-    if rec is not None:
-        lv.published = rec["turn"]
-        lv.publish("tick", rec)
-    if summ is not None:
-        _finish(hub, lv, summ)
-    return rec
-
-
-async def _auto(hub: Hub, lv: LiveArena, interval_s: float) -> None:
-    while not lv.stop.is_set() and lv.arena.status == "running" and not lv.arena.done:
-        try:
-            await tick_once(hub, lv)
-        except Exception as exc:  # noqa: BLE001 - auto ticks stop; the owner sees why on the stream
-            lv.tick_mode = "manual"
-            lv.publish("error", {"detail": f"auto tick stopped: {type(exc).__name__}: {exc}"})
-            return
-        try:
-            await asyncio.wait_for(lv.stop.wait(), timeout=interval_s)
-        except asyncio.TimeoutError:
-            pass
+    """One tick of ``lv`` alone, published (``Ticker.tick_once``)."""
+    return await hub.ticker.tick_once(lv)
 
 
 def start_auto(hub: Hub, lv: LiveArena, interval_ms: float) -> None:
-    lv.tick_mode = "auto"
-    lv.task = asyncio.get_running_loop().create_task(_auto(hub, lv, interval_ms / 1000.0))
+    hub.ticker.add(lv, interval_ms)
 
 
-async def stop_auto(lv: LiveArena) -> None:
-    """Stop auto ticks; the tick in flight (in its worker) finishes first."""
-    lv.stop.set()
-    if lv.task is not None and lv.task is not asyncio.current_task():
-        await asyncio.gather(lv.task, return_exceptions=True)
+async def stop_auto(hub: Hub, lv: LiveArena) -> None:
+    """Stop auto ticks; a tick in flight with this arena (in its worker) finishes first."""
+    await hub.ticker.remove(lv)
+
+
+def _perturb(a: Arena, target) -> dict[str, Any]:
+    fired = a.perturb(target)
+    if a.out_dir is not None:  # the owner event line is durable before the route answers
+        sync_files([a.out_dir / "turns.jsonl"])
+    return fired
 
 
 @router.post("", response_model=M.Created, summary="Create an arena; returns all keys")
@@ -84,7 +55,8 @@ async def create(body: M.CreateArena, hub: Hub = Depends(hub_of)):
     def make() -> Arena:
         arena = Arena(body.config(), seed=seed, no_talk=no_talk, pact_slots=body.pactSlots, turns=body.turns,
                       arena_id=arena_id, out_dir=hub.root / arena_id, perturbable=body.perturbable,
-                      operator=hub.operator, governance_agent=body.governanceAgent)
+                      operator=hub.operator, governance_agent=body.governanceAgent,
+                      fsync=False)  # the ticker syncs each tick's lines (durable.py)
         hub.write_auth(arena_id, hashes)  # only once the config is valid: a refused create leaves nothing
         return arena
 
@@ -126,7 +98,7 @@ async def tick(acc: Access = Depends(owner), hub: Hub = Depends(hub_of)):
              summary="Fire a perturbation (bare spec, {spec} or {specId})")
 async def perturb(body: M.Perturb, acc: Access = Depends(owner)):
     lv = acc.live
-    fired = await lv.run(lv.arena.perturb, body.target())
+    fired = await lv.run(_perturb, lv.arena, body.target())
     lv.publish("perturbation", fired)
     return fired
 
@@ -141,11 +113,11 @@ async def close(acc: Access = Depends(owner), hub: Hub = Depends(hub_of)):
     lv = acc.arena
     if lv.arena.status == "waiting":
         raise HTTPException(409, "status: the arena never started")
-    await stop_auto(lv)
+    await stop_auto(hub, lv)
     if lv.arena_id not in hub.live:  # the last auto tick closed it
         return hub.on_disk(lv.arena_id).summary()
     summ = await lv.run(lv.arena.close)
-    _finish(hub, lv, summ)
+    hub.finish(lv, summ)
     return summ
 
 
@@ -153,11 +125,11 @@ async def close(acc: Access = Depends(owner), hub: Hub = Depends(hub_of)):
 async def delete(acc: Access = Depends(owner), hub: Hub = Depends(hub_of)):
     a = acc.arena
     if isinstance(a, LiveArena):
-        await stop_auto(a)
+        await stop_auto(hub, a)
         summ = None
         if a.arena.status == "running":
             summ = await a.run(a.arena.close)
-        _finish(hub, a, summ or {"arenaId": a.arena_id, "status": "closed"}, deleted=True)
+        hub.finish(a, summ or {"arenaId": a.arena_id, "status": "closed"}, deleted=True)
     hub.delete_folder(a.arena_id)
     return {"deleted": a.arena_id}
 

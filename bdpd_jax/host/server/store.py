@@ -20,6 +20,7 @@ from bdpd_jax.host.operator import Operator
 from bdpd_jax.host.persist import atomic_write_json, read_jsonl
 from bdpd_jax.host.replay import turn_records
 from bdpd_jax.host.server.live import LiveArena, Workers, role_of
+from bdpd_jax.host.server.ticker import Ticker
 
 _SAFE_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
@@ -47,10 +48,12 @@ class DiskArena:
 
 
 class Hub:
-    """Live arenas by id, the worker threads that run their kernels, and the arena folders."""
+    """Live arenas by id, the worker threads that run their kernels, the auto-tick scheduler
+    (``ticker``: arenas sharing a compiled game ticked in groups unless ``group_ticks=False``)
+    and the arena folders."""
 
     def __init__(self, root: str | Path, *, workers: int = 2, no_talk: bool = False,
-                 operator: Operator | None = None) -> None:
+                 operator: Operator | None = None, group_ticks: bool = True) -> None:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self.live: dict[str, LiveArena] = {}
@@ -58,6 +61,7 @@ class Hub:
         self.executor = self.workers.executor
         self.no_talk = no_talk
         self.operator = operator if operator is not None else Operator()
+        self.ticker = Ticker(self.workers, self.finish, grouping=group_ticks)
 
     def folder(self, arena_id: str) -> Path | None:
         """The folder of ``arena_id`` (None for an id that is not a plain name)."""
@@ -75,6 +79,13 @@ class Hub:
     def evict(self, arena_id: str) -> None:
         """A closed arena leaves memory; its folder stays for /history."""
         self.live.pop(arena_id, None)
+        self.ticker.forget(arena_id)
+
+    def finish(self, lv: LiveArena, summary: dict[str, Any], **extra: Any) -> None:
+        """The arena is closed: tell the streams, end them, free the memory."""
+        lv.publish("arena_closed", {**summary, **extra})
+        lv.end_streams()
+        self.evict(lv.arena_id)
 
     def on_disk(self, arena_id: str) -> DiskArena | None:
         if arena_id in self.live:
@@ -113,6 +124,7 @@ class Hub:
 
     def shutdown(self) -> None:
         self.workers.shutdown()
+        self.ticker.shutdown()
 
 
 __all__ = ["Hub", "DiskArena"]
