@@ -54,9 +54,10 @@ class Layer:
         return state, ctx, {}
 
 
-def has_prewrite(layer: Layer) -> bool:
-    """Whether the layer defines start-of-turn writes (static)."""
-    return type(layer).prewrite is not Layer.prewrite
+def has_hook(layer: Layer, hook: str) -> bool:
+    """Whether the layer defines ``hook`` itself (static), rather than inheriting the
+    base's no-op: every :class:`Layer` has every hook, so ``hasattr`` says nothing."""
+    return getattr(type(layer), hook) is not getattr(Layer, hook)
 
 
 def effective_params(game, state, params):

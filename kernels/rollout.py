@@ -30,8 +30,8 @@ import jax.numpy as jnp
 
 from .game import Game
 from .params import Params
-from .state import ArenaState
-from .layers import has_prewrite
+from .state import ArenaState, still_playing
+from .layers import has_hook
 from .turn import play, prepare, prewrite, prewrite_busy
 
 BATCH_AXIS = -1
@@ -76,7 +76,7 @@ def run_turns(
         def go(c):
             i, st, z, _ = c
             st, z = body((st, z), None)[0]
-            return i + 1, st, z, jnp.any(~st.collapsed & (st.turn < params.max_turns))
+            return i + 1, st, z, jnp.any(still_playing(st, params))
 
         start = (jnp.zeros((), jnp.int32), *carry, jnp.ones((), bool))
         final = jax.lax.while_loop(lambda c: (c[0] < n_turns) & c[3], go, start)[1]
@@ -101,7 +101,7 @@ def _prewriter(game: Game):
     """The batched ``prewrite``: on a turn when no arena of the batch is busy the idle
     branch returns the state as it is (same numbers, no work): an exact shortcut taken at
     the edge, where the whole batch is visible (scripted pact writes happen on a few turns)."""
-    if not any(has_prewrite(layer) for layer in game.layers):
+    if not any(has_hook(layer, "prewrite") for layer in game.layers):
         return lambda keys, st, params: st
     full = jax.vmap(partial(prewrite, game))
     any_busy = jax.vmap(partial(prewrite_busy, game))
