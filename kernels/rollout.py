@@ -1,23 +1,19 @@
 """Runs of many arenas over many turns: ``jax.vmap`` over arenas inside ``jax.lax.scan``.
 
-At the API the batch axis is the LAST axis of every leaf (per-player arrays are N x B).
-Inside a scan the batch goes FIRST: ``vmap(in_axes=-1)`` makes XLA insert a transpose and
-copy around every op that mixes a per-arena scalar with a per-player array (selects,
-broadcasts), each turn; moving the axis once per chunk removed them and ran the turn 1.8x
-faster (bench/README.md).
+Each turn is ``turn.play`` (the one composition of a turn's phases, kernels/turn.py), with
+three choices of layout that keep the same numbers and make the batch fast (figures in
+bench/README.md, "Why the rollout is laid out so"):
 
-Turn t + 1's observation noise depends on the key and the turn alone; it is drawn at the
-end of turn t and carried (``turn.prepare``): a value carried by the loop is materialised,
-whereas computed inside the turn XLA:CPU fused it into every consumer and re-ran it once
-per use (4 conservative players: the hash and ``erfinv`` re-run per use of the observed
-stock, 2.5 ms per turn in that fusion instead of 0.26). The numbers are the ones the turn
-computes itself.
-
-The layers' start-of-turn writes (``turn.prewrite``: scripted pact writes) are applied to
-the carried state before each turn under one ``lax.cond`` for the whole batch, which skips
-them on turns when no arena is busy (an exact shortcut). The cond's result replaces the
-state's own table, so the idle branch costs no copy (carried next to the state, as a
-separate value, the table was copied twice a turn).
+- At the API the batch axis is the LAST axis of every leaf (per-player arrays are N x B);
+  inside the scan it goes FIRST (``vmap(in_axes=-1)`` made XLA transpose around every op
+  mixing a per-arena scalar with a per-player array).
+- Turn t + 1's observation noise depends on the key and the turn alone; it is drawn at the
+  end of turn t and carried (``turn.prepare``): a carried value is materialised, where
+  XLA:CPU re-ran it inside every consumer. The numbers are the ones the turn computes itself.
+- The layers' start-of-turn writes (``turn.prewrite``: scripted pact writes) are applied to
+  the carried state before each turn under one ``lax.cond`` for the whole batch, which skips
+  them on turns when no arena is busy (an exact shortcut); the cond's result replaces the
+  state's own table, so the idle branch copies nothing.
 """
 
 from __future__ import annotations
