@@ -56,6 +56,10 @@ class Layer:
         return state, ctx, {}
 
 
+#: the hooks a layer may define (each with a no-op default on :class:`Layer`)
+HOOKS = ("init", "effective_params", "prewrite", "busy", "begin", "act", "after_harvest")
+
+
 def has_hook(layer: Layer, hook: str) -> bool:
     """Whether the layer defines ``hook`` itself (static), rather than inheriting the
     base's no-op: every :class:`Layer` has every hook, so ``hasattr`` says nothing."""
