@@ -28,6 +28,7 @@ import numpy as np
 from .kernels import rng
 from .kernels.game import Game
 from .kernels.rollout import init_batch, run_turns
+from .kernels.state import still_playing
 
 TRACES: dict[str, int] = {"run": 0, "init": 0}
 # Arena-turns the chunk programs were given (batch width x chunk length; without history a
@@ -83,7 +84,7 @@ def to_numpy(tree):
 
 @jax.jit
 def _ended(state, params) -> jax.Array:
-    return state.collapsed | (state.turn >= params.max_turns)
+    return ~still_playing(state, params)
 
 
 @jax.jit

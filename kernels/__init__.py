@@ -9,9 +9,10 @@ from .game import Game
 from .params import OBS_VARS, ObsParams, Params, PlayerParams
 from .policies import BUILTINS, Policy
 from .state import ArenaState, TurnRecord
-from .turn import decide, play, step
+from .turn import act, decide, decide_phase, play, step, step_phase
 
 __all__ = [
     "ArenaState", "BUILTINS", "Game", "OBS_VARS", "ObsParams", "Params", "PlayerParams", "Policy",
-    "TurnRecord", "decide", "engines", "metrics", "observe", "play", "policies", "rng", "schedule", "step",
+    "TurnRecord", "act", "decide", "decide_phase", "engines", "metrics", "observe", "play", "policies", "rng",
+    "schedule", "step", "step_phase",
 ]

@@ -1,5 +1,5 @@
 """What a player submits in one turn: a harvest request and, on the talk channel, an
-announcement. ``step`` accepts this pytree or a bare float[N] of requests."""
+announcement. One type from the decide side to the step (kernels/turn.py)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,13 @@ def of(requests: jax.Array) -> Actions:
     """Actions with no announcement."""
     r = jnp.asarray(requests)
     return Actions(requests=r, announced=jnp.full(r.shape, jnp.nan, r.dtype))
+
+
+def as_actions(x: Actions | jax.Array) -> Actions:
+    """The public ``turn.step``'s one coercion: Actions as given; a bare float[N] of requests
+    (a caller with requests only) is Actions with no announcement. Inside the turn only
+    Actions flow."""
+    return x if isinstance(x, Actions) else of(x)
 
 
 def announcement(x: jax.Array) -> jax.Array:

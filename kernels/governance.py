@@ -36,6 +36,7 @@ from .actions import Actions
 from .layers import Layer
 from .barrier import materialize
 from .metrics import over_share
+from .state import still_playing
 
 NAME = "governance"
 
@@ -86,7 +87,7 @@ class GovernanceLayer(Layer):
         if not self.registry:
             return state
         gs: GovState = state.extra[NAME]
-        live = ~state.collapsed & (state.turn < params.max_turns)
+        live = still_playing(state, params)
         new = T.registry_writes(params.extra[NAME].talk, gs.pacts, turn, self.scripted)
         pk = jax.tree_util.tree_map(lambda a, b: jnp.where(live, a, b), new, gs.pacts)
         return dataclasses.replace(state, extra={**state.extra, NAME: dataclasses.replace(gs, pacts=pk)})

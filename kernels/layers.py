@@ -1,7 +1,9 @@
 """Optional turn layers (governance, perturbations): the turn calls them, never their rules.
 
 A layer is a static object on ``Game.layers`` with a name and its hooks (prewrite, begin,
-act, after_harvest), each written for one arena. Its dynamic numbers live in
+act, after_harvest), each written for one arena. Every hook has a no-op default here;
+:func:`has_hook` says whether a layer defines one (the only test of it: the turn runs
+``act`` and the rollout's prewrite cond only for layers that do). Its dynamic numbers live in
 ``params.extra[name]``, its state in ``state.extra[name]`` and its per-turn output in
 ``record.extra[name]["begin"]`` (begin hook) and ``["end"]`` (after the harvest).
 """
@@ -54,9 +56,14 @@ class Layer:
         return state, ctx, {}
 
 
-def has_prewrite(layer: Layer) -> bool:
-    """Whether the layer defines start-of-turn writes (static)."""
-    return type(layer).prewrite is not Layer.prewrite
+#: the hooks a layer may define (each with a no-op default on :class:`Layer`)
+HOOKS = ("init", "effective_params", "prewrite", "busy", "begin", "act", "after_harvest")
+
+
+def has_hook(layer: Layer, hook: str) -> bool:
+    """Whether the layer defines ``hook`` itself (static), rather than inheriting the
+    base's no-op: every :class:`Layer` has every hook, so ``hasattr`` says nothing."""
+    return getattr(type(layer), hook) is not getattr(Layer, hook)
 
 
 def effective_params(game, state, params):

@@ -277,7 +277,7 @@ def caps(pacts: Pacts, last_mean: jax.Array, has_last: jax.Array) -> list[jax.Ar
     turn's group mean is unknown when deciding). Without a last turn the group mean is taken
     as +inf, which leaves no_aggression unbounded and harvest_cap at maxHarvest. One value
     per player, so that under vmap each is contiguous over the batch (XLA:CPU vectorises
-    those; on [B, N] with N inner it ran scalar loops, 2x slower). Many players: float[N]
+    those; bench/README.md, "Governance benchmark"). Many players: float[N]
     (kernels/unroll.py); many slots: the least limit by one reduction (min is exact)."""
     mean = jnp.where(has_last, last_mean, jnp.inf)
     lim = limits(pacts, TurnContext(group_mean=mean))

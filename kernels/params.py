@@ -70,8 +70,8 @@ def fdtype() -> jnp.dtype:
 
 def farr(x: Any) -> jax.Array:
     """x as the float dtype in force. Host numbers (config values) become numpy arrays: the
-    params of a sweep are built once per distinct value, and a numpy conversion costs ~1 us
-    where a jax one dispatches an op (~0.1 ms); jit takes either. Traced values stay jax."""
+    params of a sweep are built once per distinct value, and a numpy conversion costs far
+    less than a jax op dispatch (bench/README.md); jit takes either. Traced values stay jax."""
     if isinstance(x, jax.Array):
         return jnp.asarray(x, dtype=fdtype())
     return np.asarray(x, dtype=fdtype())

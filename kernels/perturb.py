@@ -46,6 +46,7 @@ from .layers import Layer
 from .metrics import gini
 from .observe import env_values
 from .params import ENV_VARS, farr
+from .state import still_playing
 from . import perturb_types as _builtin  # noqa: F401  (the eight built-in types register on import)
 from .perturb_registry import ALL, View, perturbation_type, supported, type_code, type_names
 
@@ -136,7 +137,7 @@ class PerturbLayer(Layer):
     def begin(self, game, key, turn, state, params):
         pp: PerturbParams = params.extra[self.name]
         mine = state.extra[self.name]
-        live = ~state.collapsed & (state.turn < params.max_turns)
+        live = still_playing(state, params)
         if self.n_slots == 0:
             return state, {}
         vals = trigger_values(game, state, self.effective_params(game, state, params))

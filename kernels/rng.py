@@ -110,7 +110,7 @@ def normal(key, turn, player, purpose: int, shape=(), generator: Generator = "ha
     """Standard normal draws by inversion of the normal CDF: z = sqrt(2) erfinv(2u - 1).
 
     Exact in distribution up to float rounding (one uniform per draw, tails to |z| ~ 5.4 in
-    float32); measured 2x cheaper than Box-Muller on CPU (bench/README.md).
+    float32); cheaper than Box-Muller on CPU (bench/README.md, "Random numbers").
     """
     dtype = dtype or jnp.result_type(float)
     u = uniform(key, turn, player, purpose, shape, generator, dtype)

@@ -1,23 +1,19 @@
 """Runs of many arenas over many turns: ``jax.vmap`` over arenas inside ``jax.lax.scan``.
 
-At the API the batch axis is the LAST axis of every leaf (per-player arrays are N x B).
-Inside a scan the batch goes FIRST: ``vmap(in_axes=-1)`` makes XLA insert a transpose and
-copy around every op that mixes a per-arena scalar with a per-player array (selects,
-broadcasts), each turn; moving the axis once per chunk removed them and ran the turn 1.8x
-faster (bench/README.md).
+Each turn is ``turn.play`` (the one composition of a turn's phases, kernels/turn.py), with
+three choices of layout that keep the same numbers and make the batch fast (figures in
+bench/README.md, "Why the rollout is laid out so"):
 
-Turn t + 1's observation noise depends on the key and the turn alone; it is drawn at the
-end of turn t and carried (``turn.prepare``): a value carried by the loop is materialised,
-whereas computed inside the turn XLA:CPU fused it into every consumer and re-ran it once
-per use (4 conservative players: the hash and ``erfinv`` re-run per use of the observed
-stock, 2.5 ms per turn in that fusion instead of 0.26). The numbers are the ones the turn
-computes itself.
-
-The layers' start-of-turn writes (``turn.prewrite``: scripted pact writes) are applied to
-the carried state before each turn under one ``lax.cond`` for the whole batch, which skips
-them on turns when no arena is busy (an exact shortcut). The cond's result replaces the
-state's own table, so the idle branch costs no copy (carried next to the state, as a
-separate value, the table was copied twice a turn).
+- At the API the batch axis is the LAST axis of every leaf (per-player arrays are N x B);
+  inside the scan it goes FIRST (``vmap(in_axes=-1)`` made XLA transpose around every op
+  mixing a per-arena scalar with a per-player array).
+- Turn t + 1's observation noise depends on the key and the turn alone; it is drawn at the
+  end of turn t and carried (``turn.prepare``): a carried value is materialised, where
+  XLA:CPU re-ran it inside every consumer. The numbers are the ones the turn computes itself.
+- The layers' start-of-turn writes (``turn.prewrite``: scripted pact writes) are applied to
+  the carried state before each turn under one ``lax.cond`` for the whole batch, which skips
+  them on turns when no arena is busy (an exact shortcut); the cond's result replaces the
+  state's own table, so the idle branch copies nothing.
 """
 
 from __future__ import annotations
@@ -30,8 +26,8 @@ import jax.numpy as jnp
 
 from .game import Game
 from .params import Params
-from .state import ArenaState
-from .layers import has_prewrite
+from .state import ArenaState, still_playing
+from .layers import has_hook
 from .turn import play, prepare, prewrite, prewrite_busy
 
 BATCH_AXIS = -1
@@ -76,7 +72,7 @@ def run_turns(
         def go(c):
             i, st, z, _ = c
             st, z = body((st, z), None)[0]
-            return i + 1, st, z, jnp.any(~st.collapsed & (st.turn < params.max_turns))
+            return i + 1, st, z, jnp.any(still_playing(st, params))
 
         start = (jnp.zeros((), jnp.int32), *carry, jnp.ones((), bool))
         final = jax.lax.while_loop(lambda c: (c[0] < n_turns) & c[3], go, start)[1]
@@ -101,7 +97,7 @@ def _prewriter(game: Game):
     """The batched ``prewrite``: on a turn when no arena of the batch is busy the idle
     branch returns the state as it is (same numbers, no work): an exact shortcut taken at
     the edge, where the whole batch is visible (scripted pact writes happen on a few turns)."""
-    if not any(has_prewrite(layer) for layer in game.layers):
+    if not any(has_hook(layer, "prewrite") for layer in game.layers):
         return lambda keys, st, params: st
     full = jax.vmap(partial(prewrite, game))
     any_busy = jax.vmap(partial(prewrite_busy, game))

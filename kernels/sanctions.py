@@ -82,8 +82,7 @@ def counts(violated: jax.Array, term: jax.Array, n_terms: int) -> list[list[jax.
     """This turn's violations per (termType, player): [T][N] of int32[] (:func:`table` makes
     the array). violated: bool[P, N]. One value per pair rather than a [T, N] array: under
     vmap each is contiguous over the batch, and the governance state keeps them so
-    (an array [B, T, N] with N inner was read and written transposed, 0.2x of the plain
-    game's time; bench/README.md). Many players: the int32[T, N] array; many slots: the
+    (bench/README.md, "Governance benchmark"). Many players: the int32[T, N] array; many slots: the
     sum over slots as one reduction (kernels/unroll.py)."""
     n_slots, n = violated.shape
     if not (unroll.players(n) and unroll.slots(n_slots)):

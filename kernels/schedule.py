@@ -57,9 +57,8 @@ def get_scheduler(name: str) -> Callable:
 
 def _players(x: jax.Array) -> list[jax.Array] | jax.Array:
     # Per player, one value per arena: under vmap each is contiguous over the batch, which
-    # XLA:CPU vectorises; on the [B, N] array (N = 4 inner) the rationing and the wealth
-    # update ran as short scalar loops, 2.5x slower (bench/README.md). Many players: the
-    # array itself (kernels/unroll.py).
+    # XLA:CPU vectorises (bench/README.md, "Layout"). Many players: the array itself
+    # (kernels/unroll.py).
     return [x[i] for i in range(x.shape[0])] if unroll.players(x.shape[0]) else x
 
 

@@ -23,6 +23,12 @@ class ArenaState(eqx.Module):
     extra: dict  # optional layers' state (governance, perturbations), keyed by layer name
 
 
+def still_playing(state: ArenaState, params) -> jax.Array:
+    """bool[]: whether the arena plays its next turn (not collapsed, ``max_turns`` not
+    reached); an arena that has ended is frozen (kernels/turn.py)."""
+    return ~state.collapsed & (state.turn < params.max_turns)
+
+
 class TurnRecord(eqx.Module):
     """What one turn of one arena reports (stacked over turns by the scan)."""
 

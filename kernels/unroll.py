@@ -1,10 +1,9 @@
 """Unrolled or array form over players and pact slots: a static choice by the axis' length.
 
 Written per player (one value per arena per op, unrolled over the static player count), a
-turn's work is contiguous over the batch under vmap, which XLA:CPU vectorises: 2x faster at
-N = 4 than a [B, N] array with a short inner axis (bench/README.md). But the program grows
-with N (and with N x P for the pact tables): 256 players took 60 s and 7.7 GB to compile.
-Above a threshold the kernels use the array form over that axis instead: the same
+turn's work is contiguous over the batch under vmap, which XLA:CPU vectorises better than a
+[B, N] array with a short inner axis; but the program grows with N (and with N x P for the
+pact tables), and so does its compile (figures: bench/README.md, "Many players"). Above a threshold the kernels use the array form over that axis instead: the same
 operations on [N] (or [P], [P, N]) arrays, where the axis is long enough to vectorise on its
 own. The numbers are the same in both forms (tests/test_unroll.py).
 
@@ -17,11 +16,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Iterator
 
-# Chosen by measurement (bench/players.py --forms / --slot-forms; bench/README.md), both
-# forms compiled in one process and their runs alternated. Players: the unrolled form ran
-# 1.3x faster at N = 8 and 1.05x at 12; the array form 1.0-1.3x faster at 16 and 2.4x at 32,
-# and compiled in half the time from 16 on. Slots (4 players): even at P = 4, the array
-# form 1.4x faster at 8 and 2.6x at 16.
+# Chosen by measurement (bench/players.py --forms / --slot-forms; the table in bench/README.md).
 #: the longest player axis written unrolled; more players use the array form
 MAX_PLAYERS = 12
 #: the most pact slots written unrolled; more slots use the array form

@@ -1,28 +1,25 @@
 """The two compiled kernel programs a live turn is cut into, batched over arenas.
 
-A batched turn is ``play = prewrite -> begin -> decide -> step`` in one program. A live turn must stop
-between decide and step to ask the external players, so it is two programs, both
-``jax.vmap``-ed over the trailing batch axis (kernels/rollout.py's ``batched``) and jitted
-once per :class:`~bdpd_jax.kernels.game.Game`:
+A batched turn is ``kernels.turn.play = decide_phase -> step_phase`` in one program. A live
+turn must stop between the two to ask the external players, so it is two programs that call
+the same two kernel phases (the order of a turn is written once, in kernels/turn.py), both
+jitted once per :class:`~bdpd_jax.kernels.game.Game`. Both take and return trailing-batch-axis
+arrays and vmap over a leading axis inside (``batch_first``), as
+``kernels.rollout.run_turns`` does inside its scan.
 
-Both programs take and return trailing-batch-axis arrays and vmap over a leading axis
-inside (``batch_first``), as ``kernels.rollout.run_turns`` does inside its scan.
-
-* ``decide_phase(keys, state, params)`` -> the state after the layers' start-of-turn
-  writes (``kernels.turn.prewrite``: the builtins' scripted pact writes) and the begin hooks
-  (perturbations), the begin records, every player's observation, (governance layer only)
-  the pact table after the builtins' scripted talk of the turn, on which the host writes
-  the tools, and the turn's ``kernels.turn.prepare`` (noise draws) computed from the state
-  before the turn, as the batched rollout carries it into the turn.
-  External players sit on the :data:`EXTERNAL` placeholder policy, which asks for nothing.
+* ``decide_phase(keys, state, params)`` -> ``kernels.turn.decide_phase``'s state (after the
+  layers' start-of-turn writes and begin hooks) and begin records, every player's
+  observation, (governance layer only) the pact table after the builtins' scripted talk of
+  the turn, on which the host writes the tools, and the turn's ``kernels.turn.prepare``
+  (noise draws) computed from the state before the turn, as the batched rollout carries it
+  into the turn. External players sit on the :data:`EXTERNAL` placeholder policy, which
+  asks for nothing.
 * ``step_phase(keys, begun_state, begun, ext, ext_req, ext_ann, pacts, ahead, params)`` ->
-  (state, record): the builtins decide again (same values; it keeps decide -> step one
-  program, fused and rounded as in ``play``), external players' requests and
-  announcements replace the placeholders where ``ext`` is set, the host's pact table (after
-  the tool writes) replaces the kernel's, ``ahead`` enters as a program argument (in memory,
-  as the rollout's carry does, so XLA fuses and rounds the observation alike), and ONE ``kernels.turn.step`` runs, with the same
-  ``redecide`` hook as ``play`` (the sequential scheduler re-asks built-in players; external
-  players are served as submitted). The record is merged with the begin records like ``play``.
+  (state, record): ``kernels.turn.step_phase`` with the external players' requests and
+  announcements where ``ext`` is set and the host's pact table (after the tool writes) as a
+  ``kernels.turn.External``. The builtins decide again (same values; it keeps decide -> step
+  one program, fused and rounded as in ``play``); ``ahead`` enters as a program argument
+  (in memory, as the rollout's carry does, so XLA fuses and rounds the observation alike).
 
 With no external player the programs compute exactly what ``play`` computes, so a live arena
 equals a batched one bit for bit (tests/host/test_host_arena.py).
@@ -43,7 +40,7 @@ from bdpd_jax.kernels.layers import effective_params
 from bdpd_jax.kernels.observe import observe
 from bdpd_jax.kernels.policies import Policy
 from bdpd_jax.kernels.rollout import batched
-from bdpd_jax.kernels.turn import begin, decide, prepare, prewrite, redecider, step, with_begin
+from bdpd_jax.kernels.turn import External, decide_phase, prepare, step_phase
 
 
 def _external_fn(obs, memory, key):
@@ -61,8 +58,7 @@ def has_governance(game: Game) -> bool:
 
 def _decide_phase(game: Game, key, state, params):
     ahead = prepare(game, key, state, params)  # what the rollout carries into this turn
-    state = prewrite(game, key, state, params)  # as the rollout applies before the turn
-    state_b, begun = begin(game, key, state, params)
+    state_b, begun = decide_phase(game, key, state, params)
     obs = observe(game, key, state_b, effective_params(game, state_b, params), ahead["noise"])
     pacts_d = None
     if has_governance(game):  # the table after the builtins' scripted talk of this turn
@@ -71,30 +67,15 @@ def _decide_phase(game: Game, key, state, params):
 
 
 def _step_phase(game: Game, key, state_b, begun, ext, ext_req, ext_ann, pacts, ahead, params):
-    # The builtins' decisions are recomputed here (same key, same state: the same values as
-    # the decide phase's) so that the whole of decide -> step is one program, as in ``play``:
-    # XLA then fuses (and rounds, FMA contraction included) the turn as the batched run does.
-    redecide_play = redecider(game, key, state_b, params, ahead)
-    acts, state_d = decide(game, key, state_b, params, ahead)
-    if isinstance(acts, Actions):
-        k_req, k_ann = acts.requests, acts.announced
-    else:
-        k_req, k_ann = acts, jnp.full(acts.shape, jnp.nan, acts.dtype)
-    if pacts is not None:
-        gs = state_d.extra[GOV]
-        state_d = dataclasses.replace(state_d, extra={**state_d.extra, GOV: dataclasses.replace(gs, pacts=pacts)})
-    dt = k_req.dtype
-    ext_req = jnp.asarray(ext_req, dt)
-    ext_ann = jnp.asarray(ext_ann, dt)
-    kred = redecide_play
-
-    def redecide(es, p):
-        r, mem = kred(es, p)
-        return jnp.where(ext[p], ext_req[p], r), mem
-
-    acts = Actions(requests=jnp.where(ext, ext_req, k_req), announced=jnp.where(ext, ext_ann, k_ann))
-    state, record = step(game, key, state_d, acts, params, redecide=redecide)
-    return state, with_begin(record, begun)
+    # The builtins' decisions are recomputed in ``step_phase`` (same key, same state: the
+    # same values as the decide phase's) so that the whole of decide -> step is one program,
+    # as in ``play``: XLA then fuses (and rounds, FMA contraction included) the turn as the
+    # batched run does.
+    extra = {}
+    if pacts is not None:  # the host's table (after the tool writes) replaces the kernel's
+        extra[GOV] = dataclasses.replace(state_b.extra[GOV], pacts=pacts)
+    external = External(mask=ext, actions=Actions(requests=ext_req, announced=ext_ann), extra=extra)
+    return step_phase(game, key, state_b, begun, params, ahead, external)
 
 
 def _front(tree):

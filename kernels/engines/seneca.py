@@ -94,7 +94,7 @@ def _fixed_steps(y0: jax.Array, p: SenecaParams) -> tuple[jax.Array, jax.Array]:
 
     The same arithmetic as ``diffeqsolve`` with ``ConstantStepSize`` without its
     ``while_loop``: under vmap a per-arena ``t1`` makes that loop batched, and its per-step
-    select over the whole loop state cost 15-25x the step itself (bench/README.md).
+    select over the whole loop state costs more than the step (bench/README.md).
     """
     solver = SOLVERS[p.solver]()
     term = diffrax.ODETerm(vector_field)
@@ -124,8 +124,8 @@ def _tableau_steps(y0: jax.Array, p: SenecaParams) -> tuple[jax.Array, jax.Array
     tableau (``diffrax.Tsit5.tableau``, ...), its stages unrolled in Python.
 
     diffrax's own RK step loops over stages with ``lax.scan`` and small products that XLA
-    does not fuse; unrolled, the stages fuse into a few kernels (18-60x faster here, see
-    bench/README.md). Same coefficients, so the same method and order.
+    does not fuse; unrolled, the stages fuse into a few kernels (faster: bench/README.md).
+    Same coefficients, so the same method and order.
     """
     tab = SOLVERS[p.solver].tableau
     a = [jnp.asarray(row, y0.dtype) for row in tab.a_lower]
