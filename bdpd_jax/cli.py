@@ -99,7 +99,7 @@ def run(
     from rich.table import Table
 
     import bdpd_jax
-    from bdpd_jax.config import ArenaConfig, default_config
+    from bdpd_jax.config.game import ArenaConfig, default_config
 
     enable_compile_cache()
     console = Console()
@@ -109,7 +109,7 @@ def run(
             raise ValueError(f"config: {str(config)!r} is a directory, not a JSON file")
         cfg = default_config() if config is None else ArenaConfig.load(config)
         if no_talk:
-            from bdpd_jax.governance_config import without_talk
+            from bdpd_jax.config.governance import without_talk
 
             cfg = without_talk(cfg)
         t0 = time.perf_counter()
@@ -149,17 +149,17 @@ def sweep(
     devices: Optional[int] = typer.Option(None, "--devices", help="Local devices to shard over (default: all)"),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace a different sweep already in --out"),
 ) -> None:
-    """Run a parameter sweep chunk by chunk into --out (bdpd_jax/sweep_spec.py)."""
+    """Run a parameter sweep chunk by chunk into --out (bdpd_jax/sweeps/sweep_file.py)."""
     from rich.console import Console
 
-    from bdpd_jax.sweep_spec import load_spec, run_spec
+    from bdpd_jax.sweeps.sweep_file import load_sweep_file, run_sweep_file
 
     enable_compile_cache()
     console = Console()
     try:
-        sp = load_spec(spec)
+        sp = load_sweep_file(spec)
         t0 = time.perf_counter()
-        r = run_spec(sp, out, progress=True, devices=devices, client=scheduler, overwrite=overwrite)
+        r = run_sweep_file(sp, out, progress=True, devices=devices, client=scheduler, overwrite=overwrite)
     except (ValueError, OSError) as e:
         raise fail(e)
     console.print(

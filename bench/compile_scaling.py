@@ -1,5 +1,5 @@
 """Compile time and peak memory of a live arena's create + start + first tick, against the
-number of players and of pact slots (issue 14 item 3: the bounds in bdpd_jax/limits.py).
+number of players and of pact slots (issue 14 item 3: the bounds in bdpd_jax/config/limits.py).
 
 Each point runs in a fresh process (no warm jit caches, no persistent compile cache): N-1
 builtin players plus one scripted external player, so the arena has the tools and the

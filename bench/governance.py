@@ -20,10 +20,10 @@ import time
 import jax
 import numpy as np
 
-from bdpd_jax.build import broadcast_batch, build
-from bdpd_jax.config import ArenaConfig
+from bdpd_jax.build.game import broadcast_batch, build
+from bdpd_jax.config.game import ArenaConfig
 
-sim = importlib.import_module("bdpd_jax.simulate")
+sim = importlib.import_module("bdpd_jax.run.simulate")
 
 PLAIN = {
     "model": {"maxPlayers": 4, "minPlayers": 4, "maxTurns": 100},

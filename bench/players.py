@@ -66,9 +66,9 @@ def compiled(n: int, slots: int, b: int, turns: int):
     import jax
     import numpy as np
 
-    from bdpd_jax.build import broadcast_batch, build
+    from bdpd_jax.build.game import broadcast_batch, build
     from bdpd_jax.kernels.rollout import init_batch, run_turns
-    from bdpd_jax.simulate import arena_keys
+    from bdpd_jax.run.simulate import arena_keys
 
     game, params = build(config(n, turns, slots), governance={"pact_slots": slots} if slots else None)
     pb = broadcast_batch(params, b)

@@ -64,7 +64,7 @@ def worker(n_devices: int, case: str, scale: float, repeat: int) -> dict:
     import jax
 
     jax.config.update("jax_num_cpu_devices", n_devices)
-    from bdpd_jax.sweep import sweep
+    from bdpd_jax.sweeps.sweep import sweep
 
     assert len(jax.local_devices()) == n_devices
     c, g, replicates = config(), grid(case, scale), CASES[case][1]
@@ -83,7 +83,7 @@ def worker(n_devices: int, case: str, scale: float, repeat: int) -> dict:
 
 def loop(case: str, scale: float, n_points: int) -> dict:
     from bdpd_jax import simulate
-    from bdpd_jax.sweep import grid_points
+    from bdpd_jax.sweeps.sweep import grid_points
 
     c, table, replicates = config(), grid_points(grid(case, scale)), CASES[case][1]
     names = list(table.columns)

@@ -46,8 +46,8 @@ enable_compile_cache()
 import numpy as np  # noqa: E402
 
 import bdpd_jax  # noqa: E402
-from bdpd_jax.build import broadcast_batch, build  # noqa: E402
-from bdpd_jax.simulate import arena_keys, compiled_init, compiled_run  # noqa: E402
+from bdpd_jax.build.game import broadcast_batch, build  # noqa: E402
+from bdpd_jax.run.simulate import arena_keys, compiled_init, compiled_run  # noqa: E402
 
 
 PLAYED: dict[tuple[int, int], int] = {}
@@ -220,9 +220,9 @@ def bench_skip_seed(b: int = 16384, turns: int = 3000) -> dict:
     import functools
     import importlib
 
-    from bdpd_jax import runner
+    from bdpd_jax.run import runner
 
-    sim = importlib.import_module("bdpd_jax.simulate")
+    sim = importlib.import_module("bdpd_jax.run.simulate")
     cfg = seed_payload(turns)
     out = {}
     for name, skip, chunk in (("skip", True, None), ("full", False, 1000)):
@@ -250,7 +250,7 @@ def bench_skip_mixed(b: int = 16384, turns: int = 3000) -> dict:
     (interleaved)."""
     import pandas as pd
 
-    from bdpd_jax.sweep import run_points
+    from bdpd_jax.sweeps.sweep import run_points
 
     cfg = seed_payload(turns)
     cfg["players"] = [{"strategy": "aggressive", "intensity": 0.5, "privateResource": 30} for _ in range(4)]

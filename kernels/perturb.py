@@ -210,7 +210,7 @@ def layer_of(game) -> PerturbLayer:
 def apply_perturbation(game, state, spec: PerturbParams, params):
     """Fire one perturbation now, whatever its trigger (the owner's ``POST .../perturb``).
 
-    ``spec`` is one slot (scalar leaves; :func:`bdpd_jax.specs.compile_spec` makes it from a
+    ``spec`` is one slot (scalar leaves; :func:`bdpd_jax.config.perturbations.compile_spec` makes it from a
     config spec). Pure: returns ``(state, record)`` with ``record = {code, target, value}``;
     the slot's fired flag is not touched (owner firings are not deduplicated). Its type must
     be among the layer's static types (a ValueError at trace time otherwise is not possible

@@ -71,7 +71,7 @@ _PLUGINS: dict[str, PluginType] = {}
 
 def register_plugin(name: str, act, init=lambda game, pp: (), reasons: tuple[str, ...] = (), *, begin=None,
                     reserves_pact: bool = False) -> PluginType:
-    """Register a governance plugin type (the kernel side; bdpd_jax.plugins adds the config)."""
+    """Register a governance plugin type (the kernel side; bdpd_jax.config.plugins adds the config)."""
     if name in _PLUGINS:
         raise ValueError(f"type: plugin type {name!r} is already registered")
     pt = PluginType(name, init, act, tuple(reasons), begin, bool(reserves_pact))
@@ -108,7 +108,7 @@ class PluginLayer(Layer):
 
     def pact_slot(self, i: int, n_slots: int) -> int | None:
         """Plugin i's reserved pact slot: the last slots of the table, in plugin order
-        (bdpd_jax.governance_build adds them), or None."""
+        (bdpd_jax.build.governance adds them), or None."""
         reserving = [k for k, t in enumerate(self.types) if plugin_type(t).reserves_pact]
         return n_slots - len(reserving) + reserving.index(i) if i in reserving else None
 

@@ -29,12 +29,12 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from bdpd_jax.build import build  # noqa: E402
-from bdpd_jax.config import ArenaConfig  # noqa: E402
-from bdpd_jax.governance_build import stack_batch  # noqa: E402
+from bdpd_jax.build.game import build  # noqa: E402
+from bdpd_jax.config.game import ArenaConfig  # noqa: E402
+from bdpd_jax.build.governance import stack_batch  # noqa: E402
 from bdpd_jax.kernels.metrics import METRICS  # noqa: E402
 
-sim = importlib.import_module("bdpd_jax.simulate")
+sim = importlib.import_module("bdpd_jax.run.simulate")
 
 SIZE = int(os.environ.get("BDPD_STUDY_SIZE", "2000"))  # arenas per cell (CI: small)
 TURNS = 30

@@ -32,9 +32,9 @@ from pathlib import Path
 import jax.numpy as jnp
 import numpy as np
 
-from bdpd_jax.build import broadcast_batch, build
-from bdpd_jax.config import ArenaConfig
-from bdpd_jax.simulate import TRACES, arena_keys, run_batch
+from bdpd_jax.build.game import broadcast_batch, build
+from bdpd_jax.config.game import ArenaConfig
+from bdpd_jax.run.simulate import TRACES, arena_keys, run_batch
 
 SIZE = int(os.environ.get("BDPD_STUDY_SIZE", 1024))  # arenas per strategy table
 TURNS, EVERY, CHUNK = 3000, 10, 1000  # turns, record every k-th turn, turns per compiled chunk

@@ -29,9 +29,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from bdpd_jax import default_config
-from bdpd_jax.build import broadcast_batch, build
-from bdpd_jax.config import ArenaConfig
-from bdpd_jax.simulate import TRACES, arena_keys, run_batch
+from bdpd_jax.build.game import broadcast_batch, build
+from bdpd_jax.config.game import ArenaConfig
+from bdpd_jax.run.simulate import TRACES, arena_keys, run_batch
 
 SIZE = int(os.environ.get("BDPD_STUDY_SIZE", 2000))  # arenas per grid point
 FACTORS = np.array([0.0, 0.25, 0.5, 0.625, 0.75, 0.875, 1.0])

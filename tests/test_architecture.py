@@ -212,8 +212,8 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
 
 
 def test_the_import_reader_sees_relative_and_type_checking_imports() -> None:
-    edges = {target for target, _, _ in _imports("bdpd_jax.sweep")}
-    assert "bdpd_jax.simulate" in edges  # written ``from .simulate import ...``
+    edges = {target for target, _, _ in _imports("bdpd_jax.sweeps.sweep")}
+    assert "bdpd_jax.run.simulate" in edges  # written ``from .simulate import ...``
     assert "bdpd_jax.host.arena_run" in {target for target, _, _ in _imports("bdpd_jax.host.records")}
     assert "bdpd_jax.host.arena_run" not in {t for t, _, _ in _imports("bdpd_jax.host.records", type_checking=False)}
 

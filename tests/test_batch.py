@@ -12,11 +12,11 @@ import pandas as pd
 import pytest
 
 import bdpd_jax
-from bdpd_jax.build import broadcast_batch, build
-from bdpd_jax.config import ArenaConfig
+from bdpd_jax.build.game import broadcast_batch, build
+from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.kernels import rng
 from bdpd_jax.kernels.turn import play
-from bdpd_jax.simulate import TRACES
+from bdpd_jax.run.simulate import TRACES
 
 
 @pytest.fixture(scope="module")

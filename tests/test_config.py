@@ -8,7 +8,7 @@ import math
 import pytest
 
 from bdpd_jax import ArenaConfig, simulate
-from bdpd_jax.config import default_config
+from bdpd_jax.config.game import default_config
 from payloads import MIXED_PLAYERS, SEED_LOGISTIC, SEED_SENECA
 
 
@@ -61,7 +61,7 @@ BAD = [
     ("model.collapseDie.successThreshold", 7, "successThreshold"),
     ("observability.nPlayers.resolution", "qualitative", "resolution"),
     ("observability.capitalStock", {"visible": True}, "capitalStock"),
-    # valid ranges (docs/semantics.md "Valid ranges", bdpd_jax/limits.py)
+    # valid ranges (docs/semantics.md "Valid ranges", bdpd_jax/config/limits.py)
     ("model.threshold", 151.0, "threshold"),
     ("model.regenRate", 1e39, "regenRate"),
     ("players.0.privateResource", 1e20, "privateResource"),
@@ -151,8 +151,8 @@ def test_run_arguments_are_checked_alike_by_simulate_sweep_and_spec(field, bad):
     """One rule (limits.check_run_args): every entry point refuses a bad run argument with
     the same message, before anything is built."""
     import bdpd_jax
-    from bdpd_jax.limits import check_run_args
-    from bdpd_jax.sweep_spec import load_spec
+    from bdpd_jax.config.limits import check_run_args
+    from bdpd_jax.sweeps.sweep_file import load_sweep_file
 
     with pytest.raises(ValueError) as ref:
         check_run_args(**{field: bad})
@@ -163,7 +163,7 @@ def test_run_arguments_are_checked_alike_by_simulate_sweep_and_spec(field, bad):
     if field not in ("replicates", "memory_budget"):
         calls.append(lambda: simulate(cfg, **{field: bad}))
     if field != "memory_budget":  # (a spec's size string is parsed first: its error quotes the string)
-        calls.append(lambda: load_spec({"config": cfg.model_dump(mode="json"), "grid": {"model.regenRate": [0.1]},
+        calls.append(lambda: load_sweep_file({"config": cfg.model_dump(mode="json"), "grid": {"model.regenRate": [0.1]},
                                         field: bad}))
     for call in calls:
         with pytest.raises(ValueError) as got:
@@ -172,7 +172,7 @@ def test_run_arguments_are_checked_alike_by_simulate_sweep_and_spec(field, bad):
 
 
 def test_run_size_estimate_names_what_to_change():
-    from bdpd_jax.limits import check_run_size, physical_memory
+    from bdpd_jax.config.limits import check_run_size, physical_memory
 
     big = physical_memory() // 100
     with pytest.raises(ValueError, match="history=False"):
@@ -197,7 +197,7 @@ def test_bad_policy_fields_are_refused_at_validation(kw, needle):
 
 def test_tick_interval_and_pact_slot_bounds():
     from bdpd_jax.host.arena import Arena
-    from bdpd_jax.limits import MAX_PACT_SLOTS, check_tick_interval
+    from bdpd_jax.config.limits import MAX_PACT_SLOTS, check_tick_interval
 
     for bad in (math.inf, 1e308, -1, "10", math.nan, True):
         with pytest.raises(ValueError, match="tickIntervalMs"):

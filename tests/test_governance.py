@@ -13,11 +13,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bdpd_jax.config import ArenaConfig
+from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.kernels import pacts as P
 from bdpd_jax.kernels import sanctions as S
 from bdpd_jax.kernels.metrics import METRICS, governance_metrics
-from bdpd_jax.simulate import simulate
+from bdpd_jax.run.simulate import simulate
 
 import reference_governance as R
 
@@ -307,9 +307,9 @@ def test_sweep_tolerance_ladder_regen_compiles_once():
 
     import importlib
 
-    sim = importlib.import_module("bdpd_jax.simulate")
-    from bdpd_jax.build import build
-    from bdpd_jax.governance_build import stack_batch
+    sim = importlib.import_module("bdpd_jax.run.simulate")
+    from bdpd_jax.build.game import build
+    from bdpd_jax.build.governance import stack_batch
 
     cells = []
     for tol in (0.0, 0.2):
@@ -375,9 +375,9 @@ def test_scripted_writes_skipped_batchwide_are_exact(monkeypatch):
     skips, field for field."""
     import dataclasses
 
-    from bdpd_jax.build import broadcast_batch, build
+    from bdpd_jax.build.game import broadcast_batch, build
     from bdpd_jax.kernels.governance import GovernanceLayer
-    from bdpd_jax.simulate import arena_keys, compiled_init, compiled_run
+    from bdpd_jax.run.simulate import arena_keys, compiled_init, compiled_run
 
     cfg = {
         "model": {"maxPlayers": 4, "minPlayers": 4, "maxTurns": 8},

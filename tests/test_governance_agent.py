@@ -20,14 +20,14 @@ from hypothesis import strategies as st
 
 import bdpd_jax
 import reference_governance as R
-from bdpd_jax.build import build
-from bdpd_jax.config import ArenaConfig
+from bdpd_jax.build.game import build
+from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.kernels import governance_agent as G
 from bdpd_jax.kernels import pacts as P
 from bdpd_jax.kernels import plugins as K
 from bdpd_jax.kernels.turn import play
-from bdpd_jax.plugins import PluginSpec, register_plugin
-from bdpd_jax.runner import arena_keys
+from bdpd_jax.config.plugins import PluginSpec, register_plugin
+from bdpd_jax.run.runner import arena_keys
 from payloads import MIXED_PLAYERS, SEED_LOGISTIC, SEED_SENECA
 
 N = 4
@@ -253,7 +253,7 @@ def test_regen_mandate_is_the_registrys_regen_set():
 def test_agent_numbers_sweep_in_one_compile():
     import importlib
 
-    sim = importlib.import_module("bdpd_jax.simulate")
+    sim = importlib.import_module("bdpd_jax.run.simulate")
     before = sim.TRACES["run"]
     sw = bdpd_jax.sweep(_cfg(turns=5), grid={"plugins[ga].cap": [0.8, 2.0], "plugins[ga].coop_below": [0.2, 0.9],
                                              "plugins[ga].regen": [0.05, 0.3], "plugins[ga].cooldown": [1, 3]},

@@ -48,7 +48,7 @@ def test_out_streams_parquet_parts(whole, tmp_path):
     pd.testing.assert_frame_equal(whole.players, res.players, check_dtype=False)
     back = bj.Results.from_parquet(tmp_path)
     pd.testing.assert_frame_equal(whole.turns, back.turns)
-    # GovSim totals need every turn in memory (bdpd_jax/govsim.py); streamed runs leave them out
+    # GovSim totals need every turn in memory (bdpd_jax/results/govsim.py); streamed runs leave them out
     gov = ["total_gain", "efficiency", "over_usage"]
     pd.testing.assert_frame_equal(whole.summary.drop(columns=gov, errors="ignore"),
                                   back.summary.drop(columns=gov, errors="ignore"), check_dtype=False)

@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 
 from bdpd_jax import simulate
-from bdpd_jax.build import broadcast_batch, build
-from bdpd_jax.config import ArenaConfig
+from bdpd_jax.build.game import broadcast_batch, build
+from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.kernels import rng
 from bdpd_jax.kernels.perturb import TYPES, apply_perturbation
 from bdpd_jax.kernels.turn import begin, decide, step
-from bdpd_jax.specs import compile_spec
+from bdpd_jax.config.perturbations import compile_spec
 from reference_perturb import RefPerturbArena
 from test_reference import draws, successes
 
@@ -218,7 +218,7 @@ def test_frame_round_trips_parquet(tmp_path):
 def test_size_by_timing_sweep_compiles_once():
     """Different shock sizes and turns are the same Game: one trace, one compiled program;
     and a batched sweep (params varying along the batch axis) runs through it too."""
-    from bdpd_jax.simulate import TRACES, arena_keys, run_batch
+    from bdpd_jax.run.simulate import TRACES, arena_keys, run_batch
 
     specs = lambda f, t: [spec("d", "regen_shock", {"factor": f}, turn=t)]  # noqa: E731
     simulate(config(specs(0.5, 3)), n_arenas=9, seed=0)

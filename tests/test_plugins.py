@@ -19,7 +19,7 @@ import reference_governance as R
 from bdpd_jax.host.arena import Arena
 from bdpd_jax.kernels import plugins as K
 from bdpd_jax.kernels import voluntary_sanction as V
-from bdpd_jax.plugins import PluginSpec, register_plugin
+from bdpd_jax.config.plugins import PluginSpec, register_plugin
 from payloads import MIXED_PLAYERS, SEED_LOGISTIC
 
 N = 4
@@ -137,7 +137,7 @@ def test_config_errors_name_the_field():
                             ([{**VS, "type": "nope"}], r"plugins\[0\].type"),
                             ([VS, VS], r"plugins\[1\].id")):
         with pytest.raises(ValueError, match=needle):
-            bdpd_jax.config.ArenaConfig.model_validate(_cfg(plugins))
+            bdpd_jax.config.game.ArenaConfig.model_validate(_cfg(plugins))
 
 
 # -- a plugin type registered in this file: the richest player pays to fine over-harvesters ----
@@ -212,7 +212,7 @@ def test_live_players_sanction_through_the_tool_under_the_same_rules():
 def test_plugin_numbers_sweep_in_one_compile():
     import importlib
 
-    sim = importlib.import_module("bdpd_jax.simulate")
+    sim = importlib.import_module("bdpd_jax.run.simulate")
     cfg = _cfg([{**VS, "sanctioner": "always"}], turns=6)
     before = sim.TRACES["run"]
     sw = bdpd_jax.sweep(cfg, grid={"plugins[vs].fine": [0.0, 4.0], "plugins[vs].cost": [0.1, 2.0]}, replicates=4)

@@ -48,7 +48,7 @@ def test_policy_memory_and_key():
 
 
 def test_a_policy_player_can_be_swept_in_one_program():
-    from bdpd_jax.simulate import TRACES
+    from bdpd_jax.run.simulate import TRACES
 
     greedy = bdpd_jax.Policy(lambda obs, mem, key: (obs["myCapacity"], mem), name="greedy")
     cfg = _config([greedy, "conservative", "aggressive", "aggressive"])

@@ -94,7 +94,7 @@ def test_invariants_on_the_default_game():
 def test_bad_requests_are_zero_and_flagged():
     import jax.numpy as jnp
 
-    from bdpd_jax.build import build
+    from bdpd_jax.build.game import build
     from bdpd_jax.kernels import rng
     from bdpd_jax.kernels.turn import step
 
@@ -112,7 +112,7 @@ def test_history_off_keeps_summary_only():
     lean = bdpd_jax.simulate(cfg, n_arenas=64, seed=4, history=False)
     import pandas as pd
 
-    # over_usage needs the per-turn decisions: NaN without history (bdpd_jax/govsim.py)
+    # over_usage needs the per-turn decisions: NaN without history (bdpd_jax/results/govsim.py)
     assert lean.summary.over_usage.isna().all() and full.summary.over_usage.notna().all()
     pd.testing.assert_frame_equal(
         full.summary.drop(columns="over_usage"), lean.summary.drop(columns="over_usage"), check_exact=True

@@ -21,17 +21,17 @@ import numpy as np
 import pytest
 
 import bdpd_jax
-from bdpd_jax.build import build
-from bdpd_jax.config import ArenaConfig
+from bdpd_jax.build.game import build
+from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.host.registry import PactRegistry
 from bdpd_jax.host.tools import tool_schemas, validate_action
 from bdpd_jax.kernels import pacts as P
 from bdpd_jax.kernels import perturb as pk
 from bdpd_jax.kernels.engines import ENGINES
 from bdpd_jax.kernels.perturb_registry import View
-from bdpd_jax.perturb_results import target_label
-from bdpd_jax.specs import ARENA_SPECS, SPEC_TYPES, ArenaSpec
-from bdpd_jax.terms import detail, numbers, parse_terms, slot_terms, terms_schema
+from bdpd_jax.results.perturbations import target_label
+from bdpd_jax.config.perturbations import ARENA_SPECS, SPEC_TYPES, ArenaSpec
+from bdpd_jax.config.terms import detail, numbers, parse_terms, slot_terms, terms_schema
 from payloads import SEED_LOGISTIC
 
 PLAYERS = [

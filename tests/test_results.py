@@ -9,7 +9,7 @@ import sys
 import pandas as pd
 
 import bdpd_jax
-from bdpd_jax.results import PLAYER_COLUMNS, TURN_COLUMNS, Results
+from bdpd_jax.results.frames import PLAYER_COLUMNS, TURN_COLUMNS, Results
 
 
 def test_frames_have_the_contract_columns():

@@ -1,4 +1,4 @@
-"""Configs already seen are not validated or built again (bdpd_jax/prepared.py,
+"""Configs already seen are not validated or built again (bdpd_jax/build/prepared.py,
 sweep.cached_plan); a change of content is seen as a new config."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ import importlib
 import pandas as pd
 
 import bdpd_jax
-from bdpd_jax import prepared
-from bdpd_jax.config import ArenaConfig
+from bdpd_jax.build import prepared
+from bdpd_jax.config.game import ArenaConfig
 from payloads import MIXED_PLAYERS, SEED_LOGISTIC
 
-sweep = importlib.import_module("bdpd_jax.sweep")  # the module (bdpd_jax.sweep is the function)
+sweep = importlib.import_module("bdpd_jax.sweeps.sweep")  # the module (bdpd_jax.sweep is the function)
 
 
 def _cfg() -> dict:

@@ -12,7 +12,7 @@ import pytest
 
 import bdpd_jax
 from bdpd_jax.kernels import rng
-from bdpd_jax.runner import arena_keys
+from bdpd_jax.run.runner import arena_keys
 from payloads import MIXED_PLAYERS, SEED_LOGISTIC
 
 BIG = 3_000_000_000  # >= 2**31: int32 cannot hold it

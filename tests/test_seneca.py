@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 import bdpd_jax as bj
-from bdpd_jax.build import build
+from bdpd_jax.build.game import build
 from bdpd_jax.kernels.engines import get_engine
 from bdpd_jax.kernels.engines.seneca import ORDER, SenecaState, vector_field
 from bdpd_jax.kernels.policies import BUILTINS
-from bdpd_jax.simulate import TRACES
+from bdpd_jax.run.simulate import TRACES
 
 ENG = get_engine("seneca")
 SEEN = {"commonsStock": {"visible": True}, "capitalStock": {"visible": True}, "pollutionLevel": {"visible": True}}

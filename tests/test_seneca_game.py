@@ -14,9 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import bdpd_jax as bj
-from bdpd_jax.build import broadcast_batch, build
+from bdpd_jax.build.game import broadcast_batch, build
 from bdpd_jax.kernels.metrics import METRICS, governance_metrics
-from bdpd_jax.simulate import TRACES, arena_keys, run_batch
+from bdpd_jax.run.simulate import TRACES, arena_keys, run_batch
 from payloads import SEED_LOGISTIC, SEED_SENECA, size
 
 MIX = ("rcp", "conservative", "adaptive", "aggressive")
@@ -189,7 +189,7 @@ def test_logistic_collapse_turn_null_and_over_usage_without_it():
 
 
 def test_govsim_over_usage_counts_judged_turns_only():
-    from bdpd_jax import govsim
+    from bdpd_jax.results import govsim
 
     actual = np.asarray([[[1.0], [0.0]], [[1.0], [1.0]], [[2.0], [2.0]]])  # [T=3, N=2, B=1]
     regen = np.asarray([[4.0], [0.0], [0.0]])

@@ -1,4 +1,4 @@
-"""Skipping ended arenas (bdpd_jax/runner.py): stopping once every arena has ended and
+"""Skipping ended arenas (bdpd_jax/run/runner.py): stopping once every arena has ended and
 re-partitioning the live ones give the same states, records (frozen turns included) and
 frames as scanning every turn of every arena, at several batch sizes."""
 
@@ -14,12 +14,12 @@ import pandas as pd
 import pytest
 
 import bdpd_jax
-from bdpd_jax import runner
-from bdpd_jax.build import broadcast_batch, build
-from bdpd_jax.config import ArenaConfig
+from bdpd_jax.run import runner
+from bdpd_jax.build.game import broadcast_batch, build
+from bdpd_jax.config.game import ArenaConfig
 from payloads import MIXED_PLAYERS, SEED_LOGISTIC
 
-SIM = importlib.import_module("bdpd_jax.simulate")  # the module (bdpd_jax.simulate is the function)
+SIM = importlib.import_module("bdpd_jax.run.simulate")  # the module (bdpd_jax.simulate is the function)
 
 # scripted talk, a pact, sanctions and perturbations: the layers' state freezes too
 GOVERNED = {

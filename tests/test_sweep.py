@@ -1,4 +1,4 @@
-"""bdpd_jax.sweep / bdpd_jax.sensitivity: one compiled program per sweep, arenas equal to
+"""bdpd_jax.sweep / bdpd_jax.sweeps.sensitivity: one compiled program per sweep, arenas equal to
 simulate() bit for bit, replicate aggregation, path errors, SALib bridge."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pytest
 
 import bdpd_jax
 from bdpd_jax import sensitivity
-from bdpd_jax.simulate import TRACES
-from bdpd_jax.sweep import SweepResults, apply_values, config_base, parse_path, sweep
+from bdpd_jax.run.simulate import TRACES
+from bdpd_jax.sweeps.sweep import SweepResults, apply_values, config_base, parse_path, sweep
 
 GRID = {"model.regenRate": [0.05, 0.2], "players[1].intensity": [0.3, 0.9]}
 REPS = 3
@@ -91,7 +91,7 @@ def test_history_and_chunks(cfg, grid_run):
     the summary still equals simulate(history=True)."""
     h = sweep(cfg, grid=GRID, replicates=REPS, seed=SEED, history=True, max_batch=5)
     assert h.meta["n_chunks"] == 3
-    from bdpd_jax.govsim import GOVSIM_COLUMNS  # from records with history, from wealth without (as simulate)
+    from bdpd_jax.results.govsim import GOVSIM_COLUMNS  # from records with history, from wealth without (as simulate)
 
     cols = [c for c in grid_run.arenas.columns if c not in GOVSIM_COLUMNS or c == "survival_time"]
     pd.testing.assert_frame_equal(h.arenas[cols], grid_run.arenas[cols], check_exact=True)

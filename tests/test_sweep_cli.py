@@ -11,8 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from bdpd_jax.cli import app
-from bdpd_jax.sweep import SweepResults, sweep
-from bdpd_jax.sweep_spec import load_spec, parse_bytes, run_spec
+from bdpd_jax.sweeps.sweep import SweepResults, sweep
+from bdpd_jax.sweeps.sweep_file import load_sweep_file, parse_bytes, run_sweep_file
 
 SPEC = """
 seed = 3
@@ -55,7 +55,7 @@ def test_cli_sweep_then_resume_recomputes_only_the_missing_part(spec_dir):
     mtimes = {p: p.stat().st_mtime_ns for p in parts}
     parts[1].unlink()
     computed = []
-    res = run_spec(load_spec(d / "spec.toml"), out, on_chunk=computed.append)
+    res = run_sweep_file(load_sweep_file(d / "spec.toml"), out, on_chunk=computed.append)
     assert computed == [1] and res.skipped == [0, 2]
     assert parts[0].stat().st_mtime_ns == mtimes[parts[0]] and parts[2].stat().st_mtime_ns == mtimes[parts[2]]
     again = SweepResults.from_parquet(out)
@@ -67,7 +67,7 @@ def test_cli_sweep_then_resume_recomputes_only_the_missing_part(spec_dir):
 def test_a_different_spec_is_refused_unless_overwrite(spec_dir):
     d, _ = spec_dir
     out = d / "out"
-    run_spec(d / "spec.toml", out, progress=False)
+    run_sweep_file(d / "spec.toml", out, progress=False)
     (d / "other.toml").write_text(SPEC.replace("seed = 3", "seed = 4"))
     r = CliRunner().invoke(app, ["sweep", str(d / "other.toml"), "--out", str(out)])
     assert r.exit_code == 2 and "different sweep" in r.output
@@ -94,9 +94,9 @@ strategy = "conservative"
 "model.maxTurns" = [3, 6]
 """
     (d / "s.toml").write_text(inline)
-    sp = load_spec(d / "s.toml")
+    sp = load_sweep_file(d / "s.toml")
     assert sp.round_ints and sp.memory_budget == 64_000_000 and len(sp.table) == 3
-    res = run_spec(sp, d / "s_out", progress=False)
+    res = run_sweep_file(sp, d / "s_out", progress=False)
     back = SweepResults.from_parquet(d / "s_out")
     assert len(back.arenas) == 6 and res.n_chunks == 1
     assert back.arenas["turns_played"].max() <= 6
@@ -107,7 +107,7 @@ replicates = 2
 "model.regenRate" = [0.05, 0.1, 0.3]
 """
     (d / "p.toml").write_text(pts)
-    sp = load_spec(d / "p.toml")
+    sp = load_sweep_file(d / "p.toml")
     assert list(sp.table["model.regenRate"]) == [0.05, 0.1, 0.3]
 
 
@@ -124,7 +124,7 @@ def test_spec_errors(spec_dir, text, match):
     d, _ = spec_dir
     (d / "bad.toml").write_text(text)
     with pytest.raises(ValueError, match=match):
-        run_spec(load_spec(d / "bad.toml"), d / "bad_out", progress=False)
+        run_sweep_file(load_sweep_file(d / "bad.toml"), d / "bad_out", progress=False)
     r = CliRunner().invoke(app, ["sweep", str(d / "bad.toml"), "--out", str(d / "bad_out")])
     assert r.exit_code == 2 and "error" in r.output
 
@@ -140,7 +140,7 @@ def test_points_aggregated_part_by_part_equal_sweep(spec_dir):
     equals sweep()'s."""
     d, c = spec_dir
     spec = {"config": c, "grid": {"model.regenRate": [0.05, 0.1, 0.2]}, "replicates": 13, "seed": 2, "max_batch": 4}
-    res = run_spec(spec, d / "many", progress=False)
+    res = run_sweep_file(spec, d / "many", progress=False)
     assert res.n_chunks == 10
     ref = sweep(c, grid=spec["grid"], replicates=13, seed=2, max_batch=4)
     back = SweepResults.from_parquet(d / "many")

@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bdpd_jax.simulate import TRACES
-from bdpd_jax.sweep import SweepPlan, grid_points, sweep  # noqa: F401
+from bdpd_jax.run.simulate import TRACES
+from bdpd_jax.sweeps.sweep import SweepPlan, grid_points, sweep  # noqa: F401
 
 GRID = {"model.regenRate": [0.05, 0.12, 0.2], "players[1].intensity": [0.3, 0.9]}
 
@@ -43,7 +43,7 @@ jax.config.update("jax_num_cpu_devices", 2)
 sys.path.insert(0, "tests")
 import numpy as np, pandas as pd
 from payloads import MIXED_PLAYERS, SEED_LOGISTIC
-from bdpd_jax.sweep import SweepPlan, grid_points, sweep  # noqa: F401
+from bdpd_jax.sweeps.sweep import SweepPlan, grid_points, sweep  # noqa: F401
 assert len(jax.local_devices()) == 2
 cfg = copy.deepcopy(SEED_LOGISTIC); cfg["players"] = copy.deepcopy(MIXED_PLAYERS)
 cfg["model"]["maxTurns"] = 12; cfg["observability"]["commonsStock"]["noise"] = 0.2
@@ -61,7 +61,7 @@ assert len(x.sharding.device_set) == 2
 assert {s.data.shape for s in x.addressable_shards} == {(3, plan.run_width // 2)}
 # the partitioned program has no cross-device communication (each device runs its arenas)
 import re
-from bdpd_jax.simulate import arena_keys, compiled_init, compiled_run
+from bdpd_jax.run.simulate import arena_keys, compiled_init, compiled_run
 pt = np.arange(plan.run_width) // 5
 params = jax.tree_util.tree_unflatten(plan.treedef, [plan._put(x[..., pt]) for x in plan.stacked])
 keys = plan._put(arena_keys(4, np.arange(plan.run_width)))
@@ -143,8 +143,8 @@ def test_dask_two_workers_equal_single_process(cfg, one_device, tmp_path):
     pytest.importorskip("dask.distributed")
     from dask.distributed import Client, LocalCluster
 
-    from bdpd_jax.distributed import sweep_on_cluster
-    from bdpd_jax.sweep_spec import run_spec
+    from bdpd_jax.sweeps.distributed import sweep_on_cluster
+    from bdpd_jax.sweeps.sweep_file import run_sweep_file
 
     spec = {"config": cfg, "grid": GRID, "replicates": 5, "seed": 4, "history": True, "max_batch": 7}
     with LocalCluster(n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1",
@@ -156,12 +156,12 @@ def test_dask_two_workers_equal_single_process(cfg, one_device, tmp_path):
         for pid in pids:  # each worker traced (compiled) the chunk program once
             assert max(i["traces"]["run"] for i in info if i["pid"] == pid) == 1
         info2: list = []
-        out = run_spec(spec, tmp_path / "dask", client=cluster.scheduler_address, info=info2)  # by address
+        out = run_sweep_file(spec, tmp_path / "dask", client=cluster.scheduler_address, info=info2)  # by address
         assert sorted(out.computed) == list(range(out.n_chunks))
         assert max(i["traces"]["run"] for i in info2) == 1  # the plan is new, the program is not
     pd.testing.assert_frame_equal(r.arenas, one_device.arenas, check_exact=True)
     pd.testing.assert_frame_equal(r.points, one_device.points, check_exact=True)
-    from bdpd_jax.sweep import SweepResults
+    from bdpd_jax.sweeps.sweep import SweepResults
 
     back = SweepResults.from_parquet(tmp_path / "dask")
     pd.testing.assert_frame_equal(back.arenas, one_device.arenas, check_exact=True)
@@ -172,7 +172,7 @@ def test_separable_build_equals_per_point_build(cfg, monkeypatch):
     build of every point (and is checked against full builds of a spread of points)."""
     import importlib
 
-    sw = importlib.import_module("bdpd_jax.sweep")
+    sw = importlib.import_module("bdpd_jax.sweeps.sweep")
     grid = {"model.regenRate": [0.05, 0.1, 0.2, 0.3], "players[1].intensity": [0.3, 0.6, 0.9],
             "model.maxTurns": [6, 12], "observability.commonsStock.noise": [0.1, 0.3],
             "model.commonsCapacity": [100.0, 150.0, 200.0]}

@@ -32,7 +32,7 @@ class _Acts(Layer):
     (_Acts, {"act"}),
     (GovernanceLayer, {"init", "prewrite", "busy", "act", "after_harvest"}),
     (PerturbLayer, {"init", "effective_params", "begin"}),
-    (PluginLayer, {"init", "after_harvest"}),
+    (PluginLayer, {"init", "begin", "after_harvest"}),
 ])
 def test_has_hook_sees_the_hooks_a_layer_defines(layer_type, defined) -> None:
     layer = object.__new__(layer_type)  # the test reads the class only

@@ -22,12 +22,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import bdpd_jax
-from bdpd_jax.build import broadcast_batch, build
-from bdpd_jax.config import ArenaConfig
+from bdpd_jax.build.game import broadcast_batch, build
+from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.kernels import pacts as P
 from bdpd_jax.kernels import unroll
 from bdpd_jax.kernels.rollout import init_batch, run_turns
-from bdpd_jax.simulate import arena_keys
+from bdpd_jax.run.simulate import arena_keys
 
 B, T = 3, 8
 

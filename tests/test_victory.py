@@ -1,4 +1,4 @@
-"""The victory evaluation (bdpd_jax/victory.py): a plain-Python reference of the rule, and the
+"""The victory evaluation (bdpd_jax/results/victory.py): a plain-Python reference of the rule, and the
 same report from a live arena's summary.json and from a batch's ``Results.report()``."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import bdpd_jax
 from bdpd_jax.host.arena import Arena
-from bdpd_jax.victory import evaluate
+from bdpd_jax.results.victory import evaluate
 from payloads import MIXED_PLAYERS, SEED_LOGISTIC
 
 

@@ -4,20 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from bdpd_jax.config import PlayerConfig
+from bdpd_jax.config.game import PlayerConfig
 from bdpd_jax.host.agents.base import AgentResult, fallback_harvest
-from bdpd_jax.host.players import PlayerSpec
+from bdpd_jax.host.players import LivePlayerConfig
 
 
-def spec_of_config_player(i: int, p: PlayerConfig) -> PlayerSpec:
+def live_player_config_of(i: int, p: PlayerConfig) -> LivePlayerConfig:
     if not isinstance(p.strategy, str):
         raise ValueError(f"players[{i}].strategy: a live arena needs built-in strategy names, got {p.strategy!r}")
-    return PlayerSpec(agentType="builtin", name=p.name or f"p{i}", privateResource=p.privateResource,
+    return LivePlayerConfig(agentType="builtin", name=p.name or f"p{i}", privateResource=p.privateResource,
                       strategy=p.strategy, intensity=p.intensity, reductionFactor=p.reductionFactor,
                       talk=None if p.talk is None else p.talk.model_dump(mode="json"))
 
 
-def own_client(specs: list[PlayerSpec], n_players: int):
+def own_client(specs: list[LivePlayerConfig], n_players: int):
     """A new HTTP client for an arena of ``n_players`` when some of ``specs`` calls out (HTTP /
     LLM), else None. One small pool per arena: httpcore scans its whole pool for every request,
     so one client shared by hundreds of players costs O(players^2) per turn."""

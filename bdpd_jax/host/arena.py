@@ -32,10 +32,10 @@ from typing import Any
 
 import numpy as np
 
-from bdpd_jax.config import ArenaConfig
+from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.kernels import rng
-from bdpd_jax.limits import check_magnitudes
-from bdpd_jax.host.agent_calls import own_client, spec_of_config_player
+from bdpd_jax.config.limits import check_magnitudes
+from bdpd_jax.host.agent_calls import own_client, live_player_config_of
 from bdpd_jax.host.arena_args import arena_inputs
 from bdpd_jax.host.arena_run import ArenaRun, shown_kind, utc_now
 from bdpd_jax.host.batch_runner import LockstepBatch, slice_batch
@@ -46,7 +46,7 @@ from bdpd_jax.host.live_game import kernel_config, live_game
 from bdpd_jax.host.owner_perturb import fire_perturbation, owner_slot
 from bdpd_jax.host.persist import JsonlWriter, atomic_write_json, clean_stale_tmp
 from bdpd_jax.host.operator import Operator
-from bdpd_jax.host.players import PlayerSpec, make_agent, player_timeout_ms
+from bdpd_jax.host.players import LivePlayerConfig, make_agent, player_timeout_ms
 from bdpd_jax.host.summary import summary
 
 DEFAULT_PACT_SLOTS = 16  # a live arena's pact table when the create names none (bound: limits.MAX_PACT_SLOTS)
@@ -98,7 +98,7 @@ class Arena:
         self.arena_id = arena_id or str(uuid.UUID(bytes=bytes(
             np.asarray(rng.arena_key(self.seed, self.arena_index)).astype("<u4").tobytes() * 2), version=4))
         self.out_dir = None if out_dir is None else Path(out_dir)
-        self._joined: list[PlayerSpec] = []  # the players, until start hands them to the run
+        self._joined: list[LivePlayerConfig] = []  # the players, until start hands them to the run
         self.status = "waiting"
         self._client = client
         self._owns_client = False
@@ -110,7 +110,7 @@ class Arena:
         self._b = 0
         self._own_loop: asyncio.AbstractEventLoop | None = None  # tick() / run() / close()
         for i, p in enumerate(config_players):
-            self.join(spec_of_config_player(i, p))
+            self.join(live_player_config_of(i, p))
 
     # -- the run state, read-only (see ArenaRun) ----------------------------------------------
     turn = _of_run("turn", "The last turn played (0 before the first).", 0)
@@ -130,7 +130,7 @@ class Arena:
 
     # -- joining ----------------------------------------------------------------------------
     @property
-    def specs(self) -> list[PlayerSpec]:
+    def specs(self) -> list[LivePlayerConfig]:
         """The players' specs (read-only; ``join`` adds one)."""
         return self._run.specs if self._run is not None else self._joined
 
@@ -143,12 +143,12 @@ class Arena:
         player that a replay plays from its log)."""
         return shown_kind(self.specs[i], self._shown_kinds)
 
-    def join(self, spec: PlayerSpec | dict) -> str:
+    def join(self, spec: LivePlayerConfig | dict) -> str:
         """Add a player (004_* A.2 join). Returns its id. ValueError names the bad field."""
         if self.status != "waiting":
             raise ValueError(f"status: players join a waiting arena, this one is {self.status!r}")
-        if not isinstance(spec, PlayerSpec):
-            spec = PlayerSpec.model_validate(spec)
+        if not isinstance(spec, LivePlayerConfig):
+            spec = LivePlayerConfig.model_validate(spec)
         check_magnitudes({k: getattr(spec, k) for k in ("privateResource", "intensity", "reductionFactor")}, "")
         if spec.name is None:
             spec = spec.model_copy(update={"name": f"p{len(self._joined)}"})
@@ -204,11 +204,11 @@ class Arena:
             atomic_write_json(self.out_dir / "meta.json", self.meta())
         self.status = "running"
 
-    def _make_client(self, specs: list[PlayerSpec]) -> None:
+    def _make_client(self, specs: list[LivePlayerConfig]) -> None:
         if (client := own_client(specs, len(self.specs))) is not None:
             self._client, self._owns_client = client, True
 
-    def _make_agent(self, spec: PlayerSpec):
+    def _make_agent(self, spec: LivePlayerConfig):
         """A player's agent (None for a builtin); players get the sanction tool when it is offered."""
         return make_agent(spec, timeout_ms=float(self.config.agentTimeout), no_talk=self.no_talk, client=self._client,
                           executor=self._executor, operator=self.operator, sanction=sanction_offered(self.config))
@@ -226,7 +226,7 @@ class Arena:
             **({"governanceAgent": self.governor.spec.public()} if self.governor is not None else {}),
         }
 
-    def resume(self, specs: dict[str, PlayerSpec], out_dir: str | Path,
+    def resume(self, specs: dict[str, LivePlayerConfig], out_dir: str | Path,
                governance_agent: GovernorSpec | dict | None = None) -> None:
         """After a replay (:func:`~bdpd_jax.host.replay.replay`): the players named in ``specs``
         (external specs) play live again, each with a fresh agent, as does ``governance_agent``

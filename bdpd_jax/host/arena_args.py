@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bdpd_jax.config import ArenaConfig, PlayerConfig
-from bdpd_jax.limits import ARENA_INDEX_LIMIT, MAX_PACT_SLOTS, MAX_TURNS, check_int
+from bdpd_jax.config.game import ArenaConfig, PlayerConfig
+from bdpd_jax.config.limits import ARENA_INDEX_LIMIT, MAX_PACT_SLOTS, MAX_TURNS, check_int
 
 
 def arena_inputs(config: ArenaConfig | dict | str | Path, *, seed: int, arena_index: int, pact_slots: int,
@@ -24,7 +24,7 @@ def arena_inputs(config: ArenaConfig | dict | str | Path, *, seed: int, arena_in
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**32:
         raise ValueError(f"seed: must be an integer in [0, 2**32), got {seed!r}")
     check_int(arena_index, "arena_index", 0, ARENA_INDEX_LIMIT - 1)
-    check_int(pact_slots, "pactSlots", 1, MAX_PACT_SLOTS)  # bounds: bdpd_jax/limits.py
+    check_int(pact_slots, "pactSlots", 1, MAX_PACT_SLOTS)  # bounds: bdpd_jax/config/limits.py
     if turns is not None:
         check_int(turns, "turns", 1, MAX_TURNS)
     if keep_records is not None and (isinstance(keep_records, bool) or not isinstance(keep_records, int)

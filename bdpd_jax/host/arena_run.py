@@ -24,12 +24,12 @@ from bdpd_jax.kernels import rng
 from bdpd_jax.kernels.game import Game
 from bdpd_jax.kernels.governance import NAME as GOV
 from bdpd_jax.kernels.params import Params
-from bdpd_jax.config import ArenaConfig
-from bdpd_jax.specs import arena_specs
+from bdpd_jax.config.game import ArenaConfig
+from bdpd_jax.config.perturbations import arena_specs
 from bdpd_jax.host.action_budget import ActionBudget
 from bdpd_jax.host.messages import MessageBus
 from bdpd_jax.host.persist import JsonlWriter
-from bdpd_jax.host.players import PlayerSpec
+from bdpd_jax.host.players import LivePlayerConfig
 from bdpd_jax.host.programs import EXTERNAL, has_governance
 from bdpd_jax.host.registry import PactRegistry
 
@@ -45,7 +45,7 @@ def utc_now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def shown_kind(spec: PlayerSpec, shown_kinds: dict[str, str]) -> str:
+def shown_kind(spec: LivePlayerConfig, shown_kinds: dict[str, str]) -> str:
     """A player's agentType as records and summary.json show it (the original kind of a
     player that a replay plays from its log)."""
     return shown_kinds.get(spec.name, spec.agentType) if spec.agentType == "scripted" else spec.agentType
@@ -57,7 +57,7 @@ class ArenaRun:
 
     arena_id: str
     config: ArenaConfig
-    specs: list[PlayerSpec]            # [N] fixed at start (a resume swaps an external player's spec)
+    specs: list[LivePlayerConfig]            # [N] fixed at start (a resume swaps an external player's spec)
     shown_kinds: dict[str, str]        # name -> kind shown for a replayed (scripted) player
     no_talk: bool
     game: Game
@@ -88,7 +88,7 @@ class ArenaRun:
         self.stats = {s.name: dict(STAT_KEYS) for s in self.specs}
 
     @classmethod
-    def begin(cls, *, arena_id: str, config: ArenaConfig, specs: list[PlayerSpec], shown_kinds: dict[str, str],
+    def begin(cls, *, arena_id: str, config: ArenaConfig, specs: list[LivePlayerConfig], shown_kinds: dict[str, str],
               no_talk: bool, seed: int, arena_index: int, game: Game, params: Params, agents: list[Any],
               keep_records: int | None, governor: Governor | None = None) -> ArenaRun:
         """The run state of a game about to play its first turn (``Arena.start``): the arena's
@@ -172,7 +172,7 @@ class ArenaRun:
         self.done = True
 
     # -- a resumed arena -------------------------------------------------------------------------
-    def replace_player(self, i: int, spec: PlayerSpec, agent: Any) -> None:
+    def replace_player(self, i: int, spec: LivePlayerConfig, agent: Any) -> None:
         self.specs[i] = spec
         self.agents[i] = agent
 

@@ -32,7 +32,7 @@ from bdpd_jax.host.agents.transport import TransportError
 from bdpd_jax.host.operator import Operator, redact_url
 from bdpd_jax.host.registry import num
 from bdpd_jax.host.players import MAX_MODEL_CHARS, MAX_NAME_CHARS, MAX_PROMPT_CHARS, MAX_URL_CHARS, player_timeout_ms
-from bdpd_jax.limits import MAX_TURNS, check_magnitudes
+from bdpd_jax.config.limits import MAX_TURNS, check_magnitudes
 
 PLUGIN_TYPE = "governance_agent"
 PLUGIN_ID = "governance-agent"  # the id of the plugin an attached agent adds to the config
@@ -236,7 +236,7 @@ def checked(spec: GovernorSpec | dict, operator: Operator, agent_timeout_ms: flo
 def attach(config, spec: GovernorSpec | dict | None, operator: Operator, agent_timeout_ms: float):
     """``(config, Governor or None)``: the config with the external governance_agent plugin the
     agent drives (added when the config has none). ValueError names the bad field."""
-    from bdpd_jax.config import ArenaConfig
+    from bdpd_jax.config.game import ArenaConfig
 
     ext = [i for i, p in enumerate(config.plugins) if p.type == PLUGIN_TYPE and getattr(p, "external", False)]
     if spec is None:

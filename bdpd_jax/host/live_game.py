@@ -8,18 +8,18 @@ import dataclasses
 import jax.numpy as jnp
 import numpy as np
 
-from bdpd_jax.build import build
-from bdpd_jax.config import ArenaConfig, PlayerConfig
-from bdpd_jax.governance_build import needed_slots
+from bdpd_jax.build.game import build
+from bdpd_jax.config.game import ArenaConfig, PlayerConfig
+from bdpd_jax.build.governance import needed_slots
 from bdpd_jax.kernels import talk as T
 from bdpd_jax.kernels.game import Game
 from bdpd_jax.kernels.governance import NAME as GOV
 from bdpd_jax.kernels.params import Params
-from bdpd_jax.host.players import PlayerSpec
+from bdpd_jax.host.players import LivePlayerConfig
 from bdpd_jax.host.programs import EXTERNAL, has_governance
 
 
-def kernel_config(config: ArenaConfig, specs: list[PlayerSpec]) -> ArenaConfig:
+def kernel_config(config: ArenaConfig, specs: list[LivePlayerConfig]) -> ArenaConfig:
     """The kernels' view: builtins as configured, external players on the placeholder."""
     players = []
     for s in specs:

@@ -18,9 +18,9 @@ import jax.numpy as jnp
 
 from bdpd_jax.kernels import perturb as pk
 from bdpd_jax.kernels.perturb import PerturbLayer
-from bdpd_jax.perturb_results import target_label
-from bdpd_jax.specs import arena_specs, compile_spec
-from bdpd_jax.config import ArenaConfig
+from bdpd_jax.results.perturbations import target_label
+from bdpd_jax.config.perturbations import arena_specs, compile_spec
+from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.host.batch_runner import LockstepBatch, slice_batch
 from bdpd_jax.host.registry import num
 

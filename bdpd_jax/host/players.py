@@ -34,7 +34,7 @@ MAX_MODEL_CHARS: int = 128
 MAX_PROMPT_CHARS: int = 4096
 
 
-class PlayerSpec(BaseModel):
+class LivePlayerConfig(BaseModel):
     """One player joining a live arena. ``displayName`` is accepted for ``name``."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, populate_by_name=True)
@@ -45,7 +45,7 @@ class PlayerSpec(BaseModel):
     strategy: str = "conservative"
     intensity: float = Field(0.5, gt=0, le=1)
     reductionFactor: float = Field(1.0, ge=0)
-    talk: dict | None = None  # scripted talk of a builtin (bdpd_jax/governance_config.py)
+    talk: dict | None = None  # scripted talk of a builtin (bdpd_jax/config/governance.py)
     # code
     strategyCode: str | None = Field(None, max_length=MAX_CODE_CHARS)
     rngSeed: int | None = None
@@ -63,7 +63,7 @@ class PlayerSpec(BaseModel):
     script: list[dict] | None = None
 
     @model_validator(mode="after")
-    def _fields_of_type(self) -> "PlayerSpec":
+    def _fields_of_type(self) -> "LivePlayerConfig":
         t = self.agentType
         if self.apiKeyEnv is not None:
             raise ValueError("apiKeyEnv: a player cannot choose a credential; pick `credential`, a name "
@@ -142,7 +142,7 @@ class ScriptedAgent:
         return AgentResult(float(h), err, acts, (time.perf_counter() - t0) * 1000, bool(entry.get("fallback", False)))
 
 
-def player_timeout_ms(spec: PlayerSpec, timeout_ms: float) -> float:
+def player_timeout_ms(spec: LivePlayerConfig, timeout_ms: float) -> float:
     """The deadline of one call: the arena's ``agentTimeout`` (``timeout_ms``) unless the player
     asked for less; code agents never past the seed's 50 ms. A longer ``timeoutMs`` is refused."""
     cap = min(float(timeout_ms), JS_TIMEOUT_MS) if spec.agentType == "code" else float(timeout_ms)
@@ -152,7 +152,7 @@ def player_timeout_ms(spec: PlayerSpec, timeout_ms: float) -> float:
     return cap if spec.timeoutMs is None else float(spec.timeoutMs)
 
 
-def make_agent(spec: PlayerSpec, *, timeout_ms: float, no_talk: bool, client=None, executor=None,
+def make_agent(spec: LivePlayerConfig, *, timeout_ms: float, no_talk: bool, client=None, executor=None,
                operator: Operator | None = None, sanction: bool = False):
     """The agent runner of an external player (None for builtins). ``sanction``: the arena
     offers the ``sanction`` tool (an LLM player then sees it in its tool list)."""
@@ -173,5 +173,5 @@ def make_agent(spec: PlayerSpec, *, timeout_ms: float, no_talk: bool, client=Non
     return ScriptedAgent(spec.script, no_talk=no_talk)
 
 
-__all__ = ["AGENT_TYPES", "MAX_CODE_CHARS", "MAX_NAME_CHARS", "MAX_PROMPT_CHARS", "MAX_URL_CHARS", "PlayerSpec",
+__all__ = ["AGENT_TYPES", "MAX_CODE_CHARS", "MAX_NAME_CHARS", "MAX_PROMPT_CHARS", "MAX_URL_CHARS", "LivePlayerConfig",
            "ScriptedAgent", "make_agent", "player_timeout_ms"]

@@ -28,7 +28,7 @@ import numpy as np
 import orjson
 
 from bdpd_jax.kernels import pacts as P
-from bdpd_jax.terms import detail, numbers, slot_terms
+from bdpd_jax.config.terms import detail, numbers, slot_terms
 
 
 def pact_id(seed: int | str, arena: int, slot: int) -> str:

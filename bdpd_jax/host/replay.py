@@ -19,7 +19,7 @@ from typing import Any
 
 from bdpd_jax.host.arena import Arena
 from bdpd_jax.host.persist import read_jsonl
-from bdpd_jax.host.players import PlayerSpec
+from bdpd_jax.host.players import LivePlayerConfig
 
 # decision fields that differ by construction: timings, and the agent kind (scripted in a replay)
 VOLATILE = ("elapsedMs", "agentType")
@@ -102,12 +102,12 @@ def replay(dir: str | Path, *, out_dir: str | Path | None = None, verify: bool =
                                if p.get("agentType", "builtin") != "builtin"})
     for p in meta["players"]:
         if p.get("agentType", "builtin") == "builtin":
-            arena.join(PlayerSpec.model_validate(p))
+            arena.join(LivePlayerConfig.model_validate(p))
             continue
         script = [{"harvest": d["harvest"], "actions": d.get("actions", []), "error": d.get("error"),
                    "fallback": d.get("fallback", False)}
                   for rec in records for d in rec["decisions"] if d["playerId"] == p["name"] and "harvest" in d]
-        arena.join(PlayerSpec(agentType="scripted", name=p["name"], privateResource=p["privateResource"],
+        arena.join(LivePlayerConfig(agentType="scripted", name=p["name"], privateResource=p["privateResource"],
                               script=script or [{"harvest": 0.0}]))
     arena.start()
     for rec in lines:  # in file order: owner events between ticks, then the turn they precede
@@ -148,7 +148,7 @@ def _resume(arena: Arena, dir: Path, meta: dict[str, Any], resume: dict[str, Any
                          f"({'it had' if arena.governor is not None else 'it had none'})")
     specs = {}
     for name, spec in resume.items():
-        spec = spec if isinstance(spec, PlayerSpec) else PlayerSpec.model_validate({**spec, "name": name})
+        spec = spec if isinstance(spec, LivePlayerConfig) else LivePlayerConfig.model_validate({**spec, "name": name})
         if not spec.external:
             raise ValueError(f"resume.{name}.agentType: an external player stays external, got 'builtin'")
         specs[name] = spec

@@ -1,5 +1,5 @@
 """A live arena's post-game report (``summary.json``): outcome, victory evaluation and
-rankings (:mod:`bdpd_jax.victory`), players ranked by final wealth, pacts and counts."""
+rankings (:mod:`bdpd_jax.results.victory`), players ranked by final wealth, pacts and counts."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bdpd_jax.victory import report
+from bdpd_jax.results.victory import report
 from bdpd_jax.host.registry import num
 
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ import math
 from typing import Any
 
 from bdpd_jax.host.messages import MAX_MESSAGE_LEN, truncate_text
-from bdpd_jax.terms import parse_terms, terms_schema
+from bdpd_jax.config.terms import parse_terms, terms_schema
 
 MAX_ID_CHARS: int = 128  # player and pact ids named in an action
 

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import bdpd_jax
-from bdpd_jax.build import broadcast_batch, build
-from bdpd_jax.config import ArenaConfig
+from bdpd_jax.build.game import broadcast_batch, build
+from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.host.arena import Arena
 from bdpd_jax.host.live_batch import LiveBatch
 from bdpd_jax.host.persist import read_jsonl
@@ -20,7 +20,7 @@ from bdpd_jax.host.registry import pact_id
 from bdpd_jax.kernels.actions import Actions
 from bdpd_jax.kernels.rollout import batched
 from bdpd_jax.kernels.turn import step
-from bdpd_jax.simulate import arena_keys
+from bdpd_jax.run.simulate import arena_keys
 from payloads import MIXED_PLAYERS, SEED_LOGISTIC
 
 

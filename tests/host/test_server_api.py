@@ -97,10 +97,10 @@ def test_body_limit_before_parsing(client):
 def test_openapi_documents_models_and_docs_work_offline(client):
     spec = client.get("/openapi.json").json()
     schemas = spec["components"]["schemas"]
-    for name in ("CreateArena", "StartArena", "Perturb", "PlayerSpec", "PublicView", "OwnerView", "Summary", "Created"):
+    for name in ("CreateArena", "StartArena", "Perturb", "LivePlayerConfig", "PublicView", "OwnerView", "Summary", "Created"):
         assert name in schemas, name
     assert {"seed", "noTalk", "pactSlots", "turns", "model", "observability"} <= set(schemas["CreateArena"]["properties"])
-    assert {"agentType", "strategyCode", "url", "baseUrl", "model"} <= set(schemas["PlayerSpec"]["properties"])
+    assert {"agentType", "strategyCode", "url", "baseUrl", "model"} <= set(schemas["LivePlayerConfig"]["properties"])
     body = spec["paths"]["/api/arenas/{arena_id}/start"]["post"]["requestBody"]["content"]["application/json"]
     assert "StartArena" in str(body)
     for page in ("/docs", "/", "/arenas/abc", "/static/arena.js", "/static/charts.js", "/static/example_agent.js"):

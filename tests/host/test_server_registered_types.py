@@ -20,7 +20,7 @@ from bdpd_jax.host.server import create_app
 from bdpd_jax.host.tools import tool_schemas
 from bdpd_jax.kernels import pacts as P
 from bdpd_jax.kernels import perturb as pk
-from bdpd_jax.specs import SPEC_TYPES, ArenaSpec, register_perturbation, unregister_perturbation
+from bdpd_jax.config.perturbations import SPEC_TYPES, ArenaSpec, register_perturbation, unregister_perturbation
 from payloads import SEED_LOGISTIC
 from server_helpers import keys_of
 

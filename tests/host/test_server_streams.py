@@ -17,7 +17,7 @@ from server_helpers import keys_of, parse_sse, payload, read_stream, serve
 
 def test_health_answers_while_a_tick_compiles(tmp_path):
     with serve(tmp_path) as base, httpx.Client(base_url=base, timeout=60, trust_env=False) as client:
-        c = client.post("/api/arenas", json=payload(max_turns=3, players=3)).json()  # a game shape no test compiled
+        c = client.post("/api/arenas", json=payload(max_turns=3, players=3, maxPlayers=7)).json()  # a shape no other test compiles
         owner = keys_of(c)[0]
         client.post(f"/api/arenas/{c['arenaId']}/start", headers=owner)
         done = threading.Event()

@@ -2,8 +2,8 @@
 
 Every body is a pydantic model, so ``/openapi.json`` documents it and a bad field is refused
 before the route runs (a failed request changes nothing). The arena configuration itself is
-validated by :class:`bdpd_jax.config.ArenaConfig` (its models are reused here); the players
-of ``join`` by :class:`bdpd_jax.host.players.PlayerSpec`.
+validated by :class:`bdpd_jax.config.game.ArenaConfig` (its models are reused here); the players
+of ``join`` by :class:`bdpd_jax.host.players.LivePlayerConfig`.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
-from bdpd_jax.config import ModelConfig, ObsVar
+from bdpd_jax.config.game import ModelConfig, ObsVar
 from bdpd_jax.host.arena import DEFAULT_PACT_SLOTS
 from bdpd_jax.host.governance_agent import GovernorSpec
 # the longest pause between auto ticks: Infinity or 1e308 would sleep forever
-from bdpd_jax.limits import MAX_TICK_INTERVAL_MS
+from bdpd_jax.config.limits import MAX_TICK_INTERVAL_MS
 
 
 _BODY = ConfigDict(extra="forbid", allow_inf_nan=False)
@@ -48,7 +48,7 @@ class CreateArena(BaseModel):
     plugins: list[dict[str, Any]] = Field(default_factory=list, description="governance plugins (issue 17)")
     seed: int | None = Field(None, ge=0, lt=2**32, description="random in [0, 2**32) when absent")
     noTalk: StrictBool | None = Field(None, description="default: the server's --no-talk")
-    pactSlots: int = Field(DEFAULT_PACT_SLOTS, ge=1, description="bounded by bdpd_jax/limits.py MAX_PACT_SLOTS")
+    pactSlots: int = Field(DEFAULT_PACT_SLOTS, ge=1, description="bounded by bdpd_jax/config/limits.py MAX_PACT_SLOTS")
     turns: int | None = Field(None, ge=1, description="turns to play (default model.maxTurns)")
     perturbable: StrictBool = True
     governanceAgent: GovernorSpec | None = Field(
@@ -83,7 +83,7 @@ class StartArena(BaseModel):
 
 
 class PerturbSpec(BaseModel):
-    """An ad-hoc Table A.1 spec (checked in full by ``bdpd_jax.specs`` when fired)."""
+    """An ad-hoc Table A.1 spec (checked in full by ``bdpd_jax.config.perturbations`` when fired)."""
 
     model_config = _OPEN
     id: str | None = None

@@ -12,7 +12,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, HTTPException
 
 from bdpd_jax.host.arena import Arena
-from bdpd_jax.host.players import PlayerSpec
+from bdpd_jax.host.players import LivePlayerConfig
 from bdpd_jax.host.server import models as M
 from bdpd_jax.host.server.deps import Access, access, hub_of
 from bdpd_jax.host.server.durable import sync_files
@@ -67,7 +67,7 @@ async def create(body: M.CreateArena, hub: Hub = Depends(hub_of)):
 
 
 @router.post("/{arena_id}/join", response_model=M.Joined, summary="Add a player (arena key)")
-async def join(spec: PlayerSpec, acc: Access = Depends(access("player"))):
+async def join(spec: LivePlayerConfig, acc: Access = Depends(access("player"))):
     lv = acc.live
     pid = await lv.run(lv.arena.join, spec)
     lv.publish("player_joined", {"playerId": pid, "agentType": spec.agentType, **lv.public()})

@@ -15,8 +15,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .kernels.params import OBS_VARS, PEER_VARS, fdtype
-from .kernels.policies import Policy
+from ..kernels.params import OBS_VARS, PEER_VARS, fdtype
+from ..kernels.policies import Policy
 from .limits import MAX_POLICY_MEMORY
 
 MAX_NAME_LEN = 100

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .kernels.governance_agent import GovAction
-from .kernels.plugins import NAME
+from ..kernels.governance_agent import GovAction
+from ..kernels.plugins import NAME
 
 COLUMNS = ("arena", "turn", "id", "type", "action", "value")
 

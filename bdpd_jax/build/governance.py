@@ -6,13 +6,13 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from .governance_config import player_index
-from .kernels import pacts as P
-from .kernels import sanctions as S
-from .kernels import talk as T
-from .kernels.governance import GovernanceLayer, GovParams
-from .kernels.params import farr
-from .specs import SANCTION_TYPES
+from ..config.governance import player_index
+from ..kernels import pacts as P
+from ..kernels import sanctions as S
+from ..kernels import talk as T
+from ..kernels.governance import GovernanceLayer, GovParams
+from ..kernels.params import farr
+from ..config.perturbations import SANCTION_TYPES
 
 
 def sanction_specs(config) -> list:
@@ -70,7 +70,7 @@ def governance(config, *, pact_slots: int | None = None, ladder_width: int | Non
     shapes (e.g. the largest of a sweep, so every cell shares one compiled program).
     pact_slots counts the players' slots; each governance agent's reserved slot comes after
     them (status ``inactive``, binding no one until the regulator imposes its cap)."""
-    from .plugins import reserved_slots
+    from ..config.plugins import reserved_slots
 
     players = config.require_players()
     names = [p.name for p in players]

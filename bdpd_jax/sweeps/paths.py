@@ -11,9 +11,9 @@ from typing import Any, Sequence
 import numpy as np
 from pydantic import ValidationError
 
-from .limits import check_magnitudes
+from ..config.limits import check_magnitudes
 
-from .config import ArenaConfig
+from ..config.game import ArenaConfig
 
 # ----------------------------------------------------------------------------- paths
 

@@ -39,8 +39,8 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from .config import ArenaConfig
-from .limits import DEFAULT_MAX_BATCH, check_run_args
+from ..config.game import ArenaConfig
+from ..config.limits import DEFAULT_MAX_BATCH, check_run_args
 
 SPEC_KEYS = {"config", "grid", "samples", "n_samples", "points", "replicates", "seed", "history", "turns",
              "max_batch", "memory_budget", "common_random", "generator"}
@@ -68,7 +68,7 @@ def parse_bytes(v: Any, where: str = "memory_budget") -> int | None:
 
 
 @dataclass
-class SweepSpec:
+class SweepFile:
     """A parsed spec: the config, the points table and the run options."""
 
     config: ArenaConfig
@@ -134,8 +134,8 @@ def _points_from(v: Any, root: Path) -> pd.DataFrame:
     raise ValueError(f"points: a table of path -> values or a CSV/parquet path, got {v!r}")
 
 
-def load_spec(spec: str | Path | dict, root: str | Path | None = None) -> SweepSpec:
-    """Parse a spec (a TOML path, TOML text's dict) into a :class:`SweepSpec`; ValueError
+def load_sweep_file(spec: str | Path | dict, root: str | Path | None = None) -> SweepFile:
+    """Parse a spec (a TOML path, TOML text's dict) into a :class:`SweepFile`; ValueError
     naming the key on anything wrong."""
     from .sweep import grid_points, sample_points
 
@@ -177,7 +177,7 @@ def load_spec(spec: str | Path | dict, root: str | Path | None = None) -> SweepS
     run = dict(replicates=d.get("replicates", 1), seed=seed, turns=d.get("turns"),
                max_batch=d.get("max_batch", DEFAULT_MAX_BATCH), memory_budget=parse_bytes(d.get("memory_budget")))
     check_run_args(**run)
-    return SweepSpec(config=cfg, table=table, history=d.get("history", False), common_random=d.get("common_random", False),
+    return SweepFile(config=cfg, table=table, history=d.get("history", False), common_random=d.get("common_random", False),
                      generator=d.get("generator", "hash"), round_ints="samples" in d, source=d, **run)
 
 
@@ -216,8 +216,8 @@ def aggregate_parts(out: Path, n_chunks: int, names, outcomes) -> pd.DataFrame:
 
 
 @dataclass
-class SpecRun:
-    """What ``run_spec`` did: the chunks it computed and the ones it found already written."""
+class SweepFileRun:
+    """What ``run_sweep_file`` did: the chunks it computed and the ones it found already written."""
 
     out: Path
     n_chunks: int
@@ -257,8 +257,8 @@ def _write_manifest(out: Path, digest: str, plan) -> None:
     os.replace(tmp, out / MANIFEST)
 
 
-def run_spec(
-    spec: SweepSpec | str | Path | dict,
+def run_sweep_file(
+    spec: SweepFile | str | Path | dict,
     out: str | Path,
     *,
     progress: bool | None = None,
@@ -267,14 +267,14 @@ def run_spec(
     overwrite: bool = False,
     on_chunk: Callable[[int], None] | None = None,
     info: list | None = None,
-) -> SpecRun:
+) -> SweepFileRun:
     """Run a spec into ``out`` chunk by chunk, skipping chunks already written by an earlier
     run of the same spec. ``client``: a ``dask.distributed.Client`` (or its scheduler's
-    address) to run the chunks on its workers (bdpd_jax/distributed.py); default: here.
+    address) to run the chunks on its workers (bdpd_jax/sweeps/distributed.py); default: here.
     A directory holding a different sweep raises ValueError unless ``overwrite``."""
     from .sweep import SweepPlan
 
-    sp = spec if isinstance(spec, SweepSpec) else load_spec(spec)
+    sp = spec if isinstance(spec, SweepFile) else load_sweep_file(spec)
     out = Path(out)
     digest = sp.digest()
     width = _resumed_width(out, digest, overwrite)
@@ -307,4 +307,4 @@ def run_spec(
     meta = {**plan.meta(), "digest": digest}
     points.to_parquet(out / "points.parquet", index=False)
     (out / "meta.json").write_text(json.dumps({**meta, "names": plan.names}, indent=2, default=str))
-    return SpecRun(out, plan.n_chunks, todo, done, digest)
+    return SweepFileRun(out, plan.n_chunks, todo, done, digest)

@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .kernels import perturb as pk
-from .kernels.params import OBS_VARS
+from ..kernels import perturb as pk
+from ..kernels.params import OBS_VARS
 
 COLUMNS = ("arena", "turn", "id", "type", "target", "value", "strategy")
 

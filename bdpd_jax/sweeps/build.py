@@ -12,8 +12,8 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from .build import build
-from .sweep_paths import apply_values, describe_point, plain_value
+from ..build.game import build
+from .paths import apply_values, describe_point, plain_value
 
 # ----------------------------------------------------------------------------- the run
 
@@ -47,7 +47,7 @@ def shape_culprits(base: dict, names, values0, values_i, differs, build_kw, roun
 
 
 def governance_shapes(configs) -> dict | None:
-    from .governance_build import needed_slots, sanction_specs, uses_governance
+    from ..build.governance import needed_slots, sanction_specs, uses_governance
 
     if not any(uses_governance(c) for c in configs):
         return None
@@ -164,7 +164,7 @@ def build_points(base, names, table, turns, generator, round_ints, *, separable_
     """Point 0's config, the shared Game, stacked numpy leaves [..., P], treedef, each
     point's turns and sustainable yield. Every point's config is validated. A sweep of at
     least ``separable_min`` points tries the separable build first."""
-    from .govsim import sustainable_yield
+    from ..results.govsim import sustainable_yield
 
     values = [tuple(r) for r in table.itertuples(index=False, name=None)]
     n_turns, yields = [], []
@@ -245,7 +245,7 @@ def bytes_per_arena(game, params1, keys1, chunk_turns: int, history: bool, n_col
     """An estimate of the memory one arena of a chunk costs (see docs/semantics.md §12)."""
     from functools import partial
 
-    from .kernels.rollout import init_batch, run_turns
+    from ..kernels.rollout import init_batch, run_turns
 
     state = jax.eval_shape(partial(init_batch, game), params1)
     per = DEVICE_COPIES * (_nbytes(state) + _nbytes(params1))

@@ -11,7 +11,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from .kernels.metrics import METRICS
+from ..kernels.metrics import METRICS
 
 Z95 = 1.96
 # Per-arena outcomes aggregated per point (plus ``mean_<metric>`` when history was kept).

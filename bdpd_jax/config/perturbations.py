@@ -6,7 +6,7 @@ config's ``perturbations`` list is parsed by :func:`parse_perturbation`, which d
 is one model plus one :func:`register_spec` call.
 
 This file defines the governance types ``sanction`` and ``sanction_graduated`` and the
-``pact_violation`` trigger, registers the Table A.1 types (bdpd_jax/perturb_specs.py) and
+``pact_violation`` trigger, registers the Table A.1 types (bdpd_jax/config/perturbation_types.py) and
 compiles specs into the perturbation layer's slots; a Table A.1 type added later is one
 :class:`ArenaSpec` plus one :func:`register_perturbation` call.
 """
@@ -20,15 +20,15 @@ import jax
 import jax.numpy as jnp
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from .kernels import pacts as _pacts
-from .kernels import perturb as _pk
-from .kernels.engines import ENGINES
-from .kernels.params import farr
-from .kernels.perturb_registry import register_perturbation as register_kernel
-from .kernels.perturb_registry import unregister_perturbation as unregister_kernel
-from .kernels.policies import BUILTINS
+from ..kernels import pacts as _pacts
+from ..kernels import perturb as _pk
+from ..kernels.engines import ENGINES
+from ..kernels.params import farr
+from ..kernels.perturb_registry import register_perturbation as register_kernel
+from ..kernels.perturb_registry import unregister_perturbation as unregister_kernel
+from ..kernels.policies import BUILTINS
 from .limits import MAX_LADDER
-from .perturb_specs import (  # noqa: F401 (re-exported: the Table A.1 models are specs too)
+from .perturbation_types import (  # noqa: F401 (re-exported: the Table A.1 models are specs too)
     ARENA_SPECS, STRICT, ArenaSpec, CapacityShockSpec, CommonsPayload, CommonsShockSpec, FactorPayload, FlipPayload,
     ManualTrigger, ObservabilityFlipSpec, OverridePayload, RegenSetPayload, RegenSetSpec, RegenShockSpec,
     StandardTrigger, StrategyOverrideSpec, ThresholdPayload, ThresholdShiftSpec, ThresholdTrigger, TurnTrigger,
@@ -222,7 +222,7 @@ def compile_spec(spec, config, policies: tuple) -> "_pk.PerturbParams":
 def perturb_layer(config, perturbable: bool = False, n_slots: int | None = None, types: tuple | None = None):
     """The static PerturbLayer of a config (None when it has no Table A.1 specs and not
     ``perturbable``). ``types``/``n_slots``: a sweep's union/largest, to share one program."""
-    from .kernels.engines import ENGINES
+    from ..kernels.engines import ENGINES
 
     specs = arena_specs(config)
     if not specs and not perturbable and not n_slots and not types:

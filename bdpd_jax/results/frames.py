@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .kernels.metrics import METRICS
+from ..kernels.metrics import METRICS
 
 TURN_COLUMNS = ("arena", "turn", "stock", "regen", "reserve_drawn", "collapsed") + METRICS
 PLAYER_COLUMNS = (
@@ -64,7 +64,7 @@ class Results:
         return self.history_players
 
     def report(self) -> pd.DataFrame:
-        """The victory evaluation of every arena (bdpd_jax/victory.py, the rule of a live
+        """The victory evaluation of every arena (bdpd_jax/results/victory.py, the rule of a live
         arena's summary.json): ``arena, outcome, collapse_turn, turns_played, winners`` (player
         indices, comma-separated) and per player ``gain_i``, ``gain_rank_i``, ``compliant_i``."""
         from .victory import evaluate
@@ -91,7 +91,7 @@ class Results:
     @property
     def violations(self) -> pd.DataFrame:
         """One row per pact violation event: arena, turn, player, pact, termType, ordinal
-        (bdpd_jax/governance_results.py; also ``extra["violations"]``); empty without
+        (bdpd_jax/results/governance.py; also ``extra["violations"]``); empty without
         governance or history."""
         return self._frame("violations")
 
@@ -99,13 +99,13 @@ class Results:
     def sanctions(self) -> pd.DataFrame:
         """One row per sanction fired, with its provenance: arena, turn, id (spec), type,
         player, pact, termType, ordinal, amount, reason, payer, cost
-        (bdpd_jax/governance_results.py); empty without governance or history."""
+        (bdpd_jax/results/governance.py); empty without governance or history."""
         return self._frame("sanctions")
 
     def _frame(self, name: str) -> pd.DataFrame:
         df = self.extra.get(name)
         if df is None:
-            from . import governance_results as g
+            from . import governance as g
 
             cols = g.VIOLATION_COLUMNS if name == "violations" else g.SANCTION_COLUMNS
             return pd.DataFrame({c: pd.Series(dtype=object) for c in cols})
@@ -114,10 +114,10 @@ class Results:
     @property
     def perturbations(self) -> pd.DataFrame:
         """One row per perturbation firing: arena, turn, id, type, target, value, strategy
-        (bdpd_jax/perturb_results.py); empty when the config has no Table A.1 specs."""
+        (bdpd_jax/results/perturbations.py); empty when the config has no Table A.1 specs."""
         df = self.extra.get("perturbations")
         if df is None:
-            from .perturb_results import COLUMNS
+            from .perturbations import COLUMNS
 
             return pd.DataFrame({c: pd.Series(dtype=object) for c in COLUMNS})
         return df
@@ -125,11 +125,11 @@ class Results:
     @property
     def governance_actions(self) -> pd.DataFrame:
         """One row per action a governance agent applied: arena, turn, id, type, action
-        (``cap`` | ``ladder_scale`` | ``regen``), value (bdpd_jax/plugin_results.py); empty
+        (``cap`` | ``ladder_scale`` | ``regen``), value (bdpd_jax/results/plugins.py); empty
         without a governance agent or history."""
         df = self.extra.get("governance_actions")
         if df is None:
-            from .plugin_results import COLUMNS
+            from .plugins import COLUMNS
 
             return pd.DataFrame({c: pd.Series(dtype=object) for c in COLUMNS})
         return df

@@ -23,8 +23,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .kernels.engines import get_engine
-from .kernels.metrics import gini, over_share
+from ..kernels.engines import get_engine
+from ..kernels.metrics import gini, over_share
 
 GOVSIM_COLUMNS = ("survival_time", "total_gain", "efficiency", "equality", "over_usage")
 

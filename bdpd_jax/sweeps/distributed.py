@@ -5,7 +5,7 @@ sweep plan once (validating every point and fixing the chunk layout), scatters t
 inputs (config, points table, options) to every worker, and submits one task per chunk.
 Each worker builds the same plan once (cached by a key of the run), so it compiles the
 chunk program once whatever number of chunks it is given, runs each chunk on all of its
-local devices (the arena axis sharded over a 1-D mesh, bdpd_jax/sweep.py) and sends the
+local devices (the arena axis sharded over a 1-D mesh, bdpd_jax/sweeps/sweep.py) and sends the
 chunk's arena rows back; the client writes each part as it arrives (no shared filesystem
 needed). Chunk ``k``'s rows depend only on the plan and ``k``, so the result is
 bit-identical to a single-process run whatever worker ran which chunk.
@@ -19,7 +19,7 @@ Starting a cluster (docs/semantics.md §12 has the same):
     # anywhere that sees HEAD
     bdpd sweep spec.toml --out results/ --scheduler tcp://HEAD:8786
 
-or from Python: ``run_spec(spec, out, client=dask.distributed.Client("tcp://HEAD:8786"))``.
+or from Python: ``run_sweep_file(spec, out, client=dask.distributed.Client("tcp://HEAD:8786"))``.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from typing import Any, Iterator
 
 import pandas as pd
 
-from .limits import DEFAULT_MAX_BATCH
+from ..config.limits import DEFAULT_MAX_BATCH
 
 _PLANS: dict[str, Any] = {}
 
@@ -47,7 +47,7 @@ def _worker_plan(key: str, inputs: dict):
 
 def _run_chunk_task(key: str, inputs: dict, k: int) -> tuple[int, pd.DataFrame, dict]:
     """A worker's task: chunk k of the run ``key``; returns (k, rows, where/compile info)."""
-    from .simulate import TRACES
+    from ..run.simulate import TRACES
 
     frame = _worker_plan(key, inputs).run_chunk(k)
     return k, frame, {"pid": os.getpid(), "traces": dict(TRACES)}
@@ -69,7 +69,7 @@ def run_chunks(client: Any, config, table: pd.DataFrame, chunks: list[int], *, i
     that receives each task's ``{"pid", "traces"}``."""
     from dask.distributed import as_completed
 
-    from .config import ArenaConfig
+    from ..config.game import ArenaConfig
 
     if not chunks:
         return

@@ -26,9 +26,9 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from .config import ArenaConfig
-from .kernels.metrics import METRICS
-from .limits import DEFAULT_MAX_BATCH
+from ..config.game import ArenaConfig
+from ..kernels.metrics import METRICS
+from ..config.limits import DEFAULT_MAX_BATCH
 from .sweep import check_paths, config_base, run_points
 
 

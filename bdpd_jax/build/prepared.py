@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .build import build
-from .config import ArenaConfig
-from .govsim import sustainable_yield
-from .kernels.game import Game
-from .specs import arena_specs
+from .game import build
+from ..config.game import ArenaConfig
+from ..results.govsim import sustainable_yield
+from ..kernels.game import Game
+from ..config.perturbations import arena_specs
 
 MAX_ENTRIES = 32
 
@@ -37,7 +37,7 @@ class Prepared:
     labels: tuple[str, ...]  # each player's strategy name
     names: tuple[str, ...]  # each compiled policy's name
     perturb_ids: tuple[str, ...]
-    f0: float  # the sustainable yield (bdpd_jax/govsim.py)
+    f0: float  # the sustainable yield (bdpd_jax/results/govsim.py)
     meta_json: str  # the config and players for Results.meta (loaded fresh per run)
 
 

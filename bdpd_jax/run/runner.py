@@ -25,10 +25,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .kernels import rng
-from .kernels.game import Game
-from .kernels.rollout import init_batch, run_turns
-from .kernels.state import still_playing
+from ..kernels import rng
+from ..kernels.game import Game
+from ..kernels.rollout import init_batch, run_turns
+from ..kernels.state import still_playing
 
 TRACES: dict[str, int] = {"run": 0, "init": 0}
 # Arena-turns the chunk programs were given (batch width x chunk length; without history a

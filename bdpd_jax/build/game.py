@@ -8,15 +8,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .config import ArenaConfig
-from .governance_build import governance as governance_layer
-from .governance_build import uses_governance
-from .kernels.engines import get_engine
-from .kernels.game import Game
-from .kernels.params import OBS_VARS, OWN_VARS, RESOLUTIONS, ObsParams, Params, PlayerParams, farr
-from .kernels.policies import BUILTINS, Policy
-from .policy_check import check_policy_outputs
-from .specs import arena_specs, compile_specs, override_strategies, perturb_layer
+from ..config.game import ArenaConfig
+from .governance import governance as governance_layer
+from .governance import uses_governance
+from ..kernels.engines import get_engine
+from ..kernels.game import Game
+from ..kernels.params import OBS_VARS, OWN_VARS, RESOLUTIONS, ObsParams, Params, PlayerParams, farr
+from ..kernels.policies import BUILTINS, Policy
+from ..config.policy_check import check_policy_outputs
+from ..config.perturbations import arena_specs, compile_specs, override_strategies, perturb_layer
 
 
 def policies_of(config: ArenaConfig, extra: tuple = ()) -> tuple[tuple, list[int]]:
@@ -93,7 +93,7 @@ def build(config: ArenaConfig, *, generator: str = "hash", extra_policies: tuple
         ),
         extra={},
     )
-    from .plugins import perturbation_types
+    from ..config.plugins import perturbation_types
 
     pk = dict(perturb or {})
     fired_by_plugins = perturbation_types(config)  # a regulator's regen_set mandate (kernels/governance_agent.py)
@@ -108,7 +108,7 @@ def build(config: ArenaConfig, *, generator: str = "hash", extra_policies: tuple
         layer, gov = governance_layer(config, **(governance or {}))
         game = dataclasses.replace(game, layers=game.layers + (layer,))
         params = dataclasses.replace(params, extra={**params.extra, layer.name: gov})
-    from .plugins import plugin_layer
+    from ..config.plugins import plugin_layer
 
     plug = plugin_layer(config)
     if plug is not None:  # governance plugins (kernels/plugins.py), after the automatic sanctions

@@ -2,7 +2,7 @@
 per type, each turning its JSON into the numbers of one kernel slot (``payload_numbers``).
 
 Fired at a turn, on a threshold condition or by the owner, at most once each
-(kernels/perturb.py; docs/semantics.md §10). bdpd_jax/specs.py registers :data:`ARENA_SPECS`
+(kernels/perturb.py; docs/semantics.md §10). bdpd_jax/config/perturbations.py registers :data:`ARENA_SPECS`
 with the config's spec registry and compiles specs into slots; a type added later is one
 :class:`ArenaSpec` subclass plus one ``specs.register_perturbation`` call.
 """
@@ -13,11 +13,11 @@ from typing import Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from .kernels import perturb as _pk
-from .kernels.engines import ENGINES
-from .kernels.params import OBS_VARS as _OBS_VARS
-from .kernels.params import OWN_VARS, PEER_VARS
-from .kernels.policies import BUILTINS, Policy
+from ..kernels import perturb as _pk
+from ..kernels.engines import ENGINES
+from ..kernels.params import OBS_VARS as _OBS_VARS
+from ..kernels.params import OWN_VARS, PEER_VARS
+from ..kernels.policies import BUILTINS, Policy
 from .limits import MAX_TURNS
 from .policy_check import check_policy_fields
 

@@ -12,17 +12,17 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from .kernels.engines import ENGINES
-from .kernels.engines.logistic import DIE_DEFAULTS
-from .kernels.engines.seneca import DEFAULTS as SENECA
-from .kernels.engines.seneca import HARVEST_SCALE
-from .kernels.params import OBS_VARS, OWN_VARS, PEER_VARS
-from .kernels.observe import QUALITATIVE_VARS, SIGN_VARS, capacity
-from .kernels.policies import BUILTINS, Policy
-from .kernels.schedule import SCHEDULERS
-from .governance_config import PactConfig, TalkConfig, check_governance
+from ..kernels.engines import ENGINES
+from ..kernels.engines.logistic import DIE_DEFAULTS
+from ..kernels.engines.seneca import DEFAULTS as SENECA
+from ..kernels.engines.seneca import HARVEST_SCALE
+from ..kernels.params import OBS_VARS, OWN_VARS, PEER_VARS
+from ..kernels.observe import QUALITATIVE_VARS, SIGN_VARS, capacity
+from ..kernels.policies import BUILTINS, Policy
+from ..kernels.schedule import SCHEDULERS
+from .governance import PactConfig, TalkConfig, check_governance
 from .limits import MAX_DIE_SIDES, MAX_PACT_SLOTS, MAX_PLAYERS, MAX_SPECS, MAX_TURNS, check_magnitudes
-from .specs import check_perturbations, parse_perturbations
+from .perturbations import check_perturbations, parse_perturbations
 
 _STRICT = ConfigDict(extra="forbid", allow_inf_nan=False, populate_by_name=True)
 
@@ -72,7 +72,7 @@ class SenecaConfig(BaseModel):
     @field_validator("solver")
     @classmethod
     def _known_solver(cls, v: str) -> str:
-        from .kernels.engines.seneca import SOLVERS
+        from ..kernels.engines.seneca import SOLVERS
 
         if v not in SOLVERS:
             raise ValueError(f"seneca.solver: unknown solver {v!r}; known: {sorted(SOLVERS)}")
@@ -82,7 +82,7 @@ class SenecaConfig(BaseModel):
     def _adaptive_needs_error_estimate(self) -> "SenecaConfig":
         import diffrax
 
-        from .kernels.engines.seneca import SOLVERS
+        from ..kernels.engines.seneca import SOLVERS
 
         if self.adaptive and not issubclass(SOLVERS[self.solver], diffrax.AbstractAdaptiveSolver):
             ok = [k for k, v in SOLVERS.items() if issubclass(v, diffrax.AbstractAdaptiveSolver)]
@@ -98,7 +98,7 @@ class ModelConfig(BaseModel):
     name: str = "fishery_commons_v1"
     engineMode: str = "logistic"
     scheduler: str = "simultaneous"
-    maxPlayers: int = Field(4, ge=1, le=MAX_PLAYERS)  # bounds: bdpd_jax/limits.py
+    maxPlayers: int = Field(4, ge=1, le=MAX_PLAYERS)  # bounds: bdpd_jax/config/limits.py
     minPlayers: int = Field(2, ge=1)
     maxTurns: int = Field(30, ge=1, le=MAX_TURNS)
     commonsInitial: float | None = Field(None, ge=0)
@@ -175,7 +175,7 @@ class PlayerConfig(BaseModel):
     intensity: float = Field(0.5, gt=0, le=1)
     reductionFactor: float = Field(1.0, ge=0)
     privateResource: float = Field(30.0, ge=0)
-    talk: TalkConfig | None = None  # scripted cheap talk (bdpd_jax/governance_config.py)
+    talk: TalkConfig | None = None  # scripted cheap talk (bdpd_jax/config/governance.py)
 
     @field_validator("strategy")
     @classmethod
@@ -220,7 +220,7 @@ class ArenaConfig(BaseModel):
 
     @model_validator(mode="after")
     def _cross_checks(self, info: ValidationInfo) -> "ArenaConfig":
-        # every real number finite in float32 with room for a product (bdpd_jax/limits.py);
+        # every real number finite in float32 with room for a product (bdpd_jax/config/limits.py);
         # a sweep checks only its swept values (the walk costs several times the validation)
         if not (info.context or {}).get("magnitudes_checked"):
             check_magnitudes(self, "")
@@ -243,11 +243,11 @@ class ArenaConfig(BaseModel):
         if self.players is not None:
             check_governance(self.players, self.pacts)
             _check_harvest_scale(self.model, self.players)
-            from .governance_build import needed_slots
+            from ..build.governance import needed_slots
 
             if needed_slots(self) > MAX_PACT_SLOTS:
                 raise ValueError(f"pacts: {needed_slots(self)} pacts and scripted pledges/proposals need more than "
-                                 f"{MAX_PACT_SLOTS} pact slots (bdpd_jax/limits.py)")
+                                 f"{MAX_PACT_SLOTS} pact slots (bdpd_jax/config/limits.py)")
             n = len(self.players)
             if not self.model.minPlayers <= n <= self.model.maxPlayers:
                 raise ValueError(
@@ -302,5 +302,5 @@ def _check_harvest_scale(model: ModelConfig, players: list[PlayerConfig]) -> Non
 
 def default_config() -> ArenaConfig:
     """The shipped default: the seed's logistic payload with 2 conservative + 2 aggressive."""
-    path = Path(__file__).with_name("data") / "default.json"
+    path = Path(__file__).resolve().parent.parent / "data" / "default.json"
     return ArenaConfig.model_validate(json.loads(path.read_text()))

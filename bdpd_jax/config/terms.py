@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .kernels import pacts as P
+from ..kernels import pacts as P
 
 
 def parse_terms(value: Any, where: str = "terms", *, strict: bool = True, fill: bool = False) -> dict[str, Any]:

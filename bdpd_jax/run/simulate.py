@@ -4,9 +4,9 @@
 of at most ``max_batch`` (bounded memory, cache-friendly); turns run in chunks of
 ``chunk_turns`` through one compiled chunk program (the last chunk's spare turns are frozen
 no-ops, so the result is bit-identical to an unchunked run); ended arenas are skipped
-(bdpd_jax/runner.py). Randomness is indexed by (seed, arena, turn, player, purpose): an
+(bdpd_jax/run/runner.py). Randomness is indexed by (seed, arena, turn, player, purpose): an
 arena's numbers never depend on the batch. A config already seen is not validated or built
-again (bdpd_jax/prepared.py).
+again (bdpd_jax/build/prepared.py).
 """
 
 from __future__ import annotations
@@ -19,22 +19,22 @@ from typing import Any
 import jax
 import numpy as np
 
-from .build import broadcast_batch
-from .config import ArenaConfig
-from .kernels.game import Game
-from .kernels.rollout import summary_of
-from .prepared import prepared
+from ..build.game import broadcast_batch
+from ..config.game import ArenaConfig
+from ..kernels.game import Game
+from ..kernels.rollout import summary_of
+from ..build.prepared import prepared
 from .runner import TRACES, arena_keys, compiled_init, compiled_run, run_batch, to_numpy  # noqa: F401 (re-exported)
-from . import govsim
-from .governance_build import sanction_specs
-from .kernels.plugins import NAME as PLUGINS
-from .governance_results import layer_record, sanctions_frame, violations_frame
-from .kernels.governance import NAME as GOV
-from .perturb_results import perturbations_frame
-from .plugin_results import governance_actions_frame
-from .kernels.perturb import PerturbLayer
-from .results import Results, players_frame, summary_frame, turns_frame
-from .limits import DEFAULT_MAX_BATCH, check_run_args, check_run_size
+from ..results import govsim
+from ..build.governance import sanction_specs
+from ..kernels.plugins import NAME as PLUGINS
+from ..results.governance import layer_record, sanctions_frame, violations_frame
+from ..kernels.governance import NAME as GOV
+from ..results.perturbations import perturbations_frame
+from ..results.plugins import governance_actions_frame
+from ..kernels.perturb import PerturbLayer
+from ..results.frames import Results, players_frame, summary_frame, turns_frame
+from ..config.limits import DEFAULT_MAX_BATCH, check_run_args, check_run_size
 
 PERTURB = PerturbLayer.name  # the perturbation layer's record key
 
@@ -87,7 +87,7 @@ def simulate(
         history: keep per-turn frames; False keeps only the per-arena summary.
         turns: turns to play (default ``model.maxTurns``).
         chunk_turns: turns per compiled chunk (default: all at once up to 100, else 100; ended
-            arenas are skipped at chunk boundaries, bdpd_jax/runner.py).
+            arenas are skipped at chunk boundaries, bdpd_jax/run/runner.py).
         max_batch: the most arenas run at once; larger runs go in chunks.
         generator: ``"hash"`` (default, fast) or ``"threefry"`` (jax.random).
         progress: show a progress bar (default: when the run has several chunks).
@@ -235,7 +235,7 @@ def game_layer_names(game: Game) -> set[str]:
 
 
 def govsim_of(final: dict, f0: float, rec, n_turns: int) -> dict:
-    """The GovSim outcome columns (bdpd_jax/govsim.py) of one batch, from its final numbers
+    """The GovSim outcome columns (bdpd_jax/results/govsim.py) of one batch, from its final numbers
     (``compiled_final``, numpy) and its records when kept (None otherwise)."""
     gov = final["gov"]
     judged = None
@@ -254,6 +254,6 @@ def govsim_of(final: dict, f0: float, rec, n_turns: int) -> dict:
 
 def default_chunk(n_turns: int) -> int:
     """Turns per compiled chunk when the caller gives none: the whole run up to 100 turns,
-    else 100 (a chunk boundary is where ended arenas are skipped: bdpd_jax/runner.py; the
+    else 100 (a chunk boundary is where ended arenas are skipped: bdpd_jax/run/runner.py; the
     numbers do not depend on the chunking)."""
     return n_turns if n_turns <= 100 else 100

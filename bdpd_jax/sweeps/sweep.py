@@ -13,8 +13,8 @@ stacked along the trailing batch axis and run through simulate's compiled progra
 At scale (:class:`SweepPlan`): arenas run in chunks sized by ``max_batch`` or a
 ``memory_budget``; each chunk's batch axis is sharded over the local devices (a 1-D mesh,
 bit-identical to one device); grids of many points build params once per distinct value
-of each parameter when the params are separable. ``bdpd_jax.distributed`` runs the chunks
-on a Dask cluster and ``bdpd_jax.sweep_spec`` / ``bdpd sweep`` run a TOML spec resumably.
+of each parameter when the params are separable. ``bdpd_jax.sweeps.distributed`` runs the chunks
+on a Dask cluster and ``bdpd_jax.sweeps.sweep_file`` / ``bdpd sweep`` run a TOML spec resumably.
 See docs/semantics.md §12.
 """
 
@@ -30,17 +30,17 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from .config import ArenaConfig
-from .kernels.metrics import METRICS
-from .limits import DEFAULT_MAX_BATCH, check_run_args
-from .results import summary_frame
-from .prepared import content_key
-from .runner import arena_keys, run_batch, to_numpy
-from .simulate import flatten_record, compiled_final, default_chunk, govsim_of
-from .sweep_build import DEVICE_COPIES, ROW_CELL_BYTES, build_points, bytes_per_arena, resolve_devices
-from .sweep_paths import ConfigBase, apply_values, check_paths, config_base, parse_path, resolve
-from .sweep_points import explicit_points, grid_points, points_table, sample_points
-from .sweep_results import POINT_OUTCOMES, Z95, SweepResults, metric_means, aggregate
+from ..config.game import ArenaConfig
+from ..kernels.metrics import METRICS
+from ..config.limits import DEFAULT_MAX_BATCH, check_run_args
+from ..results.frames import summary_frame
+from ..build.prepared import content_key
+from ..run.runner import arena_keys, run_batch, to_numpy
+from ..run.simulate import flatten_record, compiled_final, default_chunk, govsim_of
+from .build import DEVICE_COPIES, ROW_CELL_BYTES, build_points, bytes_per_arena, resolve_devices
+from .paths import ConfigBase, apply_values, check_paths, config_base, parse_path, resolve
+from .points import explicit_points, grid_points, points_table, sample_points
+from .results import POINT_OUTCOMES, Z95, SweepResults, metric_means, aggregate
 
 __all__ = [
     "DEVICE_COPIES", "POINT_OUTCOMES", "ROW_CELL_BYTES", "SEPARABLE_MIN_POINTS", "Z95",
@@ -75,7 +75,7 @@ class SweepPlan:
 
     ``run_chunk(k)`` returns chunk ``k``'s arena rows; any process that builds the same plan
     (same config, table and options) gets the same chunks, which is what the resumable CLI
-    and the dask runner (bdpd_jax/distributed.py) rely on.
+    and the dask runner (bdpd_jax/sweeps/distributed.py) rely on.
     """
 
     def __init__(self, config, table: pd.DataFrame, *, replicates: int = 1, seed: int = 0, history: bool = False,
@@ -153,7 +153,7 @@ class SweepPlan:
 
     def run_chunk(self, k: int, bar=None) -> pd.DataFrame:
         """The arena rows of chunk ``k`` (arenas ``chunks[k]``)."""
-        from . import govsim
+        from ..results import govsim
 
         a0, a1 = self.chunks[k]
         b, reps, names, table = self.run_width, self.replicates, self.names, self.table
@@ -219,7 +219,7 @@ MAX_PLANS = 8
 
 def cached_plan(config, table: pd.DataFrame, **options) -> SweepPlan:
     """A SweepPlan, reused when the same config content, table and options were planned
-    before (every point's config is validated and built once; bdpd_jax/prepared.py)."""
+    before (every point's config is validated and built once; bdpd_jax/build/prepared.py)."""
     try:
         cells = pd.util.hash_pandas_object(table, index=True).to_numpy().tobytes()
         key = (content_key(config), hashlib.sha1(cells).hexdigest(), repr(list(table.columns)),
@@ -238,7 +238,7 @@ def cached_plan(config, table: pd.DataFrame, **options) -> SweepPlan:
 
 
 # A way to run a plan's chunks: (plan, progress) -> (k, rows of chunk k) for every chunk, in
-# any order (here: :func:`run_here`; on a Dask cluster: bdpd_jax/distributed.py).
+# any order (here: :func:`run_here`; on a Dask cluster: bdpd_jax/sweeps/distributed.py).
 ChunkRunner = Callable[["SweepPlan", "bool | None"], Iterable[tuple[int, pd.DataFrame]]]
 
 
@@ -278,7 +278,7 @@ def run_points(
 ) -> SweepResults:
     """Run every row of ``table`` (columns = config paths) ``replicates`` times in one
     batched program; see :func:`sweep`. ``chunks`` runs the plan's chunks (default: here;
-    ``bdpd_jax.distributed.sweep_on_cluster`` passes a Dask cluster's)."""
+    ``bdpd_jax.sweeps.distributed.sweep_on_cluster`` passes a Dask cluster's)."""
     plan = cached_plan(config, table, replicates=replicates, seed=seed, history=history, turns=turns,
                        max_batch=max_batch, memory_budget=memory_budget, generator=generator,
                        round_ints=round_ints, common_random=common_random, devices=devices)

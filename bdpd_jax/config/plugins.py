@@ -14,10 +14,10 @@ from typing import Any, Literal
 import jax.numpy as jnp
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .kernels import governance_agent as G
-from .kernels import plugins as K
-from .kernels import voluntary_sanction as V
-from .kernels.params import farr
+from ..kernels import governance_agent as G
+from ..kernels import plugins as K
+from ..kernels import voluntary_sanction as V
+from ..kernels.params import farr
 
 PLUGIN_SPECS: dict[str, type[BaseModel]] = {}
 
@@ -118,8 +118,8 @@ class GovernanceAgentSpec(PluginSpec):
 
     @staticmethod
     def _regen_ok(config) -> bool:
-        from .kernels.engines import ENGINES
-        from .kernels.perturb_registry import supported
+        from ..kernels.engines import ENGINES
+        from ..kernels.perturb_registry import supported
 
         return supported(ENGINES[config.model.engineMode], "regen_set")
 

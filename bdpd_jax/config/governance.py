@@ -33,7 +33,7 @@ PlayerRef = int | str
 
 class PactTerms(BaseModel):
     """001_* term schema: ``type`` names a registered term type (kernels/pacts.py); the other
-    keys are that type's fields, checked against the registry (bdpd_jax/terms.py)."""
+    keys are that type's fields, checked against the registry (bdpd_jax/config/terms.py)."""
 
     model_config = ConfigDict(extra="allow", allow_inf_nan=False)
     type: str
