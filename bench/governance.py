@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import importlib
 import time
 
 import jax
@@ -23,7 +22,7 @@ import numpy as np
 from bdpd_jax.build.game import broadcast_batch, build
 from bdpd_jax.config.game import ArenaConfig
 
-sim = importlib.import_module("bdpd_jax.run.simulate")
+from bdpd_jax.run import simulate as sim
 
 PLAIN = {
     "model": {"maxPlayers": 4, "minPlayers": 4, "maxTurns": 100},

@@ -218,11 +218,9 @@ def bench_skip_seed(b: int = 16384, turns: int = 3000) -> dict:
     with skipping, against the full scan of every turn (chunks of 1000 turns, no skipping:
     the run before skipping). Same results checked."""
     import functools
-    import importlib
-
     from bdpd_jax.run import runner
 
-    sim = importlib.import_module("bdpd_jax.run.simulate")
+    from bdpd_jax.run import simulate as sim
     cfg = seed_payload(turns)
     out = {}
     for name, skip, chunk in (("skip", True, None), ("full", False, 1000)):

@@ -18,7 +18,6 @@
 
 # %%
 import copy
-import importlib
 import os
 import warnings
 from pathlib import Path
@@ -33,8 +32,7 @@ from bdpd_jax.build.game import build  # noqa: E402
 from bdpd_jax.config.game import ArenaConfig  # noqa: E402
 from bdpd_jax.build.governance import stack_batch  # noqa: E402
 from bdpd_jax.kernels.metrics import METRICS  # noqa: E402
-
-sim = importlib.import_module("bdpd_jax.run.simulate")
+from bdpd_jax.run import simulate as sim  # noqa: E402
 
 SIZE = int(os.environ.get("BDPD_STUDY_SIZE", "2000"))  # arenas per cell (CI: small)
 TURNS = 30

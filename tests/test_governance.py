@@ -304,10 +304,7 @@ def test_govsim_summary_columns(gov_run):
 
 def test_sweep_tolerance_ladder_regen_compiles_once():
     from payloads import SEED_LOGISTIC
-
-    import importlib
-
-    sim = importlib.import_module("bdpd_jax.run.simulate")
+    from bdpd_jax.run import simulate as sim
     from bdpd_jax.build.game import build
     from bdpd_jax.build.governance import stack_batch
 

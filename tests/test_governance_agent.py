@@ -251,9 +251,7 @@ def test_regen_mandate_is_the_registrys_regen_set():
 
 
 def test_agent_numbers_sweep_in_one_compile():
-    import importlib
-
-    sim = importlib.import_module("bdpd_jax.run.simulate")
+    from bdpd_jax.run import simulate as sim
     before = sim.TRACES["run"]
     sw = bdpd_jax.sweep(_cfg(turns=5), grid={"plugins[ga].cap": [0.8, 2.0], "plugins[ga].coop_below": [0.2, 0.9],
                                              "plugins[ga].regen": [0.05, 0.3], "plugins[ga].cooldown": [1, 3]},

@@ -210,9 +210,7 @@ def test_live_players_sanction_through_the_tool_under_the_same_rules():
 
 
 def test_plugin_numbers_sweep_in_one_compile():
-    import importlib
-
-    sim = importlib.import_module("bdpd_jax.run.simulate")
+    from bdpd_jax.run import simulate as sim
     cfg = _cfg([{**VS, "sanctioner": "always"}], turns=6)
     before = sim.TRACES["run"]
     sw = bdpd_jax.sweep(cfg, grid={"plugins[vs].fine": [0.0, 4.0], "plugins[vs].cost": [0.1, 2.0]}, replicates=4)

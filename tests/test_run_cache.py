@@ -4,7 +4,6 @@ sweep.cached_plan); a change of content is seen as a new config."""
 from __future__ import annotations
 
 import copy
-import importlib
 
 import pandas as pd
 
@@ -13,7 +12,7 @@ from bdpd_jax.build import prepared
 from bdpd_jax.config.game import ArenaConfig
 from payloads import MIXED_PLAYERS, SEED_LOGISTIC
 
-sweep = importlib.import_module("bdpd_jax.sweeps.sweep")  # the module (bdpd_jax.sweep is the function)
+from bdpd_jax.sweeps import sweep
 
 
 def _cfg() -> dict:

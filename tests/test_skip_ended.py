@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import importlib
 
 import jax
 import numpy as np
@@ -19,7 +18,7 @@ from bdpd_jax.build.game import broadcast_batch, build
 from bdpd_jax.config.game import ArenaConfig
 from payloads import MIXED_PLAYERS, SEED_LOGISTIC
 
-SIM = importlib.import_module("bdpd_jax.run.simulate")  # the module (bdpd_jax.simulate is the function)
+from bdpd_jax.run import simulate as SIM
 
 # scripted talk, a pact, sanctions and perturbations: the layers' state freezes too
 GOVERNED = {

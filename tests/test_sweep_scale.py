@@ -170,9 +170,7 @@ def test_dask_two_workers_equal_single_process(cfg, one_device, tmp_path):
 def test_separable_build_equals_per_point_build(cfg, monkeypatch):
     """Many points: one build per distinct value of each parameter, composed, equals a
     build of every point (and is checked against full builds of a spread of points)."""
-    import importlib
-
-    sw = importlib.import_module("bdpd_jax.sweeps.sweep")
+    from bdpd_jax.sweeps import sweep as sw
     grid = {"model.regenRate": [0.05, 0.1, 0.2, 0.3], "players[1].intensity": [0.3, 0.6, 0.9],
             "model.maxTurns": [6, 12], "observability.commonsStock.noise": [0.1, 0.3],
             "model.commonsCapacity": [100.0, 150.0, 200.0]}

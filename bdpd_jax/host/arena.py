@@ -15,12 +15,9 @@ Randomness is the kernels': ``rng.arena_key(seed, arena_index)``, so a live aren
 players are all builtin plays exactly the batched arena ``simulate(config, seed=seed,
 arena_offset=arena_index)`` plays, bit for bit.
 
-What ``start()`` builds is one :class:`~bdpd_jax.host.arena_run.ArenaRun` the arena owns;
-the parts beside it take that run state, never the Arena: the batched turn in
-:mod:`~bdpd_jax.host.batch_runner`, the tools in :mod:`~bdpd_jax.host.dispatch`, turn records
-in :mod:`~bdpd_jax.host.records`, envelopes in :mod:`~bdpd_jax.host.envelope`, owner-fired
-perturbations in :mod:`~bdpd_jax.host.owner_perturb`; the kernel game is built by
-:mod:`~bdpd_jax.host.live_game`, agent calls live in :mod:`~bdpd_jax.host.agent_calls`.
+``start()`` builds one :class:`~bdpd_jax.host.arena_run.ArenaRun` the arena owns; its
+collaborators (batch_runner, dispatch, records, envelope, owner_perturb, live_game,
+agent_calls) take that run state, never the Arena.
 """
 
 from __future__ import annotations
@@ -34,9 +31,8 @@ import numpy as np
 
 from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.kernels import rng
-from bdpd_jax.config.limits import check_magnitudes
 from bdpd_jax.host.agent_calls import own_client, live_player_config_of
-from bdpd_jax.host.arena_args import arena_inputs
+from bdpd_jax.host.arena_args import arena_inputs, joining_player
 from bdpd_jax.host.arena_run import ArenaRun, shown_kind, utc_now
 from bdpd_jax.host.batch_runner import LockstepBatch, slice_batch
 from bdpd_jax.host.dispatch import TOOL_SCOPES, dispatch_tool, sanction_offered
@@ -46,7 +42,7 @@ from bdpd_jax.host.live_game import kernel_config, live_game
 from bdpd_jax.host.owner_perturb import fire_perturbation, owner_slot
 from bdpd_jax.host.persist import JsonlWriter, atomic_write_json, clean_stale_tmp
 from bdpd_jax.host.operator import Operator
-from bdpd_jax.host.players import LivePlayerConfig, make_agent, player_timeout_ms
+from bdpd_jax.host.players import LivePlayerConfig, make_agent
 from bdpd_jax.host.summary import summary
 
 DEFAULT_PACT_SLOTS = 16  # a live arena's pact table when the create names none (bound: limits.MAX_PACT_SLOTS)
@@ -147,18 +143,7 @@ class Arena:
         """Add a player (004_* A.2 join). Returns its id. ValueError names the bad field."""
         if self.status != "waiting":
             raise ValueError(f"status: players join a waiting arena, this one is {self.status!r}")
-        if not isinstance(spec, LivePlayerConfig):
-            spec = LivePlayerConfig.model_validate(spec)
-        check_magnitudes({k: getattr(spec, k) for k in ("privateResource", "intensity", "reductionFactor")}, "")
-        if spec.name is None:
-            spec = spec.model_copy(update={"name": f"p{len(self._joined)}"})
-        if spec.name in self.players:
-            raise ValueError(f"name: player {spec.name!r} already joined")
-        if len(self._joined) >= self.config.model.maxPlayers:
-            raise ValueError(f"players: the arena is full (maxPlayers={self.config.model.maxPlayers})")
-        if spec.external:
-            self.operator.check_player(spec)
-            player_timeout_ms(spec, float(self.config.agentTimeout))
+        spec = joining_player(spec, self._joined, self.config, self.operator)
         self._joined.append(spec)
         return spec.name
 
@@ -335,11 +320,9 @@ class Arena:
 
     # -- owner-fired perturbations (004_* A.2 POST /perturb) ---------------------------------
     def perturb(self, spec: str | dict) -> dict[str, Any]:
-        """Fire a perturbation now, whatever its trigger: a spec id of the config, or an
-        ad-hoc Table A.1 spec ``{id, type, trigger, payload}``. It applies to the state
-        before the next turn, through ``kernels.perturb.apply_perturbation``, and is logged in
-        the next turn record (``ownerPerturbations``) so replay fires it again. Needs a
-        perturbation layer holding the type (``perturbable=True``, or the config's specs)."""
+        """Fire a perturbation now (a spec id of the config, or an ad-hoc Table A.1 spec)
+        through ``kernels.perturb.apply_perturbation``; logged in the next turn record
+        (``ownerPerturbations``) so replay fires it again (docs/semantics.md §13)."""
         if self.status != "running" or self._started().in_tick:
             raise ValueError(f"status: perturbations are fired between ticks of a running arena ({self.status!r})")
         run = self._started()

@@ -1,4 +1,4 @@
-"""The checks of a live arena's creation arguments (``Arena(...)``), apart from the arena so
+"""The checks of a live arena's creation arguments (``Arena(...)``) and of a joining player, apart from the arena so
 that its module holds the lifecycle and the turn. ValueError names the bad argument."""
 
 from __future__ import annotations
@@ -8,7 +8,9 @@ from pathlib import Path
 import numpy as np
 
 from bdpd_jax.config.game import ArenaConfig, PlayerConfig
-from bdpd_jax.config.limits import ARENA_INDEX_LIMIT, MAX_PACT_SLOTS, MAX_TURNS, check_int
+from bdpd_jax.config.limits import ARENA_INDEX_LIMIT, MAX_PACT_SLOTS, MAX_TURNS, check_int, check_magnitudes
+from bdpd_jax.host.operator import Operator
+from bdpd_jax.host.players import LivePlayerConfig, player_timeout_ms
 
 
 def arena_inputs(config: ArenaConfig | dict | str | Path, *, seed: int, arena_index: int, pact_slots: int,
@@ -34,3 +36,22 @@ def arena_inputs(config: ArenaConfig | dict | str | Path, *, seed: int, arena_in
 
 
 __all__ = ["arena_inputs"]
+
+
+def joining_player(spec: LivePlayerConfig | dict, joined: list[LivePlayerConfig], config: ArenaConfig,
+                   operator: Operator) -> LivePlayerConfig:
+    """A joining player's validated spec (named ``p<k>`` when unnamed); ValueError names the
+    bad field: a duplicate name, a full arena, credentials or a timeout the operator refuses."""
+    if not isinstance(spec, LivePlayerConfig):
+        spec = LivePlayerConfig.model_validate(spec)
+    check_magnitudes({k: getattr(spec, k) for k in ("privateResource", "intensity", "reductionFactor")}, "")
+    if spec.name is None:
+        spec = spec.model_copy(update={"name": f"p{len(joined)}"})
+    if spec.name in [s.name for s in joined]:
+        raise ValueError(f"name: player {spec.name!r} already joined")
+    if len(joined) >= config.model.maxPlayers:
+        raise ValueError(f"players: the arena is full (maxPlayers={config.model.maxPlayers})")
+    if spec.external:
+        operator.check_player(spec)
+        player_timeout_ms(spec, float(config.agentTimeout))
+    return spec

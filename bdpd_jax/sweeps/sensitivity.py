@@ -21,6 +21,8 @@ docs/semantics.md §12.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -64,6 +66,18 @@ def _point_means(arenas: pd.DataFrame, names: list[str], outputs: tuple, cols: l
     return a.groupby("point", sort=True)[cols].mean().to_numpy(dtype=float)
 
 
+@dataclass(frozen=True)
+class PointModel:
+    """``f(X) -> Y`` (:func:`model`), with the factor ``names`` and ``outputs`` it was built for."""
+
+    run: Callable[[Any], np.ndarray]
+    names: list[str]
+    outputs: tuple[str, ...]
+
+    def __call__(self, X: Any) -> np.ndarray:
+        return self.run(X)
+
+
 def model(
     config: ArenaConfig | dict | str,
     names: Sequence[str],
@@ -79,7 +93,7 @@ def model(
     transform: Callable[[pd.DataFrame], pd.DataFrame] | None = None,
     memory_budget: int | None = None,
     devices: Any = None,
-) -> Callable[[np.ndarray], np.ndarray]:
+) -> PointModel:
     """A function ``f(X) -> Y`` running the points ``X`` (N, D) as one sweep.
 
     ``Y[n, j]``: the mean over ``replicates`` of output ``outputs[j]`` at point ``X[n]``
@@ -123,9 +137,7 @@ def model(
                          common_random=common_random, memory_budget=memory_budget, devices=devices)
         return _point_means(res.arenas, names, outputs, cols)
 
-    f.names = names  # type: ignore[attr-defined]
-    f.outputs = outputs  # type: ignore[attr-defined]
-    return f
+    return PointModel(f, names, outputs)
 
 
 def _problem(problem: dict) -> dict:
@@ -165,7 +177,7 @@ def sobol(
     f = model(config, p["names"], outputs, replicates, seed, **model_kw)
     Y = f(X)
     rows = []
-    for j, out in enumerate(f.outputs):  # type: ignore[attr-defined]
+    for j, out in enumerate(f.outputs):
         si = analyze.analyze(p, Y[:, j], calc_second_order=calc_second_order, num_resamples=num_resamples,
                              conf_level=conf_level, print_to_console=False, seed=seed)
         for i, name in enumerate(p["names"]):
@@ -200,7 +212,7 @@ def morris(
     f = model(config, p["names"], outputs, replicates, seed, **model_kw)
     Y = f(X)
     rows = []
-    for j, out in enumerate(f.outputs):  # type: ignore[attr-defined]
+    for j, out in enumerate(f.outputs):
         si = analyze.analyze(p, X, Y[:, j], num_resamples=num_resamples, conf_level=conf_level,
                              print_to_console=False, num_levels=num_levels, seed=seed)
         for i, name in enumerate(p["names"]):

@@ -110,6 +110,16 @@ class LiveArena:
     def arena_id(self) -> str:
         return self.arena.arena_id
 
+    def set_tick_mode(self, mode: str) -> None:
+        """``"auto"`` while the hub's Ticker ticks this arena, else ``"manual"``."""
+        if mode not in ("auto", "manual"):
+            raise ValueError(f"tickMode: must be 'auto' or 'manual', got {mode!r}")
+        self.tick_mode = mode
+
+    def mark_published(self, turn: int) -> None:
+        """Record that the streams have been sent every tick up to ``turn``."""
+        self.published = int(turn)
+
     @property
     def status(self) -> str:
         return self.arena.status

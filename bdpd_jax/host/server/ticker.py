@@ -143,7 +143,7 @@ class Ticker:
             self._schedule(g)
         g.members[lv.arena_id] = lv
         self.where[lv.arena_id] = g
-        lv.tick_mode = "auto"
+        lv.set_tick_mode("auto")
         self._ensure_running()
 
     def auto(self, lv: LiveArena) -> bool:
@@ -152,7 +152,7 @@ class Ticker:
     async def remove(self, lv: LiveArena) -> None:
         """Stop auto ticks of ``lv``; a group tick in flight with it finishes first."""
         g = self.where.pop(lv.arena_id, None)
-        lv.tick_mode = "manual"
+        lv.set_tick_mode("manual")
         if g is None:
             return
         g.members.pop(lv.arena_id, None)
@@ -206,7 +206,7 @@ class Ticker:
         except Exception as exc:  # noqa: BLE001 - auto ticks stop; the owner sees why on the stream
             for lv in list(g.members.values()):
                 self.where.pop(lv.arena_id, None)
-                lv.tick_mode = "manual"
+                lv.set_tick_mode("manual")
                 lv.publish("error", {"detail": f"auto tick stopped: {type(exc).__name__}: {exc}"})
             g.members.clear()
         finally:
@@ -242,7 +242,7 @@ class Ticker:
         """One tick of ``lv`` alone (a manual tick, or a group of one), published."""
         rec, summ = await lv.run(self.step, lv)
         if rec is not None:
-            lv.published = rec["turn"]
+            lv.mark_published(rec["turn"])
             lv.publish("tick", rec)
         if summ is not None:
             self.finish(lv, summ)
@@ -273,7 +273,7 @@ class Ticker:
                 lock.release()
         for k, (lv, rec, summ) in enumerate(out):
             if rec is not None:
-                lv.published = rec["turn"]
+                lv.mark_published(rec["turn"])
                 lv.publish("tick", rec)
             if summ is not None:
                 self.finish(lv, summ)
