@@ -15,9 +15,21 @@ from payloads import size
 from server_helpers import keys_of, parse_sse, payload, read_stream, serve
 
 
-def test_health_answers_while_a_tick_compiles(tmp_path):
+def test_health_answers_while_a_tick_compiles(tmp_path, monkeypatch):
+    """A tick's work (a compile on a new game shape: seconds) runs in a worker thread; the
+    work is made slow here on purpose (a compile may come from a cache), so the test does not
+    depend on what other tests compiled before it."""
+    from bdpd_jax.host.server.ticker import Ticker
+
+    step = Ticker.step
+
+    def slow_step(self, lv):
+        time.sleep(0.6)  # the GIL is released, as in XLA's compile
+        return step(self, lv)
+
+    monkeypatch.setattr(Ticker, "step", slow_step)
     with serve(tmp_path) as base, httpx.Client(base_url=base, timeout=60, trust_env=False) as client:
-        c = client.post("/api/arenas", json=payload(max_turns=3, players=3, maxPlayers=7)).json()  # a shape no other test compiles
+        c = client.post("/api/arenas", json=payload(max_turns=3, players=3)).json()
         owner = keys_of(c)[0]
         client.post(f"/api/arenas/{c['arenaId']}/start", headers=owner)
         done = threading.Event()
@@ -30,7 +42,7 @@ def test_health_answers_while_a_tick_compiles(tmp_path):
                 assert probe.get("/api/health").json()["ok"] is True
                 answered_during += not done.is_set()
         th.join()
-        assert answered_during >= 3  # the loop kept answering while the worker compiled and ticked
+        assert answered_during >= 3  # the loop kept answering while the worker ticked
 
 
 @pytest.mark.heavy
