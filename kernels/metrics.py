@@ -29,14 +29,18 @@ def over_share(actual, regen, n):
     return actual > regen / n + EPS
 
 
-def gini(w: jax.Array) -> jax.Array:
-    """Gini coefficient of a non-negative vector (0 when total is 0): sorted-rank formula."""
-    n = w.shape[0]
-    s = jnp.sort(jnp.maximum(w, 0.0))
-    tot = jnp.sum(s)
-    ranks = jnp.arange(1, n + 1, dtype=s.dtype)
-    g = (2.0 * jnp.sum(ranks * s)) / (n * jnp.where(tot > 0, tot, 1.0)) - (n + 1.0) / n
-    return jnp.where(tot > 0, g, 0.0)
+def gini(w, axis: int = -1, xp=jnp):
+    """Gini coefficient of non-negative values along ``axis`` (0 when their total is 0):
+    sorted-rank formula. Array-library agnostic (``xp``: jnp in the kernels, numpy for the
+    host's per-arena ``equality`` over [N, B], one reduction along one axis per arena)."""
+    n = w.shape[axis]
+    s = xp.sort(xp.maximum(w, 0.0), axis=axis)
+    tot = xp.sum(s, axis=axis)
+    shape = [1] * s.ndim
+    shape[axis] = n
+    ranks = xp.arange(1, n + 1, dtype=s.dtype).reshape(shape)
+    g = (2.0 * xp.sum(ranks * s, axis=axis)) / (n * xp.where(tot > 0, tot, 1.0)) - (n + 1.0) / n
+    return xp.where(tot > 0, g, 0.0)
 
 
 def governance_metrics(

@@ -19,8 +19,6 @@ governance layer's accumulators or the per-turn records.
 
 from __future__ import annotations
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 from ..kernels.engines import get_engine
@@ -38,12 +36,10 @@ def sustainable_yield(config) -> float:
 
 def equality(gains: np.ndarray) -> np.ndarray:
     """gains float[N, B] -> 1 - Gini per arena, by the kernels' one Gini (kernels/metrics.py,
-    also the ``giniWealth`` trigger), computed arena by arena (vmapped) so an arena's value
+    also the ``giniWealth`` trigger) in numpy along the players' axis, so an arena's value
     does not depend on the batch it ran in."""
-    return 1.0 - np.asarray(_gini_per_arena(jnp.asarray(gains)))
-
-
-_gini_per_arena = jax.jit(jax.vmap(gini, in_axes=1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return 1.0 - gini(np.asarray(gains), axis=0, xp=np)
 
 
 def govsim_columns(turns_played: np.ndarray, max_turns: int, f0: float, gains: np.ndarray,
