@@ -99,6 +99,31 @@ def check_answer(out: dict[str, Any], max_memory_bytes: int, *, no_talk: bool = 
     return {"ok": True, "harvest": harvest, "actions": actions, "errors": errors, "memory": memory}
 
 
+def _syntax_candidates(code: str, memory_limit: int) -> tuple[list[str], str | None]:
+    """The forms of ``code`` that parse (as written, or as a bare function expression) and the
+    parser's first message. The checking runtime is dropped here, in this thread: jsbox
+    runtimes may not be freed on another thread, which a traceback cycle reaching this frame
+    would otherwise do at some later cyclic GC."""
+    checker = jsbox.Runtime(memory_limit=memory_limit)
+    candidates: list[str] = []
+    first_error: str | None = None
+    try:
+        try:
+            checker.check_syntax(code)
+            candidates.append(code + "\n;void 0;")  # completion value must convert to Python
+        except jsbox.JavaScriptError as exc:
+            first_error = error_text(exc)
+        wrapped = f"var decide = (\n{code}\n);void 0;"  # bare function expression / arrow function
+        try:
+            checker.check_syntax(wrapped)
+            candidates.append(wrapped)
+        except jsbox.JavaScriptError:
+            pass
+    finally:
+        del checker
+    return candidates, first_error
+
+
 def compile_strategy(code: str, *, memory_limit: int = DEFAULT_MEMORY_LIMIT,
                      timeout_s: float = DEFAULT_TIMEOUT_MS / 1000.0, pool: JsPool | None = None) -> str:
     """Validate strategy code at join time; return the script that defines global ``decide``.
@@ -109,20 +134,7 @@ def compile_strategy(code: str, *, memory_limit: int = DEFAULT_MEMORY_LIMIT,
     """
     if not isinstance(code, str) or not code.strip():
         raise ValueError(f"strategyCode: must be a non-empty string, got {code!r:.80}")
-    checker = jsbox.Runtime(memory_limit=memory_limit)
-    candidates: list[str] = []
-    first_error: str | None = None
-    try:
-        checker.check_syntax(code)
-        candidates.append(code + "\n;void 0;")  # completion value must convert to Python
-    except jsbox.JavaScriptError as exc:
-        first_error = error_text(exc)
-    wrapped = f"var decide = (\n{code}\n);void 0;"  # bare function expression / arrow function
-    try:
-        checker.check_syntax(wrapped)
-        candidates.append(wrapped)
-    except jsbox.JavaScriptError:
-        pass
+    candidates, first_error = _syntax_candidates(code, memory_limit)
     if not candidates:
         raise ValueError(f"strategyCode: {first_error}")
     pool = pool or default_pool()
