@@ -50,8 +50,12 @@ COOP_BELOW = [0.0, 0.3]
 STOCK_BELOW = [0.6, 0.75, 0.9]
 OUT = Path(os.environ.get("BDPD_FIGURES_DIR", Path(__file__).resolve().parent / "figures"))
 
+# The seed's logistic payload (noisy stock, hidden reserve and its collapse die), so the
+# replicates of a cell differ and the rates below are rates, not one arena repeated.
+SEED = bdpd_jax.default_config().model_dump(exclude={"players"})
 BASE = {
-    "model": {"maxPlayers": N, "minPlayers": N, "maxTurns": TURNS, "regenRate": 0.12, "commonsCapacity": 150.0},
+    "model": {**SEED["model"], "maxPlayers": N, "minPlayers": N, "maxTurns": TURNS},
+    "observability": SEED["observability"],
     "players": [
         {"strategy": "conservative", "talk": {"announce": "honest", "comply": True}},
         {"strategy": "aggressive", "intensity": 0.5},
