@@ -29,6 +29,13 @@ _STRICT = ConfigDict(extra="forbid", allow_inf_nan=False, populate_by_name=True)
 NonNeg = Field(ge=0)
 
 
+def known(where: str, what: str, v: str, registry) -> str:
+    """``v`` if the registry (read now, so later registrations count) has it, else ValueError."""
+    if v not in registry:
+        raise ValueError(f"{where}: unknown {what} {v!r}; known: {sorted(registry)}")
+    return v
+
+
 class CollapseDie(BaseModel):
     """The collapse die of the hidden reserve: a roll <= successThreshold draws one unit."""
 
@@ -74,9 +81,7 @@ class SenecaConfig(BaseModel):
     def _known_solver(cls, v: str) -> str:
         from ..kernels.engines.seneca import SOLVERS
 
-        if v not in SOLVERS:
-            raise ValueError(f"seneca.solver: unknown solver {v!r}; known: {sorted(SOLVERS)}")
-        return v
+        return known("seneca.solver", "solver", v, SOLVERS)
 
     @model_validator(mode="after")
     def _adaptive_needs_error_estimate(self) -> "SenecaConfig":
@@ -113,16 +118,12 @@ class ModelConfig(BaseModel):
     @field_validator("engineMode")
     @classmethod
     def _known_engine(cls, v: str) -> str:
-        if v not in ENGINES:
-            raise ValueError(f"model.engineMode: unknown engine {v!r}; known: {sorted(ENGINES)}")
-        return v
+        return known("model.engineMode", "engine", v, ENGINES)
 
     @field_validator("scheduler")
     @classmethod
     def _known_scheduler(cls, v: str) -> str:
-        if v not in SCHEDULERS:
-            raise ValueError(f"model.scheduler: unknown scheduler {v!r}; known: {sorted(SCHEDULERS)}")
-        return v
+        return known("model.scheduler", "scheduler", v, SCHEDULERS)
 
     @model_validator(mode="after")
     def _engine_defaults(self) -> "ModelConfig":

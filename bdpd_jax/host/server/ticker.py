@@ -80,6 +80,27 @@ class Group:
         self.loop: asyncio.AbstractEventLoop | None = None  # drives the batch's tick in a worker
         self.solo = isinstance(key, tuple) and key[0] == "solo"
 
+    def start(self, task: asyncio.Task) -> None:
+        """The group's tick is running as ``task``."""
+        self.task = task
+
+    def ticked(self) -> None:
+        """The tick ended: the next one is due one interval from now."""
+        self.task = None
+        self.due = time.monotonic() + self.interval_s
+
+    def batch_for(self, arenas: list, ids: tuple[str, ...], paths: list) -> Any:
+        """The group's batch rebuilt for ``arenas`` (ids and record paths in batch order)."""
+        self.batch = Arena.regroup(arenas, batch_width(len(arenas)))
+        self.batch_ids, self.paths = ids, paths
+        return self.batch
+
+    def worker_loop(self) -> asyncio.AbstractEventLoop:
+        """The event loop that drives the batch's tick in a worker thread (made once)."""
+        if self.loop is None:
+            self.loop = asyncio.new_event_loop()
+        return self.loop
+
     def close(self) -> None:
         if self.loop is not None:
             self.loop.close()
@@ -186,7 +207,7 @@ class Ticker:
             while self._heap and self._heap[0][0] <= now:
                 _, _, g = heapq.heappop(self._heap)
                 if g.task is None and g.members and self.groups.get(g.key) is g:
-                    g.task = asyncio.get_running_loop().create_task(self._tick(g))
+                    g.start(asyncio.get_running_loop().create_task(self._tick(g)))
             if not self.groups:
                 self._heap.clear()
             timeout = self._heap[0][0] - now if self._heap else None
@@ -210,12 +231,11 @@ class Ticker:
                 lv.publish("error", {"detail": f"auto tick stopped: {type(exc).__name__}: {exc}"})
             g.members.clear()
         finally:
-            g.task = None
             for lv in list(g.members.values()):  # ended or closed meanwhile: no more ticks
                 if lv.arena.status != "running" or lv.arena.done:
                     g.members.pop(lv.arena_id, None)
                     self.where.pop(lv.arena_id, None)
-            g.due = time.monotonic() + g.interval_s
+            g.ticked()
             if g.members:
                 self._schedule(g)
             else:
@@ -289,14 +309,10 @@ class Ticker:
             arenas = [lv.arena for lv in lvs]
             ids = tuple(lv.arena_id for lv in lvs)
             if g.batch is None or ids != g.batch_ids or not self.shared.issuperset(ids):
-                g.batch = Arena.regroup(arenas, batch_width(len(arenas)))
-                g.batch_ids = ids
-                g.paths = [records_path(a) for a in arenas]
+                g.batch_for(arenas, ids, [records_path(a) for a in arenas])
                 self.shared.update(ids)
-            if g.loop is None:
-                g.loop = asyncio.new_event_loop()
             before = [a.turn for a in arenas]
-            g.loop.run_until_complete(g.batch.tick())
+            g.worker_loop().run_until_complete(g.batch.tick())
             sync_files(g.paths)
             out = []
             for lv, a, t0 in zip(lvs, arenas, before):
