@@ -1,14 +1,13 @@
-"""The checks of a live arena's creation arguments (``Arena(...)``) and of a joining player, apart from the arena so
-that its module holds the lifecycle and the turn. ValueError names the bad argument."""
+"""The checks of a live arena's creation arguments (``Arena(...)``) and of a joining player,
+apart from the arena so that its module holds the lifecycle and the turn. ValueError names
+the bad argument."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-
 from bdpd_jax.config.game import ArenaConfig, PlayerConfig
-from bdpd_jax.config.limits import ARENA_INDEX_LIMIT, MAX_PACT_SLOTS, MAX_TURNS, check_int, check_magnitudes
+from bdpd_jax.config.limits import ARENA_INDEX_LIMIT, MAX_PACT_SLOTS, check_int, check_magnitudes, check_run_args
 from bdpd_jax.host.operator import Operator
 from bdpd_jax.host.players import LivePlayerConfig, player_timeout_ms
 
@@ -23,19 +22,13 @@ def arena_inputs(config: ArenaConfig | dict | str | Path, *, seed: int, arena_in
         raw = ArenaConfig.load(config).model_dump() if not isinstance(config, dict) else dict(config)
         config_players = [PlayerConfig.model_validate(p) for p in (raw.pop("players", None) or [])]
         cfg = ArenaConfig.model_validate(raw)
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**32:
-        raise ValueError(f"seed: must be an integer in [0, 2**32), got {seed!r}")
+    check_run_args(seed=seed, turns=turns)  # the same rule as a batch run's
     check_int(arena_index, "arena_index", 0, ARENA_INDEX_LIMIT - 1)
     check_int(pact_slots, "pactSlots", 1, MAX_PACT_SLOTS)  # bounds: bdpd_jax/config/limits.py
-    if turns is not None:
-        check_int(turns, "turns", 1, MAX_TURNS)
     if keep_records is not None and (isinstance(keep_records, bool) or not isinstance(keep_records, int)
                                      or keep_records < 2):
         raise ValueError(f"keep_records: must be an integer >= 2 or None, got {keep_records!r}")
     return cfg, config_players
-
-
-__all__ = ["arena_inputs"]
 
 
 def joining_player(spec: LivePlayerConfig | dict, joined: list[LivePlayerConfig], config: ArenaConfig,
@@ -55,3 +48,6 @@ def joining_player(spec: LivePlayerConfig | dict, joined: list[LivePlayerConfig]
         operator.check_player(spec)
         player_timeout_ms(spec, float(config.agentTimeout))
     return spec
+
+
+__all__ = ["arena_inputs", "joining_player"]
