@@ -154,9 +154,9 @@ class ArenaRun:
         out, self.owner_fired = self.owner_fired, []
         return out
 
-    def end_turn(self, line: dict[str, Any]) -> None:
-        """Turn ``line["turn"]`` was played: keep its record (and write it), end the game when
-        the commons collapsed or the last turn was played."""
+    def end_turn(self, line: dict[str, Any], ended: bool) -> None:
+        """Turn ``line["turn"]`` was played: keep its record (and write it); ``ended``: the
+        kernel's ``still_playing`` is False after it (collapsed, or the last turn played)."""
         t = line["turn"]
         self.turn = t
         self.records.append(line)  # a bounded deque: the oldest record leaves
@@ -164,7 +164,7 @@ class ArenaRun:
             self.bus.forget_before(t - self.keep_records + 1)
         if self.writer is not None:
             self.writer.write(line)
-        if line["collapsed"] or t >= self.max_turns:
+        if ended:
             self.done = True
 
     def finish(self) -> None:

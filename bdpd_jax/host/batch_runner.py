@@ -30,6 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bdpd_jax.kernels.governance import NAME as GOV
+from bdpd_jax.kernels.state import still_playing
 from bdpd_jax.host.agent_calls import ask_agent
 from bdpd_jax.host.agents.base import AgentResult
 from bdpd_jax.host.dispatch import dispatch_tool
@@ -225,6 +226,7 @@ class LockstepBatch:
         """Each arena's turn record, kept and written; the game ends where the kernel played no turn."""
         rows = record_rows(jax.tree_util.tree_map(np.asarray, rec))  # converted once for all arenas
         pk_new = jax.tree_util.tree_map(np.asarray, state.extra[GOV].pacts) if self.gov else None
+        ended = ~np.asarray(still_playing(state, self.params))  # the kernel's rule, per arena
         for b, r in enumerate(self.runs):
             if r.done:
                 continue
@@ -234,7 +236,7 @@ class LockstepBatch:
             if not row.played:
                 r.finish()
                 continue
-            r.end_turn(turn_record(r, row.turn, row, by_arena[b], tools[b], overridden[b]))
+            r.end_turn(turn_record(r, row.turn, row, by_arena[b], tools[b], overridden[b]), bool(ended[b]))
 
 
 def with_sanction_intents(sb, runs: list[ArenaRun]):
