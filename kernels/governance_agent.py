@@ -148,17 +148,7 @@ def apply_action(game, state, action: GovAction, slot: int | None, turn: jax.Arr
     if gs is not None:
         pk = gs.pacts
         if slot is not None:
-            put = jnp.isfinite(a.cap)
-            lift = a.cap == jnp.inf
-            at = lambda arr, v: arr.at[slot].set(jnp.where(put, v, arr[slot]))  # noqa: E731
-            pk = dataclasses.replace(
-                pk,
-                status=pk.status.at[slot].set(jnp.where(put, P.ACTIVE, jnp.where(lift, P.INACTIVE, pk.status[slot]))),
-                max_harvest=at(pk.max_harvest, a.cap.astype(pk.max_harvest.dtype)),
-                proposed_turn=at(pk.proposed_turn, turn),
-                accepted_turn=at(pk.accepted_turn, turn),
-                violation_count=at(pk.violation_count, jnp.int32(0)),
-            )
+            pk = P.impose(pk, slot, a.cap, turn, put=jnp.isfinite(a.cap), lift=a.cap == jnp.inf)
         scale = jnp.where(jnp.isnan(a.ladder_scale), gs.scale, a.ladder_scale.astype(gs.scale.dtype))
         state = dataclasses.replace(state, extra={**state.extra, GOV: dataclasses.replace(gs, pacts=pk, scale=scale)})
     layer = _regen_layer(game)

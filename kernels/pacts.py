@@ -231,6 +231,19 @@ def reject_mask(pacts: Pacts, rej: jax.Array) -> Pacts:
     return eqx.tree_at(lambda q: q.status, pacts, jnp.where(hit, REJECTED, pacts.status))
 
 
+def impose(pacts: Pacts, slot: int, max_harvest: jax.Array, turn: jax.Array, put: jax.Array,
+           lift: jax.Array) -> Pacts:
+    """A regulator's reserved slot (static ``slot``, parties: everyone): ``put`` makes it an
+    active harvest cap of ``max_harvest`` from ``turn`` (violations counted afresh), ``lift``
+    makes it inactive, neither leaves it (kernels/governance_agent.py)."""
+    at = lambda arr, v: arr.at[slot].set(jnp.where(put, v, arr[slot]))  # noqa: E731
+    status = jnp.where(put, ACTIVE, jnp.where(lift, INACTIVE, pacts.status[slot]))
+    return eqx.tree_at(
+        lambda q: (q.status, q.max_harvest, q.proposed_turn, q.accepted_turn, q.violation_count), pacts,
+        (pacts.status.at[slot].set(status), at(pacts.max_harvest, max_harvest.astype(pacts.max_harvest.dtype)),
+         at(pacts.proposed_turn, turn), at(pacts.accepted_turn, turn), at(pacts.violation_count, jnp.int32(0))))
+
+
 def binding(pacts: Pacts) -> jax.Array:
     """bool[P, N]: player n is bound by slot p (an active pact it is a party to)."""
     return pacts.parties & (pacts.status == ACTIVE)[:, None]
