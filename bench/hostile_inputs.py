@@ -31,6 +31,8 @@ import time
 import traceback
 from pathlib import Path
 
+from compile_scaling import rss_gb  # bench/ is on the path of a bench script
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 
@@ -320,7 +322,7 @@ def run_python(kind: str, timeout: float, max_gb: float, verbose: bool) -> dict:
                     results[current] = {"label": str(current), "outcome": "crashed", "error": f"worker died rc={p.returncode}"}
                     i = current + 1
                 break
-            rss = _rss_gb(p.pid)
+            rss = rss_gb(p.pid)
             if current is not None and (time.perf_counter() - t0 > timeout or rss > max_gb):
                 p.kill()
                 p.wait()
@@ -333,16 +335,6 @@ def run_python(kind: str, timeout: float, max_gb: float, verbose: bool) -> dict:
         if i >= n:
             break
     return _tally(kind, results.values())
-
-
-def _rss_gb(pid: int) -> float:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 2**20
-    except OSError:
-        pass
-    return 0.0
 
 
 def _tally(kind: str, results) -> dict:

@@ -18,16 +18,23 @@ from typing import Any
 from bdpd_jax.host._json import json_default
 
 
-def _fsync_dir(directory: Path) -> None:
-    """fsync a directory so a rename inside it is durable (no-op where unsupported)."""
+def fsync_path(path: Path, *, tolerant: bool = False) -> None:
+    """fsync a file or directory by its path (a new descriptor flushes its pages whoever wrote
+    them); a missing path is skipped. ``tolerant``: where fsync is unsupported (some
+    directories), skip instead of raising."""
     try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
         return
+    except OSError:
+        if tolerant:
+            return
+        raise
     try:
         os.fsync(fd)
     except OSError:
-        pass
+        if not tolerant:
+            raise
     finally:
         os.close(fd)
 
@@ -52,7 +59,7 @@ def atomic_write_json(path: str | os.PathLike[str], obj: Any, *, indent: int | N
         except FileNotFoundError:
             pass
         raise
-    _fsync_dir(directory)
+    fsync_path(directory, tolerant=True)  # a rename inside it is durable
 
 
 def clean_stale_tmp(root: str | os.PathLike[str]) -> list[Path]:

@@ -14,6 +14,8 @@ import ctypes
 import os
 from pathlib import Path
 
+from bdpd_jax.host.persist import fsync_path
+
 #: more files than this in one sync: one syncfs of their file system (Linux) instead
 SYNCFS_ABOVE = 8
 
@@ -34,18 +36,6 @@ def _syncfs(path: Path) -> bool:
         os.close(fd)
 
 
-def fsync_path(path: Path) -> None:
-    """fsync a file by its path (a new descriptor flushes the file's pages whoever wrote them)."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def sync_files(paths: list[Path]) -> None:
     """Make what was written to ``paths`` durable: one syncfs when there are many (all on the
     first one's file system: the server's arenas live under one root), else one fsync each."""
@@ -56,4 +46,4 @@ def sync_files(paths: list[Path]) -> None:
         fsync_path(p)
 
 
-__all__ = ["sync_files", "fsync_path", "SYNCFS_ABOVE"]
+__all__ = ["sync_files", "SYNCFS_ABOVE"]
