@@ -13,6 +13,7 @@ methods.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import datetime as _dt
 from collections import deque
 from typing import TYPE_CHECKING, Any
@@ -63,9 +64,7 @@ class ArenaRun:
     game: Game
     params: Params                     # max_turns set to the arena's
     key: jax.Array                     # uint32[2] rng.arena_key(seed, arena_index)
-    max_turns: int
     external: np.ndarray               # bool[N] players asked from outside
-    external_index: int                # the EXTERNAL placeholder's policy index (-1: none)
     bus: MessageBus
     registry: PactRegistry | None      # None without a governance layer
     agents: list[Any]                  # [N] an agent per external player, None for builtins
@@ -87,6 +86,16 @@ class ArenaRun:
     def __post_init__(self) -> None:
         self.stats = {s.name: dict(STAT_KEYS) for s in self.specs}
 
+    @property
+    def max_turns(self) -> int:
+        """The turn the game ends at (the kernel params' ``max_turns``)."""
+        return int(self.params.max_turns)
+
+    @functools.cached_property
+    def external_index(self) -> int:
+        """The EXTERNAL placeholder's policy index in the game (-1: none)."""
+        return self.game.policies.index(EXTERNAL) if EXTERNAL in self.game.policies else -1
+
     @classmethod
     def begin(cls, *, arena_id: str, config: ArenaConfig, specs: list[LivePlayerConfig], shown_kinds: dict[str, str],
               no_talk: bool, seed: int, arena_index: int, game: Game, params: Params, agents: list[Any],
@@ -96,9 +105,8 @@ class ArenaRun:
         players = [s.name for s in specs]
         return cls(
             arena_id=arena_id, config=config, specs=list(specs), shown_kinds=shown_kinds, no_talk=no_talk,
-            game=game, params=params, key=rng.arena_key(seed, arena_index), max_turns=int(params.max_turns),
+            game=game, params=params, key=rng.arena_key(seed, arena_index),
             external=np.asarray([s.external for s in specs], bool),
-            external_index=game.policies.index(EXTERNAL) if EXTERNAL in game.policies else -1,
             bus=MessageBus(seed=f"{seed}:{arena_index}", known_players=players),
             registry=PactRegistry(params.extra[GOV].pacts0, players, seed, arena_index)
             if has_governance(game) else None,
