@@ -66,15 +66,23 @@ def compiled_init(game: Game):
     return jax.jit(functools.partial(_counted_init, game))
 
 
-@jax.jit
-def _keys_of(seed: jax.Array, arenas: jax.Array) -> jax.Array:
+def keys_of(seed: jax.Array, arenas: jax.Array) -> jax.Array:
+    """uint32[2, B] keys of arena indices (traceable: ``arena_keys`` is its compiled call,
+    and a whole-run program derives its keys with it)."""
     return jax.vmap(lambda a: rng.arena_key(seed, a), out_axes=-1)(arenas)
 
 
+_keys_of = jax.jit(keys_of)
+
+
+def key_words(seed: int, arenas: np.ndarray) -> tuple[np.uint32, np.ndarray]:
+    """A run's seed and global arena indices as the 32-bit words the keys are hashed from."""
+    return np.uint32(int(seed) & 0xFFFFFFFF), np.asarray(arenas).astype(np.uint32)
+
+
 def arena_keys(seed: int, arenas: np.ndarray) -> jax.Array:
-    """uint32[2, B] keys of the given global arena indices (one compiled call; seeds and
-    indices as 32-bit words)."""
-    return _keys_of(np.uint32(int(seed) & 0xFFFFFFFF), np.asarray(arenas).astype(np.uint32))
+    """uint32[2, B] keys of the given global arena indices (one compiled call)."""
+    return _keys_of(*key_words(seed, arenas))
 
 
 def to_numpy(tree):

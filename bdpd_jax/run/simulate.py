@@ -22,9 +22,9 @@ import numpy as np
 from ..build.game import broadcast_batch
 from ..config.game import ArenaConfig
 from ..kernels.game import Game
-from ..kernels.rollout import summary_of
+from ..kernels.rollout import init_batch, run_turns, summary_of
 from ..build.prepared import prepared
-from .runner import TRACES, arena_keys, compiled_init, compiled_run, run_batch, to_numpy  # noqa: F401 (re-exported)
+from .runner import TRACES, SCANNED, arena_keys, compiled_init, compiled_run, key_words, keys_of, run_batch, to_numpy  # noqa: F401 (re-exported)
 from ..results import govsim
 from ..build.governance import sanction_specs
 from ..kernels.plugins import NAME as PLUGINS
@@ -41,20 +41,39 @@ PERTURB = PerturbLayer.name  # the perturbation layer's record key
 __all__ = ["TRACES", "arena_keys", "compiled_init", "compiled_run", "run_batch", "simulate", "to_numpy"]
 
 
+def final_numbers(game: Game, state, params) -> dict:
+    """Every per-arena number the summary reads: summary_of, the engine's summary values,
+    and the GovSim gains inputs (traceable; the end of every run program)."""
+    out = dict(summary_of(state))
+    out["extra"] = _summary_extra(game, state)
+    gov = state.extra.get(GOV)
+    out["gov"] = None if gov is None else {"harvest": gov.harvest, "over": gov.over, "judged": gov.judged}
+    out["wealth0"] = params.players.wealth0
+    return out
+
+
 @functools.lru_cache(maxsize=64)
 def compiled_final(game: Game):
-    """The jitted end of a batch: every per-arena number the summary reads (one program, one
-    transfer): summary_of, the engine's summary values, and the GovSim gains inputs."""
+    """The jitted end of a batch (one program, one transfer)."""
+    return jax.jit(functools.partial(final_numbers, game))
 
-    def final(state, params):
-        out = dict(summary_of(state))
-        out["extra"] = _summary_extra(game, state)
-        gov = state.extra.get(GOV)
-        out["gov"] = None if gov is None else {"harvest": gov.harvest, "over": gov.over, "judged": gov.judged}
-        out["wealth0"] = params.players.wealth0
-        return out
 
-    return jax.jit(final)
+def _counted_whole(game: Game, n_turns: int, seed, arenas, params) -> dict:
+    TRACES["run"] += 1  # the run program of such a call: counted like run_batch's chunk program
+    keys = keys_of(seed, arenas)
+    pb = broadcast_batch(params, arenas.shape[0])
+    state, _ = run_turns(game, n_turns, False, keys, init_batch(game, pb), pb, 1, True)
+    return final_numbers(game, state, pb)
+
+
+@functools.lru_cache(maxsize=64)
+def compiled_whole(game: Game, n_turns: int):
+    """A run of one turn chunk without history as one program: the arena keys, the params'
+    batch broadcast, init, the turns (stopping once all have ended, as ``run_batch`` on one
+    device) and ``final_numbers``. The same functions as the chunked path, so the same
+    numbers; one dispatch and one transfer instead of five calls and the state's round trip
+    (``simulate`` at B = 16384, T = 30: bench/README.md)."""
+    return jax.jit(functools.partial(_counted_whole, game, n_turns))
 
 
 @functools.partial(jax.jit, static_argnums=1)
@@ -120,8 +139,8 @@ def simulate(
         for a0, a1 in arena_chunks:
             arenas = np.arange(a0, a1, dtype=np.int64) + arena_offset
             sink = None if out_dir is None else _parquet_sink(out_dir, arenas, a0, list(prep.names))
-            for name, frame in _arena_chunk(prep, params, arena_keys(seed, arenas), arenas, n_turns, chunk, history,
-                                            every, bar, sink).items():
+            for name, frame in _arena_chunk(prep, params, seed, arenas, n_turns, chunk, history, every, bar,
+                                            sink).items():
                 frames.setdefault(name, []).append(frame)
     finally:
         if bar is not None:
@@ -166,14 +185,20 @@ def _parquet_sink(out_dir, arenas: np.ndarray, a0: int, names: list[str]):
     return sink
 
 
-def _arena_chunk(prep, params, keys, arenas: np.ndarray, n_turns: int, chunk: int, history: bool, every: int,
+def _arena_chunk(prep, params, seed: int, arenas: np.ndarray, n_turns: int, chunk: int, history: bool, every: int,
                  bar, sink) -> dict[str, Any]:
     """One chunk of arenas: run, then its frames by name (``summary`` always; with history
     kept in memory, i.e. no ``sink``, ``turns``, ``players`` and the layers' ``violations``,
     ``sanctions``, ``governance_actions``, ``perturbations``)."""
     game, names = prep.game, list(prep.names)
+    if not history and chunk >= n_turns:  # one chunk, nothing to skip at a boundary: one program
+        final = to_numpy(compiled_whole(game, chunk)(*key_words(seed, arenas), params))
+        SCANNED["arena_turns"] += len(arenas) * chunk
+        if bar is not None:
+            bar.update(1)
+        return {"summary": summary_frame(final, arenas, list(prep.labels), govsim_of(final, prep.f0, None, n_turns))}
     pb = batch_params(params, len(arenas))
-    state, rec = run_batch(game, pb, keys, n_turns, chunk, history, bar, every, sink)
+    state, rec = run_batch(game, pb, arena_keys(seed, arenas), n_turns, chunk, history, bar, every, sink)
     final = to_numpy(compiled_final(game)(state, pb))
     full = rec if every == 1 else None  # thinned records cannot give the GovSim totals
     out = {"summary": summary_frame(final, arenas, list(prep.labels), govsim_of(final, prep.f0, full, n_turns))}
