@@ -19,6 +19,7 @@ bench/README.md, "Why the rollout is laid out so"):
 from __future__ import annotations
 
 import dataclasses
+import functools
 from functools import partial
 
 import jax
@@ -45,7 +46,7 @@ def init_batch(game: Game, params: Params) -> ArenaState:
 
 def run_turns(
     game: Game, n_turns: int, history: bool, keys: jax.Array, state: ArenaState, params: Params, every: int = 1,
-    stop_when_ended: bool = False,
+    stop_when_ended: bool = False, lanes: int = 1,
 ):
     """Scan ``n_turns`` turns of a batch. keys: uint32[2, B]. Returns (state, records | None).
     Without history (and with ``stop_when_ended``, static) the loop stops once every arena
@@ -54,31 +55,42 @@ def run_turns(
     Records are stacked on a leading turn axis: leaf shapes (T, ..., B). With ``every = k``
     (``n_turns`` a multiple of k) only every k-th turn's record is kept, inside the scan (an
     inner scan of k turns emits its last record), so memory holds T/k records.
+
+    ``lanes`` (static): each turn runs the batch as that many independent slices of arenas.
+    The numbers are the same (an arena's never depend on its neighbours); XLA:CPU runs the
+    slices' ops at the same time, where its cost model leaves a narrow batch's memory-bound
+    ops on one thread (bench/README.md, "Lanes").
     """
     turn_fn = jax.vmap(partial(play, game, prewritten=True))  # batch-first inside the scan
     prepare_fn = jax.vmap(partial(prepare, game))
     prewrite_fn = _prewriter(game)
     keys, state, params = _front((keys, state, params))
+    cuts = lane_cuts(keys.shape[0], lanes)
+    ks, ps = _split(keys, cuts), _split(params, cuts)
 
     def body(carry, _):
-        st, z = carry
-        st = prewrite_fn(keys, st, params)
-        st, rec = turn_fn(keys, st, params, z)
-        return (st, prepare_fn(keys, st, params)), (rec if history else None)
+        out, recs = [], []
+        for k, p, (st, z) in zip(ks, ps, carry):
+            st = prewrite_fn(k, st, p)
+            st, rec = turn_fn(k, st, p, z)
+            out.append((st, prepare_fn(k, st, p)))
+            recs.append(rec if history else None)
+        return tuple(out), tuple(recs)
 
-    carry = (state, prepare_fn(keys, state, params))
+    carry = tuple((st, prepare_fn(k, st, p)) for k, st, p in zip(ks, _split(state, cuts), ps))
     if not history and stop_when_ended:
         # a while loop over turns that also ends once no arena of the batch is live
         def go(c):
-            i, st, z, _ = c
-            st, z = body((st, z), None)[0]
-            return i + 1, st, z, jnp.any(still_playing(st, params))
+            i, lane_c, _ = c
+            lane_c = body(lane_c, None)[0]
+            live = [jnp.any(still_playing(st, p)) for (st, _z), p in zip(lane_c, ps)]
+            return i + 1, lane_c, functools.reduce(jnp.logical_or, live)
 
-        start = (jnp.zeros((), jnp.int32), *carry, jnp.ones((), bool))
-        final = jax.lax.while_loop(lambda c: (c[0] < n_turns) & c[3], go, start)[1]
+        start = (jnp.zeros((), jnp.int32), carry, jnp.ones((), bool))
+        final = jax.lax.while_loop(lambda c: (c[0] < n_turns) & c[2], go, start)[1]
         recs = None
     elif every == 1:
-        (final, _), recs = jax.lax.scan(body, carry, None, length=n_turns)
+        final, recs = jax.lax.scan(body, carry, None, length=n_turns)
     else:
         if n_turns % every:
             raise ValueError(f"history_every: {every} does not divide the chunk length {n_turns}")
@@ -87,10 +99,29 @@ def run_turns(
             st, _unused = jax.lax.scan(lambda s, x: (body(s, x)[0], None), st, None, length=every - 1)
             return body(st, None)
 
-        (final, _), recs = jax.lax.scan(block, carry, None, length=n_turns // every)
+        final, recs = jax.lax.scan(block, carry, None, length=n_turns // every)
     # back to the API layout: state (..., B), records (T, ..., B)
-    final = _back(final, 0)
-    return final, (None if recs is None else _back(recs, 1))
+    final = _back(_join([st for st, _z in final], 0), 0)
+    return final, (None if recs is None else _back(_join(list(recs), 1), 1))
+
+
+def lane_cuts(width: int, lanes: int) -> tuple[tuple[int, int], ...]:
+    """The [start, stop) arena ranges of ``lanes`` near-equal slices of a batch (at least one
+    arena each)."""
+    lanes = max(1, min(int(lanes), width))
+    return tuple((i * width // lanes, (i + 1) * width // lanes) for i in range(lanes))
+
+
+def _split(tree, cuts) -> list:
+    if len(cuts) == 1:
+        return [tree]
+    return [jax.tree_util.tree_map(lambda x, a=a, b=b: x[a:b], tree) for a, b in cuts]
+
+
+def _join(trees: list, axis: int):
+    if len(trees) == 1:
+        return trees[0]
+    return jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs, axis), *trees)
 
 
 def _prewriter(game: Game):

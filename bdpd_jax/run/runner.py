@@ -42,18 +42,39 @@ SCANNED: dict[str, int] = {"arena_turns": 0}
 MIN_SAVED_ARENA_TURNS = 1 << 22
 SHRINK = 0.75
 
+# Lanes (kernels/rollout.run_turns): XLA:CPU's cost model leaves a memory-bound op on one
+# thread unless it moves >= 512 KB, so a batch of 2 048-12 287 arenas runs much of its turn
+# on one core; as 4 independent lanes its ops run side by side: 25-30 % less time per turn
+# (bench/README.md, "Lanes"), for 2-3x the chunk program's compile (~1-2 s more, once per
+# process, or once with the persistent compilation cache). So lanes are used only where a
+# run has at least LANE_MIN_ARENA_TURNS left on that width (>= ~0.5 s of turns: the saving
+# on that one run is >= ~0.1 s, on every later run too), and on one device (a sharded batch
+# keeps its slices on their devices).
+LANES = 4
+LANE_WIDTHS = (2048, 12288)
+LANE_MIN_ARENA_TURNS = 1 << 24
 
-def _counted_run(game: Game, n_turns: int, history: bool, every: int, stop: bool, keys, state, params):
+
+def lanes_for(width: int, turns_left: int, n_dev: int = 1) -> int:
+    """How many lanes a chunk program of ``width`` arenas runs (1: none)."""
+    lo, hi = LANE_WIDTHS
+    if n_dev == 1 and lo <= width < hi and width * turns_left >= LANE_MIN_ARENA_TURNS:
+        return LANES
+    return 1
+
+
+def _counted_run(game: Game, n_turns: int, history: bool, every: int, stop: bool, lanes: int, keys, state, params):
     TRACES["run"] += 1  # Python side effect: runs once per trace, never per call
-    return run_turns(game, n_turns, history, keys, state, params, every, stop)
+    return run_turns(game, n_turns, history, keys, state, params, every, stop, lanes)
 
 
 @functools.lru_cache(maxsize=64)
-def compiled_run(game: Game, n_turns: int, history: bool, every: int = 1, stop_when_ended: bool = False):
-    """The jitted chunk runner of a game; one per (game, chunk length, history, every).
+def compiled_run(game: Game, n_turns: int, history: bool, every: int = 1, stop_when_ended: bool = False,
+                 lanes: int = 1):
+    """The jitted chunk runner of a game; one per (game, chunk length, history, every, lanes).
     ``stop_when_ended`` (without history): the loop stops once every arena has ended, which
     reads the whole batch's flags each turn (run_batch asks for it on one device)."""
-    return jax.jit(functools.partial(_counted_run, game, n_turns, history, every, stop_when_ended))
+    return jax.jit(functools.partial(_counted_run, game, n_turns, history, every, stop_when_ended, lanes))
 
 
 def _counted_init(game: Game, keys, params):
@@ -143,7 +164,11 @@ def run_batch(
     n_dev = _n_devices(keys)
     # the in-chunk stop needs the whole batch's flags each turn: on one device only (a batch
     # sharded over devices runs with no cross-device communication; it stops at boundaries)
-    fn = compiled_run(game, chunk_turns, history, every, skip and n_dev == 1)
+    def program(c: int):  # the chunk program for the width set at chunk c (kept until the next re-partition)
+        lanes = lanes_for(width, (n_chunks - c) * chunk_turns, n_dev)
+        return compiled_run(game, chunk_turns, history, every, skip and n_dev == 1, lanes)
+
+    fn = program(0)
     full = state  # final states of the whole batch, written back at each re-partition
     pos = np.arange(width)  # the sub-batch's arenas (positions in the whole batch), padded
     n_live = width
@@ -193,6 +218,7 @@ def run_batch(
             pos = np.concatenate([live, np.full(new_w - left, live[-1])])
             p = jnp.asarray(pos)
             sub = _reshard(_take((keys, full, params), p), (keys, full, params))
+            fn = program(c + 1)
     if n_live:
         full = _put(full, sub[1], jnp.asarray(pos)) if compacted else sub[1]
     records = None
