@@ -64,7 +64,7 @@ def test_lanes_for_chooses_by_width_work_and_devices():
 
 def test_run_batch_with_lanes_after_a_repartition(eager, monkeypatch):
     """A re-partitioned run whose narrower width runs in lanes gives the states of the full
-    scan (the lane choice is made per width, at the start and at each re-partition)."""
+    scan (the lanes are chosen for a re-partition's sub-batch, never at the start)."""
     monkeypatch.setattr(runner, "LANE_WIDTHS", (2, 9))  # 16 arenas: one lane; 8: lanes
     monkeypatch.setattr(runner, "LANE_MIN_ARENA_TURNS", 0)
     seen = []
@@ -81,6 +81,6 @@ def test_run_batch_with_lanes_after_a_repartition(eager, monkeypatch):
     pb = type(pb)(**{**pb.__dict__, "max_turns": np.where(np.arange(b) % 2 == 0, 6, 30).astype(np.int32)})
     keys = runner.arena_keys(3, np.arange(b))
     st1, _ = runner.run_batch(game, pb, keys, 40, 4, False)
-    assert seen == [1, runner.LANES]
+    assert seen == [1, runner.LANES]  # one lane at the start, lanes after the re-partition
     st0, _ = runner.run_batch(game, pb, keys, 40, 4, False, skip=False)
     _leaves_equal(st1, st0)

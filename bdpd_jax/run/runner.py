@@ -46,17 +46,18 @@ SHRINK = 0.75
 # thread unless it moves >= 512 KB, so a batch of 2 048-12 287 arenas runs much of its turn
 # on one core; as 4 independent lanes its ops run side by side: 25-30 % less time per turn
 # (bench/README.md, "Lanes"), for 2-3x the chunk program's compile (~1-2 s more, once per
-# process, or once with the persistent compilation cache). So lanes are used only where a
-# run has at least LANE_MIN_ARENA_TURNS left on that width (>= ~0.5 s of turns: the saving
-# on that one run is >= ~0.1 s, on every later run too), and on one device (a sharded batch
-# keeps its slices on their devices).
+# process, or once with the persistent compilation cache). So lanes are chosen only for the
+# sub-batch of a re-partition (a compile happens there anyway, and its arenas are known to
+# live past a chunk: a run whose arenas all end in the first chunk, like the seed payload's,
+# never pays for them), when it has at least LANE_MIN_ARENA_TURNS left (>= ~0.5 s of
+# turns), and on one device (a sharded batch keeps its slices on their devices).
 LANES = 4
 LANE_WIDTHS = (2048, 12288)
 LANE_MIN_ARENA_TURNS = 1 << 24
 
 
 def lanes_for(width: int, turns_left: int, n_dev: int = 1) -> int:
-    """How many lanes a chunk program of ``width`` arenas runs (1: none)."""
+    """How many lanes the chunk program of a re-partition's ``width`` arenas runs (1: none)."""
     lo, hi = LANE_WIDTHS
     if n_dev == 1 and lo <= width < hi and width * turns_left >= LANE_MIN_ARENA_TURNS:
         return LANES
@@ -156,7 +157,7 @@ def run_batch(
     history, on one device) and re-partition the live ones (module docstring); False scans
     every turn of every arena (same numbers).
     """
-    # Kept whole (74 lines): one loop whose re-partition state (sub-batch, positions, widths,
+    # Kept whole (~80 lines): one loop whose re-partition state (sub-batch, positions, widths,
     # frozen records) lives in its locals; split, that state would travel through every call.
     state = compiled_init(game)(keys, params)
     n_chunks = max(1, math.ceil(n_turns / chunk_turns))
@@ -164,11 +165,10 @@ def run_batch(
     n_dev = _n_devices(keys)
     # the in-chunk stop needs the whole batch's flags each turn: on one device only (a batch
     # sharded over devices runs with no cross-device communication; it stops at boundaries)
-    def program(c: int):  # the chunk program for the width set at chunk c (kept until the next re-partition)
-        lanes = lanes_for(width, (n_chunks - c) * chunk_turns, n_dev)
+    def program(lanes: int = 1):  # the chunk program of the current width
         return compiled_run(game, chunk_turns, history, every, skip and n_dev == 1, lanes)
 
-    fn = program(0)
+    fn = program()
     full = state  # final states of the whole batch, written back at each re-partition
     pos = np.arange(width)  # the sub-batch's arenas (positions in the whole batch), padded
     n_live = width
@@ -218,7 +218,7 @@ def run_batch(
             pos = np.concatenate([live, np.full(new_w - left, live[-1])])
             p = jnp.asarray(pos)
             sub = _reshard(_take((keys, full, params), p), (keys, full, params))
-            fn = program(c + 1)
+            fn = program(lanes_for(width, (n_chunks - c - 1) * chunk_turns, n_dev))
     if n_live:
         full = _put(full, sub[1], jnp.asarray(pos)) if compacted else sub[1]
     records = None

@@ -24,7 +24,7 @@ from ..config.game import ArenaConfig
 from ..kernels.game import Game
 from ..kernels.rollout import init_batch, run_turns, summary_of
 from ..build.prepared import prepared
-from .runner import TRACES, SCANNED, arena_keys, compiled_init, compiled_run, key_words, keys_of, lanes_for, run_batch, to_numpy  # noqa: F401 (re-exported)
+from .runner import TRACES, SCANNED, arena_keys, compiled_init, compiled_run, key_words, keys_of, run_batch, to_numpy  # noqa: F401 (re-exported)
 from ..results import govsim
 from ..build.governance import sanction_specs
 from ..kernels.plugins import NAME as PLUGINS
@@ -58,22 +58,22 @@ def compiled_final(game: Game):
     return jax.jit(functools.partial(final_numbers, game))
 
 
-def _counted_whole(game: Game, n_turns: int, lanes: int, seed, arenas, params) -> dict:
+def _counted_whole(game: Game, n_turns: int, seed, arenas, params) -> dict:
     TRACES["run"] += 1  # the run program of such a call: counted like run_batch's chunk program
     keys = keys_of(seed, arenas)
     pb = broadcast_batch(params, arenas.shape[0])
-    state, _ = run_turns(game, n_turns, False, keys, init_batch(game, pb), pb, 1, True, lanes)
+    state, _ = run_turns(game, n_turns, False, keys, init_batch(game, pb), pb, 1, True)
     return final_numbers(game, state, pb)
 
 
 @functools.lru_cache(maxsize=64)
-def compiled_whole(game: Game, n_turns: int, lanes: int = 1):
+def compiled_whole(game: Game, n_turns: int):
     """A run of one turn chunk without history as one program: the arena keys, the params'
     batch broadcast, init, the turns (stopping once all have ended, as ``run_batch`` on one
     device) and ``final_numbers``. The same functions as the chunked path, so the same
     numbers; one dispatch and one transfer instead of five calls and the state's round trip
     (``simulate`` at B = 16384, T = 30: bench/README.md)."""
-    return jax.jit(functools.partial(_counted_whole, game, n_turns, lanes))
+    return jax.jit(functools.partial(_counted_whole, game, n_turns))
 
 
 @functools.partial(jax.jit, static_argnums=1)
@@ -192,8 +192,7 @@ def _arena_chunk(prep, params, seed: int, arenas: np.ndarray, n_turns: int, chun
     ``sanctions``, ``governance_actions``, ``perturbations``)."""
     game, names = prep.game, list(prep.names)
     if not history and chunk >= n_turns:  # one chunk, nothing to skip at a boundary: one program
-        whole = compiled_whole(game, chunk, lanes_for(len(arenas), chunk))
-        final = to_numpy(whole(*key_words(seed, arenas), params))
+        final = to_numpy(compiled_whole(game, chunk)(*key_words(seed, arenas), params))
         SCANNED["arena_turns"] += len(arenas) * chunk
         if bar is not None:
             bar.update(1)
