@@ -184,9 +184,14 @@ def bench_numpy(b: int, turns: int) -> float:
 
 
 def bench_simulate(b: int, turns: int, reps: int = 7) -> dict:
-    """Best seconds of the compiled kernel and of ``simulate`` (history off; the two
+    """Best seconds of the compiled kernel, of ``simulate`` and of a sweep of the same game
+    (``run_points``: 16 values of regenRate x b/16 replicates; history off; the three
     interleaved so each sees the same machine load) and of ``simulate`` with history."""
     import functools
+
+    import pandas as pd
+
+    from bdpd_jax.sweeps.sweep import run_points
 
     cfg = config(turns)
     game, params = build(cfg)
@@ -198,12 +203,14 @@ def bench_simulate(b: int, turns: int, reps: int = 7) -> dict:
         "kernel": lambda: jax.block_until_ready(exe(keys, st, pb)),
         "simulate": functools.partial(bdpd_jax.simulate, cfg, n_arenas=b, history=False, progress=False),
         "simulate_history": functools.partial(bdpd_jax.simulate, cfg, n_arenas=b, history=True, progress=False),
+        "sweep": functools.partial(run_points, cfg.model_dump(), pd.DataFrame({"model.regenRate": np.linspace(0.3, 0.7, 16)}),
+                                   replicates=b // 16, turns=turns, progress=False),
     }
     for f in calls.values():
         f()  # compile and warm up
     # the run with history frees ~0.5 GB of frames: timed apart, so the kernel runs after it
     # do not pay for that in the share
-    best = best_of({k: calls[k] for k in ("kernel", "simulate")}, reps)
+    best = best_of({k: calls[k] for k in ("kernel", "simulate", "sweep")}, reps)
     return best | {"simulate_history": best_of({"h": calls["simulate_history"]}, 3)["h"]}
 
 
@@ -313,9 +320,11 @@ def main() -> None:
     b, t = 16384, 30
     sm = bench_simulate(b, t)
     k = sm["kernel"]
-    print(f"\nsimulate at B={b}, T={t} (kernel and simulate interleaved, best of 7): kernel {k * 1e3:.2f} ms ({b * t / k:.3e} arena-turns/s)")
+    print(f"\nsimulate at B={b}, T={t} (kernel, simulate and a sweep interleaved, best of 7): kernel {k * 1e3:.2f} ms ({b * t / k:.3e} arena-turns/s)")
     print(f"  simulate(history=False): {sm['simulate'] * 1e3:.2f} ms ({b * t / sm['simulate']:.3e} arena-turns/s): "
           f"{k / sm['simulate']:.0%} of the kernel (target >= 85%)")
+    print(f"  sweep (run_points, 16 points x {b // 16} replicates): {sm['sweep'] * 1e3:.2f} ms: "
+          f"{k / sm['sweep']:.0%} of the kernel")
     print(f"  simulate(history=True):  {sm['simulate_history'] * 1e3:.2f} ms: the frames cost "
           f"{(sm['simulate_history'] - sm['simulate']) * 1e3:.2f} ms ({sm['simulate_history'] / k:.1f}x the kernel)")
     if not args.no_skip:

@@ -219,3 +219,21 @@ def test_tiny_sobol_and_morris(cfg):
     m = sensitivity.morris(cfg, problem, n=4, outputs=("wealth_mean",), seed=1)
     assert len(m) == 2 and np.isfinite(m[["mu", "mu_star", "sigma"]].to_numpy()).all()
     assert (m["mu_star"] >= 0).all() and m["mu_star"].iloc[1] > m["mu_star"].iloc[0]
+
+
+def test_one_program_sweep_equals_the_chunked_run(cfg, monkeypatch):
+    """A sweep of one turn chunk without history runs as simulate's one program
+    (run.simulate.run_whole, params taken at each arena's point inside it); the same sweep in
+    several turn chunks goes through run_batch: every arena row and point is the same, with
+    points differing in turns (per-arena efficiency) and common random numbers."""
+    from bdpd_jax.sweeps import sweep as sweep_mod
+
+    table = pd.DataFrame({"model.regenRate": [0.05, 0.2, 0.3], "model.maxTurns": [12, 12, 9]})
+    kw = dict(replicates=3, seed=SEED, turns=None, common_random=True, progress=False)
+    one = sweep_mod.run_points(cfg, table, **kw)
+    assert sweep_mod.cached_plan(cfg, table, **{k: v for k, v in kw.items() if k != "progress"},
+                                 ).chunk_turns == 12  # one chunk: the one-program path
+    monkeypatch.setattr(sweep_mod, "default_chunk", lambda n: 5)
+    chunked = sweep_mod.run_points(cfg, table, **kw, memory_budget=1 << 40)  # a new plan (3 chunks)
+    pd.testing.assert_frame_equal(one.arenas, chunked.arenas, check_exact=True)
+    pd.testing.assert_frame_equal(one.points, chunked.points, check_exact=True)

@@ -42,6 +42,16 @@ def equality(gains: np.ndarray) -> np.ndarray:
         return 1.0 - gini(np.asarray(gains), axis=0, xp=np)
 
 
+def efficiency(total: np.ndarray, max_turns, f0) -> np.ndarray:
+    """``min(1, total / (max_turns x f0))``, NaN where f0 is not a positive number; the turns
+    and f0 may be one per arena (a sweep's points differ in both)."""
+    f0 = np.asarray(f0, dtype=float)
+    ok = np.isfinite(f0) & (f0 > 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        eff = np.minimum(1.0, total / (max_turns * np.where(ok, f0, 1.0)))
+    return np.where(ok, eff, np.nan)
+
+
 def govsim_columns(turns_played: np.ndarray, max_turns: int, f0: float, gains: np.ndarray,
                    over: np.ndarray | None, judged: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """turns_played int[B]; gains float[N, B] per-player harvest totals; over int[N, B]
@@ -51,13 +61,12 @@ def govsim_columns(turns_played: np.ndarray, max_turns: int, f0: float, gains: n
     total = gains.sum(axis=0)
     judged = turns_played if judged is None else np.asarray(judged)
     with np.errstate(invalid="ignore", divide="ignore"):
-        eff = np.minimum(1.0, total / (max_turns * f0)) if np.isfinite(f0) and f0 > 0 else np.full_like(total, np.nan)
         ou = (over.sum(axis=0) / (n * np.maximum(judged, 1))) if over is not None else np.full_like(total, np.nan)
     ou = np.where(judged > 0, ou, np.nan)
     return {
         "survival_time": turns_played.astype(np.int32),
         "total_gain": total,
-        "efficiency": eff,
+        "efficiency": efficiency(total, max_turns, f0),
         "equality": equality(gains),
         "over_usage": ou,
     }

@@ -58,22 +58,36 @@ def compiled_final(game: Game):
     return jax.jit(functools.partial(final_numbers, game))
 
 
-def _counted_whole(game: Game, n_turns: int, seed, arenas, params) -> dict:
+def _counted_whole(game: Game, n_turns: int, seed, arenas, params, point_of=None) -> dict:
     TRACES["run"] += 1  # the run program of such a call: counted like run_batch's chunk program
     keys = keys_of(seed, arenas)
-    pb = broadcast_batch(params, arenas.shape[0])
+    if point_of is None:  # one config: its params broadcast to the batch
+        pb = broadcast_batch(params, arenas.shape[0])
+    else:  # a sweep: every leaf stacked over points (..., P), taken at each arena's point
+        pb = jax.tree_util.tree_map(lambda x: x[..., point_of], params)
     state, _ = run_turns(game, n_turns, False, keys, init_batch(game, pb), pb, 1, True)
     return final_numbers(game, state, pb)
 
 
 @functools.lru_cache(maxsize=64)
 def compiled_whole(game: Game, n_turns: int):
-    """A run of one turn chunk without history as one program: the arena keys, the params'
-    batch broadcast, init, the turns (stopping once all have ended, as ``run_batch`` on one
-    device) and ``final_numbers``. The same functions as the chunked path, so the same
-    numbers; one dispatch and one transfer instead of five calls and the state's round trip
-    (``simulate`` at B = 16384, T = 30: bench/README.md)."""
+    """A run of one turn chunk without history as one program: the arena keys, the batch's
+    params (broadcast, or a sweep's taken at each arena's point), init, the turns (stopping
+    once all have ended, as ``run_batch`` on one device) and ``final_numbers``. The same
+    functions as the chunked path, so the same numbers; one dispatch and one transfer instead
+    of five calls and the state's round trip (``simulate`` at B = 16384, T = 30:
+    bench/README.md)."""
     return jax.jit(functools.partial(_counted_whole, game, n_turns))
+
+
+def run_whole(game: Game, n_turns: int, seed: int, arenas: np.ndarray, params, point_of=None) -> dict:
+    """``compiled_whole``'s final numbers (numpy) for the given global arena indices (their
+    keys); ``point_of`` int[B]: each arena's point in a sweep's stacked params."""
+    words = key_words(seed, arenas)
+    pts = None if point_of is None else np.asarray(point_of).astype(np.int32)
+    final = to_numpy(compiled_whole(game, n_turns)(*words, params, pts))
+    SCANNED["arena_turns"] += len(arenas) * n_turns
+    return final
 
 
 @functools.partial(jax.jit, static_argnums=1)
@@ -192,8 +206,7 @@ def _arena_chunk(prep, params, seed: int, arenas: np.ndarray, n_turns: int, chun
     ``sanctions``, ``governance_actions``, ``perturbations``)."""
     game, names = prep.game, list(prep.names)
     if not history and chunk >= n_turns:  # one chunk, nothing to skip at a boundary: one program
-        final = to_numpy(compiled_whole(game, chunk)(*key_words(seed, arenas), params))
-        SCANNED["arena_turns"] += len(arenas) * chunk
+        final = run_whole(game, chunk, seed, arenas, params)
         if bar is not None:
             bar.update(1)
         return {"summary": summary_frame(final, arenas, list(prep.labels), govsim_of(final, prep.f0, None, n_turns))}

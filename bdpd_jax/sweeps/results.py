@@ -66,25 +66,32 @@ class SweepResults:
 
 def aggregate(arenas: pd.DataFrame, names: Sequence[str], outcomes: Sequence[str]) -> pd.DataFrame:
     """Per point: the swept values, ``replicates``, and per outcome ``_mean``, ``_sd``
-    (ddof=1), ``_n`` (non-missing replicates), ``_ci_low``/``_ci_high`` = mean -/+ 1.96 sd/sqrt(n)."""
-    first = arenas.drop_duplicates("point").set_index("point")
-    out = pd.DataFrame({"point": first.index.to_numpy()})
+    (ddof=1), ``_n`` (non-missing replicates), ``_ci_low``/``_ci_high`` = mean -/+ 1.96 sd/sqrt(n).
+    Missing values (NA, NaN) are left out, a point with none has a NaN mean and one with
+    fewer than two a NaN sd. numpy sums by point (bincount), not a pandas groupby per
+    outcome: 16 points x 1 024 replicates in ~2 ms instead of ~8 (bench/README.md)."""
+    pts = arenas["point"].to_numpy()
+    uniq, first, inv, reps = np.unique(pts, return_index=True, return_inverse=True, return_counts=True)
+    k = len(uniq)
+    out = {"point": uniq}
     for n in names:
-        out[n] = first[n].to_numpy()
-    g = arenas.groupby("point", sort=True)
-    out["replicates"] = g.size().to_numpy()
+        out[n] = arenas[n].to_numpy()[first]
+    out["replicates"] = reps
     for m in outcomes:
-        x = pd.DataFrame({"point": arenas["point"].to_numpy(), m: arenas[m].astype("Float64").astype(float).to_numpy()})
-        gm = x.groupby("point", sort=True)[m]
-        mean, sd, cnt = gm.mean().to_numpy(), gm.std(ddof=1).to_numpy(), gm.count().to_numpy()
+        x = arenas[m].to_numpy(dtype=float, na_value=np.nan)
+        ok = ~np.isnan(x)
+        cnt = np.bincount(inv, weights=ok, minlength=k).astype(np.int64)
         with np.errstate(invalid="ignore", divide="ignore"):
+            mean = np.bincount(inv, weights=np.where(ok, x, 0.0), minlength=k) / np.where(cnt > 0, cnt, np.nan)
+            dev = np.where(ok, x - mean[inv], 0.0)
+            sd = np.sqrt(np.bincount(inv, weights=dev * dev, minlength=k) / np.where(cnt > 1, cnt - 1, np.nan))
             half = Z95 * sd / np.sqrt(cnt)
         out[f"{m}_mean"] = mean
         out[f"{m}_sd"] = sd
         out[f"{m}_n"] = cnt
         out[f"{m}_ci_low"] = mean - half
         out[f"{m}_ci_high"] = mean + half
-    return out
+    return pd.DataFrame(out)
 
 
 def metric_means(flat: dict) -> dict[str, np.ndarray]:

@@ -36,7 +36,7 @@ from ..config.limits import DEFAULT_MAX_BATCH, check_run_args
 from ..results.frames import summary_frame
 from ..build.prepared import content_key
 from ..run.runner import arena_keys, run_batch, to_numpy
-from ..run.simulate import flatten_record, compiled_final, default_chunk, govsim_of
+from ..run.simulate import flatten_record, compiled_final, default_chunk, govsim_of, run_whole
 from .build import DEVICE_COPIES, ROW_CELL_BYTES, build_points, bytes_per_arena, resolve_devices
 from .paths import ConfigBase, apply_values, check_paths, config_base, parse_path, resolve
 from .points import explicit_points, grid_points, points_table, sample_points
@@ -120,10 +120,11 @@ class SweepPlan:
         self.chunks = [(a, min(a + b, self.total)) for a in range(0, self.total, b)]
         self.memory_budget = memory_budget
         # GovSim columns: simulate's own code on the whole chunk; only ``efficiency`` depends
-        # on the point's config (sustainable yield f0) and turns, so it is redone per group
-        # of points sharing (f0, turns) with govsim's formula.
-        self.yields = yields
-        self.group_of_point, _ = pd.factorize(pd.Series(list(zip(np.nan_to_num(self.yields, nan=-np.inf), n_turns))))
+        # on the point's config (sustainable yield f0) and turns, so it is redone per arena
+        # with govsim's formula when the points differ in either.
+        self.yields = np.asarray(yields, dtype=float)
+        keys = set(zip(np.nan_to_num(self.yields, nan=-np.inf).tolist(), list(n_turns)))
+        self.mixed_efficiency = len(keys) > 1
         self._sharding = None
         if nd > 1 or devices is not None:
             from jax.sharding import Mesh, NamedSharding, PartitionSpec
@@ -161,28 +162,28 @@ class SweepPlan:
         n = len(idx)
         padded = np.concatenate([idx, np.full(b - n, idx[-1], np.int64)])  # every chunk has shape b
         point_of = padded // reps
-        params = jax.tree_util.tree_unflatten(self.treedef, [self._put(x[..., point_of]) for x in self.stacked])
-        keys = self._put(arena_keys(self.seed, padded % reps if self.common_random else padded))
-        state, rec = run_batch(self.game, params, keys, self.max_turns, self.chunk_turns, self.history, bar)
+        key_arenas = padded % reps if self.common_random else padded
         take = lambda tree: jax.tree_util.tree_map(lambda x: np.asarray(x)[..., :n], tree)  # noqa: E731
-        final = take(to_numpy(compiled_final(self.game)(state, params)))  # (this chunk's arenas, unpadded)
-        del state, params
+        if self._sharding is None and not self.history and self.chunk_turns >= self.max_turns:
+            # one device, one turn chunk, no history: the whole run is one program (simulate's)
+            stacked = jax.tree_util.tree_unflatten(self.treedef, list(self.stacked))
+            final = take(run_whole(self.game, self.chunk_turns, self.seed, key_arenas, stacked, point_of))
+            rec = None
+            if bar is not None:
+                bar.update(1)
+        else:
+            params = jax.tree_util.tree_unflatten(self.treedef, [self._put(x[..., point_of]) for x in self.stacked])
+            keys = self._put(arena_keys(self.seed, key_arenas))
+            state, rec = run_batch(self.game, params, keys, self.max_turns, self.chunk_turns, self.history, bar)
+            final = take(to_numpy(compiled_final(self.game)(state, params)))  # (this chunk's arenas, unpadded)
+            del state, params
         rec_np = take(rec) if self.history else None
         pts = idx // reps
         p0 = int(pts[0])
         f0 = float(self.yields[p0])  # (sustainable_yield of the point, computed when planned)
         frame = summary_frame(final, idx, self.labels, govsim_of(final, f0, rec_np, self.n_turns[p0]))
-        groups = self.group_of_point[pts]
-        uniq = np.unique(groups)
-        if len(uniq) > 1:
-            eff = frame["efficiency"].to_numpy().copy()
-            gains = frame["total_gain"].to_numpy()
-            played = frame["survival_time"].to_numpy()
-            for gid in uniq:
-                mask = groups == gid
-                q = int(pts[mask][0])
-                eff[mask] = govsim.govsim_columns(played[mask], self.n_turns[q], float(self.yields[q]),
-                                                  gains[None, mask], None)["efficiency"]
+        if self.mixed_efficiency:  # points differ in f0 or turns: each arena's own
+            eff = govsim.efficiency(frame["total_gain"].to_numpy(), np.asarray(self.n_turns)[pts], self.yields[pts])
             frame = frame.assign(efficiency=eff)
         wealth = np.stack([frame[f"wealth_{i}"].to_numpy(float) for i in range(self.game.n_players)])
         extra = {"wealth_mean": wealth.mean(axis=0)}
