@@ -11,8 +11,9 @@ time apart from the run time, and in the same run:
   behaviour before skipping); a sweep where half the arenas end by turn ~25 against one
   where none end (T = 3000);
 - the same game through the plain-Python reference (tests/reference.py), a numpy version
-  vectorized over arenas, a numba loop parallel over arenas (bench/numba_baseline.py, the
-  same noise bits; needs the ``bench`` extra), and the noise draws alone (the floor).
+  vectorized over arenas, the numpy loop written plainly in jax.numpy, a numba loop parallel
+  over arenas (bench/numba_baseline.py, the same noise bits; needs the ``bench`` extra), and
+  the noise draws alone (the floor).
 
     python bench/throughput.py                 # full table
     python bench/throughput.py --quick         # B in (1, 1024, 16384), T = 30
@@ -115,6 +116,49 @@ def noise_floor_runner(b: int, turns: int):
             return acc + z, None
 
         return jax.lax.scan(body, jnp.zeros((b,)), jnp.arange(1, turns + 1))[0]
+
+    jax.block_until_ready(run(keys))
+    return lambda: jax.block_until_ready(run(keys))
+
+
+def plain_jax_runner(b: int, turns: int):
+    """A call running bench_numpy's loop written plainly in jax.numpy (players as [4, B]
+    rows, the kernel's counter-hash draws: 4 observation normals and the die's uniform a
+    turn), jitted as one scan: what a JAX user writes without the kernel's layout work."""
+    import jax.numpy as jnp
+
+    from bdpd_jax.kernels import rng
+
+    keys = jax.vmap(lambda a: rng.arena_key(0, a))(jnp.arange(b))
+    purpose = rng.obs_purpose(0)
+    f = jnp.float32
+    r, k, thr, p = f(0.5), f(150.0), f(0.0), f(4 / 6)
+
+    @jax.jit
+    def run(keys):
+        def body(c, t):
+            stock, reserve, wealth, alive = c
+            z = jnp.stack([jax.vmap(lambda kk, pp=pp: rng.normal(kk, t, pp, purpose))(keys) for pp in range(4)])
+            seen = jnp.maximum(stock + f(0.05) * stock * z, 0)
+            cap = 1 + f(0.05) * wealth
+            rho = seen[:2] / k
+            cons = cap[:2] * jnp.where(rho > 0.6, f(0.6), jnp.where(rho > 0.4, f(0.35), f(0.1)))
+            req = jnp.concatenate([cons, jnp.minimum(cap[2:], f(0.5) * seen[2:])]) * alive
+            demand = req.sum(0)
+            from_stock = jnp.minimum(demand, stock)
+            need = jnp.minimum(demand - from_stock, reserve)
+            u = jax.vmap(lambda kk: rng.uniform(kk, t, 0, rng.DIE, (), "hash"))(keys)
+            kk = jnp.floor(jnp.log(u) / jnp.log(p))
+            died = kk < jnp.ceil(need)
+            drawn = jnp.where(died, kk, need)
+            frac = jnp.where(demand > 0, jnp.minimum((from_stock + drawn) / jnp.maximum(demand, 1e-30), 1), 0)
+            stock = stock - from_stock
+            dead = died | (stock < thr)
+            stock = jnp.where(dead, stock, jnp.maximum(stock + r * stock * (1 - stock / k), 0))
+            return (stock, reserve - drawn, wealth + req * frac, alive & ~dead), None
+
+        c0 = (jnp.full(b, 150.0, f), jnp.full(b, 20.0, f), jnp.full((4, b), 30.0, f), jnp.ones(b, bool))
+        return jax.lax.scan(body, c0, jnp.arange(1, turns + 1))[0]
 
     jax.block_until_ready(run(keys))
     return lambda: jax.block_until_ready(run(keys))
@@ -349,7 +393,7 @@ def main() -> None:
     _, kernel = jax_runner(b, t)
     _, quiet = jax_runner(b, t, noisy=False)
     calls = {"kernel": kernel, "numpy": lambda: bench_numpy(b, t), "floor": noise_floor_runner(b, t),
-             "no_noise": quiet}
+             "no_noise": quiet, "plain_jax": plain_jax_runner(b, t)}
     nb = numba_runner(b, t)
     if nb is not None:
         calls["numba"] = nb[1]
@@ -362,6 +406,8 @@ def main() -> None:
           f"not interleaved)")
     print(f"  numpy vectorized:       {rate['numpy']:.3e} arena-turns/s  -> jax is {jx / rate['numpy']:,.1f}x "
           f"(target >= 15x)")
+    print(f"  plain jax.numpy loop:   {rate['plain_jax']:.3e} arena-turns/s  -> the kernel is "
+          f"{jx / rate['plain_jax']:,.1f}x (the same rules written plainly, no layout work)")
     if nb is None:
         print("  numba loop:             not measured (pip install -e '.[bench]')")
     else:
