@@ -23,9 +23,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bdpd_jax._env import XLA_DEFAULTS  # noqa: E402
+
 # XLA's per-op trace events: read when the backend starts, so set before jax is imported
-os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "--xla_cpu_experimental_ynn_fusion_type=")
-                           + " --xla_cpu_enable_xprof_traceme=true")
+os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", XLA_DEFAULTS) + " --xla_cpu_enable_xprof_traceme=true"
 
 import jax  # noqa: E402
 import numpy as np  # noqa: E402

@@ -19,9 +19,10 @@ def _import_env(**env: str | None) -> dict[str, str | None]:
 
 
 def test_import_sets_only_what_is_unset() -> None:
-    from bdpd_jax._env import YNN_OFF
+    from bdpd_jax._env import XLA_DEFAULTS, YNN_OFF
 
-    assert _import_env() == {"XLA_FLAGS": YNN_OFF, "EQX_ON_ERROR": "nan"}
+    assert _import_env() == {"XLA_FLAGS": XLA_DEFAULTS, "EQX_ON_ERROR": "nan"}
+    assert YNN_OFF in XLA_DEFAULTS.split()
     mine = _import_env(XLA_FLAGS="--xla_dump_to=/tmp/x", EQX_ON_ERROR="raise")
     assert mine == {"XLA_FLAGS": "--xla_dump_to=/tmp/x", "EQX_ON_ERROR": "raise"}
 
