@@ -6,7 +6,8 @@ of at most ``max_batch`` (bounded memory, cache-friendly); turns run in chunks o
 no-ops, so the result is bit-identical to an unchunked run); ended arenas are skipped
 (bdpd_jax/run/runner.py). Randomness is indexed by (seed, arena, turn, player, purpose): an
 arena's numbers never depend on the batch. A config already seen is not validated or built
-again (bdpd_jax/build/prepared.py).
+again (bdpd_jax/build/prepared.py). A run of one turn chunk without history is a single
+program from keys to summary numbers (``compiled_whole``; sweeps use it too).
 """
 
 from __future__ import annotations
