@@ -19,8 +19,7 @@ bench/README.md, "Why the rollout is laid out so"):
 from __future__ import annotations
 
 import dataclasses
-import functools
-from functools import partial
+from functools import partial, reduce
 
 import jax
 import jax.numpy as jnp
@@ -84,7 +83,7 @@ def run_turns(
             i, lane_c, _ = c
             lane_c = body(lane_c, None)[0]
             live = [jnp.any(still_playing(st, p)) for (st, _z), p in zip(lane_c, ps)]
-            return i + 1, lane_c, functools.reduce(jnp.logical_or, live)
+            return i + 1, lane_c, reduce(jnp.logical_or, live)
 
         start = (jnp.zeros((), jnp.int32), carry, jnp.ones((), bool))
         final = jax.lax.while_loop(lambda c: (c[0] < n_turns) & c[2], go, start)[1]

@@ -52,11 +52,11 @@ def efficiency(total: np.ndarray, max_turns, f0) -> np.ndarray:
     return np.where(ok, eff, np.nan)
 
 
-def govsim_columns(turns_played: np.ndarray, max_turns: int, f0: float, gains: np.ndarray,
+def govsim_columns(turns_played: np.ndarray, max_turns, f0, gains: np.ndarray,
                    over: np.ndarray | None, judged: np.ndarray | None = None) -> dict[str, np.ndarray]:
-    """turns_played int[B]; gains float[N, B] per-player harvest totals; over int[N, B]
-    decisions over the share (None = unknown); judged int[B] turns with a defined share
-    (None = every turn played)."""
+    """turns_played int[B]; max_turns and f0: one, or one per arena; gains float[N, B]
+    per-player harvest totals; over int[N, B] decisions over the share (None = unknown);
+    judged int[B] turns with a defined share (None = every turn played)."""
     n = gains.shape[0]
     total = gains.sum(axis=0)
     judged = turns_played if judged is None else np.asarray(judged)

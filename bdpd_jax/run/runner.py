@@ -64,6 +64,13 @@ def lanes_for(width: int, turns_left: int, n_dev: int = 1) -> int:
     return 1
 
 
+def one_program(history: bool, chunk_turns: int, n_turns: int) -> bool:
+    """Whether a run (on one device) is a single program from keys to summary numbers
+    (``simulate.compiled_whole``): one turn chunk, so no boundary to skip ended arenas at,
+    and no history to keep."""
+    return not history and chunk_turns >= n_turns
+
+
 def _counted_run(game: Game, n_turns: int, history: bool, every: int, stop: bool, lanes: int, keys, state, params):
     TRACES["run"] += 1  # Python side effect: runs once per trace, never per call
     return run_turns(game, n_turns, history, keys, state, params, every, stop, lanes)

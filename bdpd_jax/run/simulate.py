@@ -25,7 +25,7 @@ from ..config.game import ArenaConfig
 from ..kernels.game import Game
 from ..kernels.rollout import init_batch, run_turns, summary_of
 from ..build.prepared import prepared
-from .runner import TRACES, SCANNED, arena_keys, compiled_init, compiled_run, key_words, keys_of, run_batch, to_numpy  # noqa: F401 (re-exported)
+from .runner import TRACES, SCANNED, arena_keys, compiled_init, compiled_run, key_words, keys_of, one_program, run_batch, to_numpy  # noqa: F401 (re-exported)
 from ..results import govsim
 from ..build.governance import sanction_specs
 from ..kernels.plugins import NAME as PLUGINS
@@ -206,7 +206,7 @@ def _arena_chunk(prep, params, seed: int, arenas: np.ndarray, n_turns: int, chun
     kept in memory, i.e. no ``sink``, ``turns``, ``players`` and the layers' ``violations``,
     ``sanctions``, ``governance_actions``, ``perturbations``)."""
     game, names = prep.game, list(prep.names)
-    if not history and chunk >= n_turns:  # one chunk, nothing to skip at a boundary: one program
+    if one_program(history, chunk, n_turns):
         final = run_whole(game, chunk, seed, arenas, params)
         if bar is not None:
             bar.update(1)
@@ -273,9 +273,10 @@ def game_layer_names(game: Game) -> set[str]:
     return {layer.name for layer in game.layers}
 
 
-def govsim_of(final: dict, f0: float, rec, n_turns: int) -> dict:
+def govsim_of(final: dict, f0, rec, n_turns) -> dict:
     """The GovSim outcome columns (bdpd_jax/results/govsim.py) of one batch, from its final numbers
-    (``compiled_final``, numpy) and its records when kept (None otherwise)."""
+    (``compiled_final``, numpy) and its records when kept (None otherwise). ``f0`` and
+    ``n_turns``: one for the batch, or one per arena (a sweep's points)."""
     gov = final["gov"]
     judged = None
     if gov is not None:

@@ -35,7 +35,7 @@ from ..kernels.metrics import METRICS
 from ..config.limits import DEFAULT_MAX_BATCH, check_run_args
 from ..results.frames import summary_frame
 from ..build.prepared import content_key
-from ..run.runner import arena_keys, run_batch, to_numpy
+from ..run.runner import arena_keys, one_program, run_batch, to_numpy
 from ..run.simulate import flatten_record, compiled_final, default_chunk, govsim_of, run_whole
 from .build import DEVICE_COPIES, ROW_CELL_BYTES, build_points, bytes_per_arena, resolve_devices
 from .paths import ConfigBase, apply_values, check_paths, config_base, parse_path, resolve
@@ -119,12 +119,9 @@ class SweepPlan:
         self.run_width = -(-b // nd) * nd  # arenas per run: padded to a multiple of the device count
         self.chunks = [(a, min(a + b, self.total)) for a in range(0, self.total, b)]
         self.memory_budget = memory_budget
-        # GovSim columns: simulate's own code on the whole chunk; only ``efficiency`` depends
-        # on the point's config (sustainable yield f0) and turns, so it is redone per arena
-        # with govsim's formula when the points differ in either.
+        # GovSim columns: simulate's own code on the whole chunk, with each arena's point's
+        # sustainable yield f0 and turns (``efficiency`` reads both).
         self.yields = np.asarray(yields, dtype=float)
-        keys = set(zip(np.nan_to_num(self.yields, nan=-np.inf).tolist(), list(n_turns)))
-        self.mixed_efficiency = len(keys) > 1
         self._sharding = None
         if nd > 1 or devices is not None:
             from jax.sharding import Mesh, NamedSharding, PartitionSpec
@@ -154,8 +151,6 @@ class SweepPlan:
 
     def run_chunk(self, k: int, bar=None) -> pd.DataFrame:
         """The arena rows of chunk ``k`` (arenas ``chunks[k]``)."""
-        from ..results import govsim
-
         a0, a1 = self.chunks[k]
         b, reps, names, table = self.run_width, self.replicates, self.names, self.table
         idx = np.arange(a0, a1, dtype=np.int64)
@@ -164,8 +159,7 @@ class SweepPlan:
         point_of = padded // reps
         key_arenas = padded % reps if self.common_random else padded
         take = lambda tree: jax.tree_util.tree_map(lambda x: np.asarray(x)[..., :n], tree)  # noqa: E731
-        if self._sharding is None and not self.history and self.chunk_turns >= self.max_turns:
-            # one device, one turn chunk, no history: the whole run is one program (simulate's)
+        if self._sharding is None and one_program(self.history, self.chunk_turns, self.max_turns):
             stacked = jax.tree_util.tree_unflatten(self.treedef, list(self.stacked))
             final = take(run_whole(self.game, self.chunk_turns, self.seed, key_arenas, stacked, point_of))
             rec = None
@@ -179,12 +173,8 @@ class SweepPlan:
             del state, params
         rec_np = take(rec) if self.history else None
         pts = idx // reps
-        p0 = int(pts[0])
-        f0 = float(self.yields[p0])  # (sustainable_yield of the point, computed when planned)
-        frame = summary_frame(final, idx, self.labels, govsim_of(final, f0, rec_np, self.n_turns[p0]))
-        if self.mixed_efficiency:  # points differ in f0 or turns: each arena's own
-            eff = govsim.efficiency(frame["total_gain"].to_numpy(), np.asarray(self.n_turns)[pts], self.yields[pts])
-            frame = frame.assign(efficiency=eff)
+        frame = summary_frame(final, idx, self.labels,
+                              govsim_of(final, self.yields[pts], rec_np, np.asarray(self.n_turns)[pts]))
         wealth = np.stack([frame[f"wealth_{i}"].to_numpy(float) for i in range(self.game.n_players)])
         extra = {"wealth_mean": wealth.mean(axis=0)}
         if self.history:
