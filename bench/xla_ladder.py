@@ -8,9 +8,12 @@ Each rung adds one duty the kernel has and the bare game lacks, cumulatively:
 
 - ``bare``: the rules, with every number a compile-time constant;
 - ``params``: every number a per-arena [B] array, as a sweep passes them;
-- ``live``: requests sanitised (non-finite or negative -> 0) and masked by a per-arena
-  live flag (not collapsed, turn < maxTurns); every state value kept where not live; the
-  turn counter (the kernel's ``still_playing`` and ``sanitize``);
+- ``live_stacked``: requests sanitised (non-finite or negative -> 0) and masked by a
+  per-arena live flag (not collapsed, turn < maxTurns); every state value kept where not
+  live; the turn counter (the kernel's ``still_playing`` and ``sanitize``). The check runs
+  on the stacked [4, B] requests;
+- ``live``: the same, each player's request checked before the players are stacked (as
+  the kernel's ``sanitize`` does for few players);
 - ``live_unrolled``: the same with the players' sums written as chains of adds, as the
   kernel writes them for few players (kernels/unroll.py), instead of a reduction;
 - ``fit``: the rationing's second pass, scaling the parts back under what was delivered
@@ -36,15 +39,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-RUNGS = ("bare", "params", "live", "live_unrolled", "fit", "last_actual")
+RUNGS = ("bare", "params", "live_stacked", "live", "live_unrolled", "fit", "last_actual")
 
 
 def duties_of(rung: str) -> set[str]:
-    """The duties a rung carries (cumulative; ``live_unrolled`` is ``live`` with unrolled sums,
-    and the rungs after it keep the unrolled sums)."""
-    order = ["params", "live", "unrolled", "fit", "last_actual"]
-    upto = {"bare": 0, "params": 1, "live": 2, "live_unrolled": 3, "fit": 4, "last_actual": 5}[rung]
-    return set(order[:upto])
+    """The duties a rung carries, cumulative: each rung is the one before plus one duty
+    (``live`` moves ``live_stacked``'s check to each player's request)."""
+    order = ["params", "live", "at_source", "unrolled", "fit", "last_actual"]
+    return set(order[:RUNGS.index(rung)])
 
 
 def ladder_runner(rung: str, b: int, turns: int):
@@ -66,6 +68,9 @@ def ladder_runner(rung: str, b: int, turns: int):
     def draws(t):  # [4, B]: the kernel's observation noise of commonsStock, player by player
         return jax.vmap(lambda k: jax.vmap(lambda p: rng.normal(k, t, p, purpose))(players), out_axes=1)(keys)
 
+    def sanitized(x):
+        return jnp.where(~jnp.isfinite(x) | (x < 0), f(0), x)
+
     def add4(x):
         return (x[0] + x[1]) + (x[2] + x[3]) if "unrolled" in duties else x.sum(0)
 
@@ -75,11 +80,14 @@ def ladder_runner(rung: str, b: int, turns: int):
         cap = 1 + f(0.05) * wealth
         rho = seen[:2] / P["capacity"]
         cons = cap[:2] * jnp.where(rho > 0.6, f(0.6), jnp.where(rho > 0.4, f(0.35), f(0.1)))
-        req = jnp.concatenate([cons, jnp.minimum(cap[2:], P["intensity"] * seen[2:])])
+        parts = [cons, jnp.minimum(cap[2:], P["intensity"] * seen[2:])]
         live = ~ended
+        if "at_source" in duties:
+            parts = [sanitized(x) for x in parts]
+        req = jnp.concatenate(parts)
         if "live" in duties:
             live = live & (n_played < P["max_turns"])
-            req = jnp.where(~jnp.isfinite(req) | (req < 0), f(0), req)
+            req = req if "at_source" in duties else sanitized(req)
         req = jnp.where(live, req, f(0))
         total = add4(req)
         from_stock = jnp.minimum(total, stock)

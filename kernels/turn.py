@@ -22,7 +22,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from . import rng
+from . import rng, unroll
 from .actions import Actions, announcement, as_actions, of
 from .game import Game
 from .layers import effective_params, has_hook
@@ -39,7 +39,18 @@ def _select(pred, a, b):
 
 
 def sanitize(requests: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """NaN, infinite and negative requests become 0 and are flagged (kernels never raise)."""
+    """NaN, infinite and negative requests become 0 and are flagged (kernels never raise).
+
+    Few players (kernels/unroll.py): each player's request is checked on its own before the
+    players are stacked again, so XLA:CPU checks it where the policy computes it, once, and
+    not inside every consumer of the stacked requests (bench/README.md, "The ladder")."""
+    if requests.ndim == 1 and unroll.players(requests.shape[0]):
+        parts = [_sanitize_one(requests[i]) for i in range(requests.shape[0])]
+        return jnp.stack([r for r, _bad in parts]), jnp.stack([bad for _r, bad in parts])
+    return _sanitize_one(requests)
+
+
+def _sanitize_one(requests: jax.Array) -> tuple[jax.Array, jax.Array]:
     bad = ~jnp.isfinite(requests) | (requests < 0)
     return jnp.where(bad, 0.0, requests), bad
 
