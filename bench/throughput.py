@@ -13,7 +13,8 @@ time apart from the run time, and in the same run:
 - the same game through the plain-Python reference (tests/reference.py), a numpy version
   vectorized over arenas, the numpy loop written plainly in jax.numpy, a numba loop parallel
   over arenas (bench/numba_baseline.py, the same noise bits; needs the ``bench`` extra), and
-  the noise draws alone (the floor).
+  the noise draws alone (the floor). bench/xla_ladder.py goes further: the game hand-written
+  for XLA, duty by duty, against the same floor and numba.
 
     python bench/throughput.py                 # full table
     python bench/throughput.py --quick         # B in (1, 1024, 16384), T = 30
@@ -419,6 +420,8 @@ def main() -> None:
           f"(target >= 50%); the most any turn could be is {fl / rate['numpy']:,.1f}x numpy")
     print(f"  the kernel without observation noise (no draw but the die's): {rate['no_noise']:.3e} "
           f"arena-turns/s: the turn's other work alone takes {fl / rate['no_noise']:.0%} of the floor's time")
+    print("  (bench/xla_ladder.py: the same game hand-written for XLA, the kernel's duties added one by one, "
+          "against this floor and numba)")
     tf = b * t / bench_jax(b, t, generator="threefry")[1]
     print(f"  generator: hash {jx:.3e} vs threefry {tf:.3e} arena-turns/s ({jx / tf:.2f}x)")
 

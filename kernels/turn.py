@@ -40,13 +40,9 @@ def _select(pred, a, b):
 
 def sanitize(requests: jax.Array) -> tuple[jax.Array, jax.Array]:
     """NaN, infinite and negative requests become 0 and are flagged (kernels never raise).
-
-    Few players (kernels/unroll.py): each player's request is checked on its own before the
-    players are stacked again, so XLA:CPU checks it where the policy computes it, once, and
-    not inside every consumer of the stacked requests (bench/README.md, "The ladder")."""
-    if requests.ndim == 1 and unroll.players(requests.shape[0]):
-        parts = [_sanitize_one(requests[i]) for i in range(requests.shape[0])]
-        return jnp.stack([r for r, _bad in parts]), jnp.stack([bad for _r, bad in parts])
+    Each player's request is checked where its policy computed it (``unroll.over_players``)."""
+    if requests.ndim == 1:
+        return unroll.over_players(_sanitize_one, requests)
     return _sanitize_one(requests)
 
 
@@ -78,7 +74,7 @@ def step(game: Game, key: jax.Array, state: ArenaState, actions: Actions, params
     es, regen, share_defined, ended = _dynamics(game, served, params)
     new = ArenaState(
         engine=es,
-        wealth=state.wealth + served.actual,
+        wealth=unroll.over_players(jnp.add, state.wealth, served.actual),
         last_actual=served.actual,
         memory=memory,
         strategy=state.strategy,

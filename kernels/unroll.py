@@ -14,7 +14,10 @@ whatever the lengths, for tests comparing the two (trace a fresh function inside
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Callable, Iterator
+
+import jax
+import jax.numpy as jnp
 
 # Chosen by measurement (bench/players.py --forms / --slot-forms; the table in bench/README.md).
 #: the longest player axis written unrolled; more players use the array form
@@ -33,6 +36,19 @@ def players(n: int) -> bool:
 def slots(p: int) -> bool:
     """True: unroll over the ``p`` pact slots (else the array form)."""
     return _FORCED[-1].get("slots", p <= MAX_SLOTS) if _FORCED else p <= MAX_SLOTS
+
+
+def over_players(fn: Callable, *xs: jax.Array):
+    """``fn`` on each player's entries of ``xs`` (arrays with the players first), the results
+    stacked back, when the players are unrolled; ``fn`` on the whole arrays otherwise. The
+    same numbers either way; unrolled, XLA:CPU computes each player's value where its inputs
+    are made instead of inside every consumer of the stacked array (bench/README.md, "The
+    ladder")."""
+    n = xs[0].shape[0]
+    if not players(n):
+        return fn(*xs)
+    parts = [fn(*(x[i] for x in xs)) for i in range(n)]
+    return jax.tree_util.tree_map(lambda *p: jnp.stack(p), *parts)
 
 
 @contextmanager
