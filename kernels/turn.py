@@ -74,7 +74,7 @@ def step(game: Game, key: jax.Array, state: ArenaState, actions: Actions, params
     es, regen, share_defined, ended = _dynamics(game, served, params)
     new = ArenaState(
         engine=es,
-        wealth=unroll.over_players(jnp.add, state.wealth, served.actual),
+        wealth=state.wealth + served.actual,
         last_actual=served.actual,
         memory=memory,
         strategy=state.strategy,

@@ -235,16 +235,13 @@ def summary_frame(final: dict[str, np.ndarray], arenas: np.ndarray, player_label
     columns (the GovSim outcomes), appended last."""
     wealth = np.array(final["wealth"])  # (a copy: the frame's columns are views of it)
     n, b = wealth.shape
-    # rank 1 = richest; ties share the better rank (one count per pair: integer adds)
-    ranks = np.ones((n, b), np.int32)
-    for j in range(n):
-        for i in range(n):
-            ranks[j] += wealth[i] > wealth[j]
-    collapse = pd.array(np.where(final["survived"], 0, final["collapse_turn"]), dtype="Int64")
-    collapse[final["survived"]] = pd.NA
+    # rank 1 = richest; ties share the better rank: 1 + how many players have more
+    ranks = 1 + (wealth[None, :, :] > wealth[:, None, :]).sum(axis=1, dtype=np.int32)
+    survived = np.asarray(final["survived"], bool)
+    collapse = pd.arrays.IntegerArray(np.where(survived, 0, final["collapse_turn"]).astype(np.int64), survived.copy())
     cols: dict[str, Any] = {
         "arena": np.array(arenas),
-        "survived": final["survived"].astype(bool),
+        "survived": survived,
         "collapse_turn": collapse,
         "turns_played": final["turns_played"].astype(np.int32),
     }
