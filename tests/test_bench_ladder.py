@@ -13,14 +13,24 @@ import pytest
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 
 
+# bench/throughput.py turns on JAX's persistent compilation cache when imported (for its own
+# runs); the suite keeps JAX's settings as they were
+_CACHE_SETTINGS = ("jax_compilation_cache_dir", "jax_persistent_cache_min_compile_time_secs")
+
+
 @pytest.fixture(scope="module")
 def ladder():
+    import jax
+
+    saved = {k: getattr(jax.config, k) for k in _CACHE_SETTINGS}
     sys.path.insert(0, str(BENCH))
     try:
         import throughput
         import xla_ladder
     finally:
         sys.path.remove(str(BENCH))
+        for k, v in saved.items():
+            jax.config.update(k, v)
     return throughput, xla_ladder
 
 

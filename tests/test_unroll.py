@@ -200,3 +200,20 @@ def test_sort_network_equals_the_library_sort(n, seed, nan):
         sort = np.asarray(jax.jit(jax.vmap(gini, in_axes=1))(jnp.asarray(w)))
     np.testing.assert_array_equal(net, sort)
     np.testing.assert_allclose(net, lib, rtol=1e-6, atol=1e-7)
+
+
+def test_over_players_is_the_whole_array_op_in_both_forms():
+    """unroll.over_players(fn, ...) gives fn's values on the whole arrays, tuple results
+    included, whether the players are unrolled or not (kernels.turn.sanitize uses it)."""
+    from bdpd_jax.kernels.turn import sanitize
+
+    x = jnp.array([1.5, -2.0, jnp.nan, jnp.inf, 0.0, 3.25], jnp.float32)
+    want = (jnp.array([1.5, 0.0, 0.0, 0.0, 0.0, 3.25], jnp.float32), jnp.array([False, True, True, True, False, False]))
+    for form in (True, False):
+        with unroll.forced(players=form):
+            got = jax.jit(sanitize)(x)
+            both = unroll.over_players(lambda a, b: (a + b, a * b), x, 2 * x)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+        np.testing.assert_array_equal(both[0], x + 2 * x)
+        np.testing.assert_array_equal(both[1], x * (2 * x))
