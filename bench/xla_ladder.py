@@ -32,7 +32,6 @@ the floor and its ratio to numba: where issue 16's targets (kernel >= 50 % of th
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
@@ -198,5 +197,4 @@ def kernel_runner(b: int, t: int):
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("PYTHONHASHSEED", "0")
     main()
