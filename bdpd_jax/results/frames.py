@@ -237,7 +237,7 @@ def summary_frame(final: dict[str, np.ndarray], arenas: np.ndarray, player_label
     n, b = wealth.shape
     # rank 1 = richest; ties share the better rank: 1 + how many players have more
     ranks = 1 + (wealth[None, :, :] > wealth[:, None, :]).sum(axis=1, dtype=np.int32)
-    survived = np.asarray(final["survived"], bool)
+    survived = np.array(final["survived"], bool)  # (a copy, as the other columns: not a view of final)
     collapse = pd.arrays.IntegerArray(np.where(survived, 0, final["collapse_turn"]).astype(np.int64), survived.copy())
     cols: dict[str, Any] = {
         "arena": np.array(arenas),

@@ -44,8 +44,9 @@ SHRINK = 0.75
 
 # Lanes (kernels/rollout.run_turns): XLA:CPU's cost model leaves a memory-bound op on one
 # thread unless it moves >= 512 KB, so a batch of 2 048-12 287 arenas runs much of its turn
-# on one core; as 4 independent lanes its ops run side by side: 25-30 % less time per turn
-# (bench/README.md, "Lanes"), for 2-3x the chunk program's compile (~1-2 s more, once per
+# on one core; as 4 independent lanes its ops run side by side: 9-14 % less time per turn
+# at 8 192 arenas (25-30 % before the requests were checked per player; bench/README.md,
+# "Lanes" and "The ladder"), for 2-3x the chunk program's compile (~1-2 s more, once per
 # process, or once with the persistent compilation cache). So lanes are chosen only for the
 # sub-batch of a re-partition (a compile happens there anyway, and its arenas are known to
 # live past a chunk: a run whose arenas all end in the first chunk, like the seed payload's,
