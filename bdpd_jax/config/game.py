@@ -20,6 +20,7 @@ from ..kernels.params import OBS_VARS, OWN_VARS, PEER_VARS
 from ..kernels.observe import QUALITATIVE_VARS, SIGN_VARS, capacity
 from ..kernels.policies import BUILTINS, Policy
 from ..kernels.schedule import SCHEDULERS
+from .discussion import DiscussionConfig
 from .governance import PactConfig, TalkConfig, check_governance
 from .limits import MAX_DIE_SIDES, MAX_PACT_SLOTS, MAX_PLAYERS, MAX_SPECS, MAX_TURNS, check_magnitudes
 from .perturbations import check_perturbations, parse_perturbations
@@ -206,6 +207,7 @@ class ArenaConfig(BaseModel):
     # specs {id, type, trigger, payload} (specs.py)
     perturbations: list[Any] = Field(default_factory=list, max_length=MAX_SPECS)
     plugins: list[Any] = Field(default_factory=list, max_length=MAX_SPECS)  # governance plugins {type, id, ...} (plugins.py)
+    discussion: DiscussionConfig | None = None  # live arenas' talk between harvests (discussion.py)
 
     @field_validator("perturbations")
     @classmethod

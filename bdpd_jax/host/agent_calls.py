@@ -28,11 +28,12 @@ def own_client(specs: list[LivePlayerConfig], n_players: int):
     return make_client(max(8, 2 * n_players))
 
 
-async def ask_agent(agent, env: dict[str, Any], wealth: float, kind: str) -> AgentResult:
-    """One external decision; an agent that raises still yields the fallback harvest."""
+async def ask_agent(agent, env: dict[str, Any], wealth: float, kind: str, pool: float | None = None) -> AgentResult:
+    """One external decision; an agent that raises still yields the fallback harvest.
+    ``pool``: the stock before the harvest, when the model's requests are whole units."""
     try:
         if kind == "llm":
-            return await agent.decide(env, wealth, inbox=env.get("inbox"))
+            return await agent.decide(env, wealth, inbox=env.get("inbox"), pool=pool)
         return await agent.decide(env, wealth)
     except Exception as exc:  # noqa: BLE001 - a broken agent must never stall the turn
         return AgentResult(fallback_harvest(wealth), f"agent: {type(exc).__name__}: {exc}", [], 0.0, True)

@@ -194,9 +194,13 @@ class Arena:
             self._client, self._owns_client = client, True
 
     def _make_agent(self, spec: LivePlayerConfig):
-        """A player's agent (None for a builtin); players get the sanction tool when it is offered."""
+        """A player's agent (None for a builtin); players get the sanction tool when it is offered,
+        the speak tool when the arena talks between harvests (:mod:`~bdpd_jax.host.discussion`)."""
+        talk = self.config.discussion
         return make_agent(spec, timeout_ms=float(self.config.agentTimeout), no_talk=self.no_talk, client=self._client,
-                          executor=self._executor, operator=self.operator, sanction=sanction_offered(self.config))
+                          executor=self._executor, operator=self.operator, sanction=sanction_offered(self.config),
+                          discussion=talk is not None and talk.on,
+                          whole_units=bool(getattr(self.config.model, "wholeUnits", False)))
 
     def meta(self) -> dict[str, Any]:
         """meta.json: everything replay needs (config, seed, players, switches) and the status."""

@@ -37,7 +37,8 @@ def joining_player(spec: LivePlayerConfig | dict, joined: list[LivePlayerConfig]
     bad field: a duplicate name, a full arena, credentials or a timeout the operator refuses."""
     if not isinstance(spec, LivePlayerConfig):
         spec = LivePlayerConfig.model_validate(spec)
-    check_magnitudes({k: getattr(spec, k) for k in ("privateResource", "intensity", "reductionFactor")}, "")
+    numbers = ("privateResource", "intensity", "reductionFactor", "fallbackHarvest")
+    check_magnitudes({k: getattr(spec, k) for k in numbers if getattr(spec, k) is not None}, "")
     if spec.name is None:
         spec = spec.model_copy(update={"name": f"p{len(joined)}"})
     if spec.name in [s.name for s in joined]:

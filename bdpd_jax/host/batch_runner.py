@@ -16,7 +16,9 @@ One turn (:meth:`LockstepBatch.tick`):
    functions;
 4. kernel ``step_phase`` (ONE jitted call for the batch): the step with the external
    requests and announcements, the host's pact table, violations and sanctions;
-5. the turn record is appended to ``turns.jsonl`` (flushed and fsynced) and returned.
+5. the discussion of an arena that talks between harvests and goes on
+   (:mod:`~bdpd_jax.host.discussion`), all arenas at once;
+6. the turn record is appended to ``turns.jsonl`` (flushed and fsynced) and returned.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from bdpd_jax.kernels.governance import NAME as GOV
 from bdpd_jax.kernels.state import still_playing
 from bdpd_jax.host.agent_calls import ask_agent
 from bdpd_jax.host.agents.base import AgentResult
+from bdpd_jax.host.discussion import discuss
 from bdpd_jax.host.dispatch import dispatch_tool
 from bdpd_jax.host.envelope import envelopes
 from bdpd_jax.host.governance_agent import govern
@@ -155,7 +158,7 @@ class LockstepBatch:
         state, rec = self._step(self.keys, sb, begun, ext, ext_req.astype(dt), ext_ann.astype(dt), pacts, ahead,
                                 self.params)
         self.state = state
-        self._end(state, rec, by_arena, tools, overridden)
+        await self._end(state, rec, by_arena, tools, overridden)
 
     async def _ask(self, sb, obs) -> tuple[list[dict[int, AgentResult]], list[set]]:
         """Every external player of every arena still playing, asked at once: (per arena,
@@ -165,6 +168,7 @@ class LockstepBatch:
         obs_np = jax.tree_util.tree_map(np.asarray, obs) if asking else {}
         wealth = np.asarray(sb.wealth) if asking else None
         strategy = np.asarray(sb.strategy) if asking else None
+        pool = self._pools(sb) if asking else None
         pk_b = jax.tree_util.tree_map(np.asarray, sb.extra[GOV].pacts) if self.gov else None
         jobs, where = [], []
         overridden: list[set] = [set() for _ in runs]
@@ -185,15 +189,23 @@ class LockstepBatch:
             envs = envelopes(r, [r.specs[i].name for i in asked], {k: v[..., b] for k, v in obs_np.items()}, r.turn + 1)
             for i in asked:
                 s = r.specs[i]
-                jobs.append(ask_agent(r.agents[i], envs[s.name], float(wealth[i, b]), s.agentType))
+                jobs.append(ask_agent(r.agents[i], envs[s.name], float(wealth[i, b]), s.agentType,
+                                      pool=None if pool is None else float(pool[b])))
                 where.append((b, i))
         results = await asyncio.gather(*jobs)
         by_arena: list[dict[int, AgentResult]] = [{} for _ in runs]
         for (b, i), res in zip(where, results):
-            if res.fallback and self.units[b] != 1.0:
+            if res.fallback and not res.stock_units and self.units[b] != 1.0:
                 res = dataclasses.replace(res, harvest=res.harvest * float(self.units[b]))
             by_arena[b][i] = res
         return by_arena, overridden
+
+    def _pools(self, sb) -> np.ndarray | None:
+        """float[B]: each arena's stock before the harvest, the cap of a whole-unit answer
+        (None when no arena's model asks for whole units)."""
+        if not any(getattr(r.config.model, "wholeUnits", False) for r in self.runs):
+            return None
+        return np.asarray(jax.vmap(self.game.engine.stock, in_axes=-1)(sb.engine), np.float64)
 
     def _act(self, pacts_d, by_arena: list[dict[int, AgentResult]], shape: tuple[int, int]):
         """The answers' tool actions dispatched in player order on the table after the
@@ -221,12 +233,14 @@ class LockstepBatch:
                     ext_ann[i, b] = r.announced[name]
         return ext, ext_req, ext_ann, tools
 
-    def _end(self, state, rec, by_arena: list[dict[int, AgentResult]], tools: list[list],
-             overridden: list[set]) -> None:
-        """Each arena's turn record, kept and written; the game ends where the kernel played no turn."""
+    async def _end(self, state, rec, by_arena: list[dict[int, AgentResult]], tools: list[list],
+                   overridden: list[set]) -> None:
+        """Each arena's turn record with its discussion (arenas that go on talk at once), kept
+        and written; the game ends where the kernel played no turn."""
         rows = record_rows(jax.tree_util.tree_map(np.asarray, rec))  # converted once for all arenas
         pk_new = jax.tree_util.tree_map(np.asarray, state.extra[GOV].pacts) if self.gov else None
         ended = ~np.asarray(still_playing(state, self.params))  # the kernel's rule, per arena
+        lines = []
         for b, r in enumerate(self.runs):
             if r.done:
                 continue
@@ -236,7 +250,10 @@ class LockstepBatch:
             if not row.played:
                 r.finish()
                 continue
-            r.end_turn(turn_record(r, row.turn, row, by_arena[b], tools[b], overridden[b]), bool(ended[b]))
+            lines.append((r, turn_record(r, row.turn, row, by_arena[b], tools[b], overridden[b]), bool(ended[b])))
+        await asyncio.gather(*(discuss(r, line) for r, line, end in lines if not end))
+        for r, line, end in lines:
+            r.end_turn(line, end)
 
 
 def with_sanction_intents(sb, runs: list[ArenaRun]):

@@ -1,6 +1,7 @@
 """The observation envelope an external player decides on (003_*, 004_* A.1): the kernel
 observation (NaN -> null), ``pacts`` (``PactRegistry.view_for``), ``inbox`` (last turn's
-messages) and ``toolResults`` (what its tool calls of last turn returned)."""
+messages), ``toolResults`` (what its tool calls of last turn returned) and, in an arena that
+talks between harvests, ``discussion`` (last turn's report and utterances)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bdpd_jax.kernels.params import OBS_VARS, PEER_VARS
+from bdpd_jax.host.discussion import last_discussion
 from bdpd_jax.host.registry import nums
+from bdpd_jax.kernels.params import OBS_VARS, PEER_VARS
 
 if TYPE_CHECKING:
     from bdpd_jax.host.arena_run import ArenaRun
@@ -21,6 +23,7 @@ def envelopes(run: ArenaRun, players: list[str], obs: dict[str, np.ndarray], tur
     to Python numbers once for all of them (``nums``)."""
     idx = {p: j for j, p in enumerate(run.players)}
     values = {name: nums(obs[name]) for name in OBS_VARS if name != "turn"}
+    talked = last_discussion(run.records, turn)  # the same for every player
     out = {}
     for player in players:
         i = idx[player]
@@ -35,6 +38,8 @@ def envelopes(run: ArenaRun, players: list[str], obs: dict[str, np.ndarray], tur
         if not run.no_talk:
             env["inbox"] = run.bus.inbox_at(player, turn)
             env["toolResults"] = tool_results(run.records, player, turn)
+        if talked is not None:
+            env["discussion"] = talked
         out[player] = env
     return out
 

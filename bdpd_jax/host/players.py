@@ -17,12 +17,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from bdpd_jax.host.agents.base import AgentResult, check_wealth, fallback_harvest, valid_harvest
+from bdpd_jax.host.agents.base import AgentResult, Utterance, check_wealth, fallback_harvest, valid_harvest
 from bdpd_jax.host.agents.code import DEFAULT_TIMEOUT_MS as JS_TIMEOUT_MS, CodeAgent, compile_strategy
 from bdpd_jax.host.agents.http import HttpAgent, check_url
 from bdpd_jax.host.agents.llm import LLMAgent
 from bdpd_jax.host.operator import Operator, redact_url
-from bdpd_jax.host.tools import validate_action
+from bdpd_jax.host.tools import validate_action, validate_speak
 
 AGENT_TYPES: tuple[str, ...] = ("builtin", "code", "http", "llm", "scripted")
 
@@ -32,6 +32,8 @@ MAX_CODE_CHARS: int = 64 * 1024
 MAX_URL_CHARS: int = 2048
 MAX_MODEL_CHARS: int = 128
 MAX_PROMPT_CHARS: int = 4096
+MAX_RULES_CHARS: int = 8192  # an LLM player's ``rulesText`` (a scenario's whole rules)
+MAX_TEMPERATURE: float = 2.0  # the OpenAI-compatible range of ``temperature``
 
 
 class LivePlayerConfig(BaseModel):
@@ -56,7 +58,9 @@ class LivePlayerConfig(BaseModel):
     credential: str | None = Field(None, min_length=1, max_length=MAX_NAME_CHARS)  # a name from the operator's list
     apiKeyEnv: str | None = None  # refused: credentials are the operator's (kept to say so by name)
     systemPrompt: str | None = Field(None, max_length=MAX_PROMPT_CHARS)
-    temperature: float | None = None
+    temperature: float | None = Field(None, ge=0, le=MAX_TEMPERATURE)
+    rulesText: str | None = Field(None, min_length=1, max_length=MAX_RULES_CHARS)  # replaces the BDPD rules
+    fallbackHarvest: float | None = Field(None, ge=0)  # stock units on a missing/invalid answer (None: 0.2 x capacity)
     timeoutMs: float | None = Field(None, gt=0)  # only shorter than the arena's (checked at join)
     # scripted: [{"harvest": h, "actions": [...]}, ...] by turn (turn 1 first); past the end
     # the last entry repeats
@@ -86,6 +90,9 @@ class LivePlayerConfig(BaseModel):
                 raise ValueError(f"model: required for agentType 'llm', got {self.model!r}")
         if t == "scripted" and not self.script:
             raise ValueError(f"script: a non-empty list of turns is required for agentType 'scripted', got {self.script!r}")
+        for k in ("rulesText", "fallbackHarvest", "temperature"):
+            if t != "llm" and getattr(self, k) is not None:
+                raise ValueError(f"{k}: an option of LLM players (agentType 'llm'), got agentType {t!r}")
         if t != "builtin" and self.talk is not None:
             raise ValueError("talk: scripted talk is for builtin players; external players use the tools")
         return self
@@ -118,6 +125,7 @@ class ScriptedAgent:
         self.no_talk = no_talk
         self.calls = 0
         self.seen: deque[dict[str, Any]] = deque(maxlen=100)  # the last envelopes received (tests, audit)
+        self._spoken: dict[Any, int] = {}  # turn -> utterances given in it, less one
 
     async def decide(self, obs: dict[str, Any], wealth: float, inbox: Any = None) -> AgentResult:
         w = check_wealth(wealth)
@@ -141,6 +149,25 @@ class ScriptedAgent:
                                (time.perf_counter() - t0) * 1000, True)
         return AgentResult(float(h), err, acts, (time.perf_counter() - t0) * 1000, bool(entry.get("fallback", False)))
 
+    async def speak(self, context: dict[str, Any]) -> Utterance:
+        """The next of this turn's ``utterances`` (``[{"text", "nextSpeaker", "error"}]``) from
+        the script entry of ``context["turn"]`` (an entry with that ``turn``, else the entry of
+        the last decision): what replay feeds a logged LLM player's discussion back with."""
+        t = context.get("turn")
+        entry = next((e for e in self.script if e.get("turn") == t), None)
+        if entry is None:
+            entry = self.script[min(max(self.calls - 1, 0), len(self.script) - 1)]
+        k = self._spoken[t] = self._spoken.get(t, -1) + 1
+        utterances = entry.get("utterances") or []
+        if k >= len(utterances):
+            return Utterance(None, None, "scripted: no utterance")
+        u = utterances[k] if isinstance(utterances[k], dict) else {}
+        try:
+            text, nxt = validate_speak({"text": u.get("text"), "nextSpeaker": u.get("nextSpeaker")})
+        except ValueError as exc:
+            return Utterance(None, None, u.get("error") or f"scripted: {exc}")
+        return Utterance(text, nxt, u.get("error"))
+
 
 def player_timeout_ms(spec: LivePlayerConfig, timeout_ms: float) -> float:
     """The deadline of one call: the arena's ``agentTimeout`` (``timeout_ms``) unless the player
@@ -153,9 +180,12 @@ def player_timeout_ms(spec: LivePlayerConfig, timeout_ms: float) -> float:
 
 
 def make_agent(spec: LivePlayerConfig, *, timeout_ms: float, no_talk: bool, client=None, executor=None,
-               operator: Operator | None = None, sanction: bool = False):
+               operator: Operator | None = None, sanction: bool = False, discussion: bool = False,
+               whole_units: bool = False):
     """The agent runner of an external player (None for builtins). ``sanction``: the arena
-    offers the ``sanction`` tool (an LLM player then sees it in its tool list)."""
+    offers the ``sanction`` tool (an LLM player then sees it in its tool list); ``discussion``:
+    the arena talks between harvests (LLM players speak); ``whole_units``: the model's requests
+    are whole units (an LLM's answer is read as one)."""
     t = spec.agentType
     if t == "builtin":
         return None
@@ -169,9 +199,11 @@ def make_agent(spec: LivePlayerConfig, *, timeout_ms: float, no_talk: bool, clie
         op.check_player(spec)
         return LLMAgent(model=spec.model, **op.llm_endpoint(spec), player_id=spec.name, timeout_ms=tmo,
                         no_talk=no_talk, client=client, system_prompt=spec.systemPrompt,
-                        temperature=spec.temperature, sanction=sanction)
+                        temperature=spec.temperature, sanction=sanction, rules_text=spec.rulesText,
+                        fallback=spec.fallbackHarvest, discussion=discussion, whole_units=whole_units)
     return ScriptedAgent(spec.script, no_talk=no_talk)
 
 
-__all__ = ["AGENT_TYPES", "MAX_CODE_CHARS", "MAX_NAME_CHARS", "MAX_PROMPT_CHARS", "MAX_URL_CHARS", "LivePlayerConfig",
+__all__ = ["AGENT_TYPES", "MAX_CODE_CHARS", "MAX_NAME_CHARS", "MAX_PROMPT_CHARS", "MAX_RULES_CHARS", "MAX_TEMPERATURE",
+           "MAX_URL_CHARS", "LivePlayerConfig",
            "ScriptedAgent", "make_agent", "player_timeout_ms"]

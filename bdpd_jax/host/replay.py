@@ -105,7 +105,7 @@ def replay(dir: str | Path, *, out_dir: str | Path | None = None, verify: bool =
             arena.join(LivePlayerConfig.model_validate(p))
             continue
         script = [{"harvest": d["harvest"], "actions": d.get("actions", []), "error": d.get("error"),
-                   "fallback": d.get("fallback", False)}
+                   "fallback": d.get("fallback", False), "turn": rec["turn"], "utterances": _said(rec, p["name"])}
                   for rec in records for d in rec["decisions"] if d["playerId"] == p["name"] and "harvest" in d]
         arena.join(LivePlayerConfig(agentType="scripted", name=p["name"], privateResource=p["privateResource"],
                               script=script or [{"harvest": 0.0}]))
@@ -125,6 +125,13 @@ def replay(dir: str | Path, *, out_dir: str | Path | None = None, verify: bool =
     elif governance_agent is not None:
         raise ValueError("governance_agent: only a resumed arena takes a live governance agent")
     return arena
+
+
+def _said(rec: dict[str, Any], player: str) -> list[dict[str, Any]]:
+    """``player``'s utterances in turn ``rec``'s discussion, as its script replays them (a
+    next speaker it did not validly name is left out: the round-robin gives it again)."""
+    return [{"text": u["text"], "nextSpeaker": u["nextSpeaker"] if u["named"] else None, "error": u["error"]}
+            for u in rec.get("discussion", {}).get("utterances", []) if u["speaker"] == player]
 
 
 def _governor(meta: dict[str, Any], records: list[dict[str, Any]]) -> dict[str, Any] | None:

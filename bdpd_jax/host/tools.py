@@ -27,6 +27,9 @@ MESSAGE_TOOLS: tuple[str, ...] = ("broadcast", "send_private", "announce_intende
 #: governance tool, offered when the arena runs a ``voluntary_sanction`` plugin (not talk:
 #: ``--no-talk`` keeps it)
 SANCTION_TOOL: str = "sanction"
+#: the discussion phase's tool, offered when the arena talks between harvests (docs/semantics/live.md §14)
+SPEAK_TOOL: str = "speak"
+MAX_UTTERANCE_CHARS: int = 1000  # an utterance is truncated past this (as messages are past MAX_MESSAGE_LEN)
 
 # Per player per turn (docs/semantics.md §13): the tool actions one answer may carry (extra
 # entries are dropped unread) and, of those dispatched, how many may be messages.
@@ -80,6 +83,28 @@ def sanction_schema() -> dict[str, Any]:
                "you cannot pay for all the players you fine).",
                {"target": {"type": "string", "description": "player id"},
                 "reason": {"type": "string", "description": "optional, for the log"}}, ["target"])
+
+
+def speak_schema() -> dict[str, Any]:
+    return _fn(SPEAK_TOOL, "Say something in the discussion after a harvest (every player reads it). Only when "
+               "the last message asks you to speak.",
+               {"text": {"type": "string", "description": f"what you say (longer than {MAX_UTTERANCE_CHARS} chars "
+                                                          "is truncated)"},
+                "nextSpeaker": {"type": "string", "description": "optional: the player id you ask to speak next"}},
+               ["text"])
+
+
+def validate_speak(args: Any) -> tuple[str, str | None]:
+    """``(text, next speaker or None)`` of a ``speak`` call's arguments; ValueError naming the
+    field. The text is truncated to ``MAX_UTTERANCE_CHARS``; the next speaker is checked for
+    shape only (whether it may speak is the discussion's rule)."""
+    if not isinstance(args, dict):
+        raise ValueError(f"arguments: must be an object, got {args!r:.80}")
+    text = args.get("text")
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError(f"text: must be a non-empty string, got {text!r:.80}")
+    nxt = args.get("nextSpeaker")
+    return truncate_text(text.strip(), MAX_UTTERANCE_CHARS), None if nxt is None else _str("nextSpeaker", nxt)
 
 
 def tool_schemas(no_talk: bool = False, sanction: bool = False) -> list[dict[str, Any]]:

@@ -123,6 +123,18 @@ class Results:
         return df
 
     @property
+    def discussion(self) -> pd.DataFrame:
+        """One row per utterance of a live arena's discussion phase: arena, turn, order,
+        speaker, text, next_speaker, named, error (bdpd_jax/results/discussion.py); empty for
+        a batch run (no speakers) or an arena without a discussion."""
+        df = self.extra.get("discussion")
+        if df is None:
+            from .discussion import COLUMNS
+
+            return pd.DataFrame({c: pd.Series(dtype=object) for c in COLUMNS})
+        return df
+
+    @property
     def governance_actions(self) -> pd.DataFrame:
         """One row per action a governance agent applied: arena, turn, id, type, action
         (``cap`` | ``ladder_scale`` | ``regen``), value (bdpd_jax/results/plugins.py); empty

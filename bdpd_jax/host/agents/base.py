@@ -76,6 +76,20 @@ class AgentResult:
     actions: list[dict[str, Any]] = field(default_factory=list)
     elapsed_ms: float = 0.0
     fallback: bool = False
+    stock_units: bool = False  # a fallback already in stock units (a player's fixed fallbackHarvest): not rescaled
+
+    def __post_init__(self) -> None:
+        self.error = truncate_error(self.error)
+
+
+@dataclass
+class Utterance:
+    """One answer in the discussion phase (docs/semantics/live.md §14): ``text`` (None: the
+    player said nothing usable), the player it names to speak next (None: none), what went wrong."""
+
+    text: str | None
+    next_speaker: str | None = None
+    error: str | None = None
 
     def __post_init__(self) -> None:
         self.error = truncate_error(self.error)

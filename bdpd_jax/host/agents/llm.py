@@ -20,6 +20,7 @@ arena builds this agent from a credential name (:mod:`~bdpd_jax.host.operator`).
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 from typing import Any
@@ -27,11 +28,19 @@ from typing import Any
 import orjson
 
 from bdpd_jax.host._json import dumps_compact
-from bdpd_jax.host.agents.base import AgentResult, check_wealth, fallback_harvest, join_errors, valid_harvest
-from bdpd_jax.host.agents.http import check_url, check_timeout_ms
+from bdpd_jax.host.agents.base import AgentResult, Utterance, check_wealth, fallback_harvest, join_errors, valid_harvest
+from bdpd_jax.host.agents.http import check_timeout_ms, check_url
 from bdpd_jax.host.agents.transport import HttpClient, TransportError, loads_capped, make_client, too_deep
 from bdpd_jax.host.messages import MAX_MESSAGE_LEN
-from bdpd_jax.host.tools import HARVEST_TOOL, MAX_ACTIONS_PER_TURN, tool_schemas, validate_action
+from bdpd_jax.host.tools import (
+    HARVEST_TOOL,
+    MAX_ACTIONS_PER_TURN,
+    SPEAK_TOOL,
+    speak_schema,
+    tool_schemas,
+    validate_action,
+    validate_speak,
+)
 
 DEFAULT_TIMEOUT_MS: float = 30000.0
 MAX_COMPLETION_BYTES: int = 1024 * 1024  # a chat completion, read off the wire (then decoded)
@@ -41,8 +50,22 @@ regenerating resource. Every turn all players decide simultaneously how much to 
 Harvesting adds to your wealth; over-harvesting depletes the commons, and a collapsed commons
 yields nothing to anyone. Your capacity is 1 + 0.05 * your wealth.
 Each turn you receive an observation (possibly noisy or partial) as JSON in the last message.
-You must call the `harvest` tool exactly once with the amount you take this turn. If you do not,
+You must call the `harvest` tool exactly once with the amount you take this turn."""
+_DEFAULT_FALLBACK = """ If you do not,
 a fallback harvest of 0.2 * capacity is applied for you."""
+# after a replacing rules text (a scenario's own wording): how to answer, in the protocol's words
+_HARVEST_PROTOCOL = """
+Each turn, call the `harvest` tool exactly once with the amount you take."""
+
+_WHOLE_UNITS = """
+Harvests are whole units: an amount that is not a whole number is rounded down, and one above the
+pool is cut to the pool."""
+
+_DISCUSSION_RULES = """
+Discussion: after each harvest everyone's catch is reported to all players and a discussion
+follows. When the last message has "phase": "discussion", call `speak` once with what you say
+(every player reads it; optionally `nextSpeaker`, the id of the player you ask to speak next);
+do not call `harvest` then. Last turn's report and discussion are in your next observation."""
 
 _TALK_RULES = f"""
 Cheap talk: you may also call `broadcast`, `send_private`, `announce_intended_harvest`,
@@ -55,6 +78,9 @@ active pacts are checked against actual harvests every turn and violations are r
 _NO_TALK_RULES = """
 There is no communication channel in this game: only the `harvest` tool is available."""
 
+_NO_TALK_DISCUSSION = """
+There are no messages during a turn: `harvest` (and `speak`, in the discussion) is all you have."""
+
 _SANCTION_RULES = """
 Sanctions: you may call `sanction` with a target player id to pay a cost from your own wealth and
 fine that player, if it broke a pact or over-harvested this turn (applied at the end of the turn;
@@ -62,11 +88,20 @@ no fine and no cost otherwise, and none at all if you cannot pay for every playe
 
 
 def render_system_prompt(player_id: str | None, no_talk: bool, extra: str | None = None,
-                         sanction: bool = False) -> str:
-    """The fixed system text of one agent (identical for every call of the run)."""
-    parts = [_RULES, _NO_TALK_RULES if no_talk else _TALK_RULES]
+                         sanction: bool = False, *, rules: str | None = None, fallback: float | None = None,
+                         whole_units: bool = False, discussion: bool = False) -> str:
+    """The fixed system text of one agent (identical for every call of the run). ``rules``
+    replaces the BDPD rules (a scenario's own wording); ``fallback``: the harvest of a
+    missing or invalid answer, in stock units (None: 0.2 x capacity)."""
+    fb = _DEFAULT_FALLBACK if fallback is None else f" If you do not, you harvest {fallback:g}."
+    parts = [(_RULES if rules is None else rules + _HARVEST_PROTOCOL) + fb]
+    if whole_units:
+        parts.append(_WHOLE_UNITS)
+    parts.append((_NO_TALK_DISCUSSION if discussion else _NO_TALK_RULES) if no_talk else _TALK_RULES)
     if sanction:
         parts.append(_SANCTION_RULES)
+    if discussion:
+        parts.append(_DISCUSSION_RULES)
     if player_id is not None:
         parts.append(f"\nYour player id is {player_id!r}.")
     if extra:
@@ -141,6 +176,42 @@ def parse_completion(data: Any, *, no_talk: bool = False
     return harvest, actions, errors
 
 
+def parse_utterance(data: Any) -> Utterance:
+    """A chat completion of the discussion phase as an :class:`Utterance`: the first valid
+    ``speak`` call, else a JSON ``{"text", "nextSpeaker"}`` body, else the plain text body."""
+    try:
+        message = data["choices"][0]["message"]
+        if not isinstance(message, dict):
+            raise TypeError
+    except (KeyError, IndexError, TypeError):
+        return Utterance(None, None, "response: no choices[0].message in completion")
+    calls = message.get("tool_calls") or []
+    errors: list[str] = []
+    for i, call in enumerate(calls[:MAX_ACTIONS_PER_TURN + 1] if isinstance(calls, list) else []):
+        fn = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(fn, dict) or fn.get("name") != SPEAK_TOOL:
+            errors.append(f"tool_calls[{i}] ignored: only `speak` is read in the discussion")
+            continue
+        try:
+            text, nxt = validate_speak(decode_arguments(fn.get("arguments")))
+        except ValueError as exc:
+            errors.append(f"tool_calls[{i}] dropped: {exc}")
+            continue
+        return Utterance(text, nxt, join_errors(errors))
+    content = message.get("content")
+    if isinstance(content, str) and content.strip():
+        try:
+            body = loads_capped(content.encode("utf-8", "replace"))
+        except TransportError:
+            body = None
+        try:
+            text, nxt = validate_speak(body) if isinstance(body, dict) else validate_speak({"text": content})
+            return Utterance(text, nxt, join_errors(errors))
+        except ValueError as exc:
+            errors.append(f"content: {exc}")
+    return Utterance(None, None, join_errors(errors + ["speak: no valid speak call or text in response"]))
+
+
 class LLMAgent:
     """A player driven by a chat model through tool calls, with a cache-stable prompt prefix."""
 
@@ -150,7 +221,8 @@ class LLMAgent:
                  no_talk: bool = False, client: HttpClient | None = None,
                  system_prompt: str | None = None, temperature: float | None = None,
                  max_tokens: int | None = None, tool_choice: str | None = "auto",
-                 extra_body: dict[str, Any] | None = None, sanction: bool = False) -> None:
+                 extra_body: dict[str, Any] | None = None, sanction: bool = False, rules_text: str | None = None,
+                 fallback: float | None = None, whole_units: bool = False, discussion: bool = False) -> None:
         self.base_url = check_url(base_url).rstrip("/")
         if not isinstance(model, str) or not model:
             raise ValueError(f"model: must be a non-empty string, got {model!r}")
@@ -169,6 +241,16 @@ class LLMAgent:
         self._owns_client = client is None
         self.last_usage: dict[str, Any] | None = None
         self.sanction = bool(sanction)  # the arena offers the sanction tool
+        if rules_text is not None and (not isinstance(rules_text, str) or not rules_text):
+            raise ValueError("rules_text: must be a non-empty string or None")
+        if fallback is not None and valid_harvest(fallback) is None:
+            raise ValueError(f"fallback: must be a finite number >= 0 or None, got {fallback!r}")
+        if temperature is not None and valid_harvest(temperature) is None:
+            raise ValueError(f"temperature: must be a finite number >= 0 or None, got {temperature!r}")
+        self.rules_text = rules_text      # replaces the BDPD rules in the prompt (a scenario's wording)
+        self.fallback = None if fallback is None else float(fallback)  # stock units; None: 0.2 x capacity
+        self.whole_units = bool(whole_units)  # answers read as whole units from 0 to the pool
+        self.discussion = bool(discussion)  # the arena talks between harvests: the speak tool
         # Frozen as JSON text: every call re-emits exactly these bytes.
         self._prefix_json = json.dumps([{"role": "system", "content": self.system_text(player_id, system_prompt)}],
                                        ensure_ascii=False)
@@ -184,11 +266,14 @@ class LLMAgent:
 
     def system_text(self, player_id: str | None, extra: str | None) -> str:
         """The fixed system prompt (rendered once, at construction)."""
-        return render_system_prompt(player_id, self.no_talk, extra, sanction=self.sanction)
+        return render_system_prompt(player_id, self.no_talk, extra, sanction=self.sanction, rules=self.rules_text,
+                                    fallback=self.fallback, whole_units=self.whole_units, discussion=self.discussion)
 
     def tool_list(self) -> list[dict[str, Any]]:
-        """The tool schemas (rendered once, at construction)."""
-        return tool_schemas(self.no_talk, sanction=self.sanction)
+        """The tool schemas (rendered once, at construction): one list for both phases, so the
+        cached prefix is the same for harvests and utterances."""
+        tools = tool_schemas(self.no_talk, sanction=self.sanction)
+        return tools + [speak_schema()] if self.discussion else tools
 
     @property
     def tools(self) -> list[dict[str, Any]]:
@@ -207,13 +292,17 @@ class LLMAgent:
         if not self.no_talk:
             tail["inbox"] = inbox if inbox is not None else obs.get("inbox", [])
             tail["toolResults"] = obs.get("toolResults", [])  # 003_*: what last turn's calls returned
-        tail["observation"] = {k: v for k, v in obs.items() if k not in ("inbox", "toolResults")}
+        if "discussion" in obs:  # last turn's report and utterances
+            tail["discussion"] = obs["discussion"]
+        tail["observation"] = {k: v for k, v in obs.items() if k not in ("inbox", "toolResults", "discussion")}
         return {"role": "user", "content": dumps_compact(tail)}
 
-    def request_body(self, obs: dict[str, Any], inbox: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-        """The full chat-completions request for one turn."""
-        return {"model": self.model, "messages": self.prefix_messages() + [self.volatile_message(obs, inbox)],
-                "tools": self.tools, **self._params}
+    def request_body(self, obs: dict[str, Any], inbox: list[dict[str, Any]] | None = None,
+                     tail: dict[str, str] | None = None) -> dict[str, Any]:
+        """The full chat-completions request for one turn (``tail``: another last message)."""
+        last = tail if tail is not None else self.volatile_message(obs, inbox)
+        return {"model": self.model, "messages": self.prefix_messages() + [last], "tools": self.tools,
+                **self._params}
 
     def _get_client(self) -> HttpClient:
         if self._client is None:
@@ -230,11 +319,12 @@ class LLMAgent:
         key = self._api_key or (os.environ.get(self.api_key_env) if self.api_key_env else None)
         return {"authorization": f"Bearer {key}"} if key else {}
 
-    async def complete(self, obs: dict[str, Any], inbox: list[dict[str, Any]] | None = None) -> Any:
+    async def complete(self, obs: dict[str, Any], inbox: list[dict[str, Any]] | None = None,
+                       tail: dict[str, str] | None = None) -> Any:
         """POST this turn's request under the deadline; the decoded completion, capped while it
         streams in. Any failure raises TransportError (its text is the recorded error)."""
         try:
-            body_text = json.dumps(self.request_body(obs, inbox), ensure_ascii=False, allow_nan=False)
+            body_text = json.dumps(self.request_body(obs, inbox, tail), ensure_ascii=False, allow_nan=False)
         except (TypeError, ValueError) as exc:
             raise TransportError(f"obs: not serialisable ({exc})") from None
         status, raw = await self._get_client().post(
@@ -246,16 +336,21 @@ class LLMAgent:
         self.last_usage = data.get("usage") if isinstance(data, dict) else None
         return data
 
-    async def decide(self, obs: dict[str, Any], wealth: float,
-                     inbox: list[dict[str, Any]] | None = None) -> AgentResult:
-        """Ask the model for this turn's tool calls; fallback harvest on any failure."""
+    async def decide(self, obs: dict[str, Any], wealth: float, inbox: list[dict[str, Any]] | None = None,
+                     pool: float | None = None) -> AgentResult:
+        """Ask the model for this turn's tool calls; the fallback harvest on any failure.
+        ``pool``: the stock before harvesting, the cap of a whole-unit answer."""
         w = check_wealth(wealth)
         t0 = time.perf_counter()
 
         def done(harvest: float | None, actions: list[dict[str, Any]], errors: list[str]) -> AgentResult:
             elapsed = (time.perf_counter() - t0) * 1000.0
+            if harvest is None and self.fallback is not None:
+                return AgentResult(self.fallback, join_errors(errors), actions, elapsed, True, stock_units=True)
             if harvest is None:
                 return AgentResult(fallback_harvest(w), join_errors(errors), actions, elapsed, True)
+            if self.whole_units:
+                harvest = whole_units(harvest, pool, errors)
             return AgentResult(harvest, join_errors(errors), actions, elapsed, False)
 
         try:
@@ -264,5 +359,27 @@ class LLMAgent:
             return done(None, [], [str(exc).replace("no response", "no completion")])
         return done(*parse_completion(data, no_talk=self.no_talk))
 
+    async def speak(self, context: dict[str, Any]) -> Utterance:
+        """Ask the model for one utterance of the discussion phase (``context``: the report and
+        the transcript so far, ``"phase": "discussion"``); the same prefix and tools as a turn."""
+        try:
+            data = await self.complete({}, None, {"role": "user", "content": dumps_compact(context)})
+        except TransportError as exc:
+            return Utterance(None, None, str(exc).replace("no response", "no completion"))
+        return parse_utterance(data)
 
-__all__ = ["LLMAgent", "decode_arguments", "parse_completion", "render_system_prompt"]
+
+def whole_units(harvest: float, pool: float | None, errors: list[str]) -> float:
+    """An answer read as whole units from 0 to the pool: a fraction is floored and an amount
+    over the pool cut to it, each noted in ``errors`` (the answer still stands)."""
+    h = float(math.floor(harvest))
+    if h != harvest:
+        errors.append(f"harvest: {harvest!r} is not a whole number of units; floored to {h:g}")
+    cap = None if pool is None or not math.isfinite(pool) else float(math.floor(max(pool, 0.0)))
+    if cap is not None and h > cap:
+        errors.append(f"harvest: {h:g} is above the pool ({cap:g} units); cut to {cap:g}")
+        h = cap
+    return h
+
+
+__all__ = ["LLMAgent", "decode_arguments", "parse_completion", "parse_utterance", "render_system_prompt", "whole_units"]

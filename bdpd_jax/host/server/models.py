@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
+from bdpd_jax.config.discussion import DiscussionConfig
 from bdpd_jax.config.game import ModelConfig, ObsVar
 from bdpd_jax.host.arena import DEFAULT_PACT_SLOTS
 from bdpd_jax.host.governance_agent import GovernorSpec
@@ -46,6 +47,9 @@ class CreateArena(BaseModel):
     pacts: list[dict[str, Any]] = Field(default_factory=list)
     perturbations: list[dict[str, Any]] = Field(default_factory=list)
     plugins: list[dict[str, Any]] = Field(default_factory=list, description="governance plugins (issue 17)")
+    discussion: DiscussionConfig | None = Field(
+        None, description="talk between harvests: a report of every catch, then up to `rounds` utterances "
+                          "(docs/semantics/live.md §14)")
     seed: int | None = Field(None, ge=0, lt=2**32, description="random in [0, 2**32) when absent")
     noTalk: StrictBool | None = Field(None, description="default: the server's --no-talk")
     pactSlots: int = Field(DEFAULT_PACT_SLOTS, ge=1, description="bounded by bdpd_jax/config/limits.py MAX_PACT_SLOTS")

@@ -4,8 +4,9 @@
   every tick (stock, every player's request, harvest and wealth, engine variables), pacts,
   every message including private ones, the metrics.
 * **player** (the arena key, shared by every player) and **public** (no key): the game's
-  frame only -- status, turn, players' names and kinds, and per tick the turn number and the
-  messages addressed to everyone (broadcasts, announcements). No state value: observations
+  frame only -- status, turn, players' names and kinds, and per tick the turn number, the
+  messages addressed to everyone (broadcasts, announcements) and the discussion (the report
+  of every catch and the utterances, which every player reads). No state value: observations
   differ per player (visibility, noise, resolution) and may be flipped mid-game, so no value
   is what *every* player knows. A player learns the state only through its own observation.
   The post-game report (summary.json) is public once the arena is closed (the seed serves
@@ -49,12 +50,17 @@ def compact_tick(rec: dict[str, Any]) -> dict[str, Any]:
             "engine": rec.get("engine", {}), "metrics": rec.get("metrics", {}),
             "decisions": [{k: d.get(k) for k in COMPACT_DECISION} for d in rec["decisions"]],
             "violations": len(rec["violations"]), "messages": len(rec["messages"]),
+            **({"discussion": len(rec["discussion"]["utterances"])} if "discussion" in rec else {}),
             **({"governance": rec["governance"]} if "governance" in rec else {})}
 
 
 def public_tick(rec: dict[str, Any]) -> dict[str, Any]:
-    """A tick as a player or the public sees it: the turn and the messages to everyone."""
-    return {"turn": rec["turn"], "messages": [m for m in rec["messages"] if m.get("scope") in PUBLIC_SCOPES]}
+    """A tick as a player or the public sees it: the turn, the messages to everyone and the
+    discussion (its report and utterances are read by every player)."""
+    out = {"turn": rec["turn"], "messages": [m for m in rec["messages"] if m.get("scope") in PUBLIC_SCOPES]}
+    if "discussion" in rec:
+        out["discussion"] = rec["discussion"]
+    return out
 
 
 def public_event(event: str, data: dict[str, Any]) -> dict[str, Any]:

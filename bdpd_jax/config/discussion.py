@@ -1,0 +1,31 @@
+"""The optional discussion phase of a live arena (GovSim's moderated conversation between
+harvests): after each harvest a report of everyone's catch, then up to ``rounds`` utterances,
+each visible to every player (docs/semantics/live.md §14). Batch runs have no speakers and
+ignore it; the live host runs it (bdpd_jax/host/discussion.py)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+#: utterances after one harvest (each one is a call to a player's endpoint)
+MAX_DISCUSSION_ROUNDS: int = 20
+#: how the next speaker is chosen: named by the current one (round-robin when it names no
+#: valid speaker), or round-robin
+NEXT_SPEAKER_RULES: tuple[str, ...] = ("named", "round_robin")
+
+
+class DiscussionConfig(BaseModel):
+    """``discussion: {"rounds": int, "nextSpeaker": "named" | "round_robin"}`` (0 rounds: off)."""
+
+    model_config = ConfigDict(extra="forbid")
+    rounds: int = Field(0, ge=0, le=MAX_DISCUSSION_ROUNDS)
+    nextSpeaker: Literal["named", "round_robin"] = "named"
+
+    @property
+    def on(self) -> bool:
+        return self.rounds > 0
+
+
+__all__ = ["DiscussionConfig", "MAX_DISCUSSION_ROUNDS", "NEXT_SPEAKER_RULES"]

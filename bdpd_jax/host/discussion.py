@@ -1,0 +1,100 @@
+"""The discussion phase of a live arena (GovSim's moderated conversation; config
+``discussion``, :mod:`bdpd_jax.config.discussion`; docs/semantics/live.md §14).
+
+After a harvest that does not end the game, every player sees a report of everyone's catch,
+then up to ``rounds`` utterances, each one visible to every player. The speakers are the
+players whose agent talks: LLM players (and scripted players, which replay their logged
+utterances); built-in, code and HTTP players do not speak. Turn ``t``'s first speaker is
+``speakers[(t - 1) % S]``; after an utterance the next speaker is the one the current speaker
+named (``nextSpeaker: "named"``) when that is another speaker, else the next in round-robin
+order. The transcript is part of turn ``t``'s record (``discussion``: ``report`` and
+``utterances``), so it reaches turns.jsonl, the stream, replay and the frames; the players
+read it in their next envelope. The harvest numbers never depend on it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from bdpd_jax.host.agents.base import Utterance
+
+if TYPE_CHECKING:
+    from bdpd_jax.host.arena_run import ArenaRun
+
+#: agent kinds (as records show them) that speak in the discussion
+SPEAKING_KINDS: tuple[str, ...] = ("llm", "scripted")
+
+
+def speakers(run: ArenaRun) -> list[str]:
+    """The players who speak, in player order (a replayed LLM player still speaks)."""
+    return [s.name for i, s in enumerate(run.specs)
+            if run.agent_kind(i) in SPEAKING_KINDS and hasattr(run.agents[i], "speak")]
+
+
+def first_speaker(names: Sequence[str], turn: int) -> str:
+    """Who opens turn ``turn``'s discussion: the round-robin rotates by turn."""
+    return names[(turn - 1) % len(names)]
+
+
+def next_speaker(rule: str, names: Sequence[str], current: str, named: str | None) -> tuple[str, bool]:
+    """(who speaks after ``current``, whether it is the one ``current`` named): the named
+    player when the rule is ``named`` and it is another speaker, else round-robin."""
+    if rule == "named" and named is not None and named != current and named in names:
+        return named, True
+    return names[(names.index(current) + 1) % len(names)], False
+
+
+def report(run: ArenaRun, line: dict[str, Any]) -> dict[str, Any]:
+    """The report that opens the discussion: every player's catch (actual harvest) this turn."""
+    return {"turn": line["turn"], "catches": {d["playerId"]: d["actual"] for d in line["decisions"]}}
+
+
+async def ask(agent: Any, context: dict[str, Any]) -> Utterance:
+    """One utterance; an agent that raises says nothing (the error is recorded)."""
+    try:
+        out = await agent.speak(context)
+    except Exception as exc:  # noqa: BLE001 - a broken agent must never stall the turn
+        return Utterance(None, None, f"agent: {type(exc).__name__}: {exc}")
+    return out if isinstance(out, Utterance) else Utterance(None, None, "agent: speak returned no Utterance")
+
+
+async def discuss(run: ArenaRun, line: dict[str, Any]) -> None:
+    """Run turn ``line["turn"]``'s discussion and add it to the record (``line["discussion"]``);
+    nothing when the arena has no discussion. The speakers are asked one at a time, each
+    under its own deadline; an error counts in the summary's ``errors``."""
+    cfg = run.config.discussion
+    if cfg is None or not cfg.on:
+        return
+    t = line["turn"]
+    rep = report(run, line)
+    names = speakers(run)
+    agents = {s.name: run.agents[i] for i, s in enumerate(run.specs)}
+    rows: list[dict[str, Any]] = []
+    current = first_speaker(names, t) if names else None
+    for order in range(1, cfg.rounds + 1 if names else 1):
+        context = {"phase": "discussion", "turn": t, "playerId": current, "speakers": names, "report": rep,
+                   "utterances": [{"speaker": r["speaker"], "text": r["text"]} for r in rows],
+                   "utterancesLeft": cfg.rounds - order + 1}
+        u = await ask(agents[current], context)
+        nxt, named = next_speaker(cfg.nextSpeaker, names, current, u.next_speaker)
+        rows.append({"turn": t, "order": order, "speaker": current, "text": u.text, "nextSpeaker": nxt,
+                     "named": named, "error": u.error})
+        if u.error:
+            run.count(current, "errors", 1)
+        current = nxt
+    line["discussion"] = {"report": rep, "utterances": rows}
+
+
+def last_discussion(records: Sequence[dict[str, Any]], turn: int) -> dict[str, Any] | None:
+    """What a player reads while deciding ``turn``: turn ``turn - 1``'s report and
+    utterances (None when that turn had no discussion)."""
+    last = records[-1] if records else None
+    if last is None or last["turn"] != turn - 1 or "discussion" not in last:
+        return None
+    d = last["discussion"]
+    return {"report": d["report"], "utterances": [{"speaker": u["speaker"], "text": u["text"]}
+                                                  for u in d["utterances"]]}
+
+
+__all__ = ["SPEAKING_KINDS", "discuss", "first_speaker", "last_discussion", "next_speaker", "report", "speakers"]
