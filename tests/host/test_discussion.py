@@ -11,6 +11,8 @@ import json
 
 import numpy as np
 import pytest
+from fake_llm import BASE, OPERATOR, FakeClient, completion, tool_call
+from payloads import SEED_LOGISTIC
 
 import bdpd_jax
 from bdpd_jax.config.discussion import MAX_DISCUSSION_ROUNDS
@@ -20,8 +22,6 @@ from bdpd_jax.host.discussion import first_speaker, next_speaker
 from bdpd_jax.host.players import MAX_RULES_CHARS
 from bdpd_jax.host.replay import load, replay, strip_volatile
 from bdpd_jax.results.discussion import COLUMNS, discussion_frame
-from fake_llm import BASE, OPERATOR, FakeClient, completion, tool_call
-from payloads import SEED_LOGISTIC
 
 RULES = "You fish in a lake of 100 tons with four others. Each month you choose how many tons to catch."
 LLMS = ("A", "B", "C")

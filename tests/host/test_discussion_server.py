@@ -5,12 +5,12 @@ back from turns.jsonl; bad options refused with 422 before anything is made."""
 from __future__ import annotations
 
 import httpx
+from fake_llm import BASE, OPERATOR, FakeClient, completion, tool_call
+from server_helpers import keys_of, payload, read_stream, serve
 
 from bdpd_jax.config.discussion import MAX_DISCUSSION_ROUNDS
 from bdpd_jax.host.players import MAX_RULES_CHARS
 from bdpd_jax.host.replay import load
-from fake_llm import BASE, OPERATOR, FakeClient, completion, tool_call
-from server_helpers import keys_of, payload, read_stream, serve
 
 RULES = "A lake, five fishers, whole tons; catch what the lake can give back."
 
@@ -62,4 +62,4 @@ def test_server_runs_a_discussion_arena_end_to_end(tmp_path, monkeypatch):
     assert recs[0]["discussion"] == t1["discussion"]
     sent = [q for _, q in client.requests]
     assert all(q["messages"][0]["content"].startswith(RULES) and q["temperature"] == 0.0 for q in sent)
-    assert sum("speak" == t["function"]["name"] for t in sent[0]["tools"]) == 1
+    assert sum(t["function"]["name"] == "speak" for t in sent[0]["tools"]) == 1

@@ -9,10 +9,10 @@ import json
 from pathlib import Path
 
 import pytest
-
-from bdpd_jax.host.players import LivePlayerConfig
 from fake_llm import BASE, FakeClient, completion, tool_call
 from payloads import SEED_LOGISTIC
+
+from bdpd_jax.host.players import LivePlayerConfig
 
 PATH = Path(__file__).resolve().parents[2] / "studies" / "govsim_llm.py"
 ENV = {"BDPD_LLM_BASE_URL": BASE, "BDPD_LLM_MODEL": "m", "BDPD_LLM_API_KEY": "sk-test"}
