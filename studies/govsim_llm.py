@@ -15,6 +15,7 @@ folder (``--out``) holds meta.json, turns.jsonl (with every discussion) and summ
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import sys
@@ -70,14 +71,16 @@ def endpoint(env: Mapping[str, str]) -> tuple[str, str]:
 def scenario_config(scenario: str, experiment: str) -> tuple[dict[str, Any], str | None]:
     """(the scenario's arena config as a dict, its rules text or None)."""
     try:
-        from bdpd_jax import scenarios
+        scenarios = importlib.import_module("bdpd_jax.scenarios")
     except ImportError:
         raise SystemExit("govsim_llm.py: bdpd_jax.scenarios.govsim is missing (issue 25's GovSim engine and "
                          "scenarios)") from None
-    cfg = scenarios.govsim(scenario, experiment)
+    make = scenarios.govsim if callable(scenarios.govsim) else scenarios.govsim.govsim  # a function or its module
+    cfg = make(scenario, experiment)
     cfg = cfg.model_dump(mode="json", exclude_none=True) if hasattr(cfg, "model_dump") else json.loads(json.dumps(cfg))
-    rules = getattr(scenarios, "govsim_rules", None)
-    return cfg, rules(scenario, experiment) if callable(rules) else None
+    rules = next((f for f in (getattr(m, "govsim_rules", None) for m in (scenarios, scenarios.govsim)) if callable(f)),
+                 None)
+    return cfg, rules(scenario, experiment) if rules is not None else None
 
 
 def llm_arena_config(cfg: Mapping[str, Any], experiment: str, rounds: int) -> tuple[dict[str, Any], list[str]]:

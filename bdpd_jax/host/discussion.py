@@ -28,7 +28,7 @@ SPEAKING_KINDS: tuple[str, ...] = ("llm", "scripted")
 
 def speakers(run: ArenaRun) -> list[str]:
     """The players who speak, in player order (a replayed LLM player still speaks)."""
-    return [s.name for i, s in enumerate(run.specs)
+    return [name for i, name in enumerate(run.players)
             if run.agent_kind(i) in SPEAKING_KINDS and hasattr(run.agents[i], "speak")]
 
 
@@ -69,9 +69,9 @@ async def discuss(run: ArenaRun, line: dict[str, Any]) -> None:
     t = line["turn"]
     rep = report(run, line)
     names = speakers(run)
-    agents = {s.name: run.agents[i] for i, s in enumerate(run.specs)}
+    agents = dict(zip(run.players, run.agents, strict=True))
     rows: list[dict[str, Any]] = []
-    current = first_speaker(names, t) if names else None
+    current = first_speaker(names, t) if names else ""
     for order in range(1, cfg.rounds + 1 if names else 1):
         context = {"phase": "discussion", "turn": t, "playerId": current, "speakers": names, "report": rep,
                    "utterances": [{"speaker": r["speaker"], "text": r["text"]} for r in rows],

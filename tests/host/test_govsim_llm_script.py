@@ -86,3 +86,22 @@ def test_runs_five_llm_players_through_the_live_host(script, monkeypatch, tmp_pa
     turns = [json.loads(x) for x in (tmp_path / "a" / "turns.jsonl").read_text().splitlines()]
     assert [len(t.get("discussion", {}).get("utterances", [])) for t in turns] == [2, 0]
     assert all(q["messages"][0]["content"].startswith("A lake of fish.") for _, q in client.requests)
+
+
+def test_scenario_config_reads_the_scenarios_module(script, monkeypatch):
+    """The GovSim config and its rules text come from ``bdpd_jax.scenarios`` (issue 25's other
+    items); without that module the script says so."""
+    import sys
+    import types
+
+    monkeypatch.setitem(sys.modules, "bdpd_jax.scenarios", None)              # not importable
+    with pytest.raises(SystemExit, match="bdpd_jax.scenarios.govsim is missing"):
+        script.scenario_config("fishery", "default")
+    fake = types.ModuleType("bdpd_jax.scenarios")
+    fake.govsim = lambda s, e: {**copy.deepcopy(SEED_LOGISTIC), "players": None, "tag": [s, e]}
+    fake.govsim_rules = lambda s, e: f"rules of {s}/{e}"
+    monkeypatch.setitem(sys.modules, "bdpd_jax.scenarios", fake)
+    cfg, rules = script.scenario_config("pasture", "newcomer")
+    assert cfg["tag"] == ["pasture", "newcomer"] and rules == "rules of pasture/newcomer"
+    del fake.govsim_rules
+    assert script.scenario_config("pasture", "default")[1] is None
