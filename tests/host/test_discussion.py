@@ -12,13 +12,16 @@ import json
 import numpy as np
 import pytest
 from fake_llm import BASE, OPERATOR, FakeClient, completion, tool_call
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from payloads import SEED_LOGISTIC
 
 import bdpd_jax
-from bdpd_jax.config.discussion import MAX_DISCUSSION_ROUNDS
+from bdpd_jax.config.discussion import MAX_DISCUSSION_ROUNDS, DiscussionConfig
+from bdpd_jax.host.agents.base import Utterance
 from bdpd_jax.host.agents.llm import LLMAgent, render_system_prompt, whole_units
 from bdpd_jax.host.arena import Arena
-from bdpd_jax.host.discussion import first_speaker, next_speaker
+from bdpd_jax.host.discussion import discuss, first_speaker, next_speaker
 from bdpd_jax.host.players import MAX_RULES_CHARS
 from bdpd_jax.host.replay import load, replay, strip_volatile
 from bdpd_jax.results.discussion import COLUMNS, discussion_frame
@@ -234,3 +237,75 @@ def test_live_equals_batch_with_a_discussion():
     for rec in recs:
         p = pl[pl.turn == rec["turn"]].sort_values("player")
         np.testing.assert_array_equal(np.float32([d["actual"] for d in rec["decisions"]]), p.actual.to_numpy())
+
+
+# -- properties against plain-Python references (no kernel) ---------------------------------------
+class _Speaker:
+    def __init__(self, names: list) -> None:
+        self.names = list(names)
+
+    async def speak(self, context):
+        return Utterance(f"{context['playerId']}#{len(context['utterances'])}",
+                         self.names.pop(0) if self.names else None)
+
+
+class _Run:
+    """What ``discuss`` reads of an arena's run state: config, players, kinds, agents, counts."""
+
+    def __init__(self, kinds: list[str], noms: dict, rounds: int, rule: str) -> None:
+        self.players = [f"p{i}" for i in range(len(kinds))]
+        self.kinds = kinds
+        self.agents = [_Speaker(noms.get(p, [])) if k == "llm" else None
+                       for p, k in zip(self.players, kinds, strict=True)]
+        self.config = type("C", (), {"discussion": DiscussionConfig(rounds=rounds, nextSpeaker=rule)})()
+        self.errors = 0
+
+    def agent_kind(self, i: int) -> str:
+        return self.kinds[i]
+
+    def count(self, player: str, stat: str, amount: float) -> None:
+        self.errors += amount
+
+
+def _reference(kinds, noms, rounds, rule, turn):
+    """The rule as docs/semantics/live.md §14 states it, written apart from the module."""
+    players = [f"p{i}" for i in range(len(kinds))]
+    spk = [p for p, k in zip(players, kinds, strict=True) if k == "llm"]
+    if not spk:
+        return []
+    noms = {k: list(v) for k, v in noms.items()}
+    out, cur = [], spk[(turn - 1) % len(spk)]
+    for _ in range(rounds):
+        want = noms[cur].pop(0) if noms.get(cur) else None
+        ok = rule == "named" and want in spk and want != cur
+        nxt = want if ok else spk[(spk.index(cur) + 1) % len(spk)]
+        out.append((cur, nxt, ok))
+        cur = nxt
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(kinds=st.lists(st.sampled_from(["llm", "builtin", "http"]), min_size=1, max_size=6),
+       rounds=st.integers(0, 8), rule=st.sampled_from(["named", "round_robin"]), turn=st.integers(1, 9),
+       data=st.data())
+def test_discussion_order_matches_the_reference(kinds, rounds, rule, turn, data):
+    names = [f"p{i}" for i in range(len(kinds))] + ["ghost", None]
+    noms = {f"p{i}": data.draw(st.lists(st.sampled_from(names), max_size=rounds)) for i in range(len(kinds))}
+    run = _Run(kinds, noms, rounds, rule)
+    line = {"turn": turn, "decisions": [{"playerId": p, "actual": float(i)} for i, p in enumerate(run.players)]}
+    asyncio.run(discuss(run, line))
+    if rounds == 0:
+        assert "discussion" not in line
+        return
+    rows = line["discussion"]["utterances"]
+    assert [(u["speaker"], u["nextSpeaker"], u["named"]) for u in rows] == _reference(kinds, noms, rounds, rule, turn)
+    assert [u["order"] for u in rows] == list(range(1, len(rows) + 1)) and run.errors == 0
+    assert line["discussion"]["report"]["catches"] == {p: float(i) for i, p in enumerate(run.players)}
+
+
+@given(h=st.floats(0, 1e6, allow_nan=False), pool=st.floats(0, 1e6, allow_nan=False))
+def test_whole_units_property(h, pool):
+    errors: list[str] = []
+    got = whole_units(h, pool, errors)
+    assert got == min(np.floor(h), np.floor(pool)) and got.is_integer() and 0 <= got <= pool
+    assert bool(errors) == (got != h)
