@@ -10,7 +10,11 @@ The model acts through tool calls: the six cheap-talk tools of ``bdpd_jax.host.t
 (``sanction=True``), ``sanction(target, reason)``. Each tool call is validated on its own: bad
 JSON arguments, unknown tools or wrong types produce an error entry for that call and never a crash. The harvest
 comes from the first valid ``harvest`` call (or, for models without tool support, a JSON
-``{"harvest": n}`` message body); without one the fallback ``0.2 * capacity(w)`` applies. The
+``{"harvest": n}`` message body); without one the fallback ``0.2 * capacity(w)`` applies (or the
+player's fixed ``fallback``, in stock units). Options GovSim runs its players with (docs/semantics/live.md
+§14): ``rules_text`` replaces the BDPD rules paragraph, ``whole_units`` reads an answer as whole
+units from 0 to the pool, and in an arena that talks between harvests (``discussion``) the
+``speak`` tool is in every call's list and :meth:`LLMAgent.speak` asks for one utterance. The
 whole request runs under a hard ``timeout_ms`` deadline (spec ``agentTimeout``), the completion
 is capped while it streams (``MAX_COMPLETION_BYTES``, :mod:`~bdpd_jax.host.agents.transport`).
 The key (``api_key`` or the environment variable ``api_key_env``) is the operator's: a live
