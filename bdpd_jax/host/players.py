@@ -147,7 +147,9 @@ class ScriptedAgent:
         if h is None:
             return AgentResult(fallback_harvest(w), entry.get("error") or err or "scripted: no harvest", acts,
                                (time.perf_counter() - t0) * 1000, True)
-        return AgentResult(float(h), err, acts, (time.perf_counter() - t0) * 1000, bool(entry.get("fallback", False)))
+        # a harvest given (or logged) is what the kernel is fed, in stock units: never rescaled
+        return AgentResult(float(h), err, acts, (time.perf_counter() - t0) * 1000, bool(entry.get("fallback", False)),
+                           stock_units=True)
 
     async def speak(self, context: dict[str, Any]) -> Utterance:
         """The next of this turn's ``utterances`` (``[{"text", "nextSpeaker", "error"}]``) from

@@ -309,3 +309,25 @@ def test_whole_units_property(h, pool):
     got = whole_units(h, pool, errors)
     assert got == min(np.floor(h), np.floor(pool)) and got.is_integer() and 0 <= got <= pool
     assert bool(errors) == (got != h)
+
+
+def test_fixed_fallback_is_in_stock_units_and_replays_on_seneca(tmp_path):
+    """A fixed ``fallbackHarvest`` is not rescaled by the engine's harvest unit, and a logged
+    fallback (fixed or the scaled default) replays as it was fed."""
+    from payloads import SEED_SENECA
+
+    cfg = copy.deepcopy(SEED_SENECA)
+    cfg["model"].update(maxTurns=2, minPlayers=3, maxPlayers=3)
+    cfg["model"]["seneca"]["harvestScale"] = 2.5e-3
+    client = FakeClient(Script("bad"))
+    arena = Arena(cfg, seed=3, client=client, operator=OPERATOR, out_dir=tmp_path / "s")
+    arena.join({"agentType": "llm", "name": "fixed", "model": "m", "baseUrl": BASE, "fallbackHarvest": 1e-3})
+    arena.join({"agentType": "llm", "name": "scaled", "model": "m", "baseUrl": BASE})
+    arena.join({"strategy": "conservative", "name": "c"})
+    recs = [arena.tick() for _ in range(2)]
+    d = {x["playerId"]: x for x in recs[0]["decisions"]}
+    assert d["fixed"]["fallback"] and d["fixed"]["harvest"] == 1e-3
+    assert d["scaled"]["harvest"] == pytest.approx(0.2 * (1 + 0.05 * 30.0) * 2.5e-3, rel=1e-6)  # float32 unit
+    arena.close()
+    again = replay(tmp_path / "s")                                              # verify: every record equal
+    assert [strip_volatile(r) for r in again.records] == [strip_volatile(r) for r in recs]
