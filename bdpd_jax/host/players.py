@@ -90,7 +90,7 @@ class LivePlayerConfig(BaseModel):
                 raise ValueError(f"model: required for agentType 'llm', got {self.model!r}")
         if t == "scripted" and not self.script:
             raise ValueError(f"script: a non-empty list of turns is required for agentType 'scripted', got {self.script!r}")
-        for k in ("rulesText", "fallbackHarvest", "temperature"):
+        for k in ("rulesText", "fallbackHarvest"):  # (temperature stays ignored elsewhere, as before)
             if t != "llm" and getattr(self, k) is not None:
                 raise ValueError(f"{k}: an option of LLM players (agentType 'llm'), got agentType {t!r}")
         if t != "builtin" and self.talk is not None:
