@@ -7,7 +7,7 @@ const KEYS = loadKeys(ARENA) || {};
 const OWNER = KEYS.ownerKey ? { "X-Owner-Key": KEYS.ownerKey } : null;
 // everything drawn comes from here; window.bdpd exposes it (the browser test reads it)
 const S = window.bdpd = { arenaId: ARENA, view: null, ticks: [], messages: [], pacts: [], perturbations: [],
-  sanctions: [], summary: null, charts: {}, drawnTurns: 0 };
+  sanctions: [], discussion: [], summary: null, charts: {}, drawnTurns: 0 };
 
 function compact(rec) {  // a full tick record -> the compact form of the init history
   return { turn: rec.turn, stock: rec.stock, collapsed: rec.collapsed, engine: rec.engine || {},
@@ -76,6 +76,9 @@ function drawTables() {
     <td>${m.scope === "announcement" ? fmt(m.value) : esc(m.text)}</td></tr>`).join("");
   $("perturbations").tBodies[0].innerHTML = S.perturbations.map(p => `<tr><td class="num">${p.turn}</td><td>${esc(p.type)}</td>
     <td>${esc(p.target)}</td><td class="num">${fmt(p.value)}</td><td>${p.owner ? "owner" : "trigger"}</td></tr>`).join("");
+  $("discussion").tBodies[0].innerHTML = S.discussion.slice(-300).reverse().map(u => `<tr><td class="num">${u.turn}</td>
+    <td>${esc(u.speaker)}</td><td>${u.text === null ? "<i>(no answer)</i>" : esc(u.text)}</td>
+    <td>${esc(u.nextSpeaker)}${u.named ? "" : " (rr)"}</td></tr>`).join("");
   $("sanctions").tBodies[0].innerHTML = S.sanctions.map(s => `<tr><td class="num">${s.turn}</td><td>${esc(s.playerId)}</td>
     <td class="num">${fmt(s.amount)}</td></tr>`).join("");
   if (S.summary && S.summary.victory) {
@@ -94,6 +97,7 @@ function addTick(rec, full) {
   S.ticks.push(full ? compact(rec) : rec);
   if (full) {
     S.messages.push(...(rec.messages || []));
+    S.discussion.push(...((rec.discussion || {}).utterances || []));  // live ticks only (the init history is compact)
     S.pacts = rec.pacts || S.pacts;
     for (const p of rec.perturbations || []) S.perturbations.push({ turn: rec.turn, ...p, owner: false });
     for (const p of rec.ownerPerturbations || []) S.perturbations.push({ ...p, owner: true });
