@@ -331,3 +331,18 @@ def test_fixed_fallback_is_in_stock_units_and_replays_on_seneca(tmp_path):
     arena.close()
     again = replay(tmp_path / "s")                                              # verify: every record equal
     assert [strip_volatile(r) for r in again.records] == [strip_volatile(r) for r in recs]
+
+
+def test_live_batch_arenas_talk_apart():
+    """Arenas of one LiveBatch hold their discussions at once, each with its own players and
+    transcript, equal to the same arena ticked alone."""
+    from bdpd_jax.host.live_batch import LiveBatch
+
+    says = {"A": ["C"], "C": ["B"], "B": ["A"]}
+    alone, _ = _arena(_cfg(rounds=3), Script(says=says))
+    pair = [_arena(_cfg(rounds=3), Script(says=says))[0] for _ in range(2)]
+    batch = LiveBatch(pair)
+    batch.tick()
+    want = alone.tick()["discussion"]
+    assert [a.records[-1]["discussion"] for a in pair] == [want, want]
+    assert [u["speaker"] for u in want["utterances"]] == ["A", "C", "B"]
