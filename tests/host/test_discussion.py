@@ -346,3 +346,13 @@ def test_live_batch_arenas_talk_apart():
     want = alone.tick()["discussion"]
     assert [a.records[-1]["discussion"] for a in pair] == [want, want]
     assert [u["speaker"] for u in want["utterances"]] == ["A", "C", "B"]
+
+
+def test_discussion_changes_no_number():
+    """Same answers with and without a discussion: the same turn records but for the talk."""
+    talk, _ = _arena(_cfg(rounds=2), Script(says={"A": ["B"]}))
+    quiet, _ = _arena(_cfg(), Script())
+    got = [strip_volatile(talk.tick()) for _ in range(3)]
+    want = [strip_volatile(quiet.tick()) for _ in range(3)]
+    assert [("discussion" in g) for g in got] == [True, True, False]
+    assert [{k: v for k, v in g.items() if k != "discussion"} for g in got] == want
