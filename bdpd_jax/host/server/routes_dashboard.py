@@ -9,6 +9,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, HTTPException, Query
 
 from bdpd_jax.config import perturbations as specs
+from bdpd_jax.host.persist import read_jsonl
 from bdpd_jax.host.server import models as M
 from bdpd_jax.host.server import views
 from bdpd_jax.host.server.deps import Access, access, hub_of
@@ -70,6 +71,8 @@ async def dashboard_tables(acc: Viewer, hub: HubDep):
     """Owner and spectator see the same rows (docs/semantics/live.md: both see every tick in
     full); no key and no meta leave here."""
     a = acc.arena
+    folder = a.arena.out_dir if isinstance(a, LiveArena) else a.folder
+    lines = read_jsonl(folder / "turns.jsonl") if folder is not None and (folder / "turns.jsonl").is_file() else []
     if isinstance(a, LiveArena):
         recs = a.history()
         msgs = a.arena.bus.to_json()["messages"] if a.arena.status != "waiting" else []
@@ -81,8 +84,11 @@ async def dashboard_tables(acc: Viewer, hub: HubDep):
         pacts = recs[-1]["pacts"] if recs else []
         mode = {"tickMode": "manual", "tickIntervalMs": None}
     sanctions = [s for r in recs for s in r.get("sanctions", [])]
+    last = recs[-1]["turn"] if recs else 0  # owner firings after the last tick: in no record yet
+    pending = [{k: v for k, v in ln.items() if k not in ("arenaId", "event")} for ln in lines
+               if ln.get("event") == "ownerPerturbation" and ln.get("turn", 0) > last]
     return {"players": _players(a), "messages": msgs, "pacts": pacts, "sanctions": sanctions,
-            "perturbations": views.perturbation_log(recs), **mode}
+            "perturbations": views.perturbation_log(recs, pending), **mode}
 
 
 __all__ = ["router"]

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from bdpd_jax.host.arena import Arena
@@ -83,10 +84,12 @@ def public_meta_view(meta: dict[str, Any], status: str, turn: int | None = None)
                         for p in meta.get("players", [])]}
 
 
-def perturbation_log(recs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Every firing of ``recs`` by turn: triggered ones (``owner: False``) and the owner's."""
+def perturbation_log(recs: list[dict[str, Any]], pending: Iterable[dict[str, Any]] = ()) -> list[dict[str, Any]]:
+    """Every firing of ``recs`` by turn: triggered ones (``owner: False``) and the owner's;
+    ``pending``: owner firings made after the last record (listed in the next one)."""
     log = [{"turn": r["turn"], **p, "owner": False} for r in recs for p in r["perturbations"]]
     log += [{**p, "owner": True} for r in recs for p in r.get("ownerPerturbations", [])]
+    log += [{**p, "owner": True} for p in pending]
     return sorted(log, key=lambda e: e["turn"])
 
 
