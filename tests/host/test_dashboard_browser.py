@@ -70,6 +70,7 @@ class Watch:
         page.on("pageerror", lambda e: self.errors.append(f"pageerror: {e}"))
         page.on("console", lambda m: self.errors.append(f"console: {m.text}") if m.type == "error" else None)
         page.on("request", lambda r: self.urls.append(r.url))
+        page.on("response", lambda r: self.errors.append(f"{r.status} {r.request.method} {r.url}") if r.status >= 400 else None)
 
 
 def _page(browser, viewport=DESKTOP):
@@ -162,22 +163,22 @@ def test_owner_flow_invite_actions_charts(browser, server, shots):
     page.wait_for_timeout(500)
     assert page.evaluate("window.bdpd.view.turn") == turn  # no auto tick any more
     page.click("#tickBtn")
-    page.wait_for_function(f"window.bdpd.drawnTurns >= {turn + 1}")
+    page.wait_for_function(f"window.bdpd.drawnTurns >= {turn + 1}", timeout=120_000)
     page.wait_for_selector("#perturbPick option[value='type:commons_shock']", state="attached")
     page.select_option("#perturbPick", "type:commons_shock")
     page.fill("#perturbFields input[name=amount]", "-5")
     page.click("#perturbBtn")
-    page.wait_for_function("document.querySelectorAll('#perturbations tbody tr').length === 1")
+    assert page.get_attribute("#perturbBtn", "aria-busy") == "true"  # busy while the firing compiles
+    page.wait_for_function("document.querySelectorAll('#perturbations tbody tr').length === 1", timeout=180_000)
     page.click("#tickBtn")
-    page.wait_for_function(f"window.bdpd.drawnTurns >= {turn + 2}")
+    page.wait_for_function(f"window.bdpd.drawnTurns >= {turn + 2}", timeout=120_000)
     page.wait_for_timeout(300)
     rows = table_rows(page, "perturbations")
     assert len(rows) == 1 and "commons_shock" in rows[0] and "owner" in rows[0] and "→" in rows[0], rows
     before, after = (float(x.replace(",", "")) for x in rows[0].split("\t")[3].split("→"))
     assert after == pytest.approx(max(before - 5, 0), abs=2e-3)
     # the hover readout names the turn and each series' value
-    box = page.locator("#chart-stock svg").bounding_box()
-    page.mouse.move(box["x"] + box["width"] * 0.6, box["y"] + box["height"] / 2)
+    page.locator("#chart-stock svg").hover(position={"x": 300, "y": 100})
     tip = page.text_content("#chart-stock .tip")
     assert tip.startswith("turn ") and "stock:" in tip
     axis = page.eval_on_selector_all("#chart-stock text.axis", "ts => ts.map(t => t.textContent)")
@@ -194,7 +195,8 @@ def test_owner_flow_invite_actions_charts(browser, server, shots):
     charts = page.evaluate("window.bdpd.charts")
     assert not watch.errors, watch.errors
     assert all(u.startswith(base) for u in watch.urls), [u for u in watch.urls if not u.startswith(base)]
-    assert not any(k in u for u in watch.urls + [page.url] for k in ("owner_", "arena_", "spec_"))
+    keys = page.evaluate("Object.values(loadKeys(window.bdpd.arenaId))")
+    assert len(keys) == 3 and not any(k in u for u in watch.urls + [page.url] for k in keys)
     ctx.close()
     with httpx.Client(base_url=base, timeout=30, trust_env=False) as client:
         (_, init), (_, closed) = read_stream(client, f"/api/arenas/{aid}/stream")

@@ -75,8 +75,9 @@ async def dashboard_tables(acc: Viewer, hub: HubDep):
     lines = read_jsonl(folder / "turns.jsonl") if folder is not None and (folder / "turns.jsonl").is_file() else []
     if isinstance(a, LiveArena):
         recs = a.history()
-        msgs = a.arena.bus.to_json()["messages"] if a.arena.status != "waiting" else []
-        pacts = a.arena.registry.compact() if a.arena.registry is not None else []
+        started = a.arena.status != "waiting"  # bus and registry exist from the start on
+        msgs = a.arena.bus.to_json()["messages"] if started else []
+        pacts = a.arena.registry.compact() if started and a.arena.registry is not None else []
         mode = {"tickMode": a.tick_mode, "tickIntervalMs": _interval_ms(hub, a)}
     else:
         recs = a.records()
