@@ -104,7 +104,7 @@ function drawTables() {
     <td>${esc(p.target)}</td><td class="num">${beforeAfter(p, k)}</td><td>${p.owner ? "owner" : "trigger"}</td></tr>`).join("");
   $("sanctions").tBodies[0].innerHTML = S.sanctions.map(s => `<tr><td class="num">${esc(s.turn)}</td><td>${esc(s.playerId)}</td>
     <td class="num">${fmt(s.amount)}</td><td>${esc(s.paidBy ?? "automatic")}</td><td class="num">${fmt(s.cost)}</td>
-    <td>${esc(s.reason ?? "")}</td><td>${esc(s.pactId ?? "")}</td><td>${esc(s.termType ?? "")}</td>
+    <td>${esc(s.reason ?? "")}</td><td title="${esc(s.pactId ?? "")}">${esc(String(s.pactId ?? "").slice(0, 8))}</td><td>${esc(s.termType ?? "")}</td>
     <td class="num">${esc(s.ordinal ?? "")}</td></tr>`).join("");
   if (S.summary && S.summary.victory) {
     const v = S.summary.victory, per = Object.fromEntries((S.summary.players || []).map(p => [p.playerId, p]));

@@ -70,12 +70,12 @@ function invitePanel() {
   $("arenaKey").textContent = KEYS.arenaKey || "(not in this browser)";
   $("spectatorToken").textContent = KEYS.spectatorToken || "(not in this browser)";
   $("ownerKey").textContent = KEYS.ownerKey;
-  const url = `${BASE}/api/arenas/${ARENA}/join`;
-  $("snipCurl").textContent = `curl -X POST ${url} \\\n  -H "X-Arena-Key: ${KEYS.arenaKey}" \\\n`
+  const url = `${BASE}/api/arenas/${ARENA}/join`, key = KEYS.arenaKey || "<ARENA_KEY>";
+  $("snipCurl").textContent = `curl -X POST ${url} \\\n  -H "X-Arena-Key: ${key}" \\\n`
     + `  -H "Content-Type: application/json" \\\n  -d '{"agentType": "http", "displayName": "Remote", `
     + `"url": "http://YOUR-HOST:9000/decide"}'`;
   $("snipA4").textContent = `CODE=$(python3 -c 'import json, urllib.request; print(json.dumps(urllib.request.urlopen(`
-    + `"${BASE}/static/example_agent.js").read().decode()))')\ncurl -X POST ${url} \\\n  -H "X-Arena-Key: ${KEYS.arenaKey}" \\\n`
+    + `"${BASE}/static/example_agent.js").read().decode()))')\ncurl -X POST ${url} \\\n  -H "X-Arena-Key: ${key}" \\\n`
     + `  -H "Content-Type: application/json" \\\n  -d "{\\"agentType\\": \\"code\\", \\"displayName\\": \\"TrendConservative\\", `
     + `\\"privateResource\\": 30, \\"strategyCode\\": $CODE}"`;
 }
