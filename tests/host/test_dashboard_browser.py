@@ -70,7 +70,8 @@ class Watch:
         page.on("pageerror", lambda e: self.errors.append(f"pageerror: {e}"))
         page.on("console", lambda m: self.errors.append(f"console: {m.text}") if m.type == "error" else None)
         page.on("request", lambda r: self.urls.append(r.url))
-        page.on("response", lambda r: self.errors.append(f"{r.status} {r.request.method} {r.url}") if r.status >= 400 else None)
+        page.on("response", lambda r: self.errors.append(f"{r.status} {r.request.method} {r.url}")
+                if r.status >= 400 else None)
 
 
 def _page(browser, viewport=DESKTOP):
@@ -193,6 +194,20 @@ def test_owner_flow_invite_actions_charts(browser, server, shots):
     page.wait_for_function("window.bdpd.drawnTurns === window.bdpd.ticks.length")
     assert "errors" in page.text_content("#rankings thead") and len(table_rows(page, "rankings")) == 4
     charts = page.evaluate("window.bdpd.charts")
+    # replay: progress, pause, speed; the header follows the replayed turn
+    page.click("#replayBtn")
+    page.select_option("#replaySpeed", "0.5")
+    page.wait_for_function("window.bdpd.replay && window.bdpd.replay.upto >= 1")
+    page.click("#replayPause")
+    page.wait_for_function("window.bdpd.replay.paused")
+    upto = page.evaluate("window.bdpd.replay.upto")
+    page.wait_for_timeout(400)
+    assert page.evaluate("[window.bdpd.replay.upto, window.bdpd.drawnTurns]") == [upto, upto]
+    assert page.text_content("#turn") == str(upto) and page.input_value("#replayPos") == str(upto)
+    assert f"turn {upto} of {turn + 2}" in page.text_content("#replayAt")
+    page.click("#replayStop")
+    page.wait_for_function(f"window.bdpd.drawnTurns === {turn + 2} && window.bdpd.replay === null")
+    assert page.text_content("#turn") == str(turn + 2)
     assert not watch.errors, watch.errors
     assert all(u.startswith(base) for u in watch.urls), [u for u in watch.urls if not u.startswith(base)]
     keys = page.evaluate("Object.values(loadKeys(window.bdpd.arenaId))")

@@ -100,3 +100,9 @@ def test_interrupted_arena_reports_its_turns(tmp_path):
         assert client.get("/api/arenas", headers=owner).json()["arenas"][0]["turn"] == 3
         assert client.get(f"/api/arenas/{aid}/owner", headers=owner).json()["turn"] == 3
         assert client.get(f"/api/arenas/{aid}/dashboard", headers=keys_of(made)[2]).json()["tickMode"] == "manual"
+
+
+def test_favicon(client):
+    for path in ("/favicon.ico", "/favicon.svg"):
+        r = client.get(path)
+        assert r.status_code == 200 and r.headers["content-type"].startswith("image/svg+xml") and b"<svg" in r.content
