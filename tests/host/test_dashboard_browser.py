@@ -8,7 +8,9 @@ bundled axe-core checks. Screenshots at desktop and phone width go to the folder
 from __future__ import annotations
 
 import copy
+import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -48,8 +50,13 @@ def browser():
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    with serve(tmp_path_factory.mktemp("arenas")) as base:
+def root(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("arenas")
+
+
+@pytest.fixture(scope="module")
+def server(root):
+    with serve(root) as base:
         yield base
 
 
@@ -254,9 +261,10 @@ def _governed() -> dict:
     return {**cfg, "seed": 5}
 
 
-def test_spectator_tables_failing_player_and_phone(browser, server, shots):
+def test_spectator_tables_failing_player_and_phone(browser, server, root, shots):
     """A spectator sees the owner's tables (minus the keys); a JS player that throws every turn
-    is marked with its error's first line and its counts; at 390 px nothing overflows."""
+    is marked with its error's first line and its counts; at 390 px nothing overflows; the index
+    pages, filters and sorts 120 stored arenas; keyboard focus follows the page."""
     base = server
     with httpx.Client(base_url=base, timeout=120, trust_env=False) as client:
         made = client.post("/api/arenas", json=_governed()).json()
@@ -302,12 +310,41 @@ def test_spectator_tables_failing_player_and_phone(browser, server, shots):
     assert not owatch.errors and not swatch.errors, owatch.errors + swatch.errors
     octx.close()
     sctx.close()
+    for k in range(120):  # closed arenas on disk, as a long-running server has them
+        folder = root / f"fake-{k:03d}"
+        folder.mkdir()
+        (folder / "meta.json").write_text(json.dumps({
+            "arenaId": folder.name, "status": "closed", "createdAt": f"2026-11-{1 + k % 28:02d}T10:00:00+00:00",
+            "closedAt": f"2026-11-{1 + k % 28:02d}T11:{k % 60:02d}:00+00:00", "turnsPlayed": k % 30, "seed": k,
+            "config": {"model": {"name": f"study_{k % 3}", "engineMode": "seneca" if k % 2 else "logistic"}}}))
     ctx, page, watch = _page(browser, viewport=PHONE)
     page.goto(base + "/")
     page.wait_for_function("document.querySelectorAll('#arenas tbody tr a').length >= 1")
     assert no_overflow(page) == []
     page.screenshot(path=str(shots / "index_phone.png"), full_page=True)
     page.set_viewport_size(DESKTOP)
+    page.wait_for_function("document.getElementById('count').textContent.includes('of 1')")
+    assert page.text_content("#count").startswith("50 of 1") and len(table_rows(page, "arenas")) == 50
+    page.click("#more")
+    assert len(table_rows(page, "arenas")) == 100
+    page.fill("#fText", "study_1")
+    page.select_option("#fEngine", "seneca")
+    rows = table_rows(page, "arenas")
+    assert rows and all("study_1" in r and "seneca" in r for r in rows)
+    assert len(rows) == sum(1 for k in range(120) if k % 3 == 1 and k % 2)
+    page.click("button.sort[data-sort=turns]")  # ascending by turns played
+    turns = [int(r.split("\t")[3]) for r in table_rows(page, "arenas")]
+    assert turns == sorted(turns)
+    assert all(re.search(r"2026-11-\d\d \d\d:\d\d", r) for r in table_rows(page, "arenas"))
+    page.fill("#fText", "")
+    page.select_option("#fEngine", "")
+    # keyboard order follows the page: the create form first, then "Use a key", then the filters
+    page.focus("#example")
+    order = []
+    for _ in range(8):
+        page.keyboard.press("Tab")
+        order.append(page.evaluate("document.activeElement.id || document.activeElement.tagName"))
+    assert order[:7] == ["seed", "payload", "createBtn", "useArena", "useKey", "BUTTON", "fText"], order
     page.select_option("#fStatus", "running")
     page.wait_for_function("[...document.querySelectorAll('#arenas tbody tr')]"
                            ".every(r => r.innerText.includes('running'))")
