@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Query
+from pydantic import BaseModel
 
 from bdpd_jax.config import perturbations as specs
 from bdpd_jax.host.persist import read_jsonl
@@ -34,7 +35,7 @@ async def perturbation_types(engine: Annotated[str | None, Query(max_length=64)]
     out = []
     for name, model in specs.ARENA_SPECS.items():
         payload = model.model_fields["payload"].annotation
-        schema = payload.model_json_schema() if hasattr(payload, "model_json_schema") else {}
+        schema = payload.model_json_schema() if isinstance(payload, type) and issubclass(payload, BaseModel) else {}
         out.append({"type": name, "description": (model.__doc__ or "").strip().split("\n")[0],
                     "example": dict(model.example), "payloadSchema": schema,
                     "supported": None if engine is None else pk.supported(ENGINES[engine], name)})
