@@ -17,13 +17,14 @@ from payloads import SEED_LOGISTIC
 
 
 @contextmanager
-def serve(root, **kw) -> Iterator[str]:
-    """A uvicorn server of ``create_app(root, **kw)`` on loopback; yields its base URL."""
+def serve(root, port: int = 0, **kw) -> Iterator[str]:
+    """A uvicorn server of ``create_app(root, **kw)`` on loopback (``port`` 0: any free one, or
+    a given one, e.g. a restart on the port of a server that stopped); yields its base URL."""
     import uvicorn
 
     sock = socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
+    sock.bind(("127.0.0.1", port))
     server = uvicorn.Server(uvicorn.Config(create_app(root, **kw), log_level="warning", lifespan="off",
                                            timeout_graceful_shutdown=0.3, backlog=1024))
     th = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)

@@ -30,7 +30,7 @@ def test_interrupted_arena_is_listed_resumed_and_deleted(tmp_path):
     with TestClient(create_app(tmp_path)) as client:
         hist = {h["arenaId"]: h for h in client.get("/api/arenas/history").json()["arenas"]}
         assert {a["arenaId"], b["arenaId"]} <= set(hist) and waiting["arenaId"] not in hist
-        assert hist[a["arenaId"]]["status"] == "interrupted" and hist[b["arenaId"]]["turnsPlayed"] == 0
+        assert hist[a["arenaId"]]["status"] == "interrupted" and hist[b["arenaId"]]["turnsPlayed"] == 2
         view = client.get(f"/api/arenas/{a['arenaId']}").json()
         assert view["status"] == "interrupted"
         owner_a, owner_b = keys_of(a)[0], keys_of(b)[0]

@@ -190,6 +190,7 @@ class HistoryRow(BaseModel):
     turnsPlayed: int | None = None
     seed: int | None = None
     name: str | None = None
+    engineMode: str | None = None
 
 
 class HistoryList(BaseModel):
@@ -248,3 +249,50 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     413: {"model": ErrorBody, "description": "request body over the limit"},
     422: {"model": ErrorBody, "description": "the body does not fit its model (field and value named)"},
 }
+
+
+class SetTickMode(BaseModel):
+    """``POST /mode`` of a running arena: switch between manual and auto ticks, or change the
+    auto interval (the dashboard's mode and interval controls)."""
+
+    model_config = _BODY
+    tickMode: Literal["manual", "auto"]
+    tickIntervalMs: float = Field(0.0, ge=0, le=MAX_TICK_INTERVAL_MS)
+
+
+class TickModeView(BaseModel):
+    tickMode: Literal["manual", "auto"]
+    tickIntervalMs: float | None = None
+
+
+class PerturbationType(BaseModel):
+    """One registered Table A.1 type as the dashboard's perturbation form builds it."""
+
+    type: str
+    description: str
+    example: dict[str, Any]
+    payloadSchema: dict[str, Any]
+    supported: bool | None = None
+
+
+class PerturbationTypes(BaseModel):
+    types: list[PerturbationType]
+
+
+class DashboardPlayer(BaseModel):
+    playerId: str
+    agentType: str
+    strategy: str | None = None
+
+
+class DashboardTables(BaseModel):
+    """What the dashboard's tables show, the same for the owner and the spectator: no key, no
+    meta (player URLs, the config, the governance agent's endpoint stay the owner's)."""
+
+    players: list[DashboardPlayer]
+    messages: list[dict[str, Any]]
+    pacts: list[dict[str, Any]]
+    perturbations: list[dict[str, Any]]
+    sanctions: list[dict[str, Any]]
+    tickMode: Literal["manual", "auto"] = "manual"
+    tickIntervalMs: float | None = None

@@ -34,7 +34,7 @@ async def list_arenas(x_owner_key: str | None = Header(None), hub: Hub = Depends
     for h in hub.history():
         d = hub.on_disk(h["arenaId"])
         if d is not None and d.role_of(x_owner_key) == "owner":
-            rows.append(views.public_meta_view(d.meta, d.status))
+            rows.append(views.public_meta_view(d.meta, d.status, turn=d.turns_played()))
     return {"arenas": rows}
 
 
@@ -55,13 +55,13 @@ async def history_summary(arena_id: str, hub: Hub = Depends(hub_of)):
 @router.get("/api/arenas/{arena_id}", response_model=M.PublicView, summary="Public view (no hidden value)")
 async def public_view(acc: Access = Depends(access("public"))):
     a = acc.arena
-    return a.public() if isinstance(a, LiveArena) else views.public_meta_view(a.meta, a.status)
+    return a.public() if isinstance(a, LiveArena) else views.public_meta_view(a.meta, a.status, turn=a.turns_played())
 
 
 def _disk_owner(d: DiskArena) -> dict[str, Any]:
     recs = d.records()
     last = recs[-1] if recs else None
-    return {**views.public_meta_view(d.meta, d.status), "stock": last["stock"] if last else None,
+    return {**views.public_meta_view(d.meta, d.status, turn=d.turns_played()), "stock": last["stock"] if last else None,
             "collapsed": last["collapsed"] if last else False, "meta": d.meta, "lastTick": last,
             "pacts": last["pacts"] if last else [],
             "messages": [m for r in recs for m in r["messages"]]}
@@ -81,9 +81,7 @@ async def perturbations(acc: Access = Depends(owner)):
         specs, recs = a.arena.config.model_dump(mode="json")["perturbations"], a.history()
     else:
         specs, recs = a.meta.get("config", {}).get("perturbations", []), a.records()
-    log = [{"turn": r["turn"], **p, "owner": False} for r in recs for p in r["perturbations"]]
-    log += [{**p, "owner": True} for r in recs for p in r.get("ownerPerturbations", [])]
-    return {"specs": specs, "log": sorted(log, key=lambda e: e["turn"])}
+    return {"specs": specs, "log": views.perturbation_log(recs)}
 
 
 @router.get("/api/arenas/{arena_id}/summary", response_model=M.Summary, summary="Full post-game report")
@@ -115,7 +113,7 @@ async def _events(sub: Subscriber):
 def _disk_stream(d: DiskArena, role: str):
     full = role in ("owner", "spectator")
     recs = d.records()
-    init = {**views.public_meta_view(d.meta, d.status),
+    init = {**views.public_meta_view(d.meta, d.status, turn=recs[-1]["turn"] if recs else 0),
             "history": [views.compact_tick(r) if full else views.public_tick(r) for r in recs]}
     out = [sse("init", init)]
     summ = d.summary()

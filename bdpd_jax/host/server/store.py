@@ -42,6 +42,14 @@ class DiskArena:
         """The turn records of turns.jsonl (owner event lines left out)."""
         return turn_records(read_jsonl(self.folder / "turns.jsonl"))
 
+    def turns_played(self) -> int:
+        """Turns played: meta.json's count once closed; for an interrupted arena (whose meta
+        was last written at start) the last record of turns.jsonl."""
+        if self.status == "closed" and self.meta.get("turnsPlayed") is not None:
+            return int(self.meta["turnsPlayed"])
+        recs = self.records()
+        return int(recs[-1]["turn"]) if recs else 0
+
     def summary(self) -> dict[str, Any] | None:
         p = self.folder / "summary.json"
         return json.loads(p.read_text()) if p.is_file() else None
@@ -113,8 +121,8 @@ class Hub:
             m = d.meta
             model = m.get("config", {}).get("model", {})
             out.append({"arenaId": d.arena_id, "status": d.status, "createdAt": m.get("createdAt"),
-                        "closedAt": m.get("closedAt"), "turnsPlayed": m.get("turnsPlayed"), "seed": m.get("seed"),
-                        "name": model.get("name")})
+                        "closedAt": m.get("closedAt"), "turnsPlayed": d.turns_played(), "seed": m.get("seed"),
+                        "name": model.get("name"), "engineMode": model.get("engineMode")})
         return sorted(out, key=lambda r: r["createdAt"] or "")
 
     def delete_folder(self, arena_id: str) -> None:

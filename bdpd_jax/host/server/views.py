@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from bdpd_jax.host.arena import Arena
@@ -22,7 +23,7 @@ from bdpd_jax.host.arena import Arena
 #: message scopes every player receives
 PUBLIC_SCOPES = ("broadcast", "announcement")
 #: the ``tick`` fields the dashboard charts (owner / spectator)
-COMPACT_DECISION = ("playerId", "requested", "actual", "wealth", "announced", "sanction")
+COMPACT_DECISION = ("playerId", "requested", "actual", "wealth", "announced", "sanction", "fallback", "error")
 
 
 def public_view(a: Arena) -> dict[str, Any]:
@@ -77,14 +78,26 @@ def public_event(event: str, data: dict[str, Any]) -> dict[str, Any]:
     return data  # arena_closed: the post-game report, public once closed; dropped
 
 
-def public_meta_view(meta: dict[str, Any], status: str) -> dict[str, Any]:
-    """The public view of an arena known only from its folder (closed or interrupted)."""
+def public_meta_view(meta: dict[str, Any], status: str, turn: int | None = None) -> dict[str, Any]:
+    """The public view of an arena known only from its folder (closed or interrupted).
+    ``turn``: the turns played as its records say (meta.json's ``turnsPlayed`` is written at
+    close only, so an interrupted arena's meta says 0 there)."""
     model = meta.get("config", {}).get("model", {})
     return {"arenaId": meta["arenaId"], "name": model.get("name", ""), "engineMode": model.get("engineMode", ""),
-            "status": status, "turn": int(meta.get("turnsPlayed") or 0),
+            "status": status, "turn": int(turn if turn is not None else meta.get("turnsPlayed") or 0),
             "maxTurns": int(meta.get("maxTurns") or meta.get("turns") or model.get("maxTurns") or 0),
             "players": [{"playerId": p.get("name"), "agentType": p.get("agentType", "builtin")}
                         for p in meta.get("players", [])]}
 
 
-__all__ = ["public_view", "owner_view", "compact_tick", "public_tick", "public_event", "public_meta_view"]
+def perturbation_log(recs: list[dict[str, Any]], pending: Iterable[dict[str, Any]] = ()) -> list[dict[str, Any]]:
+    """Every firing of ``recs`` by turn: triggered ones (``owner: False``) and the owner's;
+    ``pending``: owner firings made after the last record (listed in the next one)."""
+    log = [{"turn": r["turn"], **p, "owner": False} for r in recs for p in r["perturbations"]]
+    log += [{**p, "owner": True} for r in recs for p in r.get("ownerPerturbations", [])]
+    log += [{**p, "owner": True} for p in pending]
+    return sorted(log, key=lambda e: e["turn"])
+
+
+__all__ = ["public_view", "owner_view", "compact_tick", "public_tick", "public_event", "public_meta_view",
+           "perturbation_log"]

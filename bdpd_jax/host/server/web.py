@@ -34,6 +34,14 @@ async def arena_page(arena_id: str | None = None):
     return _page("arena.html")
 
 
+@router.get("/favicon.ico")
+@router.get("/favicon.svg")
+async def favicon():
+    """The tab icon (browsers ask for /favicon.ico on their own: an SVG answers both)."""
+    return FileResponse(str(_asset("favicon.svg")), media_type="image/svg+xml",
+                        headers={"cache-control": "max-age=86400"})
+
+
 @router.get("/docs")
 async def docs():
     return _page("docs.html")

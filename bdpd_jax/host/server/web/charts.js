@@ -1,8 +1,9 @@
 // Inline-SVG line charts for the dashboard (no library). lineChart(el, series, opts):
 // series = [{name, color, points: [[x, y], ...]}]; null y values break the line.
+// opts: {x, y} axis titles, height, gap(series) -> why its last value is missing.
 "use strict";
-const PALETTE = ["#2f6fdf", "#e67e22", "#27ae60", "#8e44ad", "#c0392b", "#16a085", "#d35400", "#2c3e50",
-  "#7f8c8d", "#f1c40f"];
+const PALETTE = ["#2f6fdf", "#d35400", "#1e8449", "#8e44ad", "#c0392b", "#16a085", "#7d6608", "#2c3e50",
+  "#6c3483", "#b9770e"];
 
 function fmt(v) {
   if (v === null || v === undefined || Number.isNaN(v)) return "–";
@@ -30,8 +31,11 @@ function svgEl(tag, attrs, parent) {
 function lineChart(el, series, opts) {
   opts = opts || {};
   el.innerHTML = "";
-  const W = 560, H = 220, L = 52, R = 10, T = 10, B = 26;
-  const svg = svgEl("svg", { class: "chart", viewBox: `0 0 ${W} ${H}`, preserveAspectRatio: "none" }, el);
+  el.classList.add("chartbox");
+  const W = 560, H = opts.height || 220, L = 58, R = 10, T = 10, B = 34;
+  const svg = svgEl("svg", { class: "chart", viewBox: `0 0 ${W} ${H}`, preserveAspectRatio: "none", role: "img",
+    "aria-label": `${opts.y || "value"} by ${opts.x || "turn"}: ${series.map(s => s.name).join(", ")}` }, el);
+  svg.style.height = H + "px";
   const pts = series.flatMap(s => s.points.filter(p => p[1] !== null && Number.isFinite(p[1])));
   let x0 = 1, x1 = 2, y0 = 0, y1 = 1;
   if (pts.length) {
@@ -47,28 +51,58 @@ function lineChart(el, series, opts) {
     svgEl("text", { x: L - 4, y: sy(t) + 4, "text-anchor": "end" }, svg).textContent = fmt(t);
   }
   for (const t of niceTicks(x0, x1, 6).filter(v => Number.isInteger(v))) {
-    svgEl("text", { x: sx(t), y: H - 8, "text-anchor": "middle" }, svg).textContent = t;
+    svgEl("text", { x: sx(t), y: H - 20, "text-anchor": "middle" }, svg).textContent = t;
   }
+  svgEl("text", { x: (L + W - R) / 2, y: H - 4, "text-anchor": "middle", class: "axis" }, svg).textContent = opts.x || "turn";
+  svgEl("text", { x: 12, y: (T + H - B) / 2, "text-anchor": "middle", class: "axis",
+    transform: `rotate(-90 12 ${(T + H - B) / 2})` }, svg).textContent = opts.y || "";
   svgEl("line", { x1: L, x2: L, y1: T, y2: H - B, stroke: "#c5cad6" }, svg);
   svgEl("line", { x1: L, x2: W - R, y1: H - B, y2: H - B, stroke: "#c5cad6" }, svg);
+  const colors = series.map((s, k) => s.color || PALETTE[k % PALETTE.length]);
   series.forEach((s, k) => {
-    const color = s.color || PALETTE[k % PALETTE.length];
     let d = "", pen = false;
     for (const [x, y] of s.points) {
       if (y === null || !Number.isFinite(y)) { pen = false; continue; }
       d += (pen ? "L" : "M") + sx(x).toFixed(1) + "," + sy(y).toFixed(1);
       pen = true;
     }
-    svgEl("path", { d, fill: "none", stroke: color, "stroke-width": 1.8, "vector-effect": "non-scaling-stroke",
+    svgEl("path", { d, fill: "none", stroke: colors[k], "stroke-width": 1.8, "vector-effect": "non-scaling-stroke",
       "data-series": s.name }, svg);
   });
+  // hover readout: the nearest turn's value of every series
+  const cursor = svgEl("line", { y1: T, y2: H - B, stroke: "#8a93a6", "stroke-dasharray": "3 3", visibility: "hidden" }, svg);
+  const tip = document.createElement("div");
+  tip.className = "tip"; tip.hidden = true; tip.setAttribute("role", "status");
+  el.appendChild(tip);
+  const xs = [...new Set(series.flatMap(s => s.points.map(p => p[0])))].sort((a, b) => a - b);
+  svg.addEventListener("mousemove", ev => {
+    if (!xs.length) return;
+    const box = svg.getBoundingClientRect();
+    const vx = (ev.clientX - box.left) / box.width * W;
+    const x = xs.reduce((best, v) => Math.abs(sx(v) - vx) < Math.abs(sx(best) - vx) ? v : best, xs[0]);
+    cursor.setAttribute("x1", sx(x)); cursor.setAttribute("x2", sx(x)); cursor.setAttribute("visibility", "visible");
+    tip.textContent = "";
+    const head = document.createElement("b"); head.textContent = `${opts.x || "turn"} ${x}`; tip.appendChild(head);
+    series.forEach((s, k) => {
+      const p = s.points.find(q => q[0] === x);
+      const row = document.createElement("div");
+      row.innerHTML = `<i style="background:${colors[k]}"></i>`;
+      row.appendChild(document.createTextNode(`${s.name}: ${fmt(p ? p[1] : null)}`));
+      tip.appendChild(row);
+    });
+    tip.hidden = false;
+    tip.style.left = Math.min(box.width - 150, Math.max(0, ev.clientX - box.left + 12)) + "px";
+  });
+  svg.addEventListener("mouseleave", () => { tip.hidden = true; cursor.setAttribute("visibility", "hidden"); });
   const legend = document.createElement("div");
   legend.className = "legend";
   series.forEach((s, k) => {
     const span = document.createElement("span");
     const last = s.points.length ? s.points[s.points.length - 1][1] : null;
-    span.innerHTML = `<i style="background:${s.color || PALETTE[k % PALETTE.length]}"></i>`;
-    span.appendChild(document.createTextNode(`${s.name} ${fmt(last)}`));
+    span.innerHTML = `<i style="background:${colors[k]}"></i>`;
+    const missing = last === null || last === undefined || Number.isNaN(last);
+    const why = missing && opts.gap ? opts.gap(s) : "";
+    span.appendChild(document.createTextNode(`${s.name} ${fmt(last)}` + (why ? ` (${why})` : "")));
     legend.appendChild(span);
   });
   el.appendChild(legend);

@@ -1,0 +1,96 @@
+"""Routes the dashboard needs beyond 004_* A.2 (issue 26): the registered perturbation types
+for the owner's form, switching manual / auto ticks while running, and the tables the owner
+and the spectator see alike. Each is its own route function, next to the A.2 ones."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, HTTPException, Query
+from pydantic import BaseModel
+
+from bdpd_jax.config import perturbations as specs
+from bdpd_jax.host.persist import read_jsonl
+from bdpd_jax.host.server import models as M
+from bdpd_jax.host.server import views
+from bdpd_jax.host.server.deps import Access, access, hub_of
+from bdpd_jax.host.server.live import LiveArena
+from bdpd_jax.host.server.store import DiskArena, Hub
+from bdpd_jax.kernels import perturb as pk
+from bdpd_jax.kernels.engines import ENGINES
+
+router = APIRouter(tags=["dashboard"], responses=M.ERRORS)
+Owner = Annotated[Access, Depends(access("owner"))]
+Viewer = Annotated[Access, Depends(access("spectator"))]  # owner or spectator
+HubDep = Annotated[Hub, Depends(hub_of)]
+
+
+@router.get("/api/perturbation-types", response_model=M.PerturbationTypes,
+            summary="Registered Table A.1 perturbation types: payload schema and an example")
+async def perturbation_types(engine: Annotated[str | None, Query(max_length=64)] = None):
+    """Read from the registry when called, so a type registered later is listed. ``engine``:
+    say which types that engine supports (``supported``)."""
+    if engine is not None and engine not in ENGINES:
+        raise HTTPException(400, f"engine: unknown engine {engine!r}; known: {sorted(ENGINES)}")
+    out = []
+    for name, model in specs.ARENA_SPECS.items():
+        payload = model.model_fields["payload"].annotation
+        schema = payload.model_json_schema() if isinstance(payload, type) and issubclass(payload, BaseModel) else {}
+        out.append({"type": name, "description": (model.__doc__ or "").strip().split("\n")[0],
+                    "example": dict(model.example), "payloadSchema": schema,
+                    "supported": None if engine is None else pk.supported(ENGINES[engine], name)})
+    return {"types": out}
+
+
+def _interval_ms(hub: Hub, lv: LiveArena) -> float | None:
+    g = hub.ticker.where.get(lv.arena_id)
+    return None if g is None else g.interval_s * 1000.0
+
+
+@router.post("/api/arenas/{arena_id}/mode", response_model=M.TickModeView,
+             summary="Switch a running arena between manual and auto ticks (or change the interval)")
+async def set_tick_mode(body: M.SetTickMode, acc: Owner, hub: HubDep):
+    lv = acc.live
+    if lv.arena.status != "running":
+        raise HTTPException(409, f"status: the arena is {lv.arena.status!r}")
+    await hub.ticker.remove(lv)
+    if body.tickMode == "auto" and lv.arena_id in hub.live:
+        hub.ticker.add(lv, body.tickIntervalMs)
+    return {"tickMode": lv.tick_mode, "tickIntervalMs": _interval_ms(hub, lv)}
+
+
+def _players(a: LiveArena | DiskArena) -> list[dict[str, Any]]:
+    rows = ([s.model_dump(mode="json") for s in a.arena.specs] if isinstance(a, LiveArena)
+            else a.meta.get("players", []))
+    return [{"playerId": p.get("name") or p.get("displayName") or "", "agentType": p.get("agentType", "builtin"),
+             "strategy": p.get("strategy") if p.get("agentType", "builtin") == "builtin" else None} for p in rows]
+
+
+@router.get("/api/arenas/{arena_id}/dashboard", response_model=M.DashboardTables,
+            summary="The dashboard's tables (owner and spectator): messages, pacts, perturbations, sanctions")
+async def dashboard_tables(acc: Viewer, hub: HubDep):
+    """Owner and spectator see the same rows (docs/semantics/live.md: both see every tick in
+    full); no key and no meta leave here."""
+    a = acc.arena
+    folder = a.arena.out_dir if isinstance(a, LiveArena) else a.folder
+    lines = read_jsonl(folder / "turns.jsonl") if folder is not None and (folder / "turns.jsonl").is_file() else []
+    if isinstance(a, LiveArena):
+        recs = a.history()
+        started = a.arena.status != "waiting"  # bus and registry exist from the start on
+        msgs = a.arena.bus.to_json()["messages"] if started else []
+        pacts = a.arena.registry.compact() if started and a.arena.registry is not None else []
+        mode = {"tickMode": a.tick_mode, "tickIntervalMs": _interval_ms(hub, a)}
+    else:
+        recs = a.records()
+        msgs = [m for r in recs for m in r["messages"]]
+        pacts = recs[-1]["pacts"] if recs else []
+        mode = {"tickMode": "manual", "tickIntervalMs": None}
+    sanctions = [s for r in recs for s in r.get("sanctions", [])]
+    last = recs[-1]["turn"] if recs else 0  # owner firings after the last tick: in no record yet
+    pending = [{k: v for k, v in ln.items() if k not in ("arenaId", "event")} for ln in lines
+               if ln.get("event") == "ownerPerturbation" and ln.get("turn", 0) > last]
+    return {"players": _players(a), "messages": msgs, "pacts": pacts, "sanctions": sanctions,
+            "perturbations": views.perturbation_log(recs, pending), **mode}
+
+
+__all__ = ["router"]
