@@ -83,7 +83,7 @@ function redraw() { if (!scheduled) { scheduled = true; requestAnimationFrame(()
 function onEvent(ev, data) {
   if (ev === "init") {
     S.conn = "live";
-    setView(data); S.ticks = []; S.messages = []; S.sanctions = []; S.perturbations = [];
+    setView(data); S.ticks = []; S.messages = []; S.sanctions = []; S.perturbations = []; S.discussion = [];
     for (const t of data.history || []) addTick(t, false);
     loadTables().then(redraw);
   } else if (ev === "tick") { addTick(data, true); setView({ turn: data.turn }); }
