@@ -153,7 +153,7 @@ def _sweep_help() -> str:
 
 
 def _search_help() -> str:
-    from bdpd_jax.search.spec import EXAMPLE
+    from bdpd_jax.searches.spec import EXAMPLE
 
     return _example_help(
         "Search config paths for the rules that meet a goal (bdpd_jax.search): each generation one batched "
@@ -193,8 +193,8 @@ def search(
 ) -> None:
     from rich.console import Console
 
-    from bdpd_jax.search import search as run_search
-    from bdpd_jax.search.spec import load_search_spec
+    from bdpd_jax.searches import search as run_search
+    from bdpd_jax.searches.spec import load_search_spec
 
     enable_compile_cache()
     console = Console()

@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 
 import bdpd_jax
 from bdpd_jax.run.runner import TRACES
-from bdpd_jax.search import SearchResults, search
-from bdpd_jax.search.ranking import constraints_of, front_mask, minimised, objectives_of, order, violation
-from bdpd_jax.search.space import Space
+from bdpd_jax.searches import SearchResults, search
+from bdpd_jax.searches.ranking import constraints_of, front_mask, minimised, objectives_of, order, violation
+from bdpd_jax.searches.space import Space
 
 SPACE = {"model.regenRate": (0.01, 0.6)}
 GRID_STEP = 0.01

@@ -1,7 +1,7 @@
 """``search``: find the values of config paths that meet a goal, each generation of
 candidates ONE batched sweep (population x replicates arenas) through one compiled program.
 
-The optimiser (bdpd_jax/search/methods.py: evosax's ES, pymoo's NSGA-II) works in the unit
+The optimiser (bdpd_jax/searches/methods.py: evosax's ES, pymoo's NSGA-II) works in the unit
 cube of the space; each generation its candidates become the points of a sweep
 (``bdpd_jax.sweep(points=..., common_random=...)``), padded to ``population`` rows so every
 generation has the same shape, and the sweep's points frame (means and CIs over the
