@@ -125,8 +125,9 @@ lines = [f"The search's ladder {np.round(found, 2).tolist()} keeps {s:.1%} of ar
          f"CI low {row.loc['search', 'survived_ci_low']:.1%}) for {f:.1f} in fines per arena."]
 for name in ("seed 1-3-10", "seed 5-10-20", "grid"):
     if name in row.index:
-        lines.append(f"{name}: survival {row.loc[name, 'survived_mean']:.1%}, fines {row.loc[name, 'fines_total_mean']:.1f}"
-                     f" ({'more' if row.loc[name, 'fines_total_mean'] > f else 'fewer'} fines than the search's).")
+        fn = row.loc[name, "fines_total_mean"]
+        lines.append(f"{name}: survival {row.loc[name, 'survived_mean']:.1%}, fines {fn:.1f}"
+                     f" ({'more' if fn > f else 'fewer'} fines than the search's).")
 lines.append(f"Same budget ({budget} arena-evaluations): the grid's best feasible ladder charges "
              + (f"{grid_best['fines_total_mean']:.1f}" if grid_best is not None else "nothing feasible")
              + f", the search's {res.best['metrics']['fines_total_mean']:.1f} (in-search estimates).")
