@@ -137,7 +137,7 @@ class CommonsEnv(MultiAgentEnv):
                       done=~still_playing(arena_b, params), step=step)
         return self.get_obs(st), st
 
-    def get_obs(self, state: EnvState) -> dict:
+    def get_obs(self, state: EnvState) -> dict:  # type: ignore[override]  (our state type)
         """Every agent's observation vector of the coming turn (the draws the turn itself uses)."""
         eff = effective_params(self.game, state.arena, state.params)
         o = observe(self.game, state.key, state.arena, eff, state.ahead["noise"])
@@ -161,7 +161,7 @@ class CommonsEnv(MultiAgentEnv):
             req = req.at[s].set(jnp.where(jnp.isfinite(frac), frac, 0.0) * cap[s])
         return req
 
-    def step_env(self, key: jax.Array, state: EnvState, actions: dict):
+    def step_env(self, key: jax.Array, state: EnvState, actions: dict):  # type: ignore[override]
         """One turn: the learned players' actions, the built-ins' decisions, the whole turn."""
         req = self.requests(state, actions)
         ext = External(mask=self._mask, actions=Actions(requests=req, announced=jnp.full_like(req, jnp.nan)),

@@ -86,7 +86,7 @@ class PymooMethod:
         self.algorithm = NSGA2(pop_size=population)
         self.algorithm.setup(problem, termination=("n_gen", 1 << 30), seed=seed)
         self.constrained = constrained
-        self.pop = None
+        self.pop: Any = None  # the generation asked, told next
 
     def ask(self, generation: int) -> np.ndarray:
         self.pop = self.algorithm.ask()

@@ -226,7 +226,7 @@ class _Store:
         else:
             (self.dir / "generations").mkdir(parents=True, exist_ok=True)
             man.write_text(json.dumps({"digest": self.digest}))
-        done = []
+        done: list[pd.DataFrame] = []
         while (p := self._part(len(done))).is_file():
             done.append(pd.read_parquet(p))
         return done
