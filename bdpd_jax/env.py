@@ -137,7 +137,7 @@ class CommonsEnv(MultiAgentEnv):
                       done=~still_playing(arena_b, params), step=step)
         return self.get_obs(st), st
 
-    def get_obs(self, state: EnvState) -> dict:  # type: ignore[override]  (our state type)
+    def get_obs(self, state: EnvState) -> dict:  # type: ignore[override]
         """Every agent's observation vector of the coming turn (the draws the turn itself uses)."""
         eff = effective_params(self.game, state.arena, state.params)
         o = observe(self.game, state.key, state.arena, eff, state.ahead["noise"])
