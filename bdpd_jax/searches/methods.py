@@ -58,6 +58,9 @@ class EvosaxMethod:
         else:  # population-based: a uniform first population, not yet evaluated
             pop = jax.random.uniform(jax.random.fold_in(self.key, 1), (population, dim))
             self.state = jax.jit(self.es.init)(k0, pop, jnp.full((population,), jnp.inf), params)
+        # init leaves some leaves weakly typed and tell returns them strong: fixing the types now
+        # keeps ask/tell to one compile each (else the second generation compiles them again)
+        self.state = jax.tree.map(lambda x: jnp.array(x, dtype=jnp.asarray(x).dtype), self.state)
 
     def _key(self, generation: int, what: int):
         import jax
