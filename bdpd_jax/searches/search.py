@@ -27,7 +27,7 @@ from ..kernels.metrics import METRICS
 from ..sweeps import sweep as sweep_module
 from ..sweeps.results import HISTORY_OUTCOMES
 from .methods import make_method
-from .ranking import constraints_of, minimised, objectives_of, ranks, violation
+from .ranking import constraints_of, minimised, objectives_of, order, ranks, violation
 from .results import SearchResults
 from .space import Space
 
@@ -187,8 +187,6 @@ def _evaluate(cfg, sp: Space, x: np.ndarray, g: int, objs, cons, population: int
 
 
 def _best_text(h: pd.DataFrame, objs) -> str:
-    from .ranking import order
-
     i = int(order(minimised(h, objs[:1])[:, 0], h["violation"].to_numpy(float))[0])
     c = objs[0][0]
     return f"best {c}={h[c].iloc[i]:.4g}{'' if h['feasible'].iloc[i] else ' (infeasible)'}"
