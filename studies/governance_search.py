@@ -128,7 +128,8 @@ for name in ("seed 1-3-10", "seed 5-10-20", "grid"):
         fn = row.loc[name, "fines_total_mean"]
         lines.append(f"{name}: survival {row.loc[name, 'survived_mean']:.1%}, fines {fn:.1f}"
                      f" ({'more' if fn > f else 'fewer'} fines than the search's).")
-lines.append(f"Same budget ({budget} arena-evaluations): the grid's best feasible ladder charges "
+lines.append(f"Budgets: search {budget}, grid {len(gp) * SIZE} arena-evaluations (the largest cube grid within the "
+             "search's); the grid's best feasible ladder charges "
              + (f"{grid_best['fines_total_mean']:.1f}" if grid_best is not None else "nothing feasible")
              + f", the search's {res.best['metrics']['fines_total_mean']:.1f} (in-search estimates).")
 lines.append(f"The Pareto front has {len(front)} ladders, from survival {front.survived_mean.min():.1%} at "
