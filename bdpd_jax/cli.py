@@ -141,7 +141,26 @@ def run(
         console.print(f"wrote {out}/")
 
 
-@app.command()
+def _example_help(text: str, example: str) -> str:
+    """A command's help with an example spec, kept verbatim (typer's ``\\b`` paragraph)."""
+    return text + "\n\nExample spec:\n\n\b\n" + _escape(example)
+
+
+def _sweep_help() -> str:
+    from bdpd_jax.sweeps.sweep_file import EXAMPLE
+
+    return _example_help("Run a parameter sweep chunk by chunk into --out (re-running resumes).", EXAMPLE)
+
+
+def _search_help() -> str:
+    from bdpd_jax.searches.spec import EXAMPLE
+
+    return _example_help(
+        "Search config paths for the rules that meet a goal (bdpd_jax.search): each generation one batched "
+        "sweep; a progress bar of generations and the best so far; re-running with the same spec resumes.", EXAMPLE)
+
+
+@app.command(help=_sweep_help())
 def sweep(
     spec: Path = typer.Argument(..., help="Sweep spec (TOML): config, grid/samples/points, replicates, seed"),
     out: Path = typer.Option(..., "--out", help="Directory for the parquet parts (re-running resumes)"),
@@ -149,7 +168,6 @@ def sweep(
     devices: Optional[int] = typer.Option(None, "--devices", help="Local devices to shard over (default: all)"),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace a different sweep already in --out"),
 ) -> None:
-    """Run a parameter sweep chunk by chunk into --out (bdpd_jax/sweeps/sweep_file.py)."""
     from rich.console import Console
 
     from bdpd_jax.sweeps.sweep_file import load_sweep_file, run_sweep_file
@@ -166,6 +184,34 @@ def sweep(
         f"{len(sp.table)} points x {sp.replicates} replicates in {r.n_chunks} chunk(s): computed {len(r.computed)}, "
         f"already written {len(r.skipped)}, {time.perf_counter() - t0:.2f} s; wrote {out}/"
     )
+
+
+@app.command(help=_search_help())
+def search(
+    spec: Path = typer.Argument(..., help="Search spec (TOML): config, space, objective, constraints, method, ..."),
+    out: Path = typer.Option(..., "--out", help="Directory for the generations and results (re-running resumes)"),
+) -> None:
+    from rich.console import Console
+
+    from bdpd_jax.searches import search as run_search
+    from bdpd_jax.searches.spec import load_search_spec
+
+    enable_compile_cache()
+    console = Console()
+    try:
+        check_out_dir(out)
+        sp = load_search_spec(spec)
+        t0 = time.perf_counter()
+        res = run_search(sp.config, out=out, progress=True, **sp.kwargs)
+    except (ValueError, OSError) as e:
+        raise fail(e)
+    best = res.best
+    m = best["metrics"]
+    shown = {c: m[c] for c in m if c.endswith("_mean") or c in ("feasible", "violation")}
+    console.print(f"{len(res.history)} candidates in {res.history['generation'].nunique()} generations, "
+                  f"{time.perf_counter() - t0:.2f} s; wrote {out}/")
+    console.print(f"best (generation {best['generation']}): {_escape(repr(best['point']))}")
+    console.print(_escape(", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in shown.items())))
 
 
 @app.command()

@@ -14,8 +14,11 @@ import pandas as pd
 from ..kernels.metrics import METRICS
 
 Z95 = 1.96
-# Per-arena outcomes aggregated per point (plus ``mean_<metric>`` when history was kept).
-POINT_OUTCOMES = ("survived", "collapse_turn", "survival_time", "wealth_mean")
+# Per-arena outcomes aggregated per point (plus ``mean_<metric>`` and HISTORY_OUTCOMES when
+# history was kept). ``efficiency``, ``gini`` and ``fines_total`` are what governance searches
+# rank rules by (bdpd_jax.search).
+POINT_OUTCOMES = ("survived", "collapse_turn", "survival_time", "wealth_mean", "efficiency", "gini")
+HISTORY_OUTCOMES = ("fines_total",)
 
 # ----------------------------------------------------------------------------- results
 
@@ -92,6 +95,19 @@ def aggregate(arenas: pd.DataFrame, names: Sequence[str], outcomes: Sequence[str
         out[f"{m}_ci_low"] = mean - half
         out[f"{m}_ci_high"] = mean + half
     return pd.DataFrame(out)
+
+
+def gini(equality: np.ndarray) -> np.ndarray:
+    """The Gini coefficient of the players' gains: 1 - GovSim's ``equality`` (NaN stays NaN)."""
+    return 1.0 - np.asarray(equality, dtype=float)
+
+
+def history_totals(flat: dict) -> dict[str, np.ndarray]:
+    """Per arena, from its records: ``fines_total``, every sanction deducted from every player
+    over the turns played (the records' ``sanction``, governance plugins' fines included)."""
+    played = np.asarray(flat["played"])  # [T, B]
+    sanction = np.where(played[:, None, :], np.asarray(flat["sanction"], dtype=float), 0.0)  # [T, N, B]
+    return {"fines_total": sanction.sum(axis=(0, 1))}
 
 
 def metric_means(flat: dict) -> dict[str, np.ndarray]:

@@ -31,12 +31,14 @@ import pandas as pd
 from ..config.game import ArenaConfig
 from ..kernels.metrics import METRICS
 from ..config.limits import DEFAULT_MAX_BATCH
+from .results import gini
 from .sweep import check_paths, config_base, run_points
 
 
 # Outputs computed from the arena rows.
 DERIVED: dict[str, Callable[[pd.DataFrame], pd.Series]] = {
-    "gini": lambda a: 1.0 - pd.to_numeric(a["equality"].astype("Float64"), errors="coerce").astype(float),
+    "gini": lambda a: pd.Series(gini(pd.to_numeric(a["equality"].astype("Float64"), errors="coerce").astype(float)),
+                                index=a.index),
 }
 
 

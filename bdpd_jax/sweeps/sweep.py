@@ -40,7 +40,8 @@ from ..run.simulate import flatten_record, compiled_final, default_chunk, govsim
 from .build import DEVICE_COPIES, ROW_CELL_BYTES, build_points, bytes_per_arena, resolve_devices
 from .paths import ConfigBase, apply_values, check_paths, config_base, parse_path, resolve
 from .points import explicit_points, grid_points, points_table, sample_points
-from .results import POINT_OUTCOMES, Z95, SweepResults, metric_means, aggregate
+from .results import (HISTORY_OUTCOMES, POINT_OUTCOMES, Z95, SweepResults, aggregate, gini, history_totals,
+                      metric_means)
 
 __all__ = [
     "DEVICE_COPIES", "POINT_OUTCOMES", "ROW_CELL_BYTES", "SEPARABLE_MIN_POINTS", "Z95",
@@ -176,9 +177,11 @@ class SweepPlan:
         frame = summary_frame(final, idx, self.labels,
                               govsim_of(final, self.yields[pts], rec_np, np.asarray(self.n_turns)[pts]))
         wealth = np.stack([frame[f"wealth_{i}"].to_numpy(float) for i in range(self.game.n_players)])
-        extra = {"wealth_mean": wealth.mean(axis=0)}
+        extra = {"wealth_mean": wealth.mean(axis=0), "gini": gini(frame["equality"].to_numpy(float))}
         if self.history:
-            extra.update(metric_means(flatten_record(rec_np)))
+            flat = flatten_record(rec_np)
+            extra.update(metric_means(flat))
+            extra.update(history_totals(flat))
         frame = frame.assign(**extra)
         lead = {"point": pts.astype(np.int64), "replicate": (idx % reps).astype(np.int64)}
         for n_ in names:
@@ -187,7 +190,7 @@ class SweepPlan:
         return pd.concat([pd.DataFrame(lead), frame.reset_index(drop=True)], axis=1)
 
     def outcomes(self) -> list[str]:
-        return list(POINT_OUTCOMES) + ([f"mean_{m}" for m in METRICS] if self.history else [])
+        return list(POINT_OUTCOMES) + ([f"mean_{m}" for m in METRICS] + list(HISTORY_OUTCOMES) if self.history else [])
 
     def meta(self) -> dict[str, Any]:
         cfg = self.cfg

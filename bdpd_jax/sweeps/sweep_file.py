@@ -42,6 +42,19 @@ import pandas as pd
 from ..config.game import ArenaConfig
 from ..config.limits import DEFAULT_MAX_BATCH, check_run_args
 
+# The example spec ``bdpd sweep --help`` and the README show.
+EXAMPLE = """\
+config = "arena.json"      # a JSON config (relative to this file), or a [config] table
+replicates = 100
+seed = 0
+common_random = true       # optional: replicate r of every point draws the same stream
+history = false            # optional: per-arena means of the governance metrics, fines_total
+
+[grid]                     # exactly one of [grid], [samples] (with n_samples), [points]
+"model.regenRate" = [0.05, 0.1, 0.2]
+"players[2].intensity" = [0.3, 0.9]
+"""
+
 SPEC_KEYS = {"config", "grid", "samples", "n_samples", "points", "replicates", "seed", "history", "turns",
              "max_batch", "memory_budget", "common_random", "generator"}
 MANIFEST = "manifest.json"

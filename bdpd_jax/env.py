@@ -1,0 +1,183 @@
+"""``CommonsEnv``: one arena as a JaxMARL multi-agent environment, for learned players.
+
+The env runs the kernels' own turn, cut where the live host cuts it
+(bdpd_jax/host/programs.py): ``kernels.turn.decide_phase`` (start-of-turn writes, begin hooks:
+perturbations), the observation of ``kernels.observe``, then ``kernels.turn.step_phase`` with
+the learned players' requests as ``kernels.turn.External`` actions, so every rule of the
+config (schedulers, pacts, ladders, plugins, perturbations, Seneca) applies unchanged and
+built-in players fill the other slots (mixed tables). Nothing of a rule is restated here.
+
+Conventions (JaxMARL's ``MultiAgentEnv``, whose ``step`` auto-resets): ``agents`` are
+``agent_<slot>`` for the learned slots; ``reset(key) -> (obs, state)``, ``step(key, state,
+actions) -> (obs, state, rewards, dones, infos)``, dicts keyed by agent, ``dones["__all__"]``
+when the arena has ended (collapse or ``maxTurns``). Randomness is the arena's own
+counter-based streams, keyed by the reset key (a raw ``uint32[2]`` key is used as the arena
+key itself: ``CommonsEnv.arena_key(seed, i)`` is arena i of ``simulate(seed=seed)``); the
+step key only seeds the auto-reset. Written for one arena: ``jax.vmap`` over keys and states.
+See docs/semantics/game.md, "Learned players".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import partial
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxmarl.environments import spaces
+from jaxmarl.environments.multi_agent_env import MultiAgentEnv
+
+from .build.game import build
+from .config.game import ArenaConfig
+from .host.programs import EXTERNAL
+from .kernels import rng
+from .kernels.actions import Actions
+from .kernels.layers import effective_params
+from .kernels.observe import capacity, observe
+from .kernels.params import ENV_VARS, PEER_VARS, PLAYER_VARS, Params
+from .kernels.state import ArenaState, TurnRecord, still_playing
+from .kernels.turn import External, decide_phase, prepare, step_phase
+
+ACTIONS = ("continuous", "discrete")
+REWARDS = ("harvest", "wealth")
+# A bound on the discrete action count a caller may ask for (the policy head's width).
+MAX_ACTIONS = 1024
+
+
+class EnvState(eqx.Module):
+    """One arena between two turns, as the learned players see it."""
+
+    arena: ArenaState  # after the coming turn's decide phase (begin hooks applied)
+    begun: dict  # the coming turn's begin records (layer name -> record)
+    ahead: dict  # the coming turn's observation noise draws (kernels.turn.prepare)
+    key: jax.Array  # uint32[2], the arena key every draw is counted from
+    params: Params  # the arena's numbers (a pytree leaf each: vmap over them to sweep)
+    done: jax.Array  # bool[], the arena has ended
+    step: jax.Array  # int32[], turns played
+
+
+def _slots(learned: Any, n: int) -> tuple[int, ...]:
+    if learned is None:
+        return tuple(range(n))
+    slots = tuple(learned) if isinstance(learned, Sequence) and not isinstance(learned, str) else None
+    if not slots or any(isinstance(s, bool) or not isinstance(s, int) or not 0 <= s < n for s in slots) \
+            or len(set(slots)) != len(slots):
+        raise ValueError(f"learned: distinct player indices in [0, {n}), at least one, got {learned!r}")
+    return tuple(sorted(slots))
+
+
+class CommonsEnv(MultiAgentEnv):
+    """The arena of ``config`` with the players at ``learned`` (default: all) acting through
+    ``step``; the others play their configured strategies.
+
+    action: ``"continuous"``: a float in [0, 1], the fraction of the player's capacity
+        (``capacity(w) x harvest unit``, the built-ins' bound) it requests, so the harvest
+        lies in [0, capacity]; ``"discrete"``: ``n_actions`` fractions 0, 1/(n-1), ..., 1.
+    reward: ``"harvest"``: what the player received this turn; ``"wealth"``: the change of
+        its wealth over the turn (sanctions, fines and wealth shocks count).
+    Observations: float[2 D] per agent: the D observed values (environment variables, own
+        wealth and capacity, peers' wealth and last harvest; ``obs_names``) with hidden ones
+        as 0, then D flags (1 = observed), under the arena's observability rules.
+    """
+
+    def __init__(self, config: ArenaConfig | dict | str, *, learned: Sequence[int] | None = None,
+                 action: str = "continuous", n_actions: int = 11, reward: str = "harvest",
+                 generator: str = "hash"):
+        cfg = ArenaConfig.load(config)
+        players = cfg.require_players()
+        self.slots = _slots(learned, len(players))
+        if action not in ACTIONS:
+            raise ValueError(f"action: one of {list(ACTIONS)}, got {action!r}")
+        if action == "discrete" and (isinstance(n_actions, bool) or not isinstance(n_actions, int)
+                                     or not 2 <= n_actions <= MAX_ACTIONS):
+            raise ValueError(f"n_actions: an integer in [2, {MAX_ACTIONS}], got {n_actions!r}")
+        if reward not in REWARDS:
+            raise ValueError(f"reward: one of {list(REWARDS)}, got {reward!r}")
+        data = cfg.model_dump()
+        for s in self.slots:  # the kernels' stand-in for an outside player: its actions come from step
+            data["players"][s]["strategy"] = EXTERNAL
+        self.config = ArenaConfig.load(data)
+        self.game, self.params = build(self.config, generator=generator)
+        self.action_kind, self.n_actions, self.reward_kind = action, int(n_actions), reward
+        super().__init__(num_agents=len(self.slots))
+        self.agents = [f"agent_{s}" for s in self.slots]
+        n = self.game.n_players
+        self.obs_names = [*ENV_VARS, *PLAYER_VARS, *(f"{v}[{j}]" for v in PEER_VARS for j in range(n))]
+        dim = 2 * len(self.obs_names)
+        act = spaces.Box(0.0, 1.0, ()) if action == "continuous" else spaces.Discrete(self.n_actions)
+        self.observation_spaces = {a: spaces.Box(-jnp.inf, jnp.inf, (dim,)) for a in self.agents}
+        self.action_spaces = {a: act for a in self.agents}
+        mask = jnp.zeros((n,), bool).at[jnp.asarray(self.slots)].set(True)
+        self._mask = mask
+
+    @staticmethod
+    def arena_key(seed: int, arena: int) -> jax.Array:
+        """uint32[2]: the key of arena ``arena`` of ``simulate(config, seed=seed)``."""
+        return rng.arena_key(seed, arena)
+
+    @staticmethod
+    def _words(key: jax.Array) -> jax.Array:
+        if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
+            key = jax.random.key_data(key)
+        return jnp.asarray(key, jnp.uint32).reshape(-1)[:2]
+
+    @partial(jax.jit, static_argnums=(0,))
+    def reset(self, key: jax.Array, params: Params | None = None) -> tuple[dict, EnvState]:
+        """A new arena keyed by ``key`` (``params``: other numbers, e.g. a vmapped sweep)."""
+        params = self.params if params is None else params
+        return self._begin(self._words(key), self.game.init(params), params, jnp.zeros((), jnp.int32))
+
+    def _begin(self, words, arena: ArenaState, params, step) -> tuple[dict, EnvState]:
+        """The coming turn's decide phase and every agent's observation of it."""
+        ahead = prepare(self.game, words, arena, params)
+        arena_b, begun = decide_phase(self.game, words, arena, params)
+        st = EnvState(arena=arena_b, begun=begun, ahead=ahead, key=words, params=params,
+                      done=~still_playing(arena_b, params), step=step)
+        return self.get_obs(st), st
+
+    def get_obs(self, state: EnvState) -> dict:  # type: ignore[override]
+        """Every agent's observation vector of the coming turn (the draws the turn itself uses)."""
+        eff = effective_params(self.game, state.arena, state.params)
+        o = observe(self.game, state.key, state.arena, eff, state.ahead["noise"])
+        out = {}
+        for a, s in zip(self.agents, self.slots, strict=True):
+            v = jnp.concatenate([jnp.stack([o[k][s] for k in (*ENV_VARS, *PLAYER_VARS)]),
+                                 *(o[k][s] for k in PEER_VARS)])
+            seen = ~jnp.isnan(v)
+            out[a] = jnp.concatenate([jnp.where(seen, v, 0.0), seen.astype(v.dtype)])
+        return out
+
+    def requests(self, state: EnvState, actions: dict) -> jax.Array:
+        """float[N]: the learned players' requests (their action x capacity; others 0)."""
+        eff = effective_params(self.game, state.arena, state.params)
+        cap = capacity(state.arena.wealth) * self.game.engine.harvest_unit(eff.engine)
+        req = jnp.zeros_like(state.arena.wealth)
+        for a, s in zip(self.agents, self.slots, strict=True):
+            x = jnp.asarray(actions[a])
+            frac = jnp.clip(x.astype(req.dtype), 0.0, 1.0) if self.action_kind == "continuous" \
+                else jnp.clip(x, 0, self.n_actions - 1).astype(req.dtype) / (self.n_actions - 1)
+            req = req.at[s].set(jnp.where(jnp.isfinite(frac), frac, 0.0) * cap[s])
+        return req
+
+    def step_env(self, key: jax.Array, state: EnvState, actions: dict):  # type: ignore[override]
+        """One turn: the learned players' actions, the built-ins' decisions, the whole turn."""
+        req = self.requests(state, actions)
+        ext = External(mask=self._mask, actions=Actions(requests=req, announced=jnp.full_like(req, jnp.nan)),
+                       extra={})
+        arena, record = step_phase(self.game, state.key, state.arena, state.begun, state.params, state.ahead, ext)
+        obs, nxt = self._begin(state.key, arena, state.params, state.step + 1)
+        gain = record.actual if self.reward_kind == "harvest" else arena.wealth - state.arena.wealth
+        rewards = {a: gain[s] for a, s in zip(self.agents, self.slots, strict=True)}
+        done = nxt.done | state.done
+        dones = {a: done for a in self.agents} | {"__all__": done}
+        return obs, nxt, rewards, dones, {"record": record}
+
+    @partial(jax.jit, static_argnums=(0,))
+    def get_avail_actions(self, state: EnvState) -> dict:
+        n = self.n_actions if self.action_kind == "discrete" else 1
+        return {a: jnp.ones((n,), bool) for a in self.agents}
+
+
+__all__ = ["ACTIONS", "REWARDS", "CommonsEnv", "EnvState", "TurnRecord"]

@@ -1,0 +1,107 @@
+""":class:`SearchResults`: every candidate evaluated by a search, its best point and Pareto front."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..config.game import ArenaConfig
+from ..sweeps.paths import apply_values, config_base
+from .ranking import front_mask, minimised, order
+
+# History columns that are bookkeeping, not metrics.
+BOOK = ("generation", "candidate", "rank", "violation", "feasible")
+
+
+@dataclass
+class SearchResults:
+    """``history``: one row per candidate per generation: ``generation``, ``candidate``, the
+    searched paths' values, the optimiser's unit-cube coordinates (``unit_<j>``), the sweep's
+    point columns (``replicates``, ``<outcome>_mean/_sd/_n/_ci_low/_ci_high``), ``violation``
+    (0 = feasible), ``feasible`` and ``rank`` (within its generation, 0 = best)."""
+
+    history: pd.DataFrame
+    names: list[str]
+    objectives: list[tuple[str, str]]
+    constraints: list[tuple[str, str, float]]
+    config: ArenaConfig | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def _order(self) -> np.ndarray:
+        h = self.history
+        return order(minimised(h, self.objectives[:1])[:, 0], h["violation"].to_numpy(float))
+
+    @property
+    def best(self) -> dict[str, Any]:
+        """The best candidate of the whole search (feasible first, then the first objective;
+        with several objectives that is a member of the front): ``point`` {path: value},
+        ``config``, ``metrics`` (every point column of its generation's sweep, CIs included:
+        estimates over that generation's replicates), ``generation``, ``candidate``."""
+        if self.history.empty:
+            raise ValueError("SearchResults.best: the search evaluated no candidate")
+        row = self.history.iloc[int(self._order()[0])]
+        point = {n: row[n].item() if hasattr(row[n], "item") else row[n] for n in self.names}
+        skip = set(self.names) | set(BOOK) | {c for c in row.index if c.startswith("unit_")}
+        metrics = {c: row[c] for c in row.index if c not in skip}
+        metrics.update(violation=float(row["violation"]), feasible=bool(row["feasible"]))
+        return {"point": point, "config": self.config_at(point) if self.config is not None else None,
+                "metrics": metrics, "generation": int(row["generation"]), "candidate": int(row["candidate"])}
+
+    @property
+    def front(self) -> pd.DataFrame:
+        """The Pareto set over the whole history (several objectives; empty with one): the
+        non-dominated feasible candidates (the least violating when none is feasible)."""
+        h = self.history
+        if len(self.objectives) < 2 or h.empty:
+            return h.iloc[0:0]
+        mask = front_mask(minimised(h, self.objectives), h["violation"].to_numpy(float))
+        f = h[mask]
+        return f.sort_values(self.objectives[0][0], ascending=self.objectives[0][1] == "min", ignore_index=True)
+
+    def config_at(self, point: Any) -> ArenaConfig:
+        """The config at a point: ``{path: value}``, a history row, or ``best`` itself."""
+        if self.config is None:
+            raise ValueError("config_at: this search's config was not stored (it holds a Policy strategy)")
+        if isinstance(point, dict) and "point" in point and isinstance(point["point"], dict):
+            point = point["point"]
+        if isinstance(point, pd.Series):
+            point = point.to_dict()
+        if not isinstance(point, dict) or any(n not in point for n in self.names):
+            raise ValueError(f"config_at: a point needs a value for each of {self.names}, got {point!r}")
+        return apply_values(config_base(self.config), self.names, [point[n] for n in self.names])
+
+    def to_parquet(self, directory: str | Path) -> Path:
+        """``history.parquet`` and ``meta.json`` (the config, paths, objectives, constraints)."""
+        d = Path(directory)
+        d.mkdir(parents=True, exist_ok=True)
+        self.history.to_parquet(d / "history.parquet", index=False)
+        (d / "meta.json").write_text(json.dumps(self._meta_body(), indent=2, default=str))
+        return d
+
+    def _meta_body(self) -> dict[str, Any]:
+        cfg = None
+        if self.config is not None:
+            try:
+                cfg = self.config.model_dump(mode="json")
+                ArenaConfig.load(cfg)  # a Policy strategy does not survive JSON: keep none
+            except Exception:  # noqa: BLE001 (any failure means: not storable)
+                cfg = None
+        return {**self.meta, "names": self.names, "objectives": [list(o) for o in self.objectives],
+                "constraints": [list(c) for c in self.constraints], "config": cfg}
+
+    @classmethod
+    def from_parquet(cls, directory: str | Path) -> SearchResults:
+        d = Path(directory)
+        if not (d / "history.parquet").is_file() or not (d / "meta.json").is_file():
+            raise ValueError(f"directory: no search (history.parquet and meta.json) in {str(d)!r}")
+        meta = json.loads((d / "meta.json").read_text())
+        cfg = meta.pop("config", None)
+        return cls(pd.read_parquet(d / "history.parquet"), list(meta.pop("names")),
+                   [tuple(o) for o in meta.pop("objectives")],  # type: ignore[misc]
+                   [(c, op, float(b)) for c, op, b in meta.pop("constraints")],
+                   ArenaConfig.load(cfg) if cfg is not None else None, meta)

@@ -1,0 +1,127 @@
+"""bdpd_jax.env.CommonsEnv: a fixed policy played through the env equals ``simulate`` with
+the same policy as a ``Policy``, bit for bit; jit/vmap over keys and states; the action and
+reward options; auto-reset; bad arguments."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import bdpd_jax
+from bdpd_jax.env import CommonsEnv
+
+B, SEED = 3, 5
+
+
+def _half(obs, mem, key):
+    return 0.5 * obs["myCapacity"], mem
+
+
+HALF = bdpd_jax.Policy(_half, name="half", memory_size=0)
+
+
+def _config(governance: bool) -> dict:
+    cfg = bdpd_jax.default_config().model_dump()  # observation noise, hidden reserve, collapse die
+    cfg["players"][0]["strategy"] = HALF
+    cfg["players"][1]["strategy"] = HALF
+    if governance:  # a graduated ladder on a harvest cap: sanctions change wealth
+        cfg["pacts"] = [{"parties": [0, 1, 2, 3], "terms": {"type": "harvest_cap", "maxHarvest": 1.125}}]
+        cfg["perturbations"] = [{"id": "ladder", "type": "sanction_graduated", "trigger": {"kind": "pact_violation"},
+                                 "payload": {"ladder": [1.0, 3.0, 10.0]}}]
+    return cfg
+
+
+def _play(env: CommonsEnv, turns: int, actions: dict):
+    keys = jax.vmap(lambda a: CommonsEnv.arena_key(SEED, a))(jnp.arange(B))
+    _, st = jax.jit(jax.vmap(env.reset))(keys)
+    step = jax.jit(jax.vmap(env.step_env))
+    out = []
+    for _ in range(turns):
+        _, st, rew, dones, info = step(jnp.zeros((B, 2), jnp.uint32), st, actions)
+        out.append((jax.device_get(info["record"]), jax.device_get(rew), jax.device_get(dones)))
+    return out
+
+
+@pytest.mark.parametrize("governance", [False, True], ids=["plain", "ladder"])
+def test_env_equals_simulate_bit_for_bit(governance):
+    cfg = _config(governance)
+    res = bdpd_jax.simulate(cfg, n_arenas=B, seed=SEED)
+    p = res.players.sort_values(["arena", "turn", "player"])
+    env = CommonsEnv(cfg, learned=[0, 1])
+    assert env.agents == ["agent_0", "agent_1"]
+    turns = int(res.summary["turns_played"].max())
+    played = _play(env, turns, {"agent_0": jnp.full((B,), 0.5), "agent_1": jnp.full((B,), 0.5)})
+    for t, (rec, rew, _dones) in enumerate(played, start=1):
+        for b in range(B):
+            q = p[(p["arena"] == b) & (p["turn"] == t)]
+            assert bool(rec.played[b]) == (len(q) > 0)
+            if len(q) == 0:
+                continue
+            for col in ("requested", "actual", "wealth", "sanction"):
+                assert np.array_equal(q[col].to_numpy(), np.asarray(getattr(rec, col))[b]), (t, b, col)
+            assert rew["agent_0"][b] == rec.actual[b, 0]  # reward="harvest": what it received
+    assert (p["sanction"] > 0).any() == governance  # the ladder fired (and only there)
+    last = played[-1][2]
+    assert np.array_equal(last["__all__"], np.ones(B, bool))  # every arena has ended
+    s = res.summary.sort_values("arena")
+    assert np.array_equal(s["survived"].to_numpy(), ~played[-1][0].collapsed)
+
+
+@pytest.fixture(scope="module")
+def env() -> CommonsEnv:
+    return CommonsEnv(bdpd_jax.default_config(), learned=[0, 2], action="discrete", n_actions=5, reward="wealth")
+
+
+def test_spaces_and_observations(env):
+    assert env.action_space("agent_2").n == 5
+    obs, st = env.reset(CommonsEnv.arena_key(0, 0))
+    dim = env.observation_space("agent_0").shape[0]
+    assert dim == 2 * len(env.obs_names) and obs["agent_0"].shape == (dim,)
+    seen = np.asarray(obs["agent_0"][dim // 2:])
+    names = env.obs_names
+    assert seen[names.index("regenRate")] == 0.0  # hidden by the seed's observability
+    assert seen[names.index("commonsStock")] == 1.0 and seen[names.index("othersWealth[0]")] == 0.0  # not oneself
+    assert seen[names.index("othersHarvest[1]")] == 0.0  # no last harvest on turn 1
+
+
+def test_discrete_top_action_is_full_capacity_and_wealth_reward(env):
+    obs, st = env.reset(CommonsEnv.arena_key(0, 1))
+    req = env.requests(st, {"agent_0": jnp.asarray(4), "agent_2": jnp.asarray(2)})
+    cap = np.asarray(obs["agent_0"])[env.obs_names.index("myCapacity")]  # the seed shows own capacity exactly
+    assert float(req[0]) == pytest.approx(float(cap)) and float(req[1]) == 0.0
+    _, st2, rew, _, info = jax.jit(env.step_env)(jax.random.key(0), st, {"agent_0": jnp.asarray(4),
+                                                                           "agent_2": jnp.asarray(2)})
+    assert float(rew["agent_2"]) == pytest.approx(float(st2.arena.wealth[2] - st.arena.wealth[2]))
+
+
+def test_vmap_auto_reset_and_determinism(env):
+    keys = jax.random.split(jax.random.key(7), 4)
+    reset = jax.jit(jax.vmap(env.reset))
+    step = jax.jit(jax.vmap(env.step))
+    acts = {"agent_0": jnp.full((4,), 4), "agent_2": jnp.full((4,), 4)}  # greedy: the commons collapses
+
+    def run():
+        _, st = reset(keys)
+        ends = np.zeros(4, bool)
+        steps = []
+        for t in range(40):
+            _, st, rew, dones, _ = step(jax.random.split(jax.random.key(t), 4), st, acts)
+            ends |= np.asarray(dones["__all__"])
+            steps.append(np.asarray(st.step))
+        return ends, np.stack(steps), np.asarray(st.arena.wealth)
+
+    a, b = run(), run()
+    assert a[0].all()  # every arena ended at least once in 40 turns
+    assert (a[1] == 0).any()  # ... and was reset (the step counter restarts)
+    for x, y in zip(a, b, strict=True):
+        assert np.array_equal(x, y)  # same keys -> bit-identical
+
+
+def test_bad_arguments_name_the_field():
+    cfg = bdpd_jax.default_config()
+    for kw, field in (({"learned": [4]}, "learned"), ({"learned": [0, 0]}, "learned"), ({"action": "box"}, "action"),
+                      ({"reward": "gain"}, "reward"), ({"action": "discrete", "n_actions": 1}, "n_actions")):
+        with pytest.raises(ValueError, match=field):
+            CommonsEnv(cfg, **kw)

@@ -1,0 +1,177 @@
+"""bdpd_jax.search: a known answer against a fine grid with one compile, the ranking and
+Pareto logic against plain-Python references, determinism and resuming, the CLI."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import bdpd_jax
+from bdpd_jax.run.runner import TRACES
+from bdpd_jax.searches import SearchResults, search
+from bdpd_jax.searches.ranking import constraints_of, front_mask, minimised, objectives_of, order, violation
+from bdpd_jax.searches.space import Space
+
+SPACE = {"model.regenRate": (0.01, 0.6)}
+GRID_STEP = 0.01
+
+
+@pytest.fixture(scope="module")
+def config() -> dict:
+    return bdpd_jax.default_config().model_dump()  # the seed's payload: 2 conservative + 2 aggressive
+
+
+@pytest.fixture(scope="module")
+def known(config):
+    """The least regenRate keeping >= 90 % of arenas alive: CMA-ES and a fine grid."""
+    before = TRACES["run"]
+    res = search(config, SPACE, ("model.regenRate", "min"), constraints={"survived_mean": (">=", 0.9)},
+                 population=16, generations=8, replicates=8, seed=0)
+    compiles = TRACES["run"] - before
+    values = list(np.round(np.arange(0.01, 0.6 + 1e-9, GRID_STEP), 4))
+    grid = bdpd_jax.sweep(config, grid={"model.regenRate": values}, replicates=8, seed=1, common_random=True)
+    ok = grid.points[grid.points["survived_mean"] >= 0.9]
+    return res, compiles, float(ok["model.regenRate"].min())
+
+
+def test_search_finds_the_grid_answer_within_its_resolution_with_one_compile(known):
+    res, compiles, grid_min = known
+    best = res.best
+    assert best["metrics"]["feasible"] and best["metrics"]["survived_mean"] >= 0.9
+    assert abs(best["point"]["model.regenRate"] - grid_min) <= GRID_STEP + 1e-9
+    assert res.history["generation"].nunique() == 8
+    assert compiles <= 1  # eight generations of 16 x 8 arenas: one compiled program (or one already cached)
+
+
+def test_best_config_and_parquet_round_trip(known, tmp_path):
+    res = known[0]
+    cfg = res.config_at(res.best)
+    assert cfg.model.regenRate == pytest.approx(res.best["point"]["model.regenRate"])
+    back = SearchResults.from_parquet(res.to_parquet(tmp_path / "s"))
+    pd.testing.assert_frame_equal(back.history, res.history)
+    assert back.best["point"] == res.best["point"]
+    assert back.config_at(back.best).model.regenRate == cfg.model.regenRate
+
+
+def test_history_ranks_match_the_ranking_rule(known):
+    h = known[0].history
+    for _, gen in h.groupby("generation"):
+        feasible = gen[gen["feasible"]].sort_values("rank")
+        infeasible = gen[~gen["feasible"]].sort_values("rank")
+        if len(feasible) and len(infeasible):
+            assert feasible["rank"].max() < infeasible["rank"].min()  # feasible first
+        assert feasible["model.regenRate"].is_monotonic_increasing  # then by the objective (min)
+        assert infeasible["violation"].is_monotonic_increasing  # infeasible by violation
+        assert np.allclose(gen["violation"], np.maximum(0.9 - gen["survived_mean"], 0.0))
+
+
+# ----------------------------------------------------------------------------- ranking units
+
+
+def test_order_feasible_first_then_by_violation():
+    pts = pd.DataFrame({"x": [5.0, 1.0, 3.0, 2.0, 4.0], "s": [0.95, 0.5, 0.99, 0.7, 0.9]})
+    cons = constraints_of({"s": (">=", 0.9)})
+    f = minimised(pts, objectives_of(("x", "min")))[:, 0]
+    v = violation(pts, cons)
+    assert np.allclose(v, [0.0, 0.4, 0.0, 0.2, 0.0])
+    assert list(order(f, v)) == [2, 4, 0, 3, 1]  # feasible by x (3, 4, 5), then violation 0.2, 0.4
+
+
+def test_nan_scores_worst():
+    pts = pd.DataFrame({"x": [np.nan, 1.0], "s": [1.0, np.nan]})
+    f = minimised(pts, [("x", "max")])[:, 0]
+    assert np.isinf(f[0]) and f[1] == -1.0
+    assert np.isinf(violation(pts, [("s", ">=", 0.5)])[1])
+
+
+def _dominated(a: np.ndarray, b: np.ndarray) -> bool:
+    return bool(np.all(b <= a) and np.any(b < a))
+
+
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5), st.booleans()), min_size=1, max_size=12))
+def test_front_is_the_non_dominated_feasible_set(rows):
+    f = np.asarray([[a, b] for a, b, _ in rows], float)
+    v = np.asarray([0.0 if ok else 1.0 + i for i, (_, _, ok) in enumerate(rows)])
+    got = front_mask(f, v)
+    feas = np.flatnonzero(v == 0)
+    if feas.size == 0:
+        assert list(np.flatnonzero(got)) == [int(np.argmin(v))]
+        return
+    want = np.zeros(len(rows), bool)
+    for i in feas:
+        want[i] = not any(_dominated(f[i], f[j]) for j in feas if j != i)
+    assert np.array_equal(got, want)
+
+
+def test_bad_arguments_name_the_field(config):
+    with pytest.raises(ValueError, match="space"):
+        search(config, {"model.regenRate": (0.5, 0.1)}, ("survived_mean", "max"))
+    with pytest.raises(ValueError, match="model.nope"):
+        search(config, {"model.nope": (0.0, 1.0)}, ("survived_mean", "max"))
+    with pytest.raises(ValueError, match="unknown column"):
+        search(config, SPACE, ("survival_mean", "max"))
+    with pytest.raises(ValueError, match="constraints"):
+        search(config, SPACE, ("survived_mean", "max"), constraints={"survived_mean": ("=", 1)})
+    with pytest.raises(ValueError, match="nsga2"):
+        search(config, SPACE, [("survived_mean", "max"), ("gini_mean", "min")])
+    with pytest.raises(ValueError, match="population"):
+        search(config, SPACE, ("survived_mean", "max"), population=1)
+
+
+def test_integer_fields_are_rounded_inside_their_bounds(config):
+    from bdpd_jax.config.game import ArenaConfig
+
+    sp = Space.of(ArenaConfig.load(config), {"model.maxTurns": (2.6, 9.4), "model.regenRate": (0.1, 0.2)})
+    t = sp.values(np.asarray([[0.0, 0.0], [1.0, 1.0], [0.5, 2.0], [-1.0, 0.5]]))
+    assert t["model.maxTurns"].tolist() == [3, 9, 6, 3]
+    assert t["model.regenRate"].tolist() == pytest.approx([0.1, 0.2, 0.2, 0.15])
+
+
+# ----------------------------------------------------------------------------- Pareto, resume, CLI
+
+PARETO = dict(objective=[("survived_mean", "max"), ("model.regenRate", "min")], method="nsga2", population=8,
+              replicates=4, seed=3)
+
+
+def test_pareto_search_is_deterministic_and_resumes(config, tmp_path):
+    whole = search(config, SPACE, generations=3, **PARETO)
+    part = search(config, SPACE, generations=2, out=tmp_path / "r", progress=False, **PARETO)
+    assert part.history["generation"].max() == 1
+    resumed = search(config, SPACE, generations=3, out=tmp_path / "r", progress=False, **PARETO)
+    pd.testing.assert_frame_equal(resumed.history, whole.history)  # same key -> same numbers, resumed or not
+    front = whole.front
+    assert len(front) >= 1
+    f = minimised(whole.history, whole.objectives)
+    for _, r in front.iterrows():  # no evaluated feasible candidate dominates a front member
+        a = np.asarray([-r["survived_mean"], r["model.regenRate"]])
+        assert not any(_dominated(a, b) for b in f[whole.history["violation"].to_numpy() <= 0])
+    with pytest.raises(ValueError, match="different search"):
+        search(config, SPACE, generations=3, out=tmp_path / "r", progress=False, **{**PARETO, "seed": 4})
+
+
+def test_cli_search_writes_and_resumes(config, tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from bdpd_jax.cli import app
+
+    (tmp_path / "arena.json").write_text(json.dumps(bdpd_jax.default_config().model_dump(mode="json")))
+    (tmp_path / "s.toml").write_text(
+        'config = "arena.json"\nobjective = [["survived_mean", "max"], ["model.regenRate", "min"]]\n'
+        'method = "nsga2"\npopulation = 8\ngenerations = 2\nreplicates = 4\nseed = 3\n'
+        '[space]\n"model.regenRate" = [0.01, 0.6]\n')
+    out = tmp_path / "out"
+    r = CliRunner().invoke(app, ["search", str(tmp_path / "s.toml"), "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "best" in r.output and (out / "history.parquet").is_file()
+    assert len(list((out / "generations").glob("gen-*.parquet"))) == 2
+    first = SearchResults.from_parquet(out).history
+    r = CliRunner().invoke(app, ["search", str(tmp_path / "s.toml"), "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    pd.testing.assert_frame_equal(SearchResults.from_parquet(out).history, first)
+    r = CliRunner().invoke(app, ["search", str(tmp_path / "missing.toml"), "--out", str(out)])
+    assert r.exit_code == 2 and "no file" in r.output
