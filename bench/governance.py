@@ -19,7 +19,7 @@ import time
 import jax
 import numpy as np
 
-from bdpd_jax.build.game import broadcast_batch, build
+from bdpd_jax.prepare.game import broadcast_batch, build
 from bdpd_jax.config.game import ArenaConfig
 
 from bdpd_jax.run import simulate as sim

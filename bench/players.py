@@ -66,7 +66,7 @@ def compiled(n: int, slots: int, b: int, turns: int):
     import jax
     import numpy as np
 
-    from bdpd_jax.build.game import broadcast_batch, build
+    from bdpd_jax.prepare.game import broadcast_batch, build
     from bdpd_jax.kernels.rollout import init_batch, run_turns
     from bdpd_jax.run.simulate import arena_keys
 

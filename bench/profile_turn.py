@@ -31,7 +31,7 @@ os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", XLA_DEFAULTS) + " --xla_cp
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
-from bdpd_jax.build.game import broadcast_batch, build  # noqa: E402
+from bdpd_jax.prepare.game import broadcast_batch, build  # noqa: E402
 from bdpd_jax.run.runner import arena_keys, compiled_init, compiled_run  # noqa: E402
 
 

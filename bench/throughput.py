@@ -48,7 +48,7 @@ enable_compile_cache()
 import numpy as np  # noqa: E402
 
 import bdpd_jax  # noqa: E402
-from bdpd_jax.build.game import broadcast_batch, build  # noqa: E402
+from bdpd_jax.prepare.game import broadcast_batch, build  # noqa: E402
 from bdpd_jax.run.simulate import arena_keys, compiled_init, compiled_run  # noqa: E402
 
 

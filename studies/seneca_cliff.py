@@ -32,7 +32,7 @@ from pathlib import Path
 import jax.numpy as jnp
 import numpy as np
 
-from bdpd_jax.build.game import broadcast_batch, build
+from bdpd_jax.prepare.game import broadcast_batch, build
 from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.run.simulate import TRACES, arena_keys, run_batch
 

@@ -244,7 +244,7 @@ class ArenaConfig(BaseModel):
         if self.players is not None:
             check_governance(self.players, self.pacts)
             _check_harvest_scale(self.model, self.players)
-            from ..build.governance import needed_slots
+            from ..prepare.governance import needed_slots
 
             if needed_slots(self) > MAX_PACT_SLOTS:
                 raise ValueError(f"pacts: {needed_slots(self)} pacts and scripted pledges/proposals need more than "

@@ -8,9 +8,9 @@ import dataclasses
 import jax.numpy as jnp
 import numpy as np
 
-from bdpd_jax.build.game import build
+from bdpd_jax.prepare.game import build
 from bdpd_jax.config.game import ArenaConfig, PlayerConfig
-from bdpd_jax.build.governance import needed_slots
+from bdpd_jax.prepare.governance import needed_slots
 from bdpd_jax.kernels import talk as T
 from bdpd_jax.kernels.game import Game
 from bdpd_jax.kernels.governance import NAME as GOV

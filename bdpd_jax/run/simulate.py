@@ -6,7 +6,7 @@ of at most ``max_batch`` (bounded memory, cache-friendly); turns run in chunks o
 no-ops, so the result is bit-identical to an unchunked run); ended arenas are skipped
 (bdpd_jax/run/runner.py). Randomness is indexed by (seed, arena, turn, player, purpose): an
 arena's numbers never depend on the batch. A config already seen is not validated or built
-again (bdpd_jax/build/prepared.py). A run of one turn chunk without history is a single
+again (bdpd_jax/prepare/prepared.py). A run of one turn chunk without history is a single
 program from keys to summary numbers (``compiled_whole``; sweeps use it too).
 """
 
@@ -20,14 +20,14 @@ from typing import Any
 import jax
 import numpy as np
 
-from ..build.game import broadcast_batch
+from ..prepare.game import broadcast_batch
 from ..config.game import ArenaConfig
 from ..kernels.game import Game
 from ..kernels.rollout import init_batch, run_turns, summary_of
-from ..build.prepared import prepared
+from ..prepare.prepared import prepared
 from .runner import TRACES, SCANNED, arena_keys, compiled_init, compiled_run, key_words, keys_of, one_program, run_batch, to_numpy  # noqa: F401 (re-exported)
 from ..results import govsim
-from ..build.governance import sanction_specs
+from ..prepare.governance import sanction_specs
 from ..kernels.plugins import NAME as PLUGINS
 from ..results.governance import layer_record, sanctions_frame, violations_frame
 from ..kernels.governance import NAME as GOV

@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from ..build.game import build
+from ..prepare.game import build
 from .paths import apply_values, describe_point, plain_value
 
 # ----------------------------------------------------------------------------- the run
@@ -47,7 +47,7 @@ def shape_culprits(base: dict, names, values0, values_i, differs, build_kw, roun
 
 
 def governance_shapes(configs) -> dict | None:
-    from ..build.governance import needed_slots, sanction_specs, uses_governance
+    from ..prepare.governance import needed_slots, sanction_specs, uses_governance
 
     if not any(uses_governance(c) for c in configs):
         return None

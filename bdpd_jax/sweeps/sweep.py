@@ -34,7 +34,7 @@ from ..config.game import ArenaConfig
 from ..kernels.metrics import METRICS
 from ..config.limits import DEFAULT_MAX_BATCH, check_run_args
 from ..results.frames import summary_frame
-from ..build.prepared import content_key
+from ..prepare.prepared import content_key
 from ..run.runner import arena_keys, one_program, run_batch, to_numpy
 from ..run.simulate import flatten_record, compiled_final, default_chunk, govsim_of, run_whole
 from .build import DEVICE_COPIES, ROW_CELL_BYTES, build_points, bytes_per_arena, resolve_devices
@@ -210,7 +210,7 @@ MAX_PLANS = 8
 
 def cached_plan(config, table: pd.DataFrame, **options) -> SweepPlan:
     """A SweepPlan, reused when the same config content, table and options were planned
-    before (every point's config is validated and built once; bdpd_jax/build/prepared.py)."""
+    before (every point's config is validated and built once; bdpd_jax/prepare/prepared.py)."""
     try:
         cells = pd.util.hash_pandas_object(table, index=True).to_numpy().tobytes()
         key = (content_key(config), hashlib.sha1(cells).hexdigest(), repr(list(table.columns)),
