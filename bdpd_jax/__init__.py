@@ -12,6 +12,10 @@ from .run.simulate import simulate  # noqa: E402
 from .sweeps.sweep import SweepResults, sweep  # noqa: E402
 from .sweeps import sensitivity  # noqa: E402
 
-__all__ = ["ArenaConfig", "configure", "Policy", "Results", "SweepResults", "default_config", "kernels", "sensitivity", "simulate",
-           "sweep"]
+# last: the name ``bdpd_jax.prepare`` is the function (its package stays importable by path,
+# ``from bdpd_jax.prepare.game import build``)
+from .prepare.prepared import LiveOptions, PreparedRun, prepare  # noqa: E402
+
+__all__ = ["ArenaConfig", "configure", "LiveOptions", "Policy", "PreparedRun", "Results", "SweepResults", "default_config",
+           "kernels", "prepare", "sensitivity", "simulate", "sweep"]
 __version__ = "0.1.0"

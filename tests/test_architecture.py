@@ -230,3 +230,46 @@ def test_the_attribute_guards_see_what_they_forbid(tmp_path) -> None:
         assert _attributes_set_after_init("probe") == ["probe.A.f() sets self.y, which __init__ never sets"]
     finally:
         del MODULES["probe"]
+
+
+def _imports_of_package(package: str) -> list[tuple[str, str, int]]:
+    """(module, imported module, line) for every import in a host package's modules, those
+    under ``if TYPE_CHECKING:`` and inside functions included."""
+    return [(m, target, line) for m in MODULES if m == package or m.startswith(package + ".")
+            for target, _, line in _imports(m)]
+
+
+def _reaches(bad: list[str]):
+    return lambda target: any(target == b or target.startswith(b + ".") for b in bad)
+
+
+def test_config_imports_nothing_from_prepare_run_sweeps_results_or_host() -> None:
+    """The spine: config -> prepare -> run -> results; config is the first stage."""
+    hit = _reaches([f"bdpd_jax.{p}" for p in ("prepare", "run", "sweeps", "results", "host")])
+    bad = [f"{m}:{line} imports {t}" for m, t, line in _imports_of_package("bdpd_jax.config") if hit(t)]
+    assert not bad, "\n".join(bad)
+
+
+def test_prepare_imports_nothing_from_run_sweeps_results_or_host() -> None:
+    hit = _reaches([f"bdpd_jax.{p}" for p in ("run", "sweeps", "results", "host")])
+    bad = [f"{m}:{line} imports {t}" for m, t, line in _imports_of_package("bdpd_jax.prepare") if hit(t)]
+    assert not bad, "\n".join(bad)
+
+
+def test_build_is_called_only_through_prepare_by_run_and_host() -> None:
+    """``simulate`` and the live host prepare through ``prepare`` (one preparation), never by
+    calling ``prepare.game.build`` themselves."""
+    bad = [f"{m}:{line} imports build" for m in MODULES if m.startswith(("bdpd_jax.run", "bdpd_jax.host"))
+           for target, name, line in _imports(m) if target == "bdpd_jax.prepare.game" and name == "build"]
+    assert not bad, "\n".join(bad)
+
+
+def test_the_package_guards_see_what_they_forbid(tmp_path) -> None:
+    src = tmp_path / "m.py"
+    src.write_text("def f():\n    from ..prepare.game import build\n")
+    MODULES["bdpd_jax.config.probe"] = src
+    try:
+        found = [t for m, t, _ in _imports_of_package("bdpd_jax.config") if m == "bdpd_jax.config.probe"]
+        assert found == ["bdpd_jax.prepare.game"] and _reaches(["bdpd_jax.prepare"])(found[0])
+    finally:
+        del MODULES["bdpd_jax.config.probe"]

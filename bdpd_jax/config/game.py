@@ -20,7 +20,7 @@ from ..kernels.params import OBS_VARS, OWN_VARS, PEER_VARS
 from ..kernels.observe import QUALITATIVE_VARS, SIGN_VARS, capacity
 from ..kernels.policies import BUILTINS, Policy
 from ..kernels.schedule import SCHEDULERS
-from .governance import PactConfig, TalkConfig, check_governance
+from .governance import PactConfig, TalkConfig, check_governance, needed_slots
 from .limits import MAX_DIE_SIDES, MAX_PACT_SLOTS, MAX_PLAYERS, MAX_SPECS, MAX_TURNS, check_magnitudes
 from .perturbations import check_perturbations, parse_perturbations
 
@@ -244,8 +244,6 @@ class ArenaConfig(BaseModel):
         if self.players is not None:
             check_governance(self.players, self.pacts)
             _check_harvest_scale(self.model, self.players)
-            from ..prepare.governance import needed_slots
-
             if needed_slots(self) > MAX_PACT_SLOTS:
                 raise ValueError(f"pacts: {needed_slots(self)} pacts and scripted pledges/proposals need more than "
                                  f"{MAX_PACT_SLOTS} pact slots (bdpd_jax/config/limits.py)")
