@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pydantic_core import PydanticSerializationError
 
 from ..config.game import ArenaConfig
 from ..config.governance import needed_slots
@@ -108,9 +109,14 @@ def _token(obj: Any) -> str:
 
 
 def content_key(source: Any) -> str:
-    """SHA-1 of a config source's content (a file by its text)."""
+    """SHA-1 of a config source's content (a file by its text). An ArenaConfig is serialised
+    by pydantic's own JSON writer (its field order is the model's: the same content, the
+    same text); one holding a Python policy object by sorted JSON with the object's token."""
     if isinstance(source, ArenaConfig):
-        text = json.dumps(source.model_dump(mode="python"), sort_keys=True, default=_token)
+        try:
+            text = source.model_dump_json()
+        except PydanticSerializationError:  # a Policy object: keyed by identity
+            text = json.dumps(source.model_dump(mode="python"), sort_keys=True, default=_token)
     elif isinstance(source, dict):
         text = json.dumps(source, sort_keys=True, default=_token)
     elif isinstance(source, Path) or (isinstance(source, str) and not source.lstrip().startswith("{")):

@@ -33,7 +33,7 @@ import pandas as pd
 from ..config.game import ArenaConfig
 from ..kernels.metrics import METRICS
 from ..config.limits import DEFAULT_MAX_BATCH, check_run_args
-from ..results.frames import summary_frame
+from ..results.frames import summary_columns
 from ..prepare.prepared import content_key, prepare
 from ..run.runner import arena_keys, one_program, run_batch, to_numpy
 from ..run.simulate import flatten_record, compiled_final, default_chunk, govsim_of, run_whole
@@ -174,8 +174,8 @@ class SweepPlan:
             del state, params
         rec_np = take(rec) if self.history else None
         pts = idx // reps
-        frame = summary_frame(final, idx, self.labels,
-                              govsim_of(final, self.yields[pts], rec_np, np.asarray(self.n_turns)[pts]))
+        summary = summary_columns(final, idx, self.labels,
+                                  govsim_of(final, self.yields[pts], rec_np, np.asarray(self.n_turns)[pts]))
         wealth = np.asarray(final["wealth"], float)
         extra = {"wealth_mean": wealth.mean(axis=0)}
         if self.history:
@@ -186,8 +186,7 @@ class SweepPlan:
             lead[n_] = col[pts]
         # one frame from the columns (each its own array, as summary_frame's): no copy of the
         # summary into an assigned and then a concatenated frame
-        cols = {**lead, **{c: frame[c].array for c in frame.columns}, **extra}
-        return pd.DataFrame(cols, copy=False)
+        return pd.DataFrame({**lead, **summary, **extra}, copy=False)
 
     def outcomes(self) -> list[str]:
         return list(POINT_OUTCOMES) + ([f"mean_{m}" for m in METRICS] if self.history else [])
