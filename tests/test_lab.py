@@ -8,10 +8,10 @@ import copy
 
 import numpy as np
 import pytest
+from payloads import MIXED_PLAYERS, SEED_LOGISTIC
 
 import bdpd_jax
 from bdpd_jax import lab
-from payloads import MIXED_PLAYERS, SEED_LOGISTIC
 
 
 def _cfg(regen: float) -> dict:
