@@ -1,18 +1,62 @@
-"""bdpd_jax: the BDPD commons-governance arena as a vectorized JAX batch simulator."""
+"""bdpd_jax: the BDPD commons-governance arena as a vectorized JAX batch simulator.
 
-from ._env import apply_env, configure
+Importing the package changes nothing in the process and loads nothing heavy: the public
+names below are loaded on first use. ``bdpd_jax.configure()`` applies the package's process
+settings (``XLA_FLAGS``, ``EQX_ON_ERROR``; docs/semantics/performance.md), so call it first,
+before the first run (the ``bdpd`` CLI does).
+"""
 
-apply_env()
+from __future__ import annotations
 
-from . import kernels  # noqa: E402
-from .config.game import ArenaConfig, default_config  # noqa: E402
-from .kernels.policies import Policy  # noqa: E402
-from .results.frames import Results  # noqa: E402
-from .run.simulate import simulate  # noqa: E402
-from .sweeps.sweep import SweepResults, sweep  # noqa: E402
-from .sweeps import sensitivity  # noqa: E402
-from .searches import SearchResults, search  # noqa: E402
+import importlib
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["ArenaConfig", "configure", "Policy", "Results", "SearchResults", "SweepResults", "default_config", "kernels",
-           "search", "sensitivity", "simulate", "sweep"]
+from ._env import configure
+
+if TYPE_CHECKING:
+    from . import kernels, lab, sensitivity
+    from .config.game import ArenaConfig, default_config
+    from .kernels.policies import Policy
+    from .prepare import LiveOptions, PreparedRun, prepare
+    from .results.frames import Results
+    from .searches import SearchResults, search
+    from .run.simulate import simulate
+    from .sweeps.sweep import SweepResults, sweep
+
+# public name -> (module, attribute; None: the module itself)
+_LAZY: dict[str, tuple[str, str | None]] = {
+    "ArenaConfig": (".config.game", "ArenaConfig"),
+    "default_config": (".config.game", "default_config"),
+    "Policy": (".kernels.policies", "Policy"),
+    "Results": (".results.frames", "Results"),
+    "simulate": (".run.simulate", "simulate"),
+    "SweepResults": (".sweeps.sweep", "SweepResults"),
+    "sweep": (".sweeps.sweep", "sweep"),
+    "LiveOptions": (".prepare", "LiveOptions"),
+    "PreparedRun": (".prepare", "PreparedRun"),
+    "prepare": (".prepare", None),  # the package, callable: bdpd_jax.prepare(config) -> PreparedRun
+    "kernels": (".kernels", None),
+    "lab": (".lab", None),
+    "sensitivity": (".sweeps.sensitivity", None),
+    "SearchResults": (".searches", "SearchResults"),
+    "search": (".searches", "search"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    spec = _LAZY.get(name)
+    if spec is None:
+        raise AttributeError(f"module 'bdpd_jax' has no attribute {name!r}")
+    module = importlib.import_module(spec[0], __name__)
+    value = module if spec[1] is None else getattr(module, spec[1])
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
+__all__ = ["ArenaConfig", "configure", "LiveOptions", "Policy", "PreparedRun", "Results", "SearchResults", "SweepResults",
+           "default_config", "kernels", "lab", "prepare", "search", "sensitivity", "simulate", "sweep"]
 __version__ = "0.1.0"

@@ -1,19 +1,21 @@
-"""Process settings the package applies when imported, each only where the user has not set it.
-
-Importing ``bdpd_jax`` sets two environment variables *only when they are unset*, so a user's
-own values always win and no other library's settings are overwritten (README, "Process
-settings"). ``configure()`` applies the same settings explicitly and can turn on the
-persistent compilation cache; the CLI, the server and the benches call it.
+"""Process settings of the package: ``bdpd_jax.configure()`` applies them, each only where
+the user has not set it. Importing ``bdpd_jax`` changes nothing in the process; the ``bdpd``
+CLI and the benches call ``configure()`` first (docs/semantics/performance.md, "Process
+settings"). A user's own ``XLA_FLAGS`` and ``EQX_ON_ERROR`` always win.
 
 XLA's CPU backend in jaxlib 0.10 routes some fusions to YNNPACK, which runs the short
 per-player reductions of this game ~20x slower; an empty fusion-type list turns that off.
 Copy insertion by region analysis keeps the turn loop's carried buffers from being copied
-every turn (bench/README.md has the figures for both). A user's own XLA_FLAGS always win.
+every turn (bench/HISTORY.md has the figures for both). XLA reads ``XLA_FLAGS`` when jax
+starts its backend (the first computation), equinox reads ``EQX_ON_ERROR`` when imported:
+``configure()`` must come before both.
 """
 
 from __future__ import annotations
 
 import os
+import sys
+import warnings
 
 YNN_OFF = "--xla_cpu_experimental_ynn_fusion_type="
 # Copy insertion by region analysis: the turn loop's carried buffers are updated in place
@@ -24,6 +26,7 @@ XLA_DEFAULTS = f"{YNN_OFF} {COPY_REGIONS}"
 
 
 def apply_env() -> None:
+    """Set ``XLA_FLAGS`` and ``EQX_ON_ERROR`` where unset (``configure`` is the public call)."""
     if "XLA_FLAGS" not in os.environ:
         os.environ["XLA_FLAGS"] = XLA_DEFAULTS
     # equinox's runtime checks (eqx.error_if inside diffrax) cost ~2 us per Seneca turn and
@@ -53,9 +56,14 @@ def configure(*, compile_cache: bool | str = False) -> dict[str, str]:
 
     ``compile_cache=True`` (or a folder) also turns on JAX's persistent compilation cache.
     Settings read at import by another library (``EQX_ON_ERROR`` by equinox) only take effect
-    if this runs before that library is first imported.
+    if this runs before that library is first imported: a warning says when it came too late.
     """
+    late = "equinox" in sys.modules and "EQX_ON_ERROR" not in os.environ
     apply_env()
+    if late:
+        warnings.warn("bdpd_jax.configure(): equinox was imported before it, so EQX_ON_ERROR=nan applies to new "
+                      "processes only; call bdpd_jax.configure() before importing bdpd_jax's kernels or equinox",
+                      RuntimeWarning, stacklevel=2)
     if compile_cache:
         enable_compile_cache(compile_cache if isinstance(compile_cache, str) else None)
     return {k: os.environ.get(k, "") for k in ("XLA_FLAGS", "EQX_ON_ERROR")}

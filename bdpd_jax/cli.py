@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from ._env import apply_env, enable_compile_cache
+import re
+import time
+from pathlib import Path
+from typing import Optional
 
-apply_env()
+import typer
 
-import re  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
-from typing import Optional  # noqa: E402
-
-import typer  # noqa: E402
+from ._env import configure, enable_compile_cache
 
 app = typer.Typer(add_completion=False, help="BDPD commons arenas, vectorized in JAX.",
                   pretty_exceptions_enable=False)
@@ -274,6 +272,7 @@ def version() -> None:
 
 
 def main() -> None:
+    configure()  # the package's process settings, before any command imports jax or equinox
     app()
 
 

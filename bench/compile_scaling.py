@@ -16,7 +16,6 @@ time passes --timeout is killed and reported as such.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -25,11 +24,14 @@ import textwrap
 import time
 from pathlib import Path
 
+from harness import Figures, parser  # bench/ is on a bench script's path
+
 HERE = Path(__file__).resolve().parent
 
 CHILD = textwrap.dedent("""
     import json, resource, sys, time
-    import bdpd_jax  # applies the package's XLA flags
+    import bdpd_jax
+    bdpd_jax.configure()
     n, slots, specs, ladder = (int(x) for x in sys.argv[1:5])
     from bdpd_jax.host.arena import Arena
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -93,13 +95,14 @@ def point(n: int, slots: int, timeout: float, max_gb: float, specs: int = 0, lad
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = parser(__doc__)
     ap.add_argument("--points", nargs="+", default=["2x4", "4x16", "8x16", "16x16", "32x16", "4x4", "4x32", "4x64"],
                     help="PLAYERSxSLOTS[xSPECSxLADDER]: players, pact slots, perturbation specs, ladder rungs")
     ap.add_argument("--timeout", type=float, default=150.0)
     ap.add_argument("--max-gb", type=float, default=3.5)
     ap.add_argument("--write", action="store_true", help="append the table to bench/compile_scaling_last.md")
     args = ap.parse_args()
+    out = Figures("compile_scaling", args.json)
     rows = []
     print("| players | pact slots | specs + ladder | compile s (wall) | compile CPU s | tick ms | peak RSS GB | "
           "RSS after import GB |")
@@ -108,6 +111,7 @@ def main() -> None:
         n, s, k, lad = ([int(x) for x in pt.split("x")] + [0, 0])[:4]
         r = point(n, s, args.timeout, args.max_gb, k, lad)
         rows.append(r)
+        out.emit(pt, players=n, pact_slots=s, specs=k, ladder=lad, **r)
         if "killed" in r:
             line = f"| {n} | {s} | {k} + {lad} | killed ({r['killed']}) | | | | |"
         else:

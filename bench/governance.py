@@ -7,22 +7,25 @@ proposal (turn 2): 4 pact slots and the registry writes on the turns they happen
 players and engine as the plain case. The plain and governance runs alternate, best of
 ``--reps``; compile time is reported apart.
 
-    .venv/bin/python bench/governance.py [--batch 16384] [--turns 100] [--reps 3]
+    .venv/bin/python bench/governance.py [--batch 16384] [--turns 100] [--reps 3] [--json PATH]
 """
 
 from __future__ import annotations
 
-import argparse
 import copy
+import sys
 import time
+from pathlib import Path
 
-import jax
-import numpy as np
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import Figures, best_of, parser, setup  # noqa: E402
 
-from bdpd_jax.build.game import broadcast_batch, build
-from bdpd_jax.config.game import ArenaConfig
+setup()
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
 
-from bdpd_jax.run import simulate as sim
+import bdpd_jax  # noqa: E402
+from bdpd_jax import lab  # noqa: E402
 
 PLAIN = {
     "model": {"maxPlayers": 4, "minPlayers": 4, "maxTurns": 100},
@@ -47,13 +50,13 @@ CASES = {"plain": PLAIN, "governance": GOV, "+ scripted writes": SCRIPTED}
 
 def compiled(cfg: dict, b: int, turns: int):
     """(run, args, compile seconds) for one config at batch size b."""
-    game, params = build(ArenaConfig.model_validate(cfg))
-    pb = broadcast_batch(params, b)
-    keys = sim.arena_keys(0, np.arange(b))
-    init = sim.compiled_init(game)
+    prep = bdpd_jax.prepare(cfg)
+    pb = lab.batch_params(prep, b)
+    keys = lab.arena_keys(0, np.arange(b))
+    init = lab.compiled_init(prep.game)
     t0 = time.perf_counter()
     state = init(keys, pb)
-    run = sim.compiled_run(game, turns, False).lower(keys, state, pb).compile()
+    run = lab.compiled_run(prep.game, turns, False).lower(keys, state, pb).compile()
     compile_s = time.perf_counter() - t0
     jax.block_until_ready(run(keys, state, pb))
     return run, (keys, state, pb), compile_s
@@ -63,22 +66,18 @@ def bench(cases: dict, b: int, turns: int, reps: int) -> dict:
     """Best run time of each case; the cases alternate rep by rep, so a change of machine
     speed during the run touches them alike."""
     progs = {name: compiled(cfg, b, turns) for name, cfg in cases.items()}
-    best = {name: float("inf") for name in cases}
-    for _ in range(reps):
-        for name, (run, args, _) in progs.items():
-            t0 = time.perf_counter()
-            jax.block_until_ready(run(*args))
-            best[name] = min(best[name], time.perf_counter() - t0)
+    best = best_of({name: (lambda run=run, args=args: run(*args)) for name, (run, args, _) in progs.items()}, reps)
     return {name: {"compile_s": progs[name][2], "run_s": best[name], "arena_turns_per_s": b * turns / best[name]}
             for name in cases}
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = parser(__doc__)
     ap.add_argument("--batch", type=int, default=16384)
     ap.add_argument("--turns", type=int, default=100)
     ap.add_argument("--reps", type=int, default=10)
     a = ap.parse_args()
+    out = Figures("governance", a.json)
     print(f"device: {jax.devices()[0]}  B={a.batch} T={a.turns}")
     res = bench(CASES, a.batch, a.turns, a.reps)
     plain = res["plain"]["arena_turns_per_s"]
@@ -86,6 +85,8 @@ def main() -> None:
         ratio = "" if name == "plain" else f"  cost {plain / r['arena_turns_per_s']:.2f}x the plain game's time"
         print(f"{name:>18}: compile {r['compile_s']:.2f} s, {r['run_s'] / a.turns * 1e3:.3f} ms/turn, "
               f"{r['arena_turns_per_s']:.3e} arena-turns/s{ratio}")
+    for name, r in res.items():
+        out.emit(name, arenas=a.batch, turns=a.turns, **r, cost_vs_plain=plain / r["arena_turns_per_s"])
     ratio = plain / res["governance"]["arena_turns_per_s"]
     print(f"governance cost: {ratio:.2f}x the plain game's time (target <= 2x): {'OK' if ratio <= 2 else 'OVER'}")
 

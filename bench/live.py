@@ -13,7 +13,6 @@ first tick) is reported apart. ``--write`` saves the figures to bench/live_last.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import copy
 import gc
@@ -26,9 +25,13 @@ import textwrap
 import time
 from pathlib import Path
 
-from bdpd_jax.host.agents.http import make_client
-from bdpd_jax.host.arena import Arena
-from bdpd_jax.host.live_batch import LiveBatch
+from harness import Figures, parser, setup  # bench/ is on a bench script's path
+
+setup()  # the process settings before the host imports jax and equinox
+
+from bdpd_jax.host.agents.http import make_client  # noqa: E402
+from bdpd_jax.host.arena import Arena  # noqa: E402
+from bdpd_jax.host.live_batch import LiveBatch  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 FREEZE = True
@@ -172,7 +175,7 @@ async def agent_cpu(n: int, url: str, rounds: int = 10) -> float:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = parser(__doc__)
     ap.add_argument("--arenas", type=int, default=100)
     ap.add_argument("--turns", type=int, default=10)
     ap.add_argument("--delay-ms", type=float, default=5.0)
@@ -182,6 +185,7 @@ def main() -> None:
     ap.add_argument("--agent-cpu", action="store_true", help="only the agent path's CPU per HTTP decision")
     ap.add_argument("--long-ticks", type=int, help="only the long built-in LiveBatch run (bench/live_long.py)")
     args = ap.parse_args()
+    out = Figures("live", args.json)
     if args.long_ticks:
         import live_long
 
@@ -191,7 +195,9 @@ def main() -> None:
     proc, url = start_responder(args.delay_ms)
     if args.agent_cpu:
         try:
-            print(f"agent path: {asyncio.run(agent_cpu(args.arenas, url)):.3f} ms host CPU per HTTP decision")
+            ms = asyncio.run(agent_cpu(args.arenas, url))
+            print(f"agent path: {ms:.3f} ms host CPU per HTTP decision")
+            out.emit("agent_cpu", arenas=args.arenas, cpu_ms_per_decision=ms, target_ms=0.25)
         finally:
             proc.kill()
         return
@@ -208,6 +214,8 @@ def main() -> None:
                              "atps": r[f"{mode}_played"] / run, "fallbacks": r["fallbacks"],
                              "cpu_ms": 1e3 * r[f"{mode}_cpu"] / (4 * r[f"{mode}_played"])})
             print(rows[-2], rows[-1], flush=True)
+            for row in rows[-2:]:
+                out.emit(kind, arenas=args.arenas, delay_ms=args.delay_ms, **row)
     finally:
         proc.kill()
         proc.wait()

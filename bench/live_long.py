@@ -16,7 +16,6 @@ before and after are measured side by side under the same machine load.
 
 from __future__ import annotations
 
-import argparse
 import copy
 import json
 import os
@@ -24,6 +23,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from harness import Figures, parser  # bench/ is on a bench script's path
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -36,9 +37,9 @@ CONFIG = {
 
 def child(root: str, n: int, ticks: int, window: int, gc_freeze: bool) -> dict:
     sys.path.insert(0, root)
-    from bdpd_jax._env import apply_env
+    import bdpd_jax
 
-    apply_env()
+    bdpd_jax.configure()
     import inspect
 
     from bdpd_jax.host.arena import Arena
@@ -111,7 +112,7 @@ def table(rows: list[dict]) -> str:
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser()
+    ap = parser(__doc__)
     ap.add_argument("--arenas", type=int, default=100)
     ap.add_argument("--ticks", type=int, default=1000)
     ap.add_argument("--window", type=int, default=100)
@@ -119,6 +120,7 @@ def main(argv=None) -> None:
     ap.add_argument("--base", help="another checkout's root, run side by side (before/after)")
     ap.add_argument("--no-off", action="store_true", help="skip the gc_freeze=False run")
     args = ap.parse_args(argv)
+    out = Figures("live_long", args.json)
     modes = [(str(ROOT), True)] + ([] if args.no_off else [(str(ROOT), False)])
     if args.base:
         modes.append((args.base, False))
@@ -129,6 +131,7 @@ def main(argv=None) -> None:
             print(json.dumps({k: (([round(x, 2) for x in v]) if isinstance(v, list) else v) for k, v in r.items()}),
                   flush=True)
             rows.append(r)
+            out.emit("ticks", root=root, gc_freeze=freeze, **r)
     print(table(rows))
 
 

@@ -10,15 +10,18 @@ served arena does (``fsync=False``).
 
 from __future__ import annotations
 
-import argparse
 import copy
 import gc
 import os
 import tempfile
 import time
 
-from bdpd_jax.host.arena import Arena
-from bdpd_jax.host.live_batch import LiveBatch
+from harness import Figures, parser, setup  # bench/ is on a bench script's path
+
+setup()  # the process settings before the host imports jax and equinox
+
+from bdpd_jax.host.arena import Arena  # noqa: E402
+from bdpd_jax.host.live_batch import LiveBatch  # noqa: E402
 
 CONFIG = {
     "model": {"maxPlayers": 3, "minPlayers": 3, "maxTurns": 100000},
@@ -59,16 +62,19 @@ def run(turns: int, arenas: int, keep, root: str) -> list[tuple[int, float]]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = parser(__doc__)
     ap.add_argument("--turns", type=int, default=1000)
     ap.add_argument("--arenas", type=int, default=4)
     args = ap.parse_args()
+    out = Figures("live_memory", args.json)
     with tempfile.TemporaryDirectory() as root:
         rows = {}
         for label, keep in (("keep_records=100", 100), ("keep_records=None", None)):
             t0 = time.perf_counter()
             rows[label] = run(args.turns, args.arenas, keep, os.path.join(root, label))
             print(label, f"{time.perf_counter() - t0:.1f} s", rows[label], flush=True)
+            out.emit(label, arenas=args.arenas, turns=args.turns, wall_s=time.perf_counter() - t0,
+                     rss_mb_by_turn=[list(r) for r in rows[label]])
     turns = [t for t, _ in rows["keep_records=100"]]
     print("| Turn | " + " | ".join(rows) + " |")
     print("|---|" + "---|" * len(rows))

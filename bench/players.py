@@ -30,6 +30,8 @@ import threading
 import time
 from pathlib import Path
 
+from harness import Figures, parser  # bench/ is on a bench script's path
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -66,13 +68,14 @@ def compiled(n: int, slots: int, b: int, turns: int):
     import jax
     import numpy as np
 
-    from bdpd_jax.build.game import broadcast_batch, build
+    import bdpd_jax
+    from bdpd_jax import lab
     from bdpd_jax.kernels.rollout import init_batch, run_turns
-    from bdpd_jax.run.simulate import arena_keys
 
-    game, params = build(config(n, turns, slots), governance={"pact_slots": slots} if slots else None)
-    pb = broadcast_batch(params, b)
-    keys = arena_keys(0, np.arange(b))
+    prep = bdpd_jax.prepare(config(n, turns, slots), governance={"pact_slots": slots} if slots else None)
+    game = prep.game
+    pb = lab.batch_params(prep, b)
+    keys = lab.arena_keys(0, np.arange(b))
     # fresh traces per form (the cached ones of bdpd_jax.simulate would serve either)
     st = jax.block_until_ready(jax.jit(lambda p: init_batch(game, p))(pb))
     fn = jax.jit(lambda k, s, p: run_turns(game, turns, False, k, s, p))
@@ -99,9 +102,9 @@ def timed(exe, args, reps: int) -> float:
 
 def child(args) -> None:
     """One case in this process: prints one JSON line."""
-    from bdpd_jax._env import apply_env
+    import bdpd_jax
 
-    apply_env()
+    bdpd_jax.configure()
     _watchdog(args.mem_limit_gb)
     from bdpd_jax.kernels import unroll
 
@@ -135,9 +138,9 @@ def child(args) -> None:
 def side_by_side(args) -> None:
     """Several N in this process (thresholds as configured), runs alternating: per
     player-turn ratios that other jobs on the machine touch alike."""
-    from bdpd_jax._env import apply_env
+    import bdpd_jax
 
-    apply_env()
+    bdpd_jax.configure()
     exes = {n: compiled(n, 0, batch_for(n, args.player_slots), args.turns)[1:] for n in args.side_by_side}
     best = {n: math.inf for n in exes}
     for _ in range(args.reps):
@@ -196,7 +199,7 @@ def table(rows: list[dict]) -> str:
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser()
+    ap = parser(__doc__)
     ap.add_argument("--players", type=int, nargs="*", help="player counts N (4 players' game scaled)")
     ap.add_argument("--slots", type=int, nargs="*", help="pact slot counts P (4 players, governance on)")
     ap.add_argument("--forms", type=int, nargs="*", help="player counts: unrolled vs array form, one process each")
@@ -215,13 +218,20 @@ def main(argv=None) -> None:
         return child(args)
     if args.side_by_side:
         return side_by_side(args)
+    out = Figures("players", args.json)
     rows = sweep(args)
     if rows:
         print(table(rows))
+    for r in rows or []:
+        out.emit("scale", **r)
     for n in args.forms or []:
-        print(json.dumps(spawn(n, 0, batch_for(n, args.player_slots), args.turns, args, compare=True)), flush=True)
+        r = spawn(n, 0, batch_for(n, args.player_slots), args.turns, args, compare=True)
+        print(json.dumps(r), flush=True)
+        out.emit("forms", **r)
     for p in args.slot_forms or []:
-        print(json.dumps(spawn(4, p, batch_for(4, args.player_slots) // 4, args.turns, args, compare=True)), flush=True)
+        r = spawn(4, p, batch_for(4, args.player_slots) // 4, args.turns, args, compare=True)
+        print(json.dumps(r), flush=True)
+        out.emit("slot_forms", **r)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ share of the loop: the profile behind bench/README.md's "Where a turn's time goe
 
 from __future__ import annotations
 
-import argparse
 import collections
 import glob
 import gzip
@@ -23,16 +22,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bdpd_jax._env import XLA_DEFAULTS  # noqa: E402
+import bdpd_jax  # noqa: E402
+from harness import Figures, parser  # noqa: E402
 
 # XLA's per-op trace events: read when the backend starts, so set before jax is imported
-os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", XLA_DEFAULTS) + " --xla_cpu_enable_xprof_traceme=true"
+os.environ["XLA_FLAGS"] = bdpd_jax.configure()["XLA_FLAGS"] + " --xla_cpu_enable_xprof_traceme=true"
 
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
-from bdpd_jax.build.game import broadcast_batch, build  # noqa: E402
-from bdpd_jax.run.runner import arena_keys, compiled_init, compiled_run  # noqa: E402
+from bdpd_jax import lab  # noqa: E402
 
 
 def op_times(fn, calls: int) -> dict[str, tuple[float, int]]:
@@ -55,18 +54,20 @@ def op_times(fn, calls: int) -> dict[str, tuple[float, int]]:
 def main() -> None:
     import throughput
 
-    ap = argparse.ArgumentParser()
+    ap = parser(__doc__)
     ap.add_argument("--arenas", type=int, default=16384)
     ap.add_argument("--turns", type=int, default=30)
     ap.add_argument("--lanes", type=int, default=1)
     ap.add_argument("--calls", type=int, default=5)
     args = ap.parse_args()
+    out = Figures("profile_turn", args.json)
     b, t = args.arenas, args.turns
-    game, params = build(throughput.config(t))
-    pb = broadcast_batch(params, b)
-    keys = arena_keys(0, np.arange(b))
-    st = compiled_init(game)(keys, pb)
-    run = compiled_run(game, t, False, 1, True, args.lanes)
+    prep = bdpd_jax.prepare(throughput.config(t))
+    game = prep.game
+    pb = lab.batch_params(prep, b)
+    keys = lab.arena_keys(0, np.arange(b))
+    st = lab.compiled_init(game)(keys, pb)
+    run = lab.compiled_run(game, t, False, 1, True, args.lanes)
 
     def call():
         return jax.block_until_ready(run(keys, st, pb))
@@ -82,6 +83,7 @@ def main() -> None:
           f"(sum {total:.0f} us; op spans, so ops running side by side overlap)")
     for name, us in sorted(per_turn.items(), key=lambda kv: -kv[1]):
         print(f"  {us:8.1f} us {us / total:6.1%}  {name}")
+    out.emit("ops", arenas=b, turns=t, lanes=args.lanes, total_us_per_turn=total, us_per_turn=per_turn)
 
 
 if __name__ == "__main__":

@@ -14,16 +14,22 @@ near turn 1845; the "alive" mix (rcp, conservative, conservative, rcp) plays all
 
 from __future__ import annotations
 
-import argparse
+import sys
 import time
+from pathlib import Path
 
-import bdpd_jax as bj  # noqa: F401  (applies XLA_FLAGS / EQX_ON_ERROR before jax is used)
-import jax
-import jax.numpy as jnp
-import numpy as np
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import Figures, parser, setup  # noqa: E402
 
-from bdpd_jax.kernels.engines import get_engine
-from bdpd_jax.kernels.engines.seneca import vector_field
+setup()  # XLA_FLAGS / EQX_ON_ERROR before jax or equinox is used
+
+import bdpd_jax as bj  # noqa: E402
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+from bdpd_jax.kernels.engines import get_engine  # noqa: E402
+from bdpd_jax.kernels.engines.seneca import vector_field  # noqa: E402
 
 ENG = get_engine("seneca")
 T = 3000
@@ -108,12 +114,13 @@ def time_players(b, repeat, **kw):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__)
     ap.add_argument("--sizes", type=int, nargs="+", default=[1, 256, 4096, 65536])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--no-players", action="store_true")
     ap.add_argument("--players-only", action="store_true", help="only the rows with players")
     a = ap.parse_args()
+    out = Figures("seneca", a.json)
     p = lambda **s: ENG.params_from_model({"commonsInitial": 1.0, "seneca": s})  # noqa: E731
     bare = {
         "hand euler (jnp)": (hand_euler, p()),
@@ -141,6 +148,8 @@ def main():
             done = played[0] if played else total
             print(f"{name:40s} {b:6d} {comp:9.2f} {run:9.4f} {total / run:14.3e} {done / run:10.3e} "
                   f"{done / total:6.1%}", flush=True)
+            out.emit(name, arenas=b, turns=T, compile_s=comp, run_s=run, arena_turns_per_s=total / run,
+                     played_per_s=done / run, alive_share=done / total)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ Run: ``.venv/bin/python bench/server.py [--quick]``.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import copy
 import json
@@ -35,6 +34,8 @@ AUTO_MS = 20.0  # the auto-tick interval of the loaded arenas
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 from payloads import SEED_LOGISTIC  # noqa: E402
+
+from harness import Figures, parser  # noqa: E402  (bench/ is on a bench script's path)
 
 
 def _payload(turns: int, players=("conservative", "aggressive", "adaptive", "random")) -> dict:
@@ -292,7 +293,7 @@ def group_tick_profile(n: int, ticks: int = 10) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = parser(__doc__)
     ap.add_argument("--quick", action="store_true", help="N = 1, 20 only; 50 SSE clients")
     ap.add_argument("--n", type=int, nargs="*", help="only these N (no compile, fan-out, memory parts)")
     ap.add_argument("--serve", default="", help="extra `bdpd serve` options, e.g. '--workers 2'")
@@ -303,6 +304,7 @@ def main() -> None:
     ap.add_argument("--alone-n", type=int, help="--many: arenas of the --no-group-ticks server (default N; its "
                     "arena-turns/s do not grow with N, and starting 1 000 of them takes minutes)")
     args = ap.parse_args()
+    out = Figures("server", args.json)
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     if args.group_profile:
         group_tick_profile(args.group_profile)
@@ -317,6 +319,7 @@ def main() -> None:
                     r = many(srv, n, args.window)
                     print(" ".join(opts), json.dumps({k: (round(v, 2) if isinstance(v, float) else v)
                                                       for k, v in r.items()}), flush=True)
+                    out.emit("many", options=" ".join(opts), arenas=n, **r)
                 finally:
                     srv.stop()
         return
@@ -328,22 +331,27 @@ def main() -> None:
                 for n in args.n:
                     r = load(srv, n, samples=300)
                     print(json.dumps({k: (round(v, 2) if isinstance(v, float) else v) for k, v in r.items() if k != "ids"}))
+                    out.emit("load", arenas=n, **{k: v for k, v in r.items() if k != "ids"})
                     srv.close_all()
                 return
             warm, c = srv.create(_payload(3), start="manual")  # import and first compile out of the way
             srv.client.post(f"/api/arenas/{warm}/tick", headers={"X-Owner-Key": c["ownerKey"]})
             r = memory(srv, 200)  # first, on a fresh heap
             print("memory", json.dumps({k: round(v, 1) for k, v in r.items()}))
+            out.emit("memory", **r)
             for n in ((1, 20) if args.quick else (1, 20, 100)):
                 r = load(srv, n, samples=300)
                 print(json.dumps({k: (round(v, 2) if isinstance(v, float) else v) for k, v in r.items() if k != "ids"}))
+                out.emit("load", arenas=n, **{k: v for k, v in r.items() if k != "ids"})
                 srv.close_all()
             r = compile_while_loaded(srv, 300)
             print("compile under load", json.dumps({k: (round(v, 2) if isinstance(v, float) else v)
                                                     for k, v in r.items() if k != "ids"}))
+            out.emit("compile_under_load", **{k: v for k, v in r.items() if k != "ids"})
             srv.close_all()
             r = fanout(srv, 50 if args.quick else 200, 30)
             print("fan-out", json.dumps({k: (round(v, 2) if isinstance(v, float) else v) for k, v in r.items()}))
+            out.emit("fanout", **r)
         finally:
             srv.stop()
 

@@ -28,6 +28,8 @@ import sys
 import time
 from pathlib import Path
 
+from harness import Figures, parser, setup  # bench/ is on a bench script's path
+
 ROOT = Path(__file__).resolve().parents[1]
 TURNS = 30
 
@@ -110,7 +112,7 @@ def loop(case: str, scale: float, n_points: int) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__)
     ap.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
     ap.add_argument("--scale", type=float, default=1.0, help="scale every grid side (smoke runs: 0.2)")
     ap.add_argument("--repeat", type=int, default=2, help="warm runs per device count (best kept)")
@@ -121,9 +123,8 @@ def main() -> None:
     if a.worker is not None:
         print("RESULT " + json.dumps(worker(a.worker, a.cases[0], a.scale, a.repeat)))
         return
-    from bdpd_jax._env import apply_env
-
-    apply_env()
+    setup()
+    out = Figures("sweep", a.json)
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
     print(f"CPU cores: {os.cpu_count()}, {TURNS} turns, 3 parameters")
     for case in a.cases:
@@ -150,6 +151,11 @@ def main() -> None:
               f"({lp['per_point_s'] * 1e3:.2f} ms/point{extra}), "
               f"{lp['points'] * reps * TURNS / lp['wall_s'] / 1e6:.3f} M arena-turns/s "
               f"({lp['played'] / lp['wall_s'] / 1e6:.3f} M played)")
+        for r in runs:
+            out.emit(case, points=n_points, replicates=reps, arenas=r["arenas"], turns=TURNS, devices=r["devices"],
+                     build=r["build"], cold_s=r["cold_s"], warm_s=r["warm_s"], loop_points=lp["points"],
+                     loop_per_point_s=lp["per_point_s"], vs_loop_cold=loop_full / r["cold_s"],
+                     vs_loop_warm=loop_full / r["warm_s"], survival=r["survival"], loop_survival=lp["survival"])
         print(f"  survival: sweep {runs[0]['survival']:.4f}, loop {lp['survival']:.4f} "
               f"({'same arenas' if lp['points'] == n_points else 'loop on the first points'})")
 

@@ -31,12 +31,12 @@ the floor and its ratio to numba: where issue 16's targets (kernel >= 50 % of th
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import Figures, parser, setup  # noqa: E402
 
 RUNGS = ("bare", "params", "live_stacked", "live", "live_unrolled", "fit", "last_actual")
 
@@ -134,12 +134,14 @@ def ladder_runner(rung: str, b: int, turns: int):
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = parser(__doc__)
     ap.add_argument("--arenas", type=int, default=16384)
     ap.add_argument("--turns", type=int, default=30)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--profile", nargs="*", choices=RUNGS + ("kernel",), help="per-op times of these rungs instead")
     args = ap.parse_args()
+    setup()
+    out = Figures("xla_ladder", args.json)
     b, t = args.arenas, args.turns
     if args.profile:
         import profile_turn  # sets XLA's per-op trace flag before jax starts
@@ -176,6 +178,7 @@ def main() -> None:
         overall = {k: min(overall[k], v) for k, v in best.items()}
         print(f"  round {r + 1}: " + _cells(best, t), flush=True)
     print("  best of all rounds: " + _cells(overall, t))
+    out.emit("ladder", arenas=b, turns=t, **{f"{k}_us_per_turn": v / t * 1e6 for k, v in overall.items()})
     for name in RUNGS:
         same = np.isclose(np.asarray(wealth[name]), kw, rtol=1e-5, atol=1e-4).all(axis=0).mean()
         print(f"  {name}: {same:.1%} of arenas end with the kernel's wealth (to 1e-5)")

@@ -108,7 +108,7 @@ class PluginLayer(Layer):
 
     def pact_slot(self, i: int, n_slots: int) -> int | None:
         """Plugin i's reserved pact slot: the last slots of the table, in plugin order
-        (bdpd_jax.build.governance adds them), or None."""
+        (bdpd_jax.prepare.governance adds them), or None."""
         reserving = [k for k, t in enumerate(self.types) if plugin_type(t).reserves_pact]
         return n_slots - len(reserving) + reserving.index(i) if i in reserving else None
 

@@ -39,6 +39,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 import bdpd_jax  # noqa: E402
+
+bdpd_jax.configure()
 from bdpd_jax.kernels.metrics import METRICS  # noqa: E402
 
 SIZE = int(os.environ.get("BDPD_STUDY_SIZE", "1000"))  # arenas per cell (CI: small)

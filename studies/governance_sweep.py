@@ -28,11 +28,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from bdpd_jax.build.game import build  # noqa: E402
-from bdpd_jax.config.game import ArenaConfig  # noqa: E402
-from bdpd_jax.build.governance import stack_batch  # noqa: E402
+import bdpd_jax  # noqa: E402
+
+bdpd_jax.configure()
+from bdpd_jax import ArenaConfig, lab  # noqa: E402
 from bdpd_jax.kernels.metrics import METRICS  # noqa: E402
-from bdpd_jax.run import simulate as sim  # noqa: E402
 
 SIZE = int(os.environ.get("BDPD_STUDY_SIZE", "2000"))  # arenas per cell (CI: small)
 TURNS = 30
@@ -64,16 +64,13 @@ def cell_config(tol: float, ladder: list[float], c: int) -> ArenaConfig:
 
 
 cells = [(t, name, c) for t in TOLERANCES for name in LADDERS for c in COMPLIANT]
-built = [build(cell_config(t, LADDERS[name], c), governance={"pact_slots": 2, "ladder_width": 3}) for t, name, c in cells]
-games = {g for g, _ in built}
-assert len(games) == 1, "every cell must share one compiled program"
-game = games.pop()
-params = stack_batch([p for _, p in built], repeat=SIZE)
+runs = [bdpd_jax.prepare(cell_config(t, LADDERS[name], c), governance={"pact_slots": 2, "ladder_width": 3})
+        for t, name, c in cells]  # one Game for every cell (lab.rollout checks it): one compiled program
 B = len(cells) * SIZE
-keys = sim.arena_keys(0, np.arange(B))
-before = sim.TRACES["run"]
-state, rec = sim.run_batch(game, params, keys, TURNS, TURNS, True)
-print(f"{len(cells)} cells x {SIZE} arenas = {B} arenas, {sim.TRACES['run'] - before} compilation(s)")
+before = lab.TRACES["run"]
+out = lab.rollout(runs, SIZE, turns=TURNS, history=True)
+state, rec = out.state, out.records
+print(f"{len(cells)} cells x {SIZE} arenas = {B} arenas, {lab.TRACES['run'] - before} compilation(s)")
 
 # %%
 survived = np.asarray(~state.collapsed).reshape(len(cells), SIZE).mean(axis=1)

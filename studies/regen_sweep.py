@@ -33,6 +33,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+import bdpd_jax  # noqa: E402
+
+bdpd_jax.configure()
 from bdpd_jax import default_config, sweep  # noqa: E402
 
 SIZE = int(os.environ.get("BDPD_STUDY_SIZE", "1000"))  # replicates per (mix, regenRate) point

@@ -32,9 +32,10 @@ from pathlib import Path
 import jax.numpy as jnp
 import numpy as np
 
-from bdpd_jax.build.game import broadcast_batch, build
-from bdpd_jax.config.game import ArenaConfig
-from bdpd_jax.run.simulate import TRACES, arena_keys, run_batch
+import bdpd_jax
+
+bdpd_jax.configure()
+from bdpd_jax import lab  # noqa: E402
 
 SIZE = int(os.environ.get("BDPD_STUDY_SIZE", 1024))  # arenas per strategy table
 TURNS, EVERY, CHUNK = 3000, 10, 1000  # turns, record every k-th turn, turns per compiled chunk
@@ -51,7 +52,8 @@ cfg = copy.deepcopy(SEED_SENECA)
 cfg["model"]["maxTurns"] = TURNS
 cfg["observability"] = {v: {"visible": True, "noise": 0.05} for v in ("commonsStock", "capitalStock", "pollutionLevel")}
 cfg["players"] = [{"strategy": "idle"}] * 4
-game, params = build(ArenaConfig.model_validate(cfg), extra_policies=BUILTINS)
+prep = bdpd_jax.prepare(cfg, extra_policies=BUILTINS)  # every builtin compiled in: one program for all tables
+game, params = prep.game, prep.params
 index = {p.name: i for i, p in enumerate(game.policies)}
 scale = float(params.engine.harvest_scale)
 print(f"{SIZE} arenas x {TURNS} turns per table, {len(TABLES)} tables, harvestScale {scale:g}")
@@ -61,11 +63,12 @@ print(f"{SIZE} arenas x {TURNS} turns per table, {len(TABLES)} tables, harvestSc
 def run_table(k: int, players: tuple) -> dict:
     """One table: collapse turns int[B]; R, C, P, rcp-player-0 request float[T/EVERY, B]
     (NaN once the arena has collapsed)."""
-    pb = broadcast_batch(params, SIZE)
+    pb = lab.batch_params(prep, SIZE)
     strat = jnp.asarray(np.repeat([[index[s]] for s in players], SIZE, axis=1), jnp.int32)
     pb = dataclasses.replace(pb, players=dataclasses.replace(pb.players, strategy=strat))
-    keys = arena_keys(0, np.arange(k * SIZE, (k + 1) * SIZE))
-    state, rec = run_batch(game, pb, keys, TURNS, CHUNK, True, every=EVERY)
+    out = lab.rollout(prep, SIZE, turns=TURNS, chunk_turns=CHUNK, history=True, every=EVERY, arena_offset=k * SIZE,
+                      params=pb)
+    state, rec = out.state, out.records
     alive = np.asarray(rec.played) & ~np.asarray(rec.collapsed)  # [T', B]
     keep = lambda x: np.where(alive, np.asarray(x, float), np.nan)  # noqa: E731
     collapsed = np.asarray(state.collapsed)
@@ -78,9 +81,9 @@ def run_table(k: int, players: tuple) -> dict:
     }
 
 
-traces0 = TRACES["run"]
+traces0 = lab.TRACES["run"]
 res = {name: run_table(k, pl) for k, (name, pl) in enumerate(TABLES.items())}
-print("compiled programs:", TRACES["run"] - traces0, "(one for all tables)")
+print("compiled programs:", lab.TRACES["run"] - traces0, "(one for all tables)")
 
 
 # %% [markdown]

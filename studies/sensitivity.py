@@ -44,6 +44,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+import bdpd_jax  # noqa: E402
+
+bdpd_jax.configure()
 from bdpd_jax import sensitivity  # noqa: E402
 
 SIZE = int(os.environ.get("BDPD_STUDY_SIZE", "1024"))  # Sobol base samples (rounded down to a power of 2)

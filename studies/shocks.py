@@ -28,10 +28,10 @@ from pathlib import Path
 import jax.numpy as jnp
 import numpy as np
 
-from bdpd_jax import default_config
-from bdpd_jax.build.game import broadcast_batch, build
-from bdpd_jax.config.game import ArenaConfig
-from bdpd_jax.run.simulate import TRACES, arena_keys, run_batch
+import bdpd_jax
+
+bdpd_jax.configure()
+from bdpd_jax import default_config, lab  # noqa: E402
 
 SIZE = int(os.environ.get("BDPD_STUDY_SIZE", 2000))  # arenas per grid point
 FACTORS = np.array([0.0, 0.25, 0.5, 0.625, 0.75, 0.875, 1.0])
@@ -50,11 +50,12 @@ def survival_grid(scheduler: str, seed: int = 0) -> np.ndarray:
     cfg["players"] = [{"strategy": s, "privateResource": 30} for s in ("conservative",) * 3 + ("random",)]
     cfg["perturbations"] = [{"id": "drought", "type": "regen_shock",
                              "trigger": {"kind": "turn", "turn": 2}, "payload": {"factor": 0.5}}]
-    game, params = build(ArenaConfig.model_validate(cfg))
+    prep = bdpd_jax.prepare(cfg)
+    params = prep.params
     tt, ff = np.meshgrid(TURNS, FACTORS, indexing="ij")  # [T, F]
     cells = tt.size
     b = cells * SIZE
-    pb = broadcast_batch(params, b)
+    pb = lab.batch_params(prep, b)
     pp = pb.extra["perturb"]
     pp = dataclasses.replace(
         pp,
@@ -63,15 +64,15 @@ def survival_grid(scheduler: str, seed: int = 0) -> np.ndarray:
     )
     pb = dataclasses.replace(pb, extra={**pb.extra, "perturb": pp})
     n_turns = int(params.max_turns)
-    state, _ = run_batch(game, pb, arena_keys(seed, np.arange(b)), n_turns, n_turns, False)
+    state = lab.rollout(prep, b, seed=seed, turns=n_turns, chunk_turns=n_turns, params=pb).state
     alive = ~np.asarray(state.collapsed)
     p = alive.reshape(cells, SIZE).mean(axis=1).reshape(tt.shape)
     return p, np.sqrt(p * (1 - p) / SIZE)
 
 
-traces0 = TRACES["run"]
+traces0 = lab.TRACES["run"]
 results = {s: survival_grid(s) for s in SCHEDULERS}
-print("compiled programs:", TRACES["run"] - traces0, "(one per scheduler)")
+print("compiled programs:", lab.TRACES["run"] - traces0, "(one per scheduler)")
 for s, (p, _) in results.items():
     print(f"\n{s}: P(survive), rows t = {TURNS.tolist()}, columns f = {FACTORS.tolist()}")
     print(np.array2string(p, precision=3))

@@ -230,3 +230,94 @@ def test_the_attribute_guards_see_what_they_forbid(tmp_path) -> None:
         assert _attributes_set_after_init("probe") == ["probe.A.f() sets self.y, which __init__ never sets"]
     finally:
         del MODULES["probe"]
+
+
+def _imports_of_package(package: str) -> list[tuple[str, str, int]]:
+    """(module, imported module, line) for every import in a host package's modules, those
+    under ``if TYPE_CHECKING:`` and inside functions included."""
+    return [(m, target, line) for m in MODULES if m == package or m.startswith(package + ".")
+            for target, _, line in _imports(m)]
+
+
+def _reaches(bad: list[str]):
+    return lambda target: any(target == b or target.startswith(b + ".") for b in bad)
+
+
+def test_config_imports_nothing_from_prepare_run_sweeps_results_or_host() -> None:
+    """The spine: config -> prepare -> run -> results; config is the first stage."""
+    hit = _reaches([f"bdpd_jax.{p}" for p in ("prepare", "run", "sweeps", "results", "host")])
+    bad = [f"{m}:{line} imports {t}" for m, t, line in _imports_of_package("bdpd_jax.config") if hit(t)]
+    assert not bad, "\n".join(bad)
+
+
+def test_prepare_imports_nothing_from_run_sweeps_results_or_host() -> None:
+    hit = _reaches([f"bdpd_jax.{p}" for p in ("run", "sweeps", "results", "host")])
+    bad = [f"{m}:{line} imports {t}" for m, t, line in _imports_of_package("bdpd_jax.prepare") if hit(t)]
+    assert not bad, "\n".join(bad)
+
+
+def test_build_is_called_only_through_prepare_by_run_and_host() -> None:
+    """``simulate`` and the live host prepare through ``prepare`` (one preparation), never by
+    calling ``prepare.game.build`` themselves."""
+    bad = [f"{m}:{line} imports build" for m in MODULES if m.startswith(("bdpd_jax.run", "bdpd_jax.host"))
+           for target, name, line in _imports(m) if target == "bdpd_jax.prepare.game" and name == "build"]
+    assert not bad, "\n".join(bad)
+
+
+def test_the_package_guards_see_what_they_forbid(tmp_path) -> None:
+    src = tmp_path / "m.py"
+    src.write_text("def f():\n    from ..prepare.game import build\n")
+    MODULES["bdpd_jax.config.probe"] = src
+    try:
+        found = [t for m, t, _ in _imports_of_package("bdpd_jax.config") if m == "bdpd_jax.config.probe"]
+        assert found == ["bdpd_jax.prepare.game"] and _reaches(["bdpd_jax.prepare"])(found[0])
+    finally:
+        del MODULES["bdpd_jax.config.probe"]
+
+
+# The library's public surface for the lab (studies/ and bench/): the package's names, the
+# middle tier (bdpd_jax.lab, bdpd_jax.prepare), the kernels, the sweep modules and the live
+# host. Everything else is internal to the library.
+INTERNAL = ("bdpd_jax.run", "bdpd_jax.config", "bdpd_jax.results", "bdpd_jax.cli", "bdpd_jax.sweeps.build",
+            "bdpd_jax.sweeps.paths")
+
+
+def _script_imports(path: Path) -> list[tuple[str, str | None, int]]:
+    """(module, name or None, line) of every absolute import in a script (a script is no package)."""
+    out: list[tuple[str, str | None, int]] = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            out += [(a.name, None, node.lineno) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            out += [(node.module, a.name, node.lineno) for a in node.names]
+    return out
+
+
+def _lab_violations(path: Path) -> list[str]:
+    bad = []
+    for module, name, line in _script_imports(path):
+        if module != "bdpd_jax" and not module.startswith("bdpd_jax."):
+            continue
+        full = module if name is None or f"{module}.{name}" not in MODULES else f"{module}.{name}"
+        private = any(p.startswith("_") for p in full.split(".")) or (name or "").startswith("_")
+        internal = any(full == m or full.startswith(m + ".") for m in INTERNAL) or full.startswith("bdpd_jax.prepare.")
+        if private or internal:
+            bad.append(f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path.name}:{line} imports "
+                       f"{full}{'' if name is None or full.endswith(name) else '.' + name}")
+    return bad
+
+
+def test_studies_and_bench_use_only_the_public_tier() -> None:
+    scripts = sorted((ROOT / "studies").glob("*.py")) + sorted((ROOT / "bench").glob("*.py"))
+    bad = [line for path in scripts for line in _lab_violations(path)]
+    assert not bad, "\n".join(bad)
+
+
+def test_the_lab_guard_sees_what_it_forbids(tmp_path) -> None:
+    src = tmp_path / "s.py"
+    src.write_text("from bdpd_jax._env import apply_env\nfrom bdpd_jax.prepare.game import build\n"
+                   "from bdpd_jax.run import simulate\nfrom bdpd_jax import lab, _private\nimport bdpd_jax.config.game\n"
+                   "from bdpd_jax.host.arena import Arena\nfrom bdpd_jax import prepare\n")
+    assert [b.split(" imports ")[1] for b in _lab_violations(src)] == [
+        "bdpd_jax._env.apply_env", "bdpd_jax.prepare.game.build", "bdpd_jax.run.simulate", "bdpd_jax._private",
+        "bdpd_jax.config.game"]

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 import bdpd_jax
-from bdpd_jax.build.game import broadcast_batch, build
+from bdpd_jax.prepare.game import broadcast_batch, build
 from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.kernels import rng
 from bdpd_jax.kernels.turn import play

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import bdpd_jax as bj
-from bdpd_jax.build.game import build
+from bdpd_jax.prepare.game import build
 from bdpd_jax.kernels.engines import ENGINES, Engine, register
 from bdpd_jax.kernels.params import ENV_VARS, farr
 

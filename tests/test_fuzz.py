@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import bdpd_jax
 from bdpd_jax import ArenaConfig, Policy
-from bdpd_jax.build.game import build
+from bdpd_jax.prepare.game import build
 from payloads import HEAVY, MIXED_PLAYERS, SEED_LOGISTIC
 
 TURNS, ARENAS = 4, 2

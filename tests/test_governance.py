@@ -305,8 +305,8 @@ def test_govsim_summary_columns(gov_run):
 def test_sweep_tolerance_ladder_regen_compiles_once():
     from payloads import SEED_LOGISTIC
     from bdpd_jax.run import simulate as sim
-    from bdpd_jax.build.game import build
-    from bdpd_jax.build.governance import stack_batch
+    from bdpd_jax.prepare.game import build
+    from bdpd_jax.prepare.governance import stack_batch
 
     cells = []
     for tol in (0.0, 0.2):
@@ -372,7 +372,7 @@ def test_scripted_writes_skipped_batchwide_are_exact(monkeypatch):
     skips, field for field."""
     import dataclasses
 
-    from bdpd_jax.build.game import broadcast_batch, build
+    from bdpd_jax.prepare.game import broadcast_batch, build
     from bdpd_jax.kernels.governance import GovernanceLayer
     from bdpd_jax.run.simulate import arena_keys, compiled_init, compiled_run
 

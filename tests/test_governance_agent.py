@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import bdpd_jax
 import reference_governance as R
-from bdpd_jax.build.game import build
+from bdpd_jax.prepare.game import build
 from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.kernels import governance_agent as G
 from bdpd_jax.kernels import pacts as P

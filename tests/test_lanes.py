@@ -11,7 +11,7 @@ import jax
 import numpy as np
 import pytest
 
-from bdpd_jax.build.game import broadcast_batch, build
+from bdpd_jax.prepare.game import broadcast_batch, build
 from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.kernels.rollout import init_batch, lane_cuts, run_turns
 from bdpd_jax.run import runner

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from bdpd_jax import simulate
-from bdpd_jax.build.game import broadcast_batch, build
+from bdpd_jax.prepare.game import broadcast_batch, build
 from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.kernels import rng
 from bdpd_jax.kernels.perturb import TYPES, apply_perturbation

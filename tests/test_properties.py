@@ -94,7 +94,7 @@ def test_invariants_on_the_default_game():
 def test_bad_requests_are_zero_and_flagged():
     import jax.numpy as jnp
 
-    from bdpd_jax.build.game import build
+    from bdpd_jax.prepare.game import build
     from bdpd_jax.kernels import rng
     from bdpd_jax.kernels.turn import step
 

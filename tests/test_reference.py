@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
-from bdpd_jax.build.game import build
+from bdpd_jax.prepare.game import build
 from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.kernels import rng
 from bdpd_jax.kernels.params import ENV_VARS, OBS_VARS
@@ -178,7 +178,7 @@ def test_die_collapse_probability_matches_the_rule():
                   "threshold": 0, "hiddenReserveInitial": 50, "collapseDie": {"sides": 6, "successThreshold": 4}},
         "players": [{"strategy": "idle"}],
     }
-    from bdpd_jax.build.game import build as b
+    from bdpd_jax.prepare.game import build as b
     # request 13 = stock 10 + 3 excess units: survive iff 3 successes in a row
     game, params = b(ArenaConfig.model_validate(cfg))
     keys = jax.vmap(lambda a: rng.arena_key(0, a), out_axes=-1)(jnp.arange(20000, dtype=jnp.uint32))

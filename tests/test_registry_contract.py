@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import bdpd_jax
-from bdpd_jax.build.game import build
+from bdpd_jax.prepare.game import build
 from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.host.registry import PactRegistry
 from bdpd_jax.host.tools import tool_schemas, validate_action

@@ -1,4 +1,4 @@
-"""Configs already seen are not validated or built again (bdpd_jax/build/prepared.py,
+"""Configs already seen are not validated or built again (bdpd_jax/prepare/prepared.py,
 sweep.cached_plan); a change of content is seen as a new config."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import copy
 import pandas as pd
 
 import bdpd_jax
-from bdpd_jax.build import prepared
+from bdpd_jax.prepare import prepared
 from bdpd_jax.config.game import ArenaConfig
 from payloads import MIXED_PLAYERS, SEED_LOGISTIC
 

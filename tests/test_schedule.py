@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from bdpd_jax import simulate
-from bdpd_jax.build.game import build
+from bdpd_jax.prepare.game import build
 from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.kernels import rng
 from bdpd_jax.kernels.observe import capacity
@@ -132,7 +132,7 @@ def test_sequential_memory_rows_keep_what_each_player_saw():
     """Sequential with memoryful players (adaptive: memory[0] = the last stock it observed):
     each player's memory row (Game.memory_slots) holds the stock its predecessors in this
     turn's order left, not the stock at the start of the turn."""
-    from bdpd_jax.build.game import broadcast_batch
+    from bdpd_jax.prepare.game import broadcast_batch
     from bdpd_jax.run.simulate import arena_keys, compiled_init, compiled_run
 
     cfg = {"model": {"scheduler": "sequential", "maxPlayers": N, "minPlayers": N, "commonsInitial": 40,

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import bdpd_jax as bj
-from bdpd_jax.build.game import build
+from bdpd_jax.prepare.game import build
 from bdpd_jax.kernels.engines import get_engine
 from bdpd_jax.kernels.engines.seneca import ORDER, SenecaState, vector_field
 from bdpd_jax.kernels.policies import BUILTINS

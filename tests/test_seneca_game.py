@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import bdpd_jax as bj
-from bdpd_jax.build.game import broadcast_batch, build
+from bdpd_jax.prepare.game import broadcast_batch, build
 from bdpd_jax.kernels.metrics import METRICS, governance_metrics
 from bdpd_jax.run.simulate import TRACES, arena_keys, run_batch
 from payloads import SEED_LOGISTIC, SEED_SENECA, size

@@ -14,7 +14,7 @@ import pytest
 
 import bdpd_jax
 from bdpd_jax.run import runner
-from bdpd_jax.build.game import broadcast_batch, build
+from bdpd_jax.prepare.game import broadcast_batch, build
 from bdpd_jax.config.game import ArenaConfig
 from payloads import MIXED_PLAYERS, SEED_LOGISTIC
 

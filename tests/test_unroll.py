@@ -22,7 +22,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import bdpd_jax
-from bdpd_jax.build.game import broadcast_batch, build
+from bdpd_jax.prepare.game import broadcast_batch, build
 from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.kernels import pacts as P
 from bdpd_jax.kernels import unroll

@@ -21,7 +21,7 @@ from ..kernels.observe import QUALITATIVE_VARS, SIGN_VARS, capacity
 from ..kernels.policies import BUILTINS, Policy
 from ..kernels.schedule import SCHEDULERS
 from .discussion import DiscussionConfig
-from .governance import PactConfig, TalkConfig, check_governance
+from .governance import PactConfig, TalkConfig, check_governance, needed_slots
 from .limits import MAX_DIE_SIDES, MAX_PACT_SLOTS, MAX_PLAYERS, MAX_SPECS, MAX_TURNS, check_magnitudes
 from .perturbations import check_perturbations, parse_perturbations
 
@@ -246,8 +246,6 @@ class ArenaConfig(BaseModel):
         if self.players is not None:
             check_governance(self.players, self.pacts)
             _check_harvest_scale(self.model, self.players)
-            from ..build.governance import needed_slots
-
             if needed_slots(self) > MAX_PACT_SLOTS:
                 raise ValueError(f"pacts: {needed_slots(self)} pacts and scripted pledges/proposals need more than "
                                  f"{MAX_PACT_SLOTS} pact slots (bdpd_jax/config/limits.py)")

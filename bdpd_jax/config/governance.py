@@ -116,6 +116,16 @@ def check_governance(players: list, pacts: list[PactConfig], n_slots_hint: int |
                 player_index(r, names, f"players[{i}].talk.propose.parties[{j}]")
 
 
+def needed_slots(config) -> int:
+    """Pact slots enough for every pre-declared pact and every scripted pledge/proposal (a
+    count over the config: the limit check here and the layer's shapes in prepare/ read it)."""
+    n = len(config.pacts)
+    for p in config.players or ():
+        if p.talk is not None:
+            n += (p.talk.pledge is not None) + (p.talk.propose is not None)
+    return max(n, 1)
+
+
 def without_talk(config):
     """003_* ``--no-talk`` for a batch run: every player's scripted ``talk`` removed (no
     announcements, pledges, proposals, compliance; proposals are answered by the default

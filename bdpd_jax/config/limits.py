@@ -11,6 +11,7 @@ two compile-size bounds with BDPD_MAX_PLAYERS / BDPD_MAX_PACT_SLOTS.
 from __future__ import annotations
 
 import math
+import functools
 import os
 from typing import Any
 
@@ -70,6 +71,8 @@ def check_magnitudes(tree: Any, where: str) -> None:
             stack.extend((v, path + (i,)) for i, v in enumerate(node))
         elif hasattr(type(node), "model_fields"):  # a pydantic model: its fields, without a dump
             stack.extend((getattr(node, k), path + (k,)) for k in type(node).model_fields)
+            # and its extra fields (a pact's terms keep their registered fields as extras)
+            stack.extend((v, path + (k,)) for k, v in (getattr(node, "__pydantic_extra__", None) or {}).items())
 
 
 def _path(where: str, path: tuple) -> str:
@@ -102,8 +105,10 @@ def check_tick_interval(value: Any, field: str = "tickIntervalMs") -> float:
     return float(value)
 
 
+@functools.lru_cache(maxsize=1)
 def physical_memory() -> int:
-    """Bytes of physical memory of this machine (8 GiB when unknown)."""
+    """Bytes of physical memory of this machine (8 GiB when unknown); read once (a run's
+    size check asks it on every call)."""
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):  # pragma: no cover

@@ -219,12 +219,14 @@ def compile_spec(spec, config, policies: tuple) -> "_pk.PerturbParams":
     return jax.tree_util.tree_map(lambda x: x[0], compile_specs([spec], config, policies))
 
 
-def perturb_layer(config, perturbable: bool = False, n_slots: int | None = None, types: tuple | None = None):
+def perturb_layer(config, perturbable: bool = False, n_slots: int | None = None, types: tuple | None = None,
+                  specs: list | None = None):
     """The static PerturbLayer of a config (None when it has no Table A.1 specs and not
-    ``perturbable``). ``types``/``n_slots``: a sweep's union/largest, to share one program."""
+    ``perturbable``). ``types``/``n_slots``: a sweep's union/largest, to share one program;
+    ``specs``: the config's arena_specs when the caller has them."""
     from ..kernels.engines import ENGINES
 
-    specs = arena_specs(config)
+    specs = arena_specs(config) if specs is None else specs
     if not specs and not perturbable and not n_slots and not types:
         return None
     eng = ENGINES[config.model.engineMode]

@@ -3,20 +3,14 @@ policy) and the build, the batched build plus what live players need (``Arena.st
 
 from __future__ import annotations
 
-import dataclasses
-
-import jax.numpy as jnp
 import numpy as np
 
-from bdpd_jax.build.game import build
 from bdpd_jax.config.game import ArenaConfig, PlayerConfig
-from bdpd_jax.build.governance import needed_slots
-from bdpd_jax.kernels import talk as T
-from bdpd_jax.kernels.game import Game
-from bdpd_jax.kernels.governance import NAME as GOV
-from bdpd_jax.kernels.params import Params
 from bdpd_jax.host.players import LivePlayerConfig
-from bdpd_jax.host.programs import EXTERNAL, has_governance
+from bdpd_jax.host.programs import EXTERNAL
+from bdpd_jax.kernels.game import Game
+from bdpd_jax.kernels.params import Params
+from bdpd_jax.prepare.prepared import LiveOptions, prepare
 
 
 def kernel_config(config: ArenaConfig, specs: list[LivePlayerConfig]) -> ArenaConfig:
@@ -34,29 +28,14 @@ def kernel_config(config: ArenaConfig, specs: list[LivePlayerConfig]) -> ArenaCo
 
 def live_game(kcfg: ArenaConfig, external: np.ndarray, *, uses_tools: bool, pact_slots: int, generator: str,
               perturbable: bool, max_turns: int) -> tuple[Game, Params]:
-    """(game, params) of a live arena. ``external``: bool[N], the players asked from outside;
-    ``uses_tools``: some external player talks (the pact table takes proposals at any turn)."""
-    # with no external talker, exactly the batched build (a governance layer only if
-    # the config has governance); talkers' proposals need room in the table
-    gov = {"pact_slots": max(pact_slots, needed_slots(kcfg))} if uses_tools else None
-    game, params = build(kcfg, generator=generator, governance=gov,
-                         perturb={"perturbable": True} if perturbable else None)
-    params = dataclasses.replace(params, max_turns=jnp.asarray(int(max_turns), jnp.int32))
-    if uses_tools:
-        # players may propose at any turn: builtins answer proposals by their scripts
-        # (the batched default, no talk config = accept) whether or not the config scripts any
-        game = dataclasses.replace(game, layers=tuple(
-            dataclasses.replace(ly, registry=True) if ly.name == GOV else ly for ly in game.layers))
-    if has_governance(game) and external.any():
-        # External players answer proposals with accept_pact only: the kernel's scripted
-        # answers must neither accept nor reject for them.
-        g = params.extra[GOV]
-        tp = g.talk
-        tp = dataclasses.replace(
-            tp, accept_rule=jnp.where(jnp.asarray(external), T.NEVER, tp.accept_rule).astype(jnp.int32),
-            decline_rejects=tp.decline_rejects & ~jnp.asarray(external))
-        params = dataclasses.replace(params, extra={**params.extra, GOV: dataclasses.replace(g, talk=tp)})
-    return game, params
+    """(game, params) of a live arena: the one preparation (``bdpd_jax.prepare``) with the
+    live options passed in. ``external``: bool[N], the players asked from outside;
+    ``uses_tools``: some external player talks (the pact table takes proposals at any turn).
+    With no external talker this is exactly the batched build."""
+    live = LiveOptions(external=tuple(bool(x) for x in np.asarray(external, bool)), uses_tools=uses_tools,
+                       pact_slots=int(pact_slots), perturbable=perturbable, max_turns=int(max_turns))
+    prep = prepare(kcfg, generator=generator, live=live)
+    return prep.game, prep.params
 
 
 __all__ = ["kernel_config", "live_game"]

@@ -16,7 +16,7 @@ import numpy as np
 
 from bdpd_jax.kernels import pacts as P
 from bdpd_jax.kernels import perturb as pk
-from bdpd_jax.build.governance import sanction_specs
+from bdpd_jax.prepare.governance import sanction_specs
 from bdpd_jax.kernels.plugins import NAME as PLUGINS
 from bdpd_jax.config.plugins import reason_name
 from bdpd_jax.kernels.governance import NAME as GOV

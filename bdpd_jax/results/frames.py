@@ -245,6 +245,14 @@ def summary_frame(final: dict[str, np.ndarray], arenas: np.ndarray, player_label
                   more: dict[str, np.ndarray] | None = None) -> pd.DataFrame:
     """final: survived[B], collapse_turn[B], turns_played[B], wealth[N, B]; ``more``: further
     columns (the GovSim outcomes), appended last."""
+    # every column is an array of its own (no copy into 2-D blocks: ~1/3 of the frame's cost)
+    return pd.DataFrame(summary_columns(final, arenas, player_labels, more), copy=False)
+
+
+def summary_columns(final: dict[str, np.ndarray], arenas: np.ndarray, player_labels: list[str],
+                    more: dict[str, np.ndarray] | None = None) -> dict[str, Any]:
+    """The summary frame's columns by name, in order, each an array of its own (a sweep puts
+    its point columns first and builds one frame)."""
     wealth = np.array(final["wealth"])  # (a copy: the frame's columns are views of it)
     n, b = wealth.shape
     # rank 1 = richest; ties share the better rank: 1 + how many players have more
@@ -266,8 +274,7 @@ def summary_frame(final: dict[str, np.ndarray], arenas: np.ndarray, player_label
     for name, v in final.get("extra", {}).items():
         cols[name] = np.array(v)
     cols.update(more or {})
-    # every column is an array of its own (no copy into 2-D blocks: ~1/3 of the frame's cost)
-    return pd.DataFrame(cols, copy=False)
+    return cols
 
 
 @functools.lru_cache(maxsize=64)

@@ -21,17 +21,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..kernels.engines import get_engine
 from ..kernels.metrics import gini, over_share
+from ..prepare.game import sustainable_yield  # noqa: F401 (f0, the engine's rule: prepared once per run)
 
 GOVSIM_COLUMNS = ("survival_time", "total_gain", "efficiency", "equality", "over_usage")
-
-
-def sustainable_yield(config) -> float:
-    """f0: the engine's sustainable per-turn total harvest, NaN when it has no closed form."""
-    model = config.model.model_dump()
-    engine = get_engine(model["engineMode"])  # the engine registry, read when called
-    return float(engine.sustainable_yield(model))
 
 
 def equality(gains: np.ndarray) -> np.ndarray:

@@ -6,28 +6,26 @@ of at most ``max_batch`` (bounded memory, cache-friendly); turns run in chunks o
 no-ops, so the result is bit-identical to an unchunked run); ended arenas are skipped
 (bdpd_jax/run/runner.py). Randomness is indexed by (seed, arena, turn, player, purpose): an
 arena's numbers never depend on the batch. A config already seen is not validated or built
-again (bdpd_jax/build/prepared.py). A run of one turn chunk without history is a single
+again (``bdpd_jax.prepare``: bdpd_jax/prepare/prepared.py). A run of one turn chunk without history is a single
 program from keys to summary numbers (``compiled_whole``; sweeps use it too).
 """
 
 from __future__ import annotations
 
 import functools
-import json
 import math
 from typing import Any
 
 import jax
 import numpy as np
 
-from ..build.game import broadcast_batch
+from ..prepare.game import broadcast_batch
 from ..config.game import ArenaConfig
 from ..kernels.game import Game
 from ..kernels.rollout import init_batch, run_turns, summary_of
-from ..build.prepared import prepared
+from ..prepare.prepared import PreparedRun, prepare
 from .runner import TRACES, SCANNED, arena_keys, compiled_init, compiled_run, key_words, keys_of, one_program, run_batch, to_numpy  # noqa: F401 (re-exported)
 from ..results import govsim
-from ..build.governance import sanction_specs
 from ..kernels.plugins import NAME as PLUGINS
 from ..results.governance import layer_record, sanctions_frame, violations_frame
 from ..kernels.governance import NAME as GOV
@@ -134,15 +132,15 @@ def simulate(
     Raises:
         ValueError: naming the field and value of any bad input, before anything runs.
     """
-    prep = prepared(config, generator)  # validated and built once per config content
-    cfg = prep.cfg
+    prep = prepare(config, generator=generator)  # validated and built once per config content
+    cfg = prep.config
     check_run_args(n_arenas=n_arenas, arena_offset=arena_offset, seed=seed, turns=turns, chunk_turns=chunk_turns,
                    max_batch=max_batch, history_every=history_every)
     every = int(history_every)
-    check_run_size(int(n_arenas), int(turns or cfg.model.maxTurns), len(cfg.require_players()), history, every,
+    check_run_size(int(n_arenas), int(turns or cfg.model.maxTurns), prep.n_players, history, every,
                    streamed=out is not None)
     n_turns = int(turns or cfg.model.maxTurns)
-    params = prep.params.__class__(**{**prep.params.__dict__, "max_turns": np.asarray(n_turns, np.int32)})
+    params = prep.params_for(n_turns)
     chunk = min(int(chunk_turns or default_chunk(n_turns)), n_turns)
     chunk = -(-chunk // every) * every  # a multiple of history_every
     out_dir = _stream_dir(out) if out is not None and history else None
@@ -160,7 +158,7 @@ def simulate(
     finally:
         if bar is not None:
             bar.close()
-    meta = {**json.loads(prep.meta_json), "n_arenas": int(n_arenas), "seed": int(seed), "turns": n_turns,
+    meta = {**prep.meta(), "n_arenas": int(n_arenas), "seed": int(seed), "turns": n_turns,
             "generator": generator, "arena_offset": int(arena_offset), "history_every": every}
     return _results(frames, meta, out)
 
@@ -200,8 +198,8 @@ def _parquet_sink(out_dir, arenas: np.ndarray, a0: int, names: list[str]):
     return sink
 
 
-def _arena_chunk(prep, params, seed: int, arenas: np.ndarray, n_turns: int, chunk: int, history: bool, every: int,
-                 bar, sink) -> dict[str, Any]:
+def _arena_chunk(prep: PreparedRun, params, seed: int, arenas: np.ndarray, n_turns: int, chunk: int, history: bool,
+                 every: int, bar, sink) -> dict[str, Any]:
     """One chunk of arenas: run, then its frames by name (``summary`` always; with history
     kept in memory, i.e. no ``sink``, ``turns``, ``players`` and the layers' ``violations``,
     ``sanctions``, ``governance_actions``, ``perturbations``)."""
@@ -225,11 +223,11 @@ def _arena_chunk(prep, params, seed: int, arenas: np.ndarray, n_turns: int, chun
     if GOV in layers:
         out["violations"] = violations_frame(flat, arenas)
     if layers & {GOV, PLUGINS}:
-        out["sanctions"] = sanctions_frame(flat, arenas, sanction_specs(prep.cfg), prep.cfg.plugins)
+        out["sanctions"] = sanctions_frame(flat, arenas, list(prep.sanctions), prep.config.plugins)
     if PLUGINS in layers:
-        out["governance_actions"] = governance_actions_frame(flat, arenas, prep.cfg.plugins)
+        out["governance_actions"] = governance_actions_frame(flat, arenas, prep.config.plugins)
     if PERTURB in layers:
-        out["perturbations"] = perturbations_frame(flat, arenas, list(prep.perturb_ids), names)
+        out["perturbations"] = perturbations_frame(flat, arenas, list(prep.spec_ids), names)
     return out
 
 

@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from ..build.game import build
+from ..prepare.game import build, sustainable_yield
 from .paths import apply_values, describe_point, plain_value
 
 # ----------------------------------------------------------------------------- the run
@@ -47,7 +47,8 @@ def shape_culprits(base: dict, names, values0, values_i, differs, build_kw, roun
 
 
 def governance_shapes(configs) -> dict | None:
-    from ..build.governance import needed_slots, sanction_specs, uses_governance
+    from ..config.governance import needed_slots
+    from ..prepare.governance import sanction_specs, uses_governance
 
     if not any(uses_governance(c) for c in configs):
         return None
@@ -162,57 +163,45 @@ def _check_one_structure(built, base, names, values, build_kw, round_ints) -> No
 
 def build_points(base, names, table, turns, generator, round_ints, *, separable_min: int):
     """Point 0's config, the shared Game, stacked numpy leaves [..., P], treedef, each
-    point's turns and sustainable yield. Every point's config is validated. A sweep of at
-    least ``separable_min`` points tries the separable build first."""
-    from ..results.govsim import sustainable_yield
-
+    point's turns and sustainable yield, and the build mode. One pass: every point's config
+    is validated once, the governance layer's shapes are the sweep's largest (one program),
+    and every point is built once (or, for a sweep of at least ``separable_min`` points whose
+    params are separable, once per distinct value of each parameter)."""
     values = [tuple(r) for r in table.itertuples(index=False, name=None)]
-    n_turns, yields = [], []
-    cfg0 = None
-    for i, v in enumerate(values):  # validate every point (cheap), keep only what the run needs
-        c = apply_values(base, names, v, round_ints=round_ints, where=f" point {i}")
-        cfg0 = c if cfg0 is None else cfg0
-        n_turns.append(int(turns or c.model.maxTurns))
-        yields.append(float(sustainable_yield(c)))
+    configs = [apply_values(base, names, v, round_ints=round_ints, where=f" point {i}") for i, v in enumerate(values)]
+    n_turns = [int(turns or c.model.maxTurns) for c in configs]
+    yields = np.asarray([sustainable_yield(c) for c in configs], float)
     if len(values) >= separable_min:
         fast = build_separable(base, names, values, n_turns, turns, generator, round_ints)
         if fast is not None:
             game0, stacked, treedef = fast
-            return cfg0, game0, stacked, treedef, n_turns, np.asarray(yields, float), "separable"
-    configs = [apply_values(base, names, v, round_ints=round_ints, where=f" point {i}") for i, v in enumerate(values)]
+            return configs[0], game0, stacked, treedef, n_turns, yields, "separable"
     build_kw: dict = {"generator": generator}
-
-    def build_all(kw):
-        with cpu_build_device():  # per-point params are small: build them on the host, stack, then transfer
-            return [build(c, **kw) for c in configs]
-
-    built = build_all(build_kw)
-    game0 = built[0][0]
+    gov = governance_shapes(configs)
+    if gov is not None:  # the governance arrays padded to the sweep's largest (one program)
+        build_kw["governance"] = gov
+    with cpu_build_device():  # per-point params are small: build them on the host, stack, then transfer
+        built = [build(c, **build_kw) for c in configs]
     _check_one_structure(built, base, names, values, build_kw, round_ints)
+    game0 = built[0][0]
     shapes0 = param_shapes(built[0][1])
-    if any(param_shapes(p) != shapes0 for _, p in built):
-        gov = governance_shapes(configs)
-        if gov is not None:  # pad governance arrays to the sweep's largest (one program)
-            build_kw = {**build_kw, "governance": gov}
-            built = build_all(build_kw)
-            game0 = built[0][0]
-            shapes0 = param_shapes(built[0][1])
-        for i, (g, p) in enumerate(built):
-            if param_shapes(p) != shapes0 or g != game0:
-                bad = shape_culprits(base, names, values[0], values[i],
-                                lambda a, b: param_shapes(a[1]) != param_shapes(b[1]) or a[0] != b[0], build_kw, round_ints)
-                raise ValueError(
-                    f"sweep: parameter(s) {bad} change the shapes of the params (point 0: "
-                    f"{describe_point(names, values[0])}; point {i}: {describe_point(names, values[i])}); "
-                    "only values that keep every array's shape share one compiled program"
-                )
+    for i, (_, p) in enumerate(built):
+        if param_shapes(p) != shapes0:
+            bad = shape_culprits(base, names, values[0], values[i],
+                                 lambda a, b: param_shapes(a[1]) != param_shapes(b[1]) or a[0] != b[0], build_kw,
+                                 round_ints)
+            raise ValueError(
+                f"sweep: parameter(s) {bad} change the shapes of the params (point 0: "
+                f"{describe_point(names, values[0])}; point {i}: {describe_point(names, values[i])}); "
+                "only values that keep every array's shape share one compiled program"
+            )
     leaves_per_point = []
     treedef = None
-    for (g, p), nt in zip(built, n_turns):
+    for (_, p), nt in zip(built, n_turns):
         leaves, treedef = param_leaves(p, nt)
         leaves_per_point.append(leaves)
     stacked = [np.stack([pl[j] for pl in leaves_per_point], axis=-1) for j in range(len(leaves_per_point[0]))]
-    return cfg0, game0, stacked, treedef, n_turns, np.asarray(yields, float), "per point"
+    return configs[0], game0, stacked, treedef, n_turns, yields, "per point"
 
 
 def resolve_devices(devices: Any = None) -> list:

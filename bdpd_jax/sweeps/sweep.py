@@ -33,8 +33,8 @@ import pandas as pd
 from ..config.game import ArenaConfig
 from ..kernels.metrics import METRICS
 from ..config.limits import DEFAULT_MAX_BATCH, check_run_args
-from ..results.frames import summary_frame
-from ..build.prepared import content_key
+from ..results.frames import summary_columns
+from ..prepare.prepared import content_key, prepare
 from ..run.runner import arena_keys, one_program, run_batch, to_numpy
 from ..run.simulate import flatten_record, compiled_final, default_chunk, govsim_of, run_whole
 from .build import DEVICE_COPIES, ROW_CELL_BYTES, build_points, bytes_per_arena, resolve_devices
@@ -86,7 +86,8 @@ class SweepPlan:
         self.options = dict(replicates=replicates, seed=seed, history=history, turns=turns, max_batch=max_batch,
                             memory_budget=memory_budget, generator=generator, round_ints=round_ints,
                             common_random=common_random)  # (what another process needs to plan the same)
-        cfg = ArenaConfig.load(config)
+        self.prep = prepare(config, generator=generator)  # the base config, validated and built once
+        cfg = self.prep.config
         check_run_args(replicates=replicates, seed=seed, max_batch=max_batch, turns=turns, memory_budget=memory_budget)
         names = [str(c) for c in table.columns]
         if len(set(names)) != len(names):
@@ -174,30 +175,28 @@ class SweepPlan:
             del state, params
         rec_np = take(rec) if self.history else None
         pts = idx // reps
-        frame = summary_frame(final, idx, self.labels,
-                              govsim_of(final, self.yields[pts], rec_np, np.asarray(self.n_turns)[pts]))
-        wealth = np.stack([frame[f"wealth_{i}"].to_numpy(float) for i in range(self.game.n_players)])
-        extra = {"wealth_mean": wealth.mean(axis=0), "gini": gini(frame["equality"].to_numpy(float))}
+        summary = summary_columns(final, idx, self.labels,
+                                  govsim_of(final, self.yields[pts], rec_np, np.asarray(self.n_turns)[pts]))
+        wealth = np.asarray(final["wealth"], float)
+        extra = {"wealth_mean": wealth.mean(axis=0), "gini": gini(np.asarray(summary["equality"], float))}
         if self.history:
             flat = flatten_record(rec_np)
             extra.update(metric_means(flat))
             extra.update(history_totals(flat))
-        frame = frame.assign(**extra)
         lead = {"point": pts.astype(np.int64), "replicate": (idx % reps).astype(np.int64)}
         for n_ in names:
             col = table[n_].to_numpy(dtype=object) if table[n_].dtype == object else table[n_].to_numpy()
             lead[n_] = col[pts]
-        return pd.concat([pd.DataFrame(lead), frame.reset_index(drop=True)], axis=1)
+        # one frame from the columns (each its own array, as summary_frame's): no copy of the
+        # summary into an assigned and then a concatenated frame
+        return pd.DataFrame({**lead, **summary, **extra}, copy=False)
 
     def outcomes(self) -> list[str]:
         return list(POINT_OUTCOMES) + ([f"mean_{m}" for m in METRICS] + list(HISTORY_OUTCOMES) if self.history else [])
 
     def meta(self) -> dict[str, Any]:
-        cfg = self.cfg
         return {
-            "config": cfg.model_dump(mode="json", exclude={"players"}),
-            "players": [{**p.model_dump(mode="json", exclude={"strategy"}), "strategy": p.strategy_name}
-                        for p in cfg.require_players()],
+            **self.prep.meta(),  # the base config and players
             "replicates": self.replicates, "seed": self.seed, "n_points": self.n_points, "n_arenas": self.total,
             "turns": self.turns, "max_turns": self.max_turns, "generator": self.generator,
             "history": self.history, "chunk_arenas": self.chunk_width, "n_chunks": self.n_chunks,
@@ -213,7 +212,7 @@ MAX_PLANS = 8
 
 def cached_plan(config, table: pd.DataFrame, **options) -> SweepPlan:
     """A SweepPlan, reused when the same config content, table and options were planned
-    before (every point's config is validated and built once; bdpd_jax/build/prepared.py)."""
+    before (every point's config is validated and built once; bdpd_jax/prepare/prepared.py)."""
     try:
         cells = pd.util.hash_pandas_object(table, index=True).to_numpy().tobytes()
         key = (content_key(config), hashlib.sha1(cells).hexdigest(), repr(list(table.columns)),
@@ -277,7 +276,8 @@ def run_points(
                        max_batch=max_batch, memory_budget=memory_budget, generator=generator,
                        round_ints=round_ints, common_random=common_random, devices=devices)
     frames = dict(chunks(plan, progress))
-    arenas = pd.concat([frames[k] for k in sorted(frames)], ignore_index=True)
+    parts = [frames[k] for k in sorted(frames)]
+    arenas = parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
     points = aggregate(arenas, plan.names, plan.outcomes())
     return SweepResults(arenas, points, plan.names, plan.meta())
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import bdpd_jax
-from bdpd_jax.build.game import broadcast_batch, build
+from bdpd_jax.prepare.game import broadcast_batch, build
 from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.host.arena import Arena
 from bdpd_jax.host.live_batch import LiveBatch

@@ -3,36 +3,30 @@ governance layer and its params pytree (kernels/governance.py)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax.numpy as jnp
 import numpy as np
 
-from ..config.governance import player_index
+from ..config.governance import needed_slots, player_index
+from ..config.perturbations import SANCTION_TYPES
 from ..kernels import pacts as P
 from ..kernels import sanctions as S
 from ..kernels import talk as T
 from ..kernels.governance import GovernanceLayer, GovParams
 from ..kernels.params import farr
-from ..config.perturbations import SANCTION_TYPES
 
 
 def sanction_specs(config) -> list:
     return [s for s in config.perturbations if getattr(s, "type", None) in SANCTION_TYPES]
 
 
-def uses_governance(config) -> bool:
+def uses_governance(config, specs: list | None = None) -> bool:
     """True when the config has talk, pacts, sanction specs or plugins (the plugins read its
-    violations and the GovSim totals its harvest sums; else no layer: zero cost)."""
-    return bool(config.pacts or sanction_specs(config) or getattr(config, "plugins", None)
-                or any(p.talk is not None for p in config.require_players()))
-
-
-def needed_slots(config) -> int:
-    """Pact slots enough for every pre-declared pact and every scripted pledge/proposal."""
-    n = len(config.pacts)
-    for p in config.require_players():
-        if p.talk is not None:
-            n += (p.talk.pledge is not None) + (p.talk.propose is not None)
-    return max(n, 1)
+    violations and the GovSim totals its harvest sums; else no layer: zero cost). ``specs``:
+    its sanction specs when the caller has them."""
+    return bool(config.pacts or (sanction_specs(config) if specs is None else specs)
+                or getattr(config, "plugins", None) or any(p.talk is not None for p in config.require_players()))
 
 
 def talk_params(talks: list, names: list[str]) -> T.TalkParams:
@@ -65,21 +59,25 @@ def talk_params(talks: list, names: list[str]) -> T.TalkParams:
 
 
 def governance(config, *, pact_slots: int | None = None, ladder_width: int | None = None,
-               n_specs: int | None = None) -> tuple[GovernanceLayer, GovParams]:
+               n_specs: int | None = None, registry: bool = False, external: tuple[bool, ...] | None = None,
+               specs: list | None = None) -> tuple[GovernanceLayer, GovParams]:
     """The layer (static) and its params. pact_slots / ladder_width / n_specs fix the static
     shapes (e.g. the largest of a sweep, so every cell shares one compiled program).
     pact_slots counts the players' slots; each governance agent's reserved slot comes after
-    them (status ``inactive``, binding no one until the regulator imposes its cap)."""
+    them (status ``inactive``, binding no one until the regulator imposes its cap).
+    A live arena's options: ``registry`` takes proposals at any turn (external players talk
+    through tools); ``external`` bool[N] marks players asked from outside, whose answers to
+    proposals come from their ``accept_pact`` calls, so the kernel's scripted answer for them
+    neither accepts nor rejects. ``specs``: the sanction specs when the caller has them."""
     from ..config.plugins import reserved_slots
 
     players = config.require_players()
     names = [p.name for p in players]
     n = len(players)
-    need = needed_slots(config)
-    slots = need if pact_slots is None else int(pact_slots)
+    slots = max(needed_slots(config), 1) if pact_slots is None else int(pact_slots)
     if slots < 1:
         raise ValueError(f"pact_slots: must be >= 1, got {pact_slots!r}")
-    specs = sanction_specs(config)
+    specs = sanction_specs(config) if specs is None else specs
     width = max([1] + [len(s.ladder) for s in specs]) if ladder_width is None else int(ladder_width)
     if any(len(s.ladder) > width for s in specs):
         raise ValueError(f"ladder_width: {ladder_width} is shorter than a ladder of the config")
@@ -89,6 +87,10 @@ def governance(config, *, pact_slots: int | None = None, ladder_width: int | Non
 
     talks = [p.talk for p in players]
     tp = talk_params(talks, names)
+    if external is not None and any(external):
+        ext = jnp.asarray(external, bool)
+        tp = dataclasses.replace(tp, accept_rule=jnp.where(ext, T.NEVER, tp.accept_rule).astype(jnp.int32),
+                                 decline_rejects=tp.decline_rejects & ~ext)
 
     # sanctions, padded to (k, width)
     ladder = np.zeros((k, width))
@@ -127,7 +129,8 @@ def governance(config, *, pact_slots: int | None = None, ladder_width: int | Non
     scripted = any(t is not None and (t.pledge is not None or t.propose is not None) for t in talks)
     proposing = scripted or any(pc.status == "proposed" for pc in config.pacts)
     who = tuple(i for i, t in enumerate(talks) if t is not None and (t.pledge is not None or t.propose is not None))
-    return GovernanceLayer(registry=proposing, scripted=who, terms=P.term_names()), GovParams(talk=tp, sanctions=sp, pacts0=pk)
+    layer = GovernanceLayer(registry=proposing or registry, scripted=who, terms=P.term_names())
+    return layer, GovParams(talk=tp, sanctions=sp, pacts0=pk)
 
 
 def stack_batch(params_list: list, repeat: int = 1):

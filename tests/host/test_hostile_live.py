@@ -1,29 +1,21 @@
-"""Hostile inputs to the live host's players (issue 14): JS code agents, HTTP players, LLM
-players, and join sizes / secrets. Each case is run and classified:
-
-* handled cleanly: the documented refusal (a ValueError naming the field at join, or a
-  fallback harvest with an error saying why) within the time bound, and the next call works;
-* crashed: an exception escaped to the caller;
-* hung: no answer within ``HUNG_S``;
-* accepted nonsense: a non-fallback answer (or a join accepted) where the input was invalid.
-
-Prints the "Hostile inputs" rows of bench/README.md. Loopback only (the tests' stub server).
-
-    .venv/bin/python bench/hostile_live.py
+# ruff: noqa: E501  (the case tables keep one case a line)
+"""Hostile inputs to the live host's players (formerly bench/hostile_live.py): JS code
+agents, HTTP players, LLM players, and join sizes / secrets. Every case must be handled
+cleanly: the documented refusal (a ValueError naming the field at join, or a fallback
+harvest with an error saying why) within the time bound, and the next call works; never an
+exception escaping to the caller, a hang, or a non-fallback answer to invalid input.
+Loopback only (the host tests' stub server).
 """
 
 from __future__ import annotations
 
 import asyncio
 import copy
-import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "tests" / "host"), str(ROOT / "tests")]
+import pytest
 
-from conftest import LiveServer  # noqa: E402  (the host tests' loopback stub server)
+pytest.importorskip("jsbox")
 from payloads import SEED_LOGISTIC  # noqa: E402
 
 from bdpd_jax.host.agents import CodeAgent, HttpAgent, LLMAgent  # noqa: E402
@@ -32,7 +24,9 @@ from bdpd_jax.host.arena import Arena  # noqa: E402
 from bdpd_jax.host.dispatch import ActionBudget  # noqa: E402
 from bdpd_jax.host.tools import MAX_ACTIONS_PER_TURN, validate_actions  # noqa: E402
 
-HUNG_S = 1.0
+# The bench's bound was 1 s on an idle machine; CI shares its cores, so a refusal counts as
+# a hang only past 5 s (the agents' own timeouts here are 0.5-1 s).
+HUNG_S = 5.0
 
 JS_BAD = {
     "BigInt square loop": "let x = 3n; for (;;) x = x * x;",
@@ -179,27 +173,37 @@ def join_cases(t: Tally) -> None:
           "clean" if sum(r is None for r in refused) == 8 else "nonsense")
 
 
-def main() -> None:
+@pytest.fixture(scope="module")
+def pool():
+    p = JsPool(2)
+    p.warm()
+    yield p
+    p.close()
+
+
+def test_js_code_agents_refuse_hostile_code(pool) -> None:
     t = Tally()
-    pool = JsPool(2)
-    pool.warm()
-    srv = LiveServer()
-    srv.start()
-    try:
-        js_cases(t, pool)
-        http_cases(t, srv.base)
-        llm_cases(t, srv.base)
-        join_cases(t)
-    finally:
-        srv.stop()
-        pool.close()
-    print("| Class | Tried | Handled cleanly | Crashed | Hung | Accepted nonsense |")
-    print("|---|---|---|---|---|---|")
-    for row, r in t.rows.items():
-        print(f"| {row} | {r['tried']} | {r['clean']} | {r['crashed']} | {r['hung']} | {r['nonsense']} |")
-    for n in t.notes:
-        print("note:", n)
+    js_cases(t, pool)
+    assert t.rows["JS (code agents)"]["tried"] == len(JS_BAD) + len(JS_JOIN_BAD)
+    assert not t.notes, "\n".join(t.notes)
 
 
-if __name__ == "__main__":
-    main()
+def test_http_players_fall_back_on_hostile_answers(live_server) -> None:
+    t = Tally()
+    http_cases(t, live_server.base)
+    assert t.rows["HTTP players"]["tried"] == len(HTTP_BAD) + len(HTTP_ROUTES) + 1
+    assert not t.notes, "\n".join(t.notes)
+
+
+def test_llm_players_fall_back_on_hostile_answers(live_server) -> None:
+    t = Tally()
+    llm_cases(t, live_server.base)
+    assert t.rows["LLM players"]["tried"] == len(LLM_BAD)
+    assert not t.notes, "\n".join(t.notes)
+
+
+def test_joins_refuse_oversize_fields_and_foreign_secrets() -> None:
+    t = Tally()
+    join_cases(t)
+    assert t.rows["Sizes and secrets (join)"]["tried"] == 11
+    assert not t.notes, "\n".join(t.notes)

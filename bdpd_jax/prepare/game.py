@@ -9,14 +9,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..config.game import ArenaConfig
-from .governance import governance as governance_layer
-from .governance import uses_governance
+from ..config.perturbations import arena_specs, compile_specs, override_strategies, perturb_layer
+from ..config.policy_check import check_policy_outputs
 from ..kernels.engines import get_engine
 from ..kernels.game import Game
 from ..kernels.params import OBS_VARS, OWN_VARS, RESOLUTIONS, ObsParams, Params, PlayerParams, farr
 from ..kernels.policies import BUILTINS, Policy
-from ..config.policy_check import check_policy_outputs
-from ..config.perturbations import arena_specs, compile_specs, override_strategies, perturb_layer
+from .governance import governance as governance_layer
+from .governance import sanction_specs, uses_governance
 
 
 def policies_of(config: ArenaConfig, extra: tuple = ()) -> tuple[tuple, list[int]]:
@@ -52,17 +52,28 @@ def resolution_of(config: ArenaConfig) -> tuple:
     )
 
 
+def sustainable_yield(config: ArenaConfig) -> float:
+    """f0: the engine's sustainable per-turn total harvest, NaN when it has no closed form
+    (the engine's own rule, read from the registry when called)."""
+    model = config.model.model_dump()
+    return float(get_engine(model["engineMode"]).sustainable_yield(model))
+
+
 def build(config: ArenaConfig, *, generator: str = "hash", extra_policies: tuple = (),
-          governance: dict | None = None, perturb: dict | None = None) -> tuple[Game, Params]:
+          governance: dict | None = None, perturb: dict | None = None,
+          external: tuple[bool, ...] | None = None) -> tuple[Game, Params]:
     """The static game and the params pytree (no batch axis) of one config.
 
     governance: static shapes of the governance layer (``pact_slots``, ``ladder_width``,
-    ``n_specs``), e.g. a sweep's largest, so every cell shares one compiled program.
+    ``n_specs``) and a live arena's ``registry`` flag, e.g. a sweep's largest shapes, so every
+    cell shares one compiled program (prepare/governance.py).
     perturb: static shape of the perturbation layer (``n_slots``, ``types``, ``perturbable``:
     include every type the engine supports, for owner-fired perturbations), see specs.perturb_layer.
+    external: bool[N], a live arena's players asked from outside (their pact answers are theirs).
     """
     players = config.require_players()
-    extras = tuple(extra_policies) + override_strategies(arena_specs(config))
+    specs = arena_specs(config)
+    extras = tuple(extra_policies) + override_strategies(specs)
     pols, index = policies_of(config, extras)
     for k, pol in enumerate(pols):  # user policies: traced abstractly here, not inside a jitted turn
         if isinstance(pol, Policy):
@@ -99,13 +110,14 @@ def build(config: ArenaConfig, *, generator: str = "hash", extra_policies: tuple
     fired_by_plugins = perturbation_types(config)  # a regulator's regen_set mandate (kernels/governance_agent.py)
     if fired_by_plugins:
         pk["types"] = tuple(pk.get("types") or ()) + fired_by_plugins
-    perturb_lyr = perturb_layer(config, **pk)
+    perturb_lyr = perturb_layer(config, **pk, specs=specs)
     if perturb_lyr is not None:  # Table A.1 perturbations (kernels/perturb.py)
-        slots = compile_specs(arena_specs(config), config, pols, perturb_lyr.n_slots)
+        slots = compile_specs(specs, config, pols, perturb_lyr.n_slots)
         game = dataclasses.replace(game, layers=game.layers + (perturb_lyr,))
         params = dataclasses.replace(params, extra={**params.extra, perturb_lyr.name: slots})
-    if governance is not None or uses_governance(config):
-        layer, gov = governance_layer(config, **(governance or {}))
+    sanctions = sanction_specs(config)
+    if governance is not None or uses_governance(config, sanctions):
+        layer, gov = governance_layer(config, **(governance or {}), external=external, specs=sanctions)
         game = dataclasses.replace(game, layers=game.layers + (layer,))
         params = dataclasses.replace(params, extra={**params.extra, layer.name: gov})
     from ..config.plugins import plugin_layer

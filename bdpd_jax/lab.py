@@ -1,0 +1,87 @@
+"""The public middle tier between ``simulate``/``sweep`` and the kernels: what studies and
+benches build on when they need more than a summary (one compiled program over several
+strategy tables, the kernel timed alone, records of a custom batch).
+
+- ``prepare(config) -> PreparedRun``: the one preparation (bdpd_jax/prepare/prepared.py);
+- ``batch_params(runs, n_arenas)``: a prepared run's params broadcast to a batch, or several
+  runs of one Game stacked run-major (each repeated ``n_arenas`` times);
+- ``rollout(runs, n_arenas, ...) -> Rollout``: the batch run through the chunked runner
+  (keys, init, turns, skipping ended arenas), its final state and its records;
+- ``arena_keys``, ``compiled_init``, ``compiled_run``: the compiled pieces of a rollout, for
+  a bench that times the kernel alone; ``TRACES``: how many times each was traced;
+  ``lanes_for``: the lanes the runner gives a sub-batch of live arenas; ``to_numpy``.
+
+The live arena is ``bdpd_jax.host.arena.Arena`` (and ``LiveBatch`` for many in lockstep).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .kernels.game import Game
+from .kernels.params import Params
+from .prepare.game import broadcast_batch
+from .prepare.governance import stack_batch
+from .prepare.prepared import LiveOptions, PreparedRun, prepare
+from .run.runner import TRACES, arena_keys, compiled_init, compiled_run, lanes_for, run_batch, to_numpy
+from .run.simulate import default_chunk
+
+
+@dataclass(frozen=True)
+class Rollout:
+    """A batch's run: its Game, final state (device arrays, trailing batch axis) and per-turn
+    records (numpy, [T, ..., B]; None without history)."""
+
+    game: Game
+    state: Any
+    records: Any
+
+
+def _runs(runs: PreparedRun | Sequence[PreparedRun]) -> list[PreparedRun]:
+    out = [runs] if isinstance(runs, PreparedRun) else list(runs)
+    if not out or not all(isinstance(r, PreparedRun) for r in out):
+        raise ValueError(f"runs: a PreparedRun or a non-empty list of them (bdpd_jax.prepare), got {runs!r}")
+    if any(r.game != out[0].game for r in out):
+        raise ValueError("runs: every prepared run must share one Game (same structure) to run as one program")
+    return out
+
+
+def batch_params(runs: PreparedRun | Sequence[PreparedRun], n_arenas: int, *, turns: int | None = None) -> Params:
+    """Params with a trailing batch axis: one run's broadcast to ``n_arenas`` arenas, or
+    several runs' stacked, each repeated ``n_arenas`` times (run-major). ``turns``: every
+    arena's ``max_turns`` (default: each run's)."""
+    rs = _runs(runs)
+    if isinstance(n_arenas, bool) or not isinstance(n_arenas, (int, np.integer)) or n_arenas < 1:
+        raise ValueError(f"n_arenas: must be an integer >= 1, got {n_arenas!r}")
+    ps = [r.params if turns is None else r.params_for(int(turns)) for r in rs]
+    return broadcast_batch(ps[0], int(n_arenas)) if len(ps) == 1 else stack_batch(ps, repeat=int(n_arenas))
+
+
+def rollout(runs: PreparedRun | Sequence[PreparedRun], n_arenas: int, *, seed: int = 0, turns: int | None = None,
+            chunk_turns: int | None = None, history: bool = False, every: int = 1, skip: bool = True,
+            arena_offset: int = 0, params: Params | None = None) -> Rollout:
+    """Run ``n_arenas`` arenas of a prepared run (or of each of several, one program) and
+    keep the final state and, with ``history``, every ``every``-th turn's records.
+
+    Arena ``i`` of the batch draws from ``(seed, arena_offset + i)``, as in ``simulate``.
+    ``params``: the batch's params when the caller edits them (e.g. a strategy table per
+    arena), else ``batch_params(runs, n_arenas, turns=turns)``. ``skip=False`` scans every
+    turn of every arena (the same numbers, for timing the skipping).
+    """
+    rs = _runs(runs)
+    pb = batch_params(rs, n_arenas, turns=turns) if params is None else params
+    width = int(np.shape(pb.max_turns)[-1])
+    n_turns = int(turns or max(r.config.model.maxTurns for r in rs))
+    chunk = min(int(chunk_turns or default_chunk(n_turns)), n_turns)
+    keys = arena_keys(int(seed), np.arange(width, dtype=np.int64) + int(arena_offset))
+    state, rec = run_batch(rs[0].game, pb, keys, n_turns, -(-chunk // every) * every, history, every=every,
+                           skip=skip)
+    return Rollout(game=rs[0].game, state=state, records=rec)
+
+
+__all__ = ["LiveOptions", "PreparedRun", "Rollout", "TRACES", "arena_keys", "batch_params", "compiled_init",
+           "compiled_run", "lanes_for", "prepare", "rollout", "to_numpy"]
