@@ -29,7 +29,7 @@ import jax.numpy as jnp
 from jaxmarl.environments import spaces
 from jaxmarl.environments.multi_agent_env import MultiAgentEnv
 
-from .build.game import build
+from .prepare.game import build
 from .config.game import ArenaConfig
 from .host.programs import EXTERNAL
 from .kernels import rng
