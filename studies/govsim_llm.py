@@ -46,7 +46,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--rules-file", type=Path, help="the rules text given to the players (default: the scenario's)")
     p.add_argument("--out", type=Path, help="the arena's folder (meta.json, turns.jsonl, summary.json)")
     args = p.parse_args(argv)
-    from bdpd_jax.config.discussion import MAX_DISCUSSION_ROUNDS
+    from bdpd_jax.host.discussion import MAX_DISCUSSION_ROUNDS  # the live host's bound, re-exported there
 
     if not 0 <= args.rounds <= MAX_DISCUSSION_ROUNDS:
         p.error(f"--rounds: must be in [0, {MAX_DISCUSSION_ROUNDS}], got {args.rounds}")

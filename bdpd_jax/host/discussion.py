@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from bdpd_jax.config.discussion import MAX_DISCUSSION_ROUNDS
 from bdpd_jax.host.agents.base import Utterance
 
 if TYPE_CHECKING:
@@ -97,4 +98,4 @@ def last_discussion(records: Sequence[dict[str, Any]], turn: int) -> dict[str, A
                                                   for u in d["utterances"]]}
 
 
-__all__ = ["SPEAKING_KINDS", "discuss", "first_speaker", "last_discussion", "next_speaker", "report", "speakers"]
+__all__ = ["MAX_DISCUSSION_ROUNDS", "SPEAKING_KINDS", "discuss", "first_speaker", "last_discussion", "next_speaker", "report", "speakers"]
