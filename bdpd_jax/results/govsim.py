@@ -23,8 +23,9 @@ import numpy as np
 
 from ..kernels.engines import get_engine
 from ..kernels.metrics import gini, over_share
+from . import schema
 
-GOVSIM_COLUMNS = ("survival_time", "total_gain", "efficiency", "equality", "over_usage")
+GOVSIM_COLUMNS = schema.names(schema.GOVSIM)
 
 
 def sustainable_yield(config) -> float:
@@ -73,12 +74,13 @@ def govsim_columns(turns_played: np.ndarray, max_turns, f0, gains: np.ndarray,
 
 
 def from_records(actual: np.ndarray, regen: np.ndarray, played: np.ndarray,
-                 defined: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                 defined: np.ndarray | None = None, xp=np) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """actual float[T, N, B], regen float[T, B], played bool[T, B], defined bool[T, B] (the
-    share was defined; None = every turn) -> (gains float[N, B], over int[N, B], judged int[B])."""
+    share was defined; None = every turn) -> (gains float[N, B], over int[N, B], judged int[B]).
+    ``xp``: numpy, or jax.numpy inside a run program (the same integer counts)."""
     n = actual.shape[1]
     pl = played[:, None, :]
     ok = played if defined is None else played & defined
-    gains = np.where(pl, actual, 0.0).sum(axis=0)
+    gains = xp.where(pl, actual, 0.0).sum(axis=0)
     over = (ok[:, None, :] & over_share(actual, regen[:, None, :], n)).sum(axis=0)
     return gains, over, ok.sum(axis=0)
