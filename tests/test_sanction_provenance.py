@@ -43,7 +43,7 @@ def _expected(violations) -> list[tuple]:
     """The rows 000_* 2.4 prescribes, one per (matching spec, violation event)."""
     rows = []
     for v in violations:
-        if v["termType"] != "harvest_cap":  # both seed specs watch harvest_cap only
+        if v["term_type"] != "harvest_cap":  # both seed specs watch harvest_cap only
             continue
         k = int(v["ordinal"])
         rows.append(("auto-sanction", "sanction", v["player"], v["pact"], "harvest_cap", k, 3.0, "cap-breach"))
@@ -56,9 +56,9 @@ def test_results_sanctions_frame_on_the_seed_examples():
     res = bdpd_jax.simulate(_cfg(), n_arenas=4, seed=7)
     v, s = res.violations, res.sanctions
     assert res.extra["violations"] is v                   # the old name keeps working
-    assert {"harvest_cap", "no_aggression"} <= set(v.termType) and v.ordinal.max() >= 3
+    assert {"harvest_cap", "no_aggression"} <= set(v.term_type) and v.ordinal.max() >= 3
     for arena in range(4):
-        got = sorted(s[s.arena == arena][["id", "type", "player", "pact", "termType", "ordinal", "amount", "reason"]]
+        got = sorted(s[s.arena == arena][["id", "type", "player", "pact", "term_type", "ordinal", "amount", "reason"]]
                      .itertuples(index=False, name=None))
         assert got == _expected(v[v.arena == arena].to_dict("records"))
     assert (s.payer == -1).all() and (s.cost == 0).all()  # automatic specs: nobody pays to impose them

@@ -74,13 +74,15 @@ def govsim_columns(turns_played: np.ndarray, max_turns, f0, gains: np.ndarray,
 
 
 def from_records(actual: np.ndarray, regen: np.ndarray, played: np.ndarray,
-                 defined: np.ndarray | None = None, xp=np) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                 defined: np.ndarray | None = None, xp=np, player_axis: int = 1,
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """actual float[T, N, B], regen float[T, B], played bool[T, B], defined bool[T, B] (the
     share was defined; None = every turn) -> (gains float[N, B], over int[N, B], judged int[B]).
+    ``player_axis`` 2: actual is float[T, B, N] (the scan's layout; gains and over [B, N]).
     ``xp``: numpy, or jax.numpy inside a run program (the same integer counts)."""
-    n = actual.shape[1]
-    pl = played[:, None, :]
+    n = actual.shape[player_axis]
     ok = played if defined is None else played & defined
-    gains = xp.where(pl, actual, 0.0).sum(axis=0)
-    over = (ok[:, None, :] & over_share(actual, regen[:, None, :], n)).sum(axis=0)
+    each = (lambda x: x[:, None, :]) if player_axis == 1 else (lambda x: x[:, :, None])  # noqa: E731
+    gains = xp.where(each(played), actual, 0.0).sum(axis=0)
+    over = (each(ok) & over_share(actual, each(regen), n)).sum(axis=0)
     return gains, over, ok.sum(axis=0)

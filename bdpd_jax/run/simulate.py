@@ -88,10 +88,10 @@ def _counted_whole_history(game: Game, n_turns: int, every: int, seed, arenas, p
     pb = broadcast_batch(params, arenas.shape[0])
     state, rec = run_turns(game, n_turns, True, keys, init_batch(game, pb), pb, every, False, 1, record_axis=1)
     final = final_numbers(game, state, pb)
-    if final["gov"] is None and every == 1:  # GovSim's over-usage counts, from the records in place
-        api = jax.tree_util.tree_map(lambda x: jnp.moveaxis(x, 1, -1), rec)
-        defined = ~jnp.isnan(api.metrics["cooperation_index"])
-        final["over"] = govsim.from_records(api.actual, api.regen, api.played, defined, xp=jnp)[1:]
+    if final["gov"] is None and every == 1:  # GovSim's over-usage counts, from the records as laid out
+        defined = ~jnp.isnan(rec.metrics["cooperation_index"])
+        _, over, judged = govsim.from_records(rec.actual, rec.regen, rec.played, defined, jnp, player_axis=2)
+        final["over"] = (over.T, judged)
     return final, rec
 
 
