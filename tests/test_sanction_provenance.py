@@ -95,7 +95,7 @@ def test_live_turn_log_and_turns_jsonl_carry_provenance(tmp_path):
     assert [ln["sanctions"] for ln in lines] == [r["sanctions"] for r in arena.records]
     n_rows = 0
     for rec in arena.records:
-        viol = [{"player": arena.players.index(e["partyId"]), "pact": e["pactId"], "termType": e["termType"],
+        viol = [{"player": arena.players.index(e["partyId"]), "pact": e["pactId"], "term_type": e["termType"],
                  "ordinal": e["ordinal"]} for e in rec["violations"]]
         got = sorted((r["specId"], r["type"], arena.players.index(r["playerId"]), r["pactId"], r["termType"],
                       r["ordinal"], r["amount"], r["reason"]) for r in rec["sanctions"])

@@ -50,6 +50,9 @@ class Frames(MutableMapping[str, pd.DataFrame]):
         else:
             self._frames.pop(name, None)
 
+    def __contains__(self, name: object) -> bool:
+        return name in self._frames or name in self._builders  # (without building it)
+
     def __iter__(self) -> Iterator[str]:
         return iter([*self._frames, *(n for n in self._builders if n not in self._frames)])
 
@@ -258,7 +261,7 @@ def players_frame(rec: dict[str, np.ndarray], arenas: np.ndarray, strategy_names
         "player": np.tile(np.arange(n, dtype=np.int32), rows),
         "strategy": _str_column(_by_arena(np.asarray(rec["strategy"]), mask), list(strategy_names)),
     }
-    leaves = {**{c.name: rec[c.name] for c in schema.PLAYERS[4:]}, **rec.get("player_extra", {})}
+    leaves = {**{n: rec[n] for n in schema.names(schema.PLAYERS)[4:]}, **rec.get("player_extra", {})}
     cols.update({name: _by_arena(np.asarray(x), mask) for name, x in leaves.items()})
     return pd.DataFrame(cols, copy=False)
 

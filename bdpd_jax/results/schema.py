@@ -29,10 +29,16 @@ class Column:
     unit: str  # "" when dimensionless, a count or a label
     meaning: str
     wire: str | None = None  # the live JSON key (camelCase); None: not on the wire
+    frame: bool = True  # False: a live-only column (on the wire, not in the batch frame)
 
 
 def _c(name: str, dtype: str, unit: str, meaning: str, wire: str | None = None) -> Column:
     return Column(name, dtype, unit, meaning, wire)
+
+
+def _live(name: str, dtype: str, unit: str, meaning: str, wire: str) -> Column:
+    """A column only a live arena's record has (an agent's call, a violation's detail)."""
+    return Column(name, dtype, unit, meaning, wire, frame=False)
 
 
 ARENA = _c("arena", "int64", "", "global arena index (seed, arena_offset + i)")
@@ -72,6 +78,13 @@ PLAYERS: tuple[Column, ...] = (
        "announced"),
     _c("sanction", "float32", "stock units", "sanctions deducted from the player this turn", "sanction"),
     _c("invalid", "bool", "", "the request was NaN, infinite or negative and was treated as 0", "invalid"),
+    _live("agent_type", "str", "", "builtin | code | http | llm | ...: what decided", "agentType"),
+    _live("harvest", "float64", "stock units", "an external agent's answer (before the kernel's checks)", "harvest"),
+    _live("fallback", "bool", "", "the agent failed or timed out and the fallback decided", "fallback"),
+    _live("error", "str", "", "the agent's error, null when none", "error"),
+    _live("elapsed_ms", "float64", "ms", "the agent call's wall time", "elapsedMs"),
+    _live("actions", "object", "", "the tool actions the agent took this turn", "actions"),
+    _live("overridden", "bool", "", "an owner's strategy override decided instead of the agent", "overridden"),
 )
 
 # one row per pact violation event {partyId, pactId, termType} (001_*)
@@ -82,6 +95,8 @@ VIOLATIONS: tuple[Column, ...] = (
     _c("term_type", "str", "", "the pact's term type (kernels.pacts.register_term)", "termType"),
     _c("ordinal", "int32", "count", "the event's number among the player's violations of that term type",
        "ordinal"),
+    _live("detail", "str", "", "the 001_* detail string (what was harvested against which limit)", "detail"),
+    _live("sanction_fired", "bool", "", "a sanction was charged to the party this turn", "sanctionFired"),
 )
 
 # one row per sanction fired, with its provenance
@@ -148,8 +163,8 @@ LAYERS: dict[str, tuple[Column, ...]] = {
 
 
 def names(layer: tuple[Column, ...]) -> tuple[str, ...]:
-    """The layer's column names, in order."""
-    return tuple(c.name for c in layer)
+    """The layer's frame column names, in order (its live-only columns left out)."""
+    return tuple(c.name for c in layer if c.frame)
 
 
 def wire(layer: tuple[Column, ...]) -> dict[str, str]:
@@ -175,22 +190,23 @@ def _empty(dtype: str) -> pd.Series:
 
 def empty_frame(layer: tuple[Column, ...]) -> pd.DataFrame:
     """A frame of the layer with no rows (each column of its declared dtype; strings as object)."""
-    return pd.DataFrame({c.name: _empty(c.dtype) for c in layer})
+    return pd.DataFrame({c.name: _empty(c.dtype) for c in layer if c.frame})
 
 
 def frame(layer: tuple[Column, ...], cols: dict[str, Any]) -> pd.DataFrame:
-    """A frame of exactly the layer's columns, in its order, from columns by name."""
-    missing = [c.name for c in layer if c.name not in cols]
+    """A frame of exactly the layer's frame columns, in its order, from columns by name."""
+    missing = [n for n in names(layer) if n not in cols]
     if missing:
         raise ValueError(f"frame: columns {missing} missing")
-    return pd.DataFrame({c.name: cols[c.name] for c in layer})
+    return pd.DataFrame({n: cols[n] for n in names(layer)})
 
 
 def markdown_table(layer: tuple[Column, ...]) -> str:
     """The layer's column table for the docs (generated; tests/test_schema.py)."""
     rows = ["| column | dtype | unit | wire | meaning |", "|---|---|---|---|---|"]
     for c in layer:
-        rows.append(f"| `{c.name}` | {c.dtype} | {c.unit or '-'} | {f'`{c.wire}`' if c.wire else '-'} | {c.meaning} |")
+        name = f"`{c.name}`" if c.frame else f"(live) `{c.name}`"
+        rows.append(f"| {name} | {c.dtype} | {c.unit or '-'} | {f'`{c.wire}`' if c.wire else '-'} | {c.meaning} |")
     return "\n".join(rows)
 
 
