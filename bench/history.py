@@ -22,7 +22,6 @@ import functools
 import json
 import math
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -39,10 +38,11 @@ from bdpd_jax._env import enable_compile_cache  # noqa: E402
 
 enable_compile_cache()
 
+from throughput import best_of, config  # noqa: E402
+
 import bdpd_jax  # noqa: E402
 from bdpd_jax.build import prepared  # noqa: E402
 from bdpd_jax.run.simulate import compiled_whole_history, key_words  # noqa: E402
-from throughput import best_of, config  # noqa: E402
 
 
 def calls(b: int, turns: int) -> dict:

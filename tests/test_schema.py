@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from bdpd_jax.kernels.metrics import METRICS
 
 import bdpd_jax
 from bdpd_jax.host.arena import Arena
-from bdpd_jax.kernels.metrics import METRICS
 from bdpd_jax.results import schema as S
 from bdpd_jax.results.frames import Frames
 from bdpd_jax.run import runner
@@ -163,8 +163,8 @@ def test_column_wise_frames_equal_plain_loops_and_the_chunked_path() -> None:
         pd.testing.assert_frame_equal(getattr(one, name), getattr(chunked, name), check_exact=True)
         pd.testing.assert_frame_equal(getattr(one, name), getattr(again, name), check_exact=True)
     assert one.turns.groupby("arena").size().nunique() > 1  # some arenas ended early: rows were masked
-    from bdpd_jax.run.simulate import flatten_record, run_whole_history
     from bdpd_jax.build.prepared import prepared
+    from bdpd_jax.run.simulate import flatten_record, run_whole_history
 
     prep = prepared(cfg)
     params = prep.params.__class__(**{**prep.params.__dict__, "max_turns": np.asarray(30, np.int32)})
