@@ -175,3 +175,12 @@ def test_column_wise_frames_equal_plain_loops_and_the_chunked_path() -> None:
         {"player": np.int64, "turn": np.int64, "actual": float, "wealth": float})
     pd.testing.assert_frame_equal(got.reset_index(drop=True), ref.astype({"turn": np.int64, "player": np.int64}),
                                   check_exact=True)
+
+
+def test_results_pickle_with_their_frames_built() -> None:
+    import pickle
+
+    r = bdpd_jax.simulate(_gov_cfg(), n_arenas=2, seed=4)
+    back = pickle.loads(pickle.dumps(r))
+    for name in ("turns", "players", "violations", "sanctions"):
+        pd.testing.assert_frame_equal(getattr(back, name), getattr(r, name), check_exact=True)

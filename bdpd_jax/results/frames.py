@@ -59,6 +59,10 @@ class Frames(MutableMapping[str, pd.DataFrame]):
     def __len__(self) -> int:
         return len(self._frames.keys() | self._builders.keys())
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled with every frame built (a builder is a closure over the run's records)."""
+        return {"_frames": dict(self.items()), "_builders": {}}
+
     def built(self, name: str) -> bool:
         """Whether ``name`` is held as a frame (not a builder still to run)."""
         return name in self._frames
