@@ -222,7 +222,7 @@ def _by_arena(x: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
     return y[mask].reshape(-1)
 
 
-def _played(rec: dict[str, np.ndarray]) -> tuple[np.ndarray | None, np.ndarray]:
+def _played(rec: dict[str, Any]) -> tuple[np.ndarray | None, np.ndarray]:
     """(the played mask (B, T), None when every turn was played; played turns per arena)."""
     mask = np.asarray(rec["played"]).T
     if mask.all():
@@ -242,7 +242,7 @@ def _str_column(codes: np.ndarray, labels: list[str]):
     return pd.array(np.asarray(labels, dtype=object)[codes], dtype=dtype)
 
 
-def turns_frame(rec: dict[str, np.ndarray], arenas: np.ndarray) -> pd.DataFrame:
+def turns_frame(rec: dict[str, Any], arenas: np.ndarray) -> pd.DataFrame:
     """rec leaves have shape (T, B) (scalars per arena and turn); built column by column
     (schema.TURNS, the engine's observables, schema.METRICS, the layers' turn columns)."""
     mask, counts = _played(rec)
@@ -253,7 +253,7 @@ def turns_frame(rec: dict[str, np.ndarray], arenas: np.ndarray) -> pd.DataFrame:
     return pd.DataFrame(cols, copy=False)  # (fresh arrays: no copy into 2-D blocks)
 
 
-def players_frame(rec: dict[str, np.ndarray], arenas: np.ndarray, strategy_names: list[str]) -> pd.DataFrame:
+def players_frame(rec: dict[str, Any], arenas: np.ndarray, strategy_names: list[str]) -> pd.DataFrame:
     """Per-player leaves have shape (T, N, B); rows by arena, turn, player (schema.PLAYERS,
     then the layers' player columns), built column by column."""
     mask, counts = _played(rec)

@@ -19,6 +19,8 @@ governance layer's accumulators or the per-turn records.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..kernels.engines import get_engine
@@ -73,9 +75,8 @@ def govsim_columns(turns_played: np.ndarray, max_turns, f0, gains: np.ndarray,
     }
 
 
-def from_records(actual: np.ndarray, regen: np.ndarray, played: np.ndarray,
-                 defined: np.ndarray | None = None, xp=np, player_axis: int = 1,
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def from_records(actual: Any, regen: Any, played: Any, defined: Any = None, xp: Any = np, player_axis: int = 1,
+                 ) -> tuple[Any, Any, Any]:
     """actual float[T, N, B], regen float[T, B], played bool[T, B], defined bool[T, B] (the
     share was defined; None = every turn) -> (gains float[N, B], over int[N, B], judged int[B]).
     ``player_axis`` 2: actual is float[T, B, N] (the scan's layout; gains and over [B, N]).

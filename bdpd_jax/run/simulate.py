@@ -290,7 +290,7 @@ def _results(frames: dict[str, list], meta: dict, out: str | None) -> Results:
         return res
     builders = {name: functools.partial(lambda bs: cat([b() for b in bs]), bs)
                 for name, bs in frames.items() if name != "summary"}
-    history = {k: builders.pop(k) for k in ("turns", "players") if k in builders}
+    history: dict[str, Any] = {k: builders.pop(k) for k in ("turns", "players") if k in builders}
     return Results(summary, None, None, meta, Frames(builders=builders), Frames(builders=history))
 
 
