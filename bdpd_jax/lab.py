@@ -9,7 +9,9 @@ strategy tables, the kernel timed alone, records of a custom batch).
   (keys, init, turns, skipping ended arenas), its final state and its records;
 - ``arena_keys``, ``compiled_init``, ``compiled_run``: the compiled pieces of a rollout, for
   a bench that times the kernel alone; ``TRACES``: how many times each was traced;
-  ``lanes_for``: the lanes the runner gives a sub-batch of live arenas; ``to_numpy``.
+  ``lanes_for``: the lanes the runner gives a sub-batch of live arenas; ``to_numpy``;
+- ``compiled_whole_history(game, turns, every)`` and ``key_words(seed, arenas)``: the one
+  program of ``simulate(history=True)`` and its key words, for timing it alone.
 
 The live arena is ``bdpd_jax.host.arena.Arena`` (and ``LiveBatch`` for many in lockstep).
 """
@@ -28,7 +30,7 @@ from .prepare.game import broadcast_batch
 from .prepare.governance import stack_batch
 from .prepare.prepared import LiveOptions, PreparedRun, prepare
 from .run.runner import TRACES, arena_keys, compiled_init, compiled_run, lanes_for, run_batch, to_numpy
-from .run.simulate import default_chunk
+from .run.simulate import compiled_whole_history, default_chunk, key_words
 
 
 @dataclass(frozen=True)
@@ -84,4 +86,4 @@ def rollout(runs: PreparedRun | Sequence[PreparedRun], n_arenas: int, *, seed: i
 
 
 __all__ = ["LiveOptions", "PreparedRun", "Rollout", "TRACES", "arena_keys", "batch_params", "compiled_init",
-           "compiled_run", "lanes_for", "prepare", "rollout", "to_numpy"]
+           "compiled_run", "compiled_whole_history", "key_words", "lanes_for", "prepare", "rollout", "to_numpy"]

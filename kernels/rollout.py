@@ -45,7 +45,7 @@ def init_batch(game: Game, params: Params) -> ArenaState:
 
 def run_turns(
     game: Game, n_turns: int, history: bool, keys: jax.Array, state: ArenaState, params: Params, every: int = 1,
-    stop_when_ended: bool = False, lanes: int = 1,
+    stop_when_ended: bool = False, lanes: int = 1, record_axis: int = -1,
 ):
     """Scan ``n_turns`` turns of a batch. keys: uint32[2, B]. Returns (state, records | None).
     Without history (and with ``stop_when_ended``, static) the loop stops once every arena
@@ -101,7 +101,10 @@ def run_turns(
         final, recs = jax.lax.scan(block, carry, None, length=n_turns // every)
     # back to the API layout: state (..., B), records (T, ..., B)
     final = _back(_join([st for st, _z in final], 0), 0)
-    return final, (None if recs is None else _back(_join(list(recs), 1), 1))
+    if recs is None:
+        return final, None
+    recs = _join(list(recs), 1)
+    return final, (recs if record_axis == 1 else _back(recs, 1))
 
 
 def lane_cuts(width: int, lanes: int) -> tuple[tuple[int, int], ...]:

@@ -276,7 +276,7 @@ def test_announcements_rounded_and_biased(gov_run):
 
 def test_sanctions_deducted_and_violations_frame(gov_run):
     p, v = gov_run.players, gov_run.extra["violations"]
-    assert len(v) > 0 and set(v.termType) <= set(P.PACT_TERM_TYPES)
+    assert len(v) > 0 and set(v.term_type) <= set(P.PACT_TERM_TYPES)
     # wealth_t = wealth_{t-1} + actual - sanction
     for _, g in p.groupby(["arena", "player"]):
         w = g["wealth"].to_numpy()

@@ -236,6 +236,10 @@ def test_size_by_timing_sweep_compiles_once():
     import dataclasses
 
     pb = dataclasses.replace(pb, extra={**pb.extra, "perturb": pp})
+    # the chunk program (simulate runs one chunk with history as one program of its own):
+    # traced once, then the batch of sizes x turns runs through it with no new trace
+    run_batch(game, broadcast_batch(params, 9), arena_keys(0, np.arange(9)), 20, 20, True)
+    before = TRACES["run"]
     state, rec = run_batch(game, pb, arena_keys(0, np.arange(9)), 20, 20, True)
     assert TRACES["run"] == before
     r = np.asarray(state.extra["perturb"]["engine"]["regen_rate"])

@@ -113,7 +113,7 @@ def test_simulate_uses_the_new_term_and_perturbation():
     parties = pl[pl.player.isin([1, 2])]
     expect = parties[parties.actual > 4.0 / 2 + EPS][["arena", "turn", "player"]]
     v = res.violations
-    assert len(v) > 0 and set(v.termType) == {"group_quota"}
+    assert len(v) > 0 and set(v.term_type) == {"group_quota"}
     got = v[["arena", "turn", "player"]].sort_values(["arena", "turn", "player"], ignore_index=True)
     exp = expect.sort_values(["arena", "turn", "player"], ignore_index=True).astype(got.dtypes.to_dict())
     assert got.equals(exp)

@@ -175,13 +175,13 @@ def test_every_term_type_runs_in_a_batch_with_violation_and_sanction_rows(logist
     res = logistic_run[1]
     v, s = res.violations, res.sanctions
     for code, n in enumerate(names):
-        mine = v[v.termType == n]
+        mine = v[v.term_type == n]
         assert len(mine) > 0, f"{n}: no violation of a tight limit by aggressive players"
         assert set(mine.pact) == {code}  # pact k of the config is slot k
-        got = s[s.termType == n]
+        got = s[s.term_type == n]
         assert len(got) == len(mine) and set(got.id) == {f"s-{n}"} and set(got.reason) == {n}
         assert np.allclose(got.amount, 0.25)
-    assert set(v.termType) <= set(names)
+    assert set(v.term_type) <= set(names)
 
 
 # -- perturbation types -------------------------------------------------------------------------

@@ -43,7 +43,7 @@ def _expected(violations) -> list[tuple]:
     """The rows 000_* 2.4 prescribes, one per (matching spec, violation event)."""
     rows = []
     for v in violations:
-        if v["termType"] != "harvest_cap":  # both seed specs watch harvest_cap only
+        if v["term_type"] != "harvest_cap":  # both seed specs watch harvest_cap only
             continue
         k = int(v["ordinal"])
         rows.append(("auto-sanction", "sanction", v["player"], v["pact"], "harvest_cap", k, 3.0, "cap-breach"))
@@ -56,9 +56,9 @@ def test_results_sanctions_frame_on_the_seed_examples():
     res = bdpd_jax.simulate(_cfg(), n_arenas=4, seed=7)
     v, s = res.violations, res.sanctions
     assert res.extra["violations"] is v                   # the old name keeps working
-    assert {"harvest_cap", "no_aggression"} <= set(v.termType) and v.ordinal.max() >= 3
+    assert {"harvest_cap", "no_aggression"} <= set(v.term_type) and v.ordinal.max() >= 3
     for arena in range(4):
-        got = sorted(s[s.arena == arena][["id", "type", "player", "pact", "termType", "ordinal", "amount", "reason"]]
+        got = sorted(s[s.arena == arena][["id", "type", "player", "pact", "term_type", "ordinal", "amount", "reason"]]
                      .itertuples(index=False, name=None))
         assert got == _expected(v[v.arena == arena].to_dict("records"))
     assert (s.payer == -1).all() and (s.cost == 0).all()  # automatic specs: nobody pays to impose them
@@ -95,7 +95,7 @@ def test_live_turn_log_and_turns_jsonl_carry_provenance(tmp_path):
     assert [ln["sanctions"] for ln in lines] == [r["sanctions"] for r in arena.records]
     n_rows = 0
     for rec in arena.records:
-        viol = [{"player": arena.players.index(e["partyId"]), "pact": e["pactId"], "termType": e["termType"],
+        viol = [{"player": arena.players.index(e["partyId"]), "pact": e["pactId"], "term_type": e["termType"],
                  "ordinal": e["ordinal"]} for e in rec["violations"]]
         got = sorted((r["specId"], r["type"], arena.players.index(r["playerId"]), r["pactId"], r["termType"],
                       r["ordinal"], r["amount"], r["reason"]) for r in rec["sanctions"])

@@ -21,6 +21,7 @@ from bdpd_jax.kernels.plugins import NAME as PLUGINS
 from bdpd_jax.config.plugins import reason_name
 from bdpd_jax.kernels.governance import NAME as GOV
 from bdpd_jax.results.governance import layer_record
+from bdpd_jax.results import schema
 from bdpd_jax.results.perturbations import perturb_record, target_label
 from bdpd_jax.host.agents.base import AgentResult
 from bdpd_jax.host.registry import num, nums
@@ -42,10 +43,11 @@ def sanction_rows(run: ArenaRun, t: int, g: dict, rec_extra: dict) -> list[dict[
     rows = []
     for n, p, k in zip(*np.nonzero(fired.transpose(2, 1, 0))):  # by player, pact, spec
         sp = specs[k]
-        rows.append({"turn": int(t), "specId": sp.id, "type": sp.type, "playerId": run.players[int(n)],
-                     "pactId": run.registry.id_of(int(p)), "termType": P.term_names()[int(g["term"][p])],
-                     "ordinal": int(g["ordinal"][p, n]), "amount": num(amount[k, p, n]),
-                     "reason": sp.payload.reason, "paidBy": None, "cost": 0.0})
+        rows.append(schema.wire_row(
+            schema.SANCTIONS, turn=int(t), id=sp.id, type=sp.type, player=run.players[int(n)],
+            pact=run.registry.id_of(int(p)), term_type=P.term_names()[int(g["term"][p])],
+            ordinal=int(g["ordinal"][p, n]), amount=num(amount[k, p, n]), reason=sp.payload.reason, payer=None,
+            cost=0.0))
     return rows + plugin_sanction_rows(run, t, layer_record(rec_extra, PLUGINS) or {})
 
 
@@ -55,15 +57,16 @@ def plugin_sanction_rows(run: ArenaRun, t: int, g: dict) -> list[dict[str, Any]]
     for spec, r in zip(run.config.plugins, g.get("plugins", ())):
         fines, costs = np.asarray(r["fines"]), np.asarray(r["costs"])  # [payer, target]
         for i, j in zip(*np.nonzero(((fines > 0) | (costs > 0)).T)):  # by target, then payer
-            rows.append({"turn": int(t), "specId": spec.id, "type": spec.type, "playerId": run.players[int(i)],
-                         "pactId": None, "termType": None, "ordinal": 0, "amount": num(fines[j, i]),
-                         "reason": reason_name(spec.type, int(r["reason"][i])),
-                         "paidBy": run.players[int(j)], "cost": num(costs[j, i])})
+            rows.append(schema.wire_row(
+                schema.SANCTIONS, turn=int(t), id=spec.id, type=spec.type, player=run.players[int(i)], pact=None,
+                term_type=None, ordinal=0, amount=num(fines[j, i]), reason=reason_name(spec.type, int(r["reason"][i])),
+                payer=run.players[int(j)], cost=num(costs[j, i])))
     return rows
 
 
-_PLAYER_FLOATS = ("requested", "actual", "announced", "wealth", "sanction")
-_ARENA_FLOATS = ("stock", "regen", "reserve_drawn")
+# the record's float columns per player and per arena (schema.PLAYERS / schema.TURNS)
+_PLAYER_FLOATS = tuple(c.name for c in schema.PLAYERS if c.frame and c.dtype == "float32")
+_ARENA_FLOATS = tuple(c.name for c in schema.TURNS if c.dtype == "float32")
 
 
 @dataclasses.dataclass
@@ -115,19 +118,18 @@ def turn_record(run: ArenaRun, t: int, rec: TurnRow, calls: dict[int, AgentResul
     decisions = []
     errors = []
     for i, s in enumerate(run.specs):
-        d = {"playerId": s.name, "agentType": run.agent_kind(i), "requested": rec.requested[i],
-             "actual": rec.actual[i], "announced": rec.announced[i], "wealth": rec.wealth[i],
-             "sanction": rec.sanction[i], "invalid": rec.invalid[i]}
+        d = schema.wire_row(schema.PLAYERS, player=s.name, agent_type=run.agent_kind(i),
+                            **{k: getattr(rec, k)[i] for k in (*_PLAYER_FLOATS, "invalid")})
         if i in calls:
             r = calls[i]
-            d.update({"harvest": r.harvest, "fallback": r.fallback, "error": r.error,
-                      "elapsedMs": round(r.elapsed_ms, 3), "actions": r.actions})
+            d.update(schema.wire_row(schema.PLAYERS, harvest=r.harvest, fallback=r.fallback, error=r.error,
+                                     elapsed_ms=round(r.elapsed_ms, 3), actions=r.actions))
             if r.error:
                 errors.append({"playerId": s.name, "error": r.error})
                 run.count(s.name, "errors", 1)
             run.count(s.name, "fallbacks", int(r.fallback))
         elif i in overridden:
-            d["overridden"] = True
+            d.update(schema.wire_row(schema.PLAYERS, overridden=True))
         run.count(s.name, "totalHarvest", d["actual"] or 0.0)
         decisions.append(d)
     violations, sanctions = [], []
@@ -145,13 +147,15 @@ def turn_record(run: ArenaRun, t: int, rec: TurnRow, calls: dict[int, AgentResul
     if pr:
         for p in np.flatnonzero(np.asarray(pr["fired"])):
             kind = pk.type_names()[int(pr["code"][p])]
-            fired.append({"id": run.spec_ids[p] if p < len(run.spec_ids) else None, "type": kind,
-                          "target": target_label(kind, int(pr["target"][p])), "value": num(pr["value"][p])})
+            fired.append(schema.wire_row(schema.PERTURBATIONS, id=run.spec_ids[p] if p < len(run.spec_ids) else None,
+                                         type=kind, target=target_label(kind, int(pr["target"][p])),
+                                         value=num(pr["value"][p])))
     owner = run.take_owner_fired()
     gov = {} if run.governor is None else {"governance": governance_entry(run, t, rec.extra)}
     return {
-        "arenaId": run.arena_id, "turn": t, "stock": rec.stock, "regen": rec.regen,
-        "reserveDrawn": rec.reserve_drawn, "collapsed": rec.collapsed,
+        "arenaId": run.arena_id,
+        **schema.wire_row(schema.TURNS, turn=t, stock=rec.stock, regen=rec.regen, reserve_drawn=rec.reserve_drawn,
+                          collapsed=rec.collapsed),
         "decisions": decisions,
         "messages": run.bus.messages_for_turn(t),
         "tools": tools,
@@ -159,7 +163,7 @@ def turn_record(run: ArenaRun, t: int, rec: TurnRow, calls: dict[int, AgentResul
         "violations": violations,
         "sanctions": sanctions,
         "errors": errors,
-        "metrics": dict(rec.metrics),
+        "metrics": schema.wire_row(schema.METRICS, **rec.metrics),
         "engine": dict(rec.engine),
         "perturbations": fired,
         "ownerPerturbations": owner,

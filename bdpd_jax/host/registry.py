@@ -29,6 +29,7 @@ import orjson
 
 from bdpd_jax.kernels import pacts as P
 from bdpd_jax.config.terms import detail, numbers, slot_terms
+from bdpd_jax.results import schema
 
 
 def pact_id(seed: int | str, arena: int, slot: int) -> str:
@@ -218,9 +219,9 @@ class PactRegistry:
         for s, i in zip(*np.nonzero(violated)):
             kind = P.term_names()[int(self.table.term[s])]
             text = detail(kind, float(actual[i]), float(lim[s]), mean)
-            ev = {"turn": int(turn), "pactId": self.id_of(int(s)), "partyId": self.players[int(i)],
-                  "termType": kind, "detail": text, "ordinal": int(ordinal[s, i]),
-                  "sanctionFired": bool(sanction_fired[i] > 0)}
+            ev = schema.wire_row(schema.VIOLATIONS, turn=int(turn), pact=self.id_of(int(s)), player=self.players[int(i)],
+                                 term_type=kind, detail=text, ordinal=int(ordinal[s, i]),
+                                 sanction_fired=bool(sanction_fired[i] > 0))
             self._violations.setdefault(int(s), []).append(ev)
             events.append(ev)
         return events

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,23 +17,72 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..kernels.metrics import METRICS
+from . import schema
 
-TURN_COLUMNS = ("arena", "turn", "stock", "regen", "reserve_drawn", "collapsed") + METRICS
-PLAYER_COLUMNS = (
-    "arena", "turn", "player", "strategy", "requested", "actual", "wealth", "announced", "sanction", "invalid",
-)
+# the frames' leading columns (schema.py declares them; these names are kept for callers)
+TURN_COLUMNS = schema.names(schema.TURNS) + schema.names(schema.METRICS)
+PLAYER_COLUMNS = schema.names(schema.PLAYERS)
+
+
+class Frames(MutableMapping[str, pd.DataFrame]):
+    """Frames by name; one given as a builder is built on its first access, then kept.
+
+    ``simulate`` hands a run's record frames over as builders: building a frame of millions
+    of rows costs more than the run itself, so a run pays for the frames it reads."""
+
+    def __init__(self, frames: Mapping[str, pd.DataFrame] | None = None,
+                 builders: Mapping[str, Callable[[], pd.DataFrame]] | None = None) -> None:
+        self._frames: dict[str, pd.DataFrame] = dict(frames or {})
+        self._builders: dict[str, Callable[[], pd.DataFrame]] = dict(builders or {})
+
+    def __getitem__(self, name: str) -> pd.DataFrame:
+        if name not in self._frames and name in self._builders:
+            self._frames[name] = self._builders.pop(name)()
+        return self._frames[name]
+
+    def __setitem__(self, name: str, df: pd.DataFrame) -> None:
+        self._builders.pop(name, None)
+        self._frames[name] = df
+
+    def __delitem__(self, name: str) -> None:
+        if self._builders.pop(name, None) is None:
+            del self._frames[name]
+        else:
+            self._frames.pop(name, None)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._frames or name in self._builders  # (without building it)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([*self._frames, *(n for n in self._builders if n not in self._frames)])
+
+    def __len__(self) -> int:
+        return len(self._frames.keys() | self._builders.keys())
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled with every frame built (a builder is a closure over the run's records)."""
+        return {"_frames": dict(self.items()), "_builders": {}}
+
+    def built(self, name: str) -> bool:
+        """Whether ``name`` is held as a frame (not a builder still to run)."""
+        return name in self._frames
+
+    def __repr__(self) -> str:
+        return f"Frames({sorted(self)})"
 
 
 @dataclass
 class Results:
-    """Frames of one run. ``turns``/``players`` exist only when the run kept history."""
+    """Frames of one run. ``turns``/``players`` exist only when the run kept history; a run
+    in memory builds them (and the layers' frames in ``extra``) on first access."""
 
     summary: pd.DataFrame
     history_turns: pd.DataFrame | None = None
     history_players: pd.DataFrame | None = None
     meta: dict[str, Any] = field(default_factory=dict)
-    extra: dict[str, pd.DataFrame] = field(default_factory=dict)
+    extra: MutableMapping[str, pd.DataFrame] = field(default_factory=Frames)
+    # the run's own record frames, built on first access (``turns``, ``players``)
+    history: Frames = field(default_factory=Frames, repr=False, compare=False)
 
     def _streamed(self, name: str, keys: list[str]) -> pd.DataFrame | None:
         """Frames a run streamed to ``out/<name>.parquet/part-*.parquet`` (simulate(out=)),
@@ -49,6 +99,8 @@ class Results:
 
     @property
     def turns(self) -> pd.DataFrame:
+        if self.history_turns is None and "turns" in self.history:
+            self.history_turns = self.history.pop("turns")
         if self.history_turns is None:
             self.history_turns = self._streamed("turns", ["arena", "turn"])
         if self.history_turns is None:
@@ -57,6 +109,8 @@ class Results:
 
     @property
     def players(self) -> pd.DataFrame:
+        if self.history_players is None and "players" in self.history:
+            self.history_players = self.history.pop("players")
         if self.history_players is None:
             self.history_players = self._streamed("players", ["arena", "turn", "player"])
         if self.history_players is None:
@@ -90,37 +144,24 @@ class Results:
 
     @property
     def violations(self) -> pd.DataFrame:
-        """One row per pact violation event: arena, turn, player, pact, termType, ordinal
-        (bdpd_jax/results/governance.py; also ``extra["violations"]``); empty without
-        governance or history."""
+        """One row per pact violation event (schema.VIOLATIONS: arena, turn, player, pact,
+        term_type, ordinal; bdpd_jax/results/governance.py; also ``extra["violations"]``);
+        empty without governance or history."""
         return self._frame("violations")
 
     @property
     def sanctions(self) -> pd.DataFrame:
-        """One row per sanction fired, with its provenance: arena, turn, id (spec), type,
-        player, pact, termType, ordinal, amount, reason, payer, cost
-        (bdpd_jax/results/governance.py); empty without governance or history."""
+        """One row per sanction fired, with its provenance (schema.SANCTIONS: arena, turn, id,
+        type, player, pact, term_type, ordinal, amount, reason, payer, cost;
+        bdpd_jax/results/governance.py); empty without governance or history."""
         return self._frame("sanctions")
-
-    def _frame(self, name: str) -> pd.DataFrame:
-        df = self.extra.get(name)
-        if df is None:
-            from . import governance as g
-
-            cols = g.VIOLATION_COLUMNS if name == "violations" else g.SANCTION_COLUMNS
-            return pd.DataFrame({c: pd.Series(dtype=object) for c in cols})
-        return df
 
     @property
     def perturbations(self) -> pd.DataFrame:
-        """One row per perturbation firing: arena, turn, id, type, target, value, strategy
-        (bdpd_jax/results/perturbations.py); empty when the config has no Table A.1 specs."""
-        df = self.extra.get("perturbations")
-        if df is None:
-            from .perturbations import COLUMNS
-
-            return pd.DataFrame({c: pd.Series(dtype=object) for c in COLUMNS})
-        return df
+        """One row per perturbation firing (schema.PERTURBATIONS: arena, turn, id, type,
+        target, value, strategy; bdpd_jax/results/perturbations.py); empty when the config has
+        no Table A.1 specs."""
+        return self._frame("perturbations")
 
     @property
     def discussion(self) -> pd.DataFrame:
@@ -136,21 +177,26 @@ class Results:
 
     @property
     def governance_actions(self) -> pd.DataFrame:
-        """One row per action a governance agent applied: arena, turn, id, type, action
-        (``cap`` | ``ladder_scale`` | ``regen``), value (bdpd_jax/results/plugins.py); empty
-        without a governance agent or history."""
-        df = self.extra.get("governance_actions")
-        if df is None:
-            from .plugins import COLUMNS
+        """One row per action a governance agent applied (schema.GOVERNANCE_ACTIONS: arena,
+        turn, id, type, action (``cap`` | ``ladder_scale`` | ``regen``), value;
+        bdpd_jax/results/plugins.py); empty without a governance agent or history."""
+        return self._frame("governance_actions")
 
-            return pd.DataFrame({c: pd.Series(dtype=object) for c in COLUMNS})
-        return df
+    def _frame(self, name: str) -> pd.DataFrame:
+        df = self.extra.get(name)
+        return schema.empty_frame(schema.LAYERS[name]) if df is None else df
+
+    def _kept(self, name: str) -> pd.DataFrame | None:
+        """The run's turns or players frame held in memory (built now if still to build)."""
+        if name in self.history:
+            return getattr(self, name)
+        return self.history_turns if name == "turns" else self.history_players
 
     def to_parquet(self, directory: str | Path) -> Path:
         """Write summary/turns/players (and any extra frames) as parquet plus meta.json."""
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
-        frames = {"summary": self.summary, "turns": self.history_turns, "players": self.history_players}
+        frames = {"summary": self.summary, "turns": self._kept("turns"), "players": self._kept("players")}
         frames.update(self.extra)
         for name, df in frames.items():
             if df is not None:
@@ -159,7 +205,7 @@ class Results:
         return d
 
     @classmethod
-    def from_parquet(cls, directory: str | Path) -> "Results":
+    def from_parquet(cls, directory: str | Path) -> Results:
         d = Path(directory)
         if not (d / "summary.parquet").is_file():
             raise ValueError(f"directory: no summary.parquet in {str(d)!r}")
@@ -179,23 +225,21 @@ class Results:
         return cls(read("summary"), read("turns"), read("players"), meta, extra)
 
 
-def _played_index(played: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """played: bool[T, B] -> (turn idx, arena idx) of played rows, ordered by arena then turn."""
-    b_idx, t_idx = np.nonzero(played.T)
-    return t_idx, b_idx
+def _by_arena(x: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
+    """A record leaf (T, ..., B) -> its played rows ordered by arena, then turn (then the
+    leaf's own axes): one strided copy of the leaf as (B, T, ...), or of its played rows."""
+    y = np.moveaxis(x, -1, 0)  # (B, T, ...): a view
+    if mask is None:
+        return y.reshape(-1)
+    return y[mask].reshape(-1)
 
 
-def _gather(leaves: dict[str, np.ndarray], flat: np.ndarray) -> dict[str, np.ndarray]:
-    """The values at flat indices of same-shape leaves: the leaves of one dtype are stacked
-    and gathered in one operation (the columns are rows of its result)."""
-    groups: dict[np.dtype, list[str]] = {}
-    for name, x in leaves.items():
-        groups.setdefault(x.dtype, []).append(name)
-    out = {}
-    for names in groups.values():
-        taken = np.take(np.stack([leaves[n].reshape(-1) for n in names]), flat, axis=1)
-        out.update(zip(names, taken))
-    return {name: out[name] for name in leaves}
+def _played(rec: dict[str, Any]) -> tuple[np.ndarray | None, np.ndarray]:
+    """(the played mask (B, T), None when every turn was played; played turns per arena)."""
+    mask = np.asarray(rec["played"]).T
+    if mask.all():
+        return None, np.full(mask.shape[0], mask.shape[1])
+    return mask, mask.sum(axis=1)
 
 
 def _str_column(codes: np.ndarray, labels: list[str]):
@@ -210,34 +254,31 @@ def _str_column(codes: np.ndarray, labels: list[str]):
     return pd.array(np.asarray(labels, dtype=object)[codes], dtype=dtype)
 
 
-def turns_frame(rec: dict[str, np.ndarray], arenas: np.ndarray) -> pd.DataFrame:
-    """rec leaves have shape (T, B) (scalars per arena and turn)."""
-    t, b = _played_index(rec["played"])
-    flat = t * rec["played"].shape[1] + b
-    leaves = {"turn": rec["turn"], **{n: rec[n] for n in ("stock", "regen", "reserve_drawn", "collapsed")},
-              **rec["engine_extra"], **{n: rec["metrics"][n] for n in METRICS}, **rec.get("turn_extra", {})}
-    cols: dict[str, Any] = {"arena": np.asarray(arenas)[b], **_gather(leaves, flat)}
+def turns_frame(rec: dict[str, Any], arenas: np.ndarray) -> pd.DataFrame:
+    """rec leaves have shape (T, B) (scalars per arena and turn); built column by column
+    (schema.TURNS, the engine's observables, schema.METRICS, the layers' turn columns)."""
+    mask, counts = _played(rec)
+    leaves = {**{c.name: rec[c.name] for c in schema.TURNS[1:]}, **rec["engine_extra"],
+              **{c.name: rec["metrics"][c.name] for c in schema.METRICS}, **rec.get("turn_extra", {})}
+    cols: dict[str, Any] = {"arena": np.repeat(np.asarray(arenas), counts)}
+    cols.update({name: _by_arena(np.asarray(x), mask) for name, x in leaves.items()})
     return pd.DataFrame(cols, copy=False)  # (fresh arrays: no copy into 2-D blocks)
 
 
-def players_frame(rec: dict[str, np.ndarray], arenas: np.ndarray, strategy_names: list[str]) -> pd.DataFrame:
-    """Per-player leaves have shape (T, N, B)."""
-    t, b = _played_index(rec["played"])
-    n, nb = rec["actual"].shape[1], rec["played"].shape[1]
-    rows = len(t)
-    # flat index of (turn, player, arena) in a (T, N, B) leaf, rows ordered by arena, turn, player
-    flat = ((t * (n * nb) + b)[:, None] + np.arange(n) * nb).reshape(-1)
-    leaves = {"strategy": rec["strategy"],
-              **{k: rec[k] for k in ("requested", "actual", "wealth", "announced", "sanction", "invalid")},
-              **rec.get("player_extra", {})}
-    got = _gather(leaves, flat)
+def players_frame(rec: dict[str, Any], arenas: np.ndarray, strategy_names: list[str]) -> pd.DataFrame:
+    """Per-player leaves have shape (T, N, B); rows by arena, turn, player (schema.PLAYERS,
+    then the layers' player columns), built column by column."""
+    mask, counts = _played(rec)
+    n = rec["actual"].shape[1]
+    rows = int(counts.sum())
     cols: dict[str, Any] = {
-        "arena": np.repeat(np.asarray(arenas)[b], n),
-        "turn": np.repeat(rec["turn"][t, b], n),
+        "arena": np.repeat(np.asarray(arenas), counts * n),
+        "turn": np.repeat(_by_arena(np.asarray(rec["turn"]), mask), n),
         "player": np.tile(np.arange(n, dtype=np.int32), rows),
-        "strategy": _str_column(got.pop("strategy"), list(strategy_names)),
-        **got,
+        "strategy": _str_column(_by_arena(np.asarray(rec["strategy"]), mask), list(strategy_names)),
     }
+    leaves = {**{n: rec[n] for n in schema.names(schema.PLAYERS)[4:]}, **rec.get("player_extra", {})}
+    cols.update({name: _by_arena(np.asarray(x), mask) for name, x in leaves.items()})
     return pd.DataFrame(cols, copy=False)
 
 

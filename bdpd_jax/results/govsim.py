@@ -19,12 +19,15 @@ governance layer's accumulators or the per-turn records.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..kernels.metrics import gini, over_share
 from ..prepare.game import sustainable_yield  # noqa: F401 (f0, the engine's rule: prepared once per run)
+from . import schema
 
-GOVSIM_COLUMNS = ("survival_time", "total_gain", "efficiency", "equality", "over_usage")
+GOVSIM_COLUMNS = schema.names(schema.GOVSIM)
 
 
 def equality(gains: np.ndarray) -> np.ndarray:
@@ -65,13 +68,15 @@ def govsim_columns(turns_played: np.ndarray, max_turns, f0, gains: np.ndarray,
     }
 
 
-def from_records(actual: np.ndarray, regen: np.ndarray, played: np.ndarray,
-                 defined: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def from_records(actual: Any, regen: Any, played: Any, defined: Any = None, xp: Any = np, player_axis: int = 1,
+                 ) -> tuple[Any, Any, Any]:
     """actual float[T, N, B], regen float[T, B], played bool[T, B], defined bool[T, B] (the
-    share was defined; None = every turn) -> (gains float[N, B], over int[N, B], judged int[B])."""
-    n = actual.shape[1]
-    pl = played[:, None, :]
+    share was defined; None = every turn) -> (gains float[N, B], over int[N, B], judged int[B]).
+    ``player_axis`` 2: actual is float[T, B, N] (the scan's layout; gains and over [B, N]).
+    ``xp``: numpy, or jax.numpy inside a run program (the same integer counts)."""
+    n = actual.shape[player_axis]
     ok = played if defined is None else played & defined
-    gains = np.where(pl, actual, 0.0).sum(axis=0)
-    over = (ok[:, None, :] & over_share(actual, regen[:, None, :], n)).sum(axis=0)
+    each = (lambda x: x[:, None, :]) if player_axis == 1 else (lambda x: x[:, :, None])  # noqa: E731
+    gains = xp.where(each(played), actual, 0.0).sum(axis=0)
+    over = (each(ok) & over_share(actual, each(regen), n)).sum(axis=0)
     return gains, over, ok.sum(axis=0)

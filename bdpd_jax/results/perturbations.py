@@ -14,8 +14,9 @@ import pandas as pd
 
 from ..kernels import perturb as pk
 from ..kernels.params import OBS_VARS
+from . import schema
 
-COLUMNS = ("arena", "turn", "id", "type", "target", "value", "strategy")
+COLUMNS = schema.names(schema.PERTURBATIONS)
 
 
 def target_label(type_: str, target: int, policy_names=None, index: float | None = None) -> str:
@@ -36,7 +37,7 @@ def perturbations_frame(rec: dict, arenas: np.ndarray, ids: list[str], policy_na
     """rec: flattened TurnRecord (numpy); the layer's leaves have shape (T, P, B)."""
     r = perturb_record(rec["extra"])
     if r is None or not ids:
-        return pd.DataFrame({c: pd.Series(dtype=object) for c in COLUMNS})
+        return schema.empty_frame(schema.PERTURBATIONS)
     fired = np.asarray(r["fired"]) & np.asarray(rec["played"])[:, None, :]
     t, p, b = np.nonzero(fired)
     order = np.lexsort((p, t, b))  # by arena, then turn, then list order
@@ -49,7 +50,7 @@ def perturbations_frame(rec: dict, arenas: np.ndarray, ids: list[str], policy_na
         policy_names[int(v)] if ty == "strategy_override" and 0 <= int(v) < len(policy_names) else None
         for ty, v in zip(types, values)
     ]
-    return pd.DataFrame({
+    return schema.frame(schema.PERTURBATIONS, {
         "arena": arenas[b],
         "turn": np.asarray(rec["turn"])[t, b].astype(np.int32),
         "id": [ids[int(i)] for i in p],

@@ -8,8 +8,9 @@ import pandas as pd
 
 from ..kernels.governance_agent import GovAction
 from ..kernels.plugins import NAME
+from . import schema
 
-COLUMNS = ("arena", "turn", "id", "type", "action", "value")
+COLUMNS = schema.names(schema.GOVERNANCE_ACTIONS)
 
 
 def governance_actions_frame(rec: dict, arenas: np.ndarray, plugins: list) -> pd.DataFrame:
@@ -25,13 +26,13 @@ def governance_actions_frame(rec: dict, arenas: np.ndarray, plugins: list) -> pd
         for field in GovAction._fields:
             v = np.asarray(a[GovAction._fields.index(field)], float)
             t, b = np.nonzero(~np.isnan(v) & np.asarray(rec["played"]))
-            frames.append(pd.DataFrame({
+            frames.append(schema.frame(schema.GOVERNANCE_ACTIONS, {
                 "arena": arenas[b], "turn": np.asarray(rec["turn"])[t, b].astype(np.int32), "id": spec.id,
                 "type": spec.type, "action": field, "value": v[t, b],
             }))
     frames = [f for f in frames if len(f)]
     if not frames:
-        return pd.DataFrame({c: pd.Series(dtype=object) for c in COLUMNS})
+        return schema.empty_frame(schema.GOVERNANCE_ACTIONS)
     out = pd.concat(frames, ignore_index=True)
     order = {f: i for i, f in enumerate(GovAction._fields)}
     out["_o"] = out["action"].map(order)

@@ -17,6 +17,7 @@ import math
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from ..prepare.game import broadcast_batch
@@ -32,7 +33,7 @@ from ..kernels.governance import NAME as GOV
 from ..results.perturbations import perturbations_frame
 from ..results.plugins import governance_actions_frame
 from ..kernels.perturb import PerturbLayer
-from ..results.frames import Results, players_frame, summary_frame, turns_frame
+from ..results.frames import Frames, Results, players_frame, summary_frame, turns_frame
 from ..config.limits import DEFAULT_MAX_BATCH, check_run_args, check_run_size
 
 PERTURB = PerturbLayer.name  # the perturbation layer's record key
@@ -77,6 +78,36 @@ def compiled_whole(game: Game, n_turns: int):
     of five calls and the state's round trip (``simulate`` at B = 16384, T = 30:
     bench/README.md)."""
     return jax.jit(functools.partial(_counted_whole, game, n_turns))
+
+
+def _counted_whole_history(game: Game, n_turns: int, every: int, seed, arenas, params):
+    TRACES["run"] += 1
+    keys = keys_of(seed, arenas)
+    pb = broadcast_batch(params, arenas.shape[0])
+    state, rec = run_turns(game, n_turns, True, keys, init_batch(game, pb), pb, every, False, 1, record_axis=1)
+    final = final_numbers(game, state, pb)
+    if final["gov"] is None and every == 1:  # GovSim's over-usage counts, from the records as laid out
+        defined = ~jnp.isnan(rec.metrics["cooperation_index"])
+        _, over, judged = govsim.from_records(rec.actual, rec.regen, rec.played, defined, jnp, player_axis=2)
+        final["over"] = (over.T, judged)
+    return final, rec
+
+
+@functools.lru_cache(maxsize=64)
+def compiled_whole_history(game: Game, n_turns: int, every: int = 1):
+    """A run of one turn chunk WITH history as one program (keys, params, init, turns,
+    final numbers and the GovSim counts the records give): the records come back in the
+    scan's layout (T, B, ...), without the copy that moves the batch axis last (the frames
+    read either; ``simulate``'s history at B = 16384, T = 30: bench/README.md)."""
+    return jax.jit(functools.partial(_counted_whole_history, game, n_turns, every))
+
+
+def run_whole_history(game: Game, n_turns: int, every: int, seed: int, arenas: np.ndarray, params):
+    """``compiled_whole_history``'s (final numbers, records) as numpy; the records' leaves
+    are views (T, ..., B) of the program's (T, B, ...) buffers."""
+    final, rec = to_numpy(compiled_whole_history(game, n_turns, every)(*key_words(seed, arenas), params))
+    SCANNED["arena_turns"] += len(arenas) * n_turns
+    return final, jax.tree_util.tree_map(lambda x: np.moveaxis(x, 1, -1), rec)
 
 
 def run_whole(game: Game, n_turns: int, seed: int, arenas: np.ndarray, params, point_of=None) -> dict:
@@ -198,56 +229,67 @@ def _parquet_sink(out_dir, arenas: np.ndarray, a0: int, names: list[str]):
     return sink
 
 
-def _arena_chunk(prep: PreparedRun, params, seed: int, arenas: np.ndarray, n_turns: int, chunk: int, history: bool,
-                 every: int, bar, sink) -> dict[str, Any]:
-    """One chunk of arenas: run, then its frames by name (``summary`` always; with history
-    kept in memory, i.e. no ``sink``, ``turns``, ``players`` and the layers' ``violations``,
-    ``sanctions``, ``governance_actions``, ``perturbations``)."""
-    game, names = prep.game, list(prep.names)
+def _arena_chunk(prep: PreparedRun, params, seed: int, arenas: np.ndarray, n_turns: int, chunk: int, history: bool, every: int,
+                 bar, sink) -> dict[str, Any]:
+    """One chunk of arenas: run, then its frames by name: ``summary`` always; with history
+    kept in memory (no ``sink``) builders of ``turns``, ``players`` and the layers'
+    ``violations``, ``sanctions``, ``governance_actions``, ``perturbations`` (run on first
+    access: Results' frames are built lazily). One turn chunk is one program."""
+    game = prep.game
     if one_program(history, chunk, n_turns):
         final = run_whole(game, chunk, seed, arenas, params)
         if bar is not None:
             bar.update(1)
         return {"summary": summary_frame(final, arenas, list(prep.labels), govsim_of(final, prep.f0, None, n_turns))}
-    pb = batch_params(params, len(arenas))
-    state, rec = run_batch(game, pb, arena_keys(seed, arenas), n_turns, chunk, history, bar, every, sink)
-    final = to_numpy(compiled_final(game)(state, pb))
+    if history and sink is None and chunk >= n_turns:
+        final, rec = run_whole_history(game, chunk, every, seed, arenas, params)
+        if bar is not None:
+            bar.update(1)
+    else:
+        pb = batch_params(params, len(arenas))
+        state, rec = run_batch(game, pb, arena_keys(seed, arenas), n_turns, chunk, history, bar, every, sink)
+        final = to_numpy(compiled_final(game)(state, pb))
     full = rec if every == 1 else None  # thinned records cannot give the GovSim totals
-    out = {"summary": summary_frame(final, arenas, list(prep.labels), govsim_of(final, prep.f0, full, n_turns))}
+    out: dict[str, Any] = {
+        "summary": summary_frame(final, arenas, list(prep.labels), govsim_of(final, prep.f0, full, n_turns))}
     if not history or sink is not None:
         return out
-    flat = flatten_record(rec)
-    layers = game_layer_names(game)
-    out["turns"] = turns_frame(flat, arenas)
-    out["players"] = players_frame(flat, arenas, names)
+    return out | record_frames(prep, game_layer_names(game), flatten_record(rec), arenas)
+
+
+def record_frames(prep, layers: set[str], flat: dict, arenas: np.ndarray) -> dict[str, Any]:
+    """Builders (no-argument callables) of a batch's record frames, by name."""
+    names = list(prep.names)
+    out: dict[str, Any] = {"turns": lambda: turns_frame(flat, arenas),
+                           "players": lambda: players_frame(flat, arenas, names)}
     if GOV in layers:
-        out["violations"] = violations_frame(flat, arenas)
+        out["violations"] = lambda: violations_frame(flat, arenas)
     if layers & {GOV, PLUGINS}:
-        out["sanctions"] = sanctions_frame(flat, arenas, list(prep.sanctions), prep.config.plugins)
+        out["sanctions"] = lambda: sanctions_frame(flat, arenas, list(prep.sanctions), prep.config.plugins)
     if PLUGINS in layers:
-        out["governance_actions"] = governance_actions_frame(flat, arenas, prep.config.plugins)
+        out["governance_actions"] = lambda: governance_actions_frame(flat, arenas, prep.config.plugins)
     if PERTURB in layers:
-        out["perturbations"] = perturbations_frame(flat, arenas, list(prep.spec_ids), names)
+        out["perturbations"] = lambda: perturbations_frame(flat, arenas, list(prep.spec_ids), names)
     return out
 
 
 def _results(frames: dict[str, list], meta: dict, out: str | None) -> Results:
-    """The run's Results from each chunk's frames (written to ``out`` when streaming)."""
+    """The run's Results from each chunk's summary and record-frame builders (the record
+    frames built on first access; written to ``out`` when streaming)."""
     import pandas as pd
 
-    def cat(name):
-        fs = frames.get(name)
-        return (fs[0] if len(fs) == 1 else pd.concat(fs, ignore_index=True)) if fs else None
+    def cat(fs: list):
+        return fs[0] if len(fs) == 1 else pd.concat(fs, ignore_index=True)
 
+    summary = cat(frames["summary"])
     if out is not None:
-        res = Results(cat("summary"), None, None, {**meta, "out": str(out)})
+        res = Results(summary, None, None, {**meta, "out": str(out)})
         res.to_parquet(out)
         return res
-    res = Results(cat("summary"), cat("turns"), cat("players"), meta)
-    for name in frames:  # the layers' frames (violations, sanctions, perturbations, ...)
-        if name not in ("summary", "turns", "players"):
-            res.extra[name] = cat(name)
-    return res
+    builders = {name: functools.partial(lambda bs: cat([b() for b in bs]), bs)
+                for name, bs in frames.items() if name != "summary"}
+    history: dict[str, Any] = {k: builders.pop(k) for k in ("turns", "players") if k in builders}
+    return Results(summary, None, None, meta, Frames(builders=builders), Frames(builders=history))
 
 
 def _summary_extra(game: Game, state) -> dict:
@@ -284,7 +326,9 @@ def govsim_of(final: dict, f0, rec, n_turns) -> dict:
         # history (a sum over records would differ from it in the last bits).
         gains = final["wealth"] - final["wealth0"]
         over = None
-        if rec is not None:  # a NaN cooperation_index on a played turn: no share (kernels/metrics.py)
+        if "over" in final:  # counted by the run program (compiled_whole_history)
+            over, judged = final["over"]
+        elif rec is not None:  # a NaN cooperation_index on a played turn: no share (kernels/metrics.py)
             defined = ~np.isnan(np.asarray(rec.metrics["cooperation_index"]))
             _, over, judged = govsim.from_records(rec.actual, rec.regen, rec.played, defined)
     return govsim.govsim_columns(final["turns_played"], n_turns, f0, gains, over, judged)

@@ -1,0 +1,215 @@
+"""The columns of every record layer, declared once: name, dtype, unit, meaning, wire alias.
+
+A layer is a tuple of :class:`Column`. The frames (``Results.turns``, ``players``,
+``violations``, ``sanctions``, ``perturbations``, ``governance_actions``, ``summary`` and its
+GovSim columns) take their column names and order from here, and a live arena's turn record
+(bdpd_jax/host/records.py, ``turns.jsonl`` and the HTTP API) takes its keys from the same
+columns' ``wire`` aliases. ``name`` is snake_case (Python, frames, parquet); ``wire`` is the
+camelCase key of the live JSON (None: the column is not on the wire, e.g. ``arena``, which a
+live record carries once as ``arenaId``). A frame's value and the wire's may differ in form
+where the wire names a player or pact by id and the frame by index (``player``: index in a
+frame, the player's id on the wire). The docs' column tables are generated from here
+(:func:`markdown_table`; tests/test_schema.py checks them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a record layer."""
+
+    name: str  # snake_case: the frame's column
+    dtype: str  # the frame's dtype: a numpy dtype name, "str" (pandas' string dtype) or "Int64" (nullable)
+    unit: str  # "" when dimensionless, a count or a label
+    meaning: str
+    wire: str | None = None  # the live JSON key (camelCase); None: not on the wire
+    frame: bool = True  # False: a live-only column (on the wire, not in the batch frame)
+
+
+def _c(name: str, dtype: str, unit: str, meaning: str, wire: str | None = None) -> Column:
+    return Column(name, dtype, unit, meaning, wire)
+
+
+def _live(name: str, dtype: str, unit: str, meaning: str, wire: str) -> Column:
+    """A column only a live arena's record has (an agent's call, a violation's detail)."""
+    return Column(name, dtype, unit, meaning, wire, frame=False)
+
+
+ARENA = _c("arena", "int64", "", "global arena index (seed, arena_offset + i)")
+TURN = _c("turn", "int32", "turn", "1-based number of the turn", "turn")
+
+# one row per (arena, turn) played; then the engine's observables and the layers' turn columns
+TURNS: tuple[Column, ...] = (
+    ARENA, TURN,
+    _c("stock", "float32", "stock units", "commons stock at the end of the turn", "stock"),
+    _c("regen", "float32", "stock units", "change of the stock by the dynamics this turn", "regen"),
+    _c("reserve_drawn", "float32", "stock units", "units drawn from the hidden reserve this turn", "reserveDrawn"),
+    _c("collapsed", "bool", "", "the commons collapsed at the end of this turn", "collapsed"),
+)
+
+# the five governance metrics of a turn (kernels/metrics.py): columns of Results.turns, and
+# the live record's ``metrics`` object (keys as named here)
+METRICS: tuple[Column, ...] = (
+    _c("cooperation_index", "float32", "fraction", "share of players whose harvest was at most regen / N + eps; "
+       "NaN where that share is undefined (a collapse turn, Seneca)", "cooperation_index"),
+    _c("lie_score", "float32", "stock units", "mean |announced - actual| of the players who announced; NaN "
+       "when none did", "lie_score"),
+    _c("announce_frequency", "float32", "fraction", "share of players who announced", "announce_frequency"),
+    _c("silent_defection", "float32", "fraction", "share of players over the share who had not announced; "
+       "NaN where the share is undefined", "silent_defection"),
+    _c("sanction_rate", "float32", "per player", "sanctions fired this turn / N", "sanction_rate"),
+)
+
+# one row per (arena, turn, player); live: one ``decisions`` entry per player
+PLAYERS: tuple[Column, ...] = (
+    ARENA, TURN,
+    _c("player", "int32", "", "the player (frame: index in the config's list; wire: the player's id)", "playerId"),
+    _c("strategy", "str", "", "decision function in force this turn"),
+    _c("requested", "float32", "stock units", "request as submitted (after sanitising)", "requested"),
+    _c("actual", "float32", "stock units", "what the player received", "actual"),
+    _c("wealth", "float32", "stock units", "privateResource at the end of the turn", "wealth"),
+    _c("announced", "float32", "stock units", "announced intended harvest; NaN (wire: null) when none",
+       "announced"),
+    _c("sanction", "float32", "stock units", "sanctions deducted from the player this turn", "sanction"),
+    _c("invalid", "bool", "", "the request was NaN, infinite or negative and was treated as 0", "invalid"),
+    _live("agent_type", "str", "", "builtin | code | http | llm | ...: what decided", "agentType"),
+    _live("harvest", "float64", "stock units", "an external agent's answer (before the kernel's checks)", "harvest"),
+    _live("fallback", "bool", "", "the agent failed or timed out and the fallback decided", "fallback"),
+    _live("error", "str", "", "the agent's error, null when none", "error"),
+    _live("elapsed_ms", "float64", "ms", "the agent call's wall time", "elapsedMs"),
+    _live("actions", "object", "", "the tool actions the agent took this turn", "actions"),
+    _live("overridden", "bool", "", "an owner's strategy override decided instead of the agent", "overridden"),
+)
+
+# one row per pact violation event {partyId, pactId, termType} (001_*)
+VIOLATIONS: tuple[Column, ...] = (
+    ARENA, TURN,
+    _c("player", "int32", "", "the violating party (frame: index; wire: id)", "partyId"),
+    _c("pact", "int32", "", "the pact (frame: slot; wire: pact id)", "pactId"),
+    _c("term_type", "str", "", "the pact's term type (kernels.pacts.register_term)", "termType"),
+    _c("ordinal", "int32", "count", "the event's number among the player's violations of that term type",
+       "ordinal"),
+    _live("detail", "str", "", "the 001_* detail string (what was harvested against which limit)", "detail"),
+    _live("sanction_fired", "bool", "", "a sanction was charged to the party this turn", "sanctionFired"),
+)
+
+# one row per sanction fired, with its provenance
+SANCTIONS: tuple[Column, ...] = (
+    ARENA, TURN,
+    _c("id", "str", "", "the sanction spec's or plugin's id", "specId"),
+    _c("type", "str", "", "the spec's or plugin's type", "type"),
+    _c("player", "int32", "", "the player charged (frame: index; wire: id)", "playerId"),
+    _c("pact", "int32", "", "the violated pact (frame: slot, -1 for a plugin; wire: pact id, null)", "pactId"),
+    _c("term_type", "str", "", "the violated pact's term type (None for a plugin)", "termType"),
+    _c("ordinal", "int32", "count", "the violation event's ordinal (0 for a plugin)", "ordinal"),
+    _c("amount", "float64", "stock units", "deducted from the player", "amount"),
+    _c("reason", "str", "", "the spec's reason or the plugin's reason name", "reason"),
+    _c("payer", "int32", "", "who paid a cost to impose it (frame: index, -1 for an automatic spec; wire: id, "
+       "null)", "paidBy"),
+    _c("cost", "float64", "stock units", "what imposing it cost the payer (0 for an automatic spec)", "cost"),
+)
+
+# one row per perturbation firing (Table A.1 specs)
+PERTURBATIONS: tuple[Column, ...] = (
+    ARENA, TURN,
+    _c("id", "str", "", "the perturbation spec's id", "id"),
+    _c("type", "str", "", "the perturbation type", "type"),
+    _c("target", "str", "", "what was acted on: regen_rate, capacity, threshold, stock, wealth[i|*], "
+       "strategy[i|*], visible[<variable>]", "target"),
+    _c("value", "float64", "", "the acted-on quantity after the firing (strategy override: the new "
+       "strategy's index)", "value"),
+    _c("strategy", "str", "", "a strategy override's new strategy (None otherwise)"),
+)
+
+# one row per action a governance agent applied (kernels/governance_agent.py)
+GOVERNANCE_ACTIONS: tuple[Column, ...] = (
+    ARENA, TURN,
+    _c("id", "str", "", "the governance plugin's id"),
+    _c("type", "str", "", "the plugin's type"),
+    _c("action", "str", "", "cap | ladder_scale | regen"),
+    _c("value", "float64", "", "the cap (inf: lifted), the factor on every sanction amount, or the regen value"),
+)
+
+# GovSim outcomes per arena (Piatti et al. 2024; bdpd_jax/results/govsim.py): last summary columns
+GOVSIM: tuple[Column, ...] = (
+    _c("survival_time", "int32", "turns", "turns played"),
+    _c("total_gain", "float64", "stock units", "sum over players and turns of actual harvests"),
+    _c("efficiency", "float64", "fraction", "min(1, total_gain / (maxTurns x f0)); NaN without a closed-form f0"),
+    _c("equality", "float64", "fraction", "1 - Gini of per-player gains"),
+    _c("over_usage", "float64", "fraction", "share of (player, turn) decisions over regen / N; NaN when unknown"),
+)
+
+# one row per arena; ``{i}`` columns repeat per player; then the engine's summary values and GOVSIM
+SUMMARY: tuple[Column, ...] = (
+    ARENA,
+    _c("survived", "bool", "", "the commons is alive after the run"),
+    _c("collapse_turn", "Int64", "turn", "the turn it collapsed (<NA> when it survived)"),
+    _c("turns_played", "int32", "turns", "turns played"),
+    _c("wealth_{i}", "float32", "stock units", "player i's privateResource at the end"),
+    _c("rank_{i}", "int32", "", "player i's wealth rank (1 = richest; ties share the better rank)"),
+    _c("strategy_{i}", "str", "", "player i's strategy label"),
+)
+
+LAYERS: dict[str, tuple[Column, ...]] = {
+    "turns": TURNS, "metrics": METRICS, "players": PLAYERS, "violations": VIOLATIONS, "sanctions": SANCTIONS,
+    "perturbations": PERTURBATIONS, "governance_actions": GOVERNANCE_ACTIONS, "summary": SUMMARY, "govsim": GOVSIM,
+}
+
+
+def names(layer: tuple[Column, ...]) -> tuple[str, ...]:
+    """The layer's frame column names, in order (its live-only columns left out)."""
+    return tuple(c.name for c in layer if c.frame)
+
+
+def wire(layer: tuple[Column, ...]) -> dict[str, str]:
+    """name -> wire key of the layer's columns that are on the wire."""
+    return {c.name: c.wire for c in layer if c.wire is not None}
+
+
+def wire_row(layer: tuple[Column, ...], **values: Any) -> dict[str, Any]:
+    """A live JSON row of ``layer`` from values by column name, keyed by wire alias in the
+    layer's order (a value the layer does not put on the wire is an error: one spelling)."""
+    keys = wire(layer)
+    unknown = set(values) - set(keys)
+    if unknown:
+        raise ValueError(f"wire_row: {sorted(unknown)} are not wire columns of this layer")
+    return {keys[n]: values[n] for n in keys if n in values}
+
+
+def _empty(dtype: str) -> pd.Series:
+    if dtype == "str":
+        return pd.Series([], dtype=object)
+    return pd.Series([], dtype=dtype)
+
+
+def empty_frame(layer: tuple[Column, ...]) -> pd.DataFrame:
+    """A frame of the layer with no rows (each column of its declared dtype; strings as object)."""
+    return pd.DataFrame({c.name: _empty(c.dtype) for c in layer if c.frame})
+
+
+def frame(layer: tuple[Column, ...], cols: dict[str, Any]) -> pd.DataFrame:
+    """A frame of exactly the layer's frame columns, in its order, from columns by name."""
+    missing = [n for n in names(layer) if n not in cols]
+    if missing:
+        raise ValueError(f"frame: columns {missing} missing")
+    return pd.DataFrame({n: cols[n] for n in names(layer)})
+
+
+def markdown_table(layer: tuple[Column, ...]) -> str:
+    """The layer's column table for the docs (generated; tests/test_schema.py)."""
+    rows = ["| column | dtype | unit | wire | meaning |", "|---|---|---|---|---|"]
+    for c in layer:
+        name = f"`{c.name}`" if c.frame else f"(live) `{c.name}`"
+        rows.append(f"| {name} | {c.dtype} | {c.unit or '-'} | {f'`{c.wire}`' if c.wire else '-'} | {c.meaning} |")
+    return "\n".join(rows)
+
+
+__all__ = ["Column", "LAYERS", "TURNS", "METRICS", "PLAYERS", "VIOLATIONS", "SANCTIONS", "PERTURBATIONS",
+           "GOVERNANCE_ACTIONS", "GOVSIM", "SUMMARY", "names", "wire", "wire_row", "empty_frame", "frame",
+           "markdown_table"]
