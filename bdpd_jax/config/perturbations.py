@@ -130,7 +130,7 @@ def parse_perturbation(raw: Any, index: int = 0) -> BaseModel:
     except ValidationError as e:
         first = e.errors()[0]
         loc = ".".join(str(x) for x in first["loc"])
-        raise ValueError(f"{where}.{loc}: {first['msg']} (got {first.get('input')!r})") from None
+        raise ValueError(f"{where}.{loc}: {first['msg']} (got {first.get('input')!r:.80})") from None
 
 
 def parse_perturbations(raw: list) -> list[BaseModel]:

@@ -157,7 +157,7 @@ def parse_plugins(raw: list) -> list[BaseModel]:
         if isinstance(r, BaseModel) and type(r) in PLUGIN_SPECS.values():
             spec = r
         elif not isinstance(r, dict):
-            raise ValueError(f"{where}: a plugin is an object {{type, id, ...}}, got {r!r}")
+            raise ValueError(f"{where}: a plugin is an object {{type, id, ...}}, got {r!r:.80}")
         elif not isinstance(r.get("type"), str) or r["type"] not in PLUGIN_SPECS:
             raise ValueError(f"{where}.type: unknown plugin type {r.get('type')!r:.80}; known: {sorted(PLUGIN_SPECS)}")
         else:
@@ -166,7 +166,7 @@ def parse_plugins(raw: list) -> list[BaseModel]:
             except ValidationError as e:
                 first = e.errors()[0]
                 loc = ".".join(str(x) for x in first["loc"])
-                raise ValueError(f"{where}.{loc}: {first['msg']} (got {first.get('input')!r})") from None
+                raise ValueError(f"{where}.{loc}: {first['msg']} (got {first.get('input')!r:.80})") from None
         if spec.id in seen:
             raise ValueError(f"{where}.id: duplicate id {spec.id!r}")
         seen.add(spec.id)

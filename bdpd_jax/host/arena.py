@@ -186,7 +186,7 @@ class Arena:
             self.out_dir.mkdir(parents=True, exist_ok=True)
             clean_stale_tmp(self.out_dir)
             self._run.write_to(JsonlWriter(self.out_dir / "turns.jsonl", fsync=self.fsync))
-            atomic_write_json(self.out_dir / "meta.json", self.meta())
+            atomic_write_json(self.out_dir / "meta.json", self.meta(), mkdir=False)
         self.status = "running"
 
     def _make_client(self, specs: list[LivePlayerConfig]) -> None:
@@ -382,8 +382,8 @@ class Arena:
         self.status = "closed"
         summ = self.summary()
         if self.out_dir is not None:
-            atomic_write_json(self.out_dir / "summary.json", summ)
-            atomic_write_json(self.out_dir / "meta.json", {**self.meta(), "closedAt": utc_now()})
+            atomic_write_json(self.out_dir / "summary.json", summ, mkdir=False)
+            atomic_write_json(self.out_dir / "meta.json", {**self.meta(), "closedAt": utc_now()}, mkdir=False)
         run = self._started()
         run.close_writer()
         for ag in run.agents:
