@@ -16,10 +16,10 @@ import pytest
 pytest.importorskip("fastapi")
 
 from fastapi.testclient import TestClient  # noqa: E402
+from server_helpers import keys_of, payload  # noqa: E402
 
 from bdpd_jax.config.limits import MAX_ID_CHARS, MAX_TEXT_CHARS  # noqa: E402
 from bdpd_jax.host.server import create_app  # noqa: E402
-from server_helpers import keys_of, payload  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -41,8 +41,9 @@ def _sanction_plugin(**kw) -> dict:
     ("plugins.0.id", {"plugins": [_sanction_plugin(id="x" * (MAX_ID_CHARS + 1))]}),
     ("perturbations.0.id", {"perturbations": [{"id": "p" * 900_000, "type": "regen_shock",
                                                "trigger": {"kind": "turn", "turn": 2}, "payload": {"factor": 0.5}}]}),
-    ("perturbations[0].payload.reason", {"perturbations": [{"id": "s", "type": "sanction", "trigger": {"kind": "turn",
-                                         "turn": 1}, "payload": {"amount": 1.0, "reason": "r" * (MAX_TEXT_CHARS + 1)}}]}),
+    ("perturbations[0].payload.reason", {"perturbations": [{
+        "id": "s", "type": "sanction", "trigger": {"kind": "turn", "turn": 1},
+        "payload": {"amount": 1.0, "reason": "r" * (MAX_TEXT_CHARS + 1)}}]}),
     ("model.name", {"model": {"name": "n" * 10_000}}),
     ("players.0.name", {"players": [{"strategy": "conservative", "name": "n" * 65}]}),
 ])
