@@ -42,10 +42,10 @@ def _sanction_plugin(**kw) -> dict:
     ("perturbations.0.id", {"perturbations": [{"id": "p" * 900_000, "type": "regen_shock",
                                                "trigger": {"kind": "turn", "turn": 2}, "payload": {"factor": 0.5}}]}),
     ("perturbations[0].payload.reason", {"perturbations": [{
-        "id": "s", "type": "sanction", "trigger": {"kind": "turn", "turn": 1},
+        "id": "s", "type": "sanction", "trigger": {"kind": "pact_violation"},
         "payload": {"amount": 1.0, "reason": "r" * (MAX_TEXT_CHARS + 1)}}]}),
     ("model.name", {"model": {"name": "n" * 10_000}}),
-    ("players.0.name", {"players": [{"strategy": "conservative", "name": "n" * 65}]}),
+    ("plugins.0.type", {"plugins": [_sanction_plugin(type="t" * 900_000)]}),
 ])
 def test_long_client_strings_are_refused_at_create(client, where, body) -> None:
     cfg = payload()
