@@ -196,7 +196,8 @@ class Arena:
     def _make_agent(self, spec: LivePlayerConfig):
         """A player's agent (None for a builtin); players get the sanction tool when it is offered."""
         return make_agent(spec, timeout_ms=float(self.config.agentTimeout), no_talk=self.no_talk, client=self._client,
-                          executor=self._executor, operator=self.operator, sanction=sanction_offered(self.config))
+                          executor=self._executor, operator=self.operator, sanction=sanction_offered(self.config),
+                          owner=self.arena_id)
 
     def meta(self) -> dict[str, Any]:
         """meta.json: everything replay needs (config, seed, players, switches) and the status."""

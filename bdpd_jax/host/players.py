@@ -151,15 +151,17 @@ def player_timeout_ms(spec: LivePlayerConfig, timeout_ms: float) -> float:
 
 
 def make_agent(spec: LivePlayerConfig, *, timeout_ms: float, no_talk: bool, client=None, executor=None,
-               operator: Operator | None = None, sanction: bool = False):
+               operator: Operator | None = None, sanction: bool = False, owner: str | None = None):
     """The agent runner of an external player (None for builtins). ``sanction``: the arena
-    offers the ``sanction`` tool (an LLM player then sees it in its tool list)."""
+    offers the ``sanction`` tool (an LLM player then sees it in its tool list); ``owner``:
+    the arena's id (a code player's share of the JS workers is its arena's)."""
     t = spec.agentType
     if t == "builtin":
         return None
     tmo = player_timeout_ms(spec, timeout_ms)
     if t == "code":
-        return CodeAgent(spec.strategyCode, rng_seed=spec.rngSeed, pool=executor, timeout_ms=tmo, no_talk=no_talk)
+        return CodeAgent(spec.strategyCode, rng_seed=spec.rngSeed, pool=executor, timeout_ms=tmo, no_talk=no_talk,
+                         owner=owner)
     if t == "http":
         return HttpAgent(spec.url, tmo, no_talk=no_talk, client=client)
     if t == "llm":
