@@ -91,6 +91,7 @@ class JsonlWriter:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fsync = fsync
+        self.fsync = fsync
         self._repair_tail()
         self._fh = open(self.path, "a", encoding="utf-8")
 

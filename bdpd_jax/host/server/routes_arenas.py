@@ -19,6 +19,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, HTTPException
 
 from bdpd_jax.host.arena import Arena
+from bdpd_jax.host.arena_run import EVENTS_FILE
 from bdpd_jax.host.players import LivePlayerConfig
 from bdpd_jax.host.server import models as M
 from bdpd_jax.host.server.deps import Access, access, hub_of
@@ -64,7 +65,7 @@ def _status(lv: LiveArena, *allowed: str) -> None:
 def _perturb(a: Arena, target) -> dict[str, Any]:
     fired = a.perturb(target)
     if a.out_dir is not None:  # the owner event line is durable before the route answers
-        sync_files([a.out_dir / "turns.jsonl"])
+        sync_files([a.out_dir / EVENTS_FILE])
     return fired
 
 
