@@ -68,7 +68,8 @@ def measure(pool: JsPool, n_hostile: int) -> list[float]:
     stop.set()
     for t in threads:
         t.join(timeout=30)
-    fallbacks = sum(d.get("fallback", False) for r in honest.records for d in r["decisions"] if d.get("agentType") == "code")
+    fallbacks = sum(d.get("fallback", False) for r in honest.records for d in r["decisions"]
+                    if d.get("agentType") == "code")
     print(f"#   honest fallbacks in its last {len(honest.records)} ticks: {fallbacks}; pool kills so far: {pool.kills}")
     for a in (honest, *bad):
         a.close()

@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from payloads import MIXED_PLAYERS, SEED_LOGISTIC
 
 import bdpd_jax
 from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.config.limits import MAX_LADDER_SCALE, MAX_MAGNITUDE, QUANTITY_BOUNDS
-from payloads import MIXED_PLAYERS, SEED_LOGISTIC
 
 
 def _cfg(tighten: float, fine: float, ladder: list[float], cooldown: int, vs_fine: float) -> dict:
@@ -72,7 +72,6 @@ def test_kernels_clamp_what_bypasses_the_host() -> None:
     """The kernel's own rule: a ladder scale or regen past its bound is clamped (not NaN), a
     perturbation value past +-MAX_MAGNITUDE is clamped before it applies."""
     import jax.numpy as jnp
-
     from bdpd_jax.kernels import governance_agent as G
 
     a = G.valid(G.GovAction(jnp.float32(jnp.nan), jnp.float32(1e30), jnp.float32(1e30)))

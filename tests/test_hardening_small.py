@@ -23,4 +23,5 @@ def test_serve_with_a_file_as_arenas_folder_exits_cleanly(tmp_path) -> None:
     f.write_text("x")
     r = CliRunner().invoke(app, ["serve", "--arenas", str(f), "--port", "3999"])
     assert r.exit_code == 2, r.output
-    assert "--arenas" in r.output and "Traceback" not in r.output and len(r.output.strip().splitlines()) <= 4  # one message (rich may wrap it)
+    out = r.output
+    assert "--arenas" in out and "Traceback" not in out and len(out.strip().splitlines()) <= 4  # rich may wrap

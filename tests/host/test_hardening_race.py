@@ -17,9 +17,10 @@ import pytest
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
+from server_helpers import keys_of, payload, serve  # noqa: E402
+
 from bdpd_jax.host.persist import read_jsonl  # noqa: E402
 from bdpd_jax.host.replay import replay  # noqa: E402
-from server_helpers import keys_of, payload, serve  # noqa: E402
 
 N_ARENAS = 6
 DEADLINE_S = 240.0
@@ -43,7 +44,8 @@ def test_lifecycle_race_keeps_every_invariant(tmp_path) -> None:
     lock = threading.Lock()
     t_end = time.monotonic() + DEADLINE_S
     with serve(tmp_path, workers=2) as url, httpx.Client(base_url=url, timeout=DEADLINE_S) as c:
-        made = [c.post("/api/arenas", json=payload(max_turns=5, players=2, maxPlayers=3)).json() for _ in range(N_ARENAS)]
+        cfg = payload(max_turns=5, players=2, maxPlayers=3)
+        made = [c.post("/api/arenas", json=cfg).json() for _ in range(N_ARENAS)]
         # warm the one compiled game, so the race is about the lifecycle, not a compile
         warm = c.post("/api/arenas", json=payload(max_turns=5, players=2, maxPlayers=3)).json()
         c.post(f"/api/arenas/{warm['arenaId']}/start", headers=keys_of(warm)[0])
