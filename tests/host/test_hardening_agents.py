@@ -83,7 +83,11 @@ async def _late_server(delay_s: float) -> tuple[asyncio.AbstractServer, int]:
         head = await reader.readuntil(b"\r\n\r\n")
         n = next((int(h.split(b":")[1]) for h in head.split(b"\r\n") if h.lower().startswith(b"content-length")), 0)
         await reader.readexactly(n)
-        await asyncio.sleep(delay_s)
+        try:
+            await asyncio.sleep(delay_s)
+        except asyncio.CancelledError:  # the client gave up and the server closed: nothing to answer
+            writer.close()
+            return
         body = b'{"harvest": 1}'
         writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s"
                      % (len(body), body))
