@@ -255,10 +255,17 @@ def serve(
         raise typer.Exit(2)
     import sys
 
+    if arenas.exists() and not arenas.is_dir():
+        console.print(f"[red]error:[/red] --arenas: {str(arenas)!r} is not a folder")
+        raise typer.Exit(2)
     sys.setswitchinterval(switch_ms / 1000.0)
     enable_compile_cache()
-    app_ = create_app(arenas, op, cors=tuple(cors or ()), no_talk=no_talk, workers=workers,
-                      group_ticks=group_ticks)
+    try:
+        app_ = create_app(arenas, op, cors=tuple(cors or ()), no_talk=no_talk, workers=workers,
+                          group_ticks=group_ticks)
+    except (OSError, ValueError) as e:  # an arenas folder that cannot be made or read: one line, exit 2
+        console.print(f"[red]error:[/red] --arenas: {type(e).__name__}: {e}")
+        raise typer.Exit(2) from None
     console.print(f"bdpd serve: http://{host}:{port}/  (arenas in {arenas}/, API docs at /docs)")
     uvicorn.run(app_, host=host, port=port, log_level="warning")
 

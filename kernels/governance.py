@@ -35,6 +35,7 @@ from . import unroll
 from .actions import Actions
 from .layers import Layer
 from .barrier import materialize
+from .bounds import MAX_MAGNITUDE
 from .metrics import over_share
 from .state import still_playing
 
@@ -119,7 +120,8 @@ class GovernanceLayer(Layer):
         else:  # many players: int32[T, N] (kernels/unroll.py)
             prior = gs.prior + count
         amount, fired, _ = S.amounts(gp.sanctions, gs.prior, count)
-        amount = materialize(amount * gs.scale)  # read by wealth, the sanction column and the metrics
+        # read by wealth, the sanction column and the metrics; clamped so no amount is ever non-finite
+        amount = materialize(jnp.minimum(amount * gs.scale, MAX_MAGNITUDE))
         k, _ = S.ordinals(S.table(gs.prior), violated, pk.term, len(P.term_names()))  # the record's event ordinals
         judged = ctx.get("share_defined", jnp.ones((), bool))
         new_gs = GovState(
@@ -143,7 +145,7 @@ class GovernanceLayer(Layer):
         }
         n_viol = jnp.sum(violated, axis=0).astype(jnp.int32)
         spec_fired, spec_amount = S.event_amounts(gp.sanctions, k, pk.term)  # provenance (record only)
-        spec_amount = spec_amount * gs.scale
+        spec_amount = jnp.minimum(spec_amount * gs.scale, MAX_MAGNITUDE)
         record = {
             "violated": violated,
             "ordinal": k,

@@ -33,6 +33,7 @@ import jax.numpy as jnp
 
 from . import pacts as P
 from . import perturb as PT
+from .bounds import MAX_LADDER_SCALE, MAX_MAGNITUDE
 from .governance import NAME as GOV  # its state holds the pact table and the ladder scale
 from .perturb_registry import ALL
 from .plugins import NAME, Effects, PluginView
@@ -97,6 +98,7 @@ def decide(view: PluginView, pp: AgentParams, memory: dict) -> GovAction:
     cap = jnp.where(ready & (cap != memory["cap"]), cap, jnp.nan)
     new_scale = jnp.where(bad, scale * pp.tighten, jnp.where(good & (scale > 1), jnp.maximum(scale * pp.loosen, 1.0),
                                                              scale))
+    new_scale = jnp.minimum(new_scale, MAX_LADDER_SCALE)  # tighten repeated would overflow the fines
     new_scale = jnp.where(ready & (new_scale != scale), new_scale, jnp.nan)
     regen = jnp.where(ready & bad & (pp.regen != memory["regen"]), pp.regen, jnp.nan)
     return GovAction(cap.astype(dt), new_scale.astype(dt), regen.astype(dt))
@@ -114,12 +116,14 @@ def act(game, view: PluginView, pp: AgentParams, memory: dict):
 
 def valid(action: GovAction) -> GovAction:
     """The action with every field that cannot apply set to NaN: cap within harvest_cap's
-    bound (or +inf, lift); ladder_scale finite and >= 0; regen finite and >= 0."""
+    bound (or +inf, lift); ladder_scale finite and >= 0; regen finite and >= 0. A scale over
+    MAX_LADDER_SCALE or a regen over MAX_MAGNITUDE is clamped to it (kernels/bounds.py)."""
     nan = jnp.nan
     ok_cap = P.valid_terms(jnp.int32(P.HARVEST_CAP), action.cap, jnp.zeros_like(action.cap))
     cap = jnp.where(ok_cap & ~jnp.isnan(action.cap), action.cap, nan)
-    scale = jnp.where(jnp.isfinite(action.ladder_scale) & (action.ladder_scale >= 0), action.ladder_scale, nan)
-    regen = jnp.where(jnp.isfinite(action.regen) & (action.regen >= 0), action.regen, nan)
+    scale = jnp.where(jnp.isfinite(action.ladder_scale) & (action.ladder_scale >= 0),
+                      jnp.minimum(action.ladder_scale, MAX_LADDER_SCALE), nan)
+    regen = jnp.where(jnp.isfinite(action.regen) & (action.regen >= 0), jnp.minimum(action.regen, MAX_MAGNITUDE), nan)
     return GovAction(cap, scale, regen)
 
 

@@ -42,6 +42,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
+from .bounds import MAX_MAGNITUDE
 from .layers import Layer
 from .metrics import gini
 from .observe import env_values
@@ -166,6 +167,8 @@ def _apply(layer: PerturbLayer, game, state, slot: PerturbParams, fire: jax.Arra
     acted-on quantity after the change (total wealth of the targets, the new strategy
     index, the new visibility 0/1).
     """
+    # every factor, amount, new value and shift within +-MAX_MAGNITUDE (kernels/bounds.py)
+    slot = dataclasses.replace(slot, value=jnp.clip(slot.value, -MAX_MAGNITUDE, MAX_MAGNITUDE).astype(slot.value.dtype))
     mine = state.extra[layer.name]
     view = View(engine=dict(mine["engine"]), visible=mine["visible"], engine_state=state.engine,
                 wealth=state.wealth, strategy=state.strategy)

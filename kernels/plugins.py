@@ -23,6 +23,7 @@ from typing import Any, Callable, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from .bounds import MAX_MAGNITUDE
 from .governance import NAME as GOV
 from .layers import Layer
 from .metrics import governance_metrics, over_share
@@ -150,6 +151,8 @@ class PluginLayer(Layer):
         for i, t in enumerate(self.types):
             eff, mem = plugin_type(t).act(game, view._replace(wealth=wealth), params.extra[NAME][i],
                                           state.extra[NAME][i])
+            eff = eff._replace(fines=jnp.clip(eff.fines, 0.0, MAX_MAGNITUDE),  # kernels/bounds.py
+                               costs=jnp.clip(eff.costs, 0.0, MAX_MAGNITUDE))
             wealth, cost = take(wealth, jnp.sum(eff.costs, axis=1))
             wealth, fine = take(wealth, jnp.sum(eff.fines, axis=0))
             fined, paid = fined + fine, paid + cost

@@ -22,7 +22,7 @@ from ..kernels.policies import BUILTINS, Policy
 from ..kernels.schedule import SCHEDULERS
 from .discussion import DiscussionConfig
 from .governance import PactConfig, TalkConfig, check_governance, needed_slots
-from .limits import MAX_DIE_SIDES, MAX_PACT_SLOTS, MAX_PLAYERS, MAX_SPECS, MAX_TURNS, check_magnitudes
+from .limits import MAX_DIE_SIDES, MAX_PACT_SLOTS, MAX_PLAYERS, MAX_SPECS, MAX_TURNS, Label, Name, check_magnitudes
 from .perturbations import check_perturbations, parse_perturbations
 
 _STRICT = ConfigDict(extra="forbid", allow_inf_nan=False, populate_by_name=True)
@@ -64,7 +64,7 @@ class SenecaConfig(BaseModel):
     pollutionSeed: float = Field(SENECA["pollutionSeed"], ge=0)
     dt: float = Field(SENECA["dt"], gt=0)
     substeps: int = Field(SENECA["substeps"], ge=1, le=1000)
-    solver: str = SENECA["solver"]  # one of kernels.engines.seneca.SOLVERS (checked below)
+    solver: Label = SENECA["solver"]  # one of kernels.engines.seneca.SOLVERS (checked below)
     collapseFraction: float = Field(SENECA["collapseFraction"], ge=0, lt=1)
     # R units per unit of the heuristics' capacity(w): requests, harvests and wealth are in
     # R units; a built-in player asks up to harvestScale x capacity(w) (docs/semantics.md §9).
@@ -101,9 +101,9 @@ class ModelConfig(BaseModel):
     """The ``model`` block. Defaults are the seed's logistic example."""
 
     model_config = _STRICT
-    name: str = "fishery_commons_v1"
-    engineMode: str = "logistic"
-    scheduler: str = "simultaneous"
+    name: Label = "fishery_commons_v1"
+    engineMode: Label = "logistic"
+    scheduler: Label = "simultaneous"
     maxPlayers: int = Field(4, ge=1, le=MAX_PLAYERS)  # bounds: bdpd_jax/config/limits.py
     minPlayers: int = Field(2, ge=1)
     maxTurns: int = Field(30, ge=1, le=MAX_TURNS)
@@ -172,8 +172,8 @@ class PlayerConfig(BaseModel):
     """One player: strategy (a built-in name or a bdpd_jax.Policy), its parameters, wealth."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, arbitrary_types_allowed=True)
-    strategy: str | Policy = "conservative"
-    name: str | None = None
+    strategy: Label | Policy = "conservative"
+    name: Name | None = None
     intensity: float = Field(0.5, gt=0, le=1)
     reductionFactor: float = Field(1.0, ge=0)
     privateResource: float = Field(30.0, ge=0)
@@ -200,7 +200,7 @@ class ArenaConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, arbitrary_types_allowed=True)
     model: ModelConfig = Field(default_factory=ModelConfig)
-    observability: dict[str, ObsVar] = Field(default_factory=dict)
+    observability: dict[Label, ObsVar] = Field(default_factory=dict)
     agentTimeout: int = Field(30000, ge=1)
     players: list[PlayerConfig] | None = None
     pacts: list[PactConfig] = Field(default_factory=list, max_length=MAX_PACT_SLOTS)  # pre-declared pacts

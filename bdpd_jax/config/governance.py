@@ -24,11 +24,11 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .terms import numbers, parse_terms
-from .limits import MAX_TURNS
+from .limits import MAX_TURNS, Id
 
 _STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-PlayerRef = int | str
+PlayerRef = int | Id
 
 
 class PactTerms(BaseModel):
@@ -36,7 +36,7 @@ class PactTerms(BaseModel):
     keys are that type's fields, checked against the registry (bdpd_jax/config/terms.py)."""
 
     model_config = ConfigDict(extra="allow", allow_inf_nan=False)
-    type: str
+    type: Id
 
     @model_validator(mode="before")
     @classmethod

@@ -13,7 +13,11 @@ from __future__ import annotations
 import math
 import functools
 import os
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import StringConstraints
+
+from ..kernels.bounds import MAX_LADDER_SCALE, MAX_MAGNITUDE, QUANTITY_BOUNDS
 
 
 def _env_int(name: str, default: int) -> int:
@@ -43,8 +47,10 @@ MAX_SPECS: int = 16
 MAX_LADDER: int = 16
 #: floats of memory of one user Policy
 MAX_POLICY_MEMORY: int = 1024
-#: |x| of any real number in a config: float32 keeps it (and a product of two) finite
-MAX_MAGNITUDE: float = 1e15
+# |x| of any real number in a config (float32 keeps it, and a product of two, finite), and
+# the bound of each governed quantity (ladder scale, fine, cap, regen, stock change): the
+# kernels own them (kernels/bounds.py, imported above: they clamp); configs, owner
+# perturbations and live agents are refused past them
 #: sides of the collapse die (an int32 draw)
 MAX_DIE_SIDES: int = 2**31 - 1
 #: arena indices (seed, arena) are uint32: arena_offset + n_arenas <= 2**32
@@ -53,6 +59,41 @@ ARENA_INDEX_LIMIT: int = 2**32
 MAX_TICK_INTERVAL_MS: float = 86_400_000.0
 #: a run may keep results of at most this fraction of the machine's physical memory
 MEMORY_FRACTION: float = 0.5
+
+
+# Every string a client sends (create, join, perturb, resume, governance and agent answers,
+# config and operator files) has one of these bounds, named by what it holds; the models use
+# the constrained types below, and tests/host/test_hardening_strings.py fails on any str field
+# without a bound. docs/semantics/live.md "String bounds" lists them (checked by a test).
+#: ids: plugin, perturbation and pact ids, player references, spec ids, tool and term names
+MAX_ID_CHARS: int = 128
+#: names: a player's name (``name`` / ``displayName``), a credential's name
+MAX_NAME_CHARS: int = 64
+#: labels chosen from a registry or a list: model and engine names, strategies, solvers, variables
+MAX_LABEL_CHARS: int = 128
+#: free text that may reach a record: a sanction's ``reason``, a message (the bus's rule)
+MAX_TEXT_CHARS: int = 500
+#: URLs of players, agents and operators' endpoints
+MAX_URL_CHARS: int = 2048
+#: a system prompt of an LLM player or regulator
+MAX_PROMPT_CHARS: int = 4096
+#: a code player's JavaScript
+MAX_CODE_CHARS: int = 64 * 1024
+#: keys and tokens presented to the server, environment variable names, secrets in operator files
+MAX_KEY_CHARS: int = 256
+
+Id = Annotated[str, StringConstraints(max_length=MAX_ID_CHARS)]
+Name = Annotated[str, StringConstraints(max_length=MAX_NAME_CHARS)]
+Label = Annotated[str, StringConstraints(max_length=MAX_LABEL_CHARS)]
+Text = Annotated[str, StringConstraints(max_length=MAX_TEXT_CHARS)]
+Url = Annotated[str, StringConstraints(max_length=MAX_URL_CHARS)]
+Prompt = Annotated[str, StringConstraints(max_length=MAX_PROMPT_CHARS)]
+Code = Annotated[str, StringConstraints(max_length=MAX_CODE_CHARS)]
+Key = Annotated[str, StringConstraints(max_length=MAX_KEY_CHARS)]
+#: the bound of each constrained string type, by the name docs/semantics/live.md uses
+STRING_BOUNDS: dict[str, int] = {"Id": MAX_ID_CHARS, "Name": MAX_NAME_CHARS, "Label": MAX_LABEL_CHARS,
+                                 "Text": MAX_TEXT_CHARS, "Url": MAX_URL_CHARS, "Prompt": MAX_PROMPT_CHARS,
+                                 "Code": MAX_CODE_CHARS, "Key": MAX_KEY_CHARS}
 
 
 def check_magnitudes(tree: Any, where: str) -> None:
@@ -186,6 +227,9 @@ def check_arena_range(n_arenas: int, arena_offset: int) -> None:
 
 __all__ = [
     "MAX_PLAYERS", "MAX_PACT_SLOTS", "MAX_TURNS", "MAX_SPECS", "MAX_LADDER", "MAX_POLICY_MEMORY", "MAX_MAGNITUDE",
-    "MAX_DIE_SIDES", "ARENA_INDEX_LIMIT", "DEFAULT_MAX_BATCH", "check_run_args", "MAX_TICK_INTERVAL_MS", "MEMORY_FRACTION", "check_magnitudes", "check_int",
-    "check_tick_interval", "check_run_size", "check_arena_range", "physical_memory",
+    "MAX_DIE_SIDES", "MAX_LADDER_SCALE", "QUANTITY_BOUNDS", "ARENA_INDEX_LIMIT", "DEFAULT_MAX_BATCH", "check_run_args",
+    "MAX_TICK_INTERVAL_MS", "MEMORY_FRACTION", "check_magnitudes", "check_int",
+    "check_tick_interval", "check_run_size", "MAX_ID_CHARS", "MAX_NAME_CHARS", "MAX_LABEL_CHARS", "MAX_TEXT_CHARS",
+    "MAX_URL_CHARS", "MAX_PROMPT_CHARS", "MAX_CODE_CHARS", "MAX_KEY_CHARS", "STRING_BOUNDS", "Id", "Name", "Label",
+    "Text", "Url", "Prompt", "Code", "Key", "check_arena_range", "physical_memory",
 ]

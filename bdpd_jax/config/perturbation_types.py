@@ -18,7 +18,7 @@ from ..kernels.engines import ENGINES
 from ..kernels.params import OBS_VARS as _OBS_VARS
 from ..kernels.params import OWN_VARS, PEER_VARS
 from ..kernels.policies import BUILTINS, Policy
-from .limits import MAX_TURNS
+from .limits import MAX_TURNS, Id
 from .policy_check import check_policy_fields
 
 STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)  # every spec model: unknown keys and NaN/inf refused
@@ -75,7 +75,7 @@ class WealthPayload(BaseModel):
     model_config = STRICT
     factor: float | None = Field(None, ge=0)
     amount: float | None = None
-    player: int | str | None = None
+    player: int | Id | None = None
 
     @model_validator(mode="after")
     def _one_of(self) -> "WealthPayload":
@@ -88,7 +88,7 @@ class OverridePayload(BaseModel):
     """From the firing turn on, ``player`` (index or name; None = all) plays ``strategy``."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, arbitrary_types_allowed=True)
-    player: int | str | None
+    player: int | Id | None
     strategy: Any  # a built-in name or a bdpd_jax.Policy
 
     @field_validator("strategy")
@@ -143,7 +143,7 @@ class ArenaSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, arbitrary_types_allowed=True)
     example: ClassVar[dict[str, Any]]  # a valid payload (docs; the registry contract test fires it)
-    id: str
+    id: Id
     trigger: StandardTrigger
 
     def check(self, config, where: str) -> None:

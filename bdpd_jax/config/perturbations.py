@@ -27,7 +27,7 @@ from ..kernels.params import farr
 from ..kernels.perturb_registry import register_perturbation as register_kernel
 from ..kernels.perturb_registry import unregister_perturbation as unregister_kernel
 from ..kernels.policies import BUILTINS
-from .limits import MAX_LADDER
+from .limits import MAX_LADDER, Id, Text, check_magnitudes
 from .perturbation_types import (  # noqa: F401 (re-exported: the Table A.1 models are specs too)
     ARENA_SPECS, STRICT, ArenaSpec, CapacityShockSpec, CommonsPayload, CommonsShockSpec, FactorPayload, FlipPayload,
     ManualTrigger, ObservabilityFlipSpec, OverridePayload, RegenSetPayload, RegenSetSpec, RegenShockSpec,
@@ -50,7 +50,7 @@ class PactViolationTrigger(BaseModel):
 
     model_config = STRICT
     kind: Literal["pact_violation"]
-    termType: str | None = None
+    termType: Id | None = None
 
     @field_validator("termType")
     @classmethod
@@ -63,13 +63,13 @@ class PactViolationTrigger(BaseModel):
 class SanctionPayload(BaseModel):
     model_config = STRICT
     amount: float = Field(ge=0)
-    reason: str | None = None
+    reason: Text | None = None
 
 
 class GraduatedPayload(BaseModel):
     model_config = STRICT
     ladder: list[float] = Field(min_length=1, max_length=MAX_LADDER)
-    reason: str | None = None
+    reason: Text | None = None
 
     @field_validator("ladder")
     @classmethod
@@ -84,7 +84,7 @@ class SanctionSpec(BaseModel):
     """``sanction``: deduct ``payload.amount`` from the violator's privateResource."""
 
     model_config = STRICT
-    id: str
+    id: Id
     type: Literal["sanction"]
     trigger: PactViolationTrigger
     payload: SanctionPayload
@@ -98,7 +98,7 @@ class GraduatedSanctionSpec(BaseModel):
     """``sanction_graduated``: the k-th violation costs ``ladder[min(k-1, len-1)]``."""
 
     model_config = STRICT
-    id: str
+    id: Id
     type: Literal["sanction_graduated"]
     trigger: PactViolationTrigger
     payload: GraduatedPayload
@@ -130,7 +130,7 @@ def parse_perturbation(raw: Any, index: int = 0) -> BaseModel:
     except ValidationError as e:
         first = e.errors()[0]
         loc = ".".join(str(x) for x in first["loc"])
-        raise ValueError(f"{where}.{loc}: {first['msg']} (got {first.get('input')!r})") from None
+        raise ValueError(f"{where}.{loc}: {first['msg']} (got {first.get('input')!r:.80})") from None
 
 
 def parse_perturbations(raw: list) -> list[BaseModel]:
@@ -210,6 +210,7 @@ def compile_spec(spec, config, policies: tuple) -> "_pk.PerturbParams":
     spec = parse_perturbation(spec) if not isinstance(spec, BaseModel) else spec
     if spec.type not in ARENA_SPECS:
         raise ValueError(f"spec.type: {spec.type!r} cannot be fired ad hoc; known: {list(ARENA_SPECS)}")
+    check_magnitudes(spec, "spec")  # owner firings get the bound a config's specs get
     spec.check(config, "spec")
     if spec.type == "strategy_override":
         s = spec.payload.strategy

@@ -18,6 +18,7 @@ from ..kernels import governance_agent as G
 from ..kernels import plugins as K
 from ..kernels import voluntary_sanction as V
 from ..kernels.params import farr
+from .limits import MAX_LADDER_SCALE, MAX_TURNS, Id
 
 PLUGIN_SPECS: dict[str, type[BaseModel]] = {}
 
@@ -39,11 +40,15 @@ class PluginSpec(BaseModel):
     """Common part of a plugin spec; ``check`` runs when the players are known."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-    id: str
-    type: str
+    id: Id
+    type: Id
 
     def check(self, config, where: str) -> None:
         pass
+
+    def check_count(self, lo: int, hi: int, where: str) -> None:
+        """A live arena at create: its players are not all known yet, only that they will be
+        ``lo`` to ``hi``; refuse what no such count can satisfy (ValueError naming the field)."""
 
     def params(self, config):
         raise NotImplementedError
@@ -79,6 +84,11 @@ class VoluntarySanctionSpec(PluginSpec):
         if isinstance(self.sanctioner, list) and len(self.sanctioner) != n:
             raise ValueError(f"{where}.sanctioner: one rule per player ({n}), got {len(self.sanctioner)}")
 
+    def check_count(self, lo: int, hi: int, where: str) -> None:
+        if isinstance(self.sanctioner, list) and not lo <= len(self.sanctioner) <= hi:
+            raise ValueError(f"{where}.sanctioner: one rule per player, and this arena will start with {lo} to "
+                             f"{hi} players, got {len(self.sanctioner)} rules")
+
     def params(self, config) -> V.VoluntaryParams:
         rules = self.rules(len(config.players))
         code = [V.IF_RICHER if isinstance(r, IfRicherThan) else V.RULES.index(r) for r in rules]
@@ -105,10 +115,10 @@ class GovernanceAgentSpec(PluginSpec):
     coop_above: float = Field(0.9, ge=0, le=1)
     stock_above: float = Field(0.5, ge=0)
     cap: float | None = Field(None, gt=0)
-    tighten: float = Field(1.0, ge=0)
+    tighten: float = Field(1.0, ge=0, le=MAX_LADDER_SCALE)
     loosen: float = Field(1.0, ge=0, le=1)
     regen: float | None = Field(None, ge=0)
-    cooldown: int = Field(1, ge=0)
+    cooldown: int = Field(1, ge=0, le=MAX_TURNS)
     external: bool = False
 
     def check(self, config, where: str) -> None:
@@ -147,16 +157,16 @@ def parse_plugins(raw: list) -> list[BaseModel]:
         if isinstance(r, BaseModel) and type(r) in PLUGIN_SPECS.values():
             spec = r
         elif not isinstance(r, dict):
-            raise ValueError(f"{where}: a plugin is an object {{type, id, ...}}, got {r!r}")
-        elif r.get("type") not in PLUGIN_SPECS:
-            raise ValueError(f"{where}.type: unknown plugin type {r.get('type')!r}; known: {sorted(PLUGIN_SPECS)}")
+            raise ValueError(f"{where}: a plugin is an object {{type, id, ...}}, got {r!r:.80}")
+        elif not isinstance(r.get("type"), str) or r["type"] not in PLUGIN_SPECS:
+            raise ValueError(f"{where}.type: unknown plugin type {r.get('type')!r:.80}; known: {sorted(PLUGIN_SPECS)}")
         else:
             try:
                 spec = PLUGIN_SPECS[r["type"]].model_validate(r)
             except ValidationError as e:
                 first = e.errors()[0]
                 loc = ".".join(str(x) for x in first["loc"])
-                raise ValueError(f"{where}.{loc}: {first['msg']} (got {first.get('input')!r})") from None
+                raise ValueError(f"{where}.{loc}: {first['msg']} (got {first.get('input')!r:.80})") from None
         if spec.id in seen:
             raise ValueError(f"{where}.id: duplicate id {spec.id!r}")
         seen.add(spec.id)

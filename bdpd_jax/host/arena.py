@@ -186,7 +186,7 @@ class Arena:
             self.out_dir.mkdir(parents=True, exist_ok=True)
             clean_stale_tmp(self.out_dir)
             self._run.write_to(JsonlWriter(self.out_dir / "turns.jsonl", fsync=self.fsync))
-            atomic_write_json(self.out_dir / "meta.json", self.meta())
+            atomic_write_json(self.out_dir / "meta.json", self.meta(), mkdir=False)
         self.status = "running"
 
     def _make_client(self, specs: list[LivePlayerConfig]) -> None:
@@ -200,7 +200,8 @@ class Arena:
         return make_agent(spec, timeout_ms=float(self.config.agentTimeout), no_talk=self.no_talk, client=self._client,
                           executor=self._executor, operator=self.operator, sanction=sanction_offered(self.config),
                           discussion=talk is not None and talk.on,
-                          whole_units=bool(getattr(self.config.model, "wholeUnits", False)))
+                          whole_units=bool(getattr(self.config.model, "wholeUnits", False)),
+                          owner=self.arena_id)
 
     def meta(self) -> dict[str, Any]:
         """meta.json: everything replay needs (config, seed, players, switches) and the status."""
@@ -386,8 +387,8 @@ class Arena:
         self.status = "closed"
         summ = self.summary()
         if self.out_dir is not None:
-            atomic_write_json(self.out_dir / "summary.json", summ)
-            atomic_write_json(self.out_dir / "meta.json", {**self.meta(), "closedAt": utc_now()})
+            atomic_write_json(self.out_dir / "summary.json", summ, mkdir=False)
+            atomic_write_json(self.out_dir / "meta.json", {**self.meta(), "closedAt": utc_now()}, mkdir=False)
         run = self._started()
         run.close_writer()
         for ag in run.agents:

@@ -22,6 +22,9 @@ def arena_inputs(config: ArenaConfig | dict | str | Path, *, seed: int, arena_in
         raw = ArenaConfig.load(config).model_dump() if not isinstance(config, dict) else dict(config)
         config_players = [PlayerConfig.model_validate(p) for p in (raw.pop("players", None) or [])]
         cfg = ArenaConfig.model_validate(raw)
+    m = cfg.model  # players still to join: refuse at create what no player count could start
+    for i, plugin in enumerate(cfg.plugins):
+        plugin.check_count(max(m.minPlayers, len(config_players)), m.maxPlayers, f"plugins[{i}]")
     check_run_args(seed=seed, turns=turns)  # the same rule as a batch run's
     check_int(arena_index, "arena_index", 0, ARENA_INDEX_LIMIT - 1)
     check_int(pact_slots, "pactSlots", 1, MAX_PACT_SLOTS)  # bounds: bdpd_jax/config/limits.py

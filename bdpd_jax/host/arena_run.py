@@ -52,6 +52,10 @@ def shown_kind(spec: LivePlayerConfig, shown_kinds: dict[str, str]) -> str:
     return shown_kinds.get(spec.name, spec.agentType) if spec.agentType == "scripted" else spec.agentType
 
 
+#: owner events between ticks, one line each, beside turns.jsonl (one line per turn)
+EVENTS_FILE = "events.jsonl"
+
+
 @dataclasses.dataclass(eq=False)
 class ArenaRun:
     """The running game of one live arena (built once by ``Arena.start``)."""
@@ -74,6 +78,7 @@ class ArenaRun:
     records: deque[dict[str, Any]]     # the last keep_records turn records
     keep_records: int | None
     action_budget: ActionBudget = dataclasses.field(default_factory=ActionBudget)
+    events: JsonlWriter | None = None  # events.jsonl: owner events between ticks (None: not persisted)
     stats: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)  # name -> STAT_KEYS
     turn: int = 0                      # the last turn played
     done: bool = False
@@ -149,9 +154,10 @@ class ArenaRun:
     # -- owner events and turn records --------------------------------------------------------
     def log_event(self, event: str, entry: dict[str, Any]) -> None:
         """Append an owner event line (``{"event": ..., "turn": next turn, ...}``) to
-        turns.jsonl now: state changes made between ticks are on disk before they act."""
-        if self.writer is not None:
-            self.writer.write({"arenaId": self.arena_id, "event": event, **entry})
+        events.jsonl now: state changes made between ticks are on disk before they act, and
+        turns.jsonl keeps one line per turn."""
+        if self.events is not None:
+            self.events.write({"arenaId": self.arena_id, "event": event, **entry})
 
     def owner_perturbation(self, entry: dict[str, Any]) -> None:
         """An owner-fired perturbation: logged now, listed in the next turn record."""
@@ -185,11 +191,14 @@ class ArenaRun:
         self.agents[i] = agent
 
     def write_to(self, writer: JsonlWriter) -> None:
+        """Persist to ``writer`` (turns.jsonl) and, beside it, events.jsonl."""
         self.writer = writer
+        self.events = JsonlWriter(writer.path.with_name(EVENTS_FILE), fsync=writer.fsync)
 
     def close_writer(self) -> None:
-        if self.writer is not None:
-            self.writer.close()
+        for w in (self.writer, self.events):
+            if w is not None:
+                w.close()
 
 
-__all__ = ["ArenaRun", "STAT_KEYS", "shown_kind", "utc_now"]
+__all__ = ["ArenaRun", "EVENTS_FILE", "STAT_KEYS", "shown_kind", "utc_now"]

@@ -32,7 +32,7 @@ from bdpd_jax.host.agents.transport import TransportError
 from bdpd_jax.host.operator import Operator, redact_url
 from bdpd_jax.host.registry import num
 from bdpd_jax.host.players import MAX_MODEL_CHARS, MAX_NAME_CHARS, MAX_PROMPT_CHARS, MAX_URL_CHARS, player_timeout_ms
-from bdpd_jax.config.limits import MAX_TURNS, check_magnitudes
+from bdpd_jax.config.limits import MAX_TURNS, QUANTITY_BOUNDS, check_magnitudes
 
 PLUGIN_TYPE = "governance_agent"
 PLUGIN_ID = "governance-agent"  # the id of the plugin an attached agent adds to the config
@@ -127,6 +127,8 @@ def parse_answer(body: Any, dtype: Any = np.float32) -> tuple[dict[str, Any], li
         try:
             if v != LIFT:
                 check_magnitudes(float(v), k)
+                if abs(float(v)) > QUANTITY_BOUNDS[k]:
+                    raise ValueError(f"{k}: {v!r} is over its bound {QUANTITY_BOUNDS[k]:g} (kernels/bounds.py)")
         except ValueError as exc:
             errors.append(f"{k} dropped: {exc}")
             continue

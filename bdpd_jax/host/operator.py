@@ -25,6 +25,9 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
+from bdpd_jax.config.limits import MAX_KEY_CHARS, Key, Label, Name, Url
+from bdpd_jax.host.agents.transport import canonical_url
+
 REDACTED = "REDACTED"
 # query parameters whose values are secrets (compared lower-case, '-' read as '_')
 SECRET_PARAMS: frozenset[str] = frozenset({
@@ -35,12 +38,7 @@ SECRET_PARAMS: frozenset[str] = frozenset({
 
 
 def _check_url(field: str, url: Any) -> str:
-    if not isinstance(url, str):
-        raise ValueError(f"{field}: must be a string, got {url!r}")
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname or _origin(url) is None:
-        raise ValueError(f"{field}: must be an absolute http(s) URL, got {redact_url(url)!r}")
-    return url
+    return str(canonical_url(url, field))
 
 
 def redact_url(url: str) -> str:
@@ -65,28 +63,26 @@ def _is_secret(name: str) -> bool:
     return k in SECRET_PARAMS or k.endswith(("_token", "_key", "_secret", "_password"))
 
 
-def _origin(url: str) -> tuple[str, str | None, int] | None:
-    """(scheme, host, port with the scheme's default), None for an unparsable URL."""
-    try:
-        u = urlsplit(url)
-        port = u.port
-    except ValueError:
-        return None
-    return u.scheme, u.hostname, port if port is not None else {"http": 80, "https": 443}.get(u.scheme, -1)
-
-
 def url_allowed(url: str, prefixes: list[str]) -> bool:
-    """True when ``url`` has the scheme, host and port of one prefix and its path under it."""
-    origin = _origin(url)
-    u = urlsplit(url)
-    if origin is None or u.username or u.password:
+    """True when ``url``, normalised exactly as the HTTP client will send it
+    (``transport.canonical_url``: ``..``, ``.``, percent-encoding resolved), has the scheme,
+    host and port of one prefix and its path under that prefix's path, segment by segment.
+    One rule for LLM base URLs, HTTP players and governance agents; user info never passes."""
+    try:
+        u = canonical_url(url)
+    except ValueError:
+        return False
+    if u.user is not None or u.password is not None:
         return False
     for p in prefixes:
-        q = urlsplit(p)
-        if origin != _origin(p):
+        try:
+            q = canonical_url(p)
+        except ValueError:
             continue
-        base = q.path.rstrip("/")
-        if u.path == base or u.path.startswith(base + "/") or not base:
+        if (u.scheme, u.host, u.port) != (q.scheme, q.host, q.port):
+            continue
+        base = q.raw_path.rstrip("/")
+        if not base or u.raw_path == base or u.raw_path.startswith(base + "/"):
             return True
     return False
 
@@ -95,10 +91,10 @@ class LLMCredential(BaseModel):
     """One named credential: the endpoint its key may be sent to, and where the key comes from."""
 
     model_config = ConfigDict(extra="forbid")
-    baseUrl: str
-    apiKeyEnv: str | None = Field(None, min_length=1)   # read at every call (rotation works)
-    apiKey: SecretStr | None = None                      # a literal key; never written anywhere
-    models: list[str] | None = None                      # the models players may use; None: any
+    baseUrl: Url
+    apiKeyEnv: Key | None = Field(None, min_length=1)   # read at every call (rotation works)
+    apiKey: SecretStr | None = Field(None, max_length=MAX_KEY_CHARS)  # a literal key; never written anywhere
+    models: list[Label] | None = None                    # the models players may use; None: any
 
     @field_validator("baseUrl")
     @classmethod
@@ -117,9 +113,9 @@ class Operator(BaseModel):
     their own (an LLM player then cannot join), and HTTP players any http(s) URL."""
 
     model_config = ConfigDict(extra="forbid")
-    credentials: dict[str, LLMCredential] = Field(default_factory=dict)
-    llmBaseUrls: list[str] = Field(default_factory=list)  # endpoints players may name (no key sent)
-    httpUrls: list[str] | None = None                     # HTTP players' URL prefixes; None: any
+    credentials: dict[Name, LLMCredential] = Field(default_factory=dict)
+    llmBaseUrls: list[Url] = Field(default_factory=list)  # endpoints players may name (no key sent)
+    httpUrls: list[Url] | None = None                     # HTTP players' URL prefixes; None: any
 
     @field_validator("llmBaseUrls", "httpUrls")
     @classmethod
@@ -148,7 +144,7 @@ class Operator(BaseModel):
             if cred is None:
                 raise ValueError(f"credential: unknown credential {spec.credential!r}; the operator offers "
                                  f"{sorted(self.credentials)}")
-            if spec.baseUrl is not None and spec.baseUrl.rstrip("/") != cred.baseUrl:
+            if spec.baseUrl is not None and _check_url("baseUrl", spec.baseUrl).rstrip("/") != cred.baseUrl:
                 raise ValueError(f"baseUrl: credential {spec.credential!r} is sent to its own endpoint only; "
                                  "omit baseUrl")
             if cred.models is not None and spec.model not in cred.models:

@@ -39,11 +39,14 @@ def fsync_path(path: Path, *, tolerant: bool = False) -> None:
         os.close(fd)
 
 
-def atomic_write_json(path: str | os.PathLike[str], obj: Any, *, indent: int | None = 2) -> None:
-    """Write ``obj`` as JSON to ``path`` atomically (temp file + fsync + os.replace)."""
+def atomic_write_json(path: str | os.PathLike[str], obj: Any, *, indent: int | None = 2, mkdir: bool = True) -> None:
+    """Write ``obj`` as JSON to ``path`` atomically (temp file + fsync + os.replace).
+    ``mkdir=False``: the folder must exist (FileNotFoundError otherwise): an arena's writes never
+    recreate a folder that was deleted."""
     target = Path(path)
     directory = target.parent if str(target.parent) else Path(".")
-    directory.mkdir(parents=True, exist_ok=True)
+    if mkdir:
+        directory.mkdir(parents=True, exist_ok=True)
     text = json.dumps(obj, indent=indent, default=json_default, allow_nan=False)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
     try:
@@ -88,6 +91,7 @@ class JsonlWriter:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fsync = fsync
+        self.fsync = fsync
         self._repair_tail()
         self._fh = open(self.path, "a", encoding="utf-8")
 
@@ -151,5 +155,5 @@ def read_jsonl(path: str | os.PathLike[str]) -> list[Any]:
             is_last = i == len(lines) - 1  # no trailing newline: the torn tail
             if is_last:
                 break
-            raise ValueError(f"path: corrupt line {i + 1} in {str(p)!r}") from None
+            raise ValueError(f"path: corrupt line {i + 1} in {p.name!r}") from None  # no server path
     return records

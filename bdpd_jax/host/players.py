@@ -17,6 +17,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from bdpd_jax.config.limits import (MAX_CODE_CHARS, MAX_LABEL_CHARS, MAX_NAME_CHARS, MAX_PROMPT_CHARS,
+                                     MAX_URL_CHARS, Key, Label)
 from bdpd_jax.host.agents.base import AgentResult, Utterance, check_wealth, fallback_harvest, valid_harvest
 from bdpd_jax.host.agents.code import DEFAULT_TIMEOUT_MS as JS_TIMEOUT_MS, CodeAgent, compile_strategy
 from bdpd_jax.host.agents.http import HttpAgent, check_url
@@ -26,12 +28,8 @@ from bdpd_jax.host.tools import validate_action, validate_speak
 
 AGENT_TYPES: tuple[str, ...] = ("builtin", "code", "http", "llm", "scripted")
 
-# Size limits of a join body's free-text fields (checked at join; docs/semantics.md §13)
-MAX_NAME_CHARS: int = 64
-MAX_CODE_CHARS: int = 64 * 1024
-MAX_URL_CHARS: int = 2048
-MAX_MODEL_CHARS: int = 128
-MAX_PROMPT_CHARS: int = 4096
+# Size limits of a join body's free-text fields (checked at join): bdpd_jax/config/limits.py
+MAX_MODEL_CHARS: int = MAX_LABEL_CHARS
 MAX_RULES_CHARS: int = 8192  # an LLM player's ``rulesText`` (a scenario's whole rules)
 MAX_TEMPERATURE: float = 2.0  # the OpenAI-compatible range of ``temperature``
 
@@ -44,7 +42,7 @@ class LivePlayerConfig(BaseModel):
     name: str | None = Field(None, alias="displayName", min_length=1, max_length=MAX_NAME_CHARS)
     privateResource: float = Field(30.0, ge=0)
     # builtin
-    strategy: str = "conservative"
+    strategy: Label = "conservative"
     intensity: float = Field(0.5, gt=0, le=1)
     reductionFactor: float = Field(1.0, ge=0)
     talk: dict | None = None  # scripted talk of a builtin (bdpd_jax/config/governance.py)
@@ -56,7 +54,7 @@ class LivePlayerConfig(BaseModel):
     baseUrl: str | None = Field(None, max_length=MAX_URL_CHARS)
     model: str | None = Field(None, max_length=MAX_MODEL_CHARS)
     credential: str | None = Field(None, min_length=1, max_length=MAX_NAME_CHARS)  # a name from the operator's list
-    apiKeyEnv: str | None = None  # refused: credentials are the operator's (kept to say so by name)
+    apiKeyEnv: Key | None = None  # refused: credentials are the operator's (kept to say so by name)
     systemPrompt: str | None = Field(None, max_length=MAX_PROMPT_CHARS)
     temperature: float | None = Field(None, ge=0, le=MAX_TEMPERATURE)
     rulesText: str | None = Field(None, min_length=1, max_length=MAX_RULES_CHARS)  # replaces the BDPD rules
@@ -183,17 +181,19 @@ def player_timeout_ms(spec: LivePlayerConfig, timeout_ms: float) -> float:
 
 def make_agent(spec: LivePlayerConfig, *, timeout_ms: float, no_talk: bool, client=None, executor=None,
                operator: Operator | None = None, sanction: bool = False, discussion: bool = False,
-               whole_units: bool = False):
+               whole_units: bool = False, owner: str | None = None):
     """The agent runner of an external player (None for builtins). ``sanction``: the arena
     offers the ``sanction`` tool (an LLM player then sees it in its tool list); ``discussion``:
     the arena talks between harvests (LLM players speak); ``whole_units``: the model's requests
-    are whole units (an LLM's answer is read as one)."""
+    are whole units (an LLM's answer is read as one); ``owner``: the arena's id (a code
+    player's share of the JS workers is its arena's)."""
     t = spec.agentType
     if t == "builtin":
         return None
     tmo = player_timeout_ms(spec, timeout_ms)
     if t == "code":
-        return CodeAgent(spec.strategyCode, rng_seed=spec.rngSeed, pool=executor, timeout_ms=tmo, no_talk=no_talk)
+        return CodeAgent(spec.strategyCode, rng_seed=spec.rngSeed, pool=executor, timeout_ms=tmo, no_talk=no_talk,
+                         owner=owner)
     if t == "http":
         return HttpAgent(spec.url, tmo, no_talk=no_talk, client=client)
     if t == "llm":

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from bdpd_jax.host.arena import Arena
+from bdpd_jax.host.arena_run import EVENTS_FILE
 from bdpd_jax.host.persist import read_jsonl
 from bdpd_jax.host.players import LivePlayerConfig
 
@@ -46,14 +47,26 @@ def load(dir: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
 
 
 def load_lines(dir: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """(meta, every complete line of turns.jsonl): turn records and owner event lines
+    """(meta, the turn records of turns.jsonl and the owner event lines of events.jsonl
     (``{"event": "ownerPerturbation" | "ownerAction", "turn": the next turn, ...}``), in the
-    order they happened."""
+    order they happened: each event before the turn it precedes). Folders from before
+    events.jsonl kept their event lines in turns.jsonl, in order; those are read as they are."""
     d = Path(dir)
     meta_path = d / "meta.json"
     if not meta_path.is_file():
-        raise ValueError(f"dir: no meta.json in {str(d)!r}")
-    return json.loads(meta_path.read_text()), read_jsonl(d / "turns.jsonl")
+        raise ValueError("dir: no meta.json in the arena's folder")
+    lines = read_jsonl(d / "turns.jsonl")
+    events = read_jsonl(d / EVENTS_FILE)
+    if events:
+        merged: list[dict[str, Any]] = []
+        queue = list(events)
+        for rec in lines:
+            if "event" not in rec:
+                while queue and queue[0].get("turn", 0) <= rec.get("turn", 0):
+                    merged.append(queue.pop(0))
+            merged.append(rec)
+        lines = merged + queue
+    return json.loads(meta_path.read_text()), lines
 
 
 def _owner_event(arena: Arena, ev: dict[str, Any]) -> None:

@@ -163,6 +163,8 @@ def simulate(
     Raises:
         ValueError: naming the field and value of any bad input, before anything runs.
     """
+    if n_arenas is None:  # check_run_args reads None as "not given"; here it is required
+        raise ValueError("n_arenas: must be an integer >= 1, got None")
     prep = prepare(config, generator=generator)  # validated and built once per config content
     cfg = prep.config
     check_run_args(n_arenas=n_arenas, arena_offset=arena_offset, seed=seed, turns=turns, chunk_turns=chunk_turns,

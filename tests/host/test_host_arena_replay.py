@@ -199,7 +199,8 @@ def test_replay_reproduces_summary_with_owner_events(tmp_path):
     summary = a.close()                             # closed before the perturbations' next turn
     on_disk = json.loads((tmp_path / "summary.json").read_text())
     assert on_disk == json.loads(json.dumps(summary))
-    events = [r["event"] for r in read_jsonl(tmp_path / "turns.jsonl") if "event" in r]
+    assert not any("event" in r for r in read_jsonl(tmp_path / "turns.jsonl"))  # one line per turn (issue 23)
+    events = [r["event"] for r in read_jsonl(tmp_path / "events.jsonl")]
     assert events == ["ownerPerturbation", "ownerAction", "ownerPerturbation", "ownerPerturbation"]
     b = replay(tmp_path)
     assert _same_state(a.state, b.state)

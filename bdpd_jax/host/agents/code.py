@@ -157,7 +157,8 @@ class CodeAgent:
     def __init__(self, code: str, *, timeout_ms: float = DEFAULT_TIMEOUT_MS,
                  memory_limit: int = DEFAULT_MEMORY_LIMIT,
                  max_memory_bytes: int = DEFAULT_MAX_MEMORY_BYTES, rng_seed: int | None = None,
-                 pool: JsPool | None = None, queue_timeout_s: float = 10.0, no_talk: bool = False) -> None:
+                 pool: JsPool | None = None, queue_timeout_s: float = 10.0, no_talk: bool = False,
+                 owner: str | None = None) -> None:
         if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, (int, float)) or not timeout_ms > 0:
             raise ValueError(f"timeout_ms: must be a number > 0, got {timeout_ms!r}")
         if isinstance(memory_limit, bool) or not isinstance(memory_limit, int) or memory_limit < 1 << 20:
@@ -178,6 +179,7 @@ class CodeAgent:
         self.pool = pool or default_pool()
         self.queue_timeout_s = float(queue_timeout_s)
         self.no_talk = bool(no_talk)  # an object result's talk actions are dropped (the HTTP rule)
+        self.owner = None if owner is None else str(owner)  # the arena: the pool shares workers fairly by it
         self._script = compile_strategy(code, memory_limit=memory_limit, timeout_s=self.timeout_s, pool=self.pool)
         self._memory_json = "{}"
         self._calls = 0
@@ -225,7 +227,8 @@ class CodeAgent:
             job = self._job(obs)
         except (TypeError, ValueError) as exc:
             return self._finish({"ok": False, "error": f"obs: not serialisable ({exc})"}, w, t0)
-        return self._finish(self.pool.call(job, self.timeout_s, queue_timeout_s=self.queue_timeout_s), w, t0)
+        return self._finish(self.pool.call(job, self.timeout_s, queue_timeout_s=self.queue_timeout_s, owner=self.owner),
+                            w, t0)
 
     async def decide(self, obs: dict[str, Any], wealth: float) -> AgentResult:
         """Decide without blocking the event loop; never raises on guest faults, never waits
@@ -236,7 +239,7 @@ class CodeAgent:
             job = self._job(obs)
         except (TypeError, ValueError) as exc:
             return self._finish({"ok": False, "error": f"obs: not serialisable ({exc})"}, w, t0)
-        out = await self.pool.acall(job, self.timeout_s, queue_timeout_s=self.queue_timeout_s)
+        out = await self.pool.acall(job, self.timeout_s, queue_timeout_s=self.queue_timeout_s, owner=self.owner)
         return self._finish(out, w, t0)
 
 

@@ -18,24 +18,18 @@ from __future__ import annotations
 
 import time
 from typing import Any
-from urllib.parse import urlsplit
 
 from bdpd_jax.host._json import dumps_bytes
 from bdpd_jax.host.agents.base import AgentResult, check_wealth, fallback_harvest, join_errors, valid_harvest
-from bdpd_jax.host.agents.transport import HttpClient, TransportError, loads_capped, make_client
+from bdpd_jax.host.agents.transport import HttpClient, TransportError, canonical_url, loads_capped, make_client
 from bdpd_jax.host.tools import validate_action, validate_actions
 
 MAX_RESPONSE_BYTES: int = 256 * 1024  # an HTTP player's answer; {"harvest", "actions"} needs far less
 
 
-def check_url(url: Any) -> str:
-    """Validate an absolute http(s) URL."""
-    if not isinstance(url, str):
-        raise ValueError(f"url: must be a string, got {url!r}")
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"url: must be an absolute http(s) URL, got {url!r}")
-    return url
+def check_url(url: Any, field: str = "url") -> str:
+    """An absolute http(s) URL in the form the client sends it (``transport.canonical_url``)."""
+    return str(canonical_url(url, field))
 
 
 def check_timeout_ms(timeout_ms: Any) -> float:

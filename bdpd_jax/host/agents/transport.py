@@ -34,7 +34,33 @@ _DEPTH[list(b"[{")] = 1
 _DEPTH[list(b"]}")] = -1
 
 
+# the deadline is the caller's asyncio.timeout; aiohttp's own (300 s by default) would only add a second clock
+_NO_TIMEOUT = aiohttp.ClientTimeout(total=None)
 _HEADERS = {"content-type": "application/json", "accept-encoding": "identity"}
+
+
+def canonical_url(url: Any, field: str = "url") -> yarl.URL:
+    """``url`` exactly as this client sends it (yarl: ``.`` and ``..`` resolved, percent-encoding
+    normalised, host lower-cased, default port filled in); ValueError naming ``field`` for
+    anything but an absolute http(s) URL whose path has no empty segment,
+    no dot segment left and no encoded ``/`` or ``\\`` (a server may decode those into a
+    path other than the one checked). Allow-lists compare this form (``operator.url_allowed``)."""
+    if not isinstance(url, str):
+        raise ValueError(f"{field}: must be a string, got {type(url).__name__}")
+    try:
+        u = yarl.URL(url)
+        port = u.port
+    except (ValueError, TypeError):
+        raise ValueError(f"{field}: not a valid URL") from None
+    if u.scheme not in ("http", "https") or not u.host or port is None:
+        raise ValueError(f"{field}: must be an absolute http(s) URL, got scheme {u.scheme[:16]!r}")
+    raw = u.raw_path
+    segments = raw.split("/")[1:-1]  # a trailing slash is fine; an empty segment inside is not
+    if "//" in raw or any(s in (".", "..") for s in segments) or re.search(r"%(2f|5c)", raw, re.I) \
+            or "\\" in u.path:
+        raise ValueError(f"{field}: the path must not contain empty segments, dot segments or encoded slashes, "
+                         f"got {raw[:200]!r}")
+    return u
 
 
 class TransportError(Exception):
@@ -83,7 +109,6 @@ class HttpClient:
         self.max_connections = max_connections
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._timeouts: dict[float, aiohttp.ClientTimeout] = {}
         self._urls: dict[str, yarl.URL] = {}
 
     def _get(self) -> aiohttp.ClientSession:
@@ -99,26 +124,24 @@ class HttpClient:
     async def post(self, url: str, body: bytes, headers: dict[str, str], timeout_s: float,
                    max_bytes: int) -> tuple[int, bytes]:
         """POST ``body``; ``(status, decoded body bytes)`` within ``timeout_s`` and ``max_bytes``."""
-        try:  # aiohttp's total timeout is one hard deadline over connect, send and the whole read
-            return await self._post(url, body, headers, timeout_s, max_bytes)
-        except asyncio.TimeoutError:
+        try:  # one hard deadline over connect, send and the whole read: asyncio's own timer, exact to the
+            # loop's clock (aiohttp's ClientTimeout rounds deadlines >= 5 s up to the next whole second)
+            async with asyncio.timeout(timeout_s):
+                return await self._post(url, body, headers, max_bytes)
+        except TimeoutError:
             raise TransportError(f"timeout: no response within {timeout_s * 1000:g} ms") from None
         except aiohttp.ClientError as exc:
             raise TransportError(f"network: {type(exc).__name__}: {str(exc)[:300]}") from None
         except OSError as exc:
             raise TransportError(f"network: {type(exc).__name__}: {str(exc)[:300]}") from None
 
-    async def _post(self, url: str, body: bytes, headers: dict[str, str], timeout_s: float,
-                    max_bytes: int) -> tuple[int, bytes]:
+    async def _post(self, url: str, body: bytes, headers: dict[str, str], max_bytes: int) -> tuple[int, bytes]:
         session = self._get()
-        timeout = self._timeouts.get(timeout_s)
-        if timeout is None:
-            timeout = self._timeouts[timeout_s] = aiohttp.ClientTimeout(total=timeout_s)
         target = self._urls.get(url)
         if target is None:  # parsed once per URL, not per request
             target = self._urls[url] = yarl.URL(url)
         async with session.request("POST", target, data=body, headers=headers or None, allow_redirects=False,
-                                   timeout=timeout) as resp:
+                                   timeout=_NO_TIMEOUT) as resp:
             if resp.content_length is not None and resp.content_length > max_bytes:
                 resp.close()
                 raise TransportError(f"response: body exceeds {max_bytes} bytes (content-length "
@@ -161,4 +184,4 @@ def make_client(max_connections: int = 256) -> HttpClient:
     return HttpClient(max_connections)
 
 
-__all__ = ["HttpClient", "MAX_JSON_DEPTH", "TransportError", "too_deep", "loads_capped", "make_client"]
+__all__ = ["canonical_url", "HttpClient", "MAX_JSON_DEPTH", "TransportError", "too_deep", "loads_capped", "make_client"]

@@ -19,6 +19,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 #: default request body limit (bytes): a creation payload or a join with its strategy code
 MAX_BODY_BYTES = 1 << 20
+#: the longest error detail a client gets back (a refused value is never echoed whole)
+MAX_DETAIL_CHARS = 1000
 
 
 def _short(value: Any, limit: int = 80) -> str:
@@ -29,6 +31,9 @@ def _short(value: Any, limit: int = 80) -> str:
 def one_line(errors: list[dict[str, Any]]) -> tuple[int, str]:
     """(status, message) of pydantic errors: the first error, naming its field and value."""
     e = errors[0]
+    if e.get("type") == "json_invalid":  # its loc is a character position, not a field
+        pos = e.get("loc", ("body", "?"))[-1]
+        return 422, f"body: invalid JSON at character {pos} ({(e.get('ctx') or {}).get('error', 'decode error')})"
     loc = [str(p) for p in e.get("loc", ()) if p not in ("body", "query", "header", "path")]
     msg = str(e.get("msg", "invalid"))
     semantic = e.get("type") == "value_error"
@@ -57,18 +62,32 @@ def install(app: FastAPI) -> None:
     async def _value_error(request: Request, exc: ValueError):
         errs = getattr(exc, "errors", None)
         if callable(errs):  # a pydantic ValidationError raised inside a route
-            return JSONResponse({"detail": one_line(list(errs()))[1]}, status_code=400)
-        return JSONResponse({"detail": " ".join(str(exc).split())}, status_code=400)
+            return JSONResponse({"detail": _scrub(request, one_line(list(errs()))[1])}, status_code=400)
+        text = _scrub(request, " ".join(str(exc).split()))
+        text = text if len(text) <= MAX_DETAIL_CHARS else text[:MAX_DETAIL_CHARS - 3] + "..."
+        # a lifecycle step refused for the arena's status (the Arena's own check): 409, as the routes'
+        return JSONResponse({"detail": text}, status_code=409 if text.startswith("status:") else 400)
 
     @app.exception_handler(Exception)
     async def _internal(request: Request, exc: Exception):  # a bug: still one line of JSON
-        return JSONResponse({"detail": f"internal error: {type(exc).__name__}: {' '.join(str(exc).split())}"[:500]},
-                            status_code=500)
+        text = _scrub(request, f"internal error: {type(exc).__name__}: {' '.join(str(exc).split())}")
+        return JSONResponse({"detail": text[:500]}, status_code=500)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException):
         detail = exc.detail if isinstance(exc.detail, str) else json.dumps(exc.detail)
         return JSONResponse({"detail": detail}, status_code=exc.status_code, headers=exc.headers)
+
+
+def _scrub(request: Request, text: str) -> str:
+    """``text`` without the server's own paths (its arenas folder, as given and resolved)."""
+    hub = getattr(request.app.state, "hub", None)
+    if hub is None:
+        return text
+    for root in sorted({str(hub.root.resolve()), str(hub.root.absolute()), str(hub.root)}, key=len, reverse=True):
+        if root not in (".", ""):
+            text = text.replace(root, "<arenas>")
+    return text
 
 
 class BodyLimit:

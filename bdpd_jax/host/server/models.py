@@ -17,7 +17,7 @@ from bdpd_jax.config.game import ModelConfig, ObsVar
 from bdpd_jax.host.arena import DEFAULT_PACT_SLOTS
 from bdpd_jax.host.governance_agent import GovernorSpec
 # the longest pause between auto ticks: Infinity or 1e308 would sleep forever
-from bdpd_jax.config.limits import MAX_TICK_INTERVAL_MS
+from bdpd_jax.config.limits import MAX_TICK_INTERVAL_MS, Id, Label, Name
 
 
 _BODY = ConfigDict(extra="forbid", allow_inf_nan=False)
@@ -28,12 +28,12 @@ class BuiltinPlayer(BaseModel):
     """A built-in player of the creation payload (``players``), joined at once."""
 
     model_config = _BODY
-    strategy: str = "conservative"
-    name: str | None = Field(None, min_length=1, max_length=64)
+    strategy: Label = "conservative"
+    name: Name | None = Field(None, min_length=1)
     intensity: float = Field(0.5, gt=0, le=1)
     reductionFactor: float = Field(1.0, ge=0)
     privateResource: float = Field(30.0, ge=0)
-    talk: dict[str, Any] | None = None
+    talk: dict[Id, Any] | None = None
 
 
 class CreateArena(BaseModel):
@@ -41,12 +41,12 @@ class CreateArena(BaseModel):
 
     model_config = _BODY
     model: ModelConfig = Field(default_factory=ModelConfig)
-    observability: dict[str, ObsVar] = Field(default_factory=dict)
+    observability: dict[Label, ObsVar] = Field(default_factory=dict)
     agentTimeout: int = Field(30000, ge=1)
     players: list[BuiltinPlayer] | None = None
-    pacts: list[dict[str, Any]] = Field(default_factory=list)
-    perturbations: list[dict[str, Any]] = Field(default_factory=list)
-    plugins: list[dict[str, Any]] = Field(default_factory=list, description="governance plugins (issue 17)")
+    pacts: list[dict[Id, Any]] = Field(default_factory=list)
+    perturbations: list[dict[Id, Any]] = Field(default_factory=list)
+    plugins: list[dict[Id, Any]] = Field(default_factory=list, description="governance plugins (issue 17)")
     discussion: DiscussionConfig | None = Field(
         None, description="talk between harvests: a report of every catch, then up to `rounds` utterances "
                           "(docs/semantics/live.md §14)")
@@ -90,17 +90,17 @@ class PerturbSpec(BaseModel):
     """An ad-hoc Table A.1 spec (checked in full by ``bdpd_jax.config.perturbations`` when fired)."""
 
     model_config = _OPEN
-    id: str | None = None
-    type: str
-    trigger: dict[str, Any] | None = None
-    payload: dict[str, Any] = Field(default_factory=dict)
+    id: Id | None = None
+    type: Id
+    trigger: dict[Id, Any] | None = None
+    payload: dict[Id, Any] = Field(default_factory=dict)
 
 
 class Perturb(BaseModel):
     """``POST /perturb``: a bare spec, ``{"spec": {...}}`` or ``{"specId": "..."}``."""
 
     model_config = _OPEN
-    specId: str | None = None
+    specId: Id | None = None
     spec: PerturbSpec | None = None
 
     @model_validator(mode="before")
@@ -216,7 +216,7 @@ class Resume(BaseModel):
     (``{playerId: spec}``); builtins resume by themselves."""
 
     model_config = _BODY
-    players: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    players: dict[Name, dict[Id, Any]] = Field(default_factory=dict)
     governanceAgent: GovernorSpec | None = Field(None, description="required when the arena had one")
     tickMode: Literal["manual", "auto"] = "manual"
     tickIntervalMs: float = Field(0.0, ge=0, le=MAX_TICK_INTERVAL_MS)

@@ -1,17 +1,25 @@
 """The routes that change arenas (004_* A.2): create, join, start, tick, perturb, close,
 delete, and resume of an interrupted arena. Kernel work runs in the arena's worker
-(:meth:`LiveArena.run`); a request refused by validation changes nothing."""
+(:meth:`LiveArena.run`); a request refused by validation changes nothing.
+
+Each route runs under its arena's lifecycle lock (:meth:`Hub.lifecycle`) and looks the arena
+up again once it holds it (:func:`locked`): a request that waited behind a DELETE finds no
+arena (404), one that waited behind a close or a resume finds the arena as it now is, and a
+request in the wrong state gets 409."""
 
 from __future__ import annotations
 
 import asyncio
 import secrets
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import APIRouter, Depends, HTTPException
 
 from bdpd_jax.host.arena import Arena
+from bdpd_jax.host.arena_run import EVENTS_FILE
 from bdpd_jax.host.players import LivePlayerConfig
 from bdpd_jax.host.server import models as M
 from bdpd_jax.host.server.deps import Access, access, hub_of
@@ -37,10 +45,27 @@ async def stop_auto(hub: Hub, lv: LiveArena) -> None:
     await hub.ticker.remove(lv)
 
 
+@asynccontextmanager
+async def locked(hub: Hub, acc: Access) -> AsyncIterator[Access]:
+    """Hold the arena's lifecycle lock; yields its Access as the arena is now (404 if gone)."""
+    arena_id = acc.arena.arena_id
+    async with hub.lifecycle(arena_id):
+        arena = hub.find(arena_id)
+        if arena is None:
+            raise HTTPException(404, f"arenaId: no arena {arena_id!r}")
+        yield Access(arena, acc.role)
+
+
+def _status(lv: LiveArena, *allowed: str) -> None:
+    """409 unless the arena's status is one of ``allowed``."""
+    if lv.arena.status not in allowed:
+        raise HTTPException(409, f"status: the arena is {lv.arena.status!r}, this needs {' or '.join(allowed)}")
+
+
 def _perturb(a: Arena, target) -> dict[str, Any]:
     fired = a.perturb(target)
     if a.out_dir is not None:  # the owner event line is durable before the route answers
-        sync_files([a.out_dir / "turns.jsonl"])
+        sync_files([a.out_dir / EVENTS_FILE])
     return fired
 
 
@@ -60,97 +85,118 @@ async def create(body: M.CreateArena, hub: Hub = Depends(hub_of)):
         hub.write_auth(arena_id, hashes)  # only once the config is valid: a refused create leaves nothing
         return arena
 
-    arena = await asyncio.get_running_loop().run_in_executor(hub.executor, make)
-    hub.add(LiveArena(arena, hub.workers, hashes))
+    async with hub.lifecycle(arena_id):
+        arena = await asyncio.get_running_loop().run_in_executor(hub.executor, make)
+        hub.add(LiveArena(arena, hub.workers, hashes))
     return {"arenaId": arena_id, "ownerKey": keys["owner"], "arenaKey": keys["player"],
             "spectatorToken": keys["spectator"], "seed": seed, "status": arena.status}
 
 
 @router.post("/{arena_id}/join", response_model=M.Joined, summary="Add a player (arena key)")
-async def join(spec: LivePlayerConfig, acc: Access = Depends(access("player"))):
-    lv = acc.live
-    pid = await lv.run(lv.arena.join, spec)
-    lv.publish("player_joined", {"playerId": pid, "agentType": spec.agentType, **lv.public()})
-    return {"playerId": pid, "players": lv.arena.players}
+async def join(spec: LivePlayerConfig, acc: Access = Depends(access("player")), hub: Hub = Depends(hub_of)):
+    async with locked(hub, acc) as acc:
+        lv = acc.live
+        _status(lv, "waiting")
+        pid = await lv.run(lv.arena.join, spec)
+        lv.publish("player_joined", {"playerId": pid, "agentType": spec.agentType, **lv.public()})
+        return {"playerId": pid, "players": lv.arena.players}
 
 
 @router.post("/{arena_id}/start", response_model=M.Started, summary="Start (waiting -> running)")
 async def start(body: M.StartArena | None = None, acc: Access = Depends(owner), hub: Hub = Depends(hub_of)):
-    lv = acc.live
     body = body or M.StartArena()
-    await lv.run(lv.arena.start)
-    lv.publish("arena_started", lv.public())
-    if body.tickMode == "auto":
-        start_auto(hub, lv, body.tickIntervalMs)
-    return {**lv.public(), "tickMode": body.tickMode}
+    async with locked(hub, acc) as acc:
+        lv = acc.live
+        _status(lv, "waiting")
+        await lv.run(lv.arena.start)
+        lv.publish("arena_started", lv.public())
+        if body.tickMode == "auto":
+            start_auto(hub, lv, body.tickIntervalMs)
+        return {**lv.public(), "tickMode": body.tickMode}
 
 
 @router.post("/{arena_id}/tick", response_model=M.Ticked, summary="Advance one turn")
 async def tick(acc: Access = Depends(owner), hub: Hub = Depends(hub_of)):
-    lv = acc.live
-    if lv.arena.status != "running":
-        raise HTTPException(409, f"status: the arena is {lv.arena.status!r}")
-    rec = await tick_once(hub, lv)
-    return {"tick": rec, **lv.public()}
+    async with locked(hub, acc) as acc:
+        lv = acc.live
+        _status(lv, "running")
+        rec = await tick_once(hub, lv)
+        return {"tick": rec, **lv.public()}
 
 
 @router.post("/{arena_id}/perturb", response_model=M.Fired,
              summary="Fire a perturbation (bare spec, {spec} or {specId})")
-async def perturb(body: M.Perturb, acc: Access = Depends(owner)):
-    lv = acc.live
-    fired = await lv.run(_perturb, lv.arena, body.target())
-    lv.publish("perturbation", fired)
-    return fired
+async def perturb(body: M.Perturb, acc: Access = Depends(owner), hub: Hub = Depends(hub_of)):
+    async with locked(hub, acc) as acc:
+        lv = acc.live
+        _status(lv, "running")
+        fired = await lv.run(_perturb, lv.arena, body.target())
+        lv.publish("perturbation", fired)
+        return fired
 
 
 @router.post("/{arena_id}/close", response_model=M.Summary, summary="Close; returns the report")
 async def close(acc: Access = Depends(owner), hub: Hub = Depends(hub_of)):
-    if isinstance(acc.arena, DiskArena):
-        summ = acc.arena.summary()
-        if summ is None:
-            raise HTTPException(409, "status: the arena was interrupted; resume or delete it")
+    async with locked(hub, acc) as acc:
+        if isinstance(acc.arena, DiskArena):
+            summ = acc.arena.summary()
+            if summ is None:
+                raise HTTPException(409, "status: the arena was interrupted; resume or delete it")
+            return summ
+        lv = acc.arena
+        if lv.arena.status == "waiting":
+            raise HTTPException(409, "status: the arena never started")
+        await stop_auto(hub, lv)
+        if lv.arena_id not in hub.live:  # the last auto tick closed it
+            d = hub.on_disk(lv.arena_id)
+            summ = d.summary() if d is not None else None
+            if summ is None:
+                raise HTTPException(409, "status: the arena is closed and has no report")
+            return summ
+        summ = await lv.run(lv.arena.close)
+        hub.finish(lv, summ)
         return summ
-    lv = acc.arena
-    if lv.arena.status == "waiting":
-        raise HTTPException(409, "status: the arena never started")
-    await stop_auto(hub, lv)
-    if lv.arena_id not in hub.live:  # the last auto tick closed it
-        return hub.on_disk(lv.arena_id).summary()
-    summ = await lv.run(lv.arena.close)
-    hub.finish(lv, summ)
-    return summ
 
 
 @router.delete("/{arena_id}", response_model=M.Deleted, summary="Delete from memory and disk")
 async def delete(acc: Access = Depends(owner), hub: Hub = Depends(hub_of)):
-    a = acc.arena
-    if isinstance(a, LiveArena):
-        await stop_auto(hub, a)
-        summ = None
-        if a.arena.status == "running":
-            summ = await a.run(a.arena.close)
-        hub.finish(a, summ or {"arenaId": a.arena_id, "status": "closed"}, deleted=True)
-    hub.delete_folder(a.arena_id)
+    async with locked(hub, acc) as acc:
+        a = acc.arena
+        if isinstance(a, LiveArena):
+            await stop_auto(hub, a)
+            summ = None
+            if a.arena.status == "running" and a.arena_id in hub.live:
+                summ = await a.run(a.arena.close)
+            if a.arena_id in hub.live:
+                hub.finish(a, summ or {"arenaId": a.arena_id, "status": "closed"}, deleted=True)
+        await asyncio.get_running_loop().run_in_executor(hub.executor, hub.delete_folder, a.arena_id)
+    hub.forget_lock(a.arena_id)
     return {"deleted": a.arena_id}
 
 
 @router.post("/{arena_id}/resume", response_model=M.Started, summary="Resume an interrupted arena")
 async def resume(body: M.Resume, acc: Access = Depends(owner), hub: Hub = Depends(hub_of)):
     """Replay ``turns.jsonl`` (verified turn by turn), then go on live: ``players`` gives a join
-    spec for every external player (builtins need none)."""
+    spec for every external player (builtins need none). The arena is the folder's: a folder
+    whose meta.json names another arena is refused, and a live arena is never replaced."""
     from bdpd_jax.host.replay import replay
 
-    a = acc.arena
-    if not isinstance(a, DiskArena) or a.status != "interrupted":
-        raise HTTPException(409, f"status: only an interrupted arena resumes, this one is {a.status!r}")
-    loop = asyncio.get_running_loop()
-    arena = await loop.run_in_executor(hub.executor, lambda: replay(a.folder, resume=body.players, operator=hub.operator,
-                                                                       governance_agent=body.governanceAgent))
-    lv = LiveArena(arena, hub.workers, a.hashes)
-    hub.live[lv.arena_id] = lv
-    if body.tickMode == "auto":
-        start_auto(hub, lv, body.tickIntervalMs)
-    return {**lv.public(), "tickMode": body.tickMode}
+    async with locked(hub, acc) as acc:
+        a = acc.arena
+        if not isinstance(a, DiskArena) or a.status != "interrupted":
+            raise HTTPException(409, f"status: only an interrupted arena resumes, this one is {a.status!r}")
+        if a.meta.get("arenaId") != a.arena_id:
+            raise HTTPException(400, "meta.json: arenaId does not match the arena's folder; it cannot resume")
+        loop = asyncio.get_running_loop()
+        arena = await loop.run_in_executor(hub.executor, lambda: replay(
+            a.folder, resume=body.players, operator=hub.operator, governance_agent=body.governanceAgent))
+        if arena.arena_id != a.arena_id or arena.arena_id in hub.live:
+            raise HTTPException(409, f"status: arena {a.arena_id!r} is live; it cannot be resumed over")
+        lv = LiveArena(arena, hub.workers, a.hashes)
+        hub.add(lv)
+        if body.tickMode == "auto":
+            start_auto(hub, lv, body.tickIntervalMs)
+        return {**lv.public(), "tickMode": body.tickMode}
 
 
-__all__ = ["router", "tick_once"]
+__all__ = ["router", "tick_once", "locked"]

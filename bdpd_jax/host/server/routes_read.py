@@ -7,12 +7,12 @@ import asyncio
 import datetime as _dt
 from typing import Any
 
-from fastapi import APIRouter, Depends, Header, HTTPException
+from fastapi import APIRouter, Depends, HTTPException
 from fastapi.responses import StreamingResponse
 
 from bdpd_jax.host.server import models as M
 from bdpd_jax.host.server import views
-from bdpd_jax.host.server.deps import Access, access, hub_of
+from bdpd_jax.host.server.deps import Access, ArenaId, KeyHeader, access, hub_of
 from bdpd_jax.host.server.live import LiveArena, Subscriber, sse
 from bdpd_jax.host.server.store import DiskArena, Hub
 
@@ -27,7 +27,7 @@ async def health():
 
 
 @router.get("/api/arenas", response_model=M.ArenaList, summary="List arenas (the owner's if a key is sent)")
-async def list_arenas(x_owner_key: str | None = Header(None), hub: Hub = Depends(hub_of)):
+async def list_arenas(x_owner_key: KeyHeader = None, hub: Hub = Depends(hub_of)):
     if x_owner_key is None:
         return {"arenas": [lv.public() for lv in hub.live.values()]}
     rows = [lv.public() for lv in hub.live.values() if lv.role_of(x_owner_key) == "owner"]
@@ -44,7 +44,7 @@ async def history(hub: Hub = Depends(hub_of)):
 
 
 @router.get("/api/arenas/history/{arena_id}/summary", response_model=M.Summary, summary="Report of a closed arena")
-async def history_summary(arena_id: str, hub: Hub = Depends(hub_of)):
+async def history_summary(arena_id: ArenaId, hub: Hub = Depends(hub_of)):
     d = hub.on_disk(arena_id)
     summ = d.summary() if d is not None else None
     if summ is None:

@@ -6,10 +6,17 @@ leaves memory at once; every read of it (views, summary, stream, history) comes 
 folder. An arena whose ``meta.json`` says ``running`` but that no live arena of this process
 holds was running when a previous server died: it is ``interrupted``, listed in ``/history``,
 and can be resumed (replayed from ``turns.jsonl``) or deleted.
+
+The folder is data, not authority: an arena is keyed by its folder's name (never by the id its
+``meta.json`` claims), symlinks are never followed (a folder or file that is one is not an
+arena's), and every lifecycle change of one arena (create, join, start, tick, perturb, close,
+delete, resume) runs under that arena's own lock (:meth:`Hub.lifecycle`), so a deleted arena
+stays deleted and no write recreates its folder.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import shutil
@@ -32,7 +39,7 @@ class DiskArena:
         self.folder = folder
         self.meta = meta
         self.hashes = hashes
-        self.arena_id = meta.get("arenaId", folder.name)
+        self.arena_id = folder.name  # the folder's name, not what meta.json claims
         self.status = "closed" if meta.get("status") == "closed" else "interrupted"
 
     def role_of(self, *keys: str | None) -> str | None:
@@ -40,7 +47,8 @@ class DiskArena:
 
     def records(self) -> list[dict[str, Any]]:
         """The turn records of turns.jsonl (owner event lines left out)."""
-        return turn_records(read_jsonl(self.folder / "turns.jsonl"))
+        p = data_file(self.folder, "turns.jsonl")
+        return [] if p is None else turn_records(read_jsonl(p))
 
     def turns_played(self) -> int:
         """Turns played: meta.json's count once closed; for an interrupted arena (whose meta
@@ -51,8 +59,17 @@ class DiskArena:
         return int(recs[-1]["turn"]) if recs else 0
 
     def summary(self) -> dict[str, Any] | None:
-        p = self.folder / "summary.json"
-        return json.loads(p.read_text()) if p.is_file() else None
+        p = data_file(self.folder, "summary.json")
+        try:
+            return None if p is None else json.loads(p.read_text())
+        except (OSError, ValueError):
+            return None
+
+
+def data_file(folder: Path, name: str) -> Path | None:
+    """``folder/name`` when it is a regular file and not a symlink (None otherwise)."""
+    p = folder / name
+    return p if p.is_file() and not p.is_symlink() else None
 
 
 class Hub:
@@ -70,10 +87,27 @@ class Hub:
         self.no_talk = no_talk
         self.operator = operator if operator is not None else Operator()
         self.ticker = Ticker(self.workers, self.finish, grouping=group_ticks)
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    def lifecycle(self, arena_id: str) -> asyncio.Lock:
+        """The lock serialising every lifecycle change of ``arena_id`` (made on first use)."""
+        lock = self._locks.get(arena_id)
+        if lock is None:
+            lock = self._locks[arena_id] = asyncio.Lock()
+        return lock
+
+    def forget_lock(self, arena_id: str) -> None:
+        """A deleted arena's lock goes (requests that waited on it find no arena once they hold it)."""
+        lock = self._locks.get(arena_id)
+        if lock is not None and not lock.locked():
+            del self._locks[arena_id]
 
     def folder(self, arena_id: str) -> Path | None:
-        """The folder of ``arena_id`` (None for an id that is not a plain name)."""
-        return self.root / arena_id if _SAFE_ID.match(arena_id) else None
+        """The folder of ``arena_id`` (None for an id that is not a plain name, or a symlink)."""
+        if not _SAFE_ID.match(arena_id):
+            return None
+        f = self.root / arena_id
+        return None if f.is_symlink() else f
 
     def write_auth(self, arena_id: str, hashes: dict[str, str]) -> None:
         """The arena's folder with its key hashes (blocking I/O: call it from a worker)."""
@@ -99,12 +133,16 @@ class Hub:
         if arena_id in self.live:
             return None
         f = self.folder(arena_id)
-        if f is None or not (f / "meta.json").is_file():
+        meta_path = None if f is None else data_file(f, "meta.json")
+        if meta_path is None:
             return None
+        auth = data_file(f, "auth.json")
         try:
-            meta = json.loads((f / "meta.json").read_text())
-            hashes = json.loads((f / "auth.json").read_text()) if (f / "auth.json").is_file() else {}
-        except (OSError, json.JSONDecodeError):
+            meta = json.loads(meta_path.read_text())
+            hashes = json.loads(auth.read_text()) if auth is not None else {}
+        except (OSError, ValueError):
+            return None
+        if not isinstance(meta, dict) or not isinstance(hashes, dict):
             return None
         return DiskArena(f, meta, hashes)
 
@@ -126,9 +164,10 @@ class Hub:
         return sorted(out, key=lambda r: r["createdAt"] or "")
 
     def delete_folder(self, arena_id: str) -> None:
+        """Remove the arena's folder (never through a symlink: rmtree does not follow them)."""
         f = self.folder(arena_id)
-        if f is not None:
-            shutil.rmtree(f, ignore_errors=True)
+        if f is not None and f.is_dir():
+            shutil.rmtree(f)
 
     def shutdown(self) -> None:
         self.workers.shutdown()

@@ -7,6 +7,8 @@ from importlib import resources
 from fastapi import APIRouter, HTTPException
 from fastapi.responses import FileResponse, HTMLResponse
 
+from bdpd_jax.host.server.deps import ArenaId
+
 router = APIRouter(include_in_schema=False)
 _TYPES = {".js": "text/javascript", ".css": "text/css", ".html": "text/html", ".svg": "image/svg+xml"}
 
@@ -29,8 +31,12 @@ async def index():
 
 
 @router.get("/arenas/{arena_id}")
+async def arena_page(arena_id: ArenaId):
+    return _page("arena.html")
+
+
 @router.get("/arena.html")
-async def arena_page(arena_id: str | None = None):
+async def arena_html():
     return _page("arena.html")
 
 
@@ -48,7 +54,7 @@ async def docs():
 
 
 @router.get("/static/{name}")
-async def static(name: str):
+async def static(name: ArenaId):
     p = _asset(name)
     suffix = "." + name.rsplit(".", 1)[-1]
     return FileResponse(str(p), media_type=_TYPES.get(suffix, "application/octet-stream"))
