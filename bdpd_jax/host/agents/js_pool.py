@@ -58,6 +58,10 @@ class _Ticket:
         self.owner = owner
         self.worker: _Worker | None = None
 
+    def grant(self, worker: _Worker) -> None:
+        """The dispatcher hands this call its worker (under the pool's lock)."""
+        self.worker = worker
+
 
 class _Worker:
     """One worker process and its pipes; ``ready`` once it wrote its start byte."""
@@ -188,7 +192,7 @@ class JsPool:
                 self._turns.append(pick)  # its next call waits for its next turn
             else:
                 del self._queues[pick]
-            t.worker = self._idle.pop(self._ready_index())
+            t.grant(self._idle.pop(self._ready_index()))
             self._held[pick] += 1
             self._cv.notify_all()
 
