@@ -13,8 +13,9 @@ Figures: bench/README.md, "Environment".
 
 from __future__ import annotations
 
-import argparse
 import time
+
+from harness import Figures, compile_seconds, parser, setup
 
 
 def measure(env, envs: int, steps: int, repeat: int) -> tuple[float, float]:
@@ -35,9 +36,7 @@ def measure(env, envs: int, steps: int, repeat: int) -> tuple[float, float]:
 
         return jax.lax.scan(one, st, jax.random.split(key, steps))[1].sum()
 
-    t0 = time.perf_counter()
-    f = jax.jit(run).lower(jax.random.key(0)).compile()
-    compile_s = time.perf_counter() - t0
+    compile_s, f = compile_seconds(jax.jit(run), jax.random.key(0))
     best = float("inf")
     for i in range(repeat):
         t0 = time.perf_counter()
@@ -47,22 +46,24 @@ def measure(env, envs: int, steps: int, repeat: int) -> tuple[float, float]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = parser(__doc__)
     ap.add_argument("--envs", type=int, default=1024)
     ap.add_argument("--steps", type=int, default=128)
     ap.add_argument("--repeat", type=int, default=3)
     a = ap.parse_args()
+    setup(compile_cache=False)
     import jaxmarl
 
     import bdpd_jax
     from bdpd_jax.env import CommonsEnv
 
-    bdpd_jax.configure(compile_cache=False)
+    figs = Figures("env", a.json)
     ours = CommonsEnv(bdpd_jax.default_config(), action="discrete", n_actions=11)
     peer = jaxmarl.make("MPE_simple_spread_v3")
     for name, env in (("bdpd_jax CommonsEnv (4 agents)", ours), ("JaxMARL MPE_simple_spread_v3 (3 agents)", peer)):
         rate, comp = measure(env, a.envs, a.steps, a.repeat)
         print(f"{name}: {a.envs} envs x {a.steps} steps: {rate:,.0f} agent-steps/s (compile {comp:.1f} s)")
+        figs.emit(name, envs=a.envs, steps=a.steps, agent_steps_per_s=rate, compile_s=comp)
 
 
 if __name__ == "__main__":

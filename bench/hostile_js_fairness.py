@@ -9,7 +9,7 @@ overruns its 50 ms and its worker is killed. Prints the honest arena's tick time
 p90 over ``TICKS`` ticks) alone and beside 1, 2 and 4 hostile arenas, and the ratio to alone
 (the issue's bound: 2x).
 
-    .venv/bin/python bench/hostile_js_fairness.py [TICKS]
+    .venv/bin/python bench/hostile_js_fairness.py [--ticks 30] [--json PATH]
 """
 
 from __future__ import annotations
@@ -24,14 +24,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests")]
 
+from harness import Figures, parser, setup  # noqa: E402
 from payloads import SEED_LOGISTIC  # noqa: E402
+
+setup()
 
 from bdpd_jax.host.agents.js_pool import JsPool  # noqa: E402
 from bdpd_jax.host.arena import Arena  # noqa: E402
 
 HONEST = (ROOT / "bdpd_jax/host/server/web/example_agent.js").read_text()
 HOSTILE = "function decide(obs, memory) { let x = 3n; for (;;) x = x * x; }"
-TICKS = int(sys.argv[1]) if len(sys.argv) > 1 else 30
+TICKS = 30  # per phase; --ticks
 
 
 def arena(pool: JsPool, codes: list[str], builtins: int, seed: int) -> Arena:
@@ -77,6 +80,12 @@ def measure(pool: JsPool, n_hostile: int) -> list[float]:
 
 
 def main() -> None:
+    global TICKS
+    ap = parser(__doc__)
+    ap.add_argument("--ticks", type=int, default=TICKS)
+    a = ap.parse_args()
+    TICKS = a.ticks
+    figs = Figures("hostile_js_fairness", a.json)
     pool = JsPool(2)
     pool.warm()
     solo = None
@@ -91,6 +100,7 @@ def main() -> None:
         med, p90 = statistics.median(t), t[int(0.9 * (len(t) - 1))]
         solo = solo or med
         print(f"| {n} | {med:.1f} | {p90:.1f} | {med / solo:.2f}x |", flush=True)
+        figs.emit(f"hostile_{n}", hostile_arenas=n, ticks=TICKS, median_ms=med, p90_ms=p90, over_alone=med / solo)
     pool.close()
 
 

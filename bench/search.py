@@ -13,19 +13,20 @@ cold first generation. Figures: bench/README.md, "Search".
 
 from __future__ import annotations
 
-import argparse
 import time
+
+from harness import Figures, parser, setup
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = parser(__doc__)
     ap.add_argument("--population", type=int, default=64)
     ap.add_argument("--replicates", type=int, default=32)
     ap.add_argument("--generations", type=int, default=5)
     a = ap.parse_args()
+    setup(compile_cache=False)
     import bdpd_jax
 
-    bdpd_jax.configure(compile_cache=False)
     cfg = bdpd_jax.default_config().model_dump()
     kw = dict(constraints={"survived_mean": (">=", 0.9)}, population=a.population, replicates=a.replicates,
               seed=0, progress=False)
@@ -44,6 +45,10 @@ def main() -> None:
           f"30 turns: cold first search {cold:.2f} s, warm 1-generation search {one:.2f} s, "
           f"steady {per_gen * 1e3:.1f} ms/generation = {a.population / per_gen:,.0f} candidates/s = "
           f"{a.population * a.replicates / per_gen:,.0f} arena-evaluations/s")
+    Figures("search", a.json).emit(f"P{a.population}_R{a.replicates}", population=a.population,
+                                   replicates=a.replicates, generations=a.generations, cold_s=cold,
+                                   ms_per_generation=per_gen * 1e3, candidates_per_s=a.population / per_gen,
+                                   arena_evaluations_per_s=a.population * a.replicates / per_gen)
 
 
 if __name__ == "__main__":
