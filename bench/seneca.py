@@ -22,6 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bdpd_jax.config.engines import engine_config_model
 from bdpd_jax.kernels.engines import get_engine
 from bdpd_jax.kernels.engines.seneca import vector_field
 
@@ -114,7 +115,8 @@ def main():
     ap.add_argument("--no-players", action="store_true")
     ap.add_argument("--players-only", action="store_true", help="only the rows with players")
     a = ap.parse_args()
-    p = lambda **s: ENG.params_from_model({"commonsInitial": 1.0, "seneca": s})  # noqa: E731
+    seneca_model = engine_config_model("seneca")  # the engine's config model: its defaults applied once
+    p = lambda **s: ENG.params_from_model(seneca_model.model_validate({"commonsInitial": 1.0, "seneca": s}))  # noqa: E731
     bare = {
         "hand euler (jnp)": (hand_euler, p()),
         "diffrax euler, steps": (ENG.step, p()),

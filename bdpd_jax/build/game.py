@@ -83,7 +83,8 @@ def build(config: ArenaConfig, *, generator: str = "hash", extra_policies: tuple
     )
     params = Params(
         max_turns=np.asarray(model.maxTurns, np.int32),
-        engine=engine.params_from_model(model.model_dump()),
+        whole_units=np.asarray(bool(model.wholeUnits)),
+        engine=engine.params_from_model(model),
         obs=obs_params(config),
         players=PlayerParams(
             strategy=np.asarray(index, np.int32),

@@ -70,6 +70,7 @@ def check_magnitudes(tree: Any, where: str) -> None:
             stack.extend((v, path + (i,)) for i, v in enumerate(node))
         elif hasattr(type(node), "model_fields"):  # a pydantic model: its fields, without a dump
             stack.extend((getattr(node, k), path + (k,)) for k in type(node).model_fields)
+            stack.extend((v, path + (k,)) for k, v in (getattr(node, "__pydantic_extra__", None) or {}).items())
 
 
 def _path(where: str, path: tuple) -> str:
