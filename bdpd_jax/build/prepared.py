@@ -20,7 +20,6 @@ from typing import Any
 
 from .game import build
 from ..config.game import ArenaConfig
-from ..results.govsim import sustainable_yield
 from ..kernels.game import Game
 from ..config.perturbations import arena_specs
 
@@ -37,7 +36,7 @@ class Prepared:
     labels: tuple[str, ...]  # each player's strategy name
     names: tuple[str, ...]  # each compiled policy's name
     perturb_ids: tuple[str, ...]
-    f0: float  # the sustainable yield (bdpd_jax/results/govsim.py)
+    max_yield: float  # the engine's maximum sustainable yield (the project's ``efficiency``)
     meta_json: str  # the config and players for Results.meta (loaded fresh per run)
 
 
@@ -94,5 +93,5 @@ def _prepare(source: Any, generator: str) -> Prepared:
     return Prepared(
         cfg=cfg, game=game, params=params, labels=tuple(p.strategy_name for p in players),
         names=tuple(p.name for p in game.policies), perturb_ids=tuple(s.id for s in arena_specs(cfg)),
-        f0=float(sustainable_yield(cfg)), meta_json=json.dumps(meta, default=str),
+        max_yield=float(game.engine.sustainable_yield(cfg.model)), meta_json=json.dumps(meta, default=str),
     )

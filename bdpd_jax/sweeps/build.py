@@ -164,7 +164,7 @@ def build_points(base, names, table, turns, generator, round_ints, *, separable_
     """Point 0's config, the shared Game, stacked numpy leaves [..., P], treedef, each
     point's turns and sustainable yield. Every point's config is validated. A sweep of at
     least ``separable_min`` points tries the separable build first."""
-    from ..results.govsim import sustainable_yield
+    from ..kernels.engines import get_engine
 
     values = [tuple(r) for r in table.itertuples(index=False, name=None)]
     n_turns, yields = [], []
@@ -173,7 +173,7 @@ def build_points(base, names, table, turns, generator, round_ints, *, separable_
         c = apply_values(base, names, v, round_ints=round_ints, where=f" point {i}")
         cfg0 = c if cfg0 is None else cfg0
         n_turns.append(int(turns or c.model.maxTurns))
-        yields.append(float(sustainable_yield(c)))
+        yields.append(float(get_engine(c.model.engineMode).sustainable_yield(c.model)))
     if len(values) >= separable_min:
         fast = build_separable(base, names, values, n_turns, turns, generator, round_ints)
         if fast is not None:

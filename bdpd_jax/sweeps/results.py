@@ -12,10 +12,12 @@ import numpy as np
 import pandas as pd
 
 from ..kernels.metrics import METRICS
+from ..results.govsim import GOVSIM_COLUMNS
 
 Z95 = 1.96
-# Per-arena outcomes aggregated per point (plus ``mean_<metric>`` when history was kept).
-POINT_OUTCOMES = ("survived", "collapse_turn", "survival_time", "wealth_mean")
+# Per-arena outcomes aggregated per point (plus ``mean_<metric>`` when history was kept):
+# the project's and GovSim's (bdpd_jax/results/govsim.py; the paper's table is their means).
+POINT_OUTCOMES = ("survived", "collapse_turn", "survival_time", "wealth_mean") + GOVSIM_COLUMNS
 
 # ----------------------------------------------------------------------------- results
 
