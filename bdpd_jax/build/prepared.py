@@ -80,6 +80,11 @@ def prepared(source: Any, generator: str = "hash") -> Prepared:
     return prep
 
 
+def _by_name(v: Any) -> Any:
+    """How the run's meta shows a value JSON has no form for (a Policy in a perturbation)."""
+    return getattr(v, "name", None) or repr(v)
+
+
 def _prepare(source: Any, generator: str) -> Prepared:
     cfg = ArenaConfig.load(source)
     if isinstance(source, ArenaConfig):  # the caller's object may change later: keep a copy
@@ -87,7 +92,7 @@ def _prepare(source: Any, generator: str) -> Prepared:
     game, params = build(cfg, generator=generator)
     players = cfg.require_players()
     meta = {
-        "config": cfg.model_dump(mode="json", exclude={"players"}),
+        "config": cfg.model_dump(mode="json", exclude={"players"}, fallback=_by_name),  # a Policy by its name
         "players": [{**p.model_dump(exclude={"strategy"}), "strategy": p.strategy_name} for p in players],
     }
     return Prepared(
