@@ -24,7 +24,6 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
-
 EXPERIMENTS: tuple[str, ...] = ("default", "universalization", "no_communication", "newcomer")
 #: GovSim's numbers: players, months, pool and cap, collapse threshold; the newcomer's shape
 PLAYERS, MONTHS, POOL, COLLAPSE = 5, 12, 100, 5
@@ -81,8 +80,9 @@ def govsim(scenario: str = "fishery", experiment: str = "default", *, players: l
     """A config (a plain dict) for ``simulate``, ``sweep`` and ``POST /api/arenas``.
 
     players: one entry per player (a strategy name, a :class:`Policy`, or a player dict);
-    default ``threshold_taker`` for every one; ``[]`` for players who all join later. In ``newcomer`` the last entry is the
-    newcomer, idle until month 3. Raises ValueError naming a bad scenario or experiment.
+    default ``threshold_taker`` for every one; ``[]`` for players who all join later. In
+    ``newcomer`` the last entry is the newcomer, idle until month 3. Raises ValueError naming
+    a bad scenario or experiment.
     """
     if scenario not in GOVSIM_SCENARIOS:
         raise ValueError(f"scenario: unknown {scenario!r}; known: {sorted(GOVSIM_SCENARIOS)}")

@@ -7,7 +7,7 @@ come from a ``draw(turn, k)`` callable, so the kernels' counter-based draws can 
 from __future__ import annotations
 
 import math
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 Draw = Callable[[int, int], float]
 
@@ -66,7 +66,7 @@ def metrics(trace: dict, months: int, n: int, f0: float) -> dict:
     m = len(trace["catches"])
     gains = [sum(c[i] for c in trace["catches"]) for i in range(n)]
     total = sum(gains)
-    over = sum(1 for c, th in zip(trace["catches"], trace["thresholds"]) for x in c if x > th)
+    over = sum(1 for c, th in zip(trace["catches"], trace["thresholds"], strict=True) for x in c if x > th)
     return {
         "govsim_survival_time": m,
         "govsim_survived": m == months,

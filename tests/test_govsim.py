@@ -9,19 +9,19 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-import bdpd_jax as bj
 import reference_govsim as ref
-from bdpd_jax.build.game import broadcast_batch, build
-from bdpd_jax.config.game import ArenaConfig
-from bdpd_jax.host.arena import Arena
 from bdpd_jax.kernels import rng
 from bdpd_jax.kernels.actions import Actions
 from bdpd_jax.kernels.rollout import batched
 from bdpd_jax.kernels.schedule import hand_out
 from bdpd_jax.kernels.turn import step
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import bdpd_jax as bj
+from bdpd_jax.build.game import broadcast_batch, build
+from bdpd_jax.config.game import ArenaConfig
+from bdpd_jax.host.arena import Arena
 from bdpd_jax.run.simulate import arena_keys, compiled_final, govsim_of, to_numpy
 from bdpd_jax.scenarios import EXPERIMENTS, GOVSIM_SCENARIOS, govsim
 
@@ -204,3 +204,42 @@ def test_live_equals_batch_for_a_govsim_arena():
     s = res.summary.iloc[0]
     for c in COLS:
         assert (live[c] is None and np.isnan(s[c])) or live[c] == pytest.approx(s[c], rel=1e-7), c
+
+
+def test_server_runs_a_govsim_experiment_like_simulate(tmp_path):
+    from fastapi.testclient import TestClient
+
+    from bdpd_jax.host.server import create_app
+
+    cfg = govsim("fishery", "newcomer", players=["threshold_taker", "aggressive", "random", "conservative",
+                                                 "threshold_taker"])
+    res = bj.simulate(cfg, n_arenas=1, seed=4)
+    with TestClient(create_app(tmp_path)) as client:
+        r = client.post("/api/arenas", json={**cfg, "seed": 4})
+        assert r.status_code == 200, r.text
+        c = r.json()
+        owner = {"X-Owner-Key": c["ownerKey"]}
+        assert client.post(f"/api/arenas/{c['arenaId']}/start", headers=owner, json={}).status_code == 200
+        for _ in range(15):
+            client.post(f"/api/arenas/{c['arenaId']}/tick", headers=owner)
+        live = client.get(f"/api/arenas/{c['arenaId']}/summary", headers=owner).json()["govsim"]
+    s = res.summary.iloc[0]
+    for col in COLS:
+        assert (live[col] is None and np.isnan(s[col])) or live[col] == pytest.approx(s[col], rel=1e-7), col
+
+
+def test_gains_are_catches_not_wealth_under_a_wealth_shock():
+    """Issue 25's bug: a wealth_shock leaked into total_gain, efficiency and equality."""
+    cfg = bj.default_config().model_dump()
+    cfg["model"]["maxTurns"] = 6
+    cfg["players"] = [{"strategy": "conservative"}] * 4
+    shock = {"id": "w", "type": "wealth_shock", "trigger": {"kind": "turn", "turn": 2},
+             "payload": {"factor": 0.5, "player": 1}}
+    plain = bj.simulate(cfg, n_arenas=2, seed=1, history=False).summary
+    shocked = bj.simulate({**cfg, "perturbations": [shock]}, n_arenas=2, seed=1)
+    s = shocked.summary
+    caught = shocked.players.groupby("arena").actual.sum().to_numpy()
+    np.testing.assert_allclose(s.govsim_total_gain.to_numpy(), caught, rtol=1e-6)
+    for c in ("total_gain", "govsim_total_gain", "govsim_equality", "equality", "efficiency"):
+        np.testing.assert_array_equal(s[c].to_numpy(), plain[c].to_numpy(), err_msg=c)
+    assert (s.wealth_1 != plain.wealth_1).all()  # the shock did hit the wealth
