@@ -11,7 +11,8 @@ from .results.frames import Results  # noqa: E402
 from .run.simulate import simulate  # noqa: E402
 from .sweeps.sweep import SweepResults, sweep  # noqa: E402
 from .sweeps import sensitivity  # noqa: E402
+from . import scenarios  # noqa: E402
 
-__all__ = ["ArenaConfig", "configure", "Policy", "Results", "SweepResults", "default_config", "kernels", "sensitivity", "simulate",
+__all__ = ["ArenaConfig", "configure", "Policy", "Results", "SweepResults", "default_config", "kernels", "scenarios", "sensitivity", "simulate",
            "sweep"]
 __version__ = "0.1.0"

@@ -232,7 +232,8 @@ def test_gains_are_catches_not_wealth_under_a_wealth_shock():
     """Issue 25's bug: a wealth_shock leaked into total_gain, efficiency and equality."""
     cfg = bj.default_config().model_dump()
     cfg["model"]["maxTurns"] = 6
-    cfg["players"] = [{"strategy": "conservative"}] * 4
+    steady = bj.Policy(lambda obs, mem, key: (jnp.asarray(1.5, mem.dtype), mem), name="steady")  # wealth-blind
+    cfg["players"] = [{"strategy": steady}] * 4
     shock = {"id": "w", "type": "wealth_shock", "trigger": {"kind": "turn", "turn": 2},
              "payload": {"factor": 0.5, "player": 1}}
     plain = bj.simulate(cfg, n_arenas=2, seed=1, history=False).summary

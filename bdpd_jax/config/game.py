@@ -19,7 +19,7 @@ from ..kernels.observe import QUALITATIVE_VARS, SIGN_VARS
 from ..kernels.policies import BUILTINS, Policy
 from ..kernels.schedule import SCHEDULERS
 from .governance import PactConfig, TalkConfig, check_governance
-from .engines import engine_config_model
+from .engines import EngineConfig, engine_config_model
 from .limits import MAX_PACT_SLOTS, MAX_PLAYERS, MAX_SPECS, MAX_TURNS, check_magnitudes
 from .perturbations import check_perturbations, parse_perturbations
 
@@ -72,11 +72,12 @@ class ModelConfig(BaseModel):
         except ValidationError as e:  # name the field as the user wrote it: model.<field>
             er = e.errors()[0]
             loc = ".".join(str(x) for x in er["loc"])
+            got = repr(er.get("input"))
+            got = got if len(got) <= 80 else got[:77] + "..."  # a client's value, bounded in the message
             if er["type"] == "extra_forbidden":
                 raise ValueError(f"model.{loc}: not a field of engineMode={self.engineMode!r} (its own fields: "
-                                 f"{sorted(cls.model_fields)}), got {er.get('input')!r}") from None
-            raise ValueError(f"model.{loc}: {er['msg']} (engineMode={self.engineMode!r}), "
-                             f"got {er.get('input')!r}") from None
+                                 f"{sorted(cls.model_fields)}), got {got}") from None
+            raise ValueError(f"model.{loc}: {er['msg']} (engineMode={self.engineMode!r}), got {got}") from None
         self.__pydantic_extra__ = {k: getattr(part, k) for k in type(part).model_fields}
         object.__setattr__(self, "_engine", part)
         return self
@@ -84,7 +85,7 @@ class ModelConfig(BaseModel):
     _engine: Any = PrivateAttr(default=None)
 
     @property
-    def engine(self) -> BaseModel:
+    def engine(self) -> EngineConfig:
         """The engine's validated config model (its own fields, defaults applied)."""
         return self._engine
 

@@ -15,9 +15,6 @@ from pydantic import BaseModel, ConfigDict
 
 from ...kernels.engines import Engine, register
 
-#: config model per engine name (the config's ``engineMode``)
-ENGINE_CONFIGS: dict[str, type[BaseModel]] = {}
-
 #: what every engine config model starts from: unknown keys rejected, finite numbers only
 STRICT = ConfigDict(extra="forbid", allow_inf_nan=False, populate_by_name=True)
 
@@ -32,20 +29,24 @@ class EngineConfig(BaseModel):
         """Raise ValueError when this engine part cannot run with ``players`` (PlayerConfig list)."""
 
 
-def register_engine_config(name: str, model: type[BaseModel]) -> type[BaseModel]:
+#: config model per engine name (the config's ``engineMode``)
+ENGINE_CONFIGS: dict[str, type[EngineConfig]] = {}
+
+
+def register_engine_config(name: str, model: type[EngineConfig]) -> type[EngineConfig]:
     """Register ``model`` as the config model of engine ``name``."""
     ENGINE_CONFIGS[name] = model
     return model
 
 
-def register_engine(engine: Engine, model: type[BaseModel]) -> Engine:
+def register_engine(engine: Engine, model: type[EngineConfig]) -> Engine:
     """Register a kernel engine and its config model in one call (a new engine in one file)."""
     register(engine)
     register_engine_config(engine.name, model)
     return engine
 
 
-def engine_config_model(name: str) -> type[BaseModel]:
+def engine_config_model(name: str) -> type[EngineConfig]:
     """The config model of engine ``name`` (the registry read now); ValueError naming the field."""
     try:
         return ENGINE_CONFIGS[name]
