@@ -9,10 +9,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bdpd_jax.host.registry import num
 from bdpd_jax.kernels.sustainability import f0 as f0_of
 from bdpd_jax.results.govsim import govsim_metrics
 from bdpd_jax.results.victory import report
-from bdpd_jax.host.registry import num
 
 if TYPE_CHECKING:
     from bdpd_jax.host.arena_run import ArenaRun
