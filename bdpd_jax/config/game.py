@@ -10,16 +10,25 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, ValidationInfo, field_validator,
-                      model_validator)
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
 from ..kernels.engines import ENGINES
-from ..kernels.params import OBS_VARS, OWN_VARS, PEER_VARS
 from ..kernels.observe import QUALITATIVE_VARS, SIGN_VARS
+from ..kernels.params import OBS_VARS, OWN_VARS, PEER_VARS
 from ..kernels.policies import BUILTINS, Policy
 from ..kernels.schedule import SCHEDULERS
-from .governance import PactConfig, TalkConfig, check_governance
 from .engines import EngineConfig, engine_config_model
+from .governance import PactConfig, TalkConfig, check_governance
 from .limits import MAX_PACT_SLOTS, MAX_PLAYERS, MAX_SPECS, MAX_TURNS, check_magnitudes
 from .perturbations import check_perturbations, parse_perturbations
 
@@ -75,9 +84,14 @@ class ModelConfig(BaseModel):
             got = repr(er.get("input"))
             got = got if len(got) <= 80 else got[:77] + "..."  # a client's value, bounded in the message
             if er["type"] == "extra_forbidden":
-                raise ValueError(f"model.{loc}: not a field of engineMode={self.engineMode!r} (its own fields: "
-                                 f"{sorted(cls.model_fields)}), got {got}") from None
-            raise ValueError(f"model.{loc}: {er['msg']} (engineMode={self.engineMode!r}), got {got}") from None
+                text = (f"model.{loc}: not a field of engineMode={self.engineMode!r} (its own fields: "
+                        f"{sorted(cls.model_fields)}), got {got}")
+            elif not loc:  # the engine model's own rule: its message names the field
+                text = er["msg"].removeprefix("Value error, ")
+            else:
+                text = f"model.{loc}: {er['msg']} (engineMode={self.engineMode!r}), got {got}"
+            # the inner error's type is kept: a type error stays a 422, a rule's ValueError a 400 (server/errors.py)
+            raise PydanticCustomError(er["type"], "{text}", {"text": text}) from None
         self.__pydantic_extra__ = {k: getattr(part, k) for k in type(part).model_fields}
         object.__setattr__(self, "_engine", part)
         return self
@@ -152,7 +166,7 @@ class ArenaConfig(BaseModel):
         return parse_plugins(v)
 
     @model_validator(mode="after")
-    def _cross_checks(self, info: ValidationInfo) -> "ArenaConfig":
+    def _cross_checks(self, info: ValidationInfo) -> ArenaConfig:
         # every real number finite in float32 with room for a product (bdpd_jax/config/limits.py);
         # a sweep checks only its swept values (the walk costs several times the validation)
         if not (info.context or {}).get("magnitudes_checked"):
@@ -195,7 +209,7 @@ class ArenaConfig(BaseModel):
         return self
 
     @classmethod
-    def load(cls, source: "ArenaConfig | dict | str | Path") -> "ArenaConfig":
+    def load(cls, source: ArenaConfig | dict | str | Path) -> ArenaConfig:
         """Accept a config, a dict, a JSON string or a path to a JSON file."""
         if isinstance(source, ArenaConfig):
             return source
