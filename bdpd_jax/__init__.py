@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ._env import configure
 
 if TYPE_CHECKING:
-    from . import kernels, lab, sensitivity
+    from . import kernels, lab, scenarios, sensitivity
     from .config.game import ArenaConfig, default_config
     from .kernels.policies import Policy
     from .prepare import LiveOptions, PreparedRun, prepare
@@ -40,6 +40,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "sensitivity": (".sweeps.sensitivity", None),
     "SearchResults": (".searches", "SearchResults"),
     "search": (".searches", "search"),
+    "scenarios": (".scenarios", None),
 }
 
 
@@ -58,5 +59,5 @@ def __dir__() -> list[str]:
 
 
 __all__ = ["ArenaConfig", "configure", "LiveOptions", "Policy", "PreparedRun", "Results", "SearchResults", "SweepResults",
-           "default_config", "kernels", "lab", "prepare", "search", "sensitivity", "simulate", "sweep"]
+           "default_config", "kernels", "lab", "prepare", "scenarios", "search", "sensitivity", "simulate", "sweep"]
 __version__ = "0.1.0"

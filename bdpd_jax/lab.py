@@ -11,7 +11,11 @@ strategy tables, the kernel timed alone, records of a custom batch).
   a bench that times the kernel alone; ``TRACES``: how many times each was traced;
   ``lanes_for``: the lanes the runner gives a sub-batch of live arenas; ``to_numpy``;
 - ``compiled_whole_history(game, turns, every)`` and ``key_words(seed, arenas)``: the one
-  program of ``simulate(history=True)`` and its key words, for timing it alone.
+  program of ``simulate(history=True)`` and its key words, for timing it alone;
+- ``outcomes(run, n_arenas, params=...)``: the per-arena outcome columns of a batch run as
+  one program (a study that swaps strategy tables over one compiled game);
+- ``engine_config_model(name)``: an engine's config model (its defaults applied once), for a
+  bench that builds an engine's params directly.
 
 The live arena is ``bdpd_jax.host.arena.Arena`` (and ``LiveBatch`` for many in lockstep).
 """
@@ -24,13 +28,14 @@ from typing import Any
 
 import numpy as np
 
+from .config.engines import engine_config_model
 from .kernels.game import Game
 from .kernels.params import Params
 from .prepare.game import broadcast_batch
 from .prepare.governance import stack_batch
 from .prepare.prepared import LiveOptions, PreparedRun, prepare
 from .run.runner import TRACES, arena_keys, compiled_init, compiled_run, lanes_for, run_batch, to_numpy
-from .run.simulate import compiled_whole_history, default_chunk, key_words
+from .run.simulate import compiled_whole_history, default_chunk, govsim_of, key_words, run_whole
 
 
 @dataclass(frozen=True)
@@ -85,5 +90,17 @@ def rollout(runs: PreparedRun | Sequence[PreparedRun], n_arenas: int, *, seed: i
     return Rollout(game=rs[0].game, state=state, records=rec)
 
 
+def outcomes(run: PreparedRun, n_arenas: int, *, seed: int = 0, turns: int | None = None,
+             params: Params | None = None) -> dict[str, np.ndarray]:
+    """The per-arena outcome columns (GovSim's ``govsim_*`` and the project's, as in
+    ``Results.summary``) of ``n_arenas`` arenas of one prepared run, as one program without
+    history; ``params``: the run's own params edited by the caller (e.g. another strategy
+    table over the same compiled game), else ``run.params``."""
+    n_turns = int(turns or run.config.model.maxTurns)
+    p = run.params_for(n_turns) if params is None else params
+    final = run_whole(run.game, n_turns, int(seed), np.arange(int(n_arenas), dtype=np.int64), p)
+    return govsim_of(final, run.max_yield, None, n_turns)
+
+
 __all__ = ["LiveOptions", "PreparedRun", "Rollout", "TRACES", "arena_keys", "batch_params", "compiled_init",
-           "compiled_run", "compiled_whole_history", "key_words", "lanes_for", "prepare", "rollout", "to_numpy"]
+           "compiled_run", "compiled_whole_history", "engine_config_model", "key_words", "lanes_for", "outcomes", "prepare", "rollout", "to_numpy"]

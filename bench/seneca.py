@@ -30,6 +30,7 @@ import numpy as np  # noqa: E402
 
 from bdpd_jax.kernels.engines import get_engine  # noqa: E402
 from bdpd_jax.kernels.engines.seneca import vector_field  # noqa: E402
+from bdpd_jax.lab import engine_config_model  # noqa: E402
 
 ENG = get_engine("seneca")
 T = 3000
@@ -121,7 +122,8 @@ def main():
     ap.add_argument("--players-only", action="store_true", help="only the rows with players")
     a = ap.parse_args()
     out = Figures("seneca", a.json)
-    p = lambda **s: ENG.params_from_model({"commonsInitial": 1.0, "seneca": s})  # noqa: E731
+    seneca_model = engine_config_model("seneca")  # the engine's config model: its defaults applied once
+    p = lambda **s: ENG.params_from_model(seneca_model.model_validate({"commonsInitial": 1.0, "seneca": s}))  # noqa: E731
     bare = {
         "hand euler (jnp)": (hand_euler, p()),
         "diffrax euler, steps": (ENG.step, p()),

@@ -62,6 +62,7 @@ class Game:
     def init(self, params: Params) -> ArenaState:
         """The state before turn 1."""
         from .observe import prev_values
+        from .sustainability import init_tally
 
         dt = fdtype()
         n, k, m = self.n_players, len(self.memory_slots), self.memory_size
@@ -77,6 +78,7 @@ class Game:
             turn=jnp.zeros((), jnp.int32),
             collapsed=jnp.zeros((), bool),
             collapse_turn=jnp.zeros((), jnp.int32),
+            tally=init_tally(n, dt),
             extra={layer.name: layer.init(self, params) for layer in self.layers},
         )
         return dataclasses.replace(state, prev_env=prev_values(self, state, params))

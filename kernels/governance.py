@@ -7,8 +7,9 @@ players and fills their announcements. End of turn
 (``after_harvest``): the violation check of kernels/pacts.py, then every sanction spec
 whose ``pact_violation`` trigger matches fires once per violation (kernels/sanctions.py),
 deducting from the violator's wealth, every amount times ``GovState.scale`` (1 unless a
-governance agent scaled the ladders, kernels/governance_agent.py). It also accumulates what the GovSim outcome metrics
-need (total harvest, over-usage count) so a run without history can report them.
+governance agent scaled the ladders, kernels/governance_agent.py). It also accumulates what the project's ex-post
+over-usage needs (counts over the share, judged turns) so a run without history can report it
+(the catches themselves are the turn's tally: kernels/sustainability.py).
 
 Dynamic numbers: ``params.extra["governance"]`` (:class:`GovParams`); state:
 ``state.extra["governance"]`` (:class:`GovState`); per-turn output:
@@ -51,9 +52,8 @@ class GovParams(eqx.Module):
 class GovState(eqx.Module):
     pacts: P.Pacts
     prior: tuple | jax.Array  # [T][N] of int32[] (sanctions.Table), int32[T, N] above unroll.MAX_PLAYERS: violations so far per (termType, player)
-    harvest: jax.Array  # float[N], total actual harvest so far
     over: jax.Array  # int32[N], turns with actual > share + eps (share defined)
-    judged: jax.Array  # int32[], turns with a defined share (kernels/metrics.py), over_usage's denominator
+    judged: jax.Array  # int32[], turns with a defined share (kernels/metrics.py), ex_post_over_usage's denominator
     scale: jax.Array  # float[], factor on every sanction spec's amounts (a regulator's ladder_scale; 1 without one)
 
 
@@ -75,7 +75,6 @@ class GovernanceLayer(Layer):
             pacts=gp.pacts0,
             prior=(tuple(tuple(jnp.zeros((), jnp.int32) for _ in range(n)) for _ in P.term_names())
                    if unroll.players(n) else jnp.zeros((len(P.term_names()), n), jnp.int32)),
-            harvest=jnp.zeros((n,), dt),
             over=jnp.zeros((n,), jnp.int32),
             judged=jnp.zeros((), jnp.int32),
             scale=jnp.ones((), dt),
@@ -127,7 +126,6 @@ class GovernanceLayer(Layer):
         new_gs = GovState(
             pacts=pk,
             prior=prior,
-            harvest=gs.harvest + actual,
             over=gs.over + (judged & over_share(actual, ctx["regen"], n)).astype(jnp.int32),
             judged=gs.judged + judged.astype(jnp.int32),
             scale=gs.scale,

@@ -14,7 +14,9 @@ import jax
 import jax.numpy as jnp
 
 from . import rng
-from .params import ENV_VARS, EXACT, OBS_VARS, PEER_VARS, PLAYER_VARS, QUALITATIVE, SIGN, Params, farr, fdtype
+from .params import (ENV_VARS, EXACT, NOISE_STREAM, OBS_VARS, PEER_VARS, PLAYER_VARS, QUALITATIVE, SIGN, Params, farr,
+                     fdtype)
+from .sustainability import threshold_now
 from .state import ArenaState
 
 QUALITATIVE_VARS: tuple[str, ...] = ("commonsStock", "commonsRatio", "capitalStock", "pollutionLevel")
@@ -40,6 +42,8 @@ def env_values(game, state: ArenaState, params: Params) -> jax.Array:
             vals.append(n)
         elif name == "turn":
             vals.append(farr(state.turn + 1))
+        elif name == "sustainabilityThreshold":  # every engine's f, one rule (kernels/sustainability.py)
+            vals.append(farr(threshold_now(game, state.engine, params)))
         else:
             vals.append(farr(eng.get(name, jnp.nan)))
     return jnp.stack(vals)
@@ -71,7 +75,7 @@ def _noise(game, key, turn, player, name: str, draws: dict | None = None) -> jax
         return jnp.zeros(shape, fdtype())
     if draws is not None:
         return draws[name]
-    return rng.normal(key, turn, player, rng.obs_purpose(OBS_VARS.index(name)), shape, game.generator)
+    return rng.normal(key, turn, player, rng.obs_purpose(NOISE_STREAM[name]), shape, game.generator)
 
 
 def noise_draws(game, key: jax.Array, turn: jax.Array) -> dict:
@@ -80,7 +84,7 @@ def noise_draws(game, key: jax.Array, turn: jax.Array) -> dict:
     itself; the rollout draws them one turn ahead and carries them (see kernels/rollout.py)."""
     players = jnp.arange(game.n_players)
     return {
-        name: jax.vmap(lambda p, name=name: rng.normal(key, turn, p, rng.obs_purpose(OBS_VARS.index(name)),
+        name: jax.vmap(lambda p, name=name: rng.normal(key, turn, p, rng.obs_purpose(NOISE_STREAM[name]),
                                                         _shape(game, name), game.generator))(players)
         for name in OBS_VARS if name in game.noisy
     }

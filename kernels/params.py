@@ -26,11 +26,17 @@ ENV_VARS: tuple[str, ...] = (
     "pollutionLevel",
     "nPlayers",
     "turn",
+    "sustainabilityThreshold",
 )
 PLAYER_VARS: tuple[str, ...] = ("myWealth", "myCapacity")
 PEER_VARS: tuple[str, ...] = ("othersWealth", "othersHarvest")
 OBS_VARS: tuple[str, ...] = ENV_VARS + PLAYER_VARS + PEER_VARS
 OWN_VARS: tuple[str, ...] = PLAYER_VARS + ("turn",)  # visible by default: a player knows these
+# Each variable's noise stream (kernels/rng.py obs_purpose): its place in the order variables
+# were added, so a new variable never moves another's draws.
+NOISE_STREAM: dict[str, int] = {name: i for i, name in enumerate(
+    tuple(v for v in ENV_VARS if v != "sustainabilityThreshold") + PLAYER_VARS + PEER_VARS
+    + ("sustainabilityThreshold",))}
 
 RESOLUTIONS: tuple[str, ...] = ("exact", "qualitative", "sign")
 EXACT, QUALITATIVE, SIGN = 0, 1, 2
@@ -57,6 +63,7 @@ class Params(eqx.Module):
     """All dynamic numbers of one arena."""
 
     max_turns: jax.Array  # int32[], turns after which the game ends
+    whole_units: jax.Array  # bool[], requests floored to whole units (model.wholeUnits)
     engine: Any  # the engine's own params pytree (e.g. LogisticParams)
     obs: ObsParams
     players: PlayerParams

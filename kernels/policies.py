@@ -1,4 +1,6 @@
-"""Decision functions: the five built-in heuristics of Table A.3, ``idle``, and user policies.
+"""Decision functions: the five built-in heuristics of Table A.3, ``idle``, ``threshold_taker``
+(takes its share of the engine's sustainability threshold, known as a rule like the engine's
+reference stock: GovSim's sustainable baseline), and user policies.
 
 Every policy is written for one player: ``decide(obs, memory, ctx) -> (harvest, memory)``,
 with ``obs`` the player's observation (NaN = not observable), ``memory`` a private float
@@ -127,6 +129,13 @@ def _idle(obs, memory, ctx):
     return jnp.zeros_like(ctx["wealth"]), memory
 
 
+def _threshold_taker(obs, memory, ctx):
+    # a rule, not a guess: its share of the true sustainability threshold (kernels/sustainability.py),
+    # like the engine's reference and unit in ctx; 0 where the engine defines none (Seneca)
+    f = ctx["threshold"]
+    return jnp.where(_present(f), f, jnp.zeros_like(ctx["wealth"])), memory
+
+
 BUILTINS: dict[str, Builtin] = {
     b.name: b
     for b in (
@@ -136,6 +145,7 @@ BUILTINS: dict[str, Builtin] = {
         Builtin("random", _random),
         Builtin("rcp", _rcp, memory_size=1),
         Builtin("idle", _idle),
+        Builtin("threshold_taker", _threshold_taker),
     )
 }
 

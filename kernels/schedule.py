@@ -19,6 +19,14 @@ min(request_i, lambda * c_i) with c_i = capacity(w_i) = 1 + 0.05 w_i (Table A.3,
 the start of the turn) and lambda set so the allocations sum to what was delivered. Richer
 players' claims are served further; nobody receives more than requested; nothing is lost.
 
+``random_units``: GovSim's allocation. If the requests fit in what the engine delivers for
+the total demand (one ``step_one``, as ``simultaneous``), everyone gets their request;
+otherwise what was delivered is handed out one unit at a time, each unit to a player drawn
+uniformly among those still wanting more (draw k: stream (turn, k, UNITS)), until it is gone.
+A player's last unit, or the pool's, may be a fraction. The loop is bounded by
+``MAX_UNITS``; a shortfall larger than that (never in GovSim's pool of 100) has its rest
+rationed proportionally to what each still wants.
+
 A scheduler is ``fn(game, key, turn, engine_state, requests, params, *, wealth, redecide)``
 returning :class:`Served`. ``redecide(es, p) -> (request, invalid, memory[K, M])`` (or None)
 lets a scheduler re-run player p's decision against engine state ``es``; only
@@ -176,3 +184,48 @@ def sequential(game, key, turn, es, requests, params, *, wealth=None, redecide=N
     else:
         memory = by_player[np.asarray([p for _, p in slots]), np.arange(len(slots))]
     return Served(es, actual, died, jnp.sum(drawns), rs[inv], bads[inv], memory)
+
+
+#: the most units ``random_units`` hands out one by one in a turn (the rest is rationed)
+MAX_UNITS = 4096
+
+
+def hand_out(key, turn, requests: jax.Array, delivered: jax.Array, generator: str) -> jax.Array:
+    """``delivered`` (float[]) shared out unit by unit among ``requests`` (float[N]), each
+    unit to a uniformly drawn player still short of its request. -> float[N]."""
+    n = requests.shape[0]
+    want = jnp.maximum(requests, 0.0)
+
+    def short(got):
+        return want - got > 0
+
+    def cond(c):
+        k, got, left = c
+        return (k < MAX_UNITS) & (left > 0) & jnp.any(short(got))
+
+    def body(c):
+        k, got, left = c
+        open_ = short(got)
+        m = jnp.sum(open_)
+        u = rng.uniform(key, turn, k, rng.UNITS, (), generator)
+        j = jnp.minimum(jnp.floor(u * m), m - 1).astype(jnp.int32)  # the j-th open player
+        pick = open_ & (jnp.cumsum(open_) - 1 == j)
+        unit = jnp.minimum(jnp.minimum(1.0, left), want - got)
+        got = got + jnp.where(pick, unit, 0.0)
+        return k + 1, got, left - jnp.sum(jnp.where(pick, unit, 0.0))
+
+    z = jnp.zeros((), jnp.int32)
+    _, got, left = jax.lax.while_loop(cond, body, (z, jnp.zeros((n,), requests.dtype), delivered))
+    rest = ration(want - got, jnp.maximum(left, 0.0))  # only past MAX_UNITS units
+    return _fit_under(got + rest, delivered)
+
+
+@scheduler("random_units")
+def random_units(game, key, turn, es, requests, params, *, wealth=None, redecide=None):
+    """GovSim: all requests when they fit, else the delivered units one by one at random."""
+    u = rng.uniform(key, turn, 0, rng.DIE, (), game.generator)
+    es, delivered, died, drawn = game.engine.step_one(es, jnp.sum(requests), u, params.engine)
+    fits = jnp.sum(requests) <= delivered
+    # when the requests fit the loop is given nothing to hand out, so it stops at once
+    handed = hand_out(key, turn, requests, jnp.where(fits, 0.0, delivered), game.generator)
+    return Served(es, jnp.where(fits, requests, handed), died, drawn)

@@ -20,6 +20,7 @@ class ArenaState(eqx.Module):
     turn: jax.Array  # int32[], turns completed
     collapsed: jax.Array  # bool[]
     collapse_turn: jax.Array  # int32[], turn the commons collapsed, 0 while alive
+    tally: Any  # kernels.sustainability.Tally: catches and over-threshold counts (GovSim's metrics)
     extra: dict  # optional layers' state (governance, perturbations), keyed by layer name
 
 

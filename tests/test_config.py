@@ -101,7 +101,7 @@ def test_unknown_top_level_key():
 def test_seneca_rejects_hidden_reserve():
     cfg = copy.deepcopy(SEED_SENECA)
     cfg["model"]["useHiddenReserve"] = True
-    with pytest.raises(ValueError, match="logistic-only"):
+    with pytest.raises(ValueError, match=r"model.useHiddenReserve: not a field of engineMode=.seneca"):
         ArenaConfig.model_validate(cfg)
 
 

@@ -1,5 +1,5 @@
-"""The engine registry: one contract over every engine, and a third engine added by one file's
-worth of code plus one ``register`` line (a toy engine defined here)."""
+"""The engine registry: one contract over every engine, and another engine added by one file's
+worth of code plus one ``register_engine`` line (a toy engine and its config model defined here)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import pytest
 
 import bdpd_jax as bj
 from bdpd_jax.prepare.game import build
-from bdpd_jax.kernels.engines import ENGINES, Engine, register
+from bdpd_jax.config.engines import ENGINE_CONFIGS, EngineConfig, register_engine
+from bdpd_jax.kernels.engines import ENGINES, Engine
 from bdpd_jax.kernels.params import ENV_VARS, farr
 
 
@@ -32,7 +33,7 @@ class Toy(Engine):
     recorded = ("half",)
 
     def params_from_model(self, model):
-        return ToyParams(initial=farr(model["commonsInitial"]), decay=farr(0.1))
+        return ToyParams(initial=farr(model.commonsInitial), decay=farr(0.1))
 
     def init(self, p):
         return ToyState(stock=p.initial)
@@ -61,11 +62,16 @@ class Toy(Engine):
         return {"half": s.stock / 2}
 
 
+class ToyConfig(EngineConfig):
+    commonsInitial: float = 50.0
+
+
 @pytest.fixture
 def toy():
-    eng = register(Toy())  # the one registration line
+    eng = register_engine(Toy(), ToyConfig)  # the one registration line
     yield eng
     ENGINES.pop(eng.name)
+    ENGINE_CONFIGS.pop(eng.name)
 
 
 def test_toy_engine_runs_through_simulate(toy):

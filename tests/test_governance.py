@@ -288,18 +288,18 @@ def test_sanctions_deducted_and_violations_frame(gov_run):
 
 def test_govsim_summary_columns(gov_run):
     s = gov_run.summary
-    for c in ("survival_time", "total_gain", "efficiency", "equality", "over_usage"):
+    for c in ("survival_time", "total_gain", "efficiency", "equality", "ex_post_over_usage"):
         assert c in s
-    assert ((s.equality >= 0) & (s.equality <= 1)).all() and ((s.over_usage >= 0) & (s.over_usage <= 1)).all()
+    assert ((s.equality >= 0) & (s.equality <= 1)).all() and ((s.ex_post_over_usage >= 0) & (s.ex_post_over_usage <= 1)).all()
     gains = gov_run.players.groupby("arena")["actual"].sum()
     np.testing.assert_allclose(s.set_index("arena").total_gain.loc[gains.index], gains, rtol=1e-4)
-    # over_usage: decisions over the share, over the turns that had one (not a collapse turn
+    # ex_post_over_usage: decisions over the share, over the turns that had one (not a collapse turn
     # where the dynamics did not run: cooperation_index null there)
     t, p = gov_run.turns, gov_run.players
     m = p.merge(t[["arena", "turn", "regen", "cooperation_index"]], on=["arena", "turn"])
     m = m[m.cooperation_index.notna()]
     want = (m.actual > m.regen / 4 + 1e-6).groupby(m.arena).mean()
-    np.testing.assert_allclose(s.set_index("arena").over_usage.loc[want.index], want, rtol=1e-5)
+    np.testing.assert_allclose(s.set_index("arena").ex_post_over_usage.loc[want.index], want, rtol=1e-5)
 
 
 def test_sweep_tolerance_ladder_regen_compiles_once():

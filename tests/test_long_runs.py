@@ -34,8 +34,8 @@ def test_history_every_keeps_every_kth_turn(whole):
     assert (thin.turns.turn % 8 == 0).all()
     want = whole.turns[whole.turns.turn % 8 == 0].reset_index(drop=True)
     pd.testing.assert_frame_equal(want, thin.turns)
-    pd.testing.assert_frame_equal(whole.summary.drop(columns=["total_gain", "efficiency", "over_usage"], errors="ignore"),
-                                  thin.summary.drop(columns=["total_gain", "efficiency", "over_usage"], errors="ignore"))
+    pd.testing.assert_frame_equal(whole.summary.drop(columns=["ex_post_over_usage"]),
+                                  thin.summary.drop(columns=["ex_post_over_usage"]))
     with pytest.raises(ValueError, match="history_every"):
         bj.simulate(SEN, history_every=0)
 
@@ -48,8 +48,8 @@ def test_out_streams_parquet_parts(whole, tmp_path):
     pd.testing.assert_frame_equal(whole.players, res.players, check_dtype=False)
     back = bj.Results.from_parquet(tmp_path)
     pd.testing.assert_frame_equal(whole.turns, back.turns)
-    # GovSim totals need every turn in memory (bdpd_jax/results/govsim.py); streamed runs leave them out
-    gov = ["total_gain", "efficiency", "over_usage"]
+    # the ex-post over-usage needs every turn in memory (bdpd_jax/results/govsim.py); the catches are tallied
+    gov = ["ex_post_over_usage"]
     pd.testing.assert_frame_equal(whole.summary.drop(columns=gov, errors="ignore"),
                                   back.summary.drop(columns=gov, errors="ignore"), check_dtype=False)
 

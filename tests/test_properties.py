@@ -112,10 +112,10 @@ def test_history_off_keeps_summary_only():
     lean = bdpd_jax.simulate(cfg, n_arenas=64, seed=4, history=False)
     import pandas as pd
 
-    # over_usage needs the per-turn decisions: NaN without history (bdpd_jax/results/govsim.py)
-    assert lean.summary.over_usage.isna().all() and full.summary.over_usage.notna().all()
+    # ex_post_over_usage needs the per-turn decisions: NaN without history (bdpd_jax/results/govsim.py)
+    assert lean.summary.ex_post_over_usage.isna().all() and full.summary.ex_post_over_usage.notna().all()
     pd.testing.assert_frame_equal(
-        full.summary.drop(columns="over_usage"), lean.summary.drop(columns="over_usage"), check_exact=True
+        full.summary.drop(columns="ex_post_over_usage"), lean.summary.drop(columns="ex_post_over_usage"), check_exact=True
     )
     with pytest.raises(ValueError, match="history=False"):
         lean.turns

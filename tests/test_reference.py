@@ -19,7 +19,7 @@ from hypothesis import given, strategies as st
 from bdpd_jax.prepare.game import build
 from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.kernels import rng
-from bdpd_jax.kernels.params import ENV_VARS, OBS_VARS
+from bdpd_jax.kernels.params import ENV_VARS, NOISE_STREAM
 from bdpd_jax.kernels.turn import decide, step
 from reference import RefArena
 
@@ -34,10 +34,10 @@ def _draw_fn(n: int, x64: bool):
     def f(key, turn):
         players = jnp.arange(n)
         scal = jnp.stack([
-            jax.vmap(lambda p: rng.normal(key, turn, p, rng.obs_purpose(OBS_VARS.index(nm))))(players) for nm in names
+            jax.vmap(lambda p: rng.normal(key, turn, p, rng.obs_purpose(NOISE_STREAM[nm])))(players) for nm in names
         ])
         peers = jnp.stack([
-            jax.vmap(lambda p: rng.normal(key, turn, p, rng.obs_purpose(OBS_VARS.index(nm)), (n,)))(players)
+            jax.vmap(lambda p: rng.normal(key, turn, p, rng.obs_purpose(NOISE_STREAM[nm]), (n,)))(players)
             for nm in ("othersWealth", "othersHarvest")
         ])
         us = jax.vmap(lambda p: rng.uniform(key, turn, p, rng.POLICY))(players)

@@ -22,7 +22,7 @@ import pytest
 
 import bdpd_jax
 from bdpd_jax.prepare.game import build
-from bdpd_jax.config.game import ArenaConfig
+from bdpd_jax.config.game import ArenaConfig, ModelConfig
 from bdpd_jax.host.registry import PactRegistry
 from bdpd_jax.host.tools import tool_schemas, validate_action
 from bdpd_jax.kernels import pacts as P
@@ -44,6 +44,8 @@ PLAYERS = [
 def _cfg(engine: str = "logistic", **extra) -> dict:
     cfg = copy.deepcopy(SEED_LOGISTIC)
     cfg["model"].update(maxPlayers=3, minPlayers=2, maxTurns=4, engineMode=engine)
+    if engine != "logistic":  # the seed's engine fields are the logistic engine's own: other engines' defaults
+        cfg["model"] = {k: v for k, v in cfg["model"].items() if k in ModelConfig.model_fields}
     cfg["players"] = copy.deepcopy(PLAYERS)
     cfg.update(extra)
     return cfg

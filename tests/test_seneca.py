@@ -11,6 +11,7 @@ import pytest
 
 import bdpd_jax as bj
 from bdpd_jax.prepare.game import build
+from bdpd_jax.config.engines import engine_config_model
 from bdpd_jax.kernels.engines import get_engine
 from bdpd_jax.kernels.engines.seneca import ORDER, SenecaState, vector_field
 from bdpd_jax.kernels.policies import BUILTINS
@@ -29,7 +30,7 @@ def cfg(players=("idle", "idle"), seneca=None, obs=SEEN, turns=3000, **model):
 
 
 def params(**seneca):
-    return ENG.params_from_model({"commonsInitial": 1.0, "seneca": seneca})
+    return ENG.params_from_model(engine_config_model("seneca").model_validate({"commonsInitial": 1.0, "seneca": seneca}))
 
 
 def trajectory(p, turns):

@@ -161,7 +161,7 @@ def test_seneca_metrics_null_and_over_usage_null(seed_game):
     assert (t.regen <= 0).all()
     assert t.cooperation_index.isna().all() and t.silent_defection.isna().all()
     assert (t.announce_frequency == 0).all() and (t.sanction_rate == 0).all()
-    assert res.summary.over_usage.isna().all() and res.summary.total_gain.gt(0).all()
+    assert res.summary.ex_post_over_usage.isna().all() and res.summary.total_gain.gt(0).all()
 
 
 def _logistic_collapsing():
@@ -181,26 +181,27 @@ def test_logistic_collapse_turn_null_and_over_usage_without_it():
     assert skipped.any()
     assert t.cooperation_index[skipped].isna().all() and t.silent_defection[skipped].isna().all()
     assert t.cooperation_index[~skipped].notna().all()
-    # over_usage counts decisions on turns with a share only, by records and by accumulators
+    # ex_post_over_usage counts decisions on turns with a share only, by records and by accumulators
     m = p.merge(t[["arena", "turn", "regen"]].assign(ok=~skipped), on=["arena", "turn"])
     m = m[m.ok]
     want = (m.actual > m.regen / 4 + 1e-6).groupby(m.arena).mean().to_numpy()
-    np.testing.assert_allclose(res.summary.over_usage.to_numpy(), want, rtol=1e-6)
+    np.testing.assert_allclose(res.summary.ex_post_over_usage.to_numpy(), want, rtol=1e-6)
 
 
-def test_govsim_over_usage_counts_judged_turns_only():
+def test_ex_post_over_usage_counts_judged_turns_only():
     from bdpd_jax.results import govsim
 
     actual = np.asarray([[[1.0], [0.0]], [[1.0], [1.0]], [[2.0], [2.0]]])  # [T=3, N=2, B=1]
     regen = np.asarray([[4.0], [0.0], [0.0]])
     played = np.ones((3, 1), bool)
     defined = np.asarray([[True], [True], [False]])  # turn 3: a collapse turn, no share
-    gains, over, judged = govsim.from_records(actual, regen, played, defined)
-    assert over.tolist() == [[1], [1]] and judged.tolist() == [2] and gains[:, 0].tolist() == [4.0, 3.0]
-    cols = govsim.govsim_columns(np.asarray([3]), 3, float("nan"), gains, over, judged)
-    assert cols["over_usage"].tolist() == [0.5]
-    none = govsim.govsim_columns(np.asarray([3]), 3, float("nan"), gains, over * 0, np.asarray([0]))
-    assert np.isnan(none["over_usage"]).all()
+    over, judged = govsim.from_records(actual, regen, played, defined)
+    gains = actual.sum(axis=0)
+    assert over.tolist() == [[1], [1]] and judged.tolist() == [2]
+    cols = govsim.project_metrics(np.asarray([3]), 3, float("nan"), gains, over, judged)
+    assert cols["ex_post_over_usage"].tolist() == [0.5]
+    none = govsim.project_metrics(np.asarray([3]), 3, float("nan"), gains, over * 0, np.asarray([0]))
+    assert np.isnan(none["ex_post_over_usage"]).all()
 
 
 @pytest.mark.heavy

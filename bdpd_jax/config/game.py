@@ -10,19 +10,27 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
 from ..kernels.engines import ENGINES
-from ..kernels.engines.logistic import DIE_DEFAULTS
-from ..kernels.engines.seneca import DEFAULTS as SENECA
-from ..kernels.engines.seneca import HARVEST_SCALE
+from ..kernels.observe import QUALITATIVE_VARS, SIGN_VARS
 from ..kernels.params import OBS_VARS, OWN_VARS, PEER_VARS
-from ..kernels.observe import QUALITATIVE_VARS, SIGN_VARS, capacity
 from ..kernels.policies import BUILTINS, Policy
 from ..kernels.schedule import SCHEDULERS
 from .discussion import DiscussionConfig
+from .engines import EngineConfig, engine_config_model
 from .governance import PactConfig, TalkConfig, check_governance, needed_slots
-from .limits import MAX_DIE_SIDES, MAX_PACT_SLOTS, MAX_PLAYERS, MAX_SPECS, MAX_TURNS, Label, Name, check_magnitudes
+from .limits import MAX_PACT_SLOTS, MAX_PLAYERS, MAX_SPECS, MAX_TURNS, Label, Name, check_magnitudes
 from .perturbations import check_perturbations, parse_perturbations
 
 _STRICT = ConfigDict(extra="forbid", allow_inf_nan=False, populate_by_name=True)
@@ -37,84 +45,21 @@ def known(where: str, what: str, v: str, registry) -> str:
     return v
 
 
-class CollapseDie(BaseModel):
-    """The collapse die of the hidden reserve: a roll <= successThreshold draws one unit."""
-
-    model_config = _STRICT
-    sides: int = Field(DIE_DEFAULTS["sides"], ge=1, le=MAX_DIE_SIDES)
-    successThreshold: int = Field(DIE_DEFAULTS["successThreshold"], ge=0)
-
-    @model_validator(mode="after")
-    def _threshold_within_sides(self) -> "CollapseDie":
-        if self.successThreshold > self.sides:
-            raise ValueError(f"collapseDie.successThreshold: {self.successThreshold} exceeds sides={self.sides}")
-        return self
-
-
-class SenecaConfig(BaseModel):
-    """Bardi (2011) R-C-P parameters; defaults reproduce the seed's peak timing (docs/semantics.md)."""
-
-    model_config = _STRICT
-    k1: float = Field(SENECA["k1"], ge=0)
-    k2: float = Field(SENECA["k2"], ge=0)
-    l1: float = Field(SENECA["l1"], ge=0)
-    l2: float = Field(SENECA["l2"], ge=0)
-    l3: float = Field(SENECA["l3"], ge=0)
-    capitalSeed: float = Field(SENECA["capitalSeed"], ge=0)
-    pollutionSeed: float = Field(SENECA["pollutionSeed"], ge=0)
-    dt: float = Field(SENECA["dt"], gt=0)
-    substeps: int = Field(SENECA["substeps"], ge=1, le=1000)
-    solver: Label = SENECA["solver"]  # one of kernels.engines.seneca.SOLVERS (checked below)
-    collapseFraction: float = Field(SENECA["collapseFraction"], ge=0, lt=1)
-    # R units per unit of the heuristics' capacity(w): requests, harvests and wealth are in
-    # R units; a built-in player asks up to harvestScale x capacity(w) (docs/semantics.md §9).
-    harvestScale: float = Field(SENECA["harvestScale"], gt=0)
-    # How constant steps are taken: diffrax solver steps, diffrax's Butcher tableau unrolled
-    # (fast for RK solvers), or a full diffeqsolve per turn (docs/semantics.md §9).
-    integrator: Literal["steps", "tableau", "diffeqsolve"] = SENECA["integrator"]
-    adaptive: bool = SENECA["adaptive"]  # diffeqsolve with a PID controller (rtol/atol); else constant steps
-    rtol: float = Field(SENECA["rtol"], gt=0)
-    atol: float = Field(SENECA["atol"], gt=0)
-    maxSteps: int = Field(SENECA["maxSteps"], ge=1, le=100000)
-
-    @field_validator("solver")
-    @classmethod
-    def _known_solver(cls, v: str) -> str:
-        from ..kernels.engines.seneca import SOLVERS
-
-        return known("seneca.solver", "solver", v, SOLVERS)
-
-    @model_validator(mode="after")
-    def _adaptive_needs_error_estimate(self) -> "SenecaConfig":
-        import diffrax
-
-        from ..kernels.engines.seneca import SOLVERS
-
-        if self.adaptive and not issubclass(SOLVERS[self.solver], diffrax.AbstractAdaptiveSolver):
-            ok = [k for k, v in SOLVERS.items() if issubclass(v, diffrax.AbstractAdaptiveSolver)]
-            raise ValueError(f"seneca.solver: adaptive step control needs a solver with an error estimate, "
-                             f"got {self.solver!r} with adaptive=true; use one of {ok}")
-        return self
-
-
 class ModelConfig(BaseModel):
-    """The ``model`` block. Defaults are the seed's logistic example."""
+    """The ``model`` block: the fields every engine shares, declared here, and the engine's
+    own fields (flat, as in the seed's payload), validated by the config model registered for
+    ``engineMode`` (bdpd_jax/config/engines/, read when called) and kept as this model's
+    extra fields, defaults applied once. Defaults are the seed's logistic example."""
 
-    model_config = _STRICT
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False, populate_by_name=True)
     name: Label = "fishery_commons_v1"
     engineMode: Label = "logistic"
     scheduler: Label = "simultaneous"
     maxPlayers: int = Field(4, ge=1, le=MAX_PLAYERS)  # bounds: bdpd_jax/config/limits.py
     minPlayers: int = Field(2, ge=1)
     maxTurns: int = Field(30, ge=1, le=MAX_TURNS)
-    commonsInitial: float | None = Field(None, ge=0)
-    commonsCapacity: float = Field(150.0, gt=0)
-    regenRate: float = Field(0.12, ge=0)
-    threshold: float = Field(10.0, ge=0)
-    useHiddenReserve: bool | None = None
-    hiddenReserveInitial: float | None = Field(None, ge=0)
-    collapseDie: CollapseDie | None = None
-    seneca: SenecaConfig | None = None
+    # requests are floored to whole units before they are served (GovSim's integer asks); any engine
+    wholeUnits: bool = False
 
     @field_validator("engineMode")
     @classmethod
@@ -127,36 +72,37 @@ class ModelConfig(BaseModel):
         return known("model.scheduler", "scheduler", v, SCHEDULERS)
 
     @model_validator(mode="after")
-    def _engine_defaults(self) -> "ModelConfig":
+    def _engine_part(self) -> ModelConfig:
         if self.minPlayers > self.maxPlayers:
             raise ValueError(f"model.minPlayers: {self.minPlayers} > maxPlayers={self.maxPlayers}")
-        if "threshold" in ENGINES[self.engineMode].features and self.threshold > self.commonsCapacity:
-            raise ValueError(f"model.threshold: {self.threshold} is above commonsCapacity={self.commonsCapacity} "
-                             "(the commons would count as collapsed at any stock it can hold)")
-        seneca = self.engineMode == "seneca"
-        if seneca:
-            # None/False/0 are what this validator itself fills in, so a dumped config
-            # validates again; anything asking for the mechanism is rejected.
-            for name in ("useHiddenReserve", "hiddenReserveInitial", "collapseDie"):
-                v = getattr(self, name)
-                if v not in (None, False, 0, 0.0):
-                    raise ValueError(
-                        f"model.{name}: the hidden reserve and collapse die are logistic-only "
-                        f"(004_* A.2.1); got {v!r} on engineMode='seneca'"
-                    )
-            self.seneca = self.seneca or SenecaConfig()
-            self.useHiddenReserve = False
-        elif self.seneca is not None:
-            raise ValueError(f"model.seneca: only used with engineMode='seneca', got engineMode={self.engineMode!r}")
-        if self.commonsInitial is None:
-            self.commonsInitial = 1.0 if seneca else 150.0
-        if self.useHiddenReserve is None:
-            self.useHiddenReserve = True
-        if self.hiddenReserveInitial is None:
-            self.hiddenReserveInitial = 20.0 if not seneca else 0.0
-        if self.collapseDie is None and not seneca:
-            self.collapseDie = CollapseDie()
+        cls = engine_config_model(self.engineMode)
+        given = dict(self.__pydantic_extra__ or {})
+        try:
+            part = cls.model_validate(given)
+        except ValidationError as e:  # name the field as the user wrote it: model.<field>
+            er = e.errors()[0]
+            loc = ".".join(str(x) for x in er["loc"])
+            got = repr(er.get("input"))
+            got = got if len(got) <= 80 else got[:77] + "..."  # a client's value, bounded in the message
+            if er["type"] == "extra_forbidden":
+                text = (f"model.{loc}: not a field of engineMode={self.engineMode!r} (its own fields: "
+                        f"{sorted(cls.model_fields)}), got {got}")
+            elif not loc:  # the engine model's own rule: its message names the field
+                text = er["msg"].removeprefix("Value error, ")
+            else:
+                text = f"model.{loc}: {er['msg']} (engineMode={self.engineMode!r}), got {got}"
+            # the inner error's type is kept: a type error stays a 422, a rule's ValueError a 400 (server/errors.py)
+            raise PydanticCustomError(er["type"], "{text}", {"text": text}) from None
+        self.__pydantic_extra__ = {k: getattr(part, k) for k in type(part).model_fields}
+        object.__setattr__(self, "_engine", part)
         return self
+
+    _engine: Any = PrivateAttr(default=None)
+
+    @property
+    def engine(self) -> EngineConfig:
+        """The engine's validated config model (its own fields, defaults applied)."""
+        return self._engine
 
 
 class ObsVar(BaseModel):
@@ -222,7 +168,7 @@ class ArenaConfig(BaseModel):
         return parse_plugins(v)
 
     @model_validator(mode="after")
-    def _cross_checks(self, info: ValidationInfo) -> "ArenaConfig":
+    def _cross_checks(self, info: ValidationInfo) -> ArenaConfig:
         # every real number finite in float32 with room for a product (bdpd_jax/config/limits.py);
         # a sweep checks only its swept values (the walk costs several times the validation)
         if not (info.context or {}).get("magnitudes_checked"):
@@ -245,7 +191,7 @@ class ArenaConfig(BaseModel):
                 raise ValueError(f"observability.{name}.resolution: 'sign' is defined for {list(SIGN_VARS)} only")
         if self.players is not None:
             check_governance(self.players, self.pacts)
-            _check_harvest_scale(self.model, self.players)
+            self.model.engine.check_players(self.players)
             if needed_slots(self) > MAX_PACT_SLOTS:
                 raise ValueError(f"pacts: {needed_slots(self)} pacts and scripted pledges/proposals need more than "
                                  f"{MAX_PACT_SLOTS} pact slots (bdpd_jax/config/limits.py)")
@@ -263,7 +209,7 @@ class ArenaConfig(BaseModel):
         return self
 
     @classmethod
-    def load(cls, source: "ArenaConfig | dict | str | Path") -> "ArenaConfig":
+    def load(cls, source: ArenaConfig | dict | str | Path) -> ArenaConfig:
         """Accept a config, a dict, a JSON string or a path to a JSON file."""
         if isinstance(source, ArenaConfig):
             return source
@@ -280,25 +226,6 @@ class ArenaConfig(BaseModel):
         if not self.players:
             raise ValueError("players: a run needs a players list, e.g. [{'strategy': 'aggressive'}, ...]")
         return self.players
-
-
-def _check_harvest_scale(model: ModelConfig, players: list[PlayerConfig]) -> None:
-    """Seneca: the players' first-turn capacities, in R units, must leave some of R0.
-
-    harvestScale x capacity(privateResource) summed over the players (``idle`` ones never
-    harvest) is what capacity-bound heuristics take on turn 1; at or above commonsInitial the commons is gone at turn 1
-    whatever the strategies (the failure docs/semantics.md §9 is designed against).
-    """
-    if model.engineMode != "seneca" or model.seneca is None:
-        return
-    scale = model.seneca.harvestScale
-    total = scale * sum(float(capacity(p.privateResource)) for p in players if p.strategy_name != "idle")
-    if total >= model.commonsInitial:
-        raise ValueError(
-            f"model.seneca.harvestScale: {scale!r} lets the {len(players)} players' capacities take "
-            f"{total:.4g} R units on turn 1, >= commonsInitial={model.commonsInitial!r}: the commons would "
-            f"collapse at once; harvestScale is R units per unit of capacity(w) = 1 + 0.05 w (default {HARVEST_SCALE})"
-        )
 
 
 def default_config() -> ArenaConfig:

@@ -9,8 +9,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bdpd_jax.results.victory import report
 from bdpd_jax.host.registry import num
+from bdpd_jax.kernels.sustainability import f0 as f0_of
+from bdpd_jax.results.govsim import govsim_metrics
+from bdpd_jax.results.victory import report
 
 if TYPE_CHECKING:
     from bdpd_jax.host.arena_run import ArenaRun
@@ -36,9 +38,20 @@ def summary(run: ArenaRun, st, status: str) -> dict[str, Any]:
                      "strategy": s.strategy if not s.external else None,
                      "wealth": num(wealth[i]), "rank": rank[i],
                      **run.stats[s.name]} for i, s in enumerate(run.specs)],
+        "govsim": govsim_report(run, st),
         "pacts": run.registry.compact() if run.registry is not None else [],
         "messages": len(run.bus),
     }
 
 
-__all__ = ["summary"]
+def govsim_report(run: ArenaRun, st) -> dict[str, Any]:
+    """GovSim's metrics of this game so far (bdpd_jax/results/govsim.py: the batch's rule, from
+    the kernel's tally), keyed by their column names; NaN as null."""
+    f0 = np.asarray(f0_of(run.game, jax.tree_util.tree_map(jnp.asarray, run.params)))
+    cols = govsim_metrics(np.asarray([int(st.turn)]), run.max_turns, f0[None],
+                          np.asarray(st.tally.gains)[:, None], np.asarray(st.tally.over)[None])
+    return {k: (bool(v[0]) if v.dtype == bool else int(v[0]) if v.dtype.kind == "i" else num(float(v[0])))
+            for k, v in cols.items()}
+
+
+__all__ = ["govsim_report", "summary"]

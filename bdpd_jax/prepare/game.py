@@ -55,8 +55,7 @@ def resolution_of(config: ArenaConfig) -> tuple:
 def sustainable_yield(config: ArenaConfig) -> float:
     """f0: the engine's sustainable per-turn total harvest, NaN when it has no closed form
     (the engine's own rule, read from the registry when called)."""
-    model = config.model.model_dump()
-    return float(get_engine(model["engineMode"]).sustainable_yield(model))
+    return float(get_engine(config.model.engineMode).sustainable_yield(config.model))
 
 
 def build(config: ArenaConfig, *, generator: str = "hash", extra_policies: tuple = (),
@@ -94,7 +93,8 @@ def build(config: ArenaConfig, *, generator: str = "hash", extra_policies: tuple
     )
     params = Params(
         max_turns=np.asarray(model.maxTurns, np.int32),
-        engine=engine.params_from_model(model.model_dump()),
+        whole_units=np.asarray(bool(model.wholeUnits)),
+        engine=engine.params_from_model(model),
         obs=obs_params(config),
         players=PlayerParams(
             strategy=np.asarray(index, np.int32),

@@ -67,7 +67,7 @@ class PreparedRun:
     names: tuple[str, ...]  # each compiled policy's name
     spec_ids: tuple[str, ...]  # the Table A.1 perturbation specs' ids, in slot order
     sanctions: tuple = ()  # the sanction specs the governance layer compiled
-    f0: float = float("nan")  # the sustainable yield (the engine's rule)
+    max_yield: float = float("nan")  # the engine's maximum sustainable yield (the project's ``efficiency``)
     meta_json: str = "{}"  # the config and players for Results.meta (loaded fresh per run)
     generator: str = "hash"
     live: LiveOptions | None = None
@@ -80,6 +80,11 @@ class PreparedRun:
     @property
     def perturb_ids(self) -> tuple[str, ...]:
         return self.spec_ids
+
+    @property
+    def f0(self) -> float:
+        """The engine's maximum sustainable yield (``max_yield``) by its earlier name."""
+        return self.max_yield
 
     @property
     def n_players(self) -> int:
@@ -101,6 +106,11 @@ Prepared = PreparedRun  # the earlier name
 
 _CACHE: OrderedDict[tuple, PreparedRun] = OrderedDict()
 _PINNED: dict[int, Any] = {}  # objects keyed by identity: kept alive so no other takes their id
+
+
+def _by_name(v: Any) -> Any:
+    """How the run's meta shows a value JSON has no form for (a Policy in a perturbation)."""
+    return getattr(v, "name", None) or repr(v)
 
 
 def _token(obj: Any) -> str:
@@ -185,12 +195,12 @@ def _prepare(source: Any, generator: str, live: LiveOptions | None, options: dic
     if live is not None and live.max_turns is not None:
         params = params.__class__(**{**params.__dict__, "max_turns": np.asarray(int(live.max_turns), np.int32)})
     meta = {
-        "config": cfg.model_dump(mode="json", exclude={"players"}),
+        "config": cfg.model_dump(mode="json", exclude={"players"}, fallback=_by_name),  # a Policy by its name
         "players": [{**p.model_dump(exclude={"strategy"}), "strategy": p.strategy_name} for p in players],
     }
     return PreparedRun(
         config=cfg, game=game, params=params, labels=tuple(p.strategy_name for p in players),
         names=tuple(p.name for p in game.policies), spec_ids=tuple(s.id for s in arena_specs(cfg)),
-        sanctions=tuple(sanction_specs(cfg)), f0=sustainable_yield(cfg), meta_json=json.dumps(meta, default=str),
+        sanctions=tuple(sanction_specs(cfg)), max_yield=sustainable_yield(cfg), meta_json=json.dumps(meta, default=str),
         generator=generator, live=live,
     )

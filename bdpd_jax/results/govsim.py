@@ -1,20 +1,26 @@
-"""GovSim outcome metrics per arena (Piatti et al. 2024, 'Cooperate or Collapse'), so batch
-results sit next to published LLM numbers. numpy on the final state and either the
-governance layer's accumulators or the per-turn records.
+"""Outcome metrics per arena: GovSim's (Piatti et al. 2024, "Cooperate or Collapse", §2.4) and
+the project's own, in numpy, from the kernel's running totals (kernels/sustainability.py), so
+runs with or without history, sweeps and live arenas give the same numbers.
 
-- ``survival_time``: turns played (the game stops at collapse, so this is the collapse turn
-  of a collapsed arena and ``maxTurns`` for a surviving one);
-- ``survived``: the commons is alive after ``maxTurns`` turns;
-- ``total_gain``: sum over players and turns of actual harvests (sanctions not deducted);
-- ``efficiency``: ``min(1, total_gain / (maxTurns x f0))`` with ``f0`` the sustainable
-  per-turn yield of the engine (logistic: the maximum sustainable yield ``r K / 4``; NaN for
-  engines without a closed form);
-- ``equality``: ``1 - Gini`` of per-player gains, ``1 - sum_ij |g_i - g_j| / (2 N sum_i g_i)``
-  (1 when nobody gained anything: all gains equal);
-- ``over_usage``: fraction of (player, turn) decisions with ``actual > share + eps``,
-  ``share = regen / N`` as in the governance metrics, over the turns where that share is
-  defined (the rule of kernels/metrics.py: not on a collapse turn, never on Seneca); NaN
-  when no turn had one, and when unknown (no history and no governance layer).
+GovSim's, exactly (``govsim_*``), with m the turns played (the collapse turn, else the run's
+length T; a collapse on the last turn counts as T) and R_i each player's total catch:
+
+- ``govsim_survival_time``: m;
+- ``govsim_survived``: m == T (GovSim's survival rate counts a last-turn collapse as survived);
+- ``govsim_total_gain``: sum_i R_i; ``govsim_gain``: its mean over players (the paper's Gain);
+- ``govsim_efficiency``: min(1, sum_i R_i / (T f(0))), f(0) the engine's sustainability
+  threshold at the initial stock; NaN where f(0) is not a positive number;
+- ``govsim_equality``: 1 - Gini(R); NaN when every R_i is 0 (0/0);
+- ``govsim_over_usage``: (player, turn) catches above the per-player threshold f(stock before
+  the harvest)/N (whole units: (floor f) // N), collapse turn included, over N m; NaN where
+  the engine defines no threshold.
+
+The project's own: ``survival_time`` (= m), ``total_gain`` (= sum_i R_i), ``efficiency``
+(relative to the engine's maximum sustainable yield, ``Engine.sustainable_yield``: r K / 4 for
+logistic), ``equality`` (1 - Gini, 1 when nobody caught anything) and ``ex_post_over_usage``
+(catches above the share regen/N, regen measured *after* the harvest, over the turns where
+that share is defined: kernels/metrics.py; needs every turn's records or the governance
+layer's accumulators, else NaN).
 """
 
 from __future__ import annotations
@@ -24,16 +30,15 @@ from typing import Any
 import numpy as np
 
 from ..kernels.metrics import gini, over_share
-from ..prepare.game import sustainable_yield  # noqa: F401 (f0, the engine's rule: prepared once per run)
 from . import schema
 
 GOVSIM_COLUMNS = schema.names(schema.GOVSIM)
+PROJECT_COLUMNS = schema.names(schema.PROJECT)
 
 
 def equality(gains: np.ndarray) -> np.ndarray:
-    """gains float[N, B] -> 1 - Gini per arena, by the kernels' one Gini (kernels/metrics.py,
-    also the ``giniWealth`` trigger) in numpy along the players' axis, so an arena's value
-    does not depend on the batch it ran in."""
+    """gains float[N, B] -> 1 - Gini per arena, by the kernels' one Gini (kernels/metrics.py)
+    in numpy along the players' axis (1 when every gain is 0)."""
     with np.errstate(invalid="ignore", divide="ignore"):
         return 1.0 - gini(np.asarray(gains), axis=0, xp=np)
 
@@ -48,35 +53,55 @@ def efficiency(total: np.ndarray, max_turns, f0) -> np.ndarray:
     return np.where(ok, eff, np.nan)
 
 
-def govsim_columns(turns_played: np.ndarray, max_turns, f0, gains: np.ndarray,
-                   over: np.ndarray | None, judged: np.ndarray | None = None) -> dict[str, np.ndarray]:
-    """turns_played int[B]; max_turns and f0: one, or one per arena; gains float[N, B]
-    per-player harvest totals; over int[N, B] decisions over the share (None = unknown);
-    judged int[B] turns with a defined share (None = every turn played)."""
+def govsim_metrics(turns_played: np.ndarray, max_turns, f0, gains: np.ndarray, over: np.ndarray) -> dict:
+    """GovSim's seven columns. turns_played int[B]; max_turns and f0 (GovSim's f(0)): one, or
+    one per arena; gains float[N, B] each player's total catch; over int[B] (player, turn)
+    catches above the per-player threshold."""
+    gains = np.asarray(gains, dtype=float)
+    n = gains.shape[0]
+    m = np.asarray(turns_played).astype(np.int32)
+    total = gains.sum(axis=0)
+    f0 = np.broadcast_to(np.asarray(f0, dtype=float), m.shape)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ou = np.asarray(over, dtype=float) / (n * np.maximum(m, 1))
+    return {
+        "govsim_survival_time": m,
+        "govsim_survived": m >= np.asarray(max_turns),
+        "govsim_total_gain": total,
+        "govsim_gain": total / n,
+        "govsim_efficiency": efficiency(total, max_turns, f0),
+        "govsim_equality": np.where(total > 0, equality(gains), np.nan),
+        "govsim_over_usage": np.where(np.isfinite(f0) & (m > 0), ou, np.nan),
+    }
+
+
+def project_metrics(turns_played: np.ndarray, max_turns, max_yield, gains: np.ndarray,
+                    over: np.ndarray | None, judged: np.ndarray | None = None) -> dict:
+    """The project's own columns. max_yield: ``Engine.sustainable_yield``, one or one per
+    arena; over int[N, B] catches over the ex-post share (None = unknown); judged int[B]
+    turns with a defined share (None = every turn played)."""
+    gains = np.asarray(gains, dtype=float)
     n = gains.shape[0]
     total = gains.sum(axis=0)
     judged = turns_played if judged is None else np.asarray(judged)
     with np.errstate(invalid="ignore", divide="ignore"):
         ou = (over.sum(axis=0) / (n * np.maximum(judged, 1))) if over is not None else np.full_like(total, np.nan)
-    ou = np.where(judged > 0, ou, np.nan)
     return {
-        "survival_time": turns_played.astype(np.int32),
+        "survival_time": np.asarray(turns_played).astype(np.int32),
         "total_gain": total,
-        "efficiency": efficiency(total, max_turns, f0),
+        "efficiency": efficiency(total, max_turns, max_yield),
         "equality": equality(gains),
-        "over_usage": ou,
+        "ex_post_over_usage": np.where(judged > 0, ou, np.nan),
     }
 
 
-def from_records(actual: Any, regen: Any, played: Any, defined: Any = None, xp: Any = np, player_axis: int = 1,
-                 ) -> tuple[Any, Any, Any]:
-    """actual float[T, N, B], regen float[T, B], played bool[T, B], defined bool[T, B] (the
-    share was defined; None = every turn) -> (gains float[N, B], over int[N, B], judged int[B]).
-    ``player_axis`` 2: actual is float[T, B, N] (the scan's layout; gains and over [B, N]).
-    ``xp``: numpy, or jax.numpy inside a run program (the same integer counts)."""
+def from_records(actual: Any, regen: Any, played: Any, defined: Any = None, player_axis: int = 1) -> tuple[Any, Any]:
+    """The ex-post over-usage inputs: actual float[T, N, B], regen float[T, B], played
+    bool[T, B], defined bool[T, B] (the share was defined; None = every turn) -> (over
+    int[N, B], judged int[B]). ``player_axis`` 2: actual is float[T, B, N] (the scan's
+    layout; over then [B, N]). numpy or jax.numpy arrays alike (inside a run program)."""
     n = actual.shape[player_axis]
     ok = played if defined is None else played & defined
     each = (lambda x: x[:, None, :]) if player_axis == 1 else (lambda x: x[:, :, None])  # noqa: E731
-    gains = xp.where(each(played), actual, 0.0).sum(axis=0)
     over = (each(ok) & over_share(actual, each(regen), n)).sum(axis=0)
-    return gains, over, ok.sum(axis=0)
+    return over, ok.sum(axis=0)

@@ -136,16 +136,31 @@ GOVERNANCE_ACTIONS: tuple[Column, ...] = (
     _c("value", "float64", "", "the cap (inf: lifted), the factor on every sanction amount, or the regen value"),
 )
 
-# GovSim outcomes per arena (Piatti et al. 2024; bdpd_jax/results/govsim.py): last summary columns
+# GovSim's outcomes per arena, exactly (Piatti et al. 2024 §2.4; bdpd_jax/results/govsim.py):
+# m = turns played, R_i = player i's total catch, f(0) the engine's sustainability threshold at the start
 GOVSIM: tuple[Column, ...] = (
-    _c("survival_time", "int32", "turns", "turns played"),
-    _c("total_gain", "float64", "stock units", "sum over players and turns of actual harvests"),
-    _c("efficiency", "float64", "fraction", "min(1, total_gain / (maxTurns x f0)); NaN without a closed-form f0"),
-    _c("equality", "float64", "fraction", "1 - Gini of per-player gains"),
-    _c("over_usage", "float64", "fraction", "share of (player, turn) decisions over regen / N; NaN when unknown"),
+    _c("govsim_survival_time", "int32", "turns", "m: the collapse turn, else the run's length (a last-turn collapse counts as T)"),
+    _c("govsim_survived", "bool", "", "m == T (GovSim's survival rate)"),
+    _c("govsim_total_gain", "float64", "stock units", "sum_i R_i (catches, never a change of wealth)"),
+    _c("govsim_gain", "float64", "stock units", "mean of R_i over players (the paper's Gain)"),
+    _c("govsim_efficiency", "float64", "fraction", "min(1, sum_i R_i / (T f(0))); NaN where f(0) is undefined"),
+    _c("govsim_equality", "float64", "fraction", "1 - Gini(R); NaN when every R_i is 0"),
+    _c("govsim_over_usage", "float64", "fraction", "(player, turn) catches above f(stock before)/N, collapse turn "
+       "included, over N m; NaN where the engine defines no threshold"),
 )
 
-# one row per arena; ``{i}`` columns repeat per player; then the engine's summary values and GOVSIM
+# the project's own outcomes per arena (bdpd_jax/results/govsim.py): after GOVSIM in the summary
+PROJECT: tuple[Column, ...] = (
+    _c("survival_time", "int32", "turns", "turns played"),
+    _c("total_gain", "float64", "stock units", "sum over players and turns of actual harvests"),
+    _c("efficiency", "float64", "fraction", "min(1, total_gain / (maxTurns x the engine's maximum sustainable "
+       "yield)); NaN without a closed form"),
+    _c("equality", "float64", "fraction", "1 - Gini of per-player gains (1 when nobody harvested)"),
+    _c("ex_post_over_usage", "float64", "fraction", "share of (player, turn) catches over regen / N, regen measured "
+       "after the harvest, over the turns where that share is defined; NaN when unknown"),
+)
+
+# one row per arena; ``{i}`` columns repeat per player; then the engine's summary values, GOVSIM and PROJECT
 SUMMARY: tuple[Column, ...] = (
     ARENA,
     _c("survived", "bool", "", "the commons is alive after the run"),
@@ -159,6 +174,7 @@ SUMMARY: tuple[Column, ...] = (
 LAYERS: dict[str, tuple[Column, ...]] = {
     "turns": TURNS, "metrics": METRICS, "players": PLAYERS, "violations": VIOLATIONS, "sanctions": SANCTIONS,
     "perturbations": PERTURBATIONS, "governance_actions": GOVERNANCE_ACTIONS, "summary": SUMMARY, "govsim": GOVSIM,
+    "project": PROJECT,
 }
 
 
@@ -211,5 +227,5 @@ def markdown_table(layer: tuple[Column, ...]) -> str:
 
 
 __all__ = ["Column", "LAYERS", "TURNS", "METRICS", "PLAYERS", "VIOLATIONS", "SANCTIONS", "PERTURBATIONS",
-           "GOVERNANCE_ACTIONS", "GOVSIM", "SUMMARY", "names", "wire", "wire_row", "empty_frame", "frame",
+           "GOVERNANCE_ACTIONS", "GOVSIM", "PROJECT", "SUMMARY", "names", "wire", "wire_row", "empty_frame", "frame",
            "markdown_table"]

@@ -22,6 +22,7 @@ import numpy as np
 
 from ..prepare.game import broadcast_batch
 from ..config.game import ArenaConfig
+from ..kernels import sustainability
 from ..kernels.game import Game
 from ..kernels.rollout import init_batch, run_turns, summary_of
 from ..prepare.prepared import PreparedRun, prepare
@@ -43,12 +44,14 @@ __all__ = ["TRACES", "arena_keys", "compiled_init", "compiled_run", "run_batch",
 
 def final_numbers(game: Game, state, params) -> dict:
     """Every per-arena number the summary reads: summary_of, the engine's summary values,
-    and the GovSim gains inputs (traceable; the end of every run program)."""
+    the catches and over-threshold tallies and GovSim's f(0) (traceable; the end of every
+    run program)."""
     out = dict(summary_of(state))
     out["extra"] = _summary_extra(game, state)
     gov = state.extra.get(GOV)
-    out["gov"] = None if gov is None else {"harvest": gov.harvest, "over": gov.over, "judged": gov.judged}
-    out["wealth0"] = params.players.wealth0
+    out["gov"] = None if gov is None else {"over": gov.over, "judged": gov.judged}
+    out["tally"] = {"gains": state.tally.gains, "over": state.tally.over}
+    out["govsim_f0"] = jax.vmap(functools.partial(sustainability.f0, game), in_axes=-1)(params)
     return out
 
 
@@ -88,7 +91,7 @@ def _counted_whole_history(game: Game, n_turns: int, every: int, seed, arenas, p
     final = final_numbers(game, state, pb)
     if final["gov"] is None and every == 1:  # GovSim's over-usage counts, from the records as laid out
         defined = ~jnp.isnan(rec.metrics["cooperation_index"])
-        _, over, judged = govsim.from_records(rec.actual, rec.regen, rec.played, defined, jnp, player_axis=2)
+        over, judged = govsim.from_records(rec.actual, rec.regen, rec.played, defined, player_axis=2)
         final["over"] = (over.T, judged)
     return final, rec
 
@@ -242,7 +245,7 @@ def _arena_chunk(prep: PreparedRun, params, seed: int, arenas: np.ndarray, n_tur
         final = run_whole(game, chunk, seed, arenas, params)
         if bar is not None:
             bar.update(1)
-        return {"summary": summary_frame(final, arenas, list(prep.labels), govsim_of(final, prep.f0, None, n_turns))}
+        return {"summary": summary_frame(final, arenas, list(prep.labels), govsim_of(final, prep.max_yield, None, n_turns))}
     if history and sink is None and chunk >= n_turns:
         final, rec = run_whole_history(game, chunk, every, seed, arenas, params)
         if bar is not None:
@@ -253,7 +256,7 @@ def _arena_chunk(prep: PreparedRun, params, seed: int, arenas: np.ndarray, n_tur
         final = to_numpy(compiled_final(game)(state, pb))
     full = rec if every == 1 else None  # thinned records cannot give the GovSim totals
     out: dict[str, Any] = {
-        "summary": summary_frame(final, arenas, list(prep.labels), govsim_of(final, prep.f0, full, n_turns))}
+        "summary": summary_frame(final, arenas, list(prep.labels), govsim_of(final, prep.max_yield, full, n_turns))}
     if not history or sink is not None:
         return out
     return out | record_frames(prep, game_layer_names(game), flatten_record(rec), arenas)
@@ -315,25 +318,25 @@ def game_layer_names(game: Game) -> set[str]:
     return {layer.name for layer in game.layers}
 
 
-def govsim_of(final: dict, f0, rec, n_turns) -> dict:
-    """The GovSim outcome columns (bdpd_jax/results/govsim.py) of one batch, from its final numbers
-    (``compiled_final``, numpy) and its records when kept (None otherwise). ``f0`` and
-    ``n_turns``: one for the batch, or one per arena (a sweep's points)."""
+def govsim_of(final: dict, max_yield, rec, n_turns) -> dict:
+    """The outcome columns (bdpd_jax/results/govsim.py: GovSim's and the project's) of one
+    batch, from its final numbers (``compiled_final``, numpy) and its records when kept (None
+    otherwise; only the project's ex-post over-usage reads them, when there is no governance
+    layer). ``max_yield`` and ``n_turns``: one for the batch, or one per arena (a sweep's
+    points). Gains are always the catches (the kernel's tally), never a change of wealth."""
+    gains, tally = final["tally"]["gains"], final["tally"]
     gov = final["gov"]
-    judged = None
+    over = judged = None
     if gov is not None:
-        gains, over, judged = gov["harvest"], gov["over"], gov["judged"]
-    else:
-        # Without sanctions, gains are the wealth change: the same numbers with or without
-        # history (a sum over records would differ from it in the last bits).
-        gains = final["wealth"] - final["wealth0"]
-        over = None
-        if "over" in final:  # counted by the run program (compiled_whole_history)
-            over, judged = final["over"]
-        elif rec is not None:  # a NaN cooperation_index on a played turn: no share (kernels/metrics.py)
-            defined = ~np.isnan(np.asarray(rec.metrics["cooperation_index"]))
-            _, over, judged = govsim.from_records(rec.actual, rec.regen, rec.played, defined)
-    return govsim.govsim_columns(final["turns_played"], n_turns, f0, gains, over, judged)
+        over, judged = gov["over"], gov["judged"]
+    elif "over" in final:  # counted by the run program (compiled_whole_history)
+        over, judged = final["over"]
+    elif rec is not None:  # a NaN cooperation_index on a played turn: no share (kernels/metrics.py)
+        defined = ~np.isnan(np.asarray(rec.metrics["cooperation_index"]))
+        over, judged = govsim.from_records(rec.actual, rec.regen, rec.played, defined)
+    turns = final["turns_played"]
+    return {**govsim.project_metrics(turns, n_turns, max_yield, gains, over, judged),
+            **govsim.govsim_metrics(turns, n_turns, final["govsim_f0"], gains, tally["over"])}
 
 
 def default_chunk(n_turns: int) -> int:

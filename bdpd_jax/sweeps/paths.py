@@ -127,12 +127,7 @@ class ConfigBase:
 
 
 def config_base(config: ArenaConfig) -> ConfigBase:
-    full, given = config.model_dump(), config.model_dump(exclude_unset=True)
-    if config.model.engineMode == "seneca":  # filled in by ModelConfig's validator, which
-        for d in (full, given):  # rejects them when given back on a seneca engine
-            for k in ("collapseDie", "useHiddenReserve", "hiddenReserveInitial"):
-                d.get("model", {}).pop(k, None)
-    return ConfigBase(full, given)
+    return ConfigBase(config.model_dump(), config.model_dump(exclude_unset=True))
 
 
 def check_paths(base: ConfigBase, names: Sequence[str]) -> None:

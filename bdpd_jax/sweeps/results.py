@@ -12,12 +12,14 @@ import numpy as np
 import pandas as pd
 
 from ..kernels.metrics import METRICS
+from ..results.govsim import GOVSIM_COLUMNS
 
 Z95 = 1.96
 # Per-arena outcomes aggregated per point (plus ``mean_<metric>`` and HISTORY_OUTCOMES when
-# history was kept). ``efficiency``, ``gini`` and ``fines_total`` are what governance searches
+# history was kept): the project's and GovSim's (bdpd_jax/results/govsim.py; the paper's table
+# is their means). ``efficiency``, ``gini`` and ``fines_total`` are what governance searches
 # rank rules by (bdpd_jax.search).
-POINT_OUTCOMES = ("survived", "collapse_turn", "survival_time", "wealth_mean", "efficiency", "gini")
+POINT_OUTCOMES = ("survived", "collapse_turn", "survival_time", "wealth_mean", "efficiency", "gini") + GOVSIM_COLUMNS
 HISTORY_OUTCOMES = ("fines_total",)
 
 # ----------------------------------------------------------------------------- results

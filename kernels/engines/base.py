@@ -8,7 +8,7 @@ seed's interface (``step``, ``stepOne``, ``checkEnd``, ``extraObservations``) ma
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar
 
 import jax
 
@@ -23,11 +23,23 @@ class Engine:
     recorded: ClassVar[tuple[str, ...]] = ()
     #: model features this engine has (checked by the host): ``regen_rate``, ``capacity``,
     #: ``threshold`` (params fields perturbations may rewrite), ``stock`` (settable by
-    #: ``with_stock``), ``hidden_reserve``. kernels/perturb.py REQUIRES maps types to them.
+    #: ``with_stock``), ``hidden_reserve``, ``die`` (the collapse die). kernels/perturb.py
+    #: REQUIRES maps types to them.
     features: ClassVar[frozenset[str]] = frozenset()
 
-    def params_from_model(self, model: Mapping[str, Any]) -> Any:
-        """Build this engine's params pytree from the validated ``model`` config block."""
+    @property
+    def hidden_reserve(self) -> bool:
+        """Whether this engine has a hidden reserve (a declared feature)."""
+        return "hidden_reserve" in self.features
+
+    @property
+    def die(self) -> bool:
+        """Whether this engine has a collapse die (a declared feature)."""
+        return "die" in self.features
+
+    def params_from_model(self, model: Any) -> Any:
+        """Build this engine's params pytree from the validated ``model`` config block (read by
+        attribute: the host's config model already applied every default and bound)."""
         raise NotImplementedError
 
     def init(self, params: Any) -> Any:
@@ -58,10 +70,19 @@ class Engine:
 
         return jnp.ones(())
 
-    def sustainable_yield(self, model: Mapping[str, Any]) -> float:
-        """The sustainable total harvest per turn (GovSim's f0) of a config's ``model`` block,
-        NaN where the engine has no closed form. Host-side (plain floats, not traced)."""
+    def sustainable_yield(self, model: Any) -> float:
+        """The maximum sustainable total harvest per turn of a validated ``model`` block (the
+        project's ``efficiency`` reference), NaN where the engine has no closed form.
+        Host-side (plain floats, not traced)."""
         return float("nan")
+
+    def sustainability_threshold(self, stock: jax.Array, params: Any) -> jax.Array:
+        """f(stock): the largest total harvest after which this engine's regrowth restores
+        ``stock`` (float[]; GovSim's sustainability threshold), NaN where it is not defined.
+        GovSim's f0 is f at the initial stock."""
+        import jax.numpy as jnp
+
+        return jnp.full_like(stock, jnp.nan)
 
     def share_defined(self, regen: jax.Array) -> jax.Array:
         """Whether this turn's ``regen`` gives a sustainable share regen/N (bool[]). The turn

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any
 
 import equinox as eqx
 import jax
@@ -51,26 +51,37 @@ def die_draw(excess, reserve, u, sides, success):
 
 class Logistic(Engine):
     name = "logistic"
-    variables = ("commonsStock", "regenRate", "commonsCapacity", "threshold", "commonsRatio")
+    variables = ("commonsStock", "regenRate", "commonsCapacity", "threshold", "commonsRatio",
+                 "sustainabilityThreshold")
     recorded = ("reserve",)
-    features = frozenset({"hidden_reserve", "capacity", "threshold", "regen_rate", "stock"})
+    features = frozenset({"hidden_reserve", "die", "capacity", "threshold", "regen_rate", "stock"})
 
-    def params_from_model(self, model: Mapping[str, Any]) -> LogisticParams:
-        die = model.get("collapseDie") or {}
+    def params_from_model(self, model: Any) -> LogisticParams:
+        die = model.collapseDie
         return LogisticParams(
-            regen_rate=farr(model["regenRate"]),
-            capacity=farr(model["commonsCapacity"]),
-            threshold=farr(model["threshold"]),
-            initial=farr(model["commonsInitial"]),
-            use_reserve=np.asarray(bool(model["useHiddenReserve"])),
-            reserve0=farr(model["hiddenReserveInitial"]),
-            die_sides=farr(die.get("sides", DIE_DEFAULTS["sides"])),
-            die_success=farr(die.get("successThreshold", DIE_DEFAULTS["successThreshold"])),
+            regen_rate=farr(model.regenRate),
+            capacity=farr(model.commonsCapacity),
+            threshold=farr(model.threshold),
+            initial=farr(model.commonsInitial),
+            use_reserve=np.asarray(bool(model.useHiddenReserve)),
+            reserve0=farr(model.hiddenReserveInitial),
+            die_sides=farr(die.sides),
+            die_success=farr(die.successThreshold),
         )
 
-    def sustainable_yield(self, model: Mapping[str, Any]) -> float:
+    def sustainable_yield(self, model: Any) -> float:
         """Maximum sustainable yield of logistic growth: r K / 4 (at stock K / 2)."""
-        return float(model["regenRate"]) * float(model["commonsCapacity"]) / 4.0
+        return float(model.regenRate) * float(model.commonsCapacity) / 4.0
+
+    def sustainability_threshold(self, stock: jax.Array, params: LogisticParams) -> jax.Array:
+        """The remainder x = s - h restores s when x + r x (1 - x/K) = s; its smaller root,
+        written 2 s / ((1 + r) + sqrt((1 + r)^2 - 4 r s / K)) so that r = 0 needs no division."""
+        r, s = params.regen_rate, jnp.maximum(stock, 0.0)
+        k = jnp.maximum(params.capacity, jnp.finfo(s.dtype).tiny)
+        disc = (1.0 + r) ** 2 - 4.0 * r * s / k
+        x = 2.0 * s / jnp.maximum((1.0 + r) + jnp.sqrt(jnp.maximum(disc, 0.0)), jnp.finfo(s.dtype).tiny)
+        # no remainder regrows to s (disc < 0, far above K): nothing can be taken sustainably
+        return jnp.where(disc >= 0, jnp.maximum(s - x, 0.0), 0.0)
 
     def init(self, params: LogisticParams) -> LogisticState:
         reserve = jnp.where(params.use_reserve, params.reserve0, 0.0)

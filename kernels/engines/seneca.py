@@ -21,7 +21,7 @@ and its game ends (``check_end`` is True), so no NaN reaches stocks, wealth or m
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any
 
 import diffrax
 import equinox as eqx
@@ -194,28 +194,27 @@ class Seneca(Engine):
     recorded = ("capital", "pollution", "solver_failed")
     features = frozenset({"stock"})  # commons_shock moves R; no regen_rate/capacity/threshold/reserve
 
-    def params_from_model(self, model: Mapping[str, Any]) -> SenecaParams:
-        s = model.get("seneca") or {}
-        g = lambda k: s.get(k, DEFAULTS[k])  # noqa: E731
+    def params_from_model(self, model: Any) -> SenecaParams:
+        s = model.seneca
         return SenecaParams(
-            k1=farr(g("k1")),
-            k2=farr(g("k2")),
-            l1=farr(g("l1")),
-            l2=farr(g("l2")),
-            l3=farr(g("l3")),
-            initial=farr(model.get("commonsInitial") or 1.0),
-            capital0=farr(g("capitalSeed")),
-            pollution0=farr(g("pollutionSeed")),
-            dt=farr(g("dt")),
-            harvest_scale=farr(g("harvestScale")),
-            collapse_fraction=farr(g("collapseFraction")),
-            rtol=farr(g("rtol")),
-            atol=farr(g("atol")),
-            solver=str(g("solver")),
-            substeps=int(g("substeps")),
-            adaptive=bool(g("adaptive")),
-            max_steps=int(g("maxSteps")),
-            integrator=str(g("integrator")),
+            k1=farr(s.k1),
+            k2=farr(s.k2),
+            l1=farr(s.l1),
+            l2=farr(s.l2),
+            l3=farr(s.l3),
+            initial=farr(model.commonsInitial),
+            capital0=farr(s.capitalSeed),
+            pollution0=farr(s.pollutionSeed),
+            dt=farr(s.dt),
+            harvest_scale=farr(s.harvestScale),
+            collapse_fraction=farr(s.collapseFraction),
+            rtol=farr(s.rtol),
+            atol=farr(s.atol),
+            solver=str(s.solver),
+            substeps=int(s.substeps),
+            adaptive=bool(s.adaptive),
+            max_steps=int(s.maxSteps),
+            integrator=str(s.integrator),
         )
 
     def init(self, params: SenecaParams) -> SenecaState:

@@ -1,0 +1,51 @@
+"""The sustainability threshold and the running totals GovSim's metrics read.
+
+f(stock) is each engine's (``Engine.sustainability_threshold``): the largest total harvest
+after which its regrowth restores the stock. A player's share of it, the observation
+variable ``sustainabilityThreshold`` and the line GovSim's over-usage counts against, is
+f / N, or (floor f) // N in whole units (GovSim's (h // 2) // N). Written once, here.
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+
+class Tally(eqx.Module):
+    """Per-arena totals kept every turn, so runs without history get GovSim's metrics."""
+
+    gains: jax.Array  # float[N], each player's total catch (what it received, never wealth)
+    over: jax.Array  # int32[], (player, turn) catches above the per-player threshold
+
+
+def init_tally(n_players: int, dtype) -> Tally:
+    return Tally(gains=jnp.zeros((n_players,), dtype), over=jnp.zeros((), jnp.int32))
+
+
+def per_player(f: jax.Array, n_players, whole_units: jax.Array) -> jax.Array:
+    """A player's share of the threshold ``f``: f / N, or floor(floor(f) / N) in whole units."""
+    n = jnp.asarray(n_players, f.dtype)
+    return jnp.where(whole_units, jnp.floor(jnp.floor(f) / n), f / n)
+
+
+def threshold_now(game, engine_state, params) -> jax.Array:
+    """The per-player sustainability threshold at ``engine_state`` (float[]; NaN where the
+    engine defines none). ``params``: the arena's (effective) Params."""
+    f = game.engine.sustainability_threshold(game.engine.stock(engine_state), params.engine)
+    return per_player(f, game.n_players, params.whole_units)
+
+
+def f0(game, params) -> jax.Array:
+    """GovSim's f(0): the total threshold at the initial stock (floored in whole units)."""
+    eng = game.engine
+    f = eng.sustainability_threshold(eng.stock(eng.init(params.engine)), params.engine)
+    return jnp.where(params.whole_units, jnp.floor(f), f)
+
+
+def add(tally: Tally, actual: jax.Array, threshold: jax.Array, live: jax.Array) -> Tally:
+    """One turn's catches (float[N]) against the threshold from the stock before the harvest;
+    the collapse turn counts (GovSim's over-usage)."""
+    over = jnp.sum((actual > threshold) & live).astype(jnp.int32)
+    return Tally(gains=tally.gains + jnp.where(live, actual, 0.0), over=tally.over + over)
