@@ -9,7 +9,6 @@ apply_env()
 import re  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
-from typing import Optional  # noqa: E402
 
 import typer  # noqa: E402
 
@@ -17,12 +16,11 @@ app = typer.Typer(add_completion=False, help="BDPD commons arenas, vectorized in
                   pretty_exceptions_enable=False)
 
 
-def fail(exc: BaseException) -> "typer.Exit":
+def fail(exc: BaseException) -> typer.Exit:
     """Print ``error: <message>`` on stderr (no traceback, no rich markup read from the
     message) and return the exit (code 2, like a usage error) to raise."""
-    from rich.console import Console
-
     from pydantic import ValidationError
+    from rich.console import Console
 
     if isinstance(exc, ValidationError):  # one line per error: where, what, the value
         msg = "\n".join(_pydantic_line(e) for e in exc.errors())
@@ -49,7 +47,7 @@ def _escape(text: str) -> str:
     return escape(text)
 
 
-def check_out_dir(out: Optional[Path]) -> None:
+def check_out_dir(out: Path | None) -> None:
     """--out must be a directory (or not exist yet) that can be written: checked before the run."""
     if out is None:
         return
@@ -65,7 +63,7 @@ def check_out_dir(out: Optional[Path]) -> None:
         raise ValueError(f"--out: {str(out)!r} is not writable")
 
 
-def summary_table(results) -> "tuple[dict, list[tuple[str, float, float]]]":
+def summary_table(results) -> tuple[dict, list[tuple[str, float, float]]]:
     """Survival rate, mean collapse turn and final wealth by strategy, from a Results."""
     s = results.summary
     n = len([c for c in s.columns if c.startswith("wealth_")])
@@ -85,11 +83,11 @@ def summary_table(results) -> "tuple[dict, list[tuple[str, float, float]]]":
 
 @app.command()
 def run(
-    config: Optional[Path] = typer.Argument(None, help="Arena config JSON (default: the shipped logistic example)"),
+    config: Path | None = typer.Argument(None, help="Arena config JSON (default: the shipped logistic example)"),
     arenas: int = typer.Option(4096, "--arenas", "-n", help="Number of arenas"),
     seed: int = typer.Option(0, "--seed", help="Seed of the run"),
-    out: Optional[Path] = typer.Option(None, "--out", help="Directory for parquet results"),
-    turns: Optional[int] = typer.Option(None, "--turns", help="Turns to play (default: model.maxTurns)"),
+    out: Path | None = typer.Option(None, "--out", help="Directory for parquet results"),
+    turns: int | None = typer.Option(None, "--turns", help="Turns to play (default: model.maxTurns)"),
     history: bool = typer.Option(True, "--history/--no-history", help="Keep per-turn frames"),
     generator: str = typer.Option("hash", "--generator", help="hash | threefry"),
     no_talk: bool = typer.Option(False, "--no-talk", help="Cheap talk off: drop every player's scripted talk (003_*)"),
@@ -145,8 +143,8 @@ def run(
 def sweep(
     spec: Path = typer.Argument(..., help="Sweep spec (TOML): config, grid/samples/points, replicates, seed"),
     out: Path = typer.Option(..., "--out", help="Directory for the parquet parts (re-running resumes)"),
-    scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Dask scheduler address (tcp://host:8786)"),
-    devices: Optional[int] = typer.Option(None, "--devices", help="Local devices to shard over (default: all)"),
+    scheduler: str | None = typer.Option(None, "--scheduler", help="Dask scheduler address (tcp://host:8786)"),
+    devices: int | None = typer.Option(None, "--devices", help="Local devices to shard over (default: all)"),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace a different sweep already in --out"),
 ) -> None:
     """Run a parameter sweep chunk by chunk into --out (bdpd_jax/sweeps/sweep_file.py)."""
@@ -173,13 +171,13 @@ def serve(
     host: str = typer.Option("127.0.0.1", "--host", help="Interface to listen on"),
     port: int = typer.Option(3000, "--port", help="TCP port (the seed's 3000)"),
     arenas: Path = typer.Option(Path("arenas"), "--arenas", help="Folder of the arenas (meta.json, turns.jsonl, ...)"),
-    cors: Optional[list[str]] = typer.Option(None, "--cors", help="Allowed CORS origin (repeat; '*' for any)"),
+    cors: list[str] | None = typer.Option(None, "--cors", help="Allowed CORS origin (repeat; '*' for any)"),
     no_talk: bool = typer.Option(False, "--no-talk", help="New arenas default to noTalk (harvest only)"),
     workers: int = typer.Option(2, "--workers", help="Kernel-bound arena ticks running at once"),
     switch_ms: float = typer.Option(1.0, "--switch-ms", help="Python's thread switch interval (ms)"),
     group_ticks: bool = typer.Option(True, "--group-ticks/--no-group-ticks",
                                      help="Tick auto arenas sharing a compiled game and interval together"),
-    operator: Optional[Path] = typer.Option(None, "--operator",
+    operator: Path | None = typer.Option(None, "--operator",
                                             help="JSON file of LLM credentials and allowed endpoints (operator only)"),
 ) -> None:
     """Serve the HTTP API (004_* A.2) and the dashboard at http://HOST:PORT/."""

@@ -21,7 +21,6 @@ import numpy as np
 
 from bdpd_jax.build.game import broadcast_batch, build
 from bdpd_jax.config.game import ArenaConfig
-
 from bdpd_jax.run import simulate as sim
 
 PLAIN = {

@@ -21,15 +21,16 @@ import json
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from fastapi.testclient import TestClient  # noqa: E402
+from payloads import SEED_LOGISTIC  # noqa: E402
 
 from bdpd_jax.host.server import create_app  # noqa: E402
-from payloads import SEED_LOGISTIC  # noqa: E402
 
 LIMIT_S = 10.0
 REFUSED = {400, 401, 403, 404, 405, 409, 413, 422}

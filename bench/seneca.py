@@ -17,11 +17,11 @@ from __future__ import annotations
 import argparse
 import time
 
-import bdpd_jax as bj  # noqa: F401  (applies XLA_FLAGS / EQX_ON_ERROR before jax is used)
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+import bdpd_jax as bj  # noqa: F401  (applies XLA_FLAGS / EQX_ON_ERROR before jax is used)
 from bdpd_jax.kernels.engines import get_engine
 from bdpd_jax.kernels.engines.seneca import vector_field
 

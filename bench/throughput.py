@@ -51,7 +51,6 @@ import bdpd_jax  # noqa: E402
 from bdpd_jax.build.game import broadcast_batch, build  # noqa: E402
 from bdpd_jax.run.simulate import arena_keys, compiled_init, compiled_run  # noqa: E402
 
-
 PLAYED: dict[tuple[int, int], int] = {}
 
 
@@ -270,8 +269,8 @@ def bench_skip_seed(b: int = 16384, turns: int = 3000) -> dict:
     with skipping, against the full scan of every turn (chunks of 1000 turns, no skipping:
     the run before skipping). Same results checked."""
     import functools
-    from bdpd_jax.run import runner
 
+    from bdpd_jax.run import runner
     from bdpd_jax.run import simulate as sim
     cfg = seed_payload(turns)
     out = {}

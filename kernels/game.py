@@ -55,7 +55,7 @@ class Game:
         return tuple(out)
 
     @staticmethod
-    def of(engine: str | Engine, n_players: int, policies: tuple, **kw) -> "Game":
+    def of(engine: str | Engine, n_players: int, policies: tuple, **kw) -> Game:
         eng = get_engine(engine) if isinstance(engine, str) else engine
         return Game(engine=eng, n_players=n_players, policies=tuple(policies), **kw)
 

@@ -10,7 +10,8 @@ the live tools and their JSON schema). The pact table itself is kernels/pacts.py
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp

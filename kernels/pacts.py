@@ -25,8 +25,19 @@ from . import unroll
 from .barrier import materialize, materialize_mask
 from .metrics import EPS  # the one numerical tolerance: a harvest exactly at a limit keeps it
 from .pact_terms import (  # noqa: F401 (the term registry, re-exported: P.register_term etc.)
-    HARVEST_CAP, NO_AGGRESSION, NUMBERS, Limit, TermField, TermType, TurnContext, register_term, term_code,
-    term_names, term_type, unregister_term, valid_terms,
+    HARVEST_CAP,
+    NO_AGGRESSION,
+    NUMBERS,
+    Limit,
+    TermField,
+    TermType,
+    TurnContext,
+    register_term,
+    term_code,
+    term_names,
+    term_type,
+    unregister_term,
+    valid_terms,
 )
 
 # status codes of a slot; INACTIVE: a regulator's reserved slot binding no one (kernels/governance_agent.py)

@@ -42,13 +42,14 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
+from . import perturb_types as _builtin  # noqa: F401  (the eight built-in types register on import)
 from .layers import Layer
 from .metrics import gini
 from .observe import env_values
 from .params import ENV_VARS, farr
+from .perturb_registry import ALL, View, perturbation_type, type_code, type_names
+from .perturb_registry import supported as supported  # re-exported: the host asks perturb.supported(engine, type)
 from .state import still_playing
-from . import perturb_types as _builtin  # noqa: F401  (the eight built-in types register on import)
-from .perturb_registry import ALL, View, perturbation_type, supported, type_code, type_names
 
 
 def __getattr__(name: str):

@@ -9,7 +9,8 @@ called, so a type registered later works everywhere.
 
 from __future__ import annotations
 
-from typing import Callable, Literal, NamedTuple
+from collections.abc import Callable
+from typing import Literal, NamedTuple
 
 import jax
 

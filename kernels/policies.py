@@ -9,8 +9,8 @@ the step consumes requests from any source.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import jax
 import jax.numpy as jnp
@@ -38,10 +38,10 @@ class Policy:
 
     # Equal by (fn, name, memory_size) and immutable: copies (and the re-validated configs of
     # sweep points) are the same policy, so they share one Game and one compiled program.
-    def __copy__(self) -> "Policy":
+    def __copy__(self) -> Policy:
         return self
 
-    def __deepcopy__(self, memo) -> "Policy":
+    def __deepcopy__(self, memo) -> Policy:
         return self
 
     def decide(self, obs: dict, memory: jax.Array, ctx: dict):

@@ -25,9 +25,9 @@ import jax
 import jax.numpy as jnp
 
 from .game import Game
+from .layers import has_hook
 from .params import Params
 from .state import ArenaState, still_playing
-from .layers import has_hook
 from .turn import play, prepare, prewrite, prewrite_busy
 
 BATCH_AXIS = -1

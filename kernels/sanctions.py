@@ -10,7 +10,7 @@ a sweep over ladder values and lengths compiles once.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import equinox as eqx
 import jax

@@ -13,8 +13,8 @@ whatever the lengths, for tests comparing the two (trace a fresh function inside
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Callable, Iterator
 
 import jax
 import jax.numpy as jnp

@@ -29,8 +29,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from bdpd_jax.build.game import build  # noqa: E402
-from bdpd_jax.config.game import ArenaConfig  # noqa: E402
 from bdpd_jax.build.governance import stack_batch  # noqa: E402
+from bdpd_jax.config.game import ArenaConfig  # noqa: E402
 from bdpd_jax.kernels.metrics import METRICS  # noqa: E402
 from bdpd_jax.run import simulate as sim  # noqa: E402
 

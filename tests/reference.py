@@ -8,7 +8,7 @@ Random numbers are not generated here; the caller feeds the same draws the kerne
 from __future__ import annotations
 
 import math
-from typing import Iterator
+from collections.abc import Iterator
 
 ENV = ["commonsStock", "regenRate", "commonsCapacity", "threshold", "commonsRatio",
        "capitalStock", "pollutionLevel", "nPlayers", "turn"]

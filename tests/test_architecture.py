@@ -12,7 +12,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-
 ROOT = Path(__file__).resolve().parents[1]
 ALLOWED_THIRD_PARTY_IN_KERNELS = {"jax", "jaxlib", "numpy", "equinox", "diffrax", "typing", "dataclasses",
                                   "functools", "math", "collections", "__future__", "enum", "abc", "contextlib",

@@ -107,7 +107,7 @@ def test_no_recompile_across_parameter_values(noisy_config):
         cfg["players"][1]["intensity"] = intensity
         cfg["players"][0]["privateResource"] = wealth
         bdpd_jax.simulate(cfg, n_arenas=16, seed=5)
-    assert TRACES == before, "changing parameter values must not retrace"
+    assert before == TRACES, "changing parameter values must not retrace"
 
 
 def test_maxturns_is_dynamic(noisy_config):
@@ -117,7 +117,7 @@ def test_maxturns_is_dynamic(noisy_config):
     cfg["model"]["maxTurns"] = 20
     cfg["model"]["threshold"] = 0.0
     r = bdpd_jax.simulate(cfg, n_arenas=4, seed=0, chunk_turns=20)
-    assert TRACES == before
+    assert before == TRACES
     assert r.summary.turns_played.max() <= 20
 
 

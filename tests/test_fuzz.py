@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from payloads import HEAVY, MIXED_PLAYERS, SEED_LOGISTIC
 
 import bdpd_jax
 from bdpd_jax import ArenaConfig, Policy
 from bdpd_jax.build.game import build
-from payloads import HEAVY, MIXED_PLAYERS, SEED_LOGISTIC
 
 TURNS, ARENAS = 4, 2
 DEADLINE = datetime.timedelta(seconds=60)  # generous: the machine is shared; a hang is minutes

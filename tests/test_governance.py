@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import reference_governance as R
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -18,8 +19,6 @@ from bdpd_jax.kernels import pacts as P
 from bdpd_jax.kernels import sanctions as S
 from bdpd_jax.kernels.metrics import METRICS, governance_metrics
 from bdpd_jax.run.simulate import simulate
-
-import reference_governance as R
 
 N, SLOTS, WIDTH = 4, 4, 4
 STATUS = {0: None, 1: "proposed", 2: "active", 3: "rejected"}
@@ -304,9 +303,10 @@ def test_govsim_summary_columns(gov_run):
 
 def test_sweep_tolerance_ladder_regen_compiles_once():
     from payloads import SEED_LOGISTIC
-    from bdpd_jax.run import simulate as sim
+
     from bdpd_jax.build.game import build
     from bdpd_jax.build.governance import stack_batch
+    from bdpd_jax.run import simulate as sim
 
     cells = []
     for tol in (0.0, 0.2):

@@ -15,20 +15,20 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import reference_governance as R
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from payloads import MIXED_PLAYERS, SEED_LOGISTIC, SEED_SENECA
 
 import bdpd_jax
-import reference_governance as R
 from bdpd_jax.build.game import build
 from bdpd_jax.config.game import ArenaConfig
+from bdpd_jax.config.plugins import PluginSpec, register_plugin
 from bdpd_jax.kernels import governance_agent as G
 from bdpd_jax.kernels import pacts as P
 from bdpd_jax.kernels import plugins as K
 from bdpd_jax.kernels.turn import play
-from bdpd_jax.config.plugins import PluginSpec, register_plugin
 from bdpd_jax.run.runner import arena_keys
-from payloads import MIXED_PLAYERS, SEED_LOGISTIC, SEED_SENECA
 
 N = 4
 LADDER = [1.0, 3.0, 10.0]

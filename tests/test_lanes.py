@@ -10,20 +10,20 @@ import functools
 import jax
 import numpy as np
 import pytest
+from test_skip_ended import _cfg, _leaves_equal, eager  # noqa: F401 (a fixture)
 
 from bdpd_jax.build.game import broadcast_batch, build
 from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.kernels.rollout import init_batch, lane_cuts, run_turns
 from bdpd_jax.run import runner
-from test_skip_ended import _cfg, _leaves_equal, eager  # noqa: F401 (a fixture)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _game(governed: bool):
     return build(ArenaConfig.model_validate(_cfg(governed)))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _run(governed: bool, b: int, history: bool, every: int, stop: bool, lanes: int):
     game, params = _game(governed)
     pb = broadcast_batch(params, b)

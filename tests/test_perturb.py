@@ -10,16 +10,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from reference_perturb import RefPerturbArena
+from test_reference import draws, successes
 
 from bdpd_jax import simulate
 from bdpd_jax.build.game import broadcast_batch, build
 from bdpd_jax.config.game import ArenaConfig
+from bdpd_jax.config.perturbations import compile_spec
 from bdpd_jax.kernels import rng
 from bdpd_jax.kernels.perturb import TYPES, apply_perturbation
 from bdpd_jax.kernels.turn import begin, decide, step
-from bdpd_jax.config.perturbations import compile_spec
-from reference_perturb import RefPerturbArena
-from test_reference import draws, successes
 
 PLAYERS = [
     {"strategy": "conservative", "privateResource": 30},

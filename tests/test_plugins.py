@@ -11,16 +11,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import reference_governance as R
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from payloads import MIXED_PLAYERS, SEED_LOGISTIC
 
 import bdpd_jax
-import reference_governance as R
+from bdpd_jax.config.plugins import PluginSpec, register_plugin
 from bdpd_jax.host.arena import Arena
 from bdpd_jax.kernels import plugins as K
 from bdpd_jax.kernels import voluntary_sanction as V
-from bdpd_jax.config.plugins import PluginSpec, register_plugin
-from payloads import MIXED_PLAYERS, SEED_LOGISTIC
 
 N = 4
 RULES = st.sampled_from(["never", "always", "reciprocal"]) | st.tuples(st.just("if_richer_than"),

@@ -7,10 +7,11 @@ import copy
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
+from payloads import SEED_LOGISTIC
 
 import bdpd_jax
-from payloads import SEED_LOGISTIC
 
 PLAYERS = [
     {"strategy": "aggressive", "intensity": 0.5},

@@ -14,19 +14,20 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
+from reference import RefArena
 
 from bdpd_jax.build.game import build
 from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.kernels import rng
 from bdpd_jax.kernels.params import ENV_VARS, OBS_VARS
 from bdpd_jax.kernels.turn import decide, step
-from reference import RefArena
 
 STRATS = ["aggressive", "conservative", "adaptive", "random", "rcp", "idle"]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _draw_fn(n: int, x64: bool):
     """One jitted program for all of a turn's draws (eager calls per draw are slow)."""
     names = ENV_VARS + ("myWealth", "myCapacity")
@@ -67,7 +68,7 @@ def successes(u: float, model: dict) -> float:
     return math.floor(math.log(u) / math.log(p))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def compiled(game, x64: bool):
     """One jitted init/decide/step per game (and dtype mode), shared by all examples."""
     return (
@@ -171,8 +172,6 @@ def test_float32_default_matches_reference_closely(logistic_config):
 
 def test_die_collapse_probability_matches_the_rule():
     """Monte Carlo over arenas: P(no collapse) for n excess units is (s/sides)^n."""
-    from bdpd_jax import simulate
-
     cfg = {
         "model": {"maxPlayers": 1, "minPlayers": 1, "maxTurns": 1, "commonsInitial": 10, "commonsCapacity": 100,
                   "threshold": 0, "hiddenReserveInitial": 50, "collapseDie": {"sides": 6, "successThreshold": 4}},

@@ -9,11 +9,11 @@ import copy
 
 import numpy as np
 import pytest
+from payloads import SEED_LOGISTIC
 
 import bdpd_jax
 from bdpd_jax.host.arena import Arena
 from bdpd_jax.host.persist import read_jsonl
-from payloads import SEED_LOGISTIC
 
 # 000_* section 2.4, verbatim
 AUTO = {"id": "auto-sanction", "type": "sanction", "trigger": {"kind": "pact_violation", "termType": "harvest_cap"},

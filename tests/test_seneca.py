@@ -166,7 +166,7 @@ def test_no_recompile_across_parameter_values():
     before = dict(TRACES)
     for k1 in (0.05, 0.5):
         bj.simulate(cfg(turns=50, seneca={"k1": k1, "l2": 0.02, "harvestScale": 0.5}), n_arenas=3, progress=False)
-    assert TRACES == before
+    assert before == TRACES
 
 
 # --- harvest coupling, collapse, failure -----------------------------------------------------

@@ -11,13 +11,12 @@ import jax
 import numpy as np
 import pandas as pd
 import pytest
-
-import bdpd_jax
-from bdpd_jax.run import runner
-from bdpd_jax.build.game import broadcast_batch, build
-from bdpd_jax.config.game import ArenaConfig
 from payloads import MIXED_PLAYERS, SEED_LOGISTIC
 
+import bdpd_jax
+from bdpd_jax.build.game import broadcast_batch, build
+from bdpd_jax.config.game import ArenaConfig
+from bdpd_jax.run import runner
 from bdpd_jax.run import simulate as SIM
 
 # scripted talk, a pact, sanctions and perturbations: the layers' state freezes too

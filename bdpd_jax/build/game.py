@@ -9,14 +9,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..config.game import ArenaConfig
-from .governance import governance as governance_layer
-from .governance import uses_governance
+from ..config.perturbations import arena_specs, compile_specs, override_strategies, perturb_layer
+from ..config.policy_check import check_policy_outputs
 from ..kernels.engines import get_engine
 from ..kernels.game import Game
 from ..kernels.params import OBS_VARS, OWN_VARS, RESOLUTIONS, ObsParams, Params, PlayerParams, farr
 from ..kernels.policies import BUILTINS, Policy
-from ..config.policy_check import check_policy_outputs
-from ..config.perturbations import arena_specs, compile_specs, override_strategies, perturb_layer
+from .governance import governance as governance_layer
+from .governance import uses_governance
 
 
 def policies_of(config: ArenaConfig, extra: tuple = ()) -> tuple[tuple, list[int]]:

@@ -7,12 +7,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..config.governance import player_index
+from ..config.perturbations import SANCTION_TYPES
 from ..kernels import pacts as P
 from ..kernels import sanctions as S
 from ..kernels import talk as T
 from ..kernels.governance import GovernanceLayer, GovParams
 from ..kernels.params import farr
-from ..config.perturbations import SANCTION_TYPES
 
 
 def sanction_specs(config) -> list:

@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .game import build
 from ..config.game import ArenaConfig
-from ..results.govsim import sustainable_yield
-from ..kernels.game import Game
 from ..config.perturbations import arena_specs
+from ..kernels.game import Game
+from ..results.govsim import sustainable_yield
+from .game import build
 
 MAX_ENTRIES = 32
 
@@ -41,7 +41,7 @@ class Prepared:
     meta_json: str  # the config and players for Results.meta (loaded fresh per run)
 
 
-_CACHE: "OrderedDict[tuple, Prepared]" = OrderedDict()
+_CACHE: OrderedDict[tuple, Prepared] = OrderedDict()
 _PINNED: dict[int, Any] = {}  # objects keyed by identity: kept alive so no other takes their id
 
 

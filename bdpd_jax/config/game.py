@@ -16,8 +16,8 @@ from ..kernels.engines import ENGINES
 from ..kernels.engines.logistic import DIE_DEFAULTS
 from ..kernels.engines.seneca import DEFAULTS as SENECA
 from ..kernels.engines.seneca import HARVEST_SCALE
-from ..kernels.params import OBS_VARS, OWN_VARS, PEER_VARS
 from ..kernels.observe import QUALITATIVE_VARS, SIGN_VARS, capacity
+from ..kernels.params import OBS_VARS, OWN_VARS, PEER_VARS
 from ..kernels.policies import BUILTINS, Policy
 from ..kernels.schedule import SCHEDULERS
 from .governance import PactConfig, TalkConfig, check_governance
@@ -44,7 +44,7 @@ class CollapseDie(BaseModel):
     successThreshold: int = Field(DIE_DEFAULTS["successThreshold"], ge=0)
 
     @model_validator(mode="after")
-    def _threshold_within_sides(self) -> "CollapseDie":
+    def _threshold_within_sides(self) -> CollapseDie:
         if self.successThreshold > self.sides:
             raise ValueError(f"collapseDie.successThreshold: {self.successThreshold} exceeds sides={self.sides}")
         return self
@@ -84,7 +84,7 @@ class SenecaConfig(BaseModel):
         return known("seneca.solver", "solver", v, SOLVERS)
 
     @model_validator(mode="after")
-    def _adaptive_needs_error_estimate(self) -> "SenecaConfig":
+    def _adaptive_needs_error_estimate(self) -> SenecaConfig:
         import diffrax
 
         from ..kernels.engines.seneca import SOLVERS
@@ -126,7 +126,7 @@ class ModelConfig(BaseModel):
         return known("model.scheduler", "scheduler", v, SCHEDULERS)
 
     @model_validator(mode="after")
-    def _engine_defaults(self) -> "ModelConfig":
+    def _engine_defaults(self) -> ModelConfig:
         if self.minPlayers > self.maxPlayers:
             raise ValueError(f"model.minPlayers: {self.minPlayers} > maxPlayers={self.maxPlayers}")
         if "threshold" in ENGINES[self.engineMode].features and self.threshold > self.commonsCapacity:
@@ -220,7 +220,7 @@ class ArenaConfig(BaseModel):
         return parse_plugins(v)
 
     @model_validator(mode="after")
-    def _cross_checks(self, info: ValidationInfo) -> "ArenaConfig":
+    def _cross_checks(self, info: ValidationInfo) -> ArenaConfig:
         # every real number finite in float32 with room for a product (bdpd_jax/config/limits.py);
         # a sweep checks only its swept values (the walk costs several times the validation)
         if not (info.context or {}).get("magnitudes_checked"):
@@ -263,7 +263,7 @@ class ArenaConfig(BaseModel):
         return self
 
     @classmethod
-    def load(cls, source: "ArenaConfig | dict | str | Path") -> "ArenaConfig":
+    def load(cls, source: ArenaConfig | dict | str | Path) -> ArenaConfig:
         """Accept a config, a dict, a JSON string or a path to a JSON file."""
         if isinstance(source, ArenaConfig):
             return source

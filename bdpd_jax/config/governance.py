@@ -23,8 +23,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from .terms import numbers, parse_terms
 from .limits import MAX_TURNS
+from .terms import numbers, parse_terms
 
 _STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
 

@@ -9,7 +9,7 @@ with the config's spec registry and compiles specs into slots; a type added late
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal, Union
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -50,7 +50,7 @@ class ManualTrigger(BaseModel):
     kind: Literal["manual"]
 
 
-StandardTrigger = Annotated[Union[TurnTrigger, ThresholdTrigger, ManualTrigger], Field(discriminator="kind")]
+StandardTrigger = Annotated[TurnTrigger | ThresholdTrigger | ManualTrigger, Field(discriminator="kind")]
 
 
 class FactorPayload(BaseModel):
@@ -78,7 +78,7 @@ class WealthPayload(BaseModel):
     player: int | str | None = None
 
     @model_validator(mode="after")
-    def _one_of(self) -> "WealthPayload":
+    def _one_of(self) -> WealthPayload:
         if (self.factor is None) == (self.amount is None):
             raise ValueError("payload: give exactly one of factor (multiplicative) or amount (additive)")
         return self
@@ -117,7 +117,7 @@ class ThresholdPayload(BaseModel):
     value: float | None = Field(None, ge=0)
 
     @model_validator(mode="after")
-    def _one_of(self) -> "ThresholdPayload":
+    def _one_of(self) -> ThresholdPayload:
         if (self.delta is None) == (self.value is None):
             raise ValueError("payload: give exactly one of delta (shift) or value (set)")
         return self

@@ -29,12 +29,29 @@ from ..kernels.perturb_registry import unregister_perturbation as unregister_ker
 from ..kernels.policies import BUILTINS
 from .limits import MAX_LADDER
 from .perturbation_types import (  # noqa: F401 (re-exported: the Table A.1 models are specs too)
-    ARENA_SPECS, STRICT, ArenaSpec, CapacityShockSpec, CommonsPayload, CommonsShockSpec, FactorPayload, FlipPayload,
-    ManualTrigger, ObservabilityFlipSpec, OverridePayload, RegenSetPayload, RegenSetSpec, RegenShockSpec,
-    StandardTrigger, StrategyOverrideSpec, ThresholdPayload, ThresholdShiftSpec, ThresholdTrigger, TurnTrigger,
-    WealthPayload, WealthShockSpec,
+    ARENA_SPECS,
+    STRICT,
+    ArenaSpec,
+    CapacityShockSpec,
+    CommonsPayload,
+    CommonsShockSpec,
+    FactorPayload,
+    FlipPayload,
+    ManualTrigger,
+    ObservabilityFlipSpec,
+    OverridePayload,
+    RegenSetPayload,
+    RegenSetSpec,
+    RegenShockSpec,
+    StandardTrigger,
+    StrategyOverrideSpec,
+    ThresholdPayload,
+    ThresholdShiftSpec,
+    ThresholdTrigger,
+    TurnTrigger,
+    WealthPayload,
+    WealthShockSpec,
 )
-
 
 SPEC_TYPES: dict[str, type[BaseModel]] = {}
 
@@ -191,7 +208,7 @@ def override_strategies(specs) -> tuple:
     return tuple(s.payload.strategy for s in specs if s.type == "strategy_override")
 
 
-def compile_specs(specs, config, policies: tuple, n_slots: int | None = None) -> "_pk.PerturbParams":
+def compile_specs(specs, config, policies: tuple, n_slots: int | None = None) -> _pk.PerturbParams:
     """Slots (leaves [P]) of ``specs``; padding slots are manual triggers that never fire."""
     rows = [s.numbers(config, f"perturbations[{s.id}]", policies) for s in specs]
     p = len(rows) if n_slots is None else n_slots
@@ -205,7 +222,7 @@ def compile_specs(specs, config, policies: tuple, n_slots: int | None = None) ->
     return _pk.PerturbParams(**{k: (jnp.asarray(v, jnp.int32) if k in ints else farr(v)) for k, v in cols.items()})
 
 
-def compile_spec(spec, config, policies: tuple) -> "_pk.PerturbParams":
+def compile_spec(spec, config, policies: tuple) -> _pk.PerturbParams:
     """One owner-fired spec (scalar leaves) for kernels.perturb.apply_perturbation."""
     spec = parse_perturbation(spec) if not isinstance(spec, BaseModel) else spec
     if spec.type not in ARENA_SPECS:
@@ -222,8 +239,6 @@ def compile_spec(spec, config, policies: tuple) -> "_pk.PerturbParams":
 def perturb_layer(config, perturbable: bool = False, n_slots: int | None = None, types: tuple | None = None):
     """The static PerturbLayer of a config (None when it has no Table A.1 specs and not
     ``perturbable``). ``types``/``n_slots``: a sweep's union/largest, to share one program."""
-    from ..kernels.engines import ENGINES
-
     specs = arena_specs(config)
     if not specs and not perturbable and not n_slots and not types:
         return None

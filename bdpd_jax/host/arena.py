@@ -30,20 +30,21 @@ from typing import Any
 import numpy as np
 
 from bdpd_jax.config.game import ArenaConfig
-from bdpd_jax.kernels import rng
-from bdpd_jax.host.agent_calls import own_client, live_player_config_of
+from bdpd_jax.host.agent_calls import live_player_config_of, own_client
 from bdpd_jax.host.arena_args import arena_inputs, joining_player
 from bdpd_jax.host.arena_run import ArenaRun, shown_kind, utc_now
 from bdpd_jax.host.batch_runner import LockstepBatch, slice_batch
 from bdpd_jax.host.dispatch import TOOL_SCOPES, dispatch_tool, sanction_offered
 from bdpd_jax.host.envelope import envelopes
-from bdpd_jax.host.governance_agent import GovernorSpec, attach as attach_governor
+from bdpd_jax.host.governance_agent import GovernorSpec
+from bdpd_jax.host.governance_agent import attach as attach_governor
 from bdpd_jax.host.live_game import kernel_config, live_game
+from bdpd_jax.host.operator import Operator
 from bdpd_jax.host.owner_perturb import fire_perturbation, owner_slot
 from bdpd_jax.host.persist import JsonlWriter, atomic_write_json, clean_stale_tmp
-from bdpd_jax.host.operator import Operator
 from bdpd_jax.host.players import LivePlayerConfig, make_agent
 from bdpd_jax.host.summary import summary
+from bdpd_jax.kernels import rng
 
 DEFAULT_PACT_SLOTS = 16  # a live arena's pact table when the create names none (bound: limits.MAX_PACT_SLOTS)
 DEFAULT_KEEP_RECORDS = 100  # turn records (and turns of messages) an arena keeps in memory

@@ -13,18 +13,14 @@ methods.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import datetime as _dt
+import functools
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
 import jax
 import numpy as np
 
-from bdpd_jax.kernels import rng
-from bdpd_jax.kernels.game import Game
-from bdpd_jax.kernels.governance import NAME as GOV
-from bdpd_jax.kernels.params import Params
 from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.config.perturbations import arena_specs
 from bdpd_jax.host.action_budget import ActionBudget
@@ -33,6 +29,10 @@ from bdpd_jax.host.persist import JsonlWriter
 from bdpd_jax.host.players import LivePlayerConfig
 from bdpd_jax.host.programs import EXTERNAL, has_governance
 from bdpd_jax.host.registry import PactRegistry
+from bdpd_jax.kernels import rng
+from bdpd_jax.kernels.game import Game
+from bdpd_jax.kernels.governance import NAME as GOV
+from bdpd_jax.kernels.params import Params
 
 if TYPE_CHECKING:
     from bdpd_jax.host.governance_agent import Governor
@@ -43,7 +43,7 @@ STAT_KEYS: dict[str, float] = {"totalHarvest": 0.0, "fallbacks": 0, "errors": 0,
 
 def utc_now() -> str:
     """Now, as meta.json writes it (``createdAt``, ``closedAt``)."""
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
 
 
 def shown_kind(spec: LivePlayerConfig, shown_kinds: dict[str, str]) -> str:

@@ -29,8 +29,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bdpd_jax.kernels.governance import NAME as GOV
-from bdpd_jax.kernels.state import still_playing
 from bdpd_jax.host.agent_calls import ask_agent
 from bdpd_jax.host.agents.base import AgentResult
 from bdpd_jax.host.dispatch import dispatch_tool
@@ -38,6 +36,8 @@ from bdpd_jax.host.envelope import envelopes
 from bdpd_jax.host.governance_agent import govern
 from bdpd_jax.host.programs import has_governance, programs
 from bdpd_jax.host.records import record_rows, turn_record
+from bdpd_jax.kernels.governance import NAME as GOV
+from bdpd_jax.kernels.state import still_playing
 
 if TYPE_CHECKING:
     from bdpd_jax.host.arena_run import ArenaRun

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bdpd_jax.kernels.params import OBS_VARS, PEER_VARS
 from bdpd_jax.host.registry import nums
+from bdpd_jax.kernels.params import OBS_VARS, PEER_VARS
 
 if TYPE_CHECKING:
     from bdpd_jax.host.arena_run import ArenaRun

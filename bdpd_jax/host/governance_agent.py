@@ -24,15 +24,14 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from bdpd_jax.config.limits import MAX_TURNS, check_magnitudes
 from bdpd_jax.host.agents.base import MAX_ERROR_CHARS, join_errors, truncate_error
-from bdpd_jax.host.agents.governors import (LIFT, MAX_GOV_RESPONSE_BYTES, HttpGovernor, LLMGovernor,
-                                            ScriptedGovernor)
+from bdpd_jax.host.agents.governors import LIFT, MAX_GOV_RESPONSE_BYTES, HttpGovernor, LLMGovernor, ScriptedGovernor
 from bdpd_jax.host.agents.http import check_url
 from bdpd_jax.host.agents.transport import TransportError
 from bdpd_jax.host.operator import Operator, redact_url
-from bdpd_jax.host.registry import num
 from bdpd_jax.host.players import MAX_MODEL_CHARS, MAX_NAME_CHARS, MAX_PROMPT_CHARS, MAX_URL_CHARS, player_timeout_ms
-from bdpd_jax.config.limits import MAX_TURNS, check_magnitudes
+from bdpd_jax.host.registry import num
 
 PLUGIN_TYPE = "governance_agent"
 PLUGIN_ID = "governance-agent"  # the id of the plugin an attached agent adds to the config
@@ -59,7 +58,7 @@ class GovernorSpec(BaseModel):
     script: list[dict] | None = Field(None, max_length=MAX_TURNS)
 
     @model_validator(mode="after")
-    def _fields_of_kind(self) -> "GovernorSpec":
+    def _fields_of_kind(self) -> GovernorSpec:
         if self.kind == "http":
             check_url(self.url)
         if self.kind == "llm":
@@ -186,7 +185,7 @@ def last_turn(rec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def observation(run, gov: "Governor", turn: int, in_force: dict[str, Any]) -> dict[str, Any]:
+def observation(run, gov: Governor, turn: int, in_force: dict[str, Any]) -> dict[str, Any]:
     """What the agent decides turn ``turn``'s action on (``run``: the arena's
     :class:`~bdpd_jax.host.arena_run.ArenaRun`): the last turn (null before turn 1), what its
     actions put in force (``inForce``: cap, ladder_scale, regen; null = none) and its own last
@@ -309,7 +308,7 @@ class Governor:
             action, more = parse_answer(raw, dtype)
             errors += more
             fallback = False
-        except asyncio.TimeoutError:
+        except TimeoutError:
             action, fallback = {}, True
             errors.append(f"timeout: no answer within {self.timeout_ms:g} ms")
         except TransportError as exc:

@@ -9,14 +9,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from bdpd_jax.build.game import build
-from bdpd_jax.config.game import ArenaConfig, PlayerConfig
 from bdpd_jax.build.governance import needed_slots
+from bdpd_jax.config.game import ArenaConfig, PlayerConfig
+from bdpd_jax.host.players import LivePlayerConfig
+from bdpd_jax.host.programs import EXTERNAL, has_governance
 from bdpd_jax.kernels import talk as T
 from bdpd_jax.kernels.game import Game
 from bdpd_jax.kernels.governance import NAME as GOV
 from bdpd_jax.kernels.params import Params
-from bdpd_jax.host.players import LivePlayerConfig
-from bdpd_jax.host.programs import EXTERNAL, has_governance
 
 
 def kernel_config(config: ArenaConfig, specs: list[LivePlayerConfig]) -> ArenaConfig:

@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Any
 import jax
 import jax.numpy as jnp
 
+from bdpd_jax.config.game import ArenaConfig
+from bdpd_jax.config.perturbations import arena_specs, compile_spec
+from bdpd_jax.host.batch_runner import LockstepBatch, slice_batch
+from bdpd_jax.host.registry import num
 from bdpd_jax.kernels import perturb as pk
 from bdpd_jax.kernels.perturb import PerturbLayer
 from bdpd_jax.results.perturbations import target_label
-from bdpd_jax.config.perturbations import arena_specs, compile_spec
-from bdpd_jax.config.game import ArenaConfig
-from bdpd_jax.host.batch_runner import LockstepBatch, slice_batch
-from bdpd_jax.host.registry import num
 
 if TYPE_CHECKING:
     from bdpd_jax.host.arena_run import ArenaRun

@@ -18,7 +18,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from bdpd_jax.host.agents.base import AgentResult, check_wealth, fallback_harvest, valid_harvest
-from bdpd_jax.host.agents.code import DEFAULT_TIMEOUT_MS as JS_TIMEOUT_MS, CodeAgent, compile_strategy
+from bdpd_jax.host.agents.code import DEFAULT_TIMEOUT_MS as JS_TIMEOUT_MS
+from bdpd_jax.host.agents.code import CodeAgent, compile_strategy
 from bdpd_jax.host.agents.http import HttpAgent, check_url
 from bdpd_jax.host.agents.llm import LLMAgent
 from bdpd_jax.host.operator import Operator, redact_url
@@ -63,7 +64,7 @@ class LivePlayerConfig(BaseModel):
     script: list[dict] | None = None
 
     @model_validator(mode="after")
-    def _fields_of_type(self) -> "LivePlayerConfig":
+    def _fields_of_type(self) -> LivePlayerConfig:
         t = self.agentType
         if self.apiKeyEnv is not None:
             raise ValueError("apiKeyEnv: a player cannot choose a credential; pick `credential`, a name "

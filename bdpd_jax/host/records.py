@@ -14,16 +14,16 @@ from typing import TYPE_CHECKING, Any
 import jax
 import numpy as np
 
-from bdpd_jax.kernels import pacts as P
-from bdpd_jax.kernels import perturb as pk
 from bdpd_jax.build.governance import sanction_specs
-from bdpd_jax.kernels.plugins import NAME as PLUGINS
 from bdpd_jax.config.plugins import reason_name
-from bdpd_jax.kernels.governance import NAME as GOV
-from bdpd_jax.results.governance import layer_record
-from bdpd_jax.results.perturbations import perturb_record, target_label
 from bdpd_jax.host.agents.base import AgentResult
 from bdpd_jax.host.registry import num, nums
+from bdpd_jax.kernels import pacts as P
+from bdpd_jax.kernels import perturb as pk
+from bdpd_jax.kernels.governance import NAME as GOV
+from bdpd_jax.kernels.plugins import NAME as PLUGINS
+from bdpd_jax.results.governance import layer_record
+from bdpd_jax.results.perturbations import perturb_record, target_label
 
 if TYPE_CHECKING:
     from bdpd_jax.host.arena_run import ArenaRun

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import math
 import uuid
 from typing import Any
 
@@ -27,8 +26,8 @@ import jax.numpy as jnp
 import numpy as np
 import orjson
 
-from bdpd_jax.kernels import pacts as P
 from bdpd_jax.config.terms import detail, numbers, slot_terms
+from bdpd_jax.kernels import pacts as P
 
 
 def pact_id(seed: int | str, arena: int, slot: int) -> str:

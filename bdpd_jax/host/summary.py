@@ -9,8 +9,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bdpd_jax.results.victory import report
 from bdpd_jax.host.registry import num
+from bdpd_jax.results.victory import report
 
 if TYPE_CHECKING:
     from bdpd_jax.host.arena_run import ArenaRun

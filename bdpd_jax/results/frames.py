@@ -147,7 +147,7 @@ class Results:
         return d
 
     @classmethod
-    def from_parquet(cls, directory: str | Path) -> "Results":
+    def from_parquet(cls, directory: str | Path) -> Results:
         d = Path(directory)
         if not (d / "summary.parquet").is_file():
             raise ValueError(f"directory: no summary.parquet in {str(d)!r}")

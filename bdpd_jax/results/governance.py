@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..kernels.governance import NAME
 from ..kernels import pacts as P
+from ..kernels.governance import NAME
 
 VIOLATION_COLUMNS = ("arena", "turn", "player", "pact", "termType", "ordinal")
 
@@ -73,8 +73,8 @@ def _spec_rows(rec: dict, arenas: np.ndarray, specs: list) -> pd.DataFrame:
 
 
 def _plugin_rows(rec: dict, arenas: np.ndarray, plugins: list) -> pd.DataFrame:
-    from ..kernels.plugins import NAME as PLUGINS
     from ..config.plugins import reason_name
+    from ..kernels.plugins import NAME as PLUGINS
 
     g = layer_record(rec["extra"], PLUGINS)
     if g is None:

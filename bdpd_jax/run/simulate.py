@@ -21,21 +21,32 @@ import jax
 import numpy as np
 
 from ..build.game import broadcast_batch
-from ..config.game import ArenaConfig
-from ..kernels.game import Game
-from ..kernels.rollout import init_batch, run_turns, summary_of
-from ..build.prepared import prepared
-from .runner import TRACES, SCANNED, arena_keys, compiled_init, compiled_run, key_words, keys_of, one_program, run_batch, to_numpy  # noqa: F401 (re-exported)
-from ..results import govsim
 from ..build.governance import sanction_specs
-from ..kernels.plugins import NAME as PLUGINS
-from ..results.governance import layer_record, sanctions_frame, violations_frame
+from ..build.prepared import prepared
+from ..config.game import ArenaConfig
+from ..config.limits import DEFAULT_MAX_BATCH, check_run_args, check_run_size
+from ..kernels.game import Game
 from ..kernels.governance import NAME as GOV
+from ..kernels.perturb import PerturbLayer
+from ..kernels.plugins import NAME as PLUGINS
+from ..kernels.rollout import init_batch, run_turns, summary_of
+from ..results import govsim
+from ..results.frames import Results, players_frame, summary_frame, turns_frame
+from ..results.governance import layer_record, sanctions_frame, violations_frame
 from ..results.perturbations import perturbations_frame
 from ..results.plugins import governance_actions_frame
-from ..kernels.perturb import PerturbLayer
-from ..results.frames import Results, players_frame, summary_frame, turns_frame
-from ..config.limits import DEFAULT_MAX_BATCH, check_run_args, check_run_size
+from .runner import (  # noqa: F401 (re-exported)
+    SCANNED,
+    TRACES,
+    arena_keys,
+    compiled_init,
+    compiled_run,
+    key_words,
+    keys_of,
+    one_program,
+    run_batch,
+    to_numpy,
+)
 
 PERTURB = PerturbLayer.name  # the perturbation layer's record key
 

@@ -5,15 +5,15 @@ applying values to a validated copy of the config. Used by :mod:`bdpd_jax.sweep`
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 from pydantic import ValidationError
 
-from ..config.limits import check_magnitudes
-
 from ..config.game import ArenaConfig
+from ..config.limits import check_magnitudes
 
 # ----------------------------------------------------------------------------- paths
 

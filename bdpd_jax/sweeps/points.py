@@ -4,7 +4,8 @@ config paths). Used by :mod:`bdpd_jax.sweep`."""
 from __future__ import annotations
 
 import itertools
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd

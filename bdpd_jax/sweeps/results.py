@@ -4,9 +4,10 @@ storage) and the per-point aggregation. Used by :mod:`bdpd_jax.sweep`."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -51,7 +52,7 @@ class SweepResults:
         return d
 
     @classmethod
-    def from_parquet(cls, directory: str | Path) -> "SweepResults":
+    def from_parquet(cls, directory: str | Path) -> SweepResults:
         import pyarrow.dataset as ds
 
         d = Path(directory)

@@ -21,18 +21,17 @@ docs/semantics.md §12.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ..config.game import ArenaConfig
-from ..kernels.metrics import METRICS
 from ..config.limits import DEFAULT_MAX_BATCH
+from ..kernels.metrics import METRICS
 from .sweep import check_paths, config_base, run_points
-
 
 # Outputs computed from the arena rows.
 DERIVED: dict[str, Callable[[pd.DataFrame], pd.Series]] = {

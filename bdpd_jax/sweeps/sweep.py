@@ -23,24 +23,25 @@ from __future__ import annotations
 import hashlib
 import math
 from collections import OrderedDict
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from ..config.game import ArenaConfig
-from ..kernels.metrics import METRICS
-from ..config.limits import DEFAULT_MAX_BATCH, check_run_args
-from ..results.frames import summary_frame
 from ..build.prepared import content_key
+from ..config.game import ArenaConfig
+from ..config.limits import DEFAULT_MAX_BATCH, check_run_args
+from ..kernels.metrics import METRICS
+from ..results.frames import summary_frame
 from ..run.runner import arena_keys, one_program, run_batch, to_numpy
-from ..run.simulate import flatten_record, compiled_final, default_chunk, govsim_of, run_whole
+from ..run.simulate import compiled_final, default_chunk, flatten_record, govsim_of, run_whole
 from .build import DEVICE_COPIES, ROW_CELL_BYTES, build_points, bytes_per_arena, resolve_devices
 from .paths import ConfigBase, apply_values, check_paths, config_base, parse_path, resolve
 from .points import explicit_points, grid_points, points_table, sample_points
-from .results import POINT_OUTCOMES, Z95, SweepResults, metric_means, aggregate
+from .results import POINT_OUTCOMES, Z95, SweepResults, aggregate, metric_means
 
 __all__ = [
     "DEVICE_COPIES", "POINT_OUTCOMES", "ROW_CELL_BYTES", "SEPARABLE_MIN_POINTS", "Z95",
@@ -204,7 +205,7 @@ class SweepPlan:
         }
 
 
-_PLANS: "OrderedDict[tuple, SweepPlan]" = OrderedDict()
+_PLANS: OrderedDict[tuple, SweepPlan] = OrderedDict()
 MAX_PLANS = 8
 
 

@@ -1,7 +1,9 @@
 """Engine registry. Adding an engine: one file here plus one import line below."""
 
+from . import (
+    logistic,  # noqa: F401  (registers "logistic")
+    seneca,  # noqa: F401  (registers "seneca")
+)
 from .base import ENGINES, Engine, get_engine, register
-from . import logistic  # noqa: F401  (registers "logistic")
-from . import seneca  # noqa: F401  (registers "seneca")
 
 __all__ = ["ENGINES", "Engine", "get_engine", "register"]

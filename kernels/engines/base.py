@@ -8,7 +8,8 @@ seed's interface (``step``, ``stepOne``, ``checkEnd``, ``extraObservations``) ma
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Mapping
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 import jax
 

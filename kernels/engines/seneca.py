@@ -21,7 +21,8 @@ and its game ends (``check_end`` is True), so no NaN reaches stocks, wealth or m
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import diffrax
 import equinox as eqx
@@ -252,7 +253,7 @@ class Seneca(Engine):
         return regen > 0
 
     def check_end(self, state: SenecaState, params: SenecaParams) -> jax.Array:
-        return (state.R <= params.collapse_fraction * params.initial) | state.failed
+        return (params.collapse_fraction * params.initial >= state.R) | state.failed
 
     def reference(self, state: SenecaState, params: SenecaParams) -> jax.Array:
         return params.initial

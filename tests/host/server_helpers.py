@@ -7,13 +7,14 @@ import json
 import socket
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 import httpx
+from payloads import SEED_LOGISTIC
 
 from bdpd_jax.host.server import create_app
-from payloads import SEED_LOGISTIC
 
 
 @contextmanager

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-
 from server_helpers import read_stream, serve
 
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",

@@ -10,15 +10,15 @@ import json
 
 import numpy as np
 import pytest
+from fake_llm import BASE, FakeClient, completion, tool_call
 from fastapi.testclient import TestClient
+from payloads import SEED_LOGISTIC
 
 import bdpd_jax
 from bdpd_jax.host.agents.transport import TransportError
 from bdpd_jax.host.arena import Arena
 from bdpd_jax.host.governance_agent import MAX_GOV_RESPONSE_BYTES, parse_answer
 from bdpd_jax.host.replay import replay, strip_volatile
-from fake_llm import BASE, FakeClient, completion, tool_call
-from payloads import SEED_LOGISTIC
 
 TURNS = 5
 GOV_URL = "http://gov.test/act"

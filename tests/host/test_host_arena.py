@@ -9,6 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from payloads import MIXED_PLAYERS, SEED_LOGISTIC
 
 import bdpd_jax
 from bdpd_jax.build.game import broadcast_batch, build
@@ -21,7 +22,6 @@ from bdpd_jax.kernels.actions import Actions
 from bdpd_jax.kernels.rollout import batched
 from bdpd_jax.kernels.turn import step
 from bdpd_jax.run.simulate import arena_keys
-from payloads import MIXED_PLAYERS, SEED_LOGISTIC
 
 
 def _cfg(players=None, scheduler="simultaneous", **model):

@@ -7,9 +7,10 @@ import copy
 import json
 import time
 
+from payloads import SEED_LOGISTIC
+
 from bdpd_jax.host.arena import Arena
 from bdpd_jax.host.live_batch import LiveBatch
-from payloads import SEED_LOGISTIC
 
 
 def _cfg(**model):

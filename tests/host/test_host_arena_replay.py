@@ -16,12 +16,12 @@ from pathlib import Path
 import jax
 import numpy as np
 import pytest
+from payloads import SEED_LOGISTIC
 
 from bdpd_jax.host.arena import Arena
 from bdpd_jax.host.persist import read_jsonl
 from bdpd_jax.host.registry import num
 from bdpd_jax.host.replay import replay, strip_volatile
-from payloads import SEED_LOGISTIC
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -10,9 +10,9 @@ import time
 
 import httpx
 import pytest
+from payloads import SEED_LOGISTIC
 
 from bdpd_jax.host.server import create_app
-from payloads import SEED_LOGISTIC
 
 
 @pytest.fixture(scope="module")

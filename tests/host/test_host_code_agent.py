@@ -11,7 +11,6 @@ import pytest
 from bdpd_jax.host.agents import AgentResult, CodeAgent, fallback_harvest
 from bdpd_jax.host.agents.js_pool import JsPool
 
-
 # Spec 004 §A.4, copied verbatim (the test below checks it still matches the seed when present).
 WORKED_EXAMPLE_JS = """function decide(obs, memory) {
   // -- Initialise memory on first turn -------------------------------

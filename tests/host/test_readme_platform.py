@@ -11,7 +11,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from server_helpers import serve
 
 ROOT = Path(__file__).resolve().parents[2]

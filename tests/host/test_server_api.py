@@ -7,9 +7,9 @@ import re
 
 import pytest
 from fastapi.testclient import TestClient
+from server_helpers import keys_of, payload
 
 from bdpd_jax.host.server import create_app
-from server_helpers import keys_of, payload
 
 
 @pytest.fixture(scope="module")

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 
 from fastapi.testclient import TestClient
+from server_helpers import keys_of, payload
 
 from bdpd_jax.host.server import create_app
-from server_helpers import keys_of, payload
 
 SECRET = "SECRET-7f3a"
 HIDDEN_KEYS = {"stock", "decisions", "wealth", "actual", "requested", "metrics", "engine", "lastTick", "pacts",

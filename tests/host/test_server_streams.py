@@ -9,10 +9,10 @@ import time
 
 import httpx
 import pytest
-
-from bdpd_jax.host.server.live import LiveArena, Subscriber
 from payloads import size
 from server_helpers import keys_of, parse_sse, payload, read_stream, serve
+
+from bdpd_jax.host.server.live import LiveArena, Subscriber
 
 
 def test_health_answers_while_a_tick_compiles(tmp_path, monkeypatch):

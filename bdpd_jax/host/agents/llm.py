@@ -28,7 +28,7 @@ import orjson
 
 from bdpd_jax.host._json import dumps_compact
 from bdpd_jax.host.agents.base import AgentResult, check_wealth, fallback_harvest, join_errors, valid_harvest
-from bdpd_jax.host.agents.http import check_url, check_timeout_ms
+from bdpd_jax.host.agents.http import check_timeout_ms, check_url
 from bdpd_jax.host.agents.transport import HttpClient, TransportError, loads_capped, make_client, too_deep
 from bdpd_jax.host.messages import MAX_MESSAGE_LEN
 from bdpd_jax.host.tools import HARVEST_TOOL, MAX_ACTIONS_PER_TURN, tool_schemas, validate_action

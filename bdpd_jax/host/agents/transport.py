@@ -101,7 +101,7 @@ class HttpClient:
         """POST ``body``; ``(status, decoded body bytes)`` within ``timeout_s`` and ``max_bytes``."""
         try:  # aiohttp's total timeout is one hard deadline over connect, send and the whole read
             return await self._post(url, body, headers, timeout_s, max_bytes)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise TransportError(f"timeout: no response within {timeout_s * 1000:g} ms") from None
         except aiohttp.ClientError as exc:
             raise TransportError(f"network: {type(exc).__name__}: {str(exc)[:300]}") from None
@@ -139,7 +139,7 @@ class HttpClient:
                 raw = _inflate(raw, enc, max_bytes)
             return resp.status, raw
 
-    async def __aenter__(self) -> "HttpClient":
+    async def __aenter__(self) -> HttpClient:
         return self
 
     async def __aexit__(self, *exc: object) -> None:

@@ -19,8 +19,8 @@ auth.json, meta.json, turns.jsonl, summary.json). ``bdpd serve`` runs it with uv
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware

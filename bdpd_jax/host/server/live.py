@@ -9,13 +9,14 @@ work; different arenas run in parallel threads.
 from __future__ import annotations
 
 import asyncio
-import threading
 import hashlib
 import json
 import secrets
+import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
-from typing import Any, Callable
+from typing import Any
 
 from bdpd_jax.host._json import plain_json
 from bdpd_jax.host.arena import Arena

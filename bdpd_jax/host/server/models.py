@@ -13,11 +13,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
 from bdpd_jax.config.game import ModelConfig, ObsVar
-from bdpd_jax.host.arena import DEFAULT_PACT_SLOTS
-from bdpd_jax.host.governance_agent import GovernorSpec
+
 # the longest pause between auto ticks: Infinity or 1e308 would sleep forever
 from bdpd_jax.config.limits import MAX_TICK_INTERVAL_MS
-
+from bdpd_jax.host.arena import DEFAULT_PACT_SLOTS
+from bdpd_jax.host.governance_agent import GovernorSpec
 
 _BODY = ConfigDict(extra="forbid", allow_inf_nan=False)
 _OPEN = ConfigDict(extra="allow", allow_inf_nan=False)
@@ -107,7 +107,7 @@ class Perturb(BaseModel):
         return data
 
     @model_validator(mode="after")
-    def _one_form(self) -> "Perturb":
+    def _one_form(self) -> Perturb:
         if (self.specId is None) == (self.spec is None):
             raise ValueError("body: give exactly one of a spec, {'spec': {...}} or {'specId': '...'}")
         if self.model_extra:

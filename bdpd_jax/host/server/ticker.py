@@ -31,8 +31,9 @@ import heapq
 import itertools
 import threading
 import time
+from collections.abc import Callable, Hashable
 from contextlib import ExitStack
-from typing import Any, Callable, Hashable
+from typing import Any
 
 from bdpd_jax.host.arena import Arena
 from bdpd_jax.host.live_batch import freeze_history
@@ -214,7 +215,7 @@ class Ticker:
             self._wake.clear()
             try:
                 await asyncio.wait_for(self._wake.wait(), timeout=timeout)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
 
     async def _tick(self, g: Group) -> None:
