@@ -113,7 +113,7 @@ def run(
         t0 = time.perf_counter()
         res = bdpd_jax.simulate(cfg, n_arenas=arenas, seed=seed, history=history, turns=turns, generator=generator)
     except (ValueError, OSError) as e:
-        raise fail(e)
+        raise fail(e) from e
     wall = time.perf_counter() - t0
     head, rows = summary_table(res)
     console.print(
@@ -135,7 +135,7 @@ def run(
         try:
             res.to_parquet(out)
         except (ValueError, OSError) as e:
-            raise fail(ValueError(f"--out: could not write {str(out)!r}: {e}"))
+            raise fail(ValueError(f"--out: could not write {str(out)!r}: {e}")) from e
         console.print(f"wrote {out}/")
 
 
@@ -159,7 +159,7 @@ def sweep(
         t0 = time.perf_counter()
         r = run_sweep_file(sp, out, progress=True, devices=devices, client=scheduler, overwrite=overwrite)
     except (ValueError, OSError) as e:
-        raise fail(e)
+        raise fail(e) from e
     console.print(
         f"{len(sp.table)} points x {sp.replicates} replicates in {r.n_chunks} chunk(s): computed {len(r.computed)}, "
         f"already written {len(r.skipped)}, {time.perf_counter() - t0:.2f} s; wrote {out}/"
@@ -190,7 +190,7 @@ def serve(
         from bdpd_jax.host.server import create_app
     except ImportError as e:
         console.print(f"[red]error:[/red] the server needs the host extra: pip install -e '.[host]' ({e})")
-        raise typer.Exit(2)
+        raise typer.Exit(2) from e
     if not 0 < port < 65536:
         console.print(f"[red]error:[/red] --port: must be in 1..65535, got {port}")
         raise typer.Exit(2)
@@ -206,7 +206,7 @@ def serve(
         op = Operator.load(operator) if operator is not None else None
     except ValueError as e:
         console.print(f"[red]error:[/red] --operator: {e}")
-        raise typer.Exit(2)
+        raise typer.Exit(2) from e
     import sys
 
     sys.setswitchinterval(switch_ms / 1000.0)

@@ -291,6 +291,12 @@ def worker(kind: str, start: int) -> None:
         print(json.dumps({"i": i, **_run_case(kind, i)}), flush=True)
 
 
+def _pump(stream, q: queue.Queue) -> None:
+    """Forward a worker's stdout lines to ``q`` (a thread: the reader never blocks the watchdog)."""
+    for line in stream:
+        q.put(line)
+
+
 def run_python(kind: str, timeout: float, max_gb: float, verbose: bool) -> dict:
     n = len({"config": config_cases, "run": run_cases, "policy": policy_cases}[kind]())
     results: dict[int, dict] = {}
@@ -299,7 +305,7 @@ def run_python(kind: str, timeout: float, max_gb: float, verbose: bool) -> dict:
         p = subprocess.Popen([sys.executable, __file__, "--worker", kind, str(i)], stdout=subprocess.PIPE,
                              stderr=subprocess.DEVNULL, text=True, cwd=ROOT)
         q: queue.Queue = queue.Queue()
-        threading.Thread(target=lambda: [q.put(line) for line in p.stdout], daemon=True).start()
+        threading.Thread(target=_pump, args=(p.stdout, q), daemon=True).start()
         current, t0 = None, time.perf_counter()
         while True:
             try:

@@ -42,7 +42,8 @@ def op_times(fn, calls: int) -> dict[str, tuple[float, int]]:
             for _ in range(calls):
                 fn()
         (path,) = glob.glob(f"{d}/**/perfetto_trace.json.gz", recursive=True)
-        events = json.load(gzip.open(path))
+        with gzip.open(path) as fh:
+            events = json.load(fh)
     events = events["traceEvents"] if isinstance(events, dict) else events
     out: dict[str, list] = collections.defaultdict(lambda: [0.0, 0])
     for e in events:

@@ -168,18 +168,18 @@ def fanout(srv: Server, clients: int, turns: int) -> dict:
 
     async def listen(ready):
         got: dict[int, float] = {}
-        async with httpx.AsyncClient(base_url=srv.base, timeout=300, trust_env=False) as ac:
-            async with ac.stream("GET", f"/api/arenas/{aid}/stream", headers=spec) as s:
-                ev = None
-                async for line in s.aiter_lines():
-                    if line.startswith("event: "):
-                        ev = line[7:]
-                        if ev == "init":
-                            ready[0] += 1
-                    elif line.startswith("data: ") and ev == "tick":
-                        turn = json.loads(line[6:])["turn"]
-                        assert turn not in got
-                        got[turn] = time.perf_counter()
+        async with (httpx.AsyncClient(base_url=srv.base, timeout=300, trust_env=False) as ac,
+                    ac.stream("GET", f"/api/arenas/{aid}/stream", headers=spec) as s):
+            ev = None
+            async for line in s.aiter_lines():
+                if line.startswith("event: "):
+                    ev = line[7:]
+                    if ev == "init":
+                        ready[0] += 1
+                elif line.startswith("data: ") and ev == "tick":
+                    turn = json.loads(line[6:])["turn"]
+                    assert turn not in got
+                    got[turn] = time.perf_counter()
         arrivals.append(got)
 
     async def main():

@@ -11,10 +11,13 @@ the live tools and their JSON schema). The pact table itself is kernels/pacts.py
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import jax
 import jax.numpy as jnp
+
+if TYPE_CHECKING:  # pacts.py imports this module, so the table's name is for the type checker only
+    from .pacts import Pacts
 
 
 class TurnContext(NamedTuple):
@@ -25,7 +28,7 @@ class TurnContext(NamedTuple):
 
 # limit(pacts, ctx) -> float[P]: the harvest a party of each slot may take (read for the slots
 # of its own type only); a party breaches when its actual harvest exceeds limit + eps.
-Limit = Callable[["Pacts", TurnContext], jax.Array]  # Pacts: the table of kernels/pacts.py
+Limit = Callable[["Pacts", TurnContext], jax.Array]
 NUMBERS: tuple[str, ...] = ("max_harvest", "tolerance")  # the two numbers a slot stores
 
 

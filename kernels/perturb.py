@@ -35,6 +35,7 @@ most once (the fired-once-then-dedup rule); the slots due in one turn apply in l
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -184,7 +185,7 @@ def _apply(layer: PerturbLayer, game, state, slot: PerturbParams, fire: jax.Arra
             if k == "engine":
                 new[k] = {**old, **{f: jnp.where(hit, x, old[f]) for f, x in v.items()}}
             else:
-                new[k] = jax.tree_util.tree_map(lambda a, b: jnp.where(hit, a, b), v, old)
+                new[k] = jax.tree_util.tree_map(functools.partial(jnp.where, hit), v, old)
         view = view._replace(**new)
         logged = jnp.where(hit, jnp.asarray(val, dt), logged)
         if tgt is not None:

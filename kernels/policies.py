@@ -9,6 +9,8 @@ the step consumes requests from any source.
 
 from __future__ import annotations
 
+import functools
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -160,8 +162,8 @@ def decide_all(policies: tuple, obs: dict, memory: jax.Array, strategy: jax.Arra
     rows = [memory[k] for k in range(memory.shape[0])]
     requests = []
     for p in range(n):
-        o_p = jax.tree_util.tree_map(lambda x: x[p], obs)
-        c_p = jax.tree_util.tree_map(lambda x: x[p], ctx)
+        o_p = jax.tree_util.tree_map(operator.itemgetter(p), obs)
+        c_p = jax.tree_util.tree_map(operator.itemgetter(p), ctx)
         h_p = None
         for s in (candidates[p] if candidates is not None else range(len(policies))):
             pol = policies[s]
@@ -193,7 +195,7 @@ def _decide_array(policies: tuple, obs: dict, memory: jax.Array, strategy: jax.A
             continue
         m = max(pol.memory_size, 0)
         rows = np.asarray([row.get((s, int(p)), -1) for p in who], np.int32)
-        take = lambda x: _take(x, who)  # noqa: E731
+        take = functools.partial(_take, idx=who)
         keep = bool(m) and bool((rows >= 0).all())  # Game.memory_slots: all of them or none
         mem_s = _take(memory, rows)[:, :m] if keep else jnp.zeros((who.size, 0), memory.dtype)
         h, new = jax.vmap(pol.decide)(jax.tree_util.tree_map(take, obs), mem_s, jax.tree_util.tree_map(take, ctx))

@@ -111,9 +111,9 @@ def _host_graph(*, type_checking: bool = True) -> dict[str, set[str]]:
         for target, _, _ in _imports(module, type_checking=type_checking):
             # a package's __init__ runs on any import beneath it, but that is not an edge of the
             # importer's design; only the named module counts
-            if target in MODULES and not target.startswith("bdpd_jax.kernels") and target != module:
-                if target != "bdpd_jax" and not _is_package(target):
-                    edges.add(target)
+            if (target in MODULES and not target.startswith("bdpd_jax.kernels") and target != module
+                    and target != "bdpd_jax" and not _is_package(target)):
+                edges.add(target)
         graph[module] = edges
     return graph
 

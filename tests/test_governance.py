@@ -406,7 +406,7 @@ def test_scripted_writes_skipped_batchwide_are_exact(monkeypatch):
 
     batched = run(game, keys, pb)
     for i in range(b):
-        one = run(game, keys[:, i : i + 1], jax.tree_util.tree_map(lambda x: x[..., i : i + 1], pb))
+        one = run(game, keys[:, i : i + 1], jax.tree_util.tree_map(lambda x, i=i: x[..., i : i + 1], pb))
         for a, c in zip(jax.tree_util.tree_leaves(batched), jax.tree_util.tree_leaves(one)):
             np.testing.assert_array_equal(np.asarray(a)[..., i], np.asarray(c)[..., 0])
     # the path that never skips gives the same numbers

@@ -62,7 +62,7 @@ def test_lanes_for_chooses_by_width_work_and_devices():
     assert runner.lanes_for(8192, 1 << 20, n_dev=2) == 1
 
 
-def test_run_batch_with_lanes_after_a_repartition(eager, monkeypatch):
+def test_run_batch_with_lanes_after_a_repartition(eager, monkeypatch):  # noqa: F811  (eager: the imported fixture)
     """A re-partitioned run whose narrower width runs in lanes gives the states of the full
     scan (the lanes are chosen for a re-partition's sub-batch, never at the start)."""
     monkeypatch.setattr(runner, "LANE_WIDTHS", (2, 9))  # 16 arenas: one lane; 8: lanes

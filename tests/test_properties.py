@@ -119,4 +119,4 @@ def test_history_off_keeps_summary_only():
         full.summary.drop(columns="over_usage"), lean.summary.drop(columns="over_usage"), check_exact=True
     )
     with pytest.raises(ValueError, match="history=False"):
-        lean.turns
+        _ = lean.turns

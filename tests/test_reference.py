@@ -35,10 +35,11 @@ def _draw_fn(n: int, x64: bool):
     def f(key, turn):
         players = jnp.arange(n)
         scal = jnp.stack([
-            jax.vmap(lambda p: rng.normal(key, turn, p, rng.obs_purpose(OBS_VARS.index(nm))))(players) for nm in names
+            jax.vmap(lambda p, nm=nm: rng.normal(key, turn, p, rng.obs_purpose(OBS_VARS.index(nm))))(players)
+            for nm in names
         ])
         peers = jnp.stack([
-            jax.vmap(lambda p: rng.normal(key, turn, p, rng.obs_purpose(OBS_VARS.index(nm)), (n,)))(players)
+            jax.vmap(lambda p, nm=nm: rng.normal(key, turn, p, rng.obs_purpose(OBS_VARS.index(nm)), (n,)))(players)
             for nm in ("othersWealth", "othersHarvest")
         ])
         us = jax.vmap(lambda p: rng.uniform(key, turn, p, rng.POLICY))(players)

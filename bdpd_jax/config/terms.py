@@ -89,8 +89,8 @@ def terms_schema() -> dict[str, Any]:
             props.setdefault(f.name, {"type": "number", **bound})
             fields.append(f"\"{f.name}\": {'>' if f.exclusive else '>='}{f.minimum:g}"
                           + ("" if f.default is None else f" (optional, default {f.default:g})"))
-        parts.append("{\"type\": \"%s\"%s}%s" % (name, "".join(", " + x for x in fields),
-                                                  f" -- {tt.description}" if tt.description else ""))
+        described = f" -- {tt.description}" if tt.description else ""
+        parts.append(f'{{"type": "{name}"{"".join(", " + x for x in fields)}}}{described}')
     return {"type": "object", "description": "pact terms: " + " or ".join(parts), "properties": props,
             "required": ["type"]}
 

@@ -71,7 +71,7 @@ class GovernorSpec(BaseModel):
         return self
 
     @property
-    def agentType(self) -> str:  # what the operator's checks read (players' field name)
+    def agentType(self) -> str:  # noqa: N802  (the players' field name the operator's checks read)
         return self.kind
 
     def public(self) -> dict[str, Any]:

@@ -105,8 +105,13 @@ def record_rows(rec) -> list[TurnRow]:
     return [TurnRow(**{k: v[b] for k, v in cols.items()}, invalid=invalid[b], turn=turn[b], played=played[b],
                     collapsed=collapsed[b], metrics={k: v[b] for k, v in metrics.items()},
                     engine={k: v[b] for k, v in engine.items()}, actual_np=actual[:, b],
-                    extra=jax.tree_util.tree_map(lambda x: np.asarray(x)[..., b], rec.extra) if has_extra else {})
+                    extra=_arena_slice(rec.extra, b) if has_extra else {})
             for b in range(nb)]
+
+
+def _arena_slice(tree: Any, b: int) -> Any:
+    """Arena ``b``'s numpy slice of every leaf of a batched record tree (batch axis last)."""
+    return jax.tree_util.tree_map(lambda x: np.asarray(x)[..., b], tree)
 
 
 def turn_record(run: ArenaRun, t: int, rec: TurnRow, calls: dict[int, AgentResult], tools: list,

@@ -55,20 +55,20 @@ def test_fanout_every_tick_once_in_order_then_end(tmp_path):
 
         async def listen(k: int, ready: asyncio.Event, counter: list[int]):
             headers = [owner, akey, spec][k % 3]
-            async with httpx.AsyncClient(base_url=base, timeout=60, trust_env=False) as ac:
-                async with ac.stream("GET", f"/api/arenas/{aid}/stream", headers=headers) as s:
-                    evs = []
-                    lines = s.aiter_lines()
-                    async for line in lines:
-                        if line.startswith("event: "):
-                            evs.append(line[7:])
-                            if line == "event: init":
-                                counter[0] += 1
-                                if counter[0] == n_clients:
-                                    ready.set()
-                        elif line.startswith("data: ") and evs[-1] == "tick":
-                            evs[-1] = ("tick", int(line.split('"turn":')[1].split(",")[0].rstrip("}")))
-                    got.append(evs)
+            async with (httpx.AsyncClient(base_url=base, timeout=60, trust_env=False) as ac,
+                        ac.stream("GET", f"/api/arenas/{aid}/stream", headers=headers) as s):
+                evs = []
+                lines = s.aiter_lines()
+                async for line in lines:
+                    if line.startswith("event: "):
+                        evs.append(line[7:])
+                        if line == "event: init":
+                            counter[0] += 1
+                            if counter[0] == n_clients:
+                                ready.set()
+                    elif line.startswith("data: ") and evs[-1] == "tick":
+                        evs[-1] = ("tick", int(line.split('"turn":')[1].split(",")[0].rstrip("}")))
+                got.append(evs)
 
         async def main():
             ready, counter = asyncio.Event(), [0]

@@ -26,6 +26,7 @@ owner requests (perturb, summary, close) on a member wait for it, as for one are
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import heapq
 import itertools
@@ -213,10 +214,8 @@ class Ticker:
                 self._heap.clear()
             timeout = self._heap[0][0] - now if self._heap else None
             self._wake.clear()
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=timeout)
-            except TimeoutError:
-                pass
 
     async def _tick(self, g: Group) -> None:
         try:
