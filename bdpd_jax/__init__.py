@@ -12,6 +12,6 @@ from .run.simulate import simulate  # noqa: E402
 from .sweeps import sensitivity  # noqa: E402
 from .sweeps.sweep import SweepResults, sweep  # noqa: E402
 
-__all__ = ["ArenaConfig", "configure", "Policy", "Results", "SweepResults", "default_config", "kernels", "sensitivity", "simulate",
-           "sweep"]
+__all__ = ["ArenaConfig", "configure", "Policy", "Results", "SweepResults", "default_config", "kernels", "sensitivity",
+           "simulate", "sweep"]
 __version__ = "0.1.0"

@@ -49,7 +49,9 @@ class GovParams(eqx.Module):
 
 class GovState(eqx.Module):
     pacts: P.Pacts
-    prior: tuple | jax.Array  # [T][N] of int32[] (sanctions.Table), int32[T, N] above unroll.MAX_PLAYERS: violations so far per (termType, player)
+    # [T][N] of int32[] (sanctions.Table), int32[T, N] above unroll.MAX_PLAYERS: violations so far per
+    # (termType, player)
+    prior: tuple | jax.Array
     harvest: jax.Array  # float[N], total actual harvest so far
     over: jax.Array  # int32[N], turns with actual > share + eps (share defined)
     judged: jax.Array  # int32[], turns with a defined share (kernels/metrics.py), over_usage's denominator

@@ -139,4 +139,5 @@ def observe(game, key, state: ArenaState, params: Params, draws: dict | None = N
     return jax.vmap(lambda p, z: observe_player(game, key, state, params, env, p, z))(players, draws)
 
 
-__all__ = ["observe", "observe_player", "noise_draws", "prev_values", "env_values", "capacity", "QUALITATIVE_VARS", "SIGN_VARS", "EXACT"]
+__all__ = ["observe", "observe_player", "noise_draws", "prev_values", "env_values", "capacity", "QUALITATIVE_VARS",
+           "SIGN_VARS", "EXACT"]

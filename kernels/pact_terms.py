@@ -146,7 +146,8 @@ register_term("harvest_cap", _harvest_cap,
               (TermField("maxHarvest", "max_harvest", 0.0, exclusive=True, description="cap per party per turn"),),
               detail="harvested {actual:.3f} > cap {limit:.3f}", description="each party harvests at most maxHarvest")
 register_term("no_aggression", _no_aggression,
-              (TermField("tolerance", "tolerance", 0.0, default=0.0, description="allowed excess over the group mean"),),
+              (TermField("tolerance", "tolerance", 0.0, default=0.0,
+                         description="allowed excess over the group mean"),),
               detail="harvested {actual:.3f} > fair share {limit:.3f} (group mean {mean:.3f})",
               description="each party harvests at most groupMean x (1 + tolerance)")
 HARVEST_CAP, NO_AGGRESSION = 0, 1  # the codes of the two built-in types (registered first)

@@ -222,7 +222,8 @@ def accept(pacts: Pacts, slot: jax.Array, player: jax.Array, turn: jax.Array, wh
 
     The pact becomes active, with ``accepted_turn = turn``, once every party has accepted.
     """
-    return accept_mask(pacts, (jnp.arange(pacts.n_slots) == slot)[:, None] & (jnp.arange(pacts.parties.shape[-1]) == player)[None, :] & jnp.asarray(when, bool), turn)
+    return accept_mask(pacts, (jnp.arange(pacts.n_slots) == slot)[:, None]
+                       & (jnp.arange(pacts.parties.shape[-1]) == player)[None, :] & jnp.asarray(when, bool), turn)
 
 
 def accept_mask(pacts: Pacts, acc: jax.Array, turn: jax.Array) -> Pacts:
@@ -233,7 +234,8 @@ def accept_mask(pacts: Pacts, acc: jax.Array, turn: jax.Array) -> Pacts:
 
 def reject(pacts: Pacts, slot: jax.Array, player: jax.Array, when: jax.Array = True) -> Pacts:
     """A party's rejection of a proposed pact makes it ``rejected`` (binding no one)."""
-    return reject_mask(pacts, (jnp.arange(pacts.n_slots) == slot)[:, None] & (jnp.arange(pacts.parties.shape[-1]) == player)[None, :] & jnp.asarray(when, bool))
+    return reject_mask(pacts, (jnp.arange(pacts.n_slots) == slot)[:, None]
+                       & (jnp.arange(pacts.parties.shape[-1]) == player)[None, :] & jnp.asarray(when, bool))
 
 
 def reject_mask(pacts: Pacts, rej: jax.Array) -> Pacts:
@@ -267,7 +269,8 @@ def limits(pacts: Pacts, ctx: TurnContext) -> jax.Array:
     select for every player."""
     lim = jnp.zeros(pacts.max_harvest.shape, pacts.max_harvest.dtype)
     for code, name in enumerate(term_names()):
-        lim = jnp.where(pacts.term == code, jnp.broadcast_to(term_type(name).limit(pacts, ctx), lim.shape).astype(lim.dtype), lim)
+        lim = jnp.where(pacts.term == code,
+                        jnp.broadcast_to(term_type(name).limit(pacts, ctx), lim.shape).astype(lim.dtype), lim)
     return materialize(lim)
 
 

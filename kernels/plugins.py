@@ -6,10 +6,10 @@ A plugin type is one ``act`` function (plus ``init`` for its memory) and one
 sanctions (the governance layer), each plugin observes the arena (:class:`PluginView`: the
 five metrics of this turn's decisions, stock, harvests, violations, wealths) and its own
 memory, and acts through :class:`Effects`: fines imposed on players and the costs
-players pay to impose them (costs are taken first, then fines). The deductions follow the one wealth floor of every deduction
-(docs/semantics.md §11). A plugin type may also register a ``begin`` hook, run at the start
-of each turn before the players observe: the governance agent's mandates (its second effect
-record, ``kernels.governance_agent.GovAction``: a harvest cap pact binding all players, the
+players pay to impose them (costs are taken first, then fines). The deductions follow the one
+wealth floor of every deduction (docs/semantics.md §11). A plugin type may also register a
+``begin`` hook, run at the start of each turn before the players observe: the governance
+agent's mandates (its second effect record, ``kernels.governance_agent.GovAction``: a harvest cap pact binding all players, the
 sanction ladders' scale, a ``regen_set``) are applied there. The same layer runs in a batch
 and in the live host (one kernel).
 """
@@ -105,7 +105,7 @@ class PluginLayer(Layer):
 
     def init(self, game, params):
         pp = params.extra[NAME]
-        return tuple(plugin_type(t).init(game, p) for t, p in zip(self.types, pp))
+        return tuple(plugin_type(t).init(game, p) for t, p in zip(self.types, pp, strict=True))
 
     def pact_slot(self, i: int, n_slots: int) -> int | None:
         """Plugin i's reserved pact slot: the last slots of the table, in plugin order

@@ -33,7 +33,8 @@ class SanctionParams(eqx.Module):
 def none(dtype=None) -> SanctionParams:
     """No sanction spec (K = 0)."""
     dt = dtype or jnp.result_type(float)
-    return SanctionParams(jnp.zeros((0,), bool), jnp.zeros((0,), jnp.int32), jnp.zeros((0, 1), dt), jnp.ones((0,), jnp.int32))
+    return SanctionParams(jnp.zeros((0,), bool), jnp.zeros((0,), jnp.int32), jnp.zeros((0, 1), dt),
+                          jnp.ones((0,), jnp.int32))
 
 
 def ordinals(prior: jax.Array, violated: jax.Array, term: jax.Array, n_terms: int) -> tuple[jax.Array, jax.Array]:

@@ -82,7 +82,7 @@ def ration(requests: jax.Array, delivered: jax.Array) -> jax.Array:
     # which would make two copies of the same value differ in the last bit.
     if not isinstance(rs, list):
         return jnp.minimum(actual * shrink, rs)
-    return jnp.stack([jnp.minimum(a * shrink, r) for a, r in zip(actual, rs)])
+    return jnp.stack([jnp.minimum(a * shrink, r) for a, r in zip(actual, rs, strict=True)])
 
 
 class Served(NamedTuple):

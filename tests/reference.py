@@ -154,7 +154,7 @@ class RefArena:
         delivered = from_stock + drawn
         actual = [r * delivered / demand if demand > 0 else 0.0 for r in req]
         self.stock = max(self.stock - from_stock, 0.0)
-        self.wealth = [w + a for w, a in zip(self.wealth, actual)]
+        self.wealth = [w + a for w, a in zip(self.wealth, actual, strict=True)]
         ended = died or self.stock < self.m["threshold"]
         regen = 0.0
         regen_measured = not ended

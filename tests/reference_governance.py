@@ -68,7 +68,7 @@ class RefRegistry:
 
     def check_violations(self, actual: list[float], playing: list[bool]) -> list[dict]:
         """End of turn: events {partyId, pactId, termType, ordinal} in pact order."""
-        decisions = [a for a, p in zip(actual, playing) if p]
+        decisions = [a for a, p in zip(actual, playing, strict=True) if p]
         group_mean = sum(decisions) / len(decisions) if decisions else 0.0
         events = []
         for pact in self.pacts:

@@ -150,7 +150,7 @@ def test_pacts_checkers_and_ladders_match_reference(turns, specs):
         ref_amount, _ = R.sanctions(specs, events, N)
         pk, prior, violated, k, amount, fired, counted = _end_of_turn(pk, prior, jnp.asarray(actual, jnp.float32), sp)
         np.testing.assert_array_equal(np.asarray(counted), np.asarray(prior))  # per-term counts == the ordinals' tally
-        got = sorted((int(n), int(p), int(k[p, n])) for p, n in zip(*np.nonzero(np.asarray(violated))))
+        got = sorted((int(n), int(p), int(k[p, n])) for p, n in zip(*np.nonzero(np.asarray(violated)), strict=True))
         want = sorted((e["partyId"], e["pactId"], e["ordinal"]) for e in events)
         assert got == want
         np.testing.assert_allclose(np.asarray(amount), ref_amount, rtol=1e-6)
@@ -179,14 +179,14 @@ def test_propose_many_equals_one_proposal_after_another(filled, reqs):
         mask = jnp.asarray([i in parties for i in range(N)])
         chain, slot = _propose(chain, who, mask, P.term_code(term), mh, tol, 2, when)
         want.append(int(slot))
-    cols = list(zip(*reqs))
+    cols = list(zip(*reqs, strict=True))
     got, slots = _propose_many(
         pk, jnp.asarray(cols[0], jnp.int32), jnp.asarray([[i in ps for i in range(N)] for ps in cols[1]]),
         jnp.asarray([P.term_code(t) for t in cols[2]], jnp.int32), jnp.asarray(cols[3], jnp.float32),
         jnp.asarray(cols[4], jnp.float32), 2, jnp.asarray(cols[5]),
     )
     assert [int(x) for x in slots] == want
-    for a, b in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(chain)):
+    for a, b in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(chain), strict=True):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
@@ -407,7 +407,7 @@ def test_scripted_writes_skipped_batchwide_are_exact(monkeypatch):
     batched = run(game, keys, pb)
     for i in range(b):
         one = run(game, keys[:, i : i + 1], jax.tree_util.tree_map(lambda x, i=i: x[..., i : i + 1], pb))
-        for a, c in zip(jax.tree_util.tree_leaves(batched), jax.tree_util.tree_leaves(one)):
+        for a, c in zip(jax.tree_util.tree_leaves(batched), jax.tree_util.tree_leaves(one), strict=True):
             np.testing.assert_array_equal(np.asarray(a)[..., i], np.asarray(c)[..., 0])
     # the path that never skips gives the same numbers
     from functools import partial
@@ -416,7 +416,7 @@ def test_scripted_writes_skipped_batchwide_are_exact(monkeypatch):
 
     monkeypatch.setattr(GovernanceLayer, "busy", lambda self, game, turn, state, params: jnp.ones((), bool))
     always = jax.jit(partial(run_turns, game, 8, True))(keys, compiled_init(game)(keys, pb), pb)
-    for a, c in zip(jax.tree_util.tree_leaves(batched), jax.tree_util.tree_leaves(always)):
+    for a, c in zip(jax.tree_util.tree_leaves(batched), jax.tree_util.tree_leaves(always), strict=True):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(c))
     # and the writes happened: arena 1's pledge is active from turn 6, arena 2 has none
     status = np.asarray(batched[1].extra["governance"]["end"]["status"])  # [T, P, B]

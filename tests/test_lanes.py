@@ -49,7 +49,7 @@ def test_lane_cuts_cover_the_batch_once():
         for lanes in (1, 2, 3, 4, 9):
             cuts = lane_cuts(width, lanes)
             assert cuts[0][0] == 0 and cuts[-1][1] == width
-            assert all(a < b for a, b in cuts) and all(x[1] == y[0] for x, y in zip(cuts, cuts[1:]))
+            assert all(a < b for a, b in cuts) and all(x[1] == y[0] for x, y in zip(cuts, cuts[1:], strict=False))
             assert len(cuts) == min(lanes, width)
 
 

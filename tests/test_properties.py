@@ -38,7 +38,7 @@ def config_of(d: dict) -> dict:
         collapseDie={"sides": d["sides"], "successThreshold": int(d["succ"] * d["sides"])},
     )
     cfg["observability"]["commonsStock"]["noise"] = d["noise"]
-    cfg["players"] = [{**p, "privateResource": w} for p, w in zip(PLAYERS, d["wealth"])]
+    cfg["players"] = [{**p, "privateResource": w} for p, w in zip(PLAYERS, d["wealth"], strict=False)]
     cfg["players"][0]["intensity"] = d["intensity"]
     return cfg
 

@@ -44,7 +44,7 @@ def test_grid_layout(grid_run):
     np.testing.assert_array_equal(a["arena"], np.arange(12))
     np.testing.assert_array_equal(a["point"], np.arange(12) // REPS)
     np.testing.assert_array_equal(a["replicate"], np.arange(12) % REPS)
-    assert list(zip(grid_run.points["model.regenRate"], grid_run.points["players[1].intensity"])) == [
+    assert list(zip(grid_run.points["model.regenRate"], grid_run.points["players[1].intensity"], strict=True)) == [
         (0.05, 0.3), (0.05, 0.9), (0.2, 0.3), (0.2, 0.9)]
 
 

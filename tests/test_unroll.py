@@ -55,7 +55,7 @@ def _assert_same(a, b) -> None:
     la, ta = jax.tree_util.tree_flatten_with_path(a)
     lb, tb = jax.tree_util.tree_flatten_with_path(b)
     assert ta == tb
-    for (path, x), (_, y) in zip(la, lb):
+    for (path, x), (_, y) in zip(la, lb, strict=True):
         np.testing.assert_array_equal(np.asarray(x), np.asarray(y), err_msg=jax.tree_util.keystr(path))
 
 
@@ -159,7 +159,7 @@ def test_propose_many_array_form_equals_unrolled(filled, reqs):
     pk = P.empty(SLOTS, N)
     pk = dataclasses.replace(pk, status=jnp.asarray(filled, jnp.int32))
     reqs = reqs + [(0, set(), "harvest_cap", 1.0, 0.0, False)] * (9 - len(reqs))  # one shape: one trace
-    cols = list(zip(*reqs))
+    cols = list(zip(*reqs, strict=True))
     args = (pk, jnp.asarray(cols[0], jnp.int32), jnp.asarray([[i in ps for i in range(N)] for ps in cols[1]]),
             jnp.asarray([P.term_code(t) for t in cols[2]], jnp.int32), jnp.asarray(cols[3], jnp.float32),
             jnp.asarray(cols[4], jnp.float32), jnp.int32(4), jnp.asarray(cols[5]))

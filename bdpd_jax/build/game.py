@@ -76,7 +76,8 @@ def build(config: ArenaConfig, *, generator: str = "hash", extra_policies: tuple
     engine = get_engine(model.engineMode)
     if generator not in ("hash", "threefry"):
         raise ValueError(f"generator: unknown {generator!r}; known: ['hash', 'threefry']")
-    noisy = tuple(n for n in OBS_VARS if n in config.observability and "noise" in config.observability[n].model_fields_set)
+    noisy = tuple(n for n in OBS_VARS
+                  if n in config.observability and "noise" in config.observability[n].model_fields_set)
     game = Game(
         engine=engine, n_players=len(players), policies=pols, scheduler=model.scheduler, generator=generator,
         noisy=noisy, resolution=resolution_of(config), candidates=candidates,

@@ -111,8 +111,10 @@ def governance(config, *, pact_slots: int | None = None, ladder_width: int | Non
         mask = np.zeros((n,), bool)
         for j, r in enumerate(pc.parties):
             mask[player_index(r, names, f"pacts[{i}].parties[{j}]")] = True
-        proposer = player_index(pc.proposer, names, f"pacts[{i}].proposer") if pc.proposer is not None else int(np.argmax(mask))
-        pk, _ = P.propose(pk, proposer, jnp.asarray(mask), P.term_code(pc.terms.type), *pc.terms.numbers(), jnp.int32(0))
+        proposer = (player_index(pc.proposer, names, f"pacts[{i}].proposer") if pc.proposer is not None
+                    else int(np.argmax(mask)))
+        pk, _ = P.propose(pk, proposer, jnp.asarray(mask), P.term_code(pc.terms.type), *pc.terms.numbers(),
+                          jnp.int32(0))
         if pc.status == "active":
             pk = P.accept_mask(pk, pk.parties & (jnp.arange(slots + reserved) == i)[:, None], jnp.int32(0))
     if reserved:  # the regulators' slots: a harvest_cap on all, inactive, never taken by a proposal
@@ -127,7 +129,8 @@ def governance(config, *, pact_slots: int | None = None, ladder_width: int | Non
     scripted = any(t is not None and (t.pledge is not None or t.propose is not None) for t in talks)
     proposing = scripted or any(pc.status == "proposed" for pc in config.pacts)
     who = tuple(i for i, t in enumerate(talks) if t is not None and (t.pledge is not None or t.propose is not None))
-    return GovernanceLayer(registry=proposing, scripted=who, terms=P.term_names()), GovParams(talk=tp, sanctions=sp, pacts0=pk)
+    return (GovernanceLayer(registry=proposing, scripted=who, terms=P.term_names()),
+            GovParams(talk=tp, sanctions=sp, pacts0=pk))
 
 
 def stack_batch(params_list: list, repeat: int = 1):

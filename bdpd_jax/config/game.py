@@ -205,7 +205,8 @@ class ArenaConfig(BaseModel):
     pacts: list[PactConfig] = Field(default_factory=list, max_length=MAX_PACT_SLOTS)  # pre-declared pacts
     # specs {id, type, trigger, payload} (specs.py)
     perturbations: list[Any] = Field(default_factory=list, max_length=MAX_SPECS)
-    plugins: list[Any] = Field(default_factory=list, max_length=MAX_SPECS)  # governance plugins {type, id, ...} (plugins.py)
+    # governance plugins {type, id, ...} (plugins.py)
+    plugins: list[Any] = Field(default_factory=list, max_length=MAX_SPECS)
 
     @field_validator("perturbations")
     @classmethod

@@ -181,6 +181,7 @@ def check_arena_range(n_arenas: int, arena_offset: int) -> None:
 
 __all__ = [
     "MAX_PLAYERS", "MAX_PACT_SLOTS", "MAX_TURNS", "MAX_SPECS", "MAX_LADDER", "MAX_POLICY_MEMORY", "MAX_MAGNITUDE",
-    "MAX_DIE_SIDES", "ARENA_INDEX_LIMIT", "DEFAULT_MAX_BATCH", "check_run_args", "MAX_TICK_INTERVAL_MS", "MEMORY_FRACTION", "check_magnitudes", "check_int",
+    "MAX_DIE_SIDES", "ARENA_INDEX_LIMIT", "DEFAULT_MAX_BATCH", "check_run_args", "MAX_TICK_INTERVAL_MS",
+    "MEMORY_FRACTION", "check_magnitudes", "check_int",
     "check_tick_interval", "check_run_size", "check_arena_range", "physical_memory",
 ]

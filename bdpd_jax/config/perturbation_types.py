@@ -151,12 +151,14 @@ class ArenaSpec(BaseModel):
         eng = ENGINES[engine_name]
         if not _pk.supported(eng, self.type):
             raise ValueError(
-                f"{where}.type: {self.type!r} acts on the engine's {_pk.perturbation_type(self.type).requires!r}, which "
+                f"{where}.type: {self.type!r} acts on the engine's "
+                f"{_pk.perturbation_type(self.type).requires!r}, which "
                 f"engineMode={engine_name!r} does not have (docs/semantics.md §10 lists what each "
                 f"type acts on per engine)"
             )
         t = self.trigger
-        if isinstance(t, ThresholdTrigger) and t.variable in _pk.ENGINE_TRIGGER_VARS and t.variable not in eng.variables:
+        if (isinstance(t, ThresholdTrigger) and t.variable in _pk.ENGINE_TRIGGER_VARS
+                and t.variable not in eng.variables):
             raise ValueError(
                 f"{where}.trigger.variable: {t.variable!r} is not produced by engineMode={engine_name!r} "
                 f"(it produces {list(eng.variables)})"

@@ -100,7 +100,7 @@ class LockstepBatch:
 
         def take(name: str):
             def one(*leaves):
-                parts = [np.asarray(x)[..., i] for x, i in zip(leaves, index)]
+                parts = [np.asarray(x)[..., i] for x, i in zip(leaves, index, strict=True)]
                 return jnp.asarray(np.concatenate(parts, -1)[..., order])
             return jax.tree_util.tree_map(one, *[getattr(src, name) for src, _, _ in sources.values()])
 
@@ -110,7 +110,7 @@ class LockstepBatch:
         self.gov = has_governance(self.game)
         _, self._decide, self._step = programs(self.game)
         self.keys, self.params, self.state = take("keys"), take("params"), take("state")
-        units = [np.asarray(src.units)[i] for (src, _, _), i in zip(sources.values(), index)]
+        units = [np.asarray(src.units)[i] for (src, _, _), i in zip(sources.values(), index, strict=True)]
         self.units = np.concatenate(units)[order]
         self._external = [[i for i, s in enumerate(r.specs) if s.external] for r in runs]
         return self
@@ -189,7 +189,7 @@ class LockstepBatch:
                 where.append((b, i))
         results = await asyncio.gather(*jobs)
         by_arena: list[dict[int, AgentResult]] = [{} for _ in runs]
-        for (b, i), res in zip(where, results):
+        for (b, i), res in zip(where, results, strict=True):
             if res.fallback and self.units[b] != 1.0:
                 res = dataclasses.replace(res, harvest=res.harvest * float(self.units[b]))
             by_arena[b][i] = res

@@ -154,7 +154,7 @@ def from_action(values) -> dict[str, Any]:
     """A GovAction's numbers as JSON (NaN -> null, cap +inf -> ``"lift"``; float32 as its
     shortest round-trip decimal, ``registry.num``)."""
     out = {}
-    for k, v in zip(FIELDS, values):
+    for k, v in zip(FIELDS, values, strict=True):
         x = float(np.asarray(v))
         out[k] = None if math.isnan(x) else (LIFT if math.isinf(x) else num(v))
     return out
@@ -216,7 +216,7 @@ async def govern(state, runs: list) -> Any:
         jobs.append(r.governor.ask(observation(r, r.governor, r.turn + 1, in_force), dt))
     decisions = await asyncio.gather(*jobs)
     fields = np.full((len(FIELDS), len(runs)), np.nan, dt)
-    for (b, _), d in zip(live, decisions):
+    for (b, _), d in zip(live, decisions, strict=True):
         fields[:, b] = to_action(d.action, dt)
     if np.isnan(fields).all():  # no action anywhere: the pending action is already none (cleared once applied)
         return state

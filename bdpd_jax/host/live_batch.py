@@ -47,7 +47,7 @@ class LiveBatch:
         await self._batch.tick()
         if self._gc_freeze:
             freeze_history()
-        return [a.records[-1] if a.turn != t0 else None for a, t0 in zip(self.arenas, before)]
+        return [a.records[-1] if a.turn != t0 else None for a, t0 in zip(self.arenas, before, strict=True)]
 
     async def arun(self, max_ticks: int | None = None) -> list[dict[str, Any]]:
         """Tick until every arena is over (or ``max_ticks``), then close them; summaries."""

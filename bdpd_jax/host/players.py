@@ -86,7 +86,8 @@ class LivePlayerConfig(BaseModel):
             if not self.model:
                 raise ValueError(f"model: required for agentType 'llm', got {self.model!r}")
         if t == "scripted" and not self.script:
-            raise ValueError(f"script: a non-empty list of turns is required for agentType 'scripted', got {self.script!r}")
+            raise ValueError(
+                f"script: a non-empty list of turns is required for agentType 'scripted', got {self.script!r}")
         if t != "builtin" and self.talk is not None:
             raise ValueError("talk: scripted talk is for builtin players; external players use the tools")
         return self

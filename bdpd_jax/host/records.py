@@ -40,7 +40,7 @@ def sanction_rows(run: ArenaRun, t: int, g: dict, rec_extra: dict) -> list[dict[
     fired = np.asarray(g["spec_fired"])
     amount = np.asarray(g["spec_amount"])
     rows = []
-    for n, p, k in zip(*np.nonzero(fired.transpose(2, 1, 0))):  # by player, pact, spec
+    for n, p, k in zip(*np.nonzero(fired.transpose(2, 1, 0)), strict=True):  # by player, pact, spec
         sp = specs[k]
         rows.append({"turn": int(t), "specId": sp.id, "type": sp.type, "playerId": run.players[int(n)],
                      "pactId": run.registry.id_of(int(p)), "termType": P.term_names()[int(g["term"][p])],
@@ -52,9 +52,9 @@ def sanction_rows(run: ArenaRun, t: int, g: dict, rec_extra: dict) -> list[dict[
 def plugin_sanction_rows(run: ArenaRun, t: int, g: dict) -> list[dict[str, Any]]:
     """The governance plugins' sanctions of this turn: who (``paidBy``, ``cost``) fined whom."""
     rows = []
-    for spec, r in zip(run.config.plugins, g.get("plugins", ())):
+    for spec, r in zip(run.config.plugins, g.get("plugins", ()), strict=False):
         fines, costs = np.asarray(r["fines"]), np.asarray(r["costs"])  # [payer, target]
-        for i, j in zip(*np.nonzero(((fines > 0) | (costs > 0)).T)):  # by target, then payer
+        for i, j in zip(*np.nonzero(((fines > 0) | (costs > 0)).T), strict=True):  # by target, then payer
             rows.append({"turn": int(t), "specId": spec.id, "type": spec.type, "playerId": run.players[int(i)],
                          "pactId": None, "termType": None, "ordinal": 0, "amount": num(fines[j, i]),
                          "reason": reason_name(spec.type, int(r["reason"][i])),

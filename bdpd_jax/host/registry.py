@@ -182,12 +182,14 @@ class PactRegistry:
         code = P.term_code(terms["type"])
         before = int(self.table.dropped)
         mh, tol = numbers(terms)
-        pk, slot = _propose(P.term_names(), self._jnp(), jnp.int32(i), jnp.asarray(mask), jnp.int32(code), mh, tol, jnp.int32(turn))
+        pk, slot = _propose(P.term_names(), self._jnp(), jnp.int32(i), jnp.asarray(mask), jnp.int32(code), mh, tol,
+                            jnp.int32(turn))
         return self._stored(pk, int(slot), terms, before)
 
     def pledge(self, player: str, max_harvest: float, turn: int) -> tuple[int, str | None]:
         before = int(self.table.dropped)
-        pk, slot = _pledge(P.term_names(), self._jnp(), jnp.int32(self.players.index(player)), float(max_harvest), jnp.int32(turn))
+        pk, slot = _pledge(P.term_names(), self._jnp(), jnp.int32(self.players.index(player)), float(max_harvest),
+                           jnp.int32(turn))
         return self._stored(pk, int(slot), {"type": "harvest_cap", "maxHarvest": float(max_harvest)}, before)
 
     def _stored(self, pk, slot: int, terms: dict[str, Any], dropped_before: int) -> tuple[int, str | None]:
@@ -200,8 +202,8 @@ class PactRegistry:
         return slot, None
 
     def accept(self, slot: int, player: str, turn: int) -> None:
-        self.table = _np_tree(_accept(P.term_names(), self._jnp(), jnp.int32(slot), jnp.int32(self.players.index(player)),
-                                      jnp.int32(turn)))
+        self.table = _np_tree(_accept(P.term_names(), self._jnp(), jnp.int32(slot),
+                                      jnp.int32(self.players.index(player)), jnp.int32(turn)))
 
     # -- violations -------------------------------------------------------------------------
     def record_violations(self, turn: int, violated: np.ndarray, actual: np.ndarray, ordinal: np.ndarray,
@@ -214,7 +216,7 @@ class PactRegistry:
         mean = float(np.mean(actual.astype(np.float64)))
         # each pact's limit as the kernel's check computed it (the term registry's rule)
         lim = np.asarray(_limits(P.term_names(), self._jnp(), jnp.asarray(mean, self.table.max_harvest.dtype)))
-        for s, i in zip(*np.nonzero(violated)):
+        for s, i in zip(*np.nonzero(violated), strict=True):
             kind = P.term_names()[int(self.table.term[s])]
             text = detail(kind, float(actual[i]), float(lim[s]), mean)
             ev = {"turn": int(turn), "pactId": self.id_of(int(s)), "partyId": self.players[int(i)],

@@ -172,7 +172,8 @@ def validate_actions(raw: Any, *, no_talk: bool = False) -> tuple[list[dict[str,
     good: list[dict[str, Any]] = []
     errors: list[str] = []
     if len(raw) > MAX_ACTIONS_PER_TURN:
-        errors.append(f"actions: {len(raw) - MAX_ACTIONS_PER_TURN} past the first {MAX_ACTIONS_PER_TURN} dropped unread")
+        errors.append(
+            f"actions: {len(raw) - MAX_ACTIONS_PER_TURN} past the first {MAX_ACTIONS_PER_TURN} dropped unread")
         raw = raw[:MAX_ACTIONS_PER_TURN]
     for i, item in enumerate(raw):
         try:

@@ -182,7 +182,7 @@ def _gather(leaves: dict[str, np.ndarray], flat: np.ndarray) -> dict[str, np.nda
     out = {}
     for names in groups.values():
         taken = np.take(np.stack([leaves[n].reshape(-1) for n in names]), flat, axis=1)
-        out.update(zip(names, taken))
+        out.update(zip(names, taken, strict=True))
     return {name: out[name] for name in leaves}
 
 

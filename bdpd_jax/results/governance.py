@@ -80,7 +80,7 @@ def _plugin_rows(rec: dict, arenas: np.ndarray, plugins: list) -> pd.DataFrame:
     if g is None:
         return pd.DataFrame()
     rows = []
-    for spec, r in zip(plugins, g["plugins"]):
+    for spec, r in zip(plugins, g["plugins"], strict=True):
         fines, costs = np.asarray(r["fines"]), np.asarray(r["costs"])  # (T, N, N, B): [.., payer, target, ..]
         hit = ((fines > 0) | (costs > 0)) & rec["played"][:, None, None, :]
         t, j, i, b = np.nonzero(hit)

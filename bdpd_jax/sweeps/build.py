@@ -1,6 +1,6 @@
 """Building the per-point params of a sweep (:func:`build_points`: point by point or the
-separable build, diagnostics of points that change the game's structure or shapes) and sizing its chunks (arguments, devices, memory per
-arena). Used by :mod:`bdpd_jax.sweep`."""
+separable build, diagnostics of points that change the game's structure or shapes) and sizing
+its chunks (arguments, devices, memory per arena). Used by :mod:`bdpd_jax.sweep`."""
 
 from __future__ import annotations
 
@@ -115,7 +115,8 @@ def build_separable(base, names, values, n_turns, turns, generator, round_ints):
             vals = list(values[0])
             vals[j] = values[first[j][k]][j]
             g, (lv, td) = build_at(vals)
-            if g != game0 or td != treedef or any(a.shape != b.shape or a.dtype != b.dtype for a, b in zip(lv, leaves0)):
+            if g != game0 or td != treedef or any(a.shape != b.shape or a.dtype != b.dtype
+                                                   for a, b in zip(lv, leaves0, strict=True)):
                 return None  # a structure or shape change: the full path explains it
             per_value.append(lv)
         variants.append(per_value)
@@ -138,7 +139,7 @@ def build_separable(base, names, values, n_turns, turns, generator, round_ints):
     checks = sorted(set(np.linspace(0, P - 1, _SEPARABLE_CHECKS).astype(int).tolist()))
     for i in checks:
         g, (lv, _) = build_at(values[i])
-        if g != game0 or not all(_same(a, x[..., i]) for a, x in zip(lv, stacked)):
+        if g != game0 or not all(_same(a, x[..., i]) for a, x in zip(lv, stacked, strict=True)):
             return None
     return game0, stacked, treedef
 
@@ -200,7 +201,8 @@ def build_points(base, names, table, turns, generator, round_ints, *, separable_
         for i, (g, p) in enumerate(built):
             if param_shapes(p) != shapes0 or g != game0:
                 bad = shape_culprits(base, names, values[0], values[i],
-                                lambda a, b: param_shapes(a[1]) != param_shapes(b[1]) or a[0] != b[0], build_kw, round_ints)
+                                lambda a, b: param_shapes(a[1]) != param_shapes(b[1]) or a[0] != b[0], build_kw,
+                                round_ints)
                 raise ValueError(
                     f"sweep: parameter(s) {bad} change the shapes of the params (point 0: "
                     f"{describe_point(names, values[0])}; point {i}: {describe_point(names, values[i])}); "

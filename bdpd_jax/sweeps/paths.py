@@ -141,7 +141,7 @@ def check_paths(base: ConfigBase, names: Sequence[str]) -> None:
 
 
 def describe_point(names: Sequence[str], values: Sequence[Any]) -> str:
-    return ", ".join(f"{n}={v!r}" for n, v in zip(names, values))
+    return ", ".join(f"{n}={v!r}" for n, v in zip(names, values, strict=True))
 
 
 def _validation_message(e: Exception) -> str:
@@ -160,7 +160,7 @@ def apply_values(base: ConfigBase, names: Sequence[str], values: Sequence[Any], 
     rounded (for sampled points); otherwise pydantic rejects a non-integral one.
     """
     d = dict(base.given)  # copy on write: only the containers along the swept paths are copied
-    for name, v in zip(names, values):
+    for name, v in zip(names, values, strict=True):
         keys, old = base.resolve(name)
         v = plain_value(v)
         if round_ints and isinstance(old, int) and not isinstance(old, bool) and isinstance(v, float):
@@ -175,8 +175,9 @@ def apply_values(base: ConfigBase, names: Sequence[str], values: Sequence[Any], 
             node, full = node[k], full[k]
         node[keys[-1]] = v
     try:
-        for name, v in zip(names, values):  # the base was checked whole when it was validated
+        for name, v in zip(names, values, strict=True):  # the base was checked whole when it was validated
             check_magnitudes(plain_value(v), name)
         return ArenaConfig.model_validate(d, context={"magnitudes_checked": True})
     except (ValidationError, ValueError) as e:
-        raise ValueError(f"sweep{where}: {describe_point(names, values)}: invalid config: {_validation_message(e)}") from None
+        raise ValueError(
+            f"sweep{where}: {describe_point(names, values)}: invalid config: {_validation_message(e)}") from None

@@ -55,7 +55,7 @@ def _point_means(arenas: pd.DataFrame, names: list[str], outputs: tuple, cols: l
     for c in cols:
         if c in DERIVED and c not in arenas.columns:
             arenas[c] = DERIVED[c](arenas)
-    missing = [o for o, c in zip(outputs, cols) if c not in arenas.columns]
+    missing = [o for o, c in zip(outputs, cols, strict=True) if c not in arenas.columns]
     if missing:
         known = [c for c in arenas.columns if c not in ("point", "replicate", "arena", *names)]
         raise ValueError(f"outputs: unknown {missing}; known: {known + list(METRICS) + list(DERIVED)}")

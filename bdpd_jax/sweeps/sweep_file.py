@@ -178,8 +178,9 @@ def load_sweep_file(spec: str | Path | dict, root: str | Path | None = None) -> 
     run = dict(replicates=d.get("replicates", 1), seed=seed, turns=d.get("turns"),
                max_batch=d.get("max_batch", DEFAULT_MAX_BATCH), memory_budget=parse_bytes(d.get("memory_budget")))
     check_run_args(**run)
-    return SweepFile(config=cfg, table=table, history=d.get("history", False), common_random=d.get("common_random", False),
-                     generator=d.get("generator", "hash"), round_ints="samples" in d, source=d, **run)
+    return SweepFile(config=cfg, table=table, history=d.get("history", False),
+                     common_random=d.get("common_random", False), generator=d.get("generator", "hash"),
+                     round_ints="samples" in d, source=d, **run)
 
 
 def _part(out: Path, k: int) -> Path:

@@ -45,7 +45,7 @@ def payload(max_turns: int = 4, players: int = 2, **model: Any) -> dict[str, Any
     cfg = copy.deepcopy(SEED_LOGISTIC)
     cfg["model"].update({"maxTurns": max_turns, "minPlayers": 2, **model})
     cfg["players"] = [{"strategy": s, "name": f"b{k}"} for k, s in
-                      zip(range(players), ["conservative", "aggressive", "adaptive", "random"] * 4)]
+                      zip(range(players), ["conservative", "aggressive", "adaptive", "random"] * 4, strict=False)]
     return {**cfg, "seed": 3}
 
 

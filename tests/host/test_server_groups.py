@@ -111,5 +111,5 @@ def test_ungrouped_server_ticks_each_arena_alone(tmp_path):
         while client.get("/api/arenas").json()["arenas"]:
             assert time.monotonic() < deadline
             time.sleep(0.05)
-    for c, body in zip(made, bodies):
+    for c, body in zip(made, bodies, strict=True):
         assert _served(tmp_path, c["arenaId"]) == _alone(body, body["seed"])

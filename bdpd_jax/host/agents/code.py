@@ -171,7 +171,8 @@ class CodeAgent:
         self.memory_limit = memory_limit
         self.max_memory_bytes = max_memory_bytes
         self.rng_seed = rng_seed
-        if isinstance(queue_timeout_s, bool) or not isinstance(queue_timeout_s, (int, float)) or not queue_timeout_s > 0:
+        if (isinstance(queue_timeout_s, bool) or not isinstance(queue_timeout_s, (int, float))
+                or not queue_timeout_s > 0):
             raise ValueError(f"queue_timeout_s: must be a number > 0, got {queue_timeout_s!r}")
         if pool is not None and not isinstance(pool, JsPool):
             raise ValueError(f"pool: must be a JsPool or None, got {type(pool).__name__}")

@@ -144,7 +144,8 @@ async def resume(body: M.Resume, acc: Access = Depends(owner), hub: Hub = Depend
     if not isinstance(a, DiskArena) or a.status != "interrupted":
         raise HTTPException(409, f"status: only an interrupted arena resumes, this one is {a.status!r}")
     loop = asyncio.get_running_loop()
-    arena = await loop.run_in_executor(hub.executor, lambda: replay(a.folder, resume=body.players, operator=hub.operator,
+    arena = await loop.run_in_executor(hub.executor, lambda: replay(a.folder, resume=body.players,
+                                                                       operator=hub.operator,
                                                                        governance_agent=body.governanceAgent))
     lv = LiveArena(arena, hub.workers, a.hashes)
     hub.live[lv.arena_id] = lv

@@ -315,7 +315,7 @@ class Ticker:
             g.worker_loop().run_until_complete(g.batch.tick())
             sync_files(g.paths)
             out = []
-            for lv, a, t0 in zip(lvs, arenas, before):
+            for lv, a, t0 in zip(lvs, arenas, before, strict=True):
                 rec = a.records[-1] if a.turn != t0 else None
                 out.append((lv, rec, a.close() if a.done else None))
         self.collect()
