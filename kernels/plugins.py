@@ -9,9 +9,9 @@ memory, and acts through :class:`Effects`: fines imposed on players and the cost
 players pay to impose them (costs are taken first, then fines). The deductions follow the one
 wealth floor of every deduction (docs/semantics.md §11). A plugin type may also register a
 ``begin`` hook, run at the start of each turn before the players observe: the governance
-agent's mandates (its second effect record, ``kernels.governance_agent.GovAction``: a harvest cap pact binding all players, the
-sanction ladders' scale, a ``regen_set``) are applied there. The same layer runs in a batch
-and in the live host (one kernel).
+agent's mandates (its second effect record, ``kernels.governance_agent.GovAction``: a harvest
+cap pact binding all players, the sanction ladders' scale, a ``regen_set``) are applied there.
+The same layer runs in a batch and in the live host (one kernel).
 """
 
 from __future__ import annotations
