@@ -39,7 +39,8 @@ from payloads import SEED_LOGISTIC  # noqa: E402
 
 def _payload(turns: int, players=("conservative", "aggressive", "adaptive", "random")) -> dict:
     cfg = copy.deepcopy(SEED_LOGISTIC)
-    cfg["model"].update(maxTurns=turns, commonsCapacity=1e12, commonsInitial=1e12, minPlayers=2, maxPlayers=8)  # no collapse
+    # no collapse
+    cfg["model"].update(maxTurns=turns, commonsCapacity=1e12, commonsInitial=1e12, minPlayers=2, maxPlayers=8)
     cfg["players"] = [{"strategy": s} for s in players]
     return cfg
 
@@ -327,7 +328,8 @@ def main() -> None:
             if args.n:
                 for n in args.n:
                     r = load(srv, n, samples=300)
-                    print(json.dumps({k: (round(v, 2) if isinstance(v, float) else v) for k, v in r.items() if k != "ids"}))
+                    print(json.dumps({k: (round(v, 2) if isinstance(v, float) else v)
+                                      for k, v in r.items() if k != "ids"}))
                     srv.close_all()
                 return
             warm, c = srv.create(_payload(3), start="manual")  # import and first compile out of the way

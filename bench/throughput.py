@@ -57,7 +57,8 @@ PLAYED: dict[tuple[int, int], int] = {}
 def config(turns: int, noisy: bool = True) -> bdpd_jax.ArenaConfig:
     d = bdpd_jax.default_config().model_dump()
     if not noisy:  # exact readings: no draw at all for the observations
-        d["observability"] = {k: {kk: vv for kk, vv in v.items() if kk != "noise"} for k, v in d["observability"].items()}
+        d["observability"] = {k: {kk: vv for kk, vv in v.items() if kk != "noise"}
+                              for k, v in d["observability"].items()}
     d["model"]["maxTurns"] = turns
     d["model"]["threshold"] = 0.0  # keep arenas alive so every turn does full work
     d["model"]["regenRate"] = 0.5
@@ -247,7 +248,8 @@ def bench_simulate(b: int, turns: int, reps: int = 7) -> dict:
         "kernel": lambda: jax.block_until_ready(exe(keys, st, pb)),
         "simulate": functools.partial(bdpd_jax.simulate, cfg, n_arenas=b, history=False, progress=False),
         "simulate_history": functools.partial(bdpd_jax.simulate, cfg, n_arenas=b, history=True, progress=False),
-        "sweep": functools.partial(run_points, cfg.model_dump(), pd.DataFrame({"model.regenRate": np.linspace(0.3, 0.7, 16)}),
+        "sweep": functools.partial(run_points, cfg.model_dump(),
+                                   pd.DataFrame({"model.regenRate": np.linspace(0.3, 0.7, 16)}),
                                    replicates=b // 16, turns=turns, progress=False),
     }
     for f in calls.values():
@@ -364,7 +366,8 @@ def main() -> None:
     b, t = 16384, 30
     sm = bench_simulate(b, t)
     k = sm["kernel"]
-    print(f"\nsimulate at B={b}, T={t} (kernel, simulate and a sweep interleaved, best of 7): kernel {k * 1e3:.2f} ms ({b * t / k:.3e} arena-turns/s)")
+    print(f"\nsimulate at B={b}, T={t} (kernel, simulate and a sweep interleaved, best of 7): "
+          f"kernel {k * 1e3:.2f} ms ({b * t / k:.3e} arena-turns/s)")
     print(f"  simulate(history=False): {sm['simulate'] * 1e3:.2f} ms ({b * t / sm['simulate']:.3e} arena-turns/s): "
           f"{k / sm['simulate']:.0%} of the kernel (target >= 85%)")
     print(f"  sweep (run_points, 16 points x {b // 16} replicates): {sm['sweep'] * 1e3:.2f} ms: "
@@ -386,7 +389,8 @@ def main() -> None:
         from bdpd_jax.run.runner import lanes_for
 
         print(f"  half ended costs {mx['mixed'] / mx['none_end']:.0%} of none ended (target <= 60%); the 8192 live "
-              f"arenas run in {lanes_for(8192, 2900)} lane(s); first runs (compiling): mixed {mx['mixed_first']:.2f} s, "
+              f"arenas run in {lanes_for(8192, 2900)} lane(s); first runs (compiling): "
+              f"mixed {mx['mixed_first']:.2f} s, "
               f"none ended {mx['none_end_first']:.2f} s")
     py_arenas = 200
     py = py_arenas * t / bench_python(py_arenas, t)
