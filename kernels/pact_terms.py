@@ -132,12 +132,12 @@ def valid_terms(term: jax.Array, max_harvest: jax.Array, tolerance: jax.Array) -
     return ok
 
 
-def _harvest_cap(p, ctx):
+def _harvest_cap(p: Pacts, ctx: TurnContext) -> jax.Array:
     """001_*: a breach is actual > maxHarvest + eps (a harvest equal to the cap is no breach)."""
     return p.max_harvest
 
 
-def _no_aggression(p, ctx):
+def _no_aggression(p: Pacts, ctx: TurnContext) -> jax.Array:
     """001_*: limit = groupMean x (1 + tolerance); a breach is actual > limit + eps."""
     return ctx.group_mean * (1.0 + p.tolerance)
 

@@ -104,7 +104,7 @@ def propose(
     max_harvest: jax.Array,
     tolerance: jax.Array,
     turn: jax.Array,
-    when: jax.Array = True,
+    when: jax.Array | bool = True,
 ) -> tuple[Pacts, jax.Array]:
     """Store a proposal in the first empty slot; returns (pacts, slot), slot -1 if not stored.
 
@@ -150,9 +150,9 @@ def propose_many(
         rank.append(seen)
         seen = seen + want[r].astype(jnp.int32)
     free_rank, seen = [], jnp.zeros((), jnp.int32)
-    for p in range(pacts.n_slots):
+    for q in range(pacts.n_slots):
         free_rank.append(seen)
-        seen = seen + free[p].astype(jnp.int32)
+        seen = seen + free[q].astype(jnp.int32)
     n_free = seen
     store = jnp.stack([want[r] & (rank[r] < n_free) for r in range(n_req)])
     hit = jnp.stack([free & (jnp.stack(free_rank) == rank[r]) & store[r] for r in range(n_req)])  # [R, P]
@@ -211,13 +211,14 @@ def _propose_array(pacts, proposer, parties, term, max_harvest, tolerance, turn,
     return _settle(p, turn), slot.astype(jnp.int32)
 
 
-def pledge(pacts: Pacts, player: jax.Array, max_harvest: jax.Array, turn: jax.Array, when: jax.Array = True):
+def pledge(pacts: Pacts, player: jax.Array, max_harvest: jax.Array, turn: jax.Array, when: jax.Array | bool = True):
     """003_* ``pledge(maxHarvest)``: a one-party harvest_cap pact, active on proposal."""
     n = pacts.parties.shape[-1]
-    return propose(pacts, player, jnp.zeros((n,), bool), HARVEST_CAP, max_harvest, 0.0, turn, when)
+    return propose(pacts, player, jnp.zeros((n,), bool), jnp.asarray(HARVEST_CAP), max_harvest, jnp.asarray(0.0), turn,
+                   when)
 
 
-def accept(pacts: Pacts, slot: jax.Array, player: jax.Array, turn: jax.Array, when: jax.Array = True) -> Pacts:
+def accept(pacts: Pacts, slot: jax.Array, player: jax.Array, turn: jax.Array, when: jax.Array | bool = True) -> Pacts:
     """Record ``player``'s acceptance of a proposed pact it is a party to (else a no-op).
 
     The pact becomes active, with ``accepted_turn = turn``, once every party has accepted.
@@ -232,7 +233,7 @@ def accept_mask(pacts: Pacts, acc: jax.Array, turn: jax.Array) -> Pacts:
     return _settle(eqx.tree_at(lambda q: q.accepted, pacts, pacts.accepted | acc), turn)
 
 
-def reject(pacts: Pacts, slot: jax.Array, player: jax.Array, when: jax.Array = True) -> Pacts:
+def reject(pacts: Pacts, slot: jax.Array, player: jax.Array, when: jax.Array | bool = True) -> Pacts:
     """A party's rejection of a proposed pact makes it ``rejected`` (binding no one)."""
     return reject_mask(pacts, (jnp.arange(pacts.n_slots) == slot)[:, None]
                        & (jnp.arange(pacts.parties.shape[-1]) == player)[None, :] & jnp.asarray(when, bool))

@@ -37,7 +37,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any
 
 import equinox as eqx
 import jax
@@ -111,7 +111,7 @@ class PerturbLayer(Layer):
 
     types: tuple[str, ...] = ()  # the registered types compiled in (specs.perturb_layer)
     n_slots: int = 0
-    name: ClassVar[str] = "perturb"
+    name: str = "perturb"
 
     @property
     def fields(self) -> tuple[str, ...]:
@@ -179,7 +179,7 @@ def _apply(layer: PerturbLayer, game, state, slot: PerturbParams, fire: jax.Arra
     for t in layer.types:
         hit = fire & (slot.code == type_code(t))
         changes, val, tgt = perturbation_type(t).apply(game, view, slot, who)
-        new = {}
+        new: dict[str, Any] = {}
         for k, v in changes.items():
             old = getattr(view, k)
             if k == "engine":

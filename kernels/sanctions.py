@@ -115,7 +115,7 @@ def ladder_sum(ladder: jax.Array, length: jax.Array, before: jax.Array, m: jax.A
     return total + at_last.astype(ladder.dtype) * top
 
 
-def amounts(sp: SanctionParams, prior: Table, count: Table):
+def amounts(sp: SanctionParams, prior: Table | jax.Array, count: Table | jax.Array):
     """Sanctions fired by this turn's violations.
 
     prior: [T][N] violations of each (termType, player) before this turn; count: [T][N]

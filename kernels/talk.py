@@ -14,6 +14,8 @@ policies have decided and before the harvest, every player in order:
 
 from __future__ import annotations
 
+from typing import Any
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -77,7 +79,7 @@ def registry_writes(tp: TalkParams, pacts: P.Pacts, turn: jax.Array, scripted: t
     dt = tp.pledge_cap.dtype
     if not unroll.players(n):
         return _propose_scripted(tp, pacts, turn, np.asarray(list(players), np.int32))
-    req = []  # in player order, each player's pledge before its proposal
+    req: list[tuple[Any, ...]] = []  # in player order, each player's pledge before its proposal
     for i in players:
         req.append((i, jnp.zeros((n,), bool), P.HARVEST_CAP, tp.pledge_cap[i], jnp.zeros((), dt),
                     tp.pledge_turn[i] == turn))

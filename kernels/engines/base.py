@@ -39,7 +39,8 @@ class Engine:
         """The harvestable commons stock (float[])."""
         raise NotImplementedError
 
-    def step_one(self, state: Any, demand: jax.Array, u: jax.Array, params: Any):
+    def step_one(self, state: Any, demand: jax.Array, u: jax.Array,
+                 params: Any) -> tuple[Any, jax.Array, jax.Array, jax.Array]:
         """Withdraw ``demand`` (float[]) from the commons; ``u`` is one uniform draw.
 
         Returns ``(state, delivered, collapsed, reserve_drawn)``; ``delivered <= demand`` and
@@ -94,7 +95,8 @@ class Engine:
     # --- hooks of the perturbation layer (kernels/perturb.py); defaults by field name ---
     def get_param(self, params: Any, name: str) -> jax.Array:
         """The params field a perturbation reads (``regen_rate``, ``capacity``, ``threshold``)."""
-        return getattr(params, name)
+        value: jax.Array = getattr(params, name)
+        return value
 
     def set_param(self, params: Any, name: str, value: jax.Array) -> Any:
         """``params`` with field ``name`` replaced (engines with other field names override)."""

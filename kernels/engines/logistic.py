@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import equinox as eqx
 import jax
@@ -63,7 +63,7 @@ class Logistic(Engine):
             capacity=farr(model["commonsCapacity"]),
             threshold=farr(model["threshold"]),
             initial=farr(model["commonsInitial"]),
-            use_reserve=np.asarray(bool(model["useHiddenReserve"])),
+            use_reserve=cast(jax.Array, np.asarray(bool(model["useHiddenReserve"]))),  # numpy leaf, as farr
             reserve0=farr(model["hiddenReserveInitial"]),
             die_sides=farr(die.get("sides", DIE_DEFAULTS["sides"])),
             die_success=farr(die.get("successThreshold", DIE_DEFAULTS["successThreshold"])),

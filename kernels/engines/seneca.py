@@ -32,7 +32,7 @@ import jax.numpy as jnp
 from ..params import farr
 from .base import Engine, register
 
-SOLVERS: dict[str, type] = {
+SOLVERS: dict[str, Any] = {  # diffrax solver classes (the Runge-Kutta ones carry .tableau)
     "euler": diffrax.Euler,
     "heun": diffrax.Heun,
     "midpoint": diffrax.Midpoint,
@@ -150,6 +150,7 @@ def _tableau_steps(y0: jax.Array, p: SenecaParams) -> tuple[jax.Array, jax.Array
 
 def _diffeqsolve(y0: jax.Array, p: SenecaParams) -> tuple[jax.Array, jax.Array]:
     """One turn through ``diffrax.diffeqsolve`` (adaptive PID controller, or constant steps)."""
+    controller: diffrax.AbstractStepSizeController
     if p.adaptive:
         controller = diffrax.PIDController(rtol=p.rtol, atol=p.atol)
         max_steps = p.max_steps
