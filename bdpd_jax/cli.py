@@ -8,7 +8,9 @@ apply_env()
 
 import re  # noqa: E402
 import time  # noqa: E402
+from collections.abc import Mapping  # noqa: E402
 from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
 
 import typer  # noqa: E402
 
@@ -30,7 +32,7 @@ def fail(exc: BaseException) -> typer.Exit:
     return typer.Exit(2)
 
 
-def _pydantic_line(err: dict) -> str:
+def _pydantic_line(err: Mapping[str, Any]) -> str:
     loc = ".".join(str(x) for x in err.get("loc", ()))
     text = err.get("msg", "").removeprefix("Value error, ")
     if not loc:

@@ -10,12 +10,16 @@ turn 1). Noisy values of quantities that cannot be negative are clamped at 0.
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 import jax
 import jax.numpy as jnp
 
 from . import rng
 from .params import ENV_VARS, EXACT, OBS_VARS, PEER_VARS, PLAYER_VARS, QUALITATIVE, SIGN, Params, farr, fdtype
 from .state import ArenaState
+
+Wealth = TypeVar("Wealth", jax.Array, float)  # capacity() serves kernels and the host's float checks alike
 
 QUALITATIVE_VARS: tuple[str, ...] = ("commonsStock", "commonsRatio", "capitalStock", "pollutionLevel")
 SIGN_VARS: tuple[str, ...] = ENV_VARS
@@ -25,7 +29,7 @@ _MIDS = (0.2, 0.5, 0.8)
 
 
 
-def capacity(wealth: jax.Array) -> jax.Array:
+def capacity(wealth: Wealth) -> Wealth:
     """capacity(w) = 1 + 0.05 w, the wealth-scaled harvest capacity of Table A.3."""
     return 1.0 + 0.05 * wealth
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from . import unroll
 from .barrier import materialize, materialize_mask
@@ -98,11 +99,11 @@ def _settle(p: Pacts, turn: jax.Array) -> Pacts:
 
 def propose(
     pacts: Pacts,
-    proposer: jax.Array,
-    parties: jax.Array,
-    term: jax.Array,
-    max_harvest: jax.Array,
-    tolerance: jax.Array,
+    proposer: ArrayLike,
+    parties: ArrayLike,
+    term: ArrayLike,
+    max_harvest: ArrayLike,
+    tolerance: ArrayLike,
     turn: jax.Array,
     when: jax.Array | bool = True,
 ) -> tuple[Pacts, jax.Array]:
@@ -214,8 +215,7 @@ def _propose_array(pacts, proposer, parties, term, max_harvest, tolerance, turn,
 def pledge(pacts: Pacts, player: jax.Array, max_harvest: jax.Array, turn: jax.Array, when: jax.Array | bool = True):
     """003_* ``pledge(maxHarvest)``: a one-party harvest_cap pact, active on proposal."""
     n = pacts.parties.shape[-1]
-    return propose(pacts, player, jnp.zeros((n,), bool), jnp.asarray(HARVEST_CAP), max_harvest, jnp.asarray(0.0), turn,
-                   when)
+    return propose(pacts, player, jnp.zeros((n,), bool), HARVEST_CAP, max_harvest, 0.0, turn, when)
 
 
 def accept(pacts: Pacts, slot: jax.Array, player: jax.Array, turn: jax.Array, when: jax.Array | bool = True) -> Pacts:

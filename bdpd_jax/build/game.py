@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import cast
 
 import jax
 import jax.numpy as jnp
@@ -15,6 +16,7 @@ from ..kernels.engines import get_engine
 from ..kernels.game import Game
 from ..kernels.params import OBS_VARS, OWN_VARS, RESOLUTIONS, ObsParams, Params, PlayerParams, farr
 from ..kernels.policies import BUILTINS, Policy
+from ..kernels.rng import Generator
 from .governance import governance as governance_layer
 from .governance import uses_governance
 
@@ -42,7 +44,7 @@ def obs_params(config: ArenaConfig) -> ObsParams:
         spec = config.observability.get(name)
         vis.append(name in OWN_VARS if spec is None else spec.visible)
         noise.append(0.0 if spec is None else spec.noise)
-    return ObsParams(visible=np.asarray(vis, bool), noise=farr(noise))
+    return ObsParams(visible=cast(jax.Array, np.asarray(vis, bool)), noise=farr(noise))  # numpy leaf, as farr
 
 
 def resolution_of(config: ArenaConfig) -> tuple:
@@ -76,18 +78,19 @@ def build(config: ArenaConfig, *, generator: str = "hash", extra_policies: tuple
     engine = get_engine(model.engineMode)
     if generator not in ("hash", "threefry"):
         raise ValueError(f"generator: unknown {generator!r}; known: ['hash', 'threefry']")
+    gen = cast(Generator, generator)  # checked above
     noisy = tuple(n for n in OBS_VARS
                   if n in config.observability and "noise" in config.observability[n].model_fields_set)
     game = Game(
-        engine=engine, n_players=len(players), policies=pols, scheduler=model.scheduler, generator=generator,
+        engine=engine, n_players=len(players), policies=pols, scheduler=model.scheduler, generator=gen,
         noisy=noisy, resolution=resolution_of(config), candidates=candidates,
     )
     params = Params(
-        max_turns=np.asarray(model.maxTurns, np.int32),
+        max_turns=cast(jax.Array, np.asarray(model.maxTurns, np.int32)),  # numpy leaves, as farr
         engine=engine.params_from_model(model.model_dump()),
         obs=obs_params(config),
         players=PlayerParams(
-            strategy=np.asarray(index, np.int32),
+            strategy=cast(jax.Array, np.asarray(index, np.int32)),
             intensity=farr([p.intensity for p in players]),
             reduction_factor=farr([p.reductionFactor for p in players]),
             wealth0=farr([p.privateResource for p in players]),

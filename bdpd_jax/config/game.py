@@ -7,6 +7,7 @@ value (pydantic's ValidationError is a ValueError). Unknown keys are rejected.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -29,7 +30,7 @@ _STRICT = ConfigDict(extra="forbid", allow_inf_nan=False, populate_by_name=True)
 NonNeg = Field(ge=0)
 
 
-def known(where: str, what: str, v: str, registry) -> str:
+def known(where: str, what: str, v: str, registry: Mapping[str, Any]) -> str:
     """``v`` if the registry (read now, so later registrations count) has it, else ValueError."""
     if v not in registry:
         raise ValueError(f"{where}: unknown {what} {v!r}; known: {sorted(registry)}")
@@ -210,12 +211,12 @@ class ArenaConfig(BaseModel):
 
     @field_validator("perturbations")
     @classmethod
-    def _perturbation_specs(cls, v: list) -> list:
+    def _perturbation_specs(cls, v: list[Any]) -> list[Any]:
         return parse_perturbations(v)
 
     @field_validator("plugins")
     @classmethod
-    def _plugin_specs(cls, v: list) -> list:
+    def _plugin_specs(cls, v: list[Any]) -> list[Any]:
         from .plugins import parse_plugins
 
         return parse_plugins(v)
@@ -264,7 +265,7 @@ class ArenaConfig(BaseModel):
         return self
 
     @classmethod
-    def load(cls, source: ArenaConfig | dict | str | Path) -> ArenaConfig:
+    def load(cls, source: ArenaConfig | dict[str, Any] | str | Path) -> ArenaConfig:
         """Accept a config, a dict, a JSON string or a path to a JSON file."""
         if isinstance(source, ArenaConfig):
             return source
@@ -294,7 +295,7 @@ def _check_harvest_scale(model: ModelConfig, players: list[PlayerConfig]) -> Non
         return
     scale = model.seneca.harvestScale
     total = scale * sum(float(capacity(p.privateResource)) for p in players if p.strategy_name != "idle")
-    if total >= model.commonsInitial:
+    if model.commonsInitial is not None and total >= model.commonsInitial:
         raise ValueError(
             f"model.seneca.harvestScale: {scale!r} lets the {len(players)} players' capacities take "
             f"{total:.4g} R units on turn 1, >= commonsInitial={model.commonsInitial!r}: the commons would "

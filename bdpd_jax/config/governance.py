@@ -19,12 +19,16 @@ naming the field and the value.
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .limits import MAX_TURNS
 from .terms import numbers, parse_terms
+
+if TYPE_CHECKING:  # config/game.py imports this module: the name is for the type checker only
+    from .game import ArenaConfig
 
 _STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
 
@@ -40,7 +44,7 @@ class PactTerms(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _schema(cls, v):
+    def _schema(cls, v: Any) -> Any:
         if isinstance(v, dict):
             return parse_terms(v, "terms", fill=True)
         return v
@@ -87,7 +91,7 @@ class PactConfig(BaseModel):
     status: Literal["proposed", "active"] = "active"
 
 
-def player_index(ref: PlayerRef, names: list[str | None], field: str) -> int:
+def player_index(ref: PlayerRef, names: Sequence[str | None], field: str) -> int:
     """Resolve a player reference (index or name); ValueError naming the field."""
     n = len(names)
     if isinstance(ref, bool):
@@ -101,7 +105,7 @@ def player_index(ref: PlayerRef, names: list[str | None], field: str) -> int:
     return names.index(ref)
 
 
-def check_governance(players: list, pacts: list[PactConfig], n_slots_hint: int | None = None) -> None:
+def check_governance(players: list[Any], pacts: list[PactConfig], n_slots_hint: int | None = None) -> None:
     """Cross-checks needing the players list: every party reference resolves."""
     names = [p.name for p in players]
     for i, pc in enumerate(pacts):
@@ -116,7 +120,7 @@ def check_governance(players: list, pacts: list[PactConfig], n_slots_hint: int |
                 player_index(r, names, f"players[{i}].talk.propose.parties[{j}]")
 
 
-def without_talk(config):
+def without_talk(config: ArenaConfig) -> ArenaConfig:
     """003_* ``--no-talk`` for a batch run: every player's scripted ``talk`` removed (no
     announcements, pledges, proposals, compliance; proposals are answered by the default
     rule). The config's pre-declared ``pacts`` and sanction specs stay: the flag removes

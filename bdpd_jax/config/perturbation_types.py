@@ -9,7 +9,7 @@ with the config's spec registry and compiles specs into slots; a type added late
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -145,6 +145,9 @@ class ArenaSpec(BaseModel):
     example: ClassVar[dict[str, Any]]  # a valid payload (docs; the registry contract test fires it)
     id: str
     trigger: StandardTrigger
+    if TYPE_CHECKING:  # every registered spec declares ``type: Literal[name]`` and its payload (fields of its own)
+        type: str
+        payload: Any
 
     def check(self, config, where: str) -> None:
         engine_name = config.model.engineMode

@@ -14,7 +14,7 @@ compiles specs into the perturbation layer's slots; a Table A.1 type added later
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import jax
 import jax.numpy as jnp
@@ -24,6 +24,7 @@ from ..kernels import pacts as _pacts
 from ..kernels import perturb as _pk
 from ..kernels.engines import ENGINES
 from ..kernels.params import farr
+from ..kernels.perturb_registry import Apply
 from ..kernels.perturb_registry import register_perturbation as register_kernel
 from ..kernels.perturb_registry import unregister_perturbation as unregister_kernel
 from ..kernels.policies import BUILTINS
@@ -52,6 +53,9 @@ from .perturbation_types import (  # noqa: F401 (re-exported: the Table A.1 mode
     WealthPayload,
     WealthShockSpec,
 )
+
+if TYPE_CHECKING:  # config/game.py imports this module: the name is for the type checker only
+    from .game import ArenaConfig
 
 SPEC_TYPES: dict[str, type[BaseModel]] = {}
 
@@ -150,7 +154,7 @@ def parse_perturbation(raw: Any, index: int = 0) -> BaseModel:
         raise ValueError(f"{where}.{loc}: {first['msg']} (got {first.get('input')!r})") from None
 
 
-def parse_perturbations(raw: list) -> list[BaseModel]:
+def parse_perturbations(raw: list[Any]) -> list[BaseModel]:
     """Validate a whole list: each spec, then unique ids."""
     specs = [parse_perturbation(r, i) for i, r in enumerate(raw)]
     seen: set[str] = set()
@@ -167,7 +171,7 @@ for _name, _model in ARENA_SPECS.items():
     register_spec(_name, _model)
 
 
-def register_perturbation(name: str, apply, spec: type[ArenaSpec], **kernel) -> type[ArenaSpec]:
+def register_perturbation(name: str, apply: Apply, spec: type[ArenaSpec], **kernel: Any) -> type[ArenaSpec]:
     """Add a perturbation type end to end with one call: its kernel ``apply`` (registered in
     kernels/perturb_registry.py with ``kernel`` = requires / engine_field / target / label /
     description) and its config model ``spec`` (an :class:`ArenaSpec` with ``type:
@@ -190,7 +194,7 @@ def unregister_perturbation(name: str) -> None:
     del ARENA_SPECS[name], SPEC_TYPES[name]
 
 
-def check_perturbations(config) -> None:
+def check_perturbations(config: ArenaConfig) -> None:
     """Config-time checks against the engine and players (ValueError naming the spec)."""
     for i, s in enumerate(config.perturbations):
         check = getattr(s, "check", None)
@@ -198,17 +202,18 @@ def check_perturbations(config) -> None:
             check(config, f"perturbations[{i}]")
 
 
-def arena_specs(config) -> list[ArenaSpec]:
+def arena_specs(config: ArenaConfig) -> list[ArenaSpec]:
     """The config's Table A.1 specs, in list order (the order same-turn firings apply)."""
-    return [s for s in config.perturbations if s.type in ARENA_SPECS]
+    return [s for s in config.perturbations if isinstance(s, ArenaSpec) and s.type in ARENA_SPECS]
 
 
-def override_strategies(specs) -> tuple:
+def override_strategies(specs: list[ArenaSpec]) -> tuple[Any, ...]:
     """Strategies a strategy_override may switch to (compiled into Game.policies)."""
     return tuple(s.payload.strategy for s in specs if s.type == "strategy_override")
 
 
-def compile_specs(specs, config, policies: tuple, n_slots: int | None = None) -> _pk.PerturbParams:
+def compile_specs(specs: list[ArenaSpec], config: ArenaConfig, policies: tuple[Any, ...],
+                  n_slots: int | None = None) -> _pk.PerturbParams:
     """Slots (leaves [P]) of ``specs``; padding slots are manual triggers that never fire."""
     rows = [s.numbers(config, f"perturbations[{s.id}]", policies) for s in specs]
     p = len(rows) if n_slots is None else n_slots
@@ -222,21 +227,24 @@ def compile_specs(specs, config, policies: tuple, n_slots: int | None = None) ->
     return _pk.PerturbParams(**{k: (jnp.asarray(v, jnp.int32) if k in ints else farr(v)) for k, v in cols.items()})
 
 
-def compile_spec(spec, config, policies: tuple) -> _pk.PerturbParams:
+def compile_spec(spec: BaseModel | dict[str, Any], config: ArenaConfig, policies: tuple[Any, ...]) -> _pk.PerturbParams:
     """One owner-fired spec (scalar leaves) for kernels.perturb.apply_perturbation."""
     spec = parse_perturbation(spec) if not isinstance(spec, BaseModel) else spec
-    if spec.type not in ARENA_SPECS:
-        raise ValueError(f"spec.type: {spec.type!r} cannot be fired ad hoc; known: {list(ARENA_SPECS)}")
+    if not isinstance(spec, ArenaSpec) or spec.type not in ARENA_SPECS:
+        raise ValueError(f"spec.type: {getattr(spec, 'type', None)!r} cannot be fired ad hoc; "
+                         f"known: {list(ARENA_SPECS)}")
     spec.check(config, "spec")
     if spec.type == "strategy_override":
         s = spec.payload.strategy
         if (BUILTINS[s] if isinstance(s, str) else s) not in policies:
             raise ValueError(f"spec.payload.strategy: {s!r} is not compiled into this game; "
                              "list it in build(..., extra_policies=...)")
-    return jax.tree_util.tree_map(lambda x: x[0], compile_specs([spec], config, policies))
+    one: _pk.PerturbParams = jax.tree_util.tree_map(lambda x: x[0], compile_specs([spec], config, policies))
+    return one
 
 
-def perturb_layer(config, perturbable: bool = False, n_slots: int | None = None, types: tuple | None = None):
+def perturb_layer(config: ArenaConfig, perturbable: bool = False, n_slots: int | None = None,
+                  types: tuple[str, ...] | None = None) -> _pk.PerturbLayer | None:
     """The static PerturbLayer of a config (None when it has no Table A.1 specs and not
     ``perturbable``). ``types``/``n_slots``: a sweep's union/largest, to share one program."""
     specs = arena_specs(config)

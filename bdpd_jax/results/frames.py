@@ -179,26 +179,26 @@ def _gather(leaves: dict[str, np.ndarray], flat: np.ndarray) -> dict[str, np.nda
     groups: dict[np.dtype, list[str]] = {}
     for name, x in leaves.items():
         groups.setdefault(x.dtype, []).append(name)
-    out = {}
+    out: dict[str, np.ndarray] = {}
     for names in groups.values():
         taken = np.take(np.stack([leaves[n].reshape(-1) for n in names]), flat, axis=1)
         out.update(zip(names, taken, strict=True))
     return {name: out[name] for name in leaves}
 
 
-def _str_column(codes: np.ndarray, labels: list[str]):
+def _str_column(codes: np.ndarray, labels: list[str]) -> Any:
     """labels[codes] as pandas' str dtype, without a Python string object per row (an
     arrow take) where pandas keeps strings in arrow; else through an object array."""
     dtype = pd.Series(labels[:1] or [""]).dtype
     if getattr(dtype, "storage", None) == "pyarrow":
-        import pyarrow as pa
+        import pyarrow as pa  # start-up time: only where pandas keeps strings in arrow
 
         values = pa.array(labels, pa.large_string()).take(pa.array(codes))
         return pd.arrays.ArrowStringArray(values, dtype=dtype)
     return pd.array(np.asarray(labels, dtype=object)[codes], dtype=dtype)
 
 
-def turns_frame(rec: dict[str, np.ndarray], arenas: np.ndarray) -> pd.DataFrame:
+def turns_frame(rec: dict[str, Any], arenas: np.ndarray) -> pd.DataFrame:
     """rec leaves have shape (T, B) (scalars per arena and turn)."""
     t, b = _played_index(rec["played"])
     flat = t * rec["played"].shape[1] + b
@@ -208,7 +208,7 @@ def turns_frame(rec: dict[str, np.ndarray], arenas: np.ndarray) -> pd.DataFrame:
     return pd.DataFrame(cols, copy=False)  # (fresh arrays: no copy into 2-D blocks)
 
 
-def players_frame(rec: dict[str, np.ndarray], arenas: np.ndarray, strategy_names: list[str]) -> pd.DataFrame:
+def players_frame(rec: dict[str, Any], arenas: np.ndarray, strategy_names: list[str]) -> pd.DataFrame:
     """Per-player leaves have shape (T, N, B)."""
     t, b = _played_index(rec["played"])
     n, nb = rec["actual"].shape[1], rec["played"].shape[1]
@@ -229,7 +229,7 @@ def players_frame(rec: dict[str, np.ndarray], arenas: np.ndarray, strategy_names
     return pd.DataFrame(cols, copy=False)
 
 
-def summary_frame(final: dict[str, np.ndarray], arenas: np.ndarray, player_labels: list[str],
+def summary_frame(final: dict[str, Any], arenas: np.ndarray, player_labels: list[str],
                   more: dict[str, np.ndarray] | None = None) -> pd.DataFrame:
     """final: survived[B], collapse_turn[B], turns_played[B], wealth[N, B]; ``more``: further
     columns (the GovSim outcomes), appended last."""

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -39,7 +42,7 @@ SANCTION_COLUMNS = ("arena", "turn", "id", "type", "player", "pact", "termType",
                     "payer", "cost")
 
 
-def sanctions_frame(rec: dict, arenas: np.ndarray, specs: list, plugins: list = ()) -> pd.DataFrame:
+def sanctions_frame(rec: dict, arenas: np.ndarray, specs: list, plugins: Sequence[Any] = ()) -> pd.DataFrame:
     """One row per sanction fired: which spec or plugin (``id``, ``type``, ``reason``)
     charged which player (``player``) how much (``amount``); for a spec also the violation
     event (``pact`` slot, ``termType``, ``ordinal``), for a plugin who imposed it (``payer``)

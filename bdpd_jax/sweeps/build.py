@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ..build.game import build
-from .paths import apply_values, describe_point, plain_value
+from .paths import ConfigBase, apply_values, describe_point, plain_value
 
 # ----------------------------------------------------------------------------- the run
 
@@ -27,7 +27,7 @@ def param_shapes(params) -> tuple:
     return treedef, tuple((np.shape(x), np.asarray(x).dtype) for x in leaves)
 
 
-def shape_culprits(base: dict, names, values0, values_i, differs, build_kw, round_ints) -> list[str]:
+def shape_culprits(base: ConfigBase, names, values0, values_i, differs, build_kw, round_ints) -> list[str]:
     """The parameters that alone, applied to point 0, make ``differs(point0, that) `` true."""
     cfg0 = apply_values(base, names, values0, round_ints=round_ints)
     ref = build(cfg0, **build_kw)

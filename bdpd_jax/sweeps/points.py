@@ -25,7 +25,7 @@ def grid_points(grid: dict[str, Sequence[Any]]) -> pd.DataFrame:
     return pd.DataFrame({n: [r[j] for r in rows] for j, n in enumerate(names)}, columns=names)
 
 
-def sample_points(samples: dict[str, tuple[float, float]], n_samples: int, seed: int) -> pd.DataFrame:
+def sample_points(samples: dict[str, tuple[float, float]], n_samples: int | None, seed: int) -> pd.DataFrame:
     """``n_samples`` points drawn uniformly in the boxes ``{path: (low, high)}``."""
     if not isinstance(samples, dict) or not samples:
         raise ValueError(f"samples: must be a non-empty dict path -> (low, high), got {samples!r}")

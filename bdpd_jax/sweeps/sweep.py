@@ -79,10 +79,10 @@ class SweepPlan:
     and the dask runner (bdpd_jax/sweeps/distributed.py) rely on.
     """
 
-    def __init__(self, config, table: pd.DataFrame, *, replicates: int = 1, seed: int = 0, history: bool = False,
-                 turns: int | None = None, max_batch: int = DEFAULT_MAX_BATCH, memory_budget: int | None = None,
-                 generator: str = "hash", round_ints: bool = False, common_random: bool = False,
-                 devices: Any = None, chunk_width: int | None = None):
+    def __init__(self, config: ArenaConfig | dict[str, Any] | str, table: pd.DataFrame, *, replicates: int = 1,
+                 seed: int = 0, history: bool = False, turns: int | None = None, max_batch: int = DEFAULT_MAX_BATCH,
+                 memory_budget: int | None = None, generator: str = "hash", round_ints: bool = False,
+                 common_random: bool = False, devices: Any = None, chunk_width: int | None = None) -> None:
         self.options = dict(replicates=replicates, seed=seed, history=history, turns=turns, max_batch=max_batch,
                             memory_budget=memory_budget, generator=generator, round_ints=round_ints,
                             common_random=common_random)  # (what another process needs to plan the same)
@@ -123,7 +123,7 @@ class SweepPlan:
         # GovSim columns: simulate's own code on the whole chunk, with each arena's point's
         # sustainable yield f0 and turns (``efficiency`` reads both).
         self.yields = np.asarray(yields, dtype=float)
-        self._sharding = None
+        self._sharding: Callable[[int], Any] | None = None
         if nd > 1 or devices is not None:
             from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
@@ -144,13 +144,13 @@ class SweepPlan:
     def n_chunks(self) -> int:
         return len(self.chunks)
 
-    def _put(self, x):
+    def _put(self, x: Any) -> jax.Array:
         x = np.asarray(x) if not isinstance(x, jax.Array) else x
         if self._sharding is None:
             return jnp.asarray(x)
         return jax.device_put(x, self._sharding(x.ndim))
 
-    def run_chunk(self, k: int, bar=None) -> pd.DataFrame:
+    def run_chunk(self, k: int, bar: Any = None) -> pd.DataFrame:
         """The arena rows of chunk ``k`` (arenas ``chunks[k]``)."""
         a0, a1 = self.chunks[k]
         b, reps, names, table = self.run_width, self.replicates, self.names, self.table
@@ -159,7 +159,10 @@ class SweepPlan:
         padded = np.concatenate([idx, np.full(b - n, idx[-1], np.int64)])  # every chunk has shape b
         point_of = padded // reps
         key_arenas = padded % reps if self.common_random else padded
-        take = lambda tree: jax.tree_util.tree_map(lambda x: np.asarray(x)[..., :n], tree)  # noqa: E731
+
+        def take(tree: Any) -> Any:
+            return jax.tree_util.tree_map(lambda x: np.asarray(x)[..., :n], tree)
+
         if self._sharding is None and one_program(self.history, self.chunk_turns, self.max_turns):
             stacked = jax.tree_util.tree_unflatten(self.treedef, list(self.stacked))
             final = take(run_whole(self.game, self.chunk_turns, self.seed, key_arenas, stacked, point_of))
@@ -205,11 +208,11 @@ class SweepPlan:
         }
 
 
-_PLANS: OrderedDict[tuple, SweepPlan] = OrderedDict()
+_PLANS: OrderedDict[tuple[Any, ...], SweepPlan] = OrderedDict()
 MAX_PLANS = 8
 
 
-def cached_plan(config, table: pd.DataFrame, **options) -> SweepPlan:
+def cached_plan(config: ArenaConfig | dict[str, Any] | str, table: pd.DataFrame, **options: Any) -> SweepPlan:
     """A SweepPlan, reused when the same config content, table and options were planned
     before (every point's config is validated and built once; bdpd_jax/build/prepared.py)."""
     try:
@@ -252,7 +255,7 @@ def run_here(plan: SweepPlan, progress: bool | None = None) -> Iterator[tuple[in
 
 
 def run_points(
-    config: ArenaConfig | dict | str,
+    config: ArenaConfig | dict[str, Any] | str,
     table: pd.DataFrame,
     *,
     replicates: int = 1,
@@ -281,7 +284,7 @@ def run_points(
 
 
 def sweep(
-    config: ArenaConfig | dict | str,
+    config: ArenaConfig | dict[str, Any] | str,
     grid: dict[str, Sequence[Any]] | None = None,
     samples: dict[str, tuple[float, float]] | None = None,
     points: pd.DataFrame | np.ndarray | None = None,

@@ -33,7 +33,7 @@ import json
 import os
 import re
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -290,7 +290,7 @@ def run_sweep_file(
 
         bar = tqdm(total=plan.n_chunks, initial=len(done), desc="sweep chunks", unit="chunk")
     if client is None:
-        frames = ((k, plan.run_chunk(k)) for k in todo)  # (each chunk runs as it is written)
+        frames: Iterator[tuple[int, pd.DataFrame]] = ((k, plan.run_chunk(k)) for k in todo)  # (run as written)
     else:
         from .distributed import run_chunks
 
