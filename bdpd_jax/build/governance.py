@@ -113,7 +113,8 @@ def governance(config, *, pact_slots: int | None = None, ladder_width: int | Non
             mask[player_index(r, names, f"pacts[{i}].parties[{j}]")] = True
         proposer = (player_index(pc.proposer, names, f"pacts[{i}].proposer") if pc.proposer is not None
                     else int(np.argmax(mask)))
-        pk, _ = P.propose(pk, proposer, jnp.asarray(mask), P.term_code(pc.terms.type), *pc.terms.numbers(),
+        max_harvest, tolerance = pc.terms.numbers()
+        pk, _ = P.propose(pk, proposer, jnp.asarray(mask), P.term_code(pc.terms.type), max_harvest, tolerance,
                           jnp.int32(0))
         if pc.status == "active":
             pk = P.accept_mask(pk, pk.parties & (jnp.arange(slots + reserved) == i)[:, None], jnp.int32(0))

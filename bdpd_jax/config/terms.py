@@ -60,7 +60,7 @@ def numbers(terms: dict[str, Any]) -> tuple[float, float]:
     return num["max_harvest"], num["tolerance"]
 
 
-def slot_terms(code: int, stored: dict[str, float]) -> dict[str, Any]:
+def slot_terms(code: int, stored: dict[str, float | None]) -> dict[str, Any]:
     """The JSON terms of a slot from its stored numbers (``{"max_harvest": .., "tolerance": ..}``,
     already display-rounded): required fields always, defaulted ones when not at their default."""
     tt = P.term_type(int(code))

@@ -133,7 +133,7 @@ class Arena:
 
     @property
     def players(self) -> list[str]:
-        return [s.name for s in self.specs]
+        return [s.player_id for s in self.specs]
 
     def agent_kind(self, i: int) -> str:
         """Player i's agentType as records and summary.json show it (the original kind of a
@@ -146,7 +146,7 @@ class Arena:
             raise ValueError(f"status: players join a waiting arena, this one is {self.status!r}")
         spec = joining_player(spec, self._joined, self.config, self.operator)
         self._joined.append(spec)
-        return spec.name
+        return spec.player_id
 
     def use_client(self, client) -> None:
         """Lend ``client`` (one pooled HTTP client, closed by its owner) to this arena's HTTP /
@@ -259,9 +259,9 @@ class Arena:
         width = len(arenas) if width is None else width
         if not arenas or isinstance(width, bool) or not isinstance(width, int) or width < len(arenas):
             raise ValueError(f"width: must be an integer >= {len(arenas)} (the arenas, at least one), got {width!r}")
-        for a in arenas:
-            a._ensure_batch()
-        slots = [(a._batch, a._b) for a in arenas] + [(arenas[-1]._batch, arenas[-1]._b)] * (width - len(arenas))
+        batches = [a._ensure_batch() for a in arenas]
+        slots = ([(bt, a._b) for bt, a in zip(batches, arenas, strict=True)]
+                 + [(batches[-1], arenas[-1]._b)] * (width - len(arenas)))
         batch = LockstepBatch.gather(slots, [a._started() for a in arenas])
         for b, a in enumerate(arenas):
             a._bind(batch, b)
@@ -275,9 +275,7 @@ class Arena:
             self.start()
         if self.status != "running":
             raise ValueError(f"status: the arena is {self.status!r}")
-        if self._batch is None:
-            Arena.lockstep([self])
-        return self._batch
+        return self._batch if self._batch is not None else Arena.lockstep([self])  # (lockstep binds it)
 
     @property
     def state(self):
@@ -398,8 +396,9 @@ class Arena:
         return summ
 
     def close(self) -> dict[str, Any]:
-        out = self._loop().run_until_complete(self.aclose())
-        self._own_loop.close()
+        loop = self._loop()
+        out = loop.run_until_complete(self.aclose())
+        loop.close()
         self._own_loop = None
         return out
 

@@ -49,7 +49,7 @@ def utc_now() -> str:
 def shown_kind(spec: LivePlayerConfig, shown_kinds: dict[str, str]) -> str:
     """A player's agentType as records and summary.json show it (the original kind of a
     player that a replay plays from its log)."""
-    return shown_kinds.get(spec.name, spec.agentType) if spec.agentType == "scripted" else spec.agentType
+    return shown_kinds.get(spec.player_id, spec.agentType) if spec.agentType == "scripted" else spec.agentType
 
 
 @dataclasses.dataclass(eq=False)
@@ -84,7 +84,7 @@ class ArenaRun:
     governor: Governor | None = None   # the owner's governance agent (Arena starts and closes it)
 
     def __post_init__(self) -> None:
-        self.stats = {s.name: dict(STAT_KEYS) for s in self.specs}
+        self.stats = {s.player_id: dict(STAT_KEYS) for s in self.specs}
 
     @property
     def max_turns(self) -> int:
@@ -102,7 +102,7 @@ class ArenaRun:
               keep_records: int | None, governor: Governor | None = None) -> ArenaRun:
         """The run state of a game about to play its first turn (``Arena.start``): the arena's
         key, a message bus, a pact registry when the game has a governance layer."""
-        players = [s.name for s in specs]
+        players = [s.player_id for s in specs]
         return cls(
             arena_id=arena_id, config=config, specs=list(specs), shown_kinds=shown_kinds, no_talk=no_talk,
             game=game, params=params, key=rng.arena_key(seed, arena_index),
@@ -115,7 +115,7 @@ class ArenaRun:
 
     @property
     def players(self) -> list[str]:
-        return [s.name for s in self.specs]
+        return [s.player_id for s in self.specs]
 
     def agent_kind(self, i: int) -> str:
         return shown_kind(self.specs[i], self.shown_kinds)

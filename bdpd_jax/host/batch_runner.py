@@ -148,7 +148,7 @@ class LockstepBatch:
         ext, ext_req, ext_ann, tools = self._act(pacts_d, by_arena, sb.wealth.shape)
         pacts = None
         if self.gov:  # a batch padded past its arenas (``gather``) repeats the last table
-            tables = [r.registry.table for r in self.runs]
+            tables = [r.registry.table for r in self.runs if r.registry is not None]  # (all of them)
             pacts = _stack(tables + tables[-1:] * (self.state.wealth.shape[-1] - len(tables)))
         sb = with_sanction_intents(sb, self.runs)
         dt = np.dtype(sb.wealth.dtype)  # numpy arguments: no eager jax op per array (same rounding)
@@ -163,8 +163,8 @@ class LockstepBatch:
         runs = self.runs
         asking = any(self._external)  # observations are read only for players asked from outside
         obs_np = jax.tree_util.tree_map(np.asarray, obs) if asking else {}
-        wealth = np.asarray(sb.wealth) if asking else None
-        strategy = np.asarray(sb.strategy) if asking else None
+        wealth = np.asarray(sb.wealth) if asking else np.empty((0, 0))  # (read only when some are asked)
+        strategy = np.asarray(sb.strategy) if asking else np.empty((0, 0), np.int32)
         pk_b = jax.tree_util.tree_map(np.asarray, sb.extra[GOV].pacts) if self.gov else None
         jobs, where = [], []
         overridden: list[set] = [set() for _ in runs]
@@ -182,10 +182,11 @@ class LockstepBatch:
                 asked.append(i)
             if not asked:
                 continue
-            envs = envelopes(r, [r.specs[i].name for i in asked], {k: v[..., b] for k, v in obs_np.items()}, r.turn + 1)
+            envs = envelopes(r, [r.specs[i].player_id for i in asked], {k: v[..., b] for k, v in obs_np.items()},
+                             r.turn + 1)
             for i in asked:
                 s = r.specs[i]
-                jobs.append(ask_agent(r.agents[i], envs[s.name], float(wealth[i, b]), s.agentType))
+                jobs.append(ask_agent(r.agents[i], envs[s.player_id], float(wealth[i, b]), s.agentType))
                 where.append((b, i))
         results = await asyncio.gather(*jobs)
         by_arena: list[dict[int, AgentResult]] = [{} for _ in runs]
@@ -212,7 +213,7 @@ class LockstepBatch:
             t = r.turn + 1
             for i in sorted(by_arena[b]):
                 res = by_arena[b][i]
-                name = r.specs[i].name
+                name = r.specs[i].player_id
                 ext[i, b] = True
                 ext_req[i, b] = res.harvest
                 for act in res.actions:

@@ -19,8 +19,9 @@ import asyncio
 import math
 import time
 from collections import deque
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
+import jax
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -28,7 +29,7 @@ from bdpd_jax.config.limits import MAX_TURNS, check_magnitudes
 from bdpd_jax.host.agents.base import MAX_ERROR_CHARS, join_errors, truncate_error
 from bdpd_jax.host.agents.governors import LIFT, MAX_GOV_RESPONSE_BYTES, HttpGovernor, LLMGovernor, ScriptedGovernor
 from bdpd_jax.host.agents.http import check_url
-from bdpd_jax.host.agents.transport import TransportError
+from bdpd_jax.host.agents.transport import HttpClient, TransportError, make_client
 from bdpd_jax.host.operator import Operator, redact_url
 from bdpd_jax.host.players import MAX_MODEL_CHARS, MAX_NAME_CHARS, MAX_PROMPT_CHARS, MAX_URL_CHARS, player_timeout_ms
 from bdpd_jax.host.registry import num
@@ -147,7 +148,7 @@ def to_action(action: dict[str, Any], dtype: Any = np.float32):
         v = action.get(k)
         return np.asarray(np.nan if v is None else (np.inf if v == LIFT else float(v)), dtype)
 
-    return GovAction(*(f(k) for k in FIELDS))
+    return GovAction(*(cast(jax.Array, f(k)) for k in FIELDS))  # numpy leaves, as in the params
 
 
 def from_action(values) -> dict[str, Any]:
@@ -265,7 +266,7 @@ class Governor:
         self.history: deque[dict[str, Any]] = deque(maxlen=MAX_GOV_HISTORY)
         self.decision: GovDecision | None = None  # this turn's, until the record takes it
         self.agent: Any = None
-        self._own_client = None
+        self._own_client: HttpClient | None = None
 
     def start(self, client, operator: Operator) -> None:
         """Make the agent (a client of its own when the arena has none)."""
@@ -274,11 +275,9 @@ class Governor:
             self.agent = ScriptedGovernor(s.script or [])
             return
         if client is None:
-            from bdpd_jax.host.agents.transport import make_client
-
             client = self._own_client = make_client(2)
         if s.kind == "http":
-            self.agent = HttpGovernor(s.url, self.timeout_ms, client)
+            self.agent = HttpGovernor(cast(str, s.url), self.timeout_ms, client)  # required for kind http
         else:
             self.agent = LLMGovernor(model=s.model, **operator.llm_endpoint(s), timeout_ms=self.timeout_ms,
                                      client=client, system_prompt=s.systemPrompt, temperature=s.temperature)

@@ -71,8 +71,9 @@ class LiveBatch:
         return self._loop().run_until_complete(self.arun(max_ticks))
 
     def close(self) -> list[dict[str, Any]]:
-        out = self._loop().run_until_complete(self._aclose_all())
-        self._own_loop.close()
+        loop = self._loop()
+        out = loop.run_until_complete(self._aclose_all())
+        loop.close()
         self._own_loop = None
         return out
 

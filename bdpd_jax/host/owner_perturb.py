@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import jax
 import jax.numpy as jnp
+from pydantic import BaseModel
 
 from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.config.perturbations import arena_specs, compile_spec
@@ -33,7 +34,7 @@ def _owner_apply(game):
     return jax.jit(functools.partial(pk.apply_perturbation, game))
 
 
-def owner_slot(run: ArenaRun, kernel_config: ArenaConfig, spec: str | dict) -> tuple[Any, Any]:
+def owner_slot(run: ArenaRun, kernel_config: ArenaConfig, spec: str | dict[str, Any] | BaseModel) -> tuple[Any, Any]:
     """(spec, compiled slot) of ``spec`` (a config spec id or an ad-hoc spec) for the arena whose
     run state is ``run``; ``kernel_config``: its kernels' view (``Arena.kernel_config``).
     ValueError when the spec is unknown or its type cannot be fired in this arena."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, cast
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -96,6 +96,14 @@ class LivePlayerConfig(BaseModel):
     def external(self) -> bool:
         return self.agentType != "builtin"
 
+    @property
+    def player_id(self) -> str:
+        """The name in play (``playerId``): a joining player without one is named then
+        (``arena_args.joining_player``), so every player of a run has one."""
+        if self.name is None:
+            raise ValueError("name: a player in play has a name (it is given one when it joins)")
+        return self.name
+
     def public(self) -> dict[str, Any]:
         """What meta.json stores: the spec without the strategy code (private to its owner)."""
         d = self.model_dump(mode="json", exclude_none=True)
@@ -144,7 +152,17 @@ class ScriptedAgent:
         return AgentResult(float(h), err, acts, (time.perf_counter() - t0) * 1000, bool(entry.get("fallback", False)))
 
 
-def player_timeout_ms(spec: LivePlayerConfig, timeout_ms: float) -> float:
+class TimedSpec(Protocol):
+    """What :func:`player_timeout_ms` reads: a player's or a governance agent's spec."""
+
+    @property
+    def agentType(self) -> str: ...  # noqa: N802  (the wire's field name)
+
+    @property
+    def timeoutMs(self) -> float | None: ...  # noqa: N802  (the wire's field name)
+
+
+def player_timeout_ms(spec: TimedSpec, timeout_ms: float) -> float:
     """The deadline of one call: the arena's ``agentTimeout`` (``timeout_ms``) unless the player
     asked for less; code agents never past the seed's 50 ms. A longer ``timeoutMs`` is refused."""
     cap = min(float(timeout_ms), JS_TIMEOUT_MS) if spec.agentType == "code" else float(timeout_ms)
@@ -163,16 +181,18 @@ def make_agent(spec: LivePlayerConfig, *, timeout_ms: float, no_talk: bool, clie
         return None
     tmo = player_timeout_ms(spec, timeout_ms)
     if t == "code":
-        return CodeAgent(spec.strategyCode, rng_seed=spec.rngSeed, pool=executor, timeout_ms=tmo, no_talk=no_talk)
+        # each agentType's own fields are required by the model's validator (_fields_of_type)
+        return CodeAgent(cast(str, spec.strategyCode), rng_seed=spec.rngSeed, pool=executor, timeout_ms=tmo,
+                         no_talk=no_talk)
     if t == "http":
-        return HttpAgent(spec.url, tmo, no_talk=no_talk, client=client)
+        return HttpAgent(cast(str, spec.url), tmo, no_talk=no_talk, client=client)
     if t == "llm":
         op = operator or Operator()
         op.check_player(spec)
-        return LLMAgent(model=spec.model, **op.llm_endpoint(spec), player_id=spec.name, timeout_ms=tmo,
+        return LLMAgent(model=cast(str, spec.model), **op.llm_endpoint(spec), player_id=spec.name, timeout_ms=tmo,
                         no_talk=no_talk, client=client, system_prompt=spec.systemPrompt,
                         temperature=spec.temperature, sanction=sanction)
-    return ScriptedAgent(spec.script, no_talk=no_talk)
+    return ScriptedAgent(cast(list[dict], spec.script), no_talk=no_talk)
 
 
 __all__ = ["AGENT_TYPES", "MAX_CODE_CHARS", "MAX_NAME_CHARS", "MAX_PROMPT_CHARS", "MAX_URL_CHARS", "LivePlayerConfig",

@@ -43,7 +43,8 @@ def sanction_rows(run: ArenaRun, t: int, g: dict, rec_extra: dict) -> list[dict[
     for n, p, k in zip(*np.nonzero(fired.transpose(2, 1, 0)), strict=True):  # by player, pact, spec
         sp = specs[k]
         rows.append({"turn": int(t), "specId": sp.id, "type": sp.type, "playerId": run.players[int(n)],
-                     "pactId": run.registry.id_of(int(p)), "termType": P.term_names()[int(g["term"][p])],
+                     "pactId": run.registry.id_of(int(p)) if run.registry is not None else None,
+                     "termType": P.term_names()[int(g["term"][p])],
                      "ordinal": int(g["ordinal"][p, n]), "amount": num(amount[k, p, n]),
                      "reason": sp.payload.reason, "paidBy": None, "cost": 0.0})
     return rows + plugin_sanction_rows(run, t, layer_record(rec_extra, PLUGINS) or {})
@@ -120,7 +121,7 @@ def turn_record(run: ArenaRun, t: int, rec: TurnRow, calls: dict[int, AgentResul
     decisions = []
     errors = []
     for i, s in enumerate(run.specs):
-        d = {"playerId": s.name, "agentType": run.agent_kind(i), "requested": rec.requested[i],
+        d: dict[str, Any] = {"playerId": s.player_id, "agentType": run.agent_kind(i), "requested": rec.requested[i],
              "actual": rec.actual[i], "announced": rec.announced[i], "wealth": rec.wealth[i],
              "sanction": rec.sanction[i], "invalid": rec.invalid[i]}
         if i in calls:
@@ -128,12 +129,12 @@ def turn_record(run: ArenaRun, t: int, rec: TurnRow, calls: dict[int, AgentResul
             d.update({"harvest": r.harvest, "fallback": r.fallback, "error": r.error,
                       "elapsedMs": round(r.elapsed_ms, 3), "actions": r.actions})
             if r.error:
-                errors.append({"playerId": s.name, "error": r.error})
-                run.count(s.name, "errors", 1)
-            run.count(s.name, "fallbacks", int(r.fallback))
+                errors.append({"playerId": s.player_id, "error": r.error})
+                run.count(s.player_id, "errors", 1)
+            run.count(s.player_id, "fallbacks", int(r.fallback))
         elif i in overridden:
             d["overridden"] = True
-        run.count(s.name, "totalHarvest", d["actual"] or 0.0)
+        run.count(s.player_id, "totalHarvest", d["actual"] or 0.0)
         decisions.append(d)
     violations, sanctions = [], []
     g = layer_record(rec.extra, GOV) if rec.extra else None
@@ -148,10 +149,10 @@ def turn_record(run: ArenaRun, t: int, rec: TurnRow, calls: dict[int, AgentResul
     fired = []
     pr = perturb_record(rec.extra) if rec.extra and isinstance(rec.extra, dict) else None
     if pr:
-        for p in np.flatnonzero(np.asarray(pr["fired"])):
-            kind = pk.type_names()[int(pr["code"][p])]
-            fired.append({"id": run.spec_ids[p] if p < len(run.spec_ids) else None, "type": kind,
-                          "target": target_label(kind, int(pr["target"][p])), "value": num(pr["value"][p])})
+        for q in np.flatnonzero(np.asarray(pr["fired"])):
+            kind = pk.type_names()[int(pr["code"][q])]
+            fired.append({"id": run.spec_ids[q] if q < len(run.spec_ids) else None, "type": kind,
+                          "target": target_label(kind, int(pr["target"][q])), "value": num(pr["value"][q])})
     owner = run.take_owner_fired()
     gov = {} if run.governor is None else {"governance": governance_entry(run, t, rec.extra)}
     return {
@@ -177,8 +178,11 @@ def governance_entry(run: ArenaRun, t: int, extra: dict) -> dict[str, Any]:
     plugin layer's begin record of its plugin)."""
     begin = (extra.get(PLUGINS) or {}).get("begin") or {}
     applied = begin.get("actions", ())
-    k = run.governor.plugin_index
-    return run.governor.entry(t, applied[k] if k < len(applied) and applied[k] is not None else None)
+    gov = run.governor
+    if gov is None:  # (called for arenas with one)
+        return {}
+    k = gov.plugin_index
+    return gov.entry(t, applied[k] if k < len(applied) and applied[k] is not None else None)
 
 
 __all__ = ["TurnRow", "turn_record", "record_rows", "governance_entry"]

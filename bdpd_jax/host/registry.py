@@ -42,10 +42,12 @@ def num(x: Any) -> float | None:
     v = np.asarray(x)[()]
     if not np.isfinite(v):
         return None
-    return float(np.format_float_positional(v, unique=True, trim="-")) if v.dtype == np.float32 else float(v)
+    if v.dtype == np.float32:
+        return float(np.format_float_positional(np.float32(v), unique=True, trim="-"))
+    return float(v)
 
 
-def nums(x: Any) -> list:
+def nums(x: Any) -> Any:
     """:func:`num` of every element of an array, as (nested) lists, in one pass: orjson writes
     float32 values as their shortest round-trip decimal and non-finite ones as null, which is
     ``num``'s rule (~400x faster than calling ``num`` per element; tested equal)."""
@@ -210,7 +212,7 @@ class PactRegistry:
                           sanction_fired: np.ndarray) -> list[dict[str, Any]]:
         """Append this turn's events (violated bool[P, N]) to the log; return them as rows
         ``{pactId, partyId, termType, turn, detail, ordinal}`` (001_* detail strings)."""
-        events = []
+        events: list[dict[str, Any]] = []
         if not np.any(violated):
             return events
         mean = float(np.mean(actual.astype(np.float64)))

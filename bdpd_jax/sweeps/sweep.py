@@ -148,7 +148,8 @@ class SweepPlan:
         x = np.asarray(x) if not isinstance(x, jax.Array) else x
         if self._sharding is None:
             return jnp.asarray(x)
-        return jax.device_put(x, self._sharding(x.ndim))
+        placed: jax.Array = jax.device_put(x, self._sharding(x.ndim))
+        return placed
 
     def run_chunk(self, k: int, bar: Any = None) -> pd.DataFrame:
         """The arena rows of chunk ``k`` (arenas ``chunks[k]``)."""

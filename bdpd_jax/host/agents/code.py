@@ -70,7 +70,8 @@ def check_answer(out: dict[str, Any], max_memory_bytes: int, *, no_talk: bool = 
     if not out.get("ok"):
         return {"ok": False, "error": str(out.get("error"))}
     kind, value, memory = out.get("kind"), out.get("value"), out.get("memory")
-    actions, errors = [], []
+    actions: list[Any] = []
+    errors: list[str] = []
     if kind == "object":  # {harvest, actions?, announced?}: the HTTP players' answer
         if not isinstance(value, str) or len(value) > MAX_RESULT_CHARS:
             return {"ok": False, "error": f"invalid result: an object over {MAX_RESULT_CHARS} chars of JSON"}

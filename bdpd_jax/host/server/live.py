@@ -142,7 +142,7 @@ class LiveArena:
     # -- events ------------------------------------------------------------------------------
     def publish(self, event: str, data: dict[str, Any]) -> None:
         """Send ``event`` to every subscriber, each in the view its role may see."""
-        cache: dict[str, str] = {}
+        cache: dict[bool, str] = {}
         for sub in list(self.subscribers):
             full = sub.role in ("owner", "spectator")
             if full not in cache:

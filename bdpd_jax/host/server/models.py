@@ -8,7 +8,7 @@ of ``join`` by :class:`bdpd_jax.host.players.LivePlayerConfig`.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
@@ -117,7 +117,7 @@ class Perturb(BaseModel):
     def target(self) -> str | dict[str, Any]:
         if self.specId is not None:
             return self.specId
-        spec = self.spec.model_dump(mode="json", exclude_none=True)
+        spec = cast(PerturbSpec, self.spec).model_dump(mode="json", exclude_none=True)  # _one_form: one is set
         spec.setdefault("trigger", {"kind": "manual"})
         spec.setdefault("id", f"owner-{spec['type']}")
         return spec

@@ -115,7 +115,10 @@ async def close(acc: Access = Depends(owner), hub: Hub = Depends(hub_of)):
         raise HTTPException(409, "status: the arena never started")
     await stop_auto(hub, lv)
     if lv.arena_id not in hub.live:  # the last auto tick closed it
-        return hub.on_disk(lv.arena_id).summary()
+        disk = hub.on_disk(lv.arena_id)
+        if disk is None:
+            raise HTTPException(404, f"arenaId: no arena {lv.arena_id!r}")
+        return disk.summary()
     summ = await lv.run(lv.arena.close)
     hub.finish(lv, summ)
     return summ

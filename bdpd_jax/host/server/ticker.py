@@ -200,10 +200,10 @@ class Ticker:
 
     def _ensure_running(self) -> None:
         if self._task is None or self._task.done():
-            self._wake = asyncio.Event()
-            self._task = asyncio.get_running_loop().create_task(self._run())
+            self._wake = wake = asyncio.Event()
+            self._task = asyncio.get_running_loop().create_task(self._run(wake))
 
-    async def _run(self) -> None:
+    async def _run(self, wake: asyncio.Event) -> None:
         while True:
             now = time.monotonic()
             while self._heap and self._heap[0][0] <= now:
@@ -213,9 +213,9 @@ class Ticker:
             if not self.groups:
                 self._heap.clear()
             timeout = self._heap[0][0] - now if self._heap else None
-            self._wake.clear()
+            wake.clear()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout=timeout)
+                await asyncio.wait_for(wake.wait(), timeout=timeout)
 
     async def _tick(self, g: Group) -> None:
         try:
