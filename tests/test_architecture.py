@@ -220,7 +220,8 @@ def test_the_import_reader_sees_relative_and_type_checking_imports() -> None:
 
 def test_the_attribute_guards_see_what_they_forbid(tmp_path) -> None:
     src = tmp_path / "m.py"
-    src.write_text("class A:\n    def f(self, o):\n        self.x = 1\n        o.y, (o.z, w) = 1, (2, 3)\n        o.n += 1\n")
+    src.write_text("class A:\n    def f(self, o):\n        self.x = 1\n"
+                   "        o.y, (o.z, w) = 1, (2, 3)\n        o.n += 1\n")
     MODULES["probe"] = src
     try:
         assert _foreign_attribute_stores("probe") == ["probe:4 sets o.y", "probe:4 sets o.z", "probe:5 sets o.n"]

@@ -210,7 +210,8 @@ _metrics = jax.jit(governance_metrics)
 def test_metrics_match_reference(actual, announced, regen, sanctioned):
     want = R.metrics(actual, announced, sanctioned, regen)
     ann = jnp.asarray([math.nan if a is None else a for a in announced], jnp.float32)
-    got = _metrics(jnp.asarray(actual, jnp.float32), ann, jnp.float32(sanctioned), jnp.float32(regen), jnp.ones((N,), bool))
+    got = _metrics(jnp.asarray(actual, jnp.float32), ann, jnp.float32(sanctioned), jnp.float32(regen),
+                   jnp.ones((N,), bool))
     for name in METRICS:
         if want[name] is None:
             assert math.isnan(float(got[name])), name
@@ -223,7 +224,8 @@ def test_metrics_match_reference(actual, announced, regen, sanctioned):
 # ---------------------------------------------------------------- whole runs
 GOV_PLAYERS = [
     {"strategy": "aggressive", "talk": {"announce": "biased", "bias": 0.5}},
-    {"strategy": "conservative", "talk": {"announce": "honest", "comply": True, "pledge": {"turn": 1, "maxHarvest": 2}}},
+    {"strategy": "conservative",
+     "talk": {"announce": "honest", "comply": True, "pledge": {"turn": 1, "maxHarvest": 2}}},
     {"strategy": "aggressive"},
     {"strategy": "random", "talk": {"propose": {"turn": 2, "parties": [0, 1, 2, 3],
                                                 "terms": {"type": "no_aggression", "tolerance": 0.1}}}},
@@ -314,7 +316,8 @@ def test_sweep_tolerance_ladder_regen_compiles_once():
             for r in (0.08, 0.16):
                 cfg = copy.deepcopy(SEED_LOGISTIC)
                 cfg["model"]["regenRate"] = r
-                cfg["players"] = [{"strategy": s, "talk": {"announce": "honest"}} for s in ("aggressive", "conservative", "random", "adaptive")]
+                cfg["players"] = [{"strategy": s, "talk": {"announce": "honest"}}
+                                  for s in ("aggressive", "conservative", "random", "adaptive")]
                 cfg["pacts"] = [{"parties": [0, 1, 2, 3], "terms": {"type": "no_aggression", "tolerance": tol}}]
                 cfg["perturbations"] = [{"id": "g", "type": "sanction_graduated",
                                          "trigger": {"kind": "pact_violation"}, "payload": {"ladder": ladder}}]
@@ -359,7 +362,8 @@ def test_plain_game_unchanged_by_governance_code():
     cfg["players"] = copy.deepcopy(MIXED_PLAYERS)
     plain = simulate(cfg, n_arenas=4, seed=5)
     cfg2 = copy.deepcopy(cfg)
-    cfg2["perturbations"] = [{"id": "s", "type": "sanction", "trigger": {"kind": "pact_violation"}, "payload": {"amount": 1}}]
+    cfg2["perturbations"] = [{"id": "s", "type": "sanction", "trigger": {"kind": "pact_violation"},
+                              "payload": {"amount": 1}}]
     gov = simulate(cfg2, n_arenas=4, seed=5)  # layer on, but no pact: nothing may change
     np.testing.assert_array_equal(plain.players["actual"].to_numpy(), gov.players["actual"].to_numpy())
     assert plain.turns["announce_frequency"].eq(0).all() and plain.turns["lie_score"].isna().all()

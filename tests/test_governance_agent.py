@@ -217,7 +217,8 @@ def test_batch_equals_single_arenas(run3):
         w = pl[pl.arena == i].wealth.to_numpy().reshape(-1, N)
         np.testing.assert_allclose(np.stack([o[0] for o in out]), w, rtol=1e-6, atol=1e-6)
         a = acts[acts.arena == i]
-        got = [(t + 1, f, np.float32(v)) for t, (_, act) in enumerate(out) for f, v in zip(G.GovAction._fields, act, strict=True)
+        got = [(t + 1, f, np.float32(v)) for t, (_, act) in enumerate(out) for f,
+               v in zip(G.GovAction._fields, act, strict=True)
                if not np.isnan(v)]
         assert got == list(zip(a.turn, a.action, a.value.astype(np.float32), strict=True))
 

@@ -34,8 +34,10 @@ def test_history_every_keeps_every_kth_turn(whole):
     assert (thin.turns.turn % 8 == 0).all()
     want = whole.turns[whole.turns.turn % 8 == 0].reset_index(drop=True)
     pd.testing.assert_frame_equal(want, thin.turns)
-    pd.testing.assert_frame_equal(whole.summary.drop(columns=["total_gain", "efficiency", "over_usage"], errors="ignore"),
-                                  thin.summary.drop(columns=["total_gain", "efficiency", "over_usage"], errors="ignore"))
+    pd.testing.assert_frame_equal(whole.summary.drop(columns=["total_gain", "efficiency", "over_usage"],
+                                                     errors="ignore"),
+                                  thin.summary.drop(columns=["total_gain", "efficiency", "over_usage"],
+                                                    errors="ignore"))
     with pytest.raises(ValueError, match="history_every"):
         bj.simulate(SEN, history_every=0)
 

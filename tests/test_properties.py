@@ -21,10 +21,16 @@ PLAYERS = [
 ]
 
 numbers = st.fixed_dictionaries({
-    "regenRate": st.floats(0.0, 1.0, allow_subnormal=False), "commonsCapacity": st.floats(5.0, 300.0, allow_subnormal=False), "s0": st.floats(0.0, 1.5, allow_subnormal=False),
-    "threshold": st.floats(0.0, 0.5, allow_subnormal=False), "reserve": st.booleans(), "hiddenReserveInitial": st.floats(0.0, 50.0, allow_subnormal=False),
-    "sides": st.integers(1, 10), "succ": st.floats(0, 1, allow_subnormal=False), "noise": st.floats(0.0, 1.0, allow_subnormal=False),
-    "intensity": st.floats(0.01, 1.0, allow_subnormal=False), "wealth": st.lists(st.floats(0.0, 500.0, allow_subnormal=False), min_size=4, max_size=4),
+    "regenRate": st.floats(0.0, 1.0, allow_subnormal=False),
+                                 "commonsCapacity": st.floats(5.0, 300.0, allow_subnormal=False),
+                                 "s0": st.floats(0.0, 1.5, allow_subnormal=False),
+    "threshold": st.floats(0.0, 0.5, allow_subnormal=False), "reserve": st.booleans(),
+                                 "hiddenReserveInitial": st.floats(0.0, 50.0, allow_subnormal=False),
+    "sides": st.integers(1, 10), "succ": st.floats(0, 1, allow_subnormal=False),
+                                 "noise": st.floats(0.0, 1.0, allow_subnormal=False),
+    "intensity": st.floats(0.01, 1.0, allow_subnormal=False),
+                                 "wealth": st.lists(st.floats(0.0, 500.0, allow_subnormal=False), min_size=4,
+                                                    max_size=4),
     "seed": st.integers(0, 1000),
 })
 

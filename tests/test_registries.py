@@ -81,7 +81,8 @@ def _cfg(**extra):
 
 
 QUOTA_PACT = {"parties": ["a", "b"], "terms": {"type": "group_quota", "quota": 4.0}}
-QUOTA_SANCTION = {"id": "q", "type": "sanction_graduated", "trigger": {"kind": "pact_violation", "termType": "group_quota"},
+QUOTA_SANCTION = {"id": "q", "type": "sanction_graduated",
+                  "trigger": {"kind": "pact_violation", "termType": "group_quota"},
                   "payload": {"ladder": [0.5, 1.5], "reason": "over quota"}}
 
 

@@ -104,7 +104,8 @@ def _governed(n: int) -> dict:
     for i, p in enumerate(players):
         talk = [
             {"announce": "biased", "bias": 0.3,
-             "propose": {"turn": 2 + i % 3, "parties": list(range(0, n, 3)), "terms": {"type": "no_aggression", "tolerance": 0.1}}},
+             "propose": {"turn": 2 + i % 3, "parties": list(range(0, n, 3)),
+                         "terms": {"type": "no_aggression", "tolerance": 0.1}}},
             {"comply": True, "announce": "honest", "pledge": {"turn": 1 + i % 4, "maxHarvest": 1.5}},
             {"accept": "min_cap", "acceptMinCap": 1.0,
              "propose": {"turn": 3, "parties": [i, (i + 1) % n], "terms": {"type": "harvest_cap", "maxHarvest": 2.0}}},
@@ -114,7 +115,8 @@ def _governed(n: int) -> dict:
         if talk is not None:
             p["talk"] = talk
     return {
-        "model": {"maxPlayers": n, "minPlayers": 1, "maxTurns": T, "commonsCapacity": 40.0 * n, "commonsInitial": 40.0 * n},
+        "model": {"maxPlayers": n, "minPlayers": 1, "maxTurns": T, "commonsCapacity": 40.0 * n,
+                  "commonsInitial": 40.0 * n},
         "players": players,
         "pacts": [{"parties": [0, 2], "terms": {"type": "harvest_cap", "maxHarvest": 3}}],
         "perturbations": [

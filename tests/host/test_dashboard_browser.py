@@ -47,7 +47,9 @@ def test_dashboard_end_to_end(tmp_path):
             page.click("[data-tab=builtin]")
             page.select_option("#join-builtin select[name=strategy]", strategy)
             page.click("#join-builtin button[type=submit]")
-            page.wait_for_function(f"document.getElementById('playersLine').textContent.includes('{strategy == 'conservative' and 1 or strategy == 'aggressive' and 2 or 3} joined')")
+            joined = strategy == 'conservative' and 1 or strategy == 'aggressive' and 2 or 3
+            page.wait_for_function(
+                f"document.getElementById('playersLine').textContent.includes('{joined} joined')")
         page.click("[data-tab=code]")
         page.wait_for_function("document.querySelector('#join-code textarea').value.includes('memory.stockHistory')")
         page.click("#join-code button[type=submit]")

@@ -75,7 +75,8 @@ def test_fanout_every_tick_once_in_order_then_end(tmp_path):
             tasks = [asyncio.create_task(listen(k, ready, counter)) for k in range(n_clients)]
             await asyncio.wait_for(ready.wait(), 60)
             async with httpx.AsyncClient(base_url=base, timeout=60, trust_env=False) as ac:
-                r = await ac.post(f"/api/arenas/{aid}/start", headers=owner, json={"tickMode": "auto", "tickIntervalMs": 5})
+                r = await ac.post(f"/api/arenas/{aid}/start", headers=owner,
+                                  json={"tickMode": "auto", "tickIntervalMs": 5})
                 assert r.status_code == 200
             await asyncio.wait_for(asyncio.gather(*tasks), 120)
 
