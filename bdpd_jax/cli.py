@@ -6,13 +6,25 @@ from ._env import apply_env, enable_compile_cache
 
 apply_env()
 
+import os  # noqa: E402
 import re  # noqa: E402
+import sys  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Mapping  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 import typer  # noqa: E402
+from pydantic import ValidationError  # noqa: E402
+from rich.console import Console  # noqa: E402
+from rich.markup import escape  # noqa: E402
+from rich.table import Table  # noqa: E402
+
+import bdpd_jax  # noqa: E402
+from bdpd_jax.config.game import ArenaConfig, default_config  # noqa: E402
+from bdpd_jax.config.governance import without_talk  # noqa: E402
+from bdpd_jax.host.operator import Operator  # noqa: E402
+from bdpd_jax.sweeps.sweep_file import load_sweep_file, run_sweep_file  # noqa: E402
 
 app = typer.Typer(add_completion=False, help="BDPD commons arenas, vectorized in JAX.",
                   pretty_exceptions_enable=False)
@@ -21,9 +33,6 @@ app = typer.Typer(add_completion=False, help="BDPD commons arenas, vectorized in
 def fail(exc: BaseException) -> typer.Exit:
     """Print ``error: <message>`` on stderr (no traceback, no rich markup read from the
     message) and return the exit (code 2, like a usage error) to raise."""
-    from pydantic import ValidationError
-    from rich.console import Console
-
     if isinstance(exc, ValidationError):  # one line per error: where, what, the value
         msg = "\n".join(_pydantic_line(e) for e in exc.errors())
     else:
@@ -44,8 +53,6 @@ def _pydantic_line(err: Mapping[str, Any]) -> str:
 
 
 def _escape(text: str) -> str:
-    from rich.markup import escape
-
     return escape(text)
 
 
@@ -59,8 +66,6 @@ def check_out_dir(out: Path | None) -> None:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise ValueError(f"--out: cannot create {str(out)!r}: {e.strerror or e}") from None
-    import os
-
     if not os.access(out, os.W_OK):
         raise ValueError(f"--out: {str(out)!r} is not writable")
 
@@ -95,12 +100,6 @@ def run(
     no_talk: bool = typer.Option(False, "--no-talk", help="Cheap talk off: drop every player's scripted talk (003_*)"),
 ) -> None:
     """Run a batch of arenas, print a summary table and optionally write parquet."""
-    from rich.console import Console
-    from rich.table import Table
-
-    import bdpd_jax
-    from bdpd_jax.config.game import ArenaConfig, default_config
-
     enable_compile_cache()
     console = Console()
     try:
@@ -109,8 +108,6 @@ def run(
             raise ValueError(f"config: {str(config)!r} is a directory, not a JSON file")
         cfg = default_config() if config is None else ArenaConfig.load(config)
         if no_talk:
-            from bdpd_jax.config.governance import without_talk
-
             cfg = without_talk(cfg)
         t0 = time.perf_counter()
         res = bdpd_jax.simulate(cfg, n_arenas=arenas, seed=seed, history=history, turns=turns, generator=generator)
@@ -150,10 +147,6 @@ def sweep(
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace a different sweep already in --out"),
 ) -> None:
     """Run a parameter sweep chunk by chunk into --out (bdpd_jax/sweeps/sweep_file.py)."""
-    from rich.console import Console
-
-    from bdpd_jax.sweeps.sweep_file import load_sweep_file, run_sweep_file
-
     enable_compile_cache()
     console = Console()
     try:
@@ -183,13 +176,11 @@ def serve(
                                             help="JSON file of LLM credentials and allowed endpoints (operator only)"),
 ) -> None:
     """Serve the HTTP API (004_* A.2) and the dashboard at http://HOST:PORT/."""
-    from rich.console import Console
-
     console = Console()
     try:
-        import uvicorn
+        import uvicorn  # optional dependency: the host extra
 
-        from bdpd_jax.host.server import create_app
+        from bdpd_jax.host.server import create_app  # optional dependency: FastAPI, the host extra
     except ImportError as e:
         console.print(f"[red]error:[/red] the server needs the host extra: pip install -e '.[host]' ({e})")
         raise typer.Exit(2) from e
@@ -202,15 +193,11 @@ def serve(
     if workers < 1:
         console.print(f"[red]error:[/red] --workers: must be >= 1, got {workers}")
         raise typer.Exit(2)
-    from bdpd_jax.host.operator import Operator
-
     try:
         op = Operator.load(operator) if operator is not None else None
     except ValueError as e:
         console.print(f"[red]error:[/red] --operator: {e}")
         raise typer.Exit(2) from e
-    import sys
-
     sys.setswitchinterval(switch_ms / 1000.0)
     enable_compile_cache()
     app_ = create_app(arenas, op, cors=tuple(cors or ()), no_talk=no_talk, workers=workers,
@@ -222,8 +209,6 @@ def serve(
 @app.command()
 def version() -> None:
     """Print the package version."""
-    import bdpd_jax
-
     typer.echo(bdpd_jax.__version__)
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import jax.numpy as jnp
 
 from .engines import Engine, get_engine
+from .observe import prev_values
 from .params import OBS_VARS, Params, fdtype
 from .rng import Generator
 from .state import ArenaState
@@ -61,8 +62,6 @@ class Game:
 
     def init(self, params: Params) -> ArenaState:
         """The state before turn 1."""
-        from .observe import prev_values
-
         dt = fdtype()
         n, k, m = self.n_players, len(self.memory_slots), self.memory_size
         es = self.engine.init(params.engine)

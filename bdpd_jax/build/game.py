@@ -11,6 +11,7 @@ import numpy as np
 
 from ..config.game import ArenaConfig
 from ..config.perturbations import arena_specs, compile_specs, override_strategies, perturb_layer
+from ..config.plugins import perturbation_types, plugin_layer
 from ..config.policy_check import check_policy_outputs
 from ..kernels.engines import get_engine
 from ..kernels.game import Game
@@ -97,8 +98,6 @@ def build(config: ArenaConfig, *, generator: str = "hash", extra_policies: tuple
         ),
         extra={},
     )
-    from ..config.plugins import perturbation_types
-
     pk = dict(perturb or {})
     fired_by_plugins = perturbation_types(config)  # a regulator's regen_set mandate (kernels/governance_agent.py)
     if fired_by_plugins:
@@ -112,8 +111,6 @@ def build(config: ArenaConfig, *, generator: str = "hash", extra_policies: tuple
         layer, gov = governance_layer(config, **(governance or {}))
         game = dataclasses.replace(game, layers=game.layers + (layer,))
         params = dataclasses.replace(params, extra={**params.extra, layer.name: gov})
-    from ..config.plugins import plugin_layer
-
     plug = plugin_layer(config)
     if plug is not None:  # governance plugins (kernels/plugins.py), after the automatic sanctions
         game = dataclasses.replace(game, layers=game.layers + (plug[0],))

@@ -3,11 +3,13 @@ governance layer and its params pytree (kernels/governance.py)."""
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
 from ..config.governance import player_index
 from ..config.perturbations import SANCTION_TYPES
+from ..config.plugins import reserved_slots
 from ..kernels import pacts as P
 from ..kernels import sanctions as S
 from ..kernels import talk as T
@@ -70,8 +72,6 @@ def governance(config, *, pact_slots: int | None = None, ladder_width: int | Non
     shapes (e.g. the largest of a sweep, so every cell shares one compiled program).
     pact_slots counts the players' slots; each governance agent's reserved slot comes after
     them (status ``inactive``, binding no one until the regulator imposes its cap)."""
-    from ..config.plugins import reserved_slots
-
     players = config.require_players()
     names = [p.name for p in players]
     n = len(players)
@@ -137,8 +137,6 @@ def governance(config, *, pact_slots: int | None = None, ladder_width: int | Non
 def stack_batch(params_list: list, repeat: int = 1):
     """Params of several cells (same game, same shapes) -> one batch with a trailing axis,
     each cell repeated ``repeat`` times (cell-major): a whole sweep in one compiled program."""
-    import jax
-
     return jax.tree_util.tree_map(
         lambda *xs: jnp.repeat(jnp.stack([jnp.asarray(x) for x in xs], axis=-1), repeat, axis=-1), *params_list
     )

@@ -11,12 +11,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
+import diffrax
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from ..build.governance import needed_slots
 from ..kernels.engines import ENGINES
 from ..kernels.engines.logistic import DIE_DEFAULTS
 from ..kernels.engines.seneca import DEFAULTS as SENECA
-from ..kernels.engines.seneca import HARVEST_SCALE
+from ..kernels.engines.seneca import HARVEST_SCALE, SOLVERS
 from ..kernels.observe import QUALITATIVE_VARS, SIGN_VARS, capacity
 from ..kernels.params import OBS_VARS, OWN_VARS, PEER_VARS
 from ..kernels.policies import BUILTINS, Policy
@@ -24,6 +26,8 @@ from ..kernels.schedule import SCHEDULERS
 from .governance import PactConfig, TalkConfig, check_governance
 from .limits import MAX_DIE_SIDES, MAX_PACT_SLOTS, MAX_PLAYERS, MAX_SPECS, MAX_TURNS, check_magnitudes
 from .perturbations import check_perturbations, parse_perturbations
+from .plugins import check_plugins, parse_plugins
+from .policy_check import check_policy_fields
 
 _STRICT = ConfigDict(extra="forbid", allow_inf_nan=False, populate_by_name=True)
 
@@ -80,16 +84,10 @@ class SenecaConfig(BaseModel):
     @field_validator("solver")
     @classmethod
     def _known_solver(cls, v: str) -> str:
-        from ..kernels.engines.seneca import SOLVERS
-
         return known("seneca.solver", "solver", v, SOLVERS)
 
     @model_validator(mode="after")
     def _adaptive_needs_error_estimate(self) -> SenecaConfig:
-        import diffrax
-
-        from ..kernels.engines.seneca import SOLVERS
-
         if self.adaptive and not issubclass(SOLVERS[self.solver], diffrax.AbstractAdaptiveSolver):
             ok = [k for k, v in SOLVERS.items() if issubclass(v, diffrax.AbstractAdaptiveSolver)]
             raise ValueError(f"seneca.solver: adaptive step control needs a solver with an error estimate, "
@@ -185,8 +183,6 @@ class PlayerConfig(BaseModel):
         if isinstance(v, str) and v not in BUILTINS:
             raise ValueError(f"players[].strategy: unknown strategy {v!r}; known: {sorted(BUILTINS)}")
         if isinstance(v, Policy):
-            from .policy_check import check_policy_fields
-
             check_policy_fields(v, "players[].strategy")
         return v
 
@@ -217,8 +213,6 @@ class ArenaConfig(BaseModel):
     @field_validator("plugins")
     @classmethod
     def _plugin_specs(cls, v: list[Any]) -> list[Any]:
-        from .plugins import parse_plugins
-
         return parse_plugins(v)
 
     @model_validator(mode="after")
@@ -246,8 +240,6 @@ class ArenaConfig(BaseModel):
         if self.players is not None:
             check_governance(self.players, self.pacts)
             _check_harvest_scale(self.model, self.players)
-            from ..build.governance import needed_slots
-
             if needed_slots(self) > MAX_PACT_SLOTS:
                 raise ValueError(f"pacts: {needed_slots(self)} pacts and scripted pledges/proposals need more than "
                                  f"{MAX_PACT_SLOTS} pact slots (bdpd_jax/config/limits.py)")
@@ -259,8 +251,6 @@ class ArenaConfig(BaseModel):
                 )
         check_perturbations(self)  # Table A.1 specs against the engine and players (specs.py)
         if self.players is not None and self.plugins:
-            from .plugins import check_plugins
-
             check_plugins(self)
         return self
 

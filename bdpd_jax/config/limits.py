@@ -14,6 +14,8 @@ import math
 import os
 from typing import Any
 
+import numpy as np
+
 
 def _env_int(name: str, default: int) -> int:
     """An operator's override of a bound (environment variable, read once at import)."""
@@ -84,8 +86,6 @@ def check_int(value: Any, field: str, lo: int, hi: int) -> int:
     ok = isinstance(value, int) and not isinstance(value, bool)
     if not ok:
         try:
-            import numpy as np
-
             ok = isinstance(value, np.integer)
         except ImportError:  # pragma: no cover
             ok = False
@@ -141,8 +141,6 @@ def _count(value: Any, field: str, unit: str = "an integer") -> None:
 
 
 def _is_int(value: Any) -> bool:
-    import numpy as np
-
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 

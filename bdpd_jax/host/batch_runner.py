@@ -37,6 +37,7 @@ from bdpd_jax.host.governance_agent import govern
 from bdpd_jax.host.programs import has_governance, programs
 from bdpd_jax.host.records import record_rows, turn_record
 from bdpd_jax.kernels.governance import NAME as GOV
+from bdpd_jax.kernels.plugins import NAME
 from bdpd_jax.kernels.state import still_playing
 
 if TYPE_CHECKING:
@@ -243,8 +244,6 @@ class LockstepBatch:
 def with_sanction_intents(sb, runs: list[ArenaRun]):
     """The live players' ``sanction(target)`` calls of this turn written into the plugins'
     ``intent`` memory (bool[N, N, B]) of the batch state; consumed by the step."""
-    from bdpd_jax.kernels.plugins import NAME
-
     intents = [r.take_sanction_intents() for r in runs]
     if not any(intents) or NAME not in sb.extra:
         return sb

@@ -25,6 +25,7 @@ import jax
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.config.limits import MAX_TURNS, check_magnitudes
 from bdpd_jax.host.agents.base import MAX_ERROR_CHARS, join_errors, truncate_error
 from bdpd_jax.host.agents.governors import LIFT, MAX_GOV_RESPONSE_BYTES, HttpGovernor, LLMGovernor, ScriptedGovernor
@@ -33,6 +34,8 @@ from bdpd_jax.host.agents.transport import HttpClient, TransportError, make_clie
 from bdpd_jax.host.operator import Operator, redact_url
 from bdpd_jax.host.players import MAX_MODEL_CHARS, MAX_NAME_CHARS, MAX_PROMPT_CHARS, MAX_URL_CHARS, player_timeout_ms
 from bdpd_jax.host.registry import num
+from bdpd_jax.kernels.governance_agent import GovAction, set_pending, valid
+from bdpd_jax.kernels.plugins import NAME
 
 PLUGIN_TYPE = "governance_agent"
 PLUGIN_ID = "governance-agent"  # the id of the plugin an attached agent adds to the config
@@ -101,8 +104,6 @@ def parse_answer(body: Any, dtype: Any = np.float32) -> tuple[dict[str, Any], li
     checked on its own (a bad field is dropped and named, the others stand): type
     (:class:`GovAnswer`), magnitude (``limits.check_magnitudes``) and the kernel's own rule
     (``kernels.governance_agent.valid``: cap within harvest_cap's bound, scale and regen >= 0)."""
-    from bdpd_jax.kernels.governance_agent import valid
-
     if not isinstance(body, dict):
         return {}, [f"response: expected a JSON object, got {type(body).__name__}"]
     errors: list[str] = []
@@ -142,8 +143,6 @@ def parse_answer(body: Any, dtype: Any = np.float32) -> tuple[dict[str, Any], li
 
 def to_action(action: dict[str, Any], dtype: Any = np.float32):
     """A JSON-form action as the kernel's GovAction (NaN = not taken; ``"lift"`` = +inf)."""
-    from bdpd_jax.kernels.governance_agent import GovAction
-
     def f(k: str) -> np.ndarray:
         v = action.get(k)
         return np.asarray(np.nan if v is None else (np.inf if v == LIFT else float(v)), dtype)
@@ -201,9 +200,6 @@ async def govern(state, runs: list) -> Any:
     """Before a turn's decide phase: ask every attached agent (``run.governor``) of the batch's
     run states at once and write the answers with the kernel's ``set_pending`` (NaN for an
     arena without one or done). Returns the batch state (trailing batch axis)."""
-    from bdpd_jax.kernels.governance_agent import GovAction, set_pending
-    from bdpd_jax.kernels.plugins import NAME
-
     live = [(b, r) for b, r in enumerate(runs) if r.governor is not None and not r.done]
     if not live:
         return state
@@ -236,8 +232,6 @@ def checked(spec: GovernorSpec | dict, operator: Operator, agent_timeout_ms: flo
 def attach(config, spec: GovernorSpec | dict | None, operator: Operator, agent_timeout_ms: float):
     """``(config, Governor or None)``: the config with the external governance_agent plugin the
     agent drives (added when the config has none). ValueError names the bad field."""
-    from bdpd_jax.config.game import ArenaConfig
-
     ext = [i for i, p in enumerate(config.plugins) if p.type == PLUGIN_TYPE and getattr(p, "external", False)]
     if spec is None:
         if ext:

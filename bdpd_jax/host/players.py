@@ -24,6 +24,7 @@ from bdpd_jax.host.agents.http import HttpAgent, check_url
 from bdpd_jax.host.agents.llm import LLMAgent
 from bdpd_jax.host.operator import Operator, redact_url
 from bdpd_jax.host.tools import validate_action
+from bdpd_jax.kernels.policies import BUILTINS
 
 AGENT_TYPES: tuple[str, ...] = ("builtin", "code", "http", "llm", "scripted")
 
@@ -69,11 +70,8 @@ class LivePlayerConfig(BaseModel):
         if self.apiKeyEnv is not None:
             raise ValueError("apiKeyEnv: a player cannot choose a credential; pick `credential`, a name "
                              "from the operator's list")
-        if t == "builtin":
-            from bdpd_jax.kernels.policies import BUILTINS
-
-            if self.strategy not in BUILTINS:
-                raise ValueError(f"strategy: unknown built-in {self.strategy!r}; known: {sorted(BUILTINS)}")
+        if t == "builtin" and self.strategy not in BUILTINS:
+            raise ValueError(f"strategy: unknown built-in {self.strategy!r}; known: {sorted(BUILTINS)}")
         if t == "code":
             if self.strategyCode is None:
                 raise ValueError("strategyCode: required for agentType 'code'")

@@ -17,6 +17,10 @@ import numpy as np
 import pandas as pd
 
 from ..kernels.metrics import METRICS
+from .governance import SANCTION_COLUMNS, VIOLATION_COLUMNS
+from .perturbations import COLUMNS as PERTURBATION_COLUMNS
+from .plugins import COLUMNS as ACTION_COLUMNS
+from .victory import evaluate
 
 TURN_COLUMNS = ("arena", "turn", "stock", "regen", "reserve_drawn", "collapsed") + METRICS
 PLAYER_COLUMNS = (
@@ -67,8 +71,6 @@ class Results:
         """The victory evaluation of every arena (bdpd_jax/results/victory.py, the rule of a live
         arena's summary.json): ``arena, outcome, collapse_turn, turns_played, winners`` (player
         indices, comma-separated) and per player ``gain_i``, ``gain_rank_i``, ``compliant_i``."""
-        from .victory import evaluate
-
         s = self.summary
         n = len([c for c in s.columns if c.startswith("wealth_")])
         initial = np.asarray([p["privateResource"] for p in self.meta["players"]], np.float64)
@@ -105,9 +107,7 @@ class Results:
     def _frame(self, name: str) -> pd.DataFrame:
         df = self.extra.get(name)
         if df is None:
-            from . import governance as g
-
-            cols = g.VIOLATION_COLUMNS if name == "violations" else g.SANCTION_COLUMNS
+            cols = VIOLATION_COLUMNS if name == "violations" else SANCTION_COLUMNS
             return pd.DataFrame({c: pd.Series(dtype=object) for c in cols})
         return df
 
@@ -117,9 +117,7 @@ class Results:
         (bdpd_jax/results/perturbations.py); empty when the config has no Table A.1 specs."""
         df = self.extra.get("perturbations")
         if df is None:
-            from .perturbations import COLUMNS
-
-            return pd.DataFrame({c: pd.Series(dtype=object) for c in COLUMNS})
+            return pd.DataFrame({c: pd.Series(dtype=object) for c in PERTURBATION_COLUMNS})
         return df
 
     @property
@@ -129,9 +127,7 @@ class Results:
         without a governance agent or history."""
         df = self.extra.get("governance_actions")
         if df is None:
-            from .plugins import COLUMNS
-
-            return pd.DataFrame({c: pd.Series(dtype=object) for c in COLUMNS})
+            return pd.DataFrame({c: pd.Series(dtype=object) for c in ACTION_COLUMNS})
         return df
 
     def to_parquet(self, directory: str | Path) -> Path:

@@ -8,8 +8,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..config.plugins import reason_name
 from ..kernels import pacts as P
 from ..kernels.governance import NAME
+from ..kernels.plugins import NAME as PLUGINS
 
 VIOLATION_COLUMNS = ("arena", "turn", "player", "pact", "termType", "ordinal")
 
@@ -76,9 +78,6 @@ def _spec_rows(rec: dict, arenas: np.ndarray, specs: list) -> pd.DataFrame:
 
 
 def _plugin_rows(rec: dict, arenas: np.ndarray, plugins: Sequence[Any]) -> pd.DataFrame:
-    from ..config.plugins import reason_name
-    from ..kernels.plugins import NAME as PLUGINS
-
     g = layer_record(rec["extra"], PLUGINS)
     if g is None:
         return pd.DataFrame()

@@ -4,7 +4,9 @@ its chunks (arguments, devices, memory per arena). Used by :mod:`bdpd_jax.sweep`
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+from functools import partial
 from typing import Any
 
 import jax
@@ -13,6 +15,9 @@ import numpy as np
 import pandas as pd
 
 from ..build.game import build
+from ..build.governance import needed_slots, sanction_specs, uses_governance
+from ..kernels.rollout import init_batch, run_turns
+from ..results.govsim import sustainable_yield
 from .paths import ConfigBase, apply_values, describe_point, plain_value
 
 # ----------------------------------------------------------------------------- the run
@@ -47,8 +52,6 @@ def shape_culprits(base: ConfigBase, names, values0, values_i, differs, build_kw
 
 
 def governance_shapes(configs) -> dict | None:
-    from ..build.governance import needed_slots, sanction_specs, uses_governance
-
     if not any(uses_governance(c) for c in configs):
         return None
     return {
@@ -60,8 +63,6 @@ def governance_shapes(configs) -> dict | None:
 
 def cpu_build_device():
     """Build per-point params on the CPU backend when there is one (no per-leaf transfers)."""
-    import contextlib
-
     try:
         return jax.default_device(jax.devices("cpu")[0])
     except RuntimeError:
@@ -165,8 +166,6 @@ def build_points(base, names, table, turns, generator, round_ints, *, separable_
     """Point 0's config, the shared Game, stacked numpy leaves [..., P], treedef, each
     point's turns and sustainable yield. Every point's config is validated. A sweep of at
     least ``separable_min`` points tries the separable build first."""
-    from ..results.govsim import sustainable_yield
-
     values = [tuple(r) for r in table.itertuples(index=False, name=None)]
     n_turns, yields = [], []
     cfg0 = None
@@ -245,10 +244,6 @@ DEVICE_COPIES = 6
 
 def bytes_per_arena(game, params1, keys1, chunk_turns: int, history: bool, n_columns: int) -> int:
     """An estimate of the memory one arena of a chunk costs (see docs/semantics.md §12)."""
-    from functools import partial
-
-    from ..kernels.rollout import init_batch, run_turns
-
     state = jax.eval_shape(partial(init_batch, game), params1)
     per = DEVICE_COPIES * (_nbytes(state) + _nbytes(params1))
     if history:

@@ -168,8 +168,8 @@ def sobol(
 
     Returns one row per (output, parameter): ``S1``, ``S1_conf``, ``ST``, ``ST_conf``.
     """
-    from SALib.analyze import sobol as analyze
-    from SALib.sample import sobol as sample
+    from SALib.analyze import sobol as analyze  # optional dependency: the studies extra
+    from SALib.sample import sobol as sample  # optional dependency: the studies extra
 
     p = _problem(problem)
     X = sample.sample(p, int(n), calc_second_order=calc_second_order, seed=seed)
@@ -203,8 +203,8 @@ def morris(
 
     Returns one row per (output, parameter): ``mu``, ``mu_star``, ``mu_star_conf``, ``sigma``.
     """
-    from SALib.analyze import morris as analyze
-    from SALib.sample import morris as sample
+    from SALib.analyze import morris as analyze  # optional dependency: the studies extra
+    from SALib.sample import morris as sample  # optional dependency: the studies extra
 
     p = _problem(problem)
     X = sample.sample(p, int(n), num_levels=num_levels, seed=seed)

@@ -30,6 +30,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pandas as pd
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from ..build.prepared import content_key
 from ..config.game import ArenaConfig
@@ -125,8 +126,6 @@ class SweepPlan:
         self.yields = np.asarray(yields, dtype=float)
         self._sharding: Callable[[int], Any] | None = None
         if nd > 1 or devices is not None:
-            from jax.sharding import Mesh, NamedSharding, PartitionSpec
-
             mesh = Mesh(np.asarray(self.devices), ("arenas",))
             self._sharding = lambda ndim: NamedSharding(mesh, PartitionSpec(*([None] * (ndim - 1)), "arenas"))
 
@@ -244,7 +243,7 @@ def run_here(plan: SweepPlan, progress: bool | None = None) -> Iterator[tuple[in
     bar = None
     n_bar = plan.n_chunks * math.ceil(plan.max_turns / plan.chunk_turns)
     if progress or (progress is None and n_bar > 4):
-        from tqdm.auto import tqdm
+        from tqdm.auto import tqdm  # only when a bar is shown: tqdm.auto probes for notebook widgets
 
         bar = tqdm(total=n_bar, desc="sweep chunks", unit="chunk", leave=False)
     try:

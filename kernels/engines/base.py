@@ -8,10 +8,12 @@ seed's interface (``step``, ``stepOne``, ``checkEnd``, ``extraObservations``) ma
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import jax
+import jax.numpy as jnp
 
 
 class Engine:
@@ -56,8 +58,6 @@ class Engine:
         """Stock units per unit of the heuristics' ``capacity(w)`` (float[]): a built-in player
         can request up to ``harvest_unit x capacity(w)`` stock units a turn. 1 where the
         stock is counted in the seed's harvest units (logistic)."""
-        import jax.numpy as jnp
-
         return jnp.ones(())
 
     def sustainable_yield(self, model: Mapping[str, Any]) -> float:
@@ -68,8 +68,6 @@ class Engine:
     def share_defined(self, regen: jax.Array) -> jax.Array:
         """Whether this turn's ``regen`` gives a sustainable share regen/N (bool[]). The turn
         adds "the dynamics ran"; engines whose stock cannot regrow override it."""
-        import jax.numpy as jnp
-
         return jnp.ones((), bool)
 
     def check_end(self, state: Any, params: Any) -> jax.Array:
@@ -100,21 +98,15 @@ class Engine:
 
     def set_param(self, params: Any, name: str, value: jax.Array) -> Any:
         """``params`` with field ``name`` replaced (engines with other field names override)."""
-        import dataclasses
-
         return dataclasses.replace(params, **{name: value})
 
     def with_stock(self, state: Any, value: jax.Array) -> Any:
         """``state`` with the harvestable stock set to ``value`` (``commons_shock``); the
         default sets a ``stock`` field. Engines listing ``"stock"`` in ``features`` support it."""
-        import dataclasses
-
         return dataclasses.replace(state, stock=value)
 
     def failed(self, state: Any) -> jax.Array:
         """Per-arena numerical failure flag (bool[]); False for engines that cannot fail."""
-        import jax.numpy as jnp
-
         return jnp.zeros((), bool)
 
     def __hash__(self) -> int:

@@ -13,6 +13,7 @@ from fastapi import APIRouter, Depends, HTTPException
 
 from bdpd_jax.host.arena import Arena
 from bdpd_jax.host.players import LivePlayerConfig
+from bdpd_jax.host.replay import replay
 from bdpd_jax.host.server import models as M
 from bdpd_jax.host.server.deps import Access, access, hub_of
 from bdpd_jax.host.server.durable import sync_files
@@ -141,8 +142,6 @@ async def delete(acc: Access = Depends(owner), hub: Hub = Depends(hub_of)):
 async def resume(body: M.Resume, acc: Access = Depends(owner), hub: Hub = Depends(hub_of)):
     """Replay ``turns.jsonl`` (verified turn by turn), then go on live: ``players`` gives a join
     spec for every external player (builtins need none)."""
-    from bdpd_jax.host.replay import replay
-
     a = acc.arena
     if not isinstance(a, DiskArena) or a.status != "interrupted":
         raise HTTPException(409, f"status: only an interrupted arena resumes, this one is {a.status!r}")
