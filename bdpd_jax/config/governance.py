@@ -20,15 +20,16 @@ naming the field and the value.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .limits import MAX_TURNS
 from .terms import numbers, parse_terms
 
-if TYPE_CHECKING:  # config/game.py imports this module: the name is for the type checker only
-    from .game import ArenaConfig
+# an ArenaConfig: config/game.py imports this module, so naming the class here would be an import
+# cycle (tests/test_architecture.py forbids them, type-checking imports included)
+Config = Any
 
 _STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
 
@@ -120,7 +121,7 @@ def check_governance(players: list[Any], pacts: list[PactConfig], n_slots_hint: 
                 player_index(r, names, f"players[{i}].talk.propose.parties[{j}]")
 
 
-def without_talk(config: ArenaConfig) -> ArenaConfig:
+def without_talk(config: Config) -> Config:
     """003_* ``--no-talk`` for a batch run: every player's scripted ``talk`` removed (no
     announcements, pledges, proposals, compliance; proposals are answered by the default
     rule). The config's pre-declared ``pacts`` and sanction specs stay: the flag removes

@@ -14,7 +14,7 @@ compiles specs into the perturbation layer's slots; a Table A.1 type added later
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import jax
 import jax.numpy as jnp
@@ -54,8 +54,9 @@ from .perturbation_types import (  # noqa: F401 (re-exported: the Table A.1 mode
     WealthShockSpec,
 )
 
-if TYPE_CHECKING:  # config/game.py imports this module: the name is for the type checker only
-    from .game import ArenaConfig
+# an ArenaConfig: config/game.py imports this module, so naming the class here would be an import
+# cycle (tests/test_architecture.py forbids them, type-checking imports included)
+Config = Any
 
 SPEC_TYPES: dict[str, type[BaseModel]] = {}
 
@@ -194,7 +195,7 @@ def unregister_perturbation(name: str) -> None:
     del ARENA_SPECS[name], SPEC_TYPES[name]
 
 
-def check_perturbations(config: ArenaConfig) -> None:
+def check_perturbations(config: Config) -> None:
     """Config-time checks against the engine and players (ValueError naming the spec)."""
     for i, s in enumerate(config.perturbations):
         check = getattr(s, "check", None)
@@ -202,7 +203,7 @@ def check_perturbations(config: ArenaConfig) -> None:
             check(config, f"perturbations[{i}]")
 
 
-def arena_specs(config: ArenaConfig) -> list[ArenaSpec]:
+def arena_specs(config: Config) -> list[ArenaSpec]:
     """The config's Table A.1 specs, in list order (the order same-turn firings apply)."""
     return [s for s in config.perturbations if isinstance(s, ArenaSpec) and s.type in ARENA_SPECS]
 
@@ -212,7 +213,7 @@ def override_strategies(specs: list[ArenaSpec]) -> tuple[Any, ...]:
     return tuple(s.payload.strategy for s in specs if s.type == "strategy_override")
 
 
-def compile_specs(specs: list[ArenaSpec], config: ArenaConfig, policies: tuple[Any, ...],
+def compile_specs(specs: list[ArenaSpec], config: Config, policies: tuple[Any, ...],
                   n_slots: int | None = None) -> _pk.PerturbParams:
     """Slots (leaves [P]) of ``specs``; padding slots are manual triggers that never fire."""
     rows = [s.numbers(config, f"perturbations[{s.id}]", policies) for s in specs]
@@ -227,7 +228,7 @@ def compile_specs(specs: list[ArenaSpec], config: ArenaConfig, policies: tuple[A
     return _pk.PerturbParams(**{k: (jnp.asarray(v, jnp.int32) if k in ints else farr(v)) for k, v in cols.items()})
 
 
-def compile_spec(spec: BaseModel | dict[str, Any], config: ArenaConfig, policies: tuple[Any, ...]) -> _pk.PerturbParams:
+def compile_spec(spec: BaseModel | dict[str, Any], config: Config, policies: tuple[Any, ...]) -> _pk.PerturbParams:
     """One owner-fired spec (scalar leaves) for kernels.perturb.apply_perturbation."""
     spec = parse_perturbation(spec) if not isinstance(spec, BaseModel) else spec
     if not isinstance(spec, ArenaSpec) or spec.type not in ARENA_SPECS:
@@ -243,7 +244,7 @@ def compile_spec(spec: BaseModel | dict[str, Any], config: ArenaConfig, policies
     return one
 
 
-def perturb_layer(config: ArenaConfig, perturbable: bool = False, n_slots: int | None = None,
+def perturb_layer(config: Config, perturbable: bool = False, n_slots: int | None = None,
                   types: tuple[str, ...] | None = None) -> _pk.PerturbLayer | None:
     """The static PerturbLayer of a config (None when it has no Table A.1 specs and not
     ``perturbable``). ``types``/``n_slots``: a sweep's union/largest, to share one program."""

@@ -10,7 +10,7 @@ Built in: ``voluntary_sanction`` (kernels/voluntary_sanction.py) and ``governanc
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import jax.numpy as jnp
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -22,8 +22,9 @@ from ..kernels.engines import ENGINES
 from ..kernels.params import farr
 from ..kernels.perturb_registry import supported
 
-if TYPE_CHECKING:  # config/game.py imports this module (its plugins validator): the name is for the type checker
-    from .game import ArenaConfig
+# an ArenaConfig: config/game.py imports this module, so naming the class here would be an import
+# cycle (tests/test_architecture.py forbids them, type-checking imports included)
+Config = Any
 
 PLUGIN_SPECS: dict[str, type[PluginSpec]] = {}
 
@@ -50,13 +51,13 @@ class PluginSpec(BaseModel):
     id: str
     type: str
 
-    def check(self, config: ArenaConfig, where: str) -> None:
+    def check(self, config: Config, where: str) -> None:
         pass
 
-    def params(self, config: ArenaConfig) -> Any:
+    def params(self, config: Config) -> Any:
         raise NotImplementedError
 
-    def perturbation_types(self, config: ArenaConfig) -> tuple[str, ...]:
+    def perturbation_types(self, config: Config) -> tuple[str, ...]:
         """Perturbation types the plugin fires (the build compiles them into the game)."""
         return ()
 
@@ -82,12 +83,12 @@ class VoluntarySanctionSpec(PluginSpec):
     def rules(self, n: int) -> list[Rule]:
         return list(self.sanctioner) if isinstance(self.sanctioner, list) else [self.sanctioner] * n
 
-    def check(self, config: ArenaConfig, where: str) -> None:
+    def check(self, config: Config, where: str) -> None:
         n = len(config.players or ())
         if isinstance(self.sanctioner, list) and len(self.sanctioner) != n:
             raise ValueError(f"{where}.sanctioner: one rule per player ({n}), got {len(self.sanctioner)}")
 
-    def params(self, config: ArenaConfig) -> V.VoluntaryParams:
+    def params(self, config: Config) -> V.VoluntaryParams:
         rules = self.rules(len(config.players or ()))
         code = [V.IF_RICHER if isinstance(r, IfRicherThan) else V.RULES.index(r) for r in rules]
         thr = [r.if_richer_than if isinstance(r, IfRicherThan) else 0.0 for r in rules]
@@ -119,19 +120,19 @@ class GovernanceAgentSpec(PluginSpec):
     cooldown: int = Field(1, ge=0)
     external: bool = False
 
-    def check(self, config: ArenaConfig, where: str) -> None:
+    def check(self, config: Config, where: str) -> None:
         if self.regen is not None and not self._regen_ok(config):
             raise ValueError(f"{where}.regen: engineMode={config.model.engineMode!r} has no regeneration rate "
                              f"to set (got {self.regen!r})")
 
     @staticmethod
-    def _regen_ok(config: ArenaConfig) -> bool:
+    def _regen_ok(config: Config) -> bool:
         return supported(ENGINES[config.model.engineMode], "regen_set")
 
-    def perturbation_types(self, config: ArenaConfig) -> tuple[str, ...]:
+    def perturbation_types(self, config: Config) -> tuple[str, ...]:
         return ("regen_set",) if self._regen_ok(config) else ()
 
-    def params(self, config: ArenaConfig) -> G.AgentParams:
+    def params(self, config: Config) -> G.AgentParams:
         nan = float("nan")
         return G.AgentParams(
             coop_below=farr(self.coop_below), stock_below=farr(self.stock_below), coop_above=farr(self.coop_above),
@@ -171,12 +172,12 @@ def parse_plugins(raw: list[Any]) -> list[PluginSpec]:
     return out
 
 
-def check_plugins(config: ArenaConfig) -> None:
+def check_plugins(config: Config) -> None:
     for i, s in enumerate(config.plugins):
         s.check(config, f"plugins[{i}]")
 
 
-def plugin_layer(config: ArenaConfig) -> tuple[K.PluginLayer, tuple[Any, ...]] | None:
+def plugin_layer(config: Config) -> tuple[K.PluginLayer, tuple[Any, ...]] | None:
     """The static layer and its params (a tuple, one per plugin), or None without plugins."""
     specs = list(getattr(config, "plugins", []) or [])
     if not specs:
@@ -184,12 +185,12 @@ def plugin_layer(config: ArenaConfig) -> tuple[K.PluginLayer, tuple[Any, ...]] |
     return K.PluginLayer(types=tuple(s.type for s in specs)), tuple(s.params(config) for s in specs)
 
 
-def reserved_slots(config: ArenaConfig) -> int:
+def reserved_slots(config: Config) -> int:
     """Pact slots the config's plugins reserve (one per regulator), after the players' slots."""
     return sum(K.plugin_type(s.type).reserves_pact for s in getattr(config, "plugins", []) or [])
 
 
-def perturbation_types(config: ArenaConfig) -> tuple[str, ...]:
+def perturbation_types(config: Config) -> tuple[str, ...]:
     """Perturbation types the config's plugins fire (kernels compile them into the game)."""
     return tuple(dict.fromkeys(t for s in getattr(config, "plugins", []) or [] for t in s.perturbation_types(config)))
 
