@@ -19,8 +19,8 @@ if TYPE_CHECKING:
     from .kernels.policies import Policy
     from .prepare import LiveOptions, PreparedRun, prepare
     from .results.frames import Results
-    from .searches import SearchResults, search
     from .run.simulate import simulate
+    from .searches import SearchResults, search
     from .sweeps.sweep import SweepResults, sweep
 
 # public name -> (module, attribute; None: the module itself)

@@ -40,7 +40,7 @@ def apply_env() -> None:
 
 def enable_compile_cache(path: str | None = None) -> None:
     """Turn on JAX's persistent compilation cache (a warm compile then costs a fraction)."""
-    import jax
+    import jax  # only now: the module is imported before apply_env() sets XLA_FLAGS for jax
 
     path = path or os.environ.get("BDPD_JAX_CACHE", os.path.expanduser("~/.cache/bdpd_jax/xla"))
     try:

@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import os
 import re
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Optional
+from typing import Any
 
 import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+import bdpd_jax
+from bdpd_jax.config.game import ArenaConfig, default_config
+from bdpd_jax.config.governance import without_talk
+from bdpd_jax.host.operator import Operator
 
 from ._env import configure, enable_compile_cache
 
@@ -15,13 +26,9 @@ app = typer.Typer(add_completion=False, help="BDPD commons arenas, vectorized in
                   pretty_exceptions_enable=False)
 
 
-def fail(exc: BaseException) -> "typer.Exit":
+def fail(exc: BaseException) -> typer.Exit:
     """Print ``error: <message>`` on stderr (no traceback, no rich markup read from the
     message) and return the exit (code 2, like a usage error) to raise."""
-    from rich.console import Console
-
-    from pydantic import ValidationError
-
     if isinstance(exc, ValidationError):  # one line per error: where, what, the value
         msg = "\n".join(_pydantic_line(e) for e in exc.errors())
     else:
@@ -30,7 +37,7 @@ def fail(exc: BaseException) -> "typer.Exit":
     return typer.Exit(2)
 
 
-def _pydantic_line(err: dict) -> str:
+def _pydantic_line(err: Mapping[str, Any]) -> str:
     loc = ".".join(str(x) for x in err.get("loc", ()))
     text = err.get("msg", "").removeprefix("Value error, ")
     if not loc:
@@ -42,12 +49,10 @@ def _pydantic_line(err: dict) -> str:
 
 
 def _escape(text: str) -> str:
-    from rich.markup import escape
-
     return escape(text)
 
 
-def check_out_dir(out: Optional[Path]) -> None:
+def check_out_dir(out: Path | None) -> None:
     """--out must be a directory (or not exist yet) that can be written: checked before the run."""
     if out is None:
         return
@@ -57,13 +62,11 @@ def check_out_dir(out: Optional[Path]) -> None:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise ValueError(f"--out: cannot create {str(out)!r}: {e.strerror or e}") from None
-    import os
-
     if not os.access(out, os.W_OK):
         raise ValueError(f"--out: {str(out)!r} is not writable")
 
 
-def summary_table(results) -> "tuple[dict, list[tuple[str, float, float]]]":
+def summary_table(results) -> tuple[dict, list[tuple[str, float, float]]]:
     """Survival rate, mean collapse turn and final wealth by strategy, from a Results."""
     s = results.summary
     n = len([c for c in s.columns if c.startswith("wealth_")])
@@ -83,22 +86,16 @@ def summary_table(results) -> "tuple[dict, list[tuple[str, float, float]]]":
 
 @app.command()
 def run(
-    config: Optional[Path] = typer.Argument(None, help="Arena config JSON (default: the shipped logistic example)"),
+    config: Path | None = typer.Argument(None, help="Arena config JSON (default: the shipped logistic example)"),
     arenas: int = typer.Option(4096, "--arenas", "-n", help="Number of arenas"),
     seed: int = typer.Option(0, "--seed", help="Seed of the run"),
-    out: Optional[Path] = typer.Option(None, "--out", help="Directory for parquet results"),
-    turns: Optional[int] = typer.Option(None, "--turns", help="Turns to play (default: model.maxTurns)"),
+    out: Path | None = typer.Option(None, "--out", help="Directory for parquet results"),
+    turns: int | None = typer.Option(None, "--turns", help="Turns to play (default: model.maxTurns)"),
     history: bool = typer.Option(True, "--history/--no-history", help="Keep per-turn frames"),
     generator: str = typer.Option("hash", "--generator", help="hash | threefry"),
     no_talk: bool = typer.Option(False, "--no-talk", help="Cheap talk off: drop every player's scripted talk (003_*)"),
 ) -> None:
     """Run a batch of arenas, print a summary table and optionally write parquet."""
-    from rich.console import Console
-    from rich.table import Table
-
-    import bdpd_jax
-    from bdpd_jax.config.game import ArenaConfig, default_config
-
     enable_compile_cache()
     console = Console()
     try:
@@ -107,13 +104,11 @@ def run(
             raise ValueError(f"config: {str(config)!r} is a directory, not a JSON file")
         cfg = default_config() if config is None else ArenaConfig.load(config)
         if no_talk:
-            from bdpd_jax.config.governance import without_talk
-
             cfg = without_talk(cfg)
         t0 = time.perf_counter()
         res = bdpd_jax.simulate(cfg, n_arenas=arenas, seed=seed, history=history, turns=turns, generator=generator)
     except (ValueError, OSError) as e:
-        raise fail(e)
+        raise fail(e) from e
     wall = time.perf_counter() - t0
     head, rows = summary_table(res)
     console.print(
@@ -135,7 +130,7 @@ def run(
         try:
             res.to_parquet(out)
         except (ValueError, OSError) as e:
-            raise fail(ValueError(f"--out: could not write {str(out)!r}: {e}"))
+            raise fail(ValueError(f"--out: could not write {str(out)!r}: {e}")) from e
         console.print(f"wrote {out}/")
 
 
@@ -162,8 +157,8 @@ def _search_help() -> str:
 def sweep(
     spec: Path = typer.Argument(..., help="Sweep spec (TOML): config, grid/samples/points, replicates, seed"),
     out: Path = typer.Option(..., "--out", help="Directory for the parquet parts (re-running resumes)"),
-    scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Dask scheduler address (tcp://host:8786)"),
-    devices: Optional[int] = typer.Option(None, "--devices", help="Local devices to shard over (default: all)"),
+    scheduler: str | None = typer.Option(None, "--scheduler", help="Dask scheduler address (tcp://host:8786)"),
+    devices: int | None = typer.Option(None, "--devices", help="Local devices to shard over (default: all)"),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace a different sweep already in --out"),
 ) -> None:
     from rich.console import Console
@@ -177,7 +172,7 @@ def sweep(
         t0 = time.perf_counter()
         r = run_sweep_file(sp, out, progress=True, devices=devices, client=scheduler, overwrite=overwrite)
     except (ValueError, OSError) as e:
-        raise fail(e)
+        raise fail(e) from e
     console.print(
         f"{len(sp.table)} points x {sp.replicates} replicates in {r.n_chunks} chunk(s): computed {len(r.computed)}, "
         f"already written {len(r.skipped)}, {time.perf_counter() - t0:.2f} s; wrote {out}/"
@@ -217,26 +212,24 @@ def serve(
     host: str = typer.Option("127.0.0.1", "--host", help="Interface to listen on"),
     port: int = typer.Option(3000, "--port", help="TCP port (the seed's 3000)"),
     arenas: Path = typer.Option(Path("arenas"), "--arenas", help="Folder of the arenas (meta.json, turns.jsonl, ...)"),
-    cors: Optional[list[str]] = typer.Option(None, "--cors", help="Allowed CORS origin (repeat; '*' for any)"),
+    cors: list[str] | None = typer.Option(None, "--cors", help="Allowed CORS origin (repeat; '*' for any)"),
     no_talk: bool = typer.Option(False, "--no-talk", help="New arenas default to noTalk (harvest only)"),
     workers: int = typer.Option(2, "--workers", help="Kernel-bound arena ticks running at once"),
     switch_ms: float = typer.Option(1.0, "--switch-ms", help="Python's thread switch interval (ms)"),
     group_ticks: bool = typer.Option(True, "--group-ticks/--no-group-ticks",
                                      help="Tick auto arenas sharing a compiled game and interval together"),
-    operator: Optional[Path] = typer.Option(None, "--operator",
+    operator: Path | None = typer.Option(None, "--operator",
                                             help="JSON file of LLM credentials and allowed endpoints (operator only)"),
 ) -> None:
     """Serve the HTTP API (004_* A.2) and the dashboard at http://HOST:PORT/."""
-    from rich.console import Console
-
     console = Console()
     try:
-        import uvicorn
+        import uvicorn  # optional dependency: the host extra
 
-        from bdpd_jax.host.server import create_app
+        from bdpd_jax.host.server import create_app  # optional dependency: FastAPI, the host extra
     except ImportError as e:
         console.print(f"[red]error:[/red] the server needs the host extra: pip install -e '.[host]' ({e})")
-        raise typer.Exit(2)
+        raise typer.Exit(2) from e
     if not 0 < port < 65536:
         console.print(f"[red]error:[/red] --port: must be in 1..65535, got {port}")
         raise typer.Exit(2)
@@ -246,8 +239,6 @@ def serve(
     if workers < 1:
         console.print(f"[red]error:[/red] --workers: must be >= 1, got {workers}")
         raise typer.Exit(2)
-    from bdpd_jax.host.operator import Operator
-
     try:
         op = Operator.load(operator) if operator is not None else None
     except ValueError as e:
@@ -273,8 +264,6 @@ def serve(
 @app.command()
 def version() -> None:
     """Print the package version."""
-    import bdpd_jax
-
     typer.echo(bdpd_jax.__version__)
 
 

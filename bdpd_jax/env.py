@@ -29,7 +29,6 @@ import jax.numpy as jnp
 from jaxmarl.environments import spaces
 from jaxmarl.environments.multi_agent_env import MultiAgentEnv
 
-from .prepare.game import build
 from .config.game import ArenaConfig
 from .host.programs import EXTERNAL
 from .kernels import rng
@@ -39,6 +38,7 @@ from .kernels.observe import capacity, observe
 from .kernels.params import ENV_VARS, PEER_VARS, PLAYER_VARS, Params
 from .kernels.state import ArenaState, TurnRecord, still_playing
 from .kernels.turn import External, decide_phase, prepare, step_phase
+from .prepare.game import build
 
 ACTIONS = ("continuous", "discrete")
 REWARDS = ("harvest", "wealth")

@@ -42,7 +42,8 @@ CHILD = textwrap.dedent("""
     cfg["perturbations"] = [{"id": f"p{i}", "type": kinds[i % len(kinds)][0], "payload": kinds[i % len(kinds)][1],
                              "trigger": {"kind": "turn", "turn": 2 + i}} for i in range(specs)]
     if ladder:
-        cfg["perturbations"].append({"id": "ladder", "type": "sanction_graduated", "trigger": {"kind": "pact_violation"},
+        cfg["perturbations"].append({"id": "ladder", "type": "sanction_graduated",
+                                     "trigger": {"kind": "pact_violation"},
                                      "payload": {"ladder": [float(k) for k in range(1, ladder + 1)]}})
     def cpu():
         r = resource.getrusage(resource.RUSAGE_SELF)
@@ -77,8 +78,8 @@ def rss_gb(pid: int) -> float:
 def point(n: int, slots: int, timeout: float, max_gb: float, specs: int = 0, ladder: int = 0) -> dict:
     env = {**os.environ, "JAX_PLATFORMS": "cpu", "BDPD_MAX_PLAYERS": "4096", "BDPD_MAX_PACT_SLOTS": "4096"}
     env.pop("BDPD_JAX_CACHE", None)
-    p = subprocess.Popen([sys.executable, "-c", CHILD, str(n), str(slots), str(specs), str(ladder)], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, env=env)
+    p = subprocess.Popen([sys.executable, "-c", CHILD, str(n), str(slots), str(specs), str(ladder)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     t0, worst = time.perf_counter(), 0.0
     while p.poll() is None:
         worst = max(worst, rss_gb(p.pid))
@@ -115,7 +116,8 @@ def main() -> None:
         if "killed" in r:
             line = f"| {n} | {s} | {k} + {lad} | killed ({r['killed']}) | | | | |"
         else:
-            line = (f"| {n} | {s} | {k} + {lad} | {r['compile_s']:.2f} | {r['compile_cpu_s']:.2f} | {1e3 * r['tick_s']:.1f} | "
+            line = (f"| {n} | {s} | {k} + {lad} | {r['compile_s']:.2f} | {r['compile_cpu_s']:.2f} | "
+                    f"{1e3 * r['tick_s']:.1f} | "
                     f"{r['peak_rss_gb']:.2f} | {r['import_rss_gb']:.2f} |")
         print(line, flush=True)
         if args.write:

@@ -6,7 +6,8 @@ Cases: ``http`` — N arenas x 4 HTTP players on loopback, the responder (a sepa
 on raw asyncio streams, so it neither shares this process's GIL nor costs much CPU) answers
 after ``--delay-ms``; ``builtin`` —
 the same arenas with 4 built-in players (kernel and host overhead only). Compile time (the
-first tick) is reported apart. ``--write`` saves the figures to bench/live_last.md (bench/README.md keeps the ones quoted).
+first tick) is reported apart. ``--write`` saves the figures to bench/live_last.md
+(bench/README.md keeps the ones quoted).
 
     .venv/bin/python bench/live.py [--arenas 100] [--turns 10] [--delay-ms 5] [--write]
 """
@@ -263,7 +264,7 @@ the timed turns divided by the decisions, kernel calls included; the responder r
 another process) — the LiveBatch overlaps all 4 x {arenas} waits instead of {arenas} rounds
 of 4 and makes 2 kernel calls per turn instead of 2 x {arenas}. Each arena pools its own
 connections.
-"""
+"""  # noqa: E501  (a Markdown table row is one line)
 
 
 if __name__ == "__main__":

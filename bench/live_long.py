@@ -83,7 +83,8 @@ def child(root: str, n: int, ticks: int, window: int, gc_freeze: bool) -> dict:
     total = time.perf_counter() - t0
     played = sum(a.turn for a in arenas) - n  # turns played after the first tick (records may be bounded)
     return {"root": root, "gc_freeze": bool(kw.get("gc_freeze", False)), "supported": bool(kw), "first_s": first,
-            "ticks": ticks, "played": played, "gc_full": full[0], "gc_full_s": full[1], "arena_turns_s": played / total, "wall_ms": wall, "cpu_ms": cpu,
+            "ticks": ticks, "played": played, "gc_full": full[0], "gc_full_s": full[1], "arena_turns_s": played / total,
+            "wall_ms": wall, "cpu_ms": cpu,
             "load": os.getloadavg()[0]}
 
 
@@ -99,7 +100,8 @@ def spawn(root: str, n: int, ticks: int, window: int, gc_freeze: bool) -> dict:
 
 
 def table(rows: list[dict]) -> str:
-    out = ["| Build | gc_freeze | First tick | Ticks | arena-turns/s | ms/tick (wall), first -> last window | CPU ms/tick, first -> last window (min) | full GC passes (time) |",
+    out = ["| Build | gc_freeze | First tick | Ticks | arena-turns/s | ms/tick (wall), first -> last window "
+           "| CPU ms/tick, first -> last window (min) | full GC passes (time) |",
            "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         name = "this" if Path(r["root"]).resolve() == ROOT else Path(r["root"]).name

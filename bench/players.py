@@ -184,15 +184,19 @@ def sweep(args) -> list[dict]:
 
 
 def table(rows: list[dict]) -> str:
-    base = next((r["player_turns_s"] for r in rows if r.get("n") == 4 and not r.get("slots") and "player_turns_s" in r), None)
-    out = ["| players | pact slots | form | B | compile s (wall / CPU) | peak RSS GB | player-turns/s | per player-turn vs N = 4 |",
+    base = next((r["player_turns_s"] for r in rows if r.get("n") == 4 and not r.get("slots") and "player_turns_s" in r),
+                None)
+    out = ["| players | pact slots | form | B | compile s (wall / CPU) | peak RSS GB | player-turns/s "
+           "| per player-turn vs N = 4 |",
            "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if "player_turns_s" not in r:
-            out.append(f"| {r['n']} | {r.get('slots', 0)} | | | {r.get('error') or 'killed at ' + str(r.get('rss_gb')) + ' GB'} | | | |")
+            why = r.get("error") or "killed at " + str(r.get("rss_gb")) + " GB"
+            out.append(f"| {r['n']} | {r.get('slots', 0)} | | | {why} | | | |")
             continue
         rel = f"{r['player_turns_s'] / base:.2f}x" if base and not r["slots"] else ""
-        out.append(f"| {r['n']} | {r['slots']} | {r['form']} | {r['b']} | {r['compile_s']:.2f} / {r['compile_cpu_s']:.2f} "
+        out.append(f"| {r['n']} | {r['slots']} | {r['form']} | {r['b']} "
+                   f"| {r['compile_s']:.2f} / {r['compile_cpu_s']:.2f} "
                    f"| {r['maxrss_gb']:.2f} "
                    f"| {r['player_turns_s']:.3e} | {rel} |")
     return "\n".join(out)

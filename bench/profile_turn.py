@@ -22,8 +22,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bdpd_jax  # noqa: E402
 from harness import Figures, parser  # noqa: E402
+
+import bdpd_jax  # noqa: E402
 
 # XLA's per-op trace events: read when the backend starts, so set before jax is imported
 os.environ["XLA_FLAGS"] = bdpd_jax.configure()["XLA_FLAGS"] + " --xla_cpu_enable_xprof_traceme=true"
@@ -41,7 +42,8 @@ def op_times(fn, calls: int) -> dict[str, tuple[float, int]]:
             for _ in range(calls):
                 fn()
         (path,) = glob.glob(f"{d}/**/perfetto_trace.json.gz", recursive=True)
-        events = json.load(gzip.open(path))
+        with gzip.open(path) as fh:
+            events = json.load(fh)
     events = events["traceEvents"] if isinstance(events, dict) else events
     out: dict[str, list] = collections.defaultdict(lambda: [0.0, 0])
     for e in events:

@@ -23,11 +23,11 @@ from harness import Figures, parser, setup  # noqa: E402
 
 setup()  # XLA_FLAGS / EQX_ON_ERROR before jax or equinox is used
 
-import bdpd_jax as bj  # noqa: E402
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
+import bdpd_jax as bj  # noqa: E402
 from bdpd_jax.kernels.engines import get_engine  # noqa: E402
 from bdpd_jax.kernels.engines.seneca import vector_field  # noqa: E402
 from bdpd_jax.lab import engine_config_model  # noqa: E402

@@ -33,14 +33,14 @@ import numpy as np
 AUTO_MS = 20.0  # the auto-tick interval of the loaded arenas
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
-from payloads import SEED_LOGISTIC  # noqa: E402
-
 from harness import Figures, parser  # noqa: E402  (bench/ is on a bench script's path)
+from payloads import SEED_LOGISTIC  # noqa: E402
 
 
 def _payload(turns: int, players=("conservative", "aggressive", "adaptive", "random")) -> dict:
     cfg = copy.deepcopy(SEED_LOGISTIC)
-    cfg["model"].update(maxTurns=turns, commonsCapacity=1e12, commonsInitial=1e12, minPlayers=2, maxPlayers=8)  # no collapse
+    # no collapse
+    cfg["model"].update(maxTurns=turns, commonsCapacity=1e12, commonsInitial=1e12, minPlayers=2, maxPlayers=8)
     cfg["players"] = [{"strategy": s} for s in players]
     return cfg
 
@@ -169,18 +169,18 @@ def fanout(srv: Server, clients: int, turns: int) -> dict:
 
     async def listen(ready):
         got: dict[int, float] = {}
-        async with httpx.AsyncClient(base_url=srv.base, timeout=300, trust_env=False) as ac:
-            async with ac.stream("GET", f"/api/arenas/{aid}/stream", headers=spec) as s:
-                ev = None
-                async for line in s.aiter_lines():
-                    if line.startswith("event: "):
-                        ev = line[7:]
-                        if ev == "init":
-                            ready[0] += 1
-                    elif line.startswith("data: ") and ev == "tick":
-                        turn = json.loads(line[6:])["turn"]
-                        assert turn not in got
-                        got[turn] = time.perf_counter()
+        async with (httpx.AsyncClient(base_url=srv.base, timeout=300, trust_env=False) as ac,
+                    ac.stream("GET", f"/api/arenas/{aid}/stream", headers=spec) as s):
+            ev = None
+            async for line in s.aiter_lines():
+                if line.startswith("event: "):
+                    ev = line[7:]
+                    if ev == "init":
+                        ready[0] += 1
+                elif line.startswith("data: ") and ev == "tick":
+                    turn = json.loads(line[6:])["turn"]
+                    assert turn not in got
+                    got[turn] = time.perf_counter()
         arrivals.append(got)
 
     async def main():

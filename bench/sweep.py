@@ -142,7 +142,8 @@ def main() -> None:
               f"(build: {runs[0]['build']})")
         for r in runs:
             at, pl = r["arenas"] * TURNS, r["played"]
-            print(f"  {r['devices']} device(s): cold {r['cold_s']:.2f} s ({at / r['cold_s'] / 1e6:.2f} M arena-turns/s), "
+            print(f"  {r['devices']} device(s): cold {r['cold_s']:.2f} s "
+                  f"({at / r['cold_s'] / 1e6:.2f} M arena-turns/s), "
                   f"warm {r['warm_s']:.2f} s ({at / r['warm_s'] / 1e6:.2f} M arena-turns/s, "
                   f"{pl / r['warm_s'] / 1e6:.2f} M played); "
                   f"vs loop: {loop_full / r['cold_s']:.0f}x cold, {loop_full / r['warm_s']:.0f}x warm")

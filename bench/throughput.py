@@ -46,14 +46,14 @@ import numpy as np  # noqa: E402
 import bdpd_jax  # noqa: E402
 from bdpd_jax import lab  # noqa: E402
 
-
 PLAYED: dict[tuple[int, int], int] = {}
 
 
 def config(turns: int, noisy: bool = True) -> bdpd_jax.ArenaConfig:
     d = bdpd_jax.default_config().model_dump()
     if not noisy:  # exact readings: no draw at all for the observations
-        d["observability"] = {k: {kk: vv for kk, vv in v.items() if kk != "noise"} for k, v in d["observability"].items()}
+        d["observability"] = {k: {kk: vv for kk, vv in v.items() if kk != "noise"}
+                              for k, v in d["observability"].items()}
     d["model"]["maxTurns"] = turns
     d["model"]["threshold"] = 0.0  # keep arenas alive so every turn does full work
     d["model"]["regenRate"] = 0.5
@@ -229,7 +229,8 @@ def bench_simulate(b: int, turns: int, reps: int = 7) -> dict:
         "kernel": lambda: jax.block_until_ready(exe(keys, st, pb)),
         "simulate": functools.partial(bdpd_jax.simulate, cfg, n_arenas=b, history=False, progress=False),
         "simulate_history": functools.partial(bdpd_jax.simulate, cfg, n_arenas=b, history=True, progress=False),
-        "sweep": functools.partial(run_points, cfg.model_dump(), pd.DataFrame({"model.regenRate": np.linspace(0.3, 0.7, 16)}),
+        "sweep": functools.partial(run_points, cfg.model_dump(),
+                                   pd.DataFrame({"model.regenRate": np.linspace(0.3, 0.7, 16)}),
                                    replicates=b // 16, turns=turns, progress=False),
     }
     for f in calls.values():

@@ -155,7 +155,6 @@ def main() -> None:
                 print(f"  {v:8.1f} us  {k}")
         return
     import numpy as np
-
     import throughput
 
     calls, wealth = {}, {}

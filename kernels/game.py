@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import jax.numpy as jnp
 
 from .engines import Engine, get_engine
+from .observe import prev_values
 from .params import OBS_VARS, Params, fdtype
 from .rng import Generator
 from .state import ArenaState
@@ -55,13 +56,12 @@ class Game:
         return tuple(out)
 
     @staticmethod
-    def of(engine: str | Engine, n_players: int, policies: tuple, **kw) -> "Game":
+    def of(engine: str | Engine, n_players: int, policies: tuple, **kw) -> Game:
         eng = get_engine(engine) if isinstance(engine, str) else engine
         return Game(engine=eng, n_players=n_players, policies=tuple(policies), **kw)
 
     def init(self, params: Params) -> ArenaState:
         """The state before turn 1."""
-        from .observe import prev_values
         from .sustainability import init_tally
 
         dt = fdtype()

@@ -34,9 +34,9 @@ from . import sanctions as S
 from . import talk as T
 from . import unroll
 from .actions import Actions
-from .layers import Layer
 from .barrier import materialize
 from .bounds import MAX_MAGNITUDE
+from .layers import Layer
 from .metrics import over_share
 from .state import still_playing
 

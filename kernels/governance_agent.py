@@ -197,6 +197,6 @@ def set_pending(state, plugin_index: int, action: GovAction):
             or "pending" not in mems[plugin_index]:
         raise ValueError(f"plugin_index: plugins[{plugin_index}] is not a governance agent of this game")
     old = mems[plugin_index]["pending"]
-    new = GovAction(*(jnp.broadcast_to(jnp.asarray(x, o.dtype), o.shape) for x, o in zip(action, old)))
+    new = GovAction(*(jnp.broadcast_to(jnp.asarray(x, o.dtype), o.shape) for x, o in zip(action, old, strict=True)))
     mems[plugin_index] = {**mems[plugin_index], "pending": new}
     return dataclasses.replace(state, extra={**state.extra, NAME: tuple(mems)})

@@ -10,6 +10,8 @@ docs/semantics.md §11).
 
 from __future__ import annotations
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 
@@ -25,7 +27,7 @@ METRICS: tuple[str, ...] = (
 )
 
 
-def over_share(actual, regen, n):
+def over_share(actual: Any, regen: Any, n: Any) -> Any:  # jax or numpy arrays alike
     """The over-share rule of Table 2.1, in one place: ``actual > regen / n + EPS``. Plain
     operators, so the host's numpy summaries (GovSim ``over_usage``) apply the same rule."""
     return actual > regen / n + EPS

@@ -10,14 +10,29 @@ turn 1). Noisy values of quantities that cannot be negative are clamped at 0.
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 import jax
 import jax.numpy as jnp
 
 from . import rng
-from .params import (ENV_VARS, EXACT, NOISE_STREAM, OBS_VARS, PEER_VARS, PLAYER_VARS, QUALITATIVE, SIGN, Params, farr,
-                     fdtype)
-from .sustainability import threshold_now
+from .params import (
+    ENV_VARS,
+    EXACT,
+    NOISE_STREAM,
+    OBS_VARS,
+    PEER_VARS,
+    PLAYER_VARS,
+    QUALITATIVE,
+    SIGN,
+    Params,
+    farr,
+    fdtype,
+)
 from .state import ArenaState
+from .sustainability import threshold_now
+
+Wealth = TypeVar("Wealth", jax.Array, float)  # capacity() serves kernels and the host's float checks alike
 
 QUALITATIVE_VARS: tuple[str, ...] = ("commonsStock", "commonsRatio", "capitalStock", "pollutionLevel")
 SIGN_VARS: tuple[str, ...] = ENV_VARS
@@ -27,7 +42,7 @@ _MIDS = (0.2, 0.5, 0.8)
 
 
 
-def capacity(wealth: jax.Array) -> jax.Array:
+def capacity(wealth: Wealth) -> Wealth:
     """capacity(w) = 1 + 0.05 w, the wealth-scaled harvest capacity of Table A.3."""
     return 1.0 + 0.05 * wealth
 
@@ -143,4 +158,5 @@ def observe(game, key, state: ArenaState, params: Params, draws: dict | None = N
     return jax.vmap(lambda p, z: observe_player(game, key, state, params, env, p, z))(players, draws)
 
 
-__all__ = ["observe", "observe_player", "noise_draws", "prev_values", "env_values", "capacity", "QUALITATIVE_VARS", "SIGN_VARS", "EXACT"]
+__all__ = ["observe", "observe_player", "noise_draws", "prev_values", "env_values", "capacity", "QUALITATIVE_VARS",
+           "SIGN_VARS", "EXACT"]

@@ -10,10 +10,14 @@ the live tools and their JSON schema). The pact table itself is kernels/pacts.py
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import TYPE_CHECKING, NamedTuple
 
 import jax
 import jax.numpy as jnp
+
+if TYPE_CHECKING:  # pacts.py imports this module, so the table's name is for the type checker only
+    from .pacts import Pacts
 
 
 class TurnContext(NamedTuple):
@@ -24,7 +28,7 @@ class TurnContext(NamedTuple):
 
 # limit(pacts, ctx) -> float[P]: the harvest a party of each slot may take (read for the slots
 # of its own type only); a party breaches when its actual harvest exceeds limit + eps.
-Limit = Callable[["Pacts", TurnContext], jax.Array]  # Pacts: the table of kernels/pacts.py
+Limit = Callable[["Pacts", TurnContext], jax.Array]
 NUMBERS: tuple[str, ...] = ("max_harvest", "tolerance")  # the two numbers a slot stores
 
 
@@ -128,12 +132,12 @@ def valid_terms(term: jax.Array, max_harvest: jax.Array, tolerance: jax.Array) -
     return ok
 
 
-def _harvest_cap(p, ctx):
+def _harvest_cap(p: Pacts, ctx: TurnContext) -> jax.Array:
     """001_*: a breach is actual > maxHarvest + eps (a harvest equal to the cap is no breach)."""
     return p.max_harvest
 
 
-def _no_aggression(p, ctx):
+def _no_aggression(p: Pacts, ctx: TurnContext) -> jax.Array:
     """001_*: limit = groupMean x (1 + tolerance); a breach is actual > limit + eps."""
     return ctx.group_mean * (1.0 + p.tolerance)
 
@@ -142,7 +146,8 @@ register_term("harvest_cap", _harvest_cap,
               (TermField("maxHarvest", "max_harvest", 0.0, exclusive=True, description="cap per party per turn"),),
               detail="harvested {actual:.3f} > cap {limit:.3f}", description="each party harvests at most maxHarvest")
 register_term("no_aggression", _no_aggression,
-              (TermField("tolerance", "tolerance", 0.0, default=0.0, description="allowed excess over the group mean"),),
+              (TermField("tolerance", "tolerance", 0.0, default=0.0,
+                         description="allowed excess over the group mean"),),
               detail="harvested {actual:.3f} > fair share {limit:.3f} (group mean {mean:.3f})",
               description="each party harvests at most groupMean x (1 + tolerance)")
 HARVEST_CAP, NO_AGGRESSION = 0, 1  # the codes of the two built-in types (registered first)

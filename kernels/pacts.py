@@ -20,13 +20,25 @@ from __future__ import annotations
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from . import unroll
 from .barrier import materialize, materialize_mask
 from .metrics import EPS  # the one numerical tolerance: a harvest exactly at a limit keeps it
 from .pact_terms import (  # noqa: F401 (the term registry, re-exported: P.register_term etc.)
-    HARVEST_CAP, NO_AGGRESSION, NUMBERS, Limit, TermField, TermType, TurnContext, register_term, term_code,
-    term_names, term_type, unregister_term, valid_terms,
+    HARVEST_CAP,
+    NO_AGGRESSION,
+    NUMBERS,
+    Limit,
+    TermField,
+    TermType,
+    TurnContext,
+    register_term,
+    term_code,
+    term_names,
+    term_type,
+    unregister_term,
+    valid_terms,
 )
 
 # status codes of a slot; INACTIVE: a regulator's reserved slot binding no one (kernels/governance_agent.py)
@@ -87,13 +99,13 @@ def _settle(p: Pacts, turn: jax.Array) -> Pacts:
 
 def propose(
     pacts: Pacts,
-    proposer: jax.Array,
-    parties: jax.Array,
-    term: jax.Array,
-    max_harvest: jax.Array,
-    tolerance: jax.Array,
+    proposer: ArrayLike,
+    parties: ArrayLike,
+    term: ArrayLike,
+    max_harvest: ArrayLike,
+    tolerance: ArrayLike,
     turn: jax.Array,
-    when: jax.Array = True,
+    when: jax.Array | bool = True,
 ) -> tuple[Pacts, jax.Array]:
     """Store a proposal in the first empty slot; returns (pacts, slot), slot -1 if not stored.
 
@@ -139,9 +151,9 @@ def propose_many(
         rank.append(seen)
         seen = seen + want[r].astype(jnp.int32)
     free_rank, seen = [], jnp.zeros((), jnp.int32)
-    for p in range(pacts.n_slots):
+    for q in range(pacts.n_slots):
         free_rank.append(seen)
-        seen = seen + free[p].astype(jnp.int32)
+        seen = seen + free[q].astype(jnp.int32)
     n_free = seen
     store = jnp.stack([want[r] & (rank[r] < n_free) for r in range(n_req)])
     hit = jnp.stack([free & (jnp.stack(free_rank) == rank[r]) & store[r] for r in range(n_req)])  # [R, P]
@@ -200,18 +212,19 @@ def _propose_array(pacts, proposer, parties, term, max_harvest, tolerance, turn,
     return _settle(p, turn), slot.astype(jnp.int32)
 
 
-def pledge(pacts: Pacts, player: jax.Array, max_harvest: jax.Array, turn: jax.Array, when: jax.Array = True):
+def pledge(pacts: Pacts, player: jax.Array, max_harvest: jax.Array, turn: jax.Array, when: jax.Array | bool = True):
     """003_* ``pledge(maxHarvest)``: a one-party harvest_cap pact, active on proposal."""
     n = pacts.parties.shape[-1]
     return propose(pacts, player, jnp.zeros((n,), bool), HARVEST_CAP, max_harvest, 0.0, turn, when)
 
 
-def accept(pacts: Pacts, slot: jax.Array, player: jax.Array, turn: jax.Array, when: jax.Array = True) -> Pacts:
+def accept(pacts: Pacts, slot: jax.Array, player: jax.Array, turn: jax.Array, when: jax.Array | bool = True) -> Pacts:
     """Record ``player``'s acceptance of a proposed pact it is a party to (else a no-op).
 
     The pact becomes active, with ``accepted_turn = turn``, once every party has accepted.
     """
-    return accept_mask(pacts, (jnp.arange(pacts.n_slots) == slot)[:, None] & (jnp.arange(pacts.parties.shape[-1]) == player)[None, :] & jnp.asarray(when, bool), turn)
+    return accept_mask(pacts, (jnp.arange(pacts.n_slots) == slot)[:, None]
+                       & (jnp.arange(pacts.parties.shape[-1]) == player)[None, :] & jnp.asarray(when, bool), turn)
 
 
 def accept_mask(pacts: Pacts, acc: jax.Array, turn: jax.Array) -> Pacts:
@@ -220,9 +233,10 @@ def accept_mask(pacts: Pacts, acc: jax.Array, turn: jax.Array) -> Pacts:
     return _settle(eqx.tree_at(lambda q: q.accepted, pacts, pacts.accepted | acc), turn)
 
 
-def reject(pacts: Pacts, slot: jax.Array, player: jax.Array, when: jax.Array = True) -> Pacts:
+def reject(pacts: Pacts, slot: jax.Array, player: jax.Array, when: jax.Array | bool = True) -> Pacts:
     """A party's rejection of a proposed pact makes it ``rejected`` (binding no one)."""
-    return reject_mask(pacts, (jnp.arange(pacts.n_slots) == slot)[:, None] & (jnp.arange(pacts.parties.shape[-1]) == player)[None, :] & jnp.asarray(when, bool))
+    return reject_mask(pacts, (jnp.arange(pacts.n_slots) == slot)[:, None]
+                       & (jnp.arange(pacts.parties.shape[-1]) == player)[None, :] & jnp.asarray(when, bool))
 
 
 def reject_mask(pacts: Pacts, rej: jax.Array) -> Pacts:
@@ -256,7 +270,8 @@ def limits(pacts: Pacts, ctx: TurnContext) -> jax.Array:
     select for every player."""
     lim = jnp.zeros(pacts.max_harvest.shape, pacts.max_harvest.dtype)
     for code, name in enumerate(term_names()):
-        lim = jnp.where(pacts.term == code, jnp.broadcast_to(term_type(name).limit(pacts, ctx), lim.shape).astype(lim.dtype), lim)
+        lim = jnp.where(pacts.term == code,
+                        jnp.broadcast_to(term_type(name).limit(pacts, ctx), lim.shape).astype(lim.dtype), lim)
     return materialize(lim)
 
 

@@ -7,7 +7,7 @@ array, so ``jax.vmap`` over a batch of params sweeps values with one compiled pr
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import equinox as eqx
 import jax
@@ -81,4 +81,5 @@ def farr(x: Any) -> jax.Array:
     less than a jax op dispatch (bench/README.md); jit takes either. Traced values stay jax."""
     if isinstance(x, jax.Array):
         return jnp.asarray(x, dtype=fdtype())
-    return np.asarray(x, dtype=fdtype())
+    # a numpy leaf stands where a params field is declared jax.Array: jit takes either
+    return cast(jax.Array, np.asarray(x, dtype=fdtype()))

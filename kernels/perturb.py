@@ -35,8 +35,9 @@ most once (the fired-once-then-dedup rule); the slots due in one turn apply in l
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any
 
 import equinox as eqx
 import jax
@@ -47,9 +48,9 @@ from .layers import Layer
 from .metrics import gini
 from .observe import env_values
 from .params import ENV_VARS, farr
+from .perturb_registry import ALL, View, perturbation_type, type_code, type_names
+from .perturb_registry import supported as supported  # re-exported: the host asks perturb.supported(engine, type)
 from .state import still_playing
-from . import perturb_types as _builtin  # noqa: F401  (the eight built-in types register on import)
-from .perturb_registry import ALL, View, perturbation_type, supported, type_code, type_names
 
 
 def __getattr__(name: str):
@@ -110,7 +111,7 @@ class PerturbLayer(Layer):
 
     types: tuple[str, ...] = ()  # the registered types compiled in (specs.perturb_layer)
     n_slots: int = 0
-    name: ClassVar[str] = "perturb"
+    name: str = "perturb"
 
     @property
     def fields(self) -> tuple[str, ...]:
@@ -180,13 +181,13 @@ def _apply(layer: PerturbLayer, game, state, slot: PerturbParams, fire: jax.Arra
     for t in layer.types:
         hit = fire & (slot.code == type_code(t))
         changes, val, tgt = perturbation_type(t).apply(game, view, slot, who)
-        new = {}
+        new: dict[str, Any] = {}
         for k, v in changes.items():
             old = getattr(view, k)
             if k == "engine":
                 new[k] = {**old, **{f: jnp.where(hit, x, old[f]) for f, x in v.items()}}
             else:
-                new[k] = jax.tree_util.tree_map(lambda a, b: jnp.where(hit, a, b), v, old)
+                new[k] = jax.tree_util.tree_map(functools.partial(jnp.where, hit), v, old)
         view = view._replace(**new)
         logged = jnp.where(hit, jnp.asarray(val, dt), logged)
         if tgt is not None:

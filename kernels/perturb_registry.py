@@ -9,9 +9,13 @@ called, so a type registered later works everywhere.
 
 from __future__ import annotations
 
-from typing import Callable, Literal, NamedTuple
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import jax
+
+if TYPE_CHECKING:  # engines import the perturbation layer's registry users: the name is for the type checker
+    from .engines.base import Engine
 
 ALL = -1  # slot.player = ALL: every player
 
@@ -19,7 +23,7 @@ ALL = -1  # slot.player = ALL: every player
 class View(NamedTuple):
     """What a perturbation may act on in one arena (all current values)."""
 
-    engine: dict  # str -> float[]: the effective engine numbers of the layer (``PerturbLayer.fields``)
+    engine: dict[str, jax.Array]  # str -> float[]: the effective engine numbers of the layer (``PerturbLayer.fields``)
     visible: jax.Array  # bool[len(OBS_VARS)], the observability mask
     engine_state: object  # the engine's state pytree (stock etc.)
     wealth: jax.Array  # float[N]
@@ -29,7 +33,8 @@ class View(NamedTuple):
 # apply(game, view, slot, who) -> (changes, logged, target):
 #   changes: the View fields it rewrites ("engine" as {field: value}); logged: float[] the
 #   acted-on quantity after the change; target: int32[] (player, ALL or a variable index) or None.
-Apply = Callable[..., tuple[dict, jax.Array, "jax.Array | None"]]
+Apply = Callable[..., tuple[dict[str, Any], jax.Array, "jax.Array | None"]]
+Target = Literal["none", "player", "variable"]
 
 
 class PerturbType(NamedTuple):
@@ -37,7 +42,7 @@ class PerturbType(NamedTuple):
     apply: Apply
     requires: str | None  # the engine feature it needs (Engine.features); None = engine-agnostic
     engine_field: str | None  # engine params field it rewrites (its effective copy lives in state)
-    target: Literal["none", "player", "variable"]  # what the logged target int means
+    target: Target  # what the logged target int means
     label: str  # target label in the results: "regen_rate", "wealth" -> wealth[i], "visible" -> visible[var]
     description: str = ""
 
@@ -46,7 +51,7 @@ _TYPES: dict[str, PerturbType] = {}
 
 
 def register_perturbation(name: str, apply: Apply, *, requires: str | None = None, engine_field: str | None = None,
-                          target: str = "none", label: str | None = None, description: str = "") -> PerturbType:
+                          target: Target = "none", label: str | None = None, description: str = "") -> PerturbType:
     """Register a perturbation type (appended: existing codes never change)."""
     if name in _TYPES:
         raise ValueError(f"type: perturbation type {name!r} is already registered")
@@ -90,7 +95,7 @@ def perturbation_type(name_or_code: str | int) -> PerturbType:
     return _TYPES[names[int(name_or_code)]]
 
 
-def supported(engine, type_: str) -> bool:
+def supported(engine: Engine, type_: str) -> bool:
     """Whether ``type_`` applies to ``engine`` (its ``features`` name what it has)."""
     need = perturbation_type(type_).requires
     return need is None or need in engine.features

@@ -6,19 +6,20 @@ A plugin type is one ``act`` function (plus ``init`` for its memory) and one
 sanctions (the governance layer), each plugin observes the arena (:class:`PluginView`: the
 five metrics of this turn's decisions, stock, harvests, violations, wealths) and its own
 memory, and acts through :class:`Effects`: fines imposed on players and the costs
-players pay to impose them (costs are taken first, then fines). The deductions follow the one wealth floor of every deduction
-(docs/semantics.md §11). A plugin type may also register a ``begin`` hook, run at the start
-of each turn before the players observe: the governance agent's mandates (its second effect
-record, ``kernels.governance_agent.GovAction``: a harvest cap pact binding all players, the
-sanction ladders' scale, a ``regen_set``) are applied there. The same layer runs in a batch
-and in the live host (one kernel).
+players pay to impose them (costs are taken first, then fines). The deductions follow the one
+wealth floor of every deduction (docs/semantics.md §11). A plugin type may also register a
+``begin`` hook, run at the start of each turn before the players observe: the governance
+agent's mandates (its second effect record, ``kernels.governance_agent.GovAction``: a harvest
+cap pact binding all players, the sanction ladders' scale, a ``regen_set``) are applied there.
+The same layer runs in a batch and in the live host (one kernel).
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import jax
 import jax.numpy as jnp
@@ -44,8 +45,8 @@ class PluginView(NamedTuple):
     violated: jax.Array  # bool[N], the player broke a pact this turn
     against: jax.Array  # bool[N, N], [i, j]: i broke a pact that binds j (j a party, j != i)
     wealth: jax.Array  # float[N], after the harvest and the automatic sanctions
-    metrics: dict  # the five metrics of 000_* Table 2.1 on this turn's decisions (before plugins)
-    stock_ratio: jax.Array = jnp.nan  # float[], the engine's commonsRatio after the dynamics (NaN if it has none)
+    metrics: dict[str, jax.Array]  # the five metrics of 000_* Table 2.1 on this turn's decisions (before plugins)
+    stock_ratio: jax.Array | float = jnp.nan  # float[], the engine's commonsRatio after the dynamics (NaN: none)
 
 
 class Effects(NamedTuple):
@@ -70,7 +71,9 @@ class PluginType(NamedTuple):
 _PLUGINS: dict[str, PluginType] = {}
 
 
-def register_plugin(name: str, act, init=lambda game, pp: (), reasons: tuple[str, ...] = (), *, begin=None,
+def register_plugin(name: str, act: Callable[..., tuple[Effects, Any]],
+                    init: Callable[[Any, Any], Any] = lambda game, pp: (), reasons: tuple[str, ...] = (), *,
+                    begin: Callable[..., tuple[Any, Any, Any]] | None = None,
                     reserves_pact: bool = False) -> PluginType:
     """Register a governance plugin type (the kernel side; bdpd_jax.config.plugins adds the config)."""
     if name in _PLUGINS:
@@ -103,9 +106,9 @@ class PluginLayer(Layer):
     types: tuple[str, ...] = ()
     name: str = NAME
 
-    def init(self, game, params):
+    def init(self, game: Any, params: Any) -> tuple[Any, ...]:
         pp = params.extra[NAME]
-        return tuple(plugin_type(t).init(game, p) for t, p in zip(self.types, pp))
+        return tuple(plugin_type(t).init(game, p) for t, p in zip(self.types, pp, strict=True))
 
     def pact_slot(self, i: int, n_slots: int) -> int | None:
         """Plugin i's reserved pact slot: the last slots of the table, in plugin order
@@ -113,22 +116,25 @@ class PluginLayer(Layer):
         reserving = [k for k, t in enumerate(self.types) if plugin_type(t).reserves_pact]
         return n_slots - len(reserving) + reserving.index(i) if i in reserving else None
 
-    def begin(self, game, key, turn, state, params):
+    def begin(self, game: Any, key: jax.Array, turn: jax.Array, state: Any,
+              params: Any) -> tuple[Any, dict[str, Any]]:
         hooked = [i for i, t in enumerate(self.types) if plugin_type(t).begin is not None]
         if not hooked:
             return state, {}
         gov = state.extra.get(GOV)
         n_slots = gov.pacts.n_slots if gov is not None else 0
         memories = list(state.extra[NAME])
-        records: list = [None] * len(self.types)
+        records: list[Any] = [None] * len(self.types)
         for i in hooked:
             pt = plugin_type(self.types[i])
             slot = self.pact_slot(i, n_slots) if gov is not None else None
-            state, memories[i], records[i] = pt.begin(game, turn, state, params.extra[NAME][i], memories[i], slot)
+            begin = cast(Callable[..., tuple[Any, Any, Any]], pt.begin)  # hooked: begin is set
+            state, memories[i], records[i] = begin(game, turn, state, params.extra[NAME][i], memories[i], slot)
         state = dataclasses.replace(state, extra={**state.extra, NAME: tuple(memories)})
         return state, {"actions": tuple(records)}
 
-    def after_harvest(self, game, key, turn, state, ctx, params):
+    def after_harvest(self, game: Any, key: jax.Array, turn: jax.Array, state: Any, ctx: dict[str, Any],
+                      params: Any) -> tuple[Any, dict[str, Any], dict[str, Any]]:
         n = game.n_players
         dt = state.wealth.dtype
         actual, regen = ctx["actual"], ctx["regen"]

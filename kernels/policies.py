@@ -11,8 +11,11 @@ the step consumes requests from any source.
 
 from __future__ import annotations
 
+import functools
+import operator
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, cast
 
 import jax
 import jax.numpy as jnp
@@ -21,7 +24,9 @@ import numpy as np
 from . import unroll
 from .observe import capacity
 
-DecideFn = Callable[[dict, jax.Array, dict], tuple[jax.Array, jax.Array]]
+Obs = dict[str, jax.Array]  # observation name -> float[] (float[N] for othersWealth, othersHarvest)
+Ctx = dict[str, jax.Array]  # the decision context: key, wealth, unit, intensity, reference, u, ...
+DecideFn = Callable[[Obs, jax.Array, Ctx], tuple[jax.Array, jax.Array]]
 
 
 @dataclass(frozen=True)
@@ -34,19 +39,19 @@ class Policy:
     vmapped over players and arenas like the built-ins.
     """
 
-    fn: Callable
+    fn: Callable[[Obs, jax.Array, jax.Array], tuple[Any, Any]]
     name: str = "custom"
     memory_size: int = 4
 
     # Equal by (fn, name, memory_size) and immutable: copies (and the re-validated configs of
     # sweep points) are the same policy, so they share one Game and one compiled program.
-    def __copy__(self) -> "Policy":
+    def __copy__(self) -> Policy:
         return self
 
-    def __deepcopy__(self, memo) -> "Policy":
+    def __deepcopy__(self, memo: dict[int, Any]) -> Policy:
         return self
 
-    def decide(self, obs: dict, memory: jax.Array, ctx: dict):
+    def decide(self, obs: Obs, memory: jax.Array, ctx: Ctx) -> tuple[jax.Array, jax.Array]:
         h, mem = self.fn(obs, memory, ctx["key"])
         return jnp.asarray(h, memory.dtype), jnp.asarray(mem, memory.dtype).reshape(memory.shape)
 
@@ -59,7 +64,7 @@ class Builtin:
     fn: DecideFn = field(repr=False)
     memory_size: int = 0
 
-    def decide(self, obs: dict, memory: jax.Array, ctx: dict):
+    def decide(self, obs: Obs, memory: jax.Array, ctx: Ctx) -> tuple[jax.Array, jax.Array]:
         return self.fn(obs, memory, ctx)
 
 
@@ -67,19 +72,19 @@ def _present(x: jax.Array) -> jax.Array:
     return ~jnp.isnan(x)
 
 
-def _capacity(ctx: dict) -> jax.Array:
+def _capacity(ctx: Ctx) -> jax.Array:
     """capacity(w) in stock units: the engine's harvest unit x (1 + 0.05 w) (docs/semantics.md §9)."""
     return capacity(ctx["wealth"]) * ctx["unit"]
 
 
-def _aggressive(obs, memory, ctx):
+def _aggressive(obs: Obs, memory: jax.Array, ctx: Ctx) -> tuple[jax.Array, jax.Array]:
     cap = _capacity(ctx)
     s = obs["commonsStock"]
     h = jnp.where(_present(s), jnp.minimum(cap, ctx["intensity"] * s), cap)
     return h, memory
 
 
-def conservative_fraction(obs: dict, reference: jax.Array) -> jax.Array:
+def conservative_fraction(obs: Obs, reference: jax.Array) -> jax.Array:
     """f(rho) of the three-tier rule; rho from commonsStock/reference, else commonsRatio.
 
     With neither observable the middle tier (0.35) is used: no signal, no extreme.
@@ -90,11 +95,11 @@ def conservative_fraction(obs: dict, reference: jax.Array) -> jax.Array:
     return jnp.where(_present(rho), f, 0.35)
 
 
-def _conservative(obs, memory, ctx):
+def _conservative(obs: Obs, memory: jax.Array, ctx: Ctx) -> tuple[jax.Array, jax.Array]:
     return _capacity(ctx) * conservative_fraction(obs, ctx["reference"]), memory
 
 
-def _adaptive(obs, memory, ctx):
+def _adaptive(obs: Obs, memory: jax.Array, ctx: Ctx) -> tuple[jax.Array, jax.Array]:
     # memory: [previous observed stock (NaN = none yet), consecutive falls]
     s = obs["commonsStock"]
     prev, falls = memory[0], memory[1]
@@ -108,11 +113,11 @@ def _adaptive(obs, memory, ctx):
     return h, new
 
 
-def _random(obs, memory, ctx):
+def _random(obs: Obs, memory: jax.Array, ctx: Ctx) -> tuple[jax.Array, jax.Array]:
     return _capacity(ctx) * ctx["u"], memory
 
 
-def _rcp(obs, memory, ctx):
+def _rcp(obs: Obs, memory: jax.Array, ctx: Ctx) -> tuple[jax.Array, jax.Array]:
     # memory: [peak capital observed so far]. Harvest = conservative x C/C_peak x C/(C+P):
     # cut in proportion as capital falls from its peak and as pollution grows against capital.
     c, p = obs["capitalStock"], obs["pollutionLevel"]
@@ -125,7 +130,7 @@ def _rcp(obs, memory, ctx):
     return h, peak[None]
 
 
-def _idle(obs, memory, ctx):
+def _idle(obs: Obs, memory: jax.Array, ctx: Ctx) -> tuple[jax.Array, jax.Array]:
     return jnp.zeros_like(ctx["wealth"]), memory
 
 
@@ -150,8 +155,9 @@ BUILTINS: dict[str, Builtin] = {
 }
 
 
-def decide_all(policies: tuple, obs: dict, memory: jax.Array, strategy: jax.Array, ctx: dict,
-               candidates: tuple | None = None, slots: tuple | None = None):
+def decide_all(policies: tuple[Policy | Builtin, ...], obs: Obs, memory: jax.Array, strategy: jax.Array, ctx: Ctx,
+               candidates: tuple[tuple[int, ...], ...] | None = None,
+               slots: tuple[tuple[int, int], ...] | None = None) -> tuple[jax.Array, jax.Array]:
     """Each player's strategies decide for it; the one in force is kept.
 
     obs: name -> [N, ...]; memory: float[K, M], one row per ``slots`` entry (strategy,
@@ -168,11 +174,11 @@ def decide_all(policies: tuple, obs: dict, memory: jax.Array, strategy: jax.Arra
         return _decide_array(policies, obs, memory, strategy, ctx, candidates, slots)
     row = {sp: k for k, sp in enumerate(slots or ())}
     rows = [memory[k] for k in range(memory.shape[0])]
-    requests = []
+    requests: list[jax.Array] = []
     for p in range(n):
-        o_p = jax.tree_util.tree_map(lambda x: x[p], obs)
-        c_p = jax.tree_util.tree_map(lambda x: x[p], ctx)
-        h_p = None
+        o_p = jax.tree_util.tree_map(operator.itemgetter(p), obs)
+        c_p = jax.tree_util.tree_map(operator.itemgetter(p), ctx)
+        h_p: jax.Array | None = None
         for s in (candidates[p] if candidates is not None else range(len(policies))):
             pol = policies[s]
             m = max(pol.memory_size, 0)
@@ -181,13 +187,14 @@ def decide_all(policies: tuple, obs: dict, memory: jax.Array, strategy: jax.Arra
             if k is not None:
                 rows[k] = jnp.concatenate([new, memory[k, m:]]) if m < memory.shape[1] else new
             h_p = h if h_p is None else jnp.where(strategy[p] == s, h, h_p)
-        requests.append(h_p)
+        requests.append(cast(jax.Array, h_p))  # every player has at least one candidate
     new_memory = jnp.stack(rows) if rows else memory
     return jnp.stack(requests), new_memory
 
 
-def _decide_array(policies: tuple, obs: dict, memory: jax.Array, strategy: jax.Array, ctx: dict,
-                  candidates: tuple | None, slots: tuple | None):
+def _decide_array(policies: tuple[Policy | Builtin, ...], obs: Obs, memory: jax.Array, strategy: jax.Array, ctx: Ctx,
+                  candidates: tuple[tuple[int, ...], ...] | None,
+                  slots: tuple[tuple[int, int], ...] | None) -> tuple[jax.Array, jax.Array]:
     """:func:`decide_all` in array form (many players): each strategy decides for all its
     candidate players at once (vmapped over them), then the one in force is selected per
     player. The same operations on the same values as the unrolled form."""
@@ -196,14 +203,16 @@ def _decide_array(policies: tuple, obs: dict, memory: jax.Array, strategy: jax.A
     row = {sp: k for k, sp in enumerate(slots or ())}
     k_rows, width = memory.shape
     first = np.asarray([c[0] for c in cands])
-    blocks, order, harvests = [], [], {}  # new memory rows, their row indices, harvests [N]
+    blocks: list[jax.Array] = []  # new memory rows
+    order: list[np.ndarray] = []  # their row indices
+    harvests: dict[int, jax.Array] = {}  # harvests [N] by strategy
     for s, pol in enumerate(policies):
         who = np.asarray([p for p in range(n) if s in cands[p]], np.int32)
         if who.size == 0:
             continue
         m = max(pol.memory_size, 0)
         rows = np.asarray([row.get((s, int(p)), -1) for p in who], np.int32)
-        take = lambda x: _take(x, who)  # noqa: E731
+        take = functools.partial(_take, idx=who)
         keep = bool(m) and bool((rows >= 0).all())  # Game.memory_slots: all of them or none
         mem_s = _take(memory, rows)[:, :m] if keep else jnp.zeros((who.size, 0), memory.dtype)
         h, new = jax.vmap(pol.decide)(jax.tree_util.tree_map(take, obs), mem_s, jax.tree_util.tree_map(take, ctx))
@@ -212,9 +221,9 @@ def _decide_array(policies: tuple, obs: dict, memory: jax.Array, strategy: jax.A
             order.append(rows)
         harvests[s] = _spread(h, who, n)
     # the unrolled where-chain: the first candidate, replaced by the strategy in force
-    requests = None
-    for s, h in harvests.items():
-        requests = h if requests is None else jnp.where(jnp.asarray(first == s), h, requests)
+    (_, requests), *others = harvests.items()  # every player has at least one candidate
+    for s, h in others:
+        requests = jnp.where(jnp.asarray(first == s), h, requests)
     for s, h in harvests.items():
         later = np.asarray([s in cands[p] and cands[p][0] != s for p in range(n)])
         requests = jnp.where(jnp.asarray(later) & (strategy == s), h, requests)

@@ -45,7 +45,7 @@ def _mix(x: jax.Array) -> jax.Array:
     return x ^ (x >> 16)
 
 
-def _absorb(h: jax.Array, word: jax.Array) -> jax.Array:
+def _absorb(h: jax.Array, word: jax.Array | int) -> jax.Array:
     return _mix(h ^ (jnp.asarray(word).astype(jnp.uint32) + _GOLD + (h << 6) + (h >> 2)))
 
 

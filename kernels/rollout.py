@@ -25,9 +25,9 @@ import jax
 import jax.numpy as jnp
 
 from .game import Game
+from .layers import has_hook
 from .params import Params
 from .state import ArenaState, still_playing
-from .layers import has_hook
 from .turn import play, prepare, prewrite, prewrite_busy
 
 BATCH_AXIS = -1
@@ -69,20 +69,20 @@ def run_turns(
 
     def body(carry, _):
         out, recs = [], []
-        for k, p, (st, z) in zip(ks, ps, carry):
+        for k, p, (st, z) in zip(ks, ps, carry, strict=True):
             st = prewrite_fn(k, st, p)
             st, rec = turn_fn(k, st, p, z)
             out.append((st, prepare_fn(k, st, p)))
             recs.append(rec if history else None)
         return tuple(out), tuple(recs)
 
-    carry = tuple((st, prepare_fn(k, st, p)) for k, st, p in zip(ks, _split(state, cuts), ps))
+    carry = tuple((st, prepare_fn(k, st, p)) for k, st, p in zip(ks, _split(state, cuts), ps, strict=True))
     if not history and stop_when_ended:
         # a while loop over turns that also ends once no arena of the batch is live
         def go(c):
             i, lane_c, _ = c
             lane_c = body(lane_c, None)[0]
-            live = [jnp.any(still_playing(st, p)) for (st, _z), p in zip(lane_c, ps)]
+            live = [jnp.any(still_playing(st, p)) for (st, _z), p in zip(lane_c, ps, strict=True)]
             return i + 1, lane_c, reduce(jnp.logical_or, live)
 
         start = (jnp.zeros((), jnp.int32), carry, jnp.ones((), bool))

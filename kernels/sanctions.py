@@ -10,7 +10,7 @@ a sweep over ladder values and lengths compiles once.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import equinox as eqx
 import jax
@@ -33,7 +33,8 @@ class SanctionParams(eqx.Module):
 def none(dtype=None) -> SanctionParams:
     """No sanction spec (K = 0)."""
     dt = dtype or jnp.result_type(float)
-    return SanctionParams(jnp.zeros((0,), bool), jnp.zeros((0,), jnp.int32), jnp.zeros((0, 1), dt), jnp.ones((0,), jnp.int32))
+    return SanctionParams(jnp.zeros((0,), bool), jnp.zeros((0,), jnp.int32), jnp.zeros((0, 1), dt),
+                          jnp.ones((0,), jnp.int32))
 
 
 def ordinals(prior: jax.Array, violated: jax.Array, term: jax.Array, n_terms: int) -> tuple[jax.Array, jax.Array]:
@@ -114,7 +115,7 @@ def ladder_sum(ladder: jax.Array, length: jax.Array, before: jax.Array, m: jax.A
     return total + at_last.astype(ladder.dtype) * top
 
 
-def amounts(sp: SanctionParams, prior: Table, count: Table):
+def amounts(sp: SanctionParams, prior: Table | jax.Array, count: Table | jax.Array):
     """Sanctions fired by this turn's violations.
 
     prior: [T][N] violations of each (termType, player) before this turn; count: [T][N]

@@ -36,7 +36,8 @@ taken plus the reserve drawn.
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -88,8 +89,8 @@ def ration(requests: jax.Array, delivered: jax.Array) -> jax.Array:
     # contracted into a later FMA (wealth + actual) in one XLA fusion but not in another,
     # which would make two copies of the same value differ in the last bit.
     if not isinstance(rs, list):
-        return jnp.minimum(actual * shrink, rs)
-    return jnp.stack([jnp.minimum(a * shrink, r) for a, r in zip(actual, rs)])
+        return jnp.minimum(rs * frac * shrink, rs)  # actual * shrink, read where mypy knows it is an array
+    return jnp.stack([jnp.minimum(a * shrink, r) for a, r in zip(actual, rs, strict=True)])
 
 
 class Served(NamedTuple):

@@ -14,6 +14,8 @@ policies have decided and before the harvest, every player in order:
 
 from __future__ import annotations
 
+from typing import Any
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -54,7 +56,8 @@ def silent(n: int, dtype=None) -> TalkParams:
 
 def answers(tp: TalkParams, pacts: P.Pacts, turn: jax.Array) -> tuple[jax.Array, jax.Array]:
     """(accept, reject) bool[P, N] of every player on the proposals awaiting it."""
-    waiting = (pacts.status == P.PROPOSED)[:, None] & pacts.parties & ~pacts.accepted & (pacts.proposed_turn < turn)[:, None]
+    waiting = ((pacts.status == P.PROPOSED)[:, None] & pacts.parties & ~pacts.accepted
+               & (pacts.proposed_turn < turn)[:, None])
     cap_ok = (pacts.term != P.HARVEST_CAP)[:, None] | (pacts.max_harvest[:, None] >= tp.accept_min[None, :])
     rule = tp.accept_rule[None, :]
     yes = (rule == ALWAYS) | ((rule == MIN_CAP) & cap_ok)
@@ -76,16 +79,18 @@ def registry_writes(tp: TalkParams, pacts: P.Pacts, turn: jax.Array, scripted: t
     dt = tp.pledge_cap.dtype
     if not unroll.players(n):
         return _propose_scripted(tp, pacts, turn, np.asarray(list(players), np.int32))
-    req = []  # in player order, each player's pledge before its proposal
+    req: list[tuple[Any, ...]] = []  # in player order, each player's pledge before its proposal
     for i in players:
-        req.append((i, jnp.zeros((n,), bool), P.HARVEST_CAP, tp.pledge_cap[i], jnp.zeros((), dt), tp.pledge_turn[i] == turn))
+        req.append((i, jnp.zeros((n,), bool), P.HARVEST_CAP, tp.pledge_cap[i], jnp.zeros((), dt),
+                    tp.pledge_turn[i] == turn))
         req.append((i, tp.propose_parties[i], tp.propose_term[i], tp.propose_cap[i], tp.propose_tolerance[i],
                     tp.propose_turn[i] == turn))
     if not req:
         return pacts
-    cols = list(zip(*req))
+    cols = list(zip(*req, strict=True))
     pacts, _ = P.propose_many(
-        pacts, jnp.asarray(cols[0], jnp.int32), jnp.stack(cols[1]), jnp.stack([jnp.asarray(t, jnp.int32) for t in cols[2]]),
+        pacts, jnp.asarray(cols[0], jnp.int32), jnp.stack(cols[1]),
+        jnp.stack([jnp.asarray(t, jnp.int32) for t in cols[2]]),
         jnp.stack(cols[3]), jnp.stack(cols[4]), turn, jnp.stack(cols[5]),
     )
     return pacts

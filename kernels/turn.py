@@ -17,6 +17,7 @@ returned unchanged and the record says ``played=False``.
 from __future__ import annotations
 
 import dataclasses
+from typing import cast
 
 import equinox as eqx
 import jax
@@ -72,8 +73,9 @@ def step(game: Game, key: jax.Array, state: ArenaState, actions: Actions, params
     served = _serve(game, key, turn, state, req, live, params, redecide)
     memory = state.memory
     if served.requests is not None:  # the scheduler re-decided (sequential): its requests rule
-        req, invalid = served.requests, served.invalid
-        memory = jnp.where(live, served.memory, state.memory)
+        # invalid and memory are set together with requests
+        req, invalid = served.requests, cast(jax.Array, served.invalid)
+        memory = jnp.where(live, cast(jax.Array, served.memory), state.memory)
     es, regen, share_defined, ended = _dynamics(game, served, params)
     new = ArenaState(
         engine=es,

@@ -3,9 +3,10 @@
 Written per player (one value per arena per op, unrolled over the static player count), a
 turn's work is contiguous over the batch under vmap, which XLA:CPU vectorises better than a
 [B, N] array with a short inner axis; but the program grows with N (and with N x P for the
-pact tables), and so does its compile (figures: bench/README.md, "Many players"). Above a threshold the kernels use the array form over that axis instead: the same
-operations on [N] (or [P], [P, N]) arrays, where the axis is long enough to vectorise on its
-own. The numbers are the same in both forms (tests/test_unroll.py).
+pact tables), and so does its compile (figures: bench/README.md, "Many players"). Above a
+threshold the kernels use the array form over that axis instead: the same operations on [N]
+(or [P], [P, N]) arrays, where the axis is long enough to vectorise on its own.
+The numbers are the same in both forms (tests/test_unroll.py).
 
 The thresholds are read when a kernel is traced. :func:`forced` makes one form apply
 whatever the lengths, for tests comparing the two (trace a fresh function inside it).
@@ -13,8 +14,8 @@ whatever the lengths, for tests comparing the two (trace a fresh function inside
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Callable, Iterator
 
 import jax
 import jax.numpy as jnp

@@ -124,8 +124,11 @@ by_c = surv.mean(axis=(0, 1))
 by_ladder = surv.mean(axis=(1, 2))
 by_tol = surv.mean(axis=(0, 2))
 print(
-    f"Survival {'rises' if by_c[-1] > by_c[0] else 'falls' if by_c[-1] < by_c[0] else 'stays'} from {by_c[0]:.2f} with no compliant player to {by_c[-1]:.2f} with all {N} complying "
-    f"(averaged over tolerance and ladder); the ladder moves it between {by_ladder.min():.2f} ({list(LADDERS)[int(by_ladder.argmin())]}) "
-    f"and {by_ladder.max():.2f} ({list(LADDERS)[int(by_ladder.argmax())]}), tolerance between {by_tol.min():.2f} and {by_tol.max():.2f}; "
+    f"Survival {'rises' if by_c[-1] > by_c[0] else 'falls' if by_c[-1] < by_c[0] else 'stays'} from {by_c[0]:.2f} "
+    f"with no compliant player to {by_c[-1]:.2f} with all {N} complying "
+    f"(averaged over tolerance and ladder); the ladder moves it between {by_ladder.min():.2f} "
+    f"({list(LADDERS)[int(by_ladder.argmin())]}) "
+    f"and {by_ladder.max():.2f} ({list(LADDERS)[int(by_ladder.argmax())]}), tolerance between {by_tol.min():.2f} "
+    f"and {by_tol.max():.2f}; "
     f"{int((surv >= 0.99).sum())} of {surv.size} cells survive in at least 99% of arenas."
 )

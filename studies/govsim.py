@@ -46,10 +46,10 @@ import jax.numpy as jnp  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-from bdpd_jax.kernels.policies import BUILTINS  # noqa: E402
 
 import bdpd_jax  # noqa: E402
 from bdpd_jax import ArenaConfig, Policy  # noqa: E402
+from bdpd_jax.kernels.policies import BUILTINS  # noqa: E402
 from bdpd_jax.lab import TRACES, outcomes  # noqa: E402
 from bdpd_jax.scenarios import EXPERIMENTS, GOVSIM_SCENARIOS, MONTHS, NEWCOMER_MONTHS, PLAYERS, govsim  # noqa: E402
 

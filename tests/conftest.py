@@ -9,7 +9,8 @@ from pathlib import Path
 
 # bdpd_jax/_env.py loaded on its own: importing the package would start jax's backend before
 # the device count below is set.
-_spec = importlib.util.spec_from_file_location("_bdpd_env", Path(__file__).resolve().parents[1] / "bdpd_jax" / "_env.py")
+_spec = importlib.util.spec_from_file_location("_bdpd_env",
+                                               Path(__file__).resolve().parents[1] / "bdpd_jax" / "_env.py")
 _env = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_env)
 _env.apply_env()

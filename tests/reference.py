@@ -8,7 +8,7 @@ Random numbers are not generated here; the caller feeds the same draws the kerne
 from __future__ import annotations
 
 import math
-from typing import Iterator
+from collections.abc import Iterator
 
 ENV = ["commonsStock", "regenRate", "commonsCapacity", "threshold", "commonsRatio",
        "capitalStock", "pollutionLevel", "nPlayers", "turn"]
@@ -154,7 +154,7 @@ class RefArena:
         delivered = from_stock + drawn
         actual = [r * delivered / demand if demand > 0 else 0.0 for r in req]
         self.stock = max(self.stock - from_stock, 0.0)
-        self.wealth = [w + a for w, a in zip(self.wealth, actual)]
+        self.wealth = [w + a for w, a in zip(self.wealth, actual, strict=True)]
         ended = died or self.stock < self.m["threshold"]
         regen = 0.0
         regen_measured = not ended

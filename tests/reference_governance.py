@@ -68,7 +68,7 @@ class RefRegistry:
 
     def check_violations(self, actual: list[float], playing: list[bool]) -> list[dict]:
         """End of turn: events {partyId, pactId, termType, ordinal} in pact order."""
-        decisions = [a for a, p in zip(actual, playing) if p]
+        decisions = [a for a, p in zip(actual, playing, strict=True) if p]
         group_mean = sum(decisions) / len(decisions) if decisions else 0.0
         events = []
         for pact in self.pacts:
@@ -119,7 +119,8 @@ def metrics(actual: list[float], announced: list[float | None], sanction_count: 
     said = [i for i in range(n) if announced[i] is not None]
     over = [a > share + EPS for a in actual]
     if not share_defined:
-        return {**metrics(actual, announced, sanction_count, regen), "cooperation_index": None, "silent_defection": None}
+        return {**metrics(actual, announced, sanction_count, regen), "cooperation_index": None,
+                "silent_defection": None}
     return {
         "cooperation_index": sum(not o for o in over) / n,
         "lie_score": (sum(abs(announced[i] - actual[i]) for i in said) / len(said)) if said else None,

@@ -49,8 +49,8 @@ class RefPerturbArena(RefArena):
         if self.over:
             return
         turn = self.turn + 1
-        due = [not f and self.due(s, turn) for s, f in zip(self.specs, self.fired)]
-        for i, (s, d) in enumerate(zip(self.specs, due)):
+        due = [not f and self.due(s, turn) for s, f in zip(self.specs, self.fired, strict=True)]
+        for i, (s, d) in enumerate(zip(self.specs, due, strict=True)):
             if d:
                 self.fired[i] = True
                 self.log.append((turn, s["id"], self.apply(s)))
@@ -106,11 +106,11 @@ def water_fill(requests: list[float], wealth: list[float], delivered: float) -> 
     if sum(requests) <= delivered:
         return list(requests)
     c = [capacity(max(w, 0.0)) for w in wealth]
-    lo, hi = 0.0, max(r / ci for r, ci in zip(requests, c)) + 1.0
+    lo, hi = 0.0, max(r / ci for r, ci in zip(requests, c, strict=True)) + 1.0
     for _ in range(200):
         mid = (lo + hi) / 2
-        if sum(min(r, mid * ci) for r, ci in zip(requests, c)) > delivered:
+        if sum(min(r, mid * ci) for r, ci in zip(requests, c, strict=True)) > delivered:
             hi = mid
         else:
             lo = mid
-    return [min(r, lo * ci) for r, ci in zip(requests, c)]
+    return [min(r, lo * ci) for r, ci in zip(requests, c, strict=True)]

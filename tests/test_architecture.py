@@ -12,7 +12,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-
 ROOT = Path(__file__).resolve().parents[1]
 ALLOWED_THIRD_PARTY_IN_KERNELS = {"jax", "jaxlib", "numpy", "equinox", "diffrax", "typing", "dataclasses",
                                   "functools", "math", "collections", "__future__", "enum", "abc", "contextlib",
@@ -112,9 +111,9 @@ def _host_graph(*, type_checking: bool = True) -> dict[str, set[str]]:
         for target, _, _ in _imports(module, type_checking=type_checking):
             # a package's __init__ runs on any import beneath it, but that is not an edge of the
             # importer's design; only the named module counts
-            if target in MODULES and not target.startswith("bdpd_jax.kernels") and target != module:
-                if target != "bdpd_jax" and not _is_package(target):
-                    edges.add(target)
+            if (target in MODULES and not target.startswith("bdpd_jax.kernels") and target != module
+                    and target != "bdpd_jax" and not _is_package(target)):
+                edges.add(target)
         graph[module] = edges
     return graph
 
@@ -221,7 +220,8 @@ def test_the_import_reader_sees_relative_and_type_checking_imports() -> None:
 
 def test_the_attribute_guards_see_what_they_forbid(tmp_path) -> None:
     src = tmp_path / "m.py"
-    src.write_text("class A:\n    def f(self, o):\n        self.x = 1\n        o.y, (o.z, w) = 1, (2, 3)\n        o.n += 1\n")
+    src.write_text("class A:\n    def f(self, o):\n        self.x = 1\n"
+                   "        o.y, (o.z, w) = 1, (2, 3)\n        o.n += 1\n")
     MODULES["probe"] = src
     try:
         assert _foreign_attribute_stores("probe") == ["probe:4 sets o.y", "probe:4 sets o.z", "probe:5 sets o.n"]

@@ -12,10 +12,10 @@ import pandas as pd
 import pytest
 
 import bdpd_jax
-from bdpd_jax.prepare.game import broadcast_batch, build
 from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.kernels import rng
 from bdpd_jax.kernels.turn import play
+from bdpd_jax.prepare.game import broadcast_batch, build
 from bdpd_jax.run.simulate import TRACES
 
 
@@ -89,14 +89,14 @@ def test_vmap_equals_loop_over_single_arenas(noisy_config):
     batched = jax.jit(jax.vmap(run_one, in_axes=-1, out_axes=-1))(keys, pb)
     single = jax.jit(run_one)
     for i in range(b):
-        pi = jax.tree_util.tree_map(lambda x: x[..., i], pb)
+        pi = jax.tree_util.tree_map(lambda x, i=i: x[..., i], pb)
         np.testing.assert_array_equal(np.asarray(batched[..., i]), np.asarray(single(keys[:, i], pi)))
 
 
 def test_no_recompile_across_parameter_values(noisy_config):
     bdpd_jax.simulate(noisy_config, n_arenas=16, seed=0)
     before = dict(TRACES)
-    for regen, k, thr, noise, intensity, wealth, turns in [
+    for regen, k, thr, noise, intensity, wealth, _turns in [
         (0.3, 90.0, 3.0, 0.0, 0.9, 10.0, 30), (0.01, 500.0, 50.0, 0.4, 0.1, 0.0, 30),
     ]:
         cfg = copy.deepcopy(noisy_config)
@@ -107,7 +107,7 @@ def test_no_recompile_across_parameter_values(noisy_config):
         cfg["players"][1]["intensity"] = intensity
         cfg["players"][0]["privateResource"] = wealth
         bdpd_jax.simulate(cfg, n_arenas=16, seed=5)
-    assert TRACES == before, "changing parameter values must not retrace"
+    assert before == TRACES, "changing parameter values must not retrace"
 
 
 def test_maxturns_is_dynamic(noisy_config):
@@ -117,7 +117,7 @@ def test_maxturns_is_dynamic(noisy_config):
     cfg["model"]["maxTurns"] = 20
     cfg["model"]["threshold"] = 0.0
     r = bdpd_jax.simulate(cfg, n_arenas=4, seed=0, chunk_turns=20)
-    assert TRACES == before
+    assert before == TRACES
     assert r.summary.turns_played.max() <= 20
 
 

@@ -6,10 +6,10 @@ import copy
 import math
 
 import pytest
+from payloads import MIXED_PLAYERS, SEED_LOGISTIC, SEED_SENECA
 
 from bdpd_jax import ArenaConfig, simulate
 from bdpd_jax.config.game import default_config
-from payloads import MIXED_PLAYERS, SEED_LOGISTIC, SEED_SENECA
 
 
 def test_seed_logistic_example_validates():
@@ -196,8 +196,8 @@ def test_bad_policy_fields_are_refused_at_validation(kw, needle):
 
 
 def test_tick_interval_and_pact_slot_bounds():
-    from bdpd_jax.host.arena import Arena
     from bdpd_jax.config.limits import MAX_PACT_SLOTS, check_tick_interval
+    from bdpd_jax.host.arena import Arena
 
     for bad in (math.inf, 1e308, -1, "10", math.nan, True):
         with pytest.raises(ValueError, match="tickIntervalMs"):

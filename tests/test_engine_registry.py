@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 import bdpd_jax as bj
-from bdpd_jax.prepare.game import build
 from bdpd_jax.config.engines import ENGINE_CONFIGS, EngineConfig, register_engine
 from bdpd_jax.kernels.engines import ENGINES, Engine
 from bdpd_jax.kernels.params import ENV_VARS, farr
+from bdpd_jax.prepare.game import build
 
 
 class ToyParams(eqx.Module):

@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from payloads import HEAVY, MIXED_PLAYERS, SEED_LOGISTIC
 
 import bdpd_jax
 from bdpd_jax import ArenaConfig, Policy
 from bdpd_jax.prepare.game import build
-from payloads import HEAVY, MIXED_PLAYERS, SEED_LOGISTIC
 
 TURNS, ARENAS = 4, 2
 DEADLINE = datetime.timedelta(seconds=60)  # generous: the machine is shared; a hang is minutes
@@ -35,7 +35,8 @@ def _base() -> dict:
     cfg["pacts"] = [{"parties": [0, 1], "terms": {"type": "harvest_cap", "maxHarvest": 4.0}}]
     cfg["perturbations"] = [
         {"id": "d", "type": "regen_shock", "trigger": {"kind": "turn", "turn": 2}, "payload": {"factor": 0.5}},
-        {"id": "s", "type": "sanction_graduated", "trigger": {"kind": "pact_violation"}, "payload": {"ladder": [1.0, 2.0]}},
+        {"id": "s", "type": "sanction_graduated", "trigger": {"kind": "pact_violation"},
+         "payload": {"ladder": [1.0, 2.0]}},
     ]
     return cfg
 
@@ -115,7 +116,8 @@ def test_random_garbage_config_is_refused_with_a_value_error(blob):
 # -- live join bodies (the host's join validation: Arena.join) -----------------------------------
 JOIN_BASE = [
     {"agentType": "builtin", "name": "b", "strategy": "aggressive", "intensity": 0.5, "privateResource": 20.0},
-    {"agentType": "scripted", "name": "s", "script": [{"harvest": 1.0, "actions": [{"tool": "broadcast", "text": "hi"}]}]},
+    {"agentType": "scripted", "name": "s",
+     "script": [{"harvest": 1.0, "actions": [{"tool": "broadcast", "text": "hi"}]}]},
     {"agentType": "http", "name": "h", "url": "http://127.0.0.1:9/decide", "timeoutMs": 100},
     {"agentType": "llm", "name": "l", "baseUrl": "http://127.0.0.1:9/v1", "model": "m"},
 ]

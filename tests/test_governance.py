@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import reference_governance as R
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -18,8 +19,6 @@ from bdpd_jax.kernels import pacts as P
 from bdpd_jax.kernels import sanctions as S
 from bdpd_jax.kernels.metrics import METRICS, governance_metrics
 from bdpd_jax.run.simulate import simulate
-
-import reference_governance as R
 
 N, SLOTS, WIDTH = 4, 4, 4
 STATUS = {0: None, 1: "proposed", 2: "active", 3: "rejected"}
@@ -151,7 +150,7 @@ def test_pacts_checkers_and_ladders_match_reference(turns, specs):
         ref_amount, _ = R.sanctions(specs, events, N)
         pk, prior, violated, k, amount, fired, counted = _end_of_turn(pk, prior, jnp.asarray(actual, jnp.float32), sp)
         np.testing.assert_array_equal(np.asarray(counted), np.asarray(prior))  # per-term counts == the ordinals' tally
-        got = sorted((int(n), int(p), int(k[p, n])) for p, n in zip(*np.nonzero(np.asarray(violated))))
+        got = sorted((int(n), int(p), int(k[p, n])) for p, n in zip(*np.nonzero(np.asarray(violated)), strict=True))
         want = sorted((e["partyId"], e["pactId"], e["ordinal"]) for e in events)
         assert got == want
         np.testing.assert_allclose(np.asarray(amount), ref_amount, rtol=1e-6)
@@ -180,14 +179,14 @@ def test_propose_many_equals_one_proposal_after_another(filled, reqs):
         mask = jnp.asarray([i in parties for i in range(N)])
         chain, slot = _propose(chain, who, mask, P.term_code(term), mh, tol, 2, when)
         want.append(int(slot))
-    cols = list(zip(*reqs))
+    cols = list(zip(*reqs, strict=True))
     got, slots = _propose_many(
         pk, jnp.asarray(cols[0], jnp.int32), jnp.asarray([[i in ps for i in range(N)] for ps in cols[1]]),
         jnp.asarray([P.term_code(t) for t in cols[2]], jnp.int32), jnp.asarray(cols[3], jnp.float32),
         jnp.asarray(cols[4], jnp.float32), 2, jnp.asarray(cols[5]),
     )
     assert [int(x) for x in slots] == want
-    for a, b in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(chain)):
+    for a, b in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(chain), strict=True):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
@@ -211,7 +210,8 @@ _metrics = jax.jit(governance_metrics)
 def test_metrics_match_reference(actual, announced, regen, sanctioned):
     want = R.metrics(actual, announced, sanctioned, regen)
     ann = jnp.asarray([math.nan if a is None else a for a in announced], jnp.float32)
-    got = _metrics(jnp.asarray(actual, jnp.float32), ann, jnp.float32(sanctioned), jnp.float32(regen), jnp.ones((N,), bool))
+    got = _metrics(jnp.asarray(actual, jnp.float32), ann, jnp.float32(sanctioned), jnp.float32(regen),
+                   jnp.ones((N,), bool))
     for name in METRICS:
         if want[name] is None:
             assert math.isnan(float(got[name])), name
@@ -224,7 +224,8 @@ def test_metrics_match_reference(actual, announced, regen, sanctioned):
 # ---------------------------------------------------------------- whole runs
 GOV_PLAYERS = [
     {"strategy": "aggressive", "talk": {"announce": "biased", "bias": 0.5}},
-    {"strategy": "conservative", "talk": {"announce": "honest", "comply": True, "pledge": {"turn": 1, "maxHarvest": 2}}},
+    {"strategy": "conservative",
+     "talk": {"announce": "honest", "comply": True, "pledge": {"turn": 1, "maxHarvest": 2}}},
     {"strategy": "aggressive"},
     {"strategy": "random", "talk": {"propose": {"turn": 2, "parties": [0, 1, 2, 3],
                                                 "terms": {"type": "no_aggression", "tolerance": 0.1}}}},
@@ -304,9 +305,10 @@ def test_govsim_summary_columns(gov_run):
 
 def test_sweep_tolerance_ladder_regen_compiles_once():
     from payloads import SEED_LOGISTIC
-    from bdpd_jax.run import simulate as sim
+
     from bdpd_jax.prepare.game import build
     from bdpd_jax.prepare.governance import stack_batch
+    from bdpd_jax.run import simulate as sim
 
     cells = []
     for tol in (0.0, 0.2):
@@ -314,7 +316,8 @@ def test_sweep_tolerance_ladder_regen_compiles_once():
             for r in (0.08, 0.16):
                 cfg = copy.deepcopy(SEED_LOGISTIC)
                 cfg["model"]["regenRate"] = r
-                cfg["players"] = [{"strategy": s, "talk": {"announce": "honest"}} for s in ("aggressive", "conservative", "random", "adaptive")]
+                cfg["players"] = [{"strategy": s, "talk": {"announce": "honest"}}
+                                  for s in ("aggressive", "conservative", "random", "adaptive")]
                 cfg["pacts"] = [{"parties": [0, 1, 2, 3], "terms": {"type": "no_aggression", "tolerance": tol}}]
                 cfg["perturbations"] = [{"id": "g", "type": "sanction_graduated",
                                          "trigger": {"kind": "pact_violation"}, "payload": {"ladder": ladder}}]
@@ -359,7 +362,8 @@ def test_plain_game_unchanged_by_governance_code():
     cfg["players"] = copy.deepcopy(MIXED_PLAYERS)
     plain = simulate(cfg, n_arenas=4, seed=5)
     cfg2 = copy.deepcopy(cfg)
-    cfg2["perturbations"] = [{"id": "s", "type": "sanction", "trigger": {"kind": "pact_violation"}, "payload": {"amount": 1}}]
+    cfg2["perturbations"] = [{"id": "s", "type": "sanction", "trigger": {"kind": "pact_violation"},
+                              "payload": {"amount": 1}}]
     gov = simulate(cfg2, n_arenas=4, seed=5)  # layer on, but no pact: nothing may change
     np.testing.assert_array_equal(plain.players["actual"].to_numpy(), gov.players["actual"].to_numpy())
     assert plain.turns["announce_frequency"].eq(0).all() and plain.turns["lie_score"].isna().all()
@@ -372,8 +376,8 @@ def test_scripted_writes_skipped_batchwide_are_exact(monkeypatch):
     skips, field for field."""
     import dataclasses
 
-    from bdpd_jax.prepare.game import broadcast_batch, build
     from bdpd_jax.kernels.governance import GovernanceLayer
+    from bdpd_jax.prepare.game import broadcast_batch, build
     from bdpd_jax.run.simulate import arena_keys, compiled_init, compiled_run
 
     cfg = {
@@ -406,8 +410,8 @@ def test_scripted_writes_skipped_batchwide_are_exact(monkeypatch):
 
     batched = run(game, keys, pb)
     for i in range(b):
-        one = run(game, keys[:, i : i + 1], jax.tree_util.tree_map(lambda x: x[..., i : i + 1], pb))
-        for a, c in zip(jax.tree_util.tree_leaves(batched), jax.tree_util.tree_leaves(one)):
+        one = run(game, keys[:, i : i + 1], jax.tree_util.tree_map(lambda x, i=i: x[..., i : i + 1], pb))
+        for a, c in zip(jax.tree_util.tree_leaves(batched), jax.tree_util.tree_leaves(one), strict=True):
             np.testing.assert_array_equal(np.asarray(a)[..., i], np.asarray(c)[..., 0])
     # the path that never skips gives the same numbers
     from functools import partial
@@ -416,7 +420,7 @@ def test_scripted_writes_skipped_batchwide_are_exact(monkeypatch):
 
     monkeypatch.setattr(GovernanceLayer, "busy", lambda self, game, turn, state, params: jnp.ones((), bool))
     always = jax.jit(partial(run_turns, game, 8, True))(keys, compiled_init(game)(keys, pb), pb)
-    for a, c in zip(jax.tree_util.tree_leaves(batched), jax.tree_util.tree_leaves(always)):
+    for a, c in zip(jax.tree_util.tree_leaves(batched), jax.tree_util.tree_leaves(always), strict=True):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(c))
     # and the writes happened: arena 1's pledge is active from turn 6, arena 2 has none
     status = np.asarray(batched[1].extra["governance"]["end"]["status"])  # [T, P, B]

@@ -15,20 +15,20 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import reference_governance as R
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from payloads import MIXED_PLAYERS, SEED_LOGISTIC, SEED_SENECA
 
 import bdpd_jax
-import reference_governance as R
-from bdpd_jax.prepare.game import build
 from bdpd_jax.config.game import ArenaConfig
+from bdpd_jax.config.plugins import PluginSpec, register_plugin
 from bdpd_jax.kernels import governance_agent as G
 from bdpd_jax.kernels import pacts as P
 from bdpd_jax.kernels import plugins as K
 from bdpd_jax.kernels.turn import play
-from bdpd_jax.config.plugins import PluginSpec, register_plugin
+from bdpd_jax.prepare.game import build
 from bdpd_jax.run.runner import arena_keys
-from payloads import MIXED_PLAYERS, SEED_LOGISTIC, SEED_SENECA
 
 N = 4
 LADDER = [1.0, 3.0, 10.0]
@@ -217,9 +217,10 @@ def test_batch_equals_single_arenas(run3):
         w = pl[pl.arena == i].wealth.to_numpy().reshape(-1, N)
         np.testing.assert_allclose(np.stack([o[0] for o in out]), w, rtol=1e-6, atol=1e-6)
         a = acts[acts.arena == i]
-        got = [(t + 1, f, np.float32(v)) for t, (_, act) in enumerate(out) for f, v in zip(G.GovAction._fields, act)
+        got = [(t + 1, f, np.float32(v)) for t, (_, act) in enumerate(out) for f,
+               v in zip(G.GovAction._fields, act, strict=True)
                if not np.isnan(v)]
-        assert got == list(zip(a.turn, a.action, a.value.astype(np.float32)))
+        assert got == list(zip(a.turn, a.action, a.value.astype(np.float32), strict=True))
 
 
 def test_external_mode_through_set_pending_equals_the_builtin_rule():
@@ -228,7 +229,7 @@ def test_external_mode_through_set_pending_equals_the_builtin_rule():
     builtin = _loop(AGENT, 4, 0, 12)
     assert any(not np.isnan(np.asarray(a)).all() for _, a in builtin)
     external = _loop({**AGENT, "external": True}, 4, 0, 12, pending=[a for _, a in builtin])
-    for (w0, a0), (w1, a1) in zip(builtin, external):
+    for (w0, a0), (w1, a1) in zip(builtin, external, strict=True):
         np.testing.assert_array_equal(w0, w1)
         np.testing.assert_array_equal(np.asarray(a0), np.asarray(a1))
 
@@ -244,7 +245,7 @@ def test_regen_mandate_is_the_registrys_regen_set():
                              "payload": {"value": 0.05}}]
     b = bdpd_jax.simulate(cfg, n_arenas=1, seed=3)
     acts = a.governance_actions
-    assert list(zip(acts.turn, acts.action, acts.value)) == [(2, "regen", np.float32(0.05))]
+    assert list(zip(acts.turn, acts.action, acts.value, strict=True)) == [(2, "regen", np.float32(0.05))]
     for col in ("stock", "regen"):
         np.testing.assert_allclose(a.turns[col].to_numpy(), b.turns[col].to_numpy(), rtol=1e-6)
     np.testing.assert_allclose(a.players.wealth.to_numpy(), b.players.wealth.to_numpy(), rtol=1e-6)
@@ -303,7 +304,7 @@ def test_a_plugin_registered_here_mandates_a_cap_for_all():
     cfg["plugins"] = [{"type": "warden", "id": "w", "cap": 1.0}]
     res = bdpd_jax.simulate(cfg, n_arenas=1, seed=2)
     a = res.governance_actions
-    assert list(zip(a.turn, a.id, a.action, a.value)) == [(3, "w", "cap", 1.0)]
+    assert list(zip(a.turn, a.id, a.action, a.value, strict=True)) == [(3, "w", "cap", 1.0)]
     v, pl = res.violations, res.players
-    want = sorted((t, i) for t, i, x in zip(pl.turn, pl.player, pl.actual) if t >= 3 and x > 1.0 + 1e-6)
-    assert want and sorted(zip(v.turn, v.player)) == want and set(v.pact) == {1}
+    want = sorted((t, i) for t, i, x in zip(pl.turn, pl.player, pl.actual, strict=True) if t >= 3 and x > 1.0 + 1e-6)
+    assert want and sorted(zip(v.turn, v.player, strict=True)) == want and set(v.pact) == {1}

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import copy
 
-import bdpd_jax
 from payloads import MIXED_PLAYERS, SEED_LOGISTIC
+
+import bdpd_jax
 
 
 def test_pacts_without_sanctions_run_and_record_violations():

@@ -10,18 +10,18 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import reference_govsim as ref
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import bdpd_jax as bj
+from bdpd_jax.config.game import ArenaConfig
+from bdpd_jax.host.arena import Arena
 from bdpd_jax.kernels import rng
 from bdpd_jax.kernels.actions import Actions
 from bdpd_jax.kernels.rollout import batched
 from bdpd_jax.kernels.schedule import hand_out
 from bdpd_jax.kernels.turn import step
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-import bdpd_jax as bj
 from bdpd_jax.prepare.game import broadcast_batch, build
-from bdpd_jax.config.game import ArenaConfig
-from bdpd_jax.host.arena import Arena
 from bdpd_jax.run.simulate import arena_keys, compiled_final, govsim_of, to_numpy
 from bdpd_jax.scenarios import EXPERIMENTS, GOVSIM_SCENARIOS, govsim
 

@@ -72,6 +72,7 @@ def test_kernels_clamp_what_bypasses_the_host() -> None:
     """The kernel's own rule: a ladder scale or regen past its bound is clamped (not NaN), a
     perturbation value past +-MAX_MAGNITUDE is clamped before it applies."""
     import jax.numpy as jnp
+
     from bdpd_jax.kernels import governance_agent as G
 
     a = G.valid(G.GovAction(jnp.float32(jnp.nan), jnp.float32(1e30), jnp.float32(1e30)))

@@ -84,7 +84,8 @@ def config_cases() -> list[tuple[str, object, str]]:
         ("model.seneca", {"k1": 0.1}, "seneca"),
         ("observability.fishCount", {"visible": True}, "fishCount"),
         ("observability.commonsStock.noise", -1.0, "noise"), ("observability.commonsStock.noise", NAN, "noise"),
-        ("observability.commonsStock.noise", 1e39, "noise"), ("observability.commonsStock.resolution", "fuzzy", "resolution"),
+        ("observability.commonsStock.noise", 1e39, "noise"),
+        ("observability.commonsStock.resolution", "fuzzy", "resolution"),
         ("observability.nPlayers", {"resolution": "qualitative"}, "resolution"),
         ("observability.capitalStock", {"visible": True}, "capitalStock"),
         ("observability.commonsStock.visible", "maybe", "visible"), ("observability", [], "observability"),
@@ -94,7 +95,8 @@ def config_cases() -> list[tuple[str, object, str]]:
         ("players.2.reductionFactor", 1e39, "reductionFactor"), ("players.3.privateResource", -3, "privateResource"),
         ("players.3.privateResource", INF, "privateResource"), ("players.3.privateResource", 1e39, "privateResource"),
         ("players.0.name", 5, "name"), ("players.0.hat", "red", "hat"), ("players", [], "players"),
-        ("players", LOGISTIC["players"][:3], "players"), ("players", LOGISTIC["players"] + [{"strategy": "idle"}], "players"),
+        ("players", LOGISTIC["players"][:3], "players"),
+        ("players", LOGISTIC["players"] + [{"strategy": "idle"}], "players"),
         ("players", "four", "players"),
         ("agentTimeout", 0, "agentTimeout"), ("agentTimeout", -1, "agentTimeout"),
         ("agentTimeout", 10**30, "agentTimeout"), ("agentTimeout", "x", "agentTimeout"),
@@ -123,20 +125,28 @@ def config_cases() -> list[tuple[str, object, str]]:
         (_spec("regen_shock", {"factor": 0.5}, {"kind": "turn", "turn": 0}), "turn"),
         (_spec("regen_shock", {"factor": 0.5}, {"kind": "turn", "turn": BIG}), "turn"),
         (_spec("regen_shock", {"factor": 0.5}, {"kind": "turn", "turn": 1e9}), "turn"),
-        (_spec("regen_shock", {"factor": 0.5}, {"kind": "threshold", "variable": "x", "op": "<", "value": 1}), "variable"),
-        (_spec("regen_shock", {"factor": 0.5}, {"kind": "threshold", "variable": "commonsStock", "op": "==", "value": 1}), "op"),
-        (_spec("regen_shock", {"factor": 0.5}, {"kind": "threshold", "variable": "commonsStock", "op": "<", "value": NAN}), "value"),
+        (_spec("regen_shock", {"factor": 0.5}, {"kind": "threshold", "variable": "x", "op": "<", "value": 1}),
+         "variable"),
+        (_spec("regen_shock", {"factor": 0.5},
+               {"kind": "threshold", "variable": "commonsStock", "op": "==", "value": 1}), "op"),
+        (_spec("regen_shock", {"factor": 0.5},
+               {"kind": "threshold", "variable": "commonsStock", "op": "<", "value": NAN}), "value"),
         (_spec("regen_shock", {"factor": -1}), "factor"), (_spec("regen_shock", {"factor": 1e39}), "factor"),
         (_spec("regen_set", {"value": INF}), "value"), (_spec("commons_shock", {"amount": 1e300}), "amount"),
         (_spec("capacity_shock", {"factor": NAN}), "factor"),
-        ({"id": "s", "type": "sanction_graduated", "trigger": {"kind": "pact_violation"}, "payload": {"ladder": []}}, "ladder"),
-        ({"id": "s", "type": "sanction_graduated", "trigger": {"kind": "pact_violation"}, "payload": {"ladder": [NAN]}}, "ladder"),
-        ({"id": "s", "type": "sanction_graduated", "trigger": {"kind": "pact_violation"}, "payload": {"ladder": [-1]}}, "ladder"),
+        ({"id": "s", "type": "sanction_graduated", "trigger": {"kind": "pact_violation"},
+          "payload": {"ladder": []}}, "ladder"),
+        ({"id": "s", "type": "sanction_graduated", "trigger": {"kind": "pact_violation"},
+          "payload": {"ladder": [NAN]}}, "ladder"),
+        ({"id": "s", "type": "sanction_graduated", "trigger": {"kind": "pact_violation"},
+          "payload": {"ladder": [-1]}}, "ladder"),
         ({"id": "s", "type": "sanction_graduated", "trigger": {"kind": "pact_violation"},
           "payload": {"ladder": [1.0] * 100000}}, "ladder"),
         ({"id": "s", "type": "sanction", "trigger": {"kind": "pact_violation"}, "payload": {"amount": -1}}, "amount"),
-        ({"id": "s", "type": "sanction", "trigger": {"kind": "pact_violation", "termType": "x"}, "payload": {"amount": 1}}, "termType"),
-        (_spec("wealth_shock", {"factor": 0.5, "amount": 1}), "payload"), (_spec("wealth_shock", {"factor": 0.5, "player": 9}), "player"),
+        ({"id": "s", "type": "sanction", "trigger": {"kind": "pact_violation", "termType": "x"},
+          "payload": {"amount": 1}}, "termType"),
+        (_spec("wealth_shock", {"factor": 0.5, "amount": 1}), "payload"),
+        (_spec("wealth_shock", {"factor": 0.5, "player": 9}), "player"),
         (_spec("wealth_shock", {"amount": 1, "player": "zed"}), "player"),
         (_spec("strategy_override", {"player": 0, "strategy": "greedy"}), "strategy"),
         (_spec("observability_flip", {"variable": "x"}), "variable"),
@@ -146,9 +156,11 @@ def config_cases() -> list[tuple[str, object, str]]:
     ]
     for spec, needle in perts:
         out.append((f"perturbations=[{str(spec)[:50]}]", _set(LOGISTIC, "perturbations", [spec]), needle))
-    out.append(("perturbations: duplicate ids", _set(LOGISTIC, "perturbations", [_spec("regen_shock", {"factor": 0.5})] * 2), "id"))
-    out.append(("perturbations: 1000 specs", _set(LOGISTIC, "perturbations",
-                                                  [_spec("regen_shock", {"factor": 0.5}, id_=f"s{i}") for i in range(1000)]),
+    out.append(("perturbations: duplicate ids",
+                _set(LOGISTIC, "perturbations", [_spec("regen_shock", {"factor": 0.5})] * 2), "id"))
+    out.append(("perturbations: 1000 specs",
+                _set(LOGISTIC, "perturbations",
+                     [_spec("regen_shock", {"factor": 0.5}, id_=f"s{i}") for i in range(1000)]),
                 "perturbations"))
     for path, v, needle in [
         ("model.seneca.adaptive", True, "solver"), ("model.seneca.k1", NAN, "k1"), ("model.seneca.k1", 1e39, "k1"),
@@ -162,7 +174,8 @@ def config_cases() -> list[tuple[str, object, str]]:
     ]:
         out.append((f"seneca {path}={str(v)[:30]}", _set(SENECA, path, v), needle))
     out += [("config is a list", [], "ArenaConfig"), ("config is a number", 5, "ArenaConfig"),
-            ("config is garbage JSON", "{not json", "json"), ("config is a missing path", "/no/such/file.json", "config")]
+            ("config is garbage JSON", "{not json", "json"),
+            ("config is a missing path", "/no/such/file.json", "config")]
     return out
 
 
@@ -199,7 +212,8 @@ def policy_cases() -> list[tuple[str, object, str]]:
         ("complex harvest", lambda: _policy(lambda o, m, k: (1j, m)), "strategy"),
         ("unknown observation", lambda: _policy(lambda o, m, k: (o["fish"], m)), "strategy"),
         ("raises in Python", lambda: _policy(lambda o, m, k: (1 / 0, m)), "strategy"),
-        ("Python branch on a tracer", lambda: _policy(lambda o, m, k: (1.0 if o["myCapacity"] > 1 else 0.0, m)), "strategy"),
+        ("Python branch on a tracer", lambda: _policy(lambda o, m, k: (1.0 if o["myCapacity"] > 1 else 0.0, m)),
+         "strategy"),
         ("memory_size=-1", lambda: _policy(lambda o, m, k: (1.0, m), memory_size=-1), "memory_size"),
         ("memory_size=1.5", lambda: _policy(lambda o, m, k: (1.0, m), memory_size=1.5), "memory_size"),
         ("memory_size=10**9", lambda: _policy(lambda o, m, k: (1.0, m), memory_size=10**9), "memory_size"),
@@ -222,8 +236,10 @@ CLI_CASES = [  # (label, args, expect "clean" = exit 2 with a message naming the
     ("missing config", ["/no/such.json"], "config"), ("config is a directory", ["{tmp}"], "config"),
     ("config not JSON", ["{tmp}/garbage.json"], "json"), ("config binary", ["{tmp}/binary.json"], "utf-8"),
     ("config a JSON list", ["{tmp}/list.json"], "config"), ("config bad field", ["{tmp}/bad.json"], "regenRate"),
-    ("config empty file", ["{tmp}/empty.json"], "json"), ("--out is a file", ["--out", "{tmp}/garbage.json", "-n", "2"], "--out"),
-    ("--out unwritable", ["--out", "/proc/bdpd_out", "-n", "2"], "--out"), ("unknown option", ["--frobnicate"], "frobnicate"),
+    ("config empty file", ["{tmp}/empty.json"], "json"),
+    ("--out is a file", ["--out", "{tmp}/garbage.json", "-n", "2"], "--out"),
+    ("--out unwritable", ["--out", "/proc/bdpd_out", "-n", "2"], "--out"),
+    ("unknown option", ["--frobnicate"], "frobnicate"),
     ("config markup in message", ["{tmp}/markup.json"], "[bold]"),
     ("--turns 10**7", ["--turns", str(10**7), "-n", "2"], "turns"),
 ]

@@ -10,20 +10,20 @@ import functools
 import jax
 import numpy as np
 import pytest
-
-from bdpd_jax.prepare.game import broadcast_batch, build
-from bdpd_jax.config.game import ArenaConfig
-from bdpd_jax.kernels.rollout import init_batch, lane_cuts, run_turns
-from bdpd_jax.run import runner
 from test_skip_ended import _cfg, _leaves_equal, eager  # noqa: F401 (a fixture)
 
+from bdpd_jax.config.game import ArenaConfig
+from bdpd_jax.kernels.rollout import init_batch, lane_cuts, run_turns
+from bdpd_jax.prepare.game import broadcast_batch, build
+from bdpd_jax.run import runner
 
-@functools.lru_cache(maxsize=None)
+
+@functools.cache
 def _game(governed: bool):
     return build(ArenaConfig.model_validate(_cfg(governed)))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _run(governed: bool, b: int, history: bool, every: int, stop: bool, lanes: int):
     game, params = _game(governed)
     pb = broadcast_batch(params, b)
@@ -49,7 +49,7 @@ def test_lane_cuts_cover_the_batch_once():
         for lanes in (1, 2, 3, 4, 9):
             cuts = lane_cuts(width, lanes)
             assert cuts[0][0] == 0 and cuts[-1][1] == width
-            assert all(a < b for a, b in cuts) and all(x[1] == y[0] for x, y in zip(cuts, cuts[1:]))
+            assert all(a < b for a, b in cuts) and all(x[1] == y[0] for x, y in zip(cuts, cuts[1:], strict=False))
             assert len(cuts) == min(lanes, width)
 
 
@@ -62,7 +62,7 @@ def test_lanes_for_chooses_by_width_work_and_devices():
     assert runner.lanes_for(8192, 1 << 20, n_dev=2) == 1
 
 
-def test_run_batch_with_lanes_after_a_repartition(eager, monkeypatch):
+def test_run_batch_with_lanes_after_a_repartition(eager, monkeypatch):  # noqa: F811  (eager: the imported fixture)
     """A re-partitioned run whose narrower width runs in lanes gives the states of the full
     scan (the lanes are chosen for a re-partition's sub-batch, never at the start)."""
     monkeypatch.setattr(runner, "LANE_WIDTHS", (2, 9))  # 16 arenas: one lane; 8: lanes

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+from payloads import size
 
 import bdpd_jax as bj
-from payloads import size
 
 SEN = {
     "model": {"engineMode": "seneca", "maxTurns": 240, "seneca": {"harvestScale": 2e-4}},

@@ -6,10 +6,10 @@ import copy
 import json
 
 import pandas as pd
+from payloads import SEED_LOGISTIC
 from typer.testing import CliRunner
 
 from bdpd_jax.cli import app
-from payloads import SEED_LOGISTIC
 
 
 def test_run_no_talk_drops_scripted_talk(tmp_path):

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import copy
 
-from bdpd_jax.host.arena import Arena
 from payloads import SEED_LOGISTIC
+
+from bdpd_jax.host.arena import Arena
 
 
 def _arena(noise: float, harvests: list[float]) -> Arena:

@@ -10,16 +10,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from reference_perturb import RefPerturbArena
+from test_reference import draws, successes
 
 from bdpd_jax import simulate
-from bdpd_jax.prepare.game import broadcast_batch, build
 from bdpd_jax.config.game import ArenaConfig
+from bdpd_jax.config.perturbations import compile_spec
 from bdpd_jax.kernels import rng
 from bdpd_jax.kernels.perturb import TYPES, apply_perturbation
 from bdpd_jax.kernels.turn import begin, decide, step
-from bdpd_jax.config.perturbations import compile_spec
-from reference_perturb import RefPerturbArena
-from test_reference import draws, successes
+from bdpd_jax.prepare.game import broadcast_batch, build
 
 PLAYERS = [
     {"strategy": "conservative", "privateResource": 30},
@@ -49,7 +49,8 @@ def spec(id_, type_, payload, turn=3, trigger=None):
 CASES = {
     "regen_shock": [spec("a", "regen_shock", {"factor": 0.3})],
     "regen_set": [spec("a", "regen_set", {"value": 0.4}, turn=2)],
-    "commons_shock": [spec("a", "commons_shock", {"amount": -40.0}), spec("b", "commons_shock", {"amount": 25.0}, turn=6)],
+    "commons_shock": [spec("a", "commons_shock", {"amount": -40.0}),
+                      spec("b", "commons_shock", {"amount": 25.0}, turn=6)],
     "capacity_shock": [spec("a", "capacity_shock", {"factor": 0.6})],
     "wealth_shock": [spec("a", "wealth_shock", {"factor": 0.5, "player": 2}),
                      spec("b", "wealth_shock", {"amount": -8.0}, turn=5)],
@@ -99,9 +100,11 @@ def play_with_reference(cfg_dict, seed=3, turns=20, rtol=1e-9):
             assert not bool(rec.played)
             continue
         for name in ("stock", "regen", "reserve_drawn"):
-            np.testing.assert_allclose(float(getattr(rec, name)), out[name], rtol=rtol, atol=1e-9, err_msg=f"{name} t={t}")
+            np.testing.assert_allclose(float(getattr(rec, name)), out[name], rtol=rtol, atol=1e-9,
+                                       err_msg=f"{name} t={t}")
         for name in ("actual", "wealth"):
-            np.testing.assert_allclose(np.asarray(getattr(rec, name)), out[name], rtol=rtol, atol=1e-9, err_msg=f"{name} t={t}")
+            np.testing.assert_allclose(np.asarray(getattr(rec, name)), out[name], rtol=rtol, atol=1e-9,
+                                       err_msg=f"{name} t={t}")
         assert bool(rec.collapsed) == out["collapsed"], t
     assert fired == [(t, i) for t, i, _ in ref.log]
     return ref

@@ -11,16 +11,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import reference_governance as R
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from payloads import MIXED_PLAYERS, SEED_LOGISTIC
 
 import bdpd_jax
-import reference_governance as R
+from bdpd_jax.config.plugins import PluginSpec, register_plugin
 from bdpd_jax.host.arena import Arena
 from bdpd_jax.kernels import plugins as K
 from bdpd_jax.kernels import voluntary_sanction as V
-from bdpd_jax.config.plugins import PluginSpec, register_plugin
-from payloads import MIXED_PLAYERS, SEED_LOGISTIC
 
 N = 4
 RULES = st.sampled_from(["never", "always", "reciprocal"]) | st.tuples(st.just("if_richer_than"),
@@ -101,7 +101,7 @@ def test_a_whole_run_re_derived_from_its_frames():
             imposed, w_ref, taken, paid, before = R.voluntary_sanction(
                 pre, [False] * N, over, [[False] * N] * N, before, rules, 0.5, 2.0)
             rows = s[(s.arena == arena) & (s.turn == turn)]
-            assert sorted(zip(rows.payer, rows.player)) == sorted(
+            assert sorted(zip(rows.payer, rows.player, strict=True)) == sorted(
                 (j, i) for j in range(N) for i in range(N) if imposed[j][i])
             np.testing.assert_allclose(g.wealth.to_numpy(float), w_ref, rtol=1e-5, atol=1e-4)
             np.testing.assert_allclose(g.sanction.to_numpy(float), taken, rtol=1e-5, atol=1e-4)
@@ -128,7 +128,7 @@ def test_live_arena_equals_batch_and_logs_the_same_rows():
         live = sorted((arena.players.index(r["playerId"]), arena.players.index(r["paidBy"]), r["amount"], r["cost"],
                        r["reason"]) for r in rec["sanctions"] if r["type"] == "voluntary_sanction")
         rows = s[(s.turn == rec["turn"]) & (s.type == "voluntary_sanction")]
-        assert live == sorted(zip(rows.player, rows.payer, rows.amount, rows.cost, rows.reason))
+        assert live == sorted(zip(rows.player, rows.payer, rows.amount, rows.cost, rows.reason, strict=True))
 
 
 def test_config_errors_name_the_field():
@@ -183,7 +183,7 @@ def test_a_plugin_registered_here_works_end_to_end(bounty):
     live = [(r["turn"], r["playerId"], r["paidBy"]) for rec in arena.records for r in rec["sanctions"]]
     rows = s[s.arena == 0]
     assert sorted(live) == sorted((t, arena.players[i], arena.players[j]) for t, i, j in
-                                  zip(rows.turn, rows.player, rows.payer))
+                                  zip(rows.turn, rows.player, rows.payer, strict=True))
 
 
 def test_live_players_sanction_through_the_tool_under_the_same_rules():

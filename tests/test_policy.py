@@ -7,9 +7,9 @@ import copy
 import jax
 import jax.numpy as jnp
 import numpy as np
+from payloads import SEED_LOGISTIC
 
 import bdpd_jax
-from payloads import SEED_LOGISTIC
 
 
 def _config(strategies) -> dict:
@@ -55,4 +55,4 @@ def test_a_policy_player_can_be_swept_in_one_program():
     bdpd_jax.sweep(cfg, grid={"model.regenRate": [0.1, 0.2], "players[2].intensity": [0.3, 0.9]}, replicates=2)
     before = dict(TRACES)
     sw = bdpd_jax.sweep(cfg, grid={"model.regenRate": [0.3, 0.4], "players[2].intensity": [0.5, 0.6]}, replicates=2)
-    assert TRACES == before and len(sw.arenas) == 8
+    assert before == TRACES and len(sw.arenas) == 8

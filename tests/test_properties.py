@@ -7,10 +7,11 @@ import copy
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
+from payloads import SEED_LOGISTIC
 
 import bdpd_jax
-from payloads import SEED_LOGISTIC
 
 PLAYERS = [
     {"strategy": "aggressive", "intensity": 0.5},
@@ -20,10 +21,16 @@ PLAYERS = [
 ]
 
 numbers = st.fixed_dictionaries({
-    "regenRate": st.floats(0.0, 1.0, allow_subnormal=False), "commonsCapacity": st.floats(5.0, 300.0, allow_subnormal=False), "s0": st.floats(0.0, 1.5, allow_subnormal=False),
-    "threshold": st.floats(0.0, 0.5, allow_subnormal=False), "reserve": st.booleans(), "hiddenReserveInitial": st.floats(0.0, 50.0, allow_subnormal=False),
-    "sides": st.integers(1, 10), "succ": st.floats(0, 1, allow_subnormal=False), "noise": st.floats(0.0, 1.0, allow_subnormal=False),
-    "intensity": st.floats(0.01, 1.0, allow_subnormal=False), "wealth": st.lists(st.floats(0.0, 500.0, allow_subnormal=False), min_size=4, max_size=4),
+    "regenRate": st.floats(0.0, 1.0, allow_subnormal=False),
+                                 "commonsCapacity": st.floats(5.0, 300.0, allow_subnormal=False),
+                                 "s0": st.floats(0.0, 1.5, allow_subnormal=False),
+    "threshold": st.floats(0.0, 0.5, allow_subnormal=False), "reserve": st.booleans(),
+                                 "hiddenReserveInitial": st.floats(0.0, 50.0, allow_subnormal=False),
+    "sides": st.integers(1, 10), "succ": st.floats(0, 1, allow_subnormal=False),
+                                 "noise": st.floats(0.0, 1.0, allow_subnormal=False),
+    "intensity": st.floats(0.01, 1.0, allow_subnormal=False),
+                                 "wealth": st.lists(st.floats(0.0, 500.0, allow_subnormal=False), min_size=4,
+                                                    max_size=4),
     "seed": st.integers(0, 1000),
 })
 
@@ -37,7 +44,7 @@ def config_of(d: dict) -> dict:
         collapseDie={"sides": d["sides"], "successThreshold": int(d["succ"] * d["sides"])},
     )
     cfg["observability"]["commonsStock"]["noise"] = d["noise"]
-    cfg["players"] = [{**p, "privateResource": w} for p, w in zip(PLAYERS, d["wealth"])]
+    cfg["players"] = [{**p, "privateResource": w} for p, w in zip(PLAYERS, d["wealth"], strict=False)]
     cfg["players"][0]["intensity"] = d["intensity"]
     return cfg
 
@@ -94,9 +101,9 @@ def test_invariants_on_the_default_game():
 def test_bad_requests_are_zero_and_flagged():
     import jax.numpy as jnp
 
-    from bdpd_jax.prepare.game import build
     from bdpd_jax.kernels import rng
     from bdpd_jax.kernels.turn import step
+    from bdpd_jax.prepare.game import build
 
     game, params = build(bdpd_jax.ArenaConfig.model_validate({**SEED_LOGISTIC, "players": PLAYERS}))
     st0 = game.init(params)
@@ -118,4 +125,4 @@ def test_history_off_keeps_summary_only():
         full.summary.drop(columns="ex_post_over_usage"), lean.summary.drop(columns="ex_post_over_usage"), check_exact=True
     )
     with pytest.raises(ValueError, match="history=False"):
-        lean.turns
+        _ = lean.turns

@@ -14,19 +14,20 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
+from reference import RefArena
 
-from bdpd_jax.prepare.game import build
 from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.kernels import rng
 from bdpd_jax.kernels.params import ENV_VARS, NOISE_STREAM
 from bdpd_jax.kernels.turn import decide, step
-from reference import RefArena
+from bdpd_jax.prepare.game import build
 
 STRATS = ["aggressive", "conservative", "adaptive", "random", "rcp", "idle"]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _draw_fn(n: int, x64: bool):
     """One jitted program for all of a turn's draws (eager calls per draw are slow)."""
     names = ENV_VARS + ("myWealth", "myCapacity")
@@ -67,7 +68,7 @@ def successes(u: float, model: dict) -> float:
     return math.floor(math.log(u) / math.log(p))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def compiled(game, x64: bool):
     """One jitted init/decide/step per game (and dtype mode), shared by all examples."""
     return (
@@ -106,9 +107,11 @@ def play_both(cfg_dict: dict, seed: int, turns: int, external=None, rtol=1e-9):
             continue
         assert bool(rec.played)
         for name in ("stock", "regen", "reserve_drawn"):
-            np.testing.assert_allclose(float(getattr(rec, name)), out[name], rtol=rtol, atol=1e-9, err_msg=f"{name} t={t}")
+            np.testing.assert_allclose(float(getattr(rec, name)), out[name], rtol=rtol, atol=1e-9,
+                                       err_msg=f"{name} t={t}")
         for name in ("actual", "wealth"):
-            np.testing.assert_allclose(np.asarray(getattr(rec, name)), out[name], rtol=rtol, atol=1e-9, err_msg=f"{name} t={t}")
+            np.testing.assert_allclose(np.asarray(getattr(rec, name)), out[name], rtol=rtol, atol=1e-9,
+                                       err_msg=f"{name} t={t}")
         assert bool(rec.collapsed) == out["collapsed"], t
         assert list(np.asarray(rec.invalid)) == out["invalid"]
         for m in ("cooperation_index", "silent_defection"):
@@ -118,8 +121,10 @@ def play_both(cfg_dict: dict, seed: int, turns: int, external=None, rtol=1e-9):
 
 
 config_st = st.fixed_dictionaries({
-    "regen": st.floats(0.0, 0.6, allow_subnormal=False), "K": st.floats(20.0, 400.0, allow_subnormal=False), "s0_frac": st.floats(0.2, 1.2, allow_subnormal=False),
-    "threshold_frac": st.just(0.0) | st.floats(1e-6, 0.3, allow_subnormal=False), "reserve": st.booleans(), "reserve0": st.floats(0.0, 40.0, allow_subnormal=False),
+    "regen": st.floats(0.0, 0.6, allow_subnormal=False), "K": st.floats(20.0, 400.0, allow_subnormal=False),
+                                   "s0_frac": st.floats(0.2, 1.2, allow_subnormal=False),
+    "threshold_frac": st.just(0.0) | st.floats(1e-6, 0.3, allow_subnormal=False), "reserve": st.booleans(),
+                                   "reserve0": st.floats(0.0, 40.0, allow_subnormal=False),
     "sides": st.integers(1, 12), "succ_frac": st.floats(0.0, 1.0, allow_subnormal=False),
     "strategies": st.lists(st.sampled_from(STRATS), min_size=4, max_size=4),
     "noise": st.floats(0.0, 0.3, allow_subnormal=False), "res": st.sampled_from(["exact", "qualitative", "sign"]),
@@ -157,7 +162,9 @@ def test_policies_and_turns_match_reference_x64(d):
         play_both(make_config(d), d["seed"], 25)
 
 
-@given(config_st, st.lists(st.lists(st.floats(-5.0, 60.0, allow_subnormal=False) | st.just(math.nan) | st.just(math.inf), min_size=4, max_size=4), min_size=25, max_size=25))
+@given(config_st,
+       st.lists(st.lists(st.floats(-5.0, 60.0, allow_subnormal=False) | st.just(math.nan) | st.just(math.inf),
+                         min_size=4, max_size=4), min_size=25, max_size=25))
 def test_random_requests_match_reference_x64(d, reqs):
     n = len(d["strategies"])
     external = [r[:n] for r in reqs]
@@ -171,8 +178,6 @@ def test_float32_default_matches_reference_closely(logistic_config):
 
 def test_die_collapse_probability_matches_the_rule():
     """Monte Carlo over arenas: P(no collapse) for n excess units is (s/sides)^n."""
-    from bdpd_jax import simulate
-
     cfg = {
         "model": {"maxPlayers": 1, "minPlayers": 1, "maxTurns": 1, "commonsInitial": 10, "commonsCapacity": 100,
                   "threshold": 0, "hiddenReserveInitial": 50, "collapseDie": {"sides": 6, "successThreshold": 4}},

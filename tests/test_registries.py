@@ -11,16 +11,15 @@ from typing import ClassVar, Literal
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from payloads import SEED_LOGISTIC
 from pydantic import BaseModel, ConfigDict, Field
 
 import bdpd_jax
 from bdpd_jax.config.game import ArenaConfig
+from bdpd_jax.config.perturbations import ArenaSpec, register_perturbation, unregister_perturbation
 from bdpd_jax.host.arena import Arena
 from bdpd_jax.host.tools import tool_schemas, validate_action
 from bdpd_jax.kernels import pacts as P
-from bdpd_jax.kernels import perturb as pk
-from bdpd_jax.config.perturbations import ArenaSpec, register_perturbation, unregister_perturbation
-from payloads import SEED_LOGISTIC
 
 EPS = 1e-6
 
@@ -82,7 +81,8 @@ def _cfg(**extra):
 
 
 QUOTA_PACT = {"parties": ["a", "b"], "terms": {"type": "group_quota", "quota": 4.0}}
-QUOTA_SANCTION = {"id": "q", "type": "sanction_graduated", "trigger": {"kind": "pact_violation", "termType": "group_quota"},
+QUOTA_SANCTION = {"id": "q", "type": "sanction_graduated",
+                  "trigger": {"kind": "pact_violation", "termType": "group_quota"},
                   "payload": {"ladder": [0.5, 1.5], "reason": "over quota"}}
 
 

@@ -19,20 +19,20 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from payloads import SEED_LOGISTIC
 
 import bdpd_jax
-from bdpd_jax.prepare.game import build
 from bdpd_jax.config.game import ArenaConfig, ModelConfig
+from bdpd_jax.config.perturbations import ARENA_SPECS, SPEC_TYPES, ArenaSpec
+from bdpd_jax.config.terms import detail, numbers, parse_terms, slot_terms, terms_schema
 from bdpd_jax.host.registry import PactRegistry
 from bdpd_jax.host.tools import tool_schemas, validate_action
 from bdpd_jax.kernels import pacts as P
 from bdpd_jax.kernels import perturb as pk
 from bdpd_jax.kernels.engines import ENGINES
 from bdpd_jax.kernels.perturb_registry import View
+from bdpd_jax.prepare.game import build
 from bdpd_jax.results.perturbations import target_label
-from bdpd_jax.config.perturbations import ARENA_SPECS, SPEC_TYPES, ArenaSpec
-from bdpd_jax.config.terms import detail, numbers, parse_terms, slot_terms, terms_schema
-from payloads import SEED_LOGISTIC
 
 PLAYERS = [
     {"strategy": "aggressive", "intensity": 0.9, "privateResource": 10, "name": "a"},

@@ -6,12 +6,11 @@ from __future__ import annotations
 import copy
 
 import pandas as pd
-
-import bdpd_jax
-from bdpd_jax.prepare import prepared
-from bdpd_jax.config.game import ArenaConfig
 from payloads import MIXED_PLAYERS, SEED_LOGISTIC
 
+import bdpd_jax
+from bdpd_jax.config.game import ArenaConfig
+from bdpd_jax.prepare import prepared
 from bdpd_jax.sweeps import sweep
 
 

@@ -9,11 +9,11 @@ import copy
 
 import numpy as np
 import pytest
+from payloads import SEED_LOGISTIC
 
 import bdpd_jax
 from bdpd_jax.host.arena import Arena
 from bdpd_jax.host.persist import read_jsonl
-from payloads import SEED_LOGISTIC
 
 # 000_* section 2.4, verbatim
 AUTO = {"id": "auto-sanction", "type": "sanction", "trigger": {"kind": "pact_violation", "termType": "harvest_cap"},
@@ -85,7 +85,8 @@ def test_wealth_floor_a_deduction_takes_at_most_what_is_held():
     # what was taken is what the player held after its harvest
     for _, g in p.groupby(["arena", "player"]):
         w = g.wealth.to_numpy()
-        np.testing.assert_allclose(w[1:], w[:-1] + g.actual.to_numpy()[1:] - g.sanction.to_numpy()[1:], rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(w[1:], w[:-1] + g.actual.to_numpy()[1:] - g.sanction.to_numpy()[1:], rtol=1e-5,
+                                   atol=1e-5)
 
 
 def test_live_turn_log_and_turns_jsonl_carry_provenance(tmp_path):

@@ -9,15 +9,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
+from reference_perturb import serve_sequential, water_fill
 
 from bdpd_jax import simulate
-from bdpd_jax.prepare.game import build
 from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.kernels import rng
 from bdpd_jax.kernels.observe import capacity
 from bdpd_jax.kernels.schedule import SCHEDULERS, get_scheduler, turn_order
-from reference_perturb import serve_sequential, water_fill
+from bdpd_jax.prepare.game import build
 
 N = 4
 

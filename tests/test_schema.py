@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from bdpd_jax.kernels.metrics import METRICS
 
 import bdpd_jax
 from bdpd_jax.host.arena import Arena
+from bdpd_jax.kernels.metrics import METRICS
 from bdpd_jax.results import schema as S
 from bdpd_jax.results.frames import Frames
 from bdpd_jax.run import runner

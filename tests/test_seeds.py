@@ -9,11 +9,11 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 import pytest
+from payloads import MIXED_PLAYERS, SEED_LOGISTIC
 
 import bdpd_jax
 from bdpd_jax.kernels import rng
 from bdpd_jax.run.runner import arena_keys
-from payloads import MIXED_PLAYERS, SEED_LOGISTIC
 
 BIG = 3_000_000_000  # >= 2**31: int32 cannot hold it
 HIGH = [2**31, BIG, 2**32 - 1]

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 import bdpd_jax as bj
-from bdpd_jax.prepare.game import build
 from bdpd_jax.config.engines import engine_config_model
 from bdpd_jax.kernels.engines import get_engine
 from bdpd_jax.kernels.engines.seneca import ORDER, SenecaState, vector_field
 from bdpd_jax.kernels.policies import BUILTINS
+from bdpd_jax.prepare.game import build
 from bdpd_jax.run.simulate import TRACES
 
 ENG = get_engine("seneca")
@@ -102,12 +102,14 @@ def _scipy(p, turns):
 
 
 @pytest.mark.parametrize("draw", range(2))
-@pytest.mark.parametrize("how", [{"adaptive": True, "rtol": 1e-10, "atol": 1e-13}, {"integrator": "tableau", "substeps": 4}])
+@pytest.mark.parametrize("how",
+                         [{"adaptive": True, "rtol": 1e-10, "atol": 1e-13}, {"integrator": "tableau", "substeps": 4}])
 def test_float64_matches_solve_ivp(draw, how):
     rng = np.random.default_rng(draw)
     seneca = {
         "k1": float(rng.uniform(0.1, 1.0)), "k2": float(rng.uniform(0.1, 1.0)), "l1": float(rng.uniform(0, 0.05)),
-        "l2": float(rng.uniform(0, 0.05)), "l3": float(rng.uniform(0, 0.01)), "capitalSeed": float(rng.uniform(0.01, 0.2)),
+        "l2": float(rng.uniform(0, 0.05)), "l3": float(rng.uniform(0, 0.01)),
+              "capitalSeed": float(rng.uniform(0.01, 0.2)),
         "pollutionSeed": float(rng.uniform(0.001, 0.05)), "solver": "tsit5", **how,
     }
     with jax.enable_x64(True):
@@ -127,7 +129,8 @@ def test_solver_order(solver):
         p0 = params(solver=solver, integrator=integrator, dt=1.0, **base)
         ref = _scipy(p0, 10)[-1]
         subs = [2, 4, 8, 16] if ORDER[solver] < 5 else [1, 2, 4]
-        errs = [np.abs(trajectory(params(solver=solver, integrator=integrator, dt=1.0, substeps=n, **base), 10)[-1] - ref).max() for n in subs]
+        errs = [np.abs(trajectory(params(solver=solver, integrator=integrator, dt=1.0, substeps=n, **base),
+                                  10)[-1] - ref).max() for n in subs]
     slope = -np.polyfit(np.log(subs), np.log(errs), 1)[0]
     # asymptotic order from below; Tsit5's tableau makes it converge a little faster pre-asymptotically
     assert ORDER[solver] - 0.35 < slope < ORDER[solver] + 0.7, (solver, slope, errs)
@@ -136,7 +139,8 @@ def test_solver_order(solver):
 @pytest.mark.parametrize("solver", ["euler", "heun", "tsit5"])
 def test_integrators_agree(solver):
     """diffrax solver steps, the unrolled tableau and a full diffeqsolve take the same steps."""
-    ys = {i: trajectory(params(solver=solver, integrator=i, substeps=2), 200) for i in ("steps", "tableau", "diffeqsolve")}
+    ys = {i: trajectory(params(solver=solver, integrator=i, substeps=2), 200)
+          for i in ("steps", "tableau", "diffeqsolve")}
     np.testing.assert_allclose(ys["steps"], ys["diffeqsolve"], rtol=2e-6)
     np.testing.assert_allclose(ys["tableau"], ys["diffeqsolve"], rtol=2e-6)
 
@@ -167,7 +171,7 @@ def test_no_recompile_across_parameter_values():
     before = dict(TRACES)
     for k1 in (0.05, 0.5):
         bj.simulate(cfg(turns=50, seneca={"k1": k1, "l2": 0.02, "harvestScale": 0.5}), n_arenas=3, progress=False)
-    assert TRACES == before
+    assert before == TRACES
 
 
 # --- harvest coupling, collapse, failure -----------------------------------------------------
@@ -190,7 +194,8 @@ def test_harvest_draws_on_R_and_collapse():
     assert float(got) == pytest.approx(0.8) and float(s.R) == 0.0
     assert bool(ENG.check_end(s, p))
     # through the turn: aggressive players with a large harvestScale empty R; the game ends
-    res = bj.simulate(cfg(players=("aggressive", "aggressive"), turns=200, seneca={"harvestScale": 0.1}), progress=False)
+    res = bj.simulate(cfg(players=("aggressive", "aggressive"), turns=200, seneca={"harvestScale": 0.1}),
+                      progress=False)
     assert not bool(res.summary.survived[0]) and res.turns.stock.iloc[-1] <= 1e-3
     assert (res.turns.reserve_drawn == 0).all()
 
@@ -203,7 +208,8 @@ def test_solver_failure_is_flagged_per_arena():
     assert np.isfinite(res.turns.stock).all() and res.turns.solver_failed.iloc[-1]
 
 
-@pytest.mark.parametrize("field,value", [("useHiddenReserve", True), ("hiddenReserveInitial", 5.0), ("collapseDie", {"sides": 6})])
+@pytest.mark.parametrize("field,value",
+                         [("useHiddenReserve", True), ("hiddenReserveInitial", 5.0), ("collapseDie", {"sides": 6})])
 def test_reserve_and_die_rejected_on_seneca(field, value):
     with pytest.raises(ValueError, match=field):
         bj.ArenaConfig.load(cfg(**{field: value}))
@@ -251,7 +257,8 @@ def test_rcp_cuts_harvest_after_capital_peak_and_as_pollution_rises():
     mem = jnp.zeros((rcp.memory_size,), jnp.float32)
     hs = []
     for c, q in [(0.1, 0.001), (0.3, 0.01), (0.37, 0.05), (0.2, 0.3), (0.05, 0.4)]:
-        obs = {"commonsStock": jnp.float32(0.7), "commonsRatio": nan, "capitalStock": jnp.float32(c), "pollutionLevel": jnp.float32(q)}
+        obs = {"commonsStock": jnp.float32(0.7), "commonsRatio": nan, "capitalStock": jnp.float32(c),
+               "pollutionLevel": jnp.float32(q)}
         h, mem = rcp.decide(obs, mem, _ctx())
         hs.append(float(h))
     base = float(cons.decide(obs, mem, _ctx())[0])
@@ -260,7 +267,8 @@ def test_rcp_cuts_harvest_after_capital_peak_and_as_pollution_rises():
 
 
 def test_rcp_falls_back_to_conservative_when_capital_hidden():
-    res = bj.simulate(cfg(players=("rcp", "conservative"), obs={"commonsStock": {"visible": True}}, turns=30, seneca={"harvestScale": 1e-3}), progress=False)
+    res = bj.simulate(cfg(players=("rcp", "conservative"), obs={"commonsStock": {"visible": True}}, turns=30,
+                          seneca={"harvestScale": 1e-3}), progress=False)
     pl = res.players
     np.testing.assert_array_equal(pl[pl.player == 0].requested.to_numpy(), pl[pl.player == 1].requested.to_numpy())
 

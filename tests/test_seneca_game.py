@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from payloads import SEED_LOGISTIC, SEED_SENECA, size
 
 import bdpd_jax as bj
-from bdpd_jax.prepare.game import broadcast_batch, build
 from bdpd_jax.kernels.metrics import METRICS, governance_metrics
+from bdpd_jax.prepare.game import broadcast_batch, build
 from bdpd_jax.run.simulate import TRACES, arena_keys, run_batch
-from payloads import SEED_LOGISTIC, SEED_SENECA, size
 
 MIX = ("rcp", "conservative", "adaptive", "aggressive")
 
@@ -61,9 +61,9 @@ def test_every_engine_parameter_is_a_leaf(seed_game):
     c = seed_seneca(**other)
     c["model"]["commonsInitial"] = 2.0
     res = bj.simulate(c, n_arenas=2, progress=False)
-    assert TRACES == before
+    assert before == TRACES
     b = bj.simulate(seed_seneca(harvestScale=2e-4), n_arenas=2, progress=False)
-    assert TRACES == before
+    assert before == TRACES
     np.testing.assert_allclose(b.players.requested[b.players.turn == 1].to_numpy(),
                                2 * seed_game.players.requested[seed_game.players.turn == 1].to_numpy(), rtol=1e-5)
     assert res.turns.capital.iloc[0] != seed_game.turns.capital.iloc[0]

@@ -11,13 +11,12 @@ import jax
 import numpy as np
 import pandas as pd
 import pytest
-
-import bdpd_jax
-from bdpd_jax.run import runner
-from bdpd_jax.prepare.game import broadcast_batch, build
-from bdpd_jax.config.game import ArenaConfig
 from payloads import MIXED_PLAYERS, SEED_LOGISTIC
 
+import bdpd_jax
+from bdpd_jax.config.game import ArenaConfig
+from bdpd_jax.prepare.game import broadcast_batch, build
+from bdpd_jax.run import runner
 from bdpd_jax.run import simulate as SIM
 
 # scripted talk, a pact, sanctions and perturbations: the layers' state freezes too
@@ -66,7 +65,7 @@ def eager(monkeypatch):
 def _leaves_equal(a, b):
     la, lb = jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)
     assert len(la) == len(lb)
-    for x, y in zip(la, lb):
+    for x, y in zip(la, lb, strict=True):
         np.testing.assert_array_equal(np.asarray(x), np.asarray(y))  # NaN == NaN here
 
 

@@ -44,7 +44,7 @@ def test_grid_layout(grid_run):
     np.testing.assert_array_equal(a["arena"], np.arange(12))
     np.testing.assert_array_equal(a["point"], np.arange(12) // REPS)
     np.testing.assert_array_equal(a["replicate"], np.arange(12) % REPS)
-    assert list(zip(grid_run.points["model.regenRate"], grid_run.points["players[1].intensity"])) == [
+    assert list(zip(grid_run.points["model.regenRate"], grid_run.points["players[1].intensity"], strict=True)) == [
         (0.05, 0.3), (0.05, 0.9), (0.2, 0.3), (0.2, 0.9)]
 
 
@@ -77,7 +77,8 @@ def test_swept_turns_and_efficiency_match_simulate(cfg):
     """Points with different maxTurns share one scan (the longest; shorter games freeze)
     and each keeps its own GovSim efficiency (f0 = r K / 4 of its regenRate)."""
     r = sweep(cfg, grid={"model.maxTurns": [4, 12], "model.regenRate": [0.05, 0.2]}, seed=SEED)
-    assert r.arenas["turns_played"].max() <= 12 and (r.arenas.loc[r.arenas["model.maxTurns"] == 4, "turns_played"] <= 4).all()
+    assert r.arenas["turns_played"].max() <= 12
+    assert (r.arenas.loc[r.arenas["model.maxTurns"] == 4, "turns_played"] <= 4).all()
     for i in range(4):
         c = copy.deepcopy(cfg)
         c["model"]["maxTurns"] = int(r.arenas["model.maxTurns"].iloc[i])

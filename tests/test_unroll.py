@@ -22,11 +22,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import bdpd_jax
-from bdpd_jax.prepare.game import broadcast_batch, build
 from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.kernels import pacts as P
 from bdpd_jax.kernels import unroll
 from bdpd_jax.kernels.rollout import init_batch, run_turns
+from bdpd_jax.prepare.game import broadcast_batch, build
 from bdpd_jax.run.simulate import arena_keys
 
 B, T = 3, 8
@@ -55,7 +55,7 @@ def _assert_same(a, b) -> None:
     la, ta = jax.tree_util.tree_flatten_with_path(a)
     lb, tb = jax.tree_util.tree_flatten_with_path(b)
     assert ta == tb
-    for (path, x), (_, y) in zip(la, lb):
+    for (path, x), (_, y) in zip(la, lb, strict=True):
         np.testing.assert_array_equal(np.asarray(x), np.asarray(y), err_msg=jax.tree_util.keystr(path))
 
 
@@ -104,7 +104,8 @@ def _governed(n: int) -> dict:
     for i, p in enumerate(players):
         talk = [
             {"announce": "biased", "bias": 0.3,
-             "propose": {"turn": 2 + i % 3, "parties": list(range(0, n, 3)), "terms": {"type": "no_aggression", "tolerance": 0.1}}},
+             "propose": {"turn": 2 + i % 3, "parties": list(range(0, n, 3)),
+                         "terms": {"type": "no_aggression", "tolerance": 0.1}}},
             {"comply": True, "announce": "honest", "pledge": {"turn": 1 + i % 4, "maxHarvest": 1.5}},
             {"accept": "min_cap", "acceptMinCap": 1.0,
              "propose": {"turn": 3, "parties": [i, (i + 1) % n], "terms": {"type": "harvest_cap", "maxHarvest": 2.0}}},
@@ -114,7 +115,8 @@ def _governed(n: int) -> dict:
         if talk is not None:
             p["talk"] = talk
     return {
-        "model": {"maxPlayers": n, "minPlayers": 1, "maxTurns": T, "commonsCapacity": 40.0 * n, "commonsInitial": 40.0 * n},
+        "model": {"maxPlayers": n, "minPlayers": 1, "maxTurns": T, "commonsCapacity": 40.0 * n,
+                  "commonsInitial": 40.0 * n},
         "players": players,
         "pacts": [{"parties": [0, 2], "terms": {"type": "harvest_cap", "maxHarvest": 3}}],
         "perturbations": [
@@ -159,7 +161,7 @@ def test_propose_many_array_form_equals_unrolled(filled, reqs):
     pk = P.empty(SLOTS, N)
     pk = dataclasses.replace(pk, status=jnp.asarray(filled, jnp.int32))
     reqs = reqs + [(0, set(), "harvest_cap", 1.0, 0.0, False)] * (9 - len(reqs))  # one shape: one trace
-    cols = list(zip(*reqs))
+    cols = list(zip(*reqs, strict=True))
     args = (pk, jnp.asarray(cols[0], jnp.int32), jnp.asarray([[i in ps for i in range(N)] for ps in cols[1]]),
             jnp.asarray([P.term_code(t) for t in cols[2]], jnp.int32), jnp.asarray(cols[3], jnp.float32),
             jnp.asarray(cols[4], jnp.float32), jnp.int32(4), jnp.asarray(cols[5]))

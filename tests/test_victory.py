@@ -8,11 +8,11 @@ import copy
 import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
+from payloads import MIXED_PLAYERS, SEED_LOGISTIC
 
 import bdpd_jax
 from bdpd_jax.host.arena import Arena
 from bdpd_jax.results.victory import evaluate
-from payloads import MIXED_PLAYERS, SEED_LOGISTIC
 
 
 def _reference(survived, played, max_turns, gain, viol):

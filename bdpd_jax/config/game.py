@@ -7,6 +7,7 @@ value (pydantic's ValidationError is a ValueError). Unknown keys are rejected.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -32,13 +33,15 @@ from .engines import EngineConfig, engine_config_model
 from .governance import PactConfig, TalkConfig, check_governance, needed_slots
 from .limits import MAX_PACT_SLOTS, MAX_PLAYERS, MAX_SPECS, MAX_TURNS, Label, Name, check_magnitudes
 from .perturbations import check_perturbations, parse_perturbations
+from .plugins import check_plugins, parse_plugins
+from .policy_check import check_policy_fields
 
 _STRICT = ConfigDict(extra="forbid", allow_inf_nan=False, populate_by_name=True)
 
 NonNeg = Field(ge=0)
 
 
-def known(where: str, what: str, v: str, registry) -> str:
+def known(where: str, what: str, v: str, registry: Mapping[str, Any]) -> str:
     """``v`` if the registry (read now, so later registrations count) has it, else ValueError."""
     if v not in registry:
         raise ValueError(f"{where}: unknown {what} {v!r}; known: {sorted(registry)}")
@@ -131,8 +134,6 @@ class PlayerConfig(BaseModel):
         if isinstance(v, str) and v not in BUILTINS:
             raise ValueError(f"players[].strategy: unknown strategy {v!r}; known: {sorted(BUILTINS)}")
         if isinstance(v, Policy):
-            from .policy_check import check_policy_fields
-
             check_policy_fields(v, "players[].strategy")
         return v
 
@@ -157,14 +158,12 @@ class ArenaConfig(BaseModel):
 
     @field_validator("perturbations")
     @classmethod
-    def _perturbation_specs(cls, v: list) -> list:
+    def _perturbation_specs(cls, v: list[Any]) -> list[Any]:
         return parse_perturbations(v)
 
     @field_validator("plugins")
     @classmethod
-    def _plugin_specs(cls, v: list) -> list:
-        from .plugins import parse_plugins
-
+    def _plugin_specs(cls, v: list[Any]) -> list[Any]:
         return parse_plugins(v)
 
     @model_validator(mode="after")
@@ -203,8 +202,6 @@ class ArenaConfig(BaseModel):
                 )
         check_perturbations(self)  # Table A.1 specs against the engine and players (specs.py)
         if self.players is not None and self.plugins:
-            from .plugins import check_plugins
-
             check_plugins(self)
         return self
 

@@ -19,12 +19,13 @@ naming the field and the value.
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Sequence
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from .terms import numbers, parse_terms
 from .limits import MAX_TURNS, Id
+from .terms import numbers, parse_terms
 
 _STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
 
@@ -40,7 +41,7 @@ class PactTerms(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _schema(cls, v):
+    def _schema(cls, v: Any) -> Any:
         if isinstance(v, dict):
             return parse_terms(v, "terms", fill=True)
         return v
@@ -87,7 +88,7 @@ class PactConfig(BaseModel):
     status: Literal["proposed", "active"] = "active"
 
 
-def player_index(ref: PlayerRef, names: list[str | None], field: str) -> int:
+def player_index(ref: PlayerRef, names: Sequence[str | None], field: str) -> int:
     """Resolve a player reference (index or name); ValueError naming the field."""
     n = len(names)
     if isinstance(ref, bool):
@@ -101,7 +102,7 @@ def player_index(ref: PlayerRef, names: list[str | None], field: str) -> int:
     return names.index(ref)
 
 
-def check_governance(players: list, pacts: list[PactConfig], n_slots_hint: int | None = None) -> None:
+def check_governance(players: list[Any], pacts: list[PactConfig], n_slots_hint: int | None = None) -> None:
     """Cross-checks needing the players list: every party reference resolves."""
     names = [p.name for p in players]
     for i, pc in enumerate(pacts):

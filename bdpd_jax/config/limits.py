@@ -10,11 +10,12 @@ two compile-size bounds with BDPD_MAX_PLAYERS / BDPD_MAX_PACT_SLOTS.
 
 from __future__ import annotations
 
-import math
 import functools
+import math
 import os
 from typing import Annotated, Any
 
+import numpy as np
 from pydantic import StringConstraints
 
 from ..kernels.bounds import MAX_LADDER_SCALE, MAX_MAGNITUDE, QUANTITY_BOUNDS
@@ -128,8 +129,6 @@ def check_int(value: Any, field: str, lo: int, hi: int) -> int:
     ok = isinstance(value, int) and not isinstance(value, bool)
     if not ok:
         try:
-            import numpy as np
-
             ok = isinstance(value, np.integer)
         except ImportError:  # pragma: no cover
             ok = False
@@ -187,8 +186,6 @@ def _count(value: Any, field: str, unit: str = "an integer") -> None:
 
 
 def _is_int(value: Any) -> bool:
-    import numpy as np
-
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 

@@ -9,7 +9,7 @@ with the config's spec registry and compiles specs into slots; a type added late
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -50,7 +50,7 @@ class ManualTrigger(BaseModel):
     kind: Literal["manual"]
 
 
-StandardTrigger = Annotated[Union[TurnTrigger, ThresholdTrigger, ManualTrigger], Field(discriminator="kind")]
+StandardTrigger = Annotated[TurnTrigger | ThresholdTrigger | ManualTrigger, Field(discriminator="kind")]
 
 
 class FactorPayload(BaseModel):
@@ -78,7 +78,7 @@ class WealthPayload(BaseModel):
     player: int | Id | None = None
 
     @model_validator(mode="after")
-    def _one_of(self) -> "WealthPayload":
+    def _one_of(self) -> WealthPayload:
         if (self.factor is None) == (self.amount is None):
             raise ValueError("payload: give exactly one of factor (multiplicative) or amount (additive)")
         return self
@@ -117,7 +117,7 @@ class ThresholdPayload(BaseModel):
     value: float | None = Field(None, ge=0)
 
     @model_validator(mode="after")
-    def _one_of(self) -> "ThresholdPayload":
+    def _one_of(self) -> ThresholdPayload:
         if (self.delta is None) == (self.value is None):
             raise ValueError("payload: give exactly one of delta (shift) or value (set)")
         return self
@@ -145,18 +145,23 @@ class ArenaSpec(BaseModel):
     example: ClassVar[dict[str, Any]]  # a valid payload (docs; the registry contract test fires it)
     id: Id
     trigger: StandardTrigger
+    if TYPE_CHECKING:  # every registered spec declares ``type: Literal[name]`` and its payload (fields of its own)
+        type: str
+        payload: Any
 
     def check(self, config, where: str) -> None:
         engine_name = config.model.engineMode
         eng = ENGINES[engine_name]
         if not _pk.supported(eng, self.type):
             raise ValueError(
-                f"{where}.type: {self.type!r} acts on the engine's {_pk.perturbation_type(self.type).requires!r}, which "
+                f"{where}.type: {self.type!r} acts on the engine's "
+                f"{_pk.perturbation_type(self.type).requires!r}, which "
                 f"engineMode={engine_name!r} does not have (docs/semantics.md §10 lists what each "
                 f"type acts on per engine)"
             )
         t = self.trigger
-        if isinstance(t, ThresholdTrigger) and t.variable in _pk.ENGINE_TRIGGER_VARS and t.variable not in eng.variables:
+        if (isinstance(t, ThresholdTrigger) and t.variable in _pk.ENGINE_TRIGGER_VARS
+                and t.variable not in eng.variables):
             raise ValueError(
                 f"{where}.trigger.variable: {t.variable!r} is not produced by engineMode={engine_name!r} "
                 f"(it produces {list(eng.variables)})"

@@ -24,17 +24,39 @@ from ..kernels import pacts as _pacts
 from ..kernels import perturb as _pk
 from ..kernels.engines import ENGINES
 from ..kernels.params import farr
+from ..kernels.perturb_registry import Apply
 from ..kernels.perturb_registry import register_perturbation as register_kernel
 from ..kernels.perturb_registry import unregister_perturbation as unregister_kernel
 from ..kernels.policies import BUILTINS
 from .limits import MAX_LADDER, Id, Text, check_magnitudes
 from .perturbation_types import (  # noqa: F401 (re-exported: the Table A.1 models are specs too)
-    ARENA_SPECS, STRICT, ArenaSpec, CapacityShockSpec, CommonsPayload, CommonsShockSpec, FactorPayload, FlipPayload,
-    ManualTrigger, ObservabilityFlipSpec, OverridePayload, RegenSetPayload, RegenSetSpec, RegenShockSpec,
-    StandardTrigger, StrategyOverrideSpec, ThresholdPayload, ThresholdShiftSpec, ThresholdTrigger, TurnTrigger,
-    WealthPayload, WealthShockSpec,
+    ARENA_SPECS,
+    STRICT,
+    ArenaSpec,
+    CapacityShockSpec,
+    CommonsPayload,
+    CommonsShockSpec,
+    FactorPayload,
+    FlipPayload,
+    ManualTrigger,
+    ObservabilityFlipSpec,
+    OverridePayload,
+    RegenSetPayload,
+    RegenSetSpec,
+    RegenShockSpec,
+    StandardTrigger,
+    StrategyOverrideSpec,
+    ThresholdPayload,
+    ThresholdShiftSpec,
+    ThresholdTrigger,
+    TurnTrigger,
+    WealthPayload,
+    WealthShockSpec,
 )
 
+# an ArenaConfig: config/game.py imports this module, so naming the class here would be an import
+# cycle (tests/test_architecture.py forbids them, type-checking imports included)
+Config = Any
 
 SPEC_TYPES: dict[str, type[BaseModel]] = {}
 
@@ -133,7 +155,7 @@ def parse_perturbation(raw: Any, index: int = 0) -> BaseModel:
         raise ValueError(f"{where}.{loc}: {first['msg']} (got {first.get('input')!r:.80})") from None
 
 
-def parse_perturbations(raw: list) -> list[BaseModel]:
+def parse_perturbations(raw: list[Any]) -> list[BaseModel]:
     """Validate a whole list: each spec, then unique ids."""
     specs = [parse_perturbation(r, i) for i, r in enumerate(raw)]
     seen: set[str] = set()
@@ -150,7 +172,7 @@ for _name, _model in ARENA_SPECS.items():
     register_spec(_name, _model)
 
 
-def register_perturbation(name: str, apply, spec: type[ArenaSpec], **kernel) -> type[ArenaSpec]:
+def register_perturbation(name: str, apply: Apply, spec: type[ArenaSpec], **kernel: Any) -> type[ArenaSpec]:
     """Add a perturbation type end to end with one call: its kernel ``apply`` (registered in
     kernels/perturb_registry.py with ``kernel`` = requires / engine_field / target / label /
     description) and its config model ``spec`` (an :class:`ArenaSpec` with ``type:
@@ -173,7 +195,7 @@ def unregister_perturbation(name: str) -> None:
     del ARENA_SPECS[name], SPEC_TYPES[name]
 
 
-def check_perturbations(config) -> None:
+def check_perturbations(config: Config) -> None:
     """Config-time checks against the engine and players (ValueError naming the spec)."""
     for i, s in enumerate(config.perturbations):
         check = getattr(s, "check", None)
@@ -181,17 +203,18 @@ def check_perturbations(config) -> None:
             check(config, f"perturbations[{i}]")
 
 
-def arena_specs(config) -> list[ArenaSpec]:
+def arena_specs(config: Config) -> list[ArenaSpec]:
     """The config's Table A.1 specs, in list order (the order same-turn firings apply)."""
-    return [s for s in config.perturbations if s.type in ARENA_SPECS]
+    return [s for s in config.perturbations if isinstance(s, ArenaSpec) and s.type in ARENA_SPECS]
 
 
-def override_strategies(specs) -> tuple:
+def override_strategies(specs: list[ArenaSpec]) -> tuple[Any, ...]:
     """Strategies a strategy_override may switch to (compiled into Game.policies)."""
     return tuple(s.payload.strategy for s in specs if s.type == "strategy_override")
 
 
-def compile_specs(specs, config, policies: tuple, n_slots: int | None = None) -> "_pk.PerturbParams":
+def compile_specs(specs: list[ArenaSpec], config: Config, policies: tuple[Any, ...],
+                  n_slots: int | None = None) -> _pk.PerturbParams:
     """Slots (leaves [P]) of ``specs``; padding slots are manual triggers that never fire."""
     rows = [s.numbers(config, f"perturbations[{s.id}]", policies) for s in specs]
     p = len(rows) if n_slots is None else n_slots
@@ -205,7 +228,7 @@ def compile_specs(specs, config, policies: tuple, n_slots: int | None = None) ->
     return _pk.PerturbParams(**{k: (jnp.asarray(v, jnp.int32) if k in ints else farr(v)) for k, v in cols.items()})
 
 
-def compile_spec(spec, config, policies: tuple) -> "_pk.PerturbParams":
+def compile_spec(spec: BaseModel | dict[str, Any], config: Config, policies: tuple[Any, ...]) -> _pk.PerturbParams:
     """One owner-fired spec (scalar leaves) for kernels.perturb.apply_perturbation."""
     spec = parse_perturbation(spec) if not isinstance(spec, BaseModel) else spec
     if spec.type not in ARENA_SPECS:
@@ -217,7 +240,8 @@ def compile_spec(spec, config, policies: tuple) -> "_pk.PerturbParams":
         if (BUILTINS[s] if isinstance(s, str) else s) not in policies:
             raise ValueError(f"spec.payload.strategy: {s!r} is not compiled into this game; "
                              "list it in build(..., extra_policies=...)")
-    return jax.tree_util.tree_map(lambda x: x[0], compile_specs([spec], config, policies))
+    one: _pk.PerturbParams = jax.tree_util.tree_map(lambda x: x[0], compile_specs([spec], config, policies))
+    return one
 
 
 def perturb_layer(config, perturbable: bool = False, n_slots: int | None = None, types: tuple | None = None,
@@ -225,7 +249,6 @@ def perturb_layer(config, perturbable: bool = False, n_slots: int | None = None,
     """The static PerturbLayer of a config (None when it has no Table A.1 specs and not
     ``perturbable``). ``types``/``n_slots``: a sweep's union/largest, to share one program;
     ``specs``: the config's arena_specs when the caller has them."""
-    from ..kernels.engines import ENGINES
 
     specs = arena_specs(config) if specs is None else specs
     if not specs and not perturbable and not n_slots and not types:

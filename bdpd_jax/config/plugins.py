@@ -9,6 +9,7 @@ Built in: ``voluntary_sanction`` (kernels/voluntary_sanction.py) and ``governanc
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal
 
 import jax.numpy as jnp
@@ -17,14 +18,22 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ..kernels import governance_agent as G
 from ..kernels import plugins as K
 from ..kernels import voluntary_sanction as V
+from ..kernels.engines import ENGINES
 from ..kernels.params import farr
+from ..kernels.perturb_registry import supported
 from .limits import MAX_LADDER_SCALE, MAX_TURNS, Id
 
-PLUGIN_SPECS: dict[str, type[BaseModel]] = {}
+# an ArenaConfig: config/game.py imports this module, so naming the class here would be an import
+# cycle (tests/test_architecture.py forbids them, type-checking imports included)
+Config = Any
+
+PLUGIN_SPECS: dict[str, type[PluginSpec]] = {}
 
 
-def register_plugin(name: str, act, spec: type[BaseModel], *, init=None, reasons: tuple[str, ...] = (), begin=None,
-                    reserves_pact: bool = False):
+def register_plugin(name: str, act: Callable[..., tuple[K.Effects, Any]], spec: type[PluginSpec], *,
+                    init: Callable[[Any, Any], Any] | None = None, reasons: tuple[str, ...] = (),
+                    begin: Callable[..., tuple[Any, Any, Any]] | None = None,
+                    reserves_pact: bool = False) -> type[PluginSpec]:
     """Add a plugin type end to end: its kernel (``act``, ``init``, reason names, optional
     start-of-turn ``begin`` hook, whether it holds a reserved pact slot) and its config model
     ``spec`` (``type: Literal[name]``, ``id``, params, and ``params(config)``)."""
@@ -43,7 +52,7 @@ class PluginSpec(BaseModel):
     id: Id
     type: Id
 
-    def check(self, config, where: str) -> None:
+    def check(self, config: Config, where: str) -> None:
         pass
 
     def check_count(self, lo: int, hi: int, where: str) -> None:
@@ -53,7 +62,7 @@ class PluginSpec(BaseModel):
     def params(self, config):
         raise NotImplementedError
 
-    def perturbation_types(self, config) -> tuple[str, ...]:
+    def perturbation_types(self, config: Config) -> tuple[str, ...]:
         """Perturbation types the plugin fires (the build compiles them into the game)."""
         return ()
 
@@ -76,11 +85,11 @@ class VoluntarySanctionSpec(PluginSpec):
     fine: float = Field(ge=0)
     sanctioner: Rule | list[Rule] = "always"
 
-    def rules(self, n: int) -> list:
+    def rules(self, n: int) -> list[Rule]:
         return list(self.sanctioner) if isinstance(self.sanctioner, list) else [self.sanctioner] * n
 
-    def check(self, config, where: str) -> None:
-        n = len(config.players)
+    def check(self, config: Config, where: str) -> None:
+        n = len(config.players or ())
         if isinstance(self.sanctioner, list) and len(self.sanctioner) != n:
             raise ValueError(f"{where}.sanctioner: one rule per player ({n}), got {len(self.sanctioner)}")
 
@@ -121,22 +130,19 @@ class GovernanceAgentSpec(PluginSpec):
     cooldown: int = Field(1, ge=0, le=MAX_TURNS)
     external: bool = False
 
-    def check(self, config, where: str) -> None:
+    def check(self, config: Config, where: str) -> None:
         if self.regen is not None and not self._regen_ok(config):
             raise ValueError(f"{where}.regen: engineMode={config.model.engineMode!r} has no regeneration rate "
                              f"to set (got {self.regen!r})")
 
     @staticmethod
-    def _regen_ok(config) -> bool:
-        from ..kernels.engines import ENGINES
-        from ..kernels.perturb_registry import supported
-
+    def _regen_ok(config: Config) -> bool:
         return supported(ENGINES[config.model.engineMode], "regen_set")
 
-    def perturbation_types(self, config) -> tuple[str, ...]:
+    def perturbation_types(self, config: Config) -> tuple[str, ...]:
         return ("regen_set",) if self._regen_ok(config) else ()
 
-    def params(self, config) -> G.AgentParams:
+    def params(self, config: Config) -> G.AgentParams:
         nan = float("nan")
         return G.AgentParams(
             coop_below=farr(self.coop_below), stock_below=farr(self.stock_below), coop_above=farr(self.coop_above),
@@ -149,12 +155,14 @@ class GovernanceAgentSpec(PluginSpec):
 register_plugin("governance_agent", G.act, GovernanceAgentSpec, init=G.init, begin=G.begin, reserves_pact=True)
 
 
-def parse_plugins(raw: list) -> list[BaseModel]:
+def parse_plugins(raw: list[Any]) -> list[PluginSpec]:
     """Validate the ``plugins`` list (ValueError naming ``plugins[i].<field>``); ids unique."""
-    out, seen = [], set()
+    out: list[PluginSpec] = []
+    seen: set[str] = set()
     for i, r in enumerate(raw):
         where = f"plugins[{i}]"
-        if isinstance(r, BaseModel) and type(r) in PLUGIN_SPECS.values():
+        spec: PluginSpec
+        if isinstance(r, PluginSpec) and type(r) in PLUGIN_SPECS.values():
             spec = r
         elif not isinstance(r, dict):
             raise ValueError(f"{where}: a plugin is an object {{type, id, ...}}, got {r!r:.80}")
@@ -174,12 +182,12 @@ def parse_plugins(raw: list) -> list[BaseModel]:
     return out
 
 
-def check_plugins(config) -> None:
+def check_plugins(config: Config) -> None:
     for i, s in enumerate(config.plugins):
         s.check(config, f"plugins[{i}]")
 
 
-def plugin_layer(config) -> tuple[K.PluginLayer, tuple] | None:
+def plugin_layer(config: Config) -> tuple[K.PluginLayer, tuple[Any, ...]] | None:
     """The static layer and its params (a tuple, one per plugin), or None without plugins."""
     specs = list(getattr(config, "plugins", []) or [])
     if not specs:
@@ -187,17 +195,17 @@ def plugin_layer(config) -> tuple[K.PluginLayer, tuple] | None:
     return K.PluginLayer(types=tuple(s.type for s in specs)), tuple(s.params(config) for s in specs)
 
 
-def reserved_slots(config) -> int:
+def reserved_slots(config: Config) -> int:
     """Pact slots the config's plugins reserve (one per regulator), after the players' slots."""
     return sum(K.plugin_type(s.type).reserves_pact for s in getattr(config, "plugins", []) or [])
 
 
-def perturbation_types(config) -> tuple[str, ...]:
+def perturbation_types(config: Config) -> tuple[str, ...]:
     """Perturbation types the config's plugins fire (kernels compile them into the game)."""
     return tuple(dict.fromkeys(t for s in getattr(config, "plugins", []) or [] for t in s.perturbation_types(config)))
 
 
-def reason_name(type_: str, code: int) -> Any:
+def reason_name(type_: str, code: int) -> str | None:
     reasons = K.plugin_type(type_).reasons
     return reasons[code - 1] if 0 < code <= len(reasons) else None
 

@@ -60,7 +60,7 @@ def numbers(terms: dict[str, Any]) -> tuple[float, float]:
     return num["max_harvest"], num["tolerance"]
 
 
-def slot_terms(code: int, stored: dict[str, float]) -> dict[str, Any]:
+def slot_terms(code: int, stored: dict[str, float | None]) -> dict[str, Any]:
     """The JSON terms of a slot from its stored numbers (``{"max_harvest": .., "tolerance": ..}``,
     already display-rounded): required fields always, defaulted ones when not at their default."""
     tt = P.term_type(int(code))
@@ -89,8 +89,8 @@ def terms_schema() -> dict[str, Any]:
             props.setdefault(f.name, {"type": "number", **bound})
             fields.append(f"\"{f.name}\": {'>' if f.exclusive else '>='}{f.minimum:g}"
                           + ("" if f.default is None else f" (optional, default {f.default:g})"))
-        parts.append("{\"type\": \"%s\"%s}%s" % (name, "".join(", " + x for x in fields),
-                                                  f" -- {tt.description}" if tt.description else ""))
+        described = f" -- {tt.description}" if tt.description else ""
+        parts.append(f'{{"type": "{name}"{"".join(", " + x for x in fields)}}}{described}')
     return {"type": "object", "description": "pact terms: " + " or ".join(parts), "properties": props,
             "required": ["type"]}
 

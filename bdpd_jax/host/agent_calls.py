@@ -6,6 +6,7 @@ from typing import Any
 
 from bdpd_jax.config.game import PlayerConfig
 from bdpd_jax.host.agents.base import AgentResult, fallback_harvest
+from bdpd_jax.host.agents.http import make_client
 from bdpd_jax.host.players import LivePlayerConfig
 
 
@@ -23,8 +24,6 @@ def own_client(specs: list[LivePlayerConfig], n_players: int):
     so one client shared by hundreds of players costs O(players^2) per turn."""
     if not any(s.agentType in ("http", "llm") for s in specs):
         return None
-    from bdpd_jax.host.agents.http import make_client
-
     return make_client(max(8, 2 * n_players))
 
 

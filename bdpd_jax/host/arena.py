@@ -30,20 +30,21 @@ from typing import Any
 import numpy as np
 
 from bdpd_jax.config.game import ArenaConfig
-from bdpd_jax.kernels import rng
-from bdpd_jax.host.agent_calls import own_client, live_player_config_of
+from bdpd_jax.host.agent_calls import live_player_config_of, own_client
 from bdpd_jax.host.arena_args import arena_inputs, joining_player
 from bdpd_jax.host.arena_run import ArenaRun, shown_kind, utc_now
 from bdpd_jax.host.batch_runner import LockstepBatch, slice_batch
 from bdpd_jax.host.dispatch import TOOL_SCOPES, dispatch_tool, sanction_offered
 from bdpd_jax.host.envelope import envelopes
-from bdpd_jax.host.governance_agent import GovernorSpec, attach as attach_governor
+from bdpd_jax.host.governance_agent import GovernorSpec
+from bdpd_jax.host.governance_agent import attach as attach_governor
 from bdpd_jax.host.live_game import kernel_config, live_game
+from bdpd_jax.host.operator import Operator
 from bdpd_jax.host.owner_perturb import fire_perturbation, owner_slot
 from bdpd_jax.host.persist import JsonlWriter, atomic_write_json, clean_stale_tmp
-from bdpd_jax.host.operator import Operator
 from bdpd_jax.host.players import LivePlayerConfig, make_agent
 from bdpd_jax.host.summary import summary
+from bdpd_jax.kernels import rng
 
 DEFAULT_PACT_SLOTS = 16  # a live arena's pact table when the create names none (bound: limits.MAX_PACT_SLOTS)
 DEFAULT_KEEP_RECORDS = 100  # turn records (and turns of messages) an arena keeps in memory
@@ -132,7 +133,7 @@ class Arena:
 
     @property
     def players(self) -> list[str]:
-        return [s.name for s in self.specs]
+        return [s.player_id for s in self.specs]
 
     def agent_kind(self, i: int) -> str:
         """Player i's agentType as records and summary.json show it (the original kind of a
@@ -145,7 +146,7 @@ class Arena:
             raise ValueError(f"status: players join a waiting arena, this one is {self.status!r}")
         spec = joining_player(spec, self._joined, self.config, self.operator)
         self._joined.append(spec)
-        return spec.name
+        return spec.player_id
 
     def use_client(self, client) -> None:
         """Lend ``client`` (one pooled HTTP client, closed by its owner) to this arena's HTTP /
@@ -263,9 +264,9 @@ class Arena:
         width = len(arenas) if width is None else width
         if not arenas or isinstance(width, bool) or not isinstance(width, int) or width < len(arenas):
             raise ValueError(f"width: must be an integer >= {len(arenas)} (the arenas, at least one), got {width!r}")
-        for a in arenas:
-            a._ensure_batch()
-        slots = [(a._batch, a._b) for a in arenas] + [(arenas[-1]._batch, arenas[-1]._b)] * (width - len(arenas))
+        batches = [a._ensure_batch() for a in arenas]
+        slots = ([(bt, a._b) for bt, a in zip(batches, arenas, strict=True)]
+                 + [(batches[-1], arenas[-1]._b)] * (width - len(arenas)))
         batch = LockstepBatch.gather(slots, [a._started() for a in arenas])
         for b, a in enumerate(arenas):
             a._bind(batch, b)
@@ -279,9 +280,7 @@ class Arena:
             self.start()
         if self.status != "running":
             raise ValueError(f"status: the arena is {self.status!r}")
-        if self._batch is None:
-            Arena.lockstep([self])
-        return self._batch
+        return self._batch if self._batch is not None else Arena.lockstep([self])  # (lockstep binds it)
 
     @property
     def state(self):
@@ -402,8 +401,9 @@ class Arena:
         return summ
 
     def close(self) -> dict[str, Any]:
-        out = self._loop().run_until_complete(self.aclose())
-        self._own_loop.close()
+        loop = self._loop()
+        out = loop.run_until_complete(self.aclose())
+        loop.close()
         self._own_loop = None
         return out
 

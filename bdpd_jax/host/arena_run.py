@@ -13,18 +13,14 @@ methods.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import datetime as _dt
+import functools
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
 import jax
 import numpy as np
 
-from bdpd_jax.kernels import rng
-from bdpd_jax.kernels.game import Game
-from bdpd_jax.kernels.governance import NAME as GOV
-from bdpd_jax.kernels.params import Params
 from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.config.perturbations import arena_specs
 from bdpd_jax.host.action_budget import ActionBudget
@@ -33,6 +29,10 @@ from bdpd_jax.host.persist import JsonlWriter
 from bdpd_jax.host.players import LivePlayerConfig
 from bdpd_jax.host.programs import EXTERNAL, has_governance
 from bdpd_jax.host.registry import PactRegistry
+from bdpd_jax.kernels import rng
+from bdpd_jax.kernels.game import Game
+from bdpd_jax.kernels.governance import NAME as GOV
+from bdpd_jax.kernels.params import Params
 
 if TYPE_CHECKING:
     from bdpd_jax.host.governance_agent import Governor
@@ -43,13 +43,13 @@ STAT_KEYS: dict[str, float] = {"totalHarvest": 0.0, "fallbacks": 0, "errors": 0,
 
 def utc_now() -> str:
     """Now, as meta.json writes it (``createdAt``, ``closedAt``)."""
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
 
 
 def shown_kind(spec: LivePlayerConfig, shown_kinds: dict[str, str]) -> str:
     """A player's agentType as records and summary.json show it (the original kind of a
     player that a replay plays from its log)."""
-    return shown_kinds.get(spec.name, spec.agentType) if spec.agentType == "scripted" else spec.agentType
+    return shown_kinds.get(spec.player_id, spec.agentType) if spec.agentType == "scripted" else spec.agentType
 
 
 #: owner events between ticks, one line each, beside turns.jsonl (one line per turn)
@@ -89,7 +89,7 @@ class ArenaRun:
     governor: Governor | None = None   # the owner's governance agent (Arena starts and closes it)
 
     def __post_init__(self) -> None:
-        self.stats = {s.name: dict(STAT_KEYS) for s in self.specs}
+        self.stats = {s.player_id: dict(STAT_KEYS) for s in self.specs}
 
     @property
     def max_turns(self) -> int:
@@ -107,7 +107,7 @@ class ArenaRun:
               keep_records: int | None, governor: Governor | None = None) -> ArenaRun:
         """The run state of a game about to play its first turn (``Arena.start``): the arena's
         key, a message bus, a pact registry when the game has a governance layer."""
-        players = [s.name for s in specs]
+        players = [s.player_id for s in specs]
         return cls(
             arena_id=arena_id, config=config, specs=list(specs), shown_kinds=shown_kinds, no_talk=no_talk,
             game=game, params=params, key=rng.arena_key(seed, arena_index),
@@ -120,7 +120,7 @@ class ArenaRun:
 
     @property
     def players(self) -> list[str]:
-        return [s.name for s in self.specs]
+        return [s.player_id for s in self.specs]
 
     def agent_kind(self, i: int) -> str:
         return shown_kind(self.specs[i], self.shown_kinds)

@@ -31,8 +31,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bdpd_jax.kernels.governance import NAME as GOV
-from bdpd_jax.kernels.state import still_playing
 from bdpd_jax.host.agent_calls import ask_agent
 from bdpd_jax.host.agents.base import AgentResult
 from bdpd_jax.host.discussion import discuss
@@ -41,6 +39,9 @@ from bdpd_jax.host.envelope import envelopes
 from bdpd_jax.host.governance_agent import govern
 from bdpd_jax.host.programs import has_governance, programs
 from bdpd_jax.host.records import record_rows, turn_record
+from bdpd_jax.kernels.governance import NAME as GOV
+from bdpd_jax.kernels.plugins import NAME
+from bdpd_jax.kernels.state import still_playing
 
 if TYPE_CHECKING:
     from bdpd_jax.host.arena_run import ArenaRun
@@ -103,7 +104,7 @@ class LockstepBatch:
 
         def take(name: str):
             def one(*leaves):
-                parts = [np.asarray(x)[..., i] for x, i in zip(leaves, index)]
+                parts = [np.asarray(x)[..., i] for x, i in zip(leaves, index, strict=True)]
                 return jnp.asarray(np.concatenate(parts, -1)[..., order])
             return jax.tree_util.tree_map(one, *[getattr(src, name) for src, _, _ in sources.values()])
 
@@ -113,7 +114,7 @@ class LockstepBatch:
         self.gov = has_governance(self.game)
         _, self._decide, self._step = programs(self.game)
         self.keys, self.params, self.state = take("keys"), take("params"), take("state")
-        units = [np.asarray(src.units)[i] for (src, _, _), i in zip(sources.values(), index)]
+        units = [np.asarray(src.units)[i] for (src, _, _), i in zip(sources.values(), index, strict=True)]
         self.units = np.concatenate(units)[order]
         self._external = [[i for i, s in enumerate(r.specs) if s.external] for r in runs]
         return self
@@ -151,7 +152,7 @@ class LockstepBatch:
         ext, ext_req, ext_ann, tools = self._act(pacts_d, by_arena, sb.wealth.shape)
         pacts = None
         if self.gov:  # a batch padded past its arenas (``gather``) repeats the last table
-            tables = [r.registry.table for r in self.runs]
+            tables = [r.registry.table for r in self.runs if r.registry is not None]  # (all of them)
             pacts = _stack(tables + tables[-1:] * (self.state.wealth.shape[-1] - len(tables)))
         sb = with_sanction_intents(sb, self.runs)
         dt = np.dtype(sb.wealth.dtype)  # numpy arguments: no eager jax op per array (same rounding)
@@ -186,7 +187,8 @@ class LockstepBatch:
                 asked.append(i)
             if not asked:
                 continue
-            envs = envelopes(r, [r.specs[i].name for i in asked], {k: v[..., b] for k, v in obs_np.items()}, r.turn + 1)
+            envs = envelopes(r, [r.specs[i].player_id for i in asked], {k: v[..., b] for k, v in obs_np.items()},
+                             r.turn + 1)
             for i in asked:
                 s = r.specs[i]
                 jobs.append(ask_agent(r.agents[i], envs[s.name], float(wealth[i, b]), s.agentType,
@@ -224,7 +226,7 @@ class LockstepBatch:
             t = r.turn + 1
             for i in sorted(by_arena[b]):
                 res = by_arena[b][i]
-                name = r.specs[i].name
+                name = r.specs[i].player_id
                 ext[i, b] = True
                 ext_req[i, b] = res.harvest
                 for act in res.actions:
@@ -259,8 +261,6 @@ class LockstepBatch:
 def with_sanction_intents(sb, runs: list[ArenaRun]):
     """The live players' ``sanction(target)`` calls of this turn written into the plugins'
     ``intent`` memory (bool[N, N, B]) of the batch state; consumed by the step."""
-    from bdpd_jax.kernels.plugins import NAME
-
     intents = [r.take_sanction_intents() for r in runs]
     if not any(intents) or NAME not in sb.extra:
         return sb

@@ -34,7 +34,7 @@ def dispatch_tool(run: ArenaRun, player: str, action: Any, turn: int | None = No
     """Run one tool action of ``player`` at ``turn`` (default: the arena's next turn)."""
     turn = run.turn + 1 if turn is None else int(turn)
     tool = action.get("tool") if isinstance(action, dict) else None
-    scope = TOOL_SCOPES.get(tool, "none")
+    scope = TOOL_SCOPES.get(tool, "none") if isinstance(tool, str) else "none"
     if player not in run.players:
         return _no(scope, tool, f"playerId: unknown player {player!r}")
     if tool != SANCTION_TOOL and tool not in TALK_TOOLS:
@@ -55,7 +55,7 @@ def dispatch_tool(run: ArenaRun, player: str, action: Any, turn: int | None = No
     return _pact(run, player, tool, a, turn)
 
 
-def _no(scope: str, tool: Any, reason: str) -> dict[str, Any]:
+def _no(scope: str, tool: Any, reason: str | None) -> dict[str, Any]:
     return {"ok": False, "scope": scope, "tool": tool, "reason": reason}
 
 
@@ -85,6 +85,7 @@ def _pact(run: ArenaRun, player: str, tool: str, a: dict[str, Any], turn: int) -
     reg = run.registry
     if reg is None:
         return _no(scope, tool, "pacts: this arena has no pact table")
+    slot: int | None
     if tool in ("propose_pact", "pledge"):
         unknown = [p for p in a["parties"] if p not in run.players] if tool == "propose_pact" else []
         if unknown:

@@ -19,20 +19,23 @@ import asyncio
 import math
 import time
 from collections import deque
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
+import jax
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from bdpd_jax.host.agents.base import MAX_ERROR_CHARS, join_errors, truncate_error
-from bdpd_jax.host.agents.governors import (LIFT, MAX_GOV_RESPONSE_BYTES, HttpGovernor, LLMGovernor,
-                                            ScriptedGovernor)
-from bdpd_jax.host.agents.http import check_url
-from bdpd_jax.host.agents.transport import TransportError
-from bdpd_jax.host.operator import Operator, redact_url
-from bdpd_jax.host.registry import num
-from bdpd_jax.host.players import MAX_MODEL_CHARS, MAX_NAME_CHARS, MAX_PROMPT_CHARS, MAX_URL_CHARS, player_timeout_ms
+from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.config.limits import MAX_TURNS, QUANTITY_BOUNDS, check_magnitudes
+from bdpd_jax.host.agents.base import MAX_ERROR_CHARS, join_errors, truncate_error
+from bdpd_jax.host.agents.governors import LIFT, MAX_GOV_RESPONSE_BYTES, HttpGovernor, LLMGovernor, ScriptedGovernor
+from bdpd_jax.host.agents.http import check_url
+from bdpd_jax.host.agents.transport import HttpClient, TransportError, make_client
+from bdpd_jax.host.operator import Operator, redact_url
+from bdpd_jax.host.players import MAX_MODEL_CHARS, MAX_NAME_CHARS, MAX_PROMPT_CHARS, MAX_URL_CHARS, player_timeout_ms
+from bdpd_jax.host.registry import num
+from bdpd_jax.kernels.governance_agent import GovAction, set_pending, valid
+from bdpd_jax.kernels.plugins import NAME
 
 PLUGIN_TYPE = "governance_agent"
 PLUGIN_ID = "governance-agent"  # the id of the plugin an attached agent adds to the config
@@ -59,7 +62,7 @@ class GovernorSpec(BaseModel):
     script: list[dict] | None = Field(None, max_length=MAX_TURNS)
 
     @model_validator(mode="after")
-    def _fields_of_kind(self) -> "GovernorSpec":
+    def _fields_of_kind(self) -> GovernorSpec:
         if self.kind == "http":
             check_url(self.url)
         if self.kind == "llm":
@@ -72,7 +75,7 @@ class GovernorSpec(BaseModel):
         return self
 
     @property
-    def agentType(self) -> str:  # what the operator's checks read (players' field name)
+    def agentType(self) -> str:  # noqa: N802  (the players' field name the operator's checks read)
         return self.kind
 
     def public(self) -> dict[str, Any]:
@@ -101,8 +104,6 @@ def parse_answer(body: Any, dtype: Any = np.float32) -> tuple[dict[str, Any], li
     checked on its own (a bad field is dropped and named, the others stand): type
     (:class:`GovAnswer`), magnitude (``limits.check_magnitudes``) and the kernel's own rule
     (``kernels.governance_agent.valid``: cap within harvest_cap's bound, scale and regen >= 0)."""
-    from bdpd_jax.kernels.governance_agent import valid
-
     if not isinstance(body, dict):
         return {}, [f"response: expected a JSON object, got {type(body).__name__}"]
     errors: list[str] = []
@@ -144,20 +145,18 @@ def parse_answer(body: Any, dtype: Any = np.float32) -> tuple[dict[str, Any], li
 
 def to_action(action: dict[str, Any], dtype: Any = np.float32):
     """A JSON-form action as the kernel's GovAction (NaN = not taken; ``"lift"`` = +inf)."""
-    from bdpd_jax.kernels.governance_agent import GovAction
-
     def f(k: str) -> np.ndarray:
         v = action.get(k)
         return np.asarray(np.nan if v is None else (np.inf if v == LIFT else float(v)), dtype)
 
-    return GovAction(*(f(k) for k in FIELDS))
+    return GovAction(*(cast(jax.Array, f(k)) for k in FIELDS))  # numpy leaves, as in the params
 
 
 def from_action(values) -> dict[str, Any]:
     """A GovAction's numbers as JSON (NaN -> null, cap +inf -> ``"lift"``; float32 as its
     shortest round-trip decimal, ``registry.num``)."""
     out = {}
-    for k, v in zip(FIELDS, values):
+    for k, v in zip(FIELDS, values, strict=True):
         x = float(np.asarray(v))
         out[k] = None if math.isnan(x) else (LIFT if math.isinf(x) else num(v))
     return out
@@ -188,7 +187,7 @@ def last_turn(rec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def observation(run, gov: "Governor", turn: int, in_force: dict[str, Any]) -> dict[str, Any]:
+def observation(run, gov: Governor, turn: int, in_force: dict[str, Any]) -> dict[str, Any]:
     """What the agent decides turn ``turn``'s action on (``run``: the arena's
     :class:`~bdpd_jax.host.arena_run.ArenaRun`): the last turn (null before turn 1), what its
     actions put in force (``inForce``: cap, ladder_scale, regen; null = none) and its own last
@@ -203,9 +202,6 @@ async def govern(state, runs: list) -> Any:
     """Before a turn's decide phase: ask every attached agent (``run.governor``) of the batch's
     run states at once and write the answers with the kernel's ``set_pending`` (NaN for an
     arena without one or done). Returns the batch state (trailing batch axis)."""
-    from bdpd_jax.kernels.governance_agent import GovAction, set_pending
-    from bdpd_jax.kernels.plugins import NAME
-
     live = [(b, r) for b, r in enumerate(runs) if r.governor is not None and not r.done]
     if not live:
         return state
@@ -219,7 +215,7 @@ async def govern(state, runs: list) -> Any:
         jobs.append(r.governor.ask(observation(r, r.governor, r.turn + 1, in_force), dt))
     decisions = await asyncio.gather(*jobs)
     fields = np.full((len(FIELDS), len(runs)), np.nan, dt)
-    for (b, _), d in zip(live, decisions):
+    for (b, _), d in zip(live, decisions, strict=True):
         fields[:, b] = to_action(d.action, dt)
     if np.isnan(fields).all():  # no action anywhere: the pending action is already none (cleared once applied)
         return state
@@ -238,8 +234,6 @@ def checked(spec: GovernorSpec | dict, operator: Operator, agent_timeout_ms: flo
 def attach(config, spec: GovernorSpec | dict | None, operator: Operator, agent_timeout_ms: float):
     """``(config, Governor or None)``: the config with the external governance_agent plugin the
     agent drives (added when the config has none). ValueError names the bad field."""
-    from bdpd_jax.config.game import ArenaConfig
-
     ext = [i for i, p in enumerate(config.plugins) if p.type == PLUGIN_TYPE and getattr(p, "external", False)]
     if spec is None:
         if ext:
@@ -268,7 +262,7 @@ class Governor:
         self.history: deque[dict[str, Any]] = deque(maxlen=MAX_GOV_HISTORY)
         self.decision: GovDecision | None = None  # this turn's, until the record takes it
         self.agent: Any = None
-        self._own_client = None
+        self._own_client: HttpClient | None = None
 
     def start(self, client, operator: Operator) -> None:
         """Make the agent (a client of its own when the arena has none)."""
@@ -277,11 +271,9 @@ class Governor:
             self.agent = ScriptedGovernor(s.script or [])
             return
         if client is None:
-            from bdpd_jax.host.agents.transport import make_client
-
             client = self._own_client = make_client(2)
         if s.kind == "http":
-            self.agent = HttpGovernor(s.url, self.timeout_ms, client)
+            self.agent = HttpGovernor(cast(str, s.url), self.timeout_ms, client)  # required for kind http
         else:
             self.agent = LLMGovernor(model=s.model, **operator.llm_endpoint(s), timeout_ms=self.timeout_ms,
                                      client=client, system_prompt=s.systemPrompt, temperature=s.temperature)
@@ -311,7 +303,7 @@ class Governor:
             action, more = parse_answer(raw, dtype)
             errors += more
             fallback = False
-        except asyncio.TimeoutError:
+        except TimeoutError:
             action, fallback = {}, True
             errors.append(f"timeout: no answer within {self.timeout_ms:g} ms")
         except TransportError as exc:

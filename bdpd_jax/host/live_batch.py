@@ -47,7 +47,7 @@ class LiveBatch:
         await self._batch.tick()
         if self._gc_freeze:
             freeze_history()
-        return [a.records[-1] if a.turn != t0 else None for a, t0 in zip(self.arenas, before)]
+        return [a.records[-1] if a.turn != t0 else None for a, t0 in zip(self.arenas, before, strict=True)]
 
     async def arun(self, max_ticks: int | None = None) -> list[dict[str, Any]]:
         """Tick until every arena is over (or ``max_ticks``), then close them; summaries."""
@@ -71,8 +71,9 @@ class LiveBatch:
         return self._loop().run_until_complete(self.arun(max_ticks))
 
     def close(self) -> list[dict[str, Any]]:
-        out = self._loop().run_until_complete(self._aclose_all())
-        self._own_loop.close()
+        loop = self._loop()
+        out = loop.run_until_complete(self._aclose_all())
+        loop.close()
         self._own_loop = None
         return out
 

@@ -173,7 +173,7 @@ class MessageBus:
         }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "MessageBus":
+    def from_json(cls, data: dict[str, Any]) -> MessageBus:
         """Rebuild a bus from ``to_json`` output; further ids continue the same sequence."""
         if not isinstance(data, dict):
             raise ValueError(f"data: must be a dict, got {type(data).__name__}")

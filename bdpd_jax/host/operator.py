@@ -102,7 +102,7 @@ class LLMCredential(BaseModel):
         return _check_url("baseUrl", v).rstrip("/")
 
     @model_validator(mode="after")
-    def _one_key(self) -> "LLMCredential":
+    def _one_key(self) -> LLMCredential:
         if self.apiKeyEnv is not None and self.apiKey is not None:
             raise ValueError("apiKey: give apiKeyEnv or apiKey, not both")
         return self
@@ -123,7 +123,7 @@ class Operator(BaseModel):
         return None if v is None else [_check_url("url prefix", u) for u in v]
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> "Operator":
+    def load(cls, path: str | os.PathLike[str]) -> Operator:
         """Read the operator's JSON file; ValueError names the bad field."""
         try:
             data = json.loads(Path(path).read_text())

@@ -15,14 +15,15 @@ from typing import TYPE_CHECKING, Any
 
 import jax
 import jax.numpy as jnp
+from pydantic import BaseModel
 
+from bdpd_jax.config.game import ArenaConfig
+from bdpd_jax.config.perturbations import arena_specs, compile_spec
+from bdpd_jax.host.batch_runner import LockstepBatch, slice_batch
+from bdpd_jax.host.registry import num
 from bdpd_jax.kernels import perturb as pk
 from bdpd_jax.kernels.perturb import PerturbLayer
 from bdpd_jax.results.perturbations import target_label
-from bdpd_jax.config.perturbations import arena_specs, compile_spec
-from bdpd_jax.config.game import ArenaConfig
-from bdpd_jax.host.batch_runner import LockstepBatch, slice_batch
-from bdpd_jax.host.registry import num
 
 if TYPE_CHECKING:
     from bdpd_jax.host.arena_run import ArenaRun
@@ -33,7 +34,7 @@ def _owner_apply(game):
     return jax.jit(functools.partial(pk.apply_perturbation, game))
 
 
-def owner_slot(run: ArenaRun, kernel_config: ArenaConfig, spec: str | dict) -> tuple[Any, Any]:
+def owner_slot(run: ArenaRun, kernel_config: ArenaConfig, spec: str | dict[str, Any] | BaseModel) -> tuple[Any, Any]:
     """(spec, compiled slot) of ``spec`` (a config spec id or an ad-hoc spec) for the arena whose
     run state is ``run``; ``kernel_config``: its kernels' view (``Arena.kernel_config``).
     ValueError when the spec is unknown or its type cannot be fired in this arena."""

@@ -8,6 +8,7 @@ killed mid-write loses at most the line being written; ``read_jsonl`` skips such
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -57,10 +58,8 @@ def atomic_write_json(path: str | os.PathLike[str], obj: Any, *, indent: int | N
             os.fsync(fh.fileno())
         os.replace(tmp, target)
     except BaseException:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-        except FileNotFoundError:
-            pass
         raise
     fsync_path(directory, tolerant=True)  # a rename inside it is durable
 
@@ -93,7 +92,7 @@ class JsonlWriter:
         self._fsync = fsync
         self.fsync = fsync
         self._repair_tail()
-        self._fh = open(self.path, "a", encoding="utf-8")
+        self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115  (the log owns it; close() closes it)
 
     def _repair_tail(self) -> None:
         """Drop a torn last line left by a crash, so new records start on a fresh line."""
@@ -127,7 +126,7 @@ class JsonlWriter:
         if not self._fh.closed:
             self._fh.close()
 
-    def __enter__(self) -> "JsonlWriter":
+    def __enter__(self) -> JsonlWriter:
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,

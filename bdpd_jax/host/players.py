@@ -13,18 +13,27 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, cast
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from bdpd_jax.config.limits import (MAX_CODE_CHARS, MAX_LABEL_CHARS, MAX_NAME_CHARS, MAX_PROMPT_CHARS,
-                                     MAX_URL_CHARS, Key, Label)
+from bdpd_jax.config.limits import (
+    MAX_CODE_CHARS,
+    MAX_LABEL_CHARS,
+    MAX_NAME_CHARS,
+    MAX_PROMPT_CHARS,
+    MAX_URL_CHARS,
+    Key,
+    Label,
+)
 from bdpd_jax.host.agents.base import AgentResult, Utterance, check_wealth, fallback_harvest, valid_harvest
-from bdpd_jax.host.agents.code import DEFAULT_TIMEOUT_MS as JS_TIMEOUT_MS, CodeAgent, compile_strategy
+from bdpd_jax.host.agents.code import DEFAULT_TIMEOUT_MS as JS_TIMEOUT_MS
+from bdpd_jax.host.agents.code import CodeAgent, compile_strategy
 from bdpd_jax.host.agents.http import HttpAgent, check_url
 from bdpd_jax.host.agents.llm import LLMAgent
 from bdpd_jax.host.operator import Operator, redact_url
 from bdpd_jax.host.tools import validate_action, validate_speak
+from bdpd_jax.kernels.policies import BUILTINS
 
 AGENT_TYPES: tuple[str, ...] = ("builtin", "code", "http", "llm", "scripted")
 
@@ -65,16 +74,13 @@ class LivePlayerConfig(BaseModel):
     script: list[dict] | None = None
 
     @model_validator(mode="after")
-    def _fields_of_type(self) -> "LivePlayerConfig":
+    def _fields_of_type(self) -> LivePlayerConfig:
         t = self.agentType
         if self.apiKeyEnv is not None:
             raise ValueError("apiKeyEnv: a player cannot choose a credential; pick `credential`, a name "
                              "from the operator's list")
-        if t == "builtin":
-            from bdpd_jax.kernels.policies import BUILTINS
-
-            if self.strategy not in BUILTINS:
-                raise ValueError(f"strategy: unknown built-in {self.strategy!r}; known: {sorted(BUILTINS)}")
+        if t == "builtin" and self.strategy not in BUILTINS:
+            raise ValueError(f"strategy: unknown built-in {self.strategy!r}; known: {sorted(BUILTINS)}")
         if t == "code":
             if self.strategyCode is None:
                 raise ValueError("strategyCode: required for agentType 'code'")
@@ -98,6 +104,14 @@ class LivePlayerConfig(BaseModel):
     @property
     def external(self) -> bool:
         return self.agentType != "builtin"
+
+    @property
+    def player_id(self) -> str:
+        """The name in play (``playerId``): a joining player without one is named then
+        (``arena_args.joining_player``), so every player of a run has one."""
+        if self.name is None:
+            raise ValueError("name: a player in play has a name (it is given one when it joins)")
+        return self.name
 
     def public(self) -> dict[str, Any]:
         """What meta.json stores: the spec without the strategy code (private to its owner)."""
@@ -169,7 +183,17 @@ class ScriptedAgent:
         return Utterance(text, nxt, u.get("error"))
 
 
-def player_timeout_ms(spec: LivePlayerConfig, timeout_ms: float) -> float:
+class TimedSpec(Protocol):
+    """What :func:`player_timeout_ms` reads: a player's or a governance agent's spec."""
+
+    @property
+    def agentType(self) -> str: ...  # noqa: N802  (the wire's field name)
+
+    @property
+    def timeoutMs(self) -> float | None: ...  # noqa: N802  (the wire's field name)
+
+
+def player_timeout_ms(spec: TimedSpec, timeout_ms: float) -> float:
     """The deadline of one call: the arena's ``agentTimeout`` (``timeout_ms``) unless the player
     asked for less; code agents never past the seed's 50 ms. A longer ``timeoutMs`` is refused."""
     cap = min(float(timeout_ms), JS_TIMEOUT_MS) if spec.agentType == "code" else float(timeout_ms)
@@ -195,11 +219,11 @@ def make_agent(spec: LivePlayerConfig, *, timeout_ms: float, no_talk: bool, clie
         return CodeAgent(spec.strategyCode, rng_seed=spec.rngSeed, pool=executor, timeout_ms=tmo, no_talk=no_talk,
                          owner=owner)
     if t == "http":
-        return HttpAgent(spec.url, tmo, no_talk=no_talk, client=client)
+        return HttpAgent(cast(str, spec.url), tmo, no_talk=no_talk, client=client)
     if t == "llm":
         op = operator or Operator()
         op.check_player(spec)
-        return LLMAgent(model=spec.model, **op.llm_endpoint(spec), player_id=spec.name, timeout_ms=tmo,
+        return LLMAgent(model=cast(str, spec.model), **op.llm_endpoint(spec), player_id=spec.name, timeout_ms=tmo,
                         no_talk=no_talk, client=client, system_prompt=spec.systemPrompt,
                         temperature=spec.temperature, sanction=sanction, rules_text=spec.rulesText,
                         fallback=spec.fallbackHarvest, discussion=discussion, whole_units=whole_units)

@@ -14,17 +14,17 @@ from typing import TYPE_CHECKING, Any
 import jax
 import numpy as np
 
-from bdpd_jax.kernels import pacts as P
-from bdpd_jax.kernels import perturb as pk
-from bdpd_jax.prepare.governance import sanction_specs
-from bdpd_jax.kernels.plugins import NAME as PLUGINS
 from bdpd_jax.config.plugins import reason_name
-from bdpd_jax.kernels.governance import NAME as GOV
-from bdpd_jax.results.governance import layer_record
-from bdpd_jax.results import schema
-from bdpd_jax.results.perturbations import perturb_record, target_label
 from bdpd_jax.host.agents.base import AgentResult
 from bdpd_jax.host.registry import num, nums
+from bdpd_jax.kernels import pacts as P
+from bdpd_jax.kernels import perturb as pk
+from bdpd_jax.kernels.governance import NAME as GOV
+from bdpd_jax.kernels.plugins import NAME as PLUGINS
+from bdpd_jax.prepare.governance import sanction_specs
+from bdpd_jax.results import schema
+from bdpd_jax.results.governance import layer_record
+from bdpd_jax.results.perturbations import perturb_record, target_label
 
 if TYPE_CHECKING:
     from bdpd_jax.host.arena_run import ArenaRun
@@ -41,7 +41,7 @@ def sanction_rows(run: ArenaRun, t: int, g: dict, rec_extra: dict) -> list[dict[
     fired = np.asarray(g["spec_fired"])
     amount = np.asarray(g["spec_amount"])
     rows = []
-    for n, p, k in zip(*np.nonzero(fired.transpose(2, 1, 0))):  # by player, pact, spec
+    for n, p, k in zip(*np.nonzero(fired.transpose(2, 1, 0)), strict=True):  # by player, pact, spec
         sp = specs[k]
         rows.append(schema.wire_row(
             schema.SANCTIONS, turn=int(t), id=sp.id, type=sp.type, player=run.players[int(n)],
@@ -54,7 +54,7 @@ def sanction_rows(run: ArenaRun, t: int, g: dict, rec_extra: dict) -> list[dict[
 def plugin_sanction_rows(run: ArenaRun, t: int, g: dict) -> list[dict[str, Any]]:
     """The governance plugins' sanctions of this turn: who (``paidBy``, ``cost``) fined whom."""
     rows = []
-    for spec, r in zip(run.config.plugins, g.get("plugins", ())):
+    for spec, r in zip(run.config.plugins, g.get("plugins", ()), strict=False):
         fines, costs = np.asarray(r["fines"]), np.asarray(r["costs"])  # [payer, target]
         for i, j in zip(*np.nonzero(((fines > 0) | (costs > 0)).T)):  # by target, then payer
             rows.append(schema.wire_row(
@@ -108,8 +108,13 @@ def record_rows(rec) -> list[TurnRow]:
     return [TurnRow(**{k: v[b] for k, v in cols.items()}, invalid=invalid[b], turn=turn[b], played=played[b],
                     collapsed=collapsed[b], metrics={k: v[b] for k, v in metrics.items()},
                     engine={k: v[b] for k, v in engine.items()}, actual_np=actual[:, b],
-                    extra=jax.tree_util.tree_map(lambda x: np.asarray(x)[..., b], rec.extra) if has_extra else {})
+                    extra=_arena_slice(rec.extra, b) if has_extra else {})
             for b in range(nb)]
+
+
+def _arena_slice(tree: Any, b: int) -> Any:
+    """Arena ``b``'s numpy slice of every leaf of a batched record tree (batch axis last)."""
+    return jax.tree_util.tree_map(lambda x: np.asarray(x)[..., b], tree)
 
 
 def turn_record(run: ArenaRun, t: int, rec: TurnRow, calls: dict[int, AgentResult], tools: list,
@@ -125,9 +130,9 @@ def turn_record(run: ArenaRun, t: int, rec: TurnRow, calls: dict[int, AgentResul
             d.update(schema.wire_row(schema.PLAYERS, harvest=r.harvest, fallback=r.fallback, error=r.error,
                                      elapsed_ms=round(r.elapsed_ms, 3), actions=r.actions))
             if r.error:
-                errors.append({"playerId": s.name, "error": r.error})
-                run.count(s.name, "errors", 1)
-            run.count(s.name, "fallbacks", int(r.fallback))
+                errors.append({"playerId": s.player_id, "error": r.error})
+                run.count(s.player_id, "errors", 1)
+            run.count(s.player_id, "fallbacks", int(r.fallback))
         elif i in overridden:
             d.update(schema.wire_row(schema.PLAYERS, overridden=True))
         run.count(s.name, "totalHarvest", d["actual"] or 0.0)
@@ -176,8 +181,11 @@ def governance_entry(run: ArenaRun, t: int, extra: dict) -> dict[str, Any]:
     plugin layer's begin record of its plugin)."""
     begin = (extra.get(PLUGINS) or {}).get("begin") or {}
     applied = begin.get("actions", ())
-    k = run.governor.plugin_index
-    return run.governor.entry(t, applied[k] if k < len(applied) and applied[k] is not None else None)
+    gov = run.governor
+    if gov is None:  # (called for arenas with one)
+        return {}
+    k = gov.plugin_index
+    return gov.entry(t, applied[k] if k < len(applied) and applied[k] is not None else None)
 
 
 __all__ = ["TurnRow", "turn_record", "record_rows", "governance_entry"]

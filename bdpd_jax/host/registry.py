@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import math
 import uuid
 from typing import Any
 
@@ -27,8 +26,8 @@ import jax.numpy as jnp
 import numpy as np
 import orjson
 
-from bdpd_jax.kernels import pacts as P
 from bdpd_jax.config.terms import detail, numbers, slot_terms
+from bdpd_jax.kernels import pacts as P
 from bdpd_jax.results import schema
 
 
@@ -44,10 +43,12 @@ def num(x: Any) -> float | None:
     v = np.asarray(x)[()]
     if not np.isfinite(v):
         return None
-    return float(np.format_float_positional(v, unique=True, trim="-")) if v.dtype == np.float32 else float(v)
+    if v.dtype == np.float32:
+        return float(np.format_float_positional(np.float32(v), unique=True, trim="-"))
+    return float(v)
 
 
-def nums(x: Any) -> list:
+def nums(x: Any) -> Any:
     """:func:`num` of every element of an array, as (nested) lists, in one pass: orjson writes
     float32 values as their shortest round-trip decimal and non-finite ones as null, which is
     ``num``'s rule (~400x faster than calling ``num`` per element; tested equal)."""
@@ -184,12 +185,14 @@ class PactRegistry:
         code = P.term_code(terms["type"])
         before = int(self.table.dropped)
         mh, tol = numbers(terms)
-        pk, slot = _propose(P.term_names(), self._jnp(), jnp.int32(i), jnp.asarray(mask), jnp.int32(code), mh, tol, jnp.int32(turn))
+        pk, slot = _propose(P.term_names(), self._jnp(), jnp.int32(i), jnp.asarray(mask), jnp.int32(code), mh, tol,
+                            jnp.int32(turn))
         return self._stored(pk, int(slot), terms, before)
 
     def pledge(self, player: str, max_harvest: float, turn: int) -> tuple[int, str | None]:
         before = int(self.table.dropped)
-        pk, slot = _pledge(P.term_names(), self._jnp(), jnp.int32(self.players.index(player)), float(max_harvest), jnp.int32(turn))
+        pk, slot = _pledge(P.term_names(), self._jnp(), jnp.int32(self.players.index(player)), float(max_harvest),
+                           jnp.int32(turn))
         return self._stored(pk, int(slot), {"type": "harvest_cap", "maxHarvest": float(max_harvest)}, before)
 
     def _stored(self, pk, slot: int, terms: dict[str, Any], dropped_before: int) -> tuple[int, str | None]:
@@ -202,21 +205,21 @@ class PactRegistry:
         return slot, None
 
     def accept(self, slot: int, player: str, turn: int) -> None:
-        self.table = _np_tree(_accept(P.term_names(), self._jnp(), jnp.int32(slot), jnp.int32(self.players.index(player)),
-                                      jnp.int32(turn)))
+        self.table = _np_tree(_accept(P.term_names(), self._jnp(), jnp.int32(slot),
+                                      jnp.int32(self.players.index(player)), jnp.int32(turn)))
 
     # -- violations -------------------------------------------------------------------------
     def record_violations(self, turn: int, violated: np.ndarray, actual: np.ndarray, ordinal: np.ndarray,
                           sanction_fired: np.ndarray) -> list[dict[str, Any]]:
         """Append this turn's events (violated bool[P, N]) to the log; return them as rows
         ``{pactId, partyId, termType, turn, detail, ordinal}`` (001_* detail strings)."""
-        events = []
+        events: list[dict[str, Any]] = []
         if not np.any(violated):
             return events
         mean = float(np.mean(actual.astype(np.float64)))
         # each pact's limit as the kernel's check computed it (the term registry's rule)
         lim = np.asarray(_limits(P.term_names(), self._jnp(), jnp.asarray(mean, self.table.max_harvest.dtype)))
-        for s, i in zip(*np.nonzero(violated)):
+        for s, i in zip(*np.nonzero(violated), strict=True):
             kind = P.term_names()[int(self.table.term[s])]
             text = detail(kind, float(actual[i]), float(lim[s]), mean)
             ev = schema.wire_row(schema.VIOLATIONS, turn=int(turn), pact=self.id_of(int(s)), player=self.players[int(i)],

@@ -34,7 +34,7 @@ def summary(run: ArenaRun, st, status: str) -> dict[str, Any]:
         "arenaId": run.arena_id, "status": status, "turnsPlayed": int(st.turn),
         "survived": survived, "collapseTurn": collapse_turn, "victory": victory,
         "finalStock": num(run.game.engine.stock(jax.tree_util.tree_map(jnp.asarray, st.engine))),
-        "players": [{"playerId": s.name, "agentType": run.agent_kind(i),
+        "players": [{"playerId": s.player_id, "agentType": run.agent_kind(i),
                      "strategy": s.strategy if not s.external else None,
                      "wealth": num(wealth[i]), "rank": rank[i],
                      **run.stats[s.name]} for i, s in enumerate(run.specs)],

@@ -10,12 +10,11 @@ optional ``announced`` field of ``harvest``; ``harvest`` stays. Schemas are buil
 
 from __future__ import annotations
 
-import copy
 import math
 from typing import Any
 
-from bdpd_jax.host.messages import MAX_MESSAGE_LEN, truncate_text
 from bdpd_jax.config.terms import parse_terms, terms_schema
+from bdpd_jax.host.messages import MAX_MESSAGE_LEN, truncate_text
 
 MAX_ID_CHARS: int = 128  # player and pact ids named in an action
 
@@ -198,7 +197,8 @@ def validate_actions(raw: Any, *, no_talk: bool = False) -> tuple[list[dict[str,
     good: list[dict[str, Any]] = []
     errors: list[str] = []
     if len(raw) > MAX_ACTIONS_PER_TURN:
-        errors.append(f"actions: {len(raw) - MAX_ACTIONS_PER_TURN} past the first {MAX_ACTIONS_PER_TURN} dropped unread")
+        errors.append(
+            f"actions: {len(raw) - MAX_ACTIONS_PER_TURN} past the first {MAX_ACTIONS_PER_TURN} dropped unread")
         raw = raw[:MAX_ACTIONS_PER_TURN]
     for i, item in enumerate(raw):
         try:

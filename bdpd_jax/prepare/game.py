@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import cast
 
 import jax
 import jax.numpy as jnp
@@ -10,11 +11,13 @@ import numpy as np
 
 from ..config.game import ArenaConfig
 from ..config.perturbations import arena_specs, compile_specs, override_strategies, perturb_layer
+from ..config.plugins import perturbation_types, plugin_layer
 from ..config.policy_check import check_policy_outputs
 from ..kernels.engines import get_engine
 from ..kernels.game import Game
 from ..kernels.params import OBS_VARS, OWN_VARS, RESOLUTIONS, ObsParams, Params, PlayerParams, farr
 from ..kernels.policies import BUILTINS, Policy
+from ..kernels.rng import Generator
 from .governance import governance as governance_layer
 from .governance import sanction_specs, uses_governance
 
@@ -42,7 +45,7 @@ def obs_params(config: ArenaConfig) -> ObsParams:
         spec = config.observability.get(name)
         vis.append(name in OWN_VARS if spec is None else spec.visible)
         noise.append(0.0 if spec is None else spec.noise)
-    return ObsParams(visible=np.asarray(vis, bool), noise=farr(noise))
+    return ObsParams(visible=cast(jax.Array, np.asarray(vis, bool)), noise=farr(noise))  # numpy leaf, as farr
 
 
 def resolution_of(config: ArenaConfig) -> tuple:
@@ -86,9 +89,11 @@ def build(config: ArenaConfig, *, generator: str = "hash", extra_policies: tuple
     engine = get_engine(model.engineMode)
     if generator not in ("hash", "threefry"):
         raise ValueError(f"generator: unknown {generator!r}; known: ['hash', 'threefry']")
-    noisy = tuple(n for n in OBS_VARS if n in config.observability and "noise" in config.observability[n].model_fields_set)
+    gen = cast(Generator, generator)  # checked above
+    noisy = tuple(n for n in OBS_VARS
+                  if n in config.observability and "noise" in config.observability[n].model_fields_set)
     game = Game(
-        engine=engine, n_players=len(players), policies=pols, scheduler=model.scheduler, generator=generator,
+        engine=engine, n_players=len(players), policies=pols, scheduler=model.scheduler, generator=gen,
         noisy=noisy, resolution=resolution_of(config), candidates=candidates,
     )
     params = Params(
@@ -97,15 +102,13 @@ def build(config: ArenaConfig, *, generator: str = "hash", extra_policies: tuple
         engine=engine.params_from_model(model),
         obs=obs_params(config),
         players=PlayerParams(
-            strategy=np.asarray(index, np.int32),
+            strategy=cast(jax.Array, np.asarray(index, np.int32)),
             intensity=farr([p.intensity for p in players]),
             reduction_factor=farr([p.reductionFactor for p in players]),
             wealth0=farr([p.privateResource for p in players]),
         ),
         extra={},
     )
-    from ..config.plugins import perturbation_types
-
     pk = dict(perturb or {})
     fired_by_plugins = perturbation_types(config)  # a regulator's regen_set mandate (kernels/governance_agent.py)
     if fired_by_plugins:
@@ -120,8 +123,6 @@ def build(config: ArenaConfig, *, generator: str = "hash", extra_policies: tuple
         layer, gov = governance_layer(config, **(governance or {}), external=external, specs=sanctions)
         game = dataclasses.replace(game, layers=game.layers + (layer,))
         params = dataclasses.replace(params, extra={**params.extra, layer.name: gov})
-    from ..config.plugins import plugin_layer
-
     plug = plugin_layer(config)
     if plug is not None:  # governance plugins (kernels/plugins.py), after the automatic sanctions
         game = dataclasses.replace(game, layers=game.layers + (plug[0],))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -113,8 +114,11 @@ def governance(config, *, pact_slots: int | None = None, ladder_width: int | Non
         mask = np.zeros((n,), bool)
         for j, r in enumerate(pc.parties):
             mask[player_index(r, names, f"pacts[{i}].parties[{j}]")] = True
-        proposer = player_index(pc.proposer, names, f"pacts[{i}].proposer") if pc.proposer is not None else int(np.argmax(mask))
-        pk, _ = P.propose(pk, proposer, jnp.asarray(mask), P.term_code(pc.terms.type), *pc.terms.numbers(), jnp.int32(0))
+        proposer = (player_index(pc.proposer, names, f"pacts[{i}].proposer") if pc.proposer is not None
+                    else int(np.argmax(mask)))
+        max_harvest, tolerance = pc.terms.numbers()
+        pk, _ = P.propose(pk, proposer, jnp.asarray(mask), P.term_code(pc.terms.type), max_harvest, tolerance,
+                          jnp.int32(0))
         if pc.status == "active":
             pk = P.accept_mask(pk, pk.parties & (jnp.arange(slots + reserved) == i)[:, None], jnp.int32(0))
     if reserved:  # the regulators' slots: a harvest_cap on all, inactive, never taken by a proposal
@@ -136,8 +140,6 @@ def governance(config, *, pact_slots: int | None = None, ladder_width: int | Non
 def stack_batch(params_list: list, repeat: int = 1):
     """Params of several cells (same game, same shapes) -> one batch with a trailing axis,
     each cell repeated ``repeat`` times (cell-major): a whole sweep in one compiled program."""
-    import jax
-
     return jax.tree_util.tree_map(
         lambda *xs: jnp.repeat(jnp.stack([jnp.asarray(x) for x in xs], axis=-1), repeat, axis=-1), *params_list
     )

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from . import schema
+from .victory import evaluate
 
 # the frames' leading columns (schema.py declares them; these names are kept for callers)
 TURN_COLUMNS = schema.names(schema.TURNS) + schema.names(schema.METRICS)
@@ -121,8 +122,6 @@ class Results:
         """The victory evaluation of every arena (bdpd_jax/results/victory.py, the rule of a live
         arena's summary.json): ``arena, outcome, collapse_turn, turns_played, winners`` (player
         indices, comma-separated) and per player ``gain_i``, ``gain_rank_i``, ``compliant_i``."""
-        from .victory import evaluate
-
         s = self.summary
         n = len([c for c in s.columns if c.startswith("wealth_")])
         initial = np.asarray([p["privateResource"] for p in self.meta["players"]], np.float64)
@@ -242,12 +241,12 @@ def _played(rec: dict[str, Any]) -> tuple[np.ndarray | None, np.ndarray]:
     return mask, mask.sum(axis=1)
 
 
-def _str_column(codes: np.ndarray, labels: list[str]):
+def _str_column(codes: np.ndarray, labels: list[str]) -> Any:
     """labels[codes] as pandas' str dtype, without a Python string object per row (an
     arrow take) where pandas keeps strings in arrow; else through an object array."""
     dtype = pd.Series(labels[:1] or [""]).dtype
     if getattr(dtype, "storage", None) == "pyarrow":
-        import pyarrow as pa
+        import pyarrow as pa  # start-up time: only where pandas keeps strings in arrow
 
         values = pa.array(labels, pa.large_string()).take(pa.array(codes))
         return pd.arrays.ArrowStringArray(values, dtype=dtype)
@@ -282,7 +281,7 @@ def players_frame(rec: dict[str, Any], arenas: np.ndarray, strategy_names: list[
     return pd.DataFrame(cols, copy=False)
 
 
-def summary_frame(final: dict[str, np.ndarray], arenas: np.ndarray, player_labels: list[str],
+def summary_frame(final: dict[str, Any], arenas: np.ndarray, player_labels: list[str],
                   more: dict[str, np.ndarray] | None = None) -> pd.DataFrame:
     """final: survived[B], collapse_turn[B], turns_played[B], wealth[N, B]; ``more``: further
     columns (the GovSim outcomes), appended last."""

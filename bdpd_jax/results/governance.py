@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -39,7 +42,7 @@ def violations_frame(rec: dict, arenas: np.ndarray) -> pd.DataFrame:
 SANCTION_COLUMNS = schema.names(schema.SANCTIONS)
 
 
-def sanctions_frame(rec: dict, arenas: np.ndarray, specs: list, plugins: list = ()) -> pd.DataFrame:
+def sanctions_frame(rec: dict, arenas: np.ndarray, specs: list, plugins: Sequence[Any] = ()) -> pd.DataFrame:
     """One row per sanction fired: which spec or plugin (``id``, ``type``, ``reason``)
     charged which player (``player``) how much (``amount``); for a spec also the violation
     event (``pact`` slot, ``term_type``, ``ordinal``), for a plugin who imposed it (``payer``)
@@ -80,7 +83,7 @@ def _plugin_rows(rec: dict, arenas: np.ndarray, plugins: list) -> pd.DataFrame:
     if g is None:
         return pd.DataFrame()
     rows = []
-    for spec, r in zip(plugins, g["plugins"]):
+    for spec, r in zip(plugins, g["plugins"], strict=True):
         fines, costs = np.asarray(r["fines"]), np.asarray(r["costs"])  # (T, N, N, B): [.., payer, target, ..]
         hit = ((fines > 0) | (costs > 0)) & rec["played"][:, None, None, :]
         t, j, i, b = np.nonzero(hit)

@@ -20,7 +20,7 @@ def governance_actions_frame(rec: dict, arenas: np.ndarray, plugins: list) -> pd
     rec: flattened TurnRecord (numpy); leaves (T, B)."""
     begun = ((rec["extra"].get(NAME) or {}).get("begin") or {}).get("actions") or ()
     frames = []
-    for spec, a in zip(plugins, begun):
+    for spec, a in zip(plugins, begun, strict=False):
         if a is None:
             continue
         for field in GovAction._fields:

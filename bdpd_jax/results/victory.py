@@ -44,7 +44,7 @@ def _short(x: float) -> float:
 
 
 def report(*, players: list[str], survived: bool, collapse_turn: int | None, turns_played: int, max_turns: int,
-           initial: list[float], final: list[float], violations: list[int]) -> dict[str, Any]:
+           initial: list[float], final: list[float], violations: list[float]) -> dict[str, Any]:
     """The ``victory`` block of one game's summary.json."""
     gain = np.asarray(final, np.float64) - np.asarray(initial, np.float64)
     ev = evaluate(np.asarray([survived]), np.asarray([turns_played]), max_turns, gain[:, None],

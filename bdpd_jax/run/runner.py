@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -115,7 +116,7 @@ def arena_keys(seed: int, arenas: np.ndarray) -> jax.Array:
     return _keys_of(*key_words(seed, arenas))
 
 
-def to_numpy(tree):
+def to_numpy(tree: Any) -> Any:
     """Device leaves -> numpy (one transfer for the whole tree)."""
     return jax.device_get(tree)
 
@@ -183,7 +184,7 @@ def run_batch(
     compacted = False  # whether the sub-batch is narrower than the batch
     sub = (keys, state, params)
     frozen = None  # numpy record (1, ..., B): each dropped arena's frozen-turn record
-    one = None  # the last chunk's records (numpy, the whole batch)
+    one: Any = None  # the last chunk's records (numpy, the whole batch)
     recs = []
 
     def emit(rec):

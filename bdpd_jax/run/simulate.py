@@ -14,35 +14,49 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pandas as pd
 
-from ..prepare.game import broadcast_batch
 from ..config.game import ArenaConfig
+from ..config.limits import DEFAULT_MAX_BATCH, check_run_args, check_run_size
 from ..kernels import sustainability
 from ..kernels.game import Game
-from ..kernels.rollout import init_batch, run_turns, summary_of
-from ..prepare.prepared import PreparedRun, prepare
-from .runner import TRACES, SCANNED, arena_keys, compiled_init, compiled_run, key_words, keys_of, one_program, run_batch, to_numpy  # noqa: F401 (re-exported)
-from ..results import govsim
-from ..kernels.plugins import NAME as PLUGINS
-from ..results.governance import layer_record, sanctions_frame, violations_frame
 from ..kernels.governance import NAME as GOV
+from ..kernels.perturb import PerturbLayer
+from ..kernels.plugins import NAME as PLUGINS
+from ..kernels.rollout import init_batch, run_turns, summary_of
+from ..prepare.game import broadcast_batch
+from ..prepare.prepared import PreparedRun, prepare
+from ..results import govsim
+from ..results.frames import Frames, Results, players_frame, summary_frame, turns_frame
+from ..results.governance import layer_record, sanctions_frame, violations_frame
 from ..results.perturbations import perturbations_frame
 from ..results.plugins import governance_actions_frame
-from ..kernels.perturb import PerturbLayer
-from ..results.frames import Frames, Results, players_frame, summary_frame, turns_frame
-from ..config.limits import DEFAULT_MAX_BATCH, check_run_args, check_run_size
+from .runner import (  # noqa: F401 (re-exported)
+    SCANNED,
+    TRACES,
+    arena_keys,
+    compiled_init,
+    compiled_run,
+    key_words,
+    keys_of,
+    one_program,
+    run_batch,
+    to_numpy,
+)
 
 PERTURB = PerturbLayer.name  # the perturbation layer's record key
 
 __all__ = ["TRACES", "arena_keys", "compiled_init", "compiled_run", "run_batch", "simulate", "to_numpy"]
 
 
-def final_numbers(game: Game, state, params) -> dict:
+def final_numbers(game: Game, state: Any, params: Any) -> dict[str, Any]:
     """Every per-arena number the summary reads: summary_of, the engine's summary values,
     the catches and over-threshold tallies and GovSim's f(0) (traceable; the end of every
     run program)."""
@@ -56,12 +70,13 @@ def final_numbers(game: Game, state, params) -> dict:
 
 
 @functools.lru_cache(maxsize=64)
-def compiled_final(game: Game):
+def compiled_final(game: Game) -> Callable[..., dict[str, Any]]:
     """The jitted end of a batch (one program, one transfer)."""
     return jax.jit(functools.partial(final_numbers, game))
 
 
-def _counted_whole(game: Game, n_turns: int, seed, arenas, params, point_of=None) -> dict:
+def _counted_whole(game: Game, n_turns: int, seed: jax.Array, arenas: jax.Array, params: Any,
+                   point_of: jax.Array | None = None) -> dict[str, Any]:
     TRACES["run"] += 1  # the run program of such a call: counted like run_batch's chunk program
     keys = keys_of(seed, arenas)
     if point_of is None:  # one config: its params broadcast to the batch
@@ -73,7 +88,7 @@ def _counted_whole(game: Game, n_turns: int, seed, arenas, params, point_of=None
 
 
 @functools.lru_cache(maxsize=64)
-def compiled_whole(game: Game, n_turns: int):
+def compiled_whole(game: Game, n_turns: int) -> Callable[..., dict[str, Any]]:
     """A run of one turn chunk without history as one program: the arena keys, the batch's
     params (broadcast, or a sweep's taken at each arena's point), init, the turns (stopping
     once all have ended, as ``run_batch`` on one device) and ``final_numbers``. The same
@@ -118,19 +133,19 @@ def run_whole(game: Game, n_turns: int, seed: int, arenas: np.ndarray, params, p
     keys); ``point_of`` int[B]: each arena's point in a sweep's stacked params."""
     words = key_words(seed, arenas)
     pts = None if point_of is None else np.asarray(point_of).astype(np.int32)
-    final = to_numpy(compiled_whole(game, n_turns)(*words, params, pts))
+    final: dict[str, Any] = to_numpy(compiled_whole(game, n_turns)(*words, params, pts))
     SCANNED["arena_turns"] += len(arenas) * n_turns
     return final
 
 
 @functools.partial(jax.jit, static_argnums=1)
-def batch_params(params, b: int):
+def batch_params(params: Any, b: int) -> Any:
     """broadcast_batch as one compiled call."""
     return broadcast_batch(params, b)
 
 
 def simulate(
-    config: ArenaConfig | dict | str,
+    config: ArenaConfig | dict[str, Any] | str,
     *,
     n_arenas: int = 1,
     seed: int = 0,
@@ -183,7 +198,7 @@ def simulate(
     b = min(int(max_batch), int(n_arenas))
     arena_chunks = [(a, min(a + b, n_arenas)) for a in range(0, n_arenas, b)]
     bar = _bar(len(arena_chunks) * math.ceil(n_turns / chunk), progress)
-    frames: dict[str, list] = {}
+    frames: dict[str, list[pd.DataFrame]] = {}
     try:
         for a0, a1 in arena_chunks:
             arenas = np.arange(a0, a1, dtype=np.int64) + arena_offset
@@ -199,10 +214,8 @@ def simulate(
     return _results(frames, meta, out)
 
 
-def _stream_dir(out: str):
+def _stream_dir(out: str) -> Path:
     """``out`` with empty ``turns.parquet/`` and ``players.parquet/`` part folders."""
-    from pathlib import Path
-
     out_dir = Path(out)
     for sub in ("turns.parquet", "players.parquet"):
         (out_dir / sub).mkdir(parents=True, exist_ok=True)
@@ -211,20 +224,20 @@ def _stream_dir(out: str):
     return out_dir
 
 
-def _bar(total: int, progress: bool | None):
+def _bar(total: int, progress: bool | None) -> Any:
     """A progress bar over ``total`` turn chunks when asked (default: more than four), else None."""
     if progress or (progress is None and total > 4):
-        from tqdm.auto import tqdm
+        from tqdm.auto import tqdm  # only when a bar is shown: tqdm.auto probes for notebook widgets
 
         return tqdm(total=total, desc="turn chunks", unit="chunk", leave=False)
     return None
 
 
-def _parquet_sink(out_dir, arenas: np.ndarray, a0: int, names: list[str]):
+def _parquet_sink(out_dir: Path, arenas: np.ndarray, a0: int, names: list[str]) -> Callable[[Any], None]:
     """A record sink writing each turn chunk's turns and players rows as parquet parts."""
     parts = iter(range(1 << 30))
 
-    def sink(rec):
+    def sink(rec: Any) -> None:
         i = next(parts)
         flat = flatten_record(rec)
         name = f"part-{a0:012d}-{i:08d}.parquet"
@@ -297,12 +310,13 @@ def _results(frames: dict[str, list], meta: dict, out: str | None) -> Results:
     return Results(summary, None, None, meta, Frames(builders=builders), Frames(builders=history))
 
 
-def _summary_extra(game: Game, state) -> dict:
+def _summary_extra(game: Game, state: Any) -> dict[str, jax.Array]:
     """The engine's per-arena summary columns (e.g. Seneca's ``solver_failed``)."""
-    return jax.vmap(game.engine.summary_values, in_axes=-1, out_axes=-1)(state.engine)
+    values: dict[str, jax.Array] = jax.vmap(game.engine.summary_values, in_axes=-1, out_axes=-1)(state.engine)
+    return values
 
 
-def flatten_record(rec) -> dict[str, Any]:
+def flatten_record(rec: Any) -> dict[str, Any]:
     """TurnRecord of numpy leaves -> plain dict for the frame builders; layers' per-turn
     columns (``turn_extra`` / ``player_extra`` of each layer record) are lifted up."""
     flat = {k: v for k, v in rec.__dict__.items()}

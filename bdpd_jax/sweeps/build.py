@@ -1,10 +1,12 @@
 """Building the per-point params of a sweep (:func:`build_points`: point by point or the
-separable build, diagnostics of points that change the game's structure or shapes) and sizing its chunks (arguments, devices, memory per
-arena). Used by :mod:`bdpd_jax.sweep`."""
+separable build, diagnostics of points that change the game's structure or shapes) and sizing
+its chunks (arguments, devices, memory per arena). Used by :mod:`bdpd_jax.sweep`."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+from functools import partial
 from typing import Any
 
 import jax
@@ -12,8 +14,9 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
+from ..kernels.rollout import init_batch, run_turns
 from ..prepare.game import build, sustainable_yield
-from .paths import apply_values, describe_point, plain_value
+from .paths import ConfigBase, apply_values, describe_point, plain_value
 
 # ----------------------------------------------------------------------------- the run
 
@@ -27,7 +30,7 @@ def param_shapes(params) -> tuple:
     return treedef, tuple((np.shape(x), np.asarray(x).dtype) for x in leaves)
 
 
-def shape_culprits(base: dict, names, values0, values_i, differs, build_kw, round_ints) -> list[str]:
+def shape_culprits(base: ConfigBase, names, values0, values_i, differs, build_kw, round_ints) -> list[str]:
     """The parameters that alone, applied to point 0, make ``differs(point0, that) `` true."""
     cfg0 = apply_values(base, names, values0, round_ints=round_ints)
     ref = build(cfg0, **build_kw)
@@ -61,8 +64,6 @@ def governance_shapes(configs) -> dict | None:
 
 def cpu_build_device():
     """Build per-point params on the CPU backend when there is one (no per-leaf transfers)."""
-    import contextlib
-
     try:
         return jax.default_device(jax.devices("cpu")[0])
     except RuntimeError:
@@ -116,7 +117,8 @@ def build_separable(base, names, values, n_turns, turns, generator, round_ints):
             vals = list(values[0])
             vals[j] = values[first[j][k]][j]
             g, (lv, td) = build_at(vals)
-            if g != game0 or td != treedef or any(a.shape != b.shape or a.dtype != b.dtype for a, b in zip(lv, leaves0)):
+            if g != game0 or td != treedef or any(a.shape != b.shape or a.dtype != b.dtype
+                                                   for a, b in zip(lv, leaves0, strict=True)):
                 return None  # a structure or shape change: the full path explains it
             per_value.append(lv)
         variants.append(per_value)
@@ -139,7 +141,7 @@ def build_separable(base, names, values, n_turns, turns, generator, round_ints):
     checks = sorted(set(np.linspace(0, P - 1, _SEPARABLE_CHECKS).astype(int).tolist()))
     for i in checks:
         g, (lv, _) = build_at(values[i])
-        if g != game0 or not all(_same(a, x[..., i]) for a, x in zip(lv, stacked)):
+        if g != game0 or not all(_same(a, x[..., i]) for a, x in zip(lv, stacked, strict=True)):
             return None
     return game0, stacked, treedef
 
@@ -232,10 +234,6 @@ DEVICE_COPIES = 6
 
 def bytes_per_arena(game, params1, keys1, chunk_turns: int, history: bool, n_columns: int) -> int:
     """An estimate of the memory one arena of a chunk costs (see docs/semantics.md §12)."""
-    from functools import partial
-
-    from ..kernels.rollout import init_batch, run_turns
-
     state = jax.eval_shape(partial(init_batch, game), params1)
     per = DEVICE_COPIES * (_nbytes(state) + _nbytes(params1))
     if history:

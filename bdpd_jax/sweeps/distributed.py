@@ -26,11 +26,15 @@ from __future__ import annotations
 
 import os
 import uuid
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pandas as pd
 
+from ..config.game import ArenaConfig
 from ..config.limits import DEFAULT_MAX_BATCH
+from ..run.simulate import TRACES
+from .sweep import SweepPlan, points_table, run_points
 
 _PLANS: dict[str, Any] = {}
 
@@ -38,8 +42,6 @@ _PLANS: dict[str, Any] = {}
 def _worker_plan(key: str, inputs: dict):
     plan = _PLANS.get(key)
     if plan is None:
-        from .sweep import SweepPlan
-
         _PLANS.clear()  # one sweep's plan at a time per worker (bounded memory)
         plan = _PLANS[key] = SweepPlan(inputs["config"], inputs["table"], **inputs["kwargs"])
     return plan
@@ -47,15 +49,13 @@ def _worker_plan(key: str, inputs: dict):
 
 def _run_chunk_task(key: str, inputs: dict, k: int) -> tuple[int, pd.DataFrame, dict]:
     """A worker's task: chunk k of the run ``key``; returns (k, rows, where/compile info)."""
-    from ..run.simulate import TRACES
-
     frame = _worker_plan(key, inputs).run_chunk(k)
     return k, frame, {"pid": os.getpid(), "traces": dict(TRACES)}
 
 
 def client_of(client: Any):
     """A dask Client, or a new one for a scheduler address (``tcp://host:8786``)."""
-    from dask.distributed import Client
+    from dask.distributed import Client  # optional dependency: the dist extra
 
     if isinstance(client, str):
         return Client(client)
@@ -67,9 +67,8 @@ def run_chunks(client: Any, config, table: pd.DataFrame, chunks: list[int], *, i
     """Run the given chunks of the sweep ``(config, table, **kwargs)`` (SweepPlan's
     arguments) on the cluster; yields ``(k, rows)`` as chunks complete. ``info``: a list
     that receives each task's ``{"pid", "traces"}``."""
-    from dask.distributed import as_completed
+    from dask.distributed import as_completed  # optional dependency: the dist extra
 
-    from ..config.game import ArenaConfig
 
     if not chunks:
         return
@@ -110,8 +109,6 @@ def sweep_on_cluster(client: Any, config, grid=None, samples=None, points=None, 
                      max_batch: int = DEFAULT_MAX_BATCH, memory_budget: int | None = None, generator: str = "hash",
                      common_random: bool = False, info: list | None = None):
     """``sweep`` with its chunks run on a Dask cluster; returns the same SweepResults."""
-    from .sweep import points_table, run_points
-
     table = points_table(grid, samples, points, names=names, n_samples=n_samples, seed=seed)
     return run_points(config, table, replicates=replicates, seed=seed, history=history, turns=turns,
                       max_batch=max_batch, memory_budget=memory_budget, generator=generator,

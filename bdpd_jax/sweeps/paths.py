@@ -5,15 +5,15 @@ applying values to a validated copy of the config. Used by :mod:`bdpd_jax.sweep`
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 from pydantic import ValidationError
 
-from ..config.limits import check_magnitudes
-
 from ..config.game import ArenaConfig
+from ..config.limits import check_magnitudes
 
 # ----------------------------------------------------------------------------- paths
 
@@ -136,7 +136,7 @@ def check_paths(base: ConfigBase, names: Sequence[str]) -> None:
 
 
 def describe_point(names: Sequence[str], values: Sequence[Any]) -> str:
-    return ", ".join(f"{n}={v!r}" for n, v in zip(names, values))
+    return ", ".join(f"{n}={v!r}" for n, v in zip(names, values, strict=True))
 
 
 def _validation_message(e: Exception) -> str:
@@ -155,7 +155,7 @@ def apply_values(base: ConfigBase, names: Sequence[str], values: Sequence[Any], 
     rounded (for sampled points); otherwise pydantic rejects a non-integral one.
     """
     d = dict(base.given)  # copy on write: only the containers along the swept paths are copied
-    for name, v in zip(names, values):
+    for name, v in zip(names, values, strict=True):
         keys, old = base.resolve(name)
         v = plain_value(v)
         if round_ints and isinstance(old, int) and not isinstance(old, bool) and isinstance(v, float):
@@ -170,8 +170,9 @@ def apply_values(base: ConfigBase, names: Sequence[str], values: Sequence[Any], 
             node, full = node[k], full[k]
         node[keys[-1]] = v
     try:
-        for name, v in zip(names, values):  # the base was checked whole when it was validated
+        for name, v in zip(names, values, strict=True):  # the base was checked whole when it was validated
             check_magnitudes(plain_value(v), name)
         return ArenaConfig.model_validate(d, context={"magnitudes_checked": True})
     except (ValidationError, ValueError) as e:
-        raise ValueError(f"sweep{where}: {describe_point(names, values)}: invalid config: {_validation_message(e)}") from None
+        raise ValueError(
+            f"sweep{where}: {describe_point(names, values)}: invalid config: {_validation_message(e)}") from None

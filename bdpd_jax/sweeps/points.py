@@ -4,7 +4,8 @@ config paths). Used by :mod:`bdpd_jax.sweep`."""
 from __future__ import annotations
 
 import itertools
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -24,7 +25,7 @@ def grid_points(grid: dict[str, Sequence[Any]]) -> pd.DataFrame:
     return pd.DataFrame({n: [r[j] for r in rows] for j, n in enumerate(names)}, columns=names)
 
 
-def sample_points(samples: dict[str, tuple[float, float]], n_samples: int, seed: int) -> pd.DataFrame:
+def sample_points(samples: dict[str, tuple[float, float]], n_samples: int | None, seed: int) -> pd.DataFrame:
     """``n_samples`` points drawn uniformly in the boxes ``{path: (low, high)}``."""
     if not isinstance(samples, dict) or not samples:
         raise ValueError(f"samples: must be a non-empty dict path -> (low, high), got {samples!r}")

@@ -4,9 +4,11 @@ storage) and the per-point aggregation. Used by :mod:`bdpd_jax.sweep`."""
 from __future__ import annotations
 
 import json
+import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -37,15 +39,13 @@ class SweepResults:
     def to_parquet(self, directory: str | Path) -> Path:
         """``arenas/`` as a dataset partitioned by run chunk (``chunk=K/``), ``points.parquet``
         and ``meta.json``."""
-        import pyarrow as pa
-        import pyarrow.parquet as pq
+        import pyarrow as pa  # start-up time: only when results are written or read
+        import pyarrow.parquet as pq  # start-up time: only when results are written or read
 
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
         adir = d / "arenas"
         if adir.exists():
-            import shutil
-
             shutil.rmtree(adir)
         per = int(self.meta.get("chunk_arenas") or max(len(self.arenas), 1))
         df = self.arenas.assign(chunk=(self.arenas["arena"].to_numpy() // per).astype(np.int64))
@@ -56,8 +56,8 @@ class SweepResults:
         return d
 
     @classmethod
-    def from_parquet(cls, directory: str | Path) -> "SweepResults":
-        import pyarrow.dataset as ds
+    def from_parquet(cls, directory: str | Path) -> SweepResults:
+        import pyarrow.dataset as ds  # start-up time: only when results are written or read
 
         d = Path(directory)
         if not (d / "arenas").is_dir() or not (d / "points.parquet").is_file():

@@ -21,19 +21,18 @@ docs/semantics.md §12.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ..config.game import ArenaConfig
-from ..kernels.metrics import METRICS
 from ..config.limits import DEFAULT_MAX_BATCH
+from ..kernels.metrics import METRICS
 from .results import gini
 from .sweep import check_paths, config_base, run_points
-
 
 # Outputs computed from the arena rows.
 DERIVED: dict[str, Callable[[pd.DataFrame], pd.Series]] = {
@@ -58,7 +57,7 @@ def _point_means(arenas: pd.DataFrame, names: list[str], outputs: tuple, cols: l
     for c in cols:
         if c in DERIVED and c not in arenas.columns:
             arenas[c] = DERIVED[c](arenas)
-    missing = [o for o, c in zip(outputs, cols) if c not in arenas.columns]
+    missing = [o for o, c in zip(outputs, cols, strict=True) if c not in arenas.columns]
     if missing:
         known = [c for c in arenas.columns if c not in ("point", "replicate", "arena", *names)]
         raise ValueError(f"outputs: unknown {missing}; known: {known + list(METRICS) + list(DERIVED)}")
@@ -171,8 +170,8 @@ def sobol(
 
     Returns one row per (output, parameter): ``S1``, ``S1_conf``, ``ST``, ``ST_conf``.
     """
-    from SALib.analyze import sobol as analyze
-    from SALib.sample import sobol as sample
+    from SALib.analyze import sobol as analyze  # optional dependency: the studies extra
+    from SALib.sample import sobol as sample  # optional dependency: the studies extra
 
     p = _problem(problem)
     X = sample.sample(p, int(n), calc_second_order=calc_second_order, seed=seed)
@@ -206,8 +205,8 @@ def morris(
 
     Returns one row per (output, parameter): ``mu``, ``mu_star``, ``mu_star_conf``, ``sigma``.
     """
-    from SALib.analyze import morris as analyze
-    from SALib.sample import morris as sample
+    from SALib.analyze import morris as analyze  # optional dependency: the studies extra
+    from SALib.sample import morris as sample  # optional dependency: the studies extra
 
     p = _problem(problem)
     X = sample.sample(p, int(n), num_levels=num_levels, seed=seed)

@@ -23,25 +23,26 @@ from __future__ import annotations
 import hashlib
 import math
 from collections import OrderedDict
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pandas as pd
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from ..config.game import ArenaConfig
-from ..kernels.metrics import METRICS
 from ..config.limits import DEFAULT_MAX_BATCH, check_run_args
-from ..results.frames import summary_columns
+from ..kernels.metrics import METRICS
 from ..prepare.prepared import content_key, prepare
+from ..results.frames import summary_columns
 from ..run.runner import arena_keys, one_program, run_batch, to_numpy
-from ..run.simulate import flatten_record, compiled_final, default_chunk, govsim_of, run_whole
+from ..run.simulate import compiled_final, default_chunk, flatten_record, govsim_of, run_whole
 from .build import DEVICE_COPIES, ROW_CELL_BYTES, build_points, bytes_per_arena, resolve_devices
 from .paths import ConfigBase, apply_values, check_paths, config_base, parse_path, resolve
 from .points import explicit_points, grid_points, points_table, sample_points
-from .results import (HISTORY_OUTCOMES, POINT_OUTCOMES, Z95, SweepResults, aggregate, gini, history_totals,
-                      metric_means)
+from .results import HISTORY_OUTCOMES, POINT_OUTCOMES, Z95, SweepResults, aggregate, gini, history_totals, metric_means
 
 __all__ = [
     "DEVICE_COPIES", "POINT_OUTCOMES", "ROW_CELL_BYTES", "SEPARABLE_MIN_POINTS", "Z95",
@@ -79,10 +80,10 @@ class SweepPlan:
     and the dask runner (bdpd_jax/sweeps/distributed.py) rely on.
     """
 
-    def __init__(self, config, table: pd.DataFrame, *, replicates: int = 1, seed: int = 0, history: bool = False,
-                 turns: int | None = None, max_batch: int = DEFAULT_MAX_BATCH, memory_budget: int | None = None,
-                 generator: str = "hash", round_ints: bool = False, common_random: bool = False,
-                 devices: Any = None, chunk_width: int | None = None):
+    def __init__(self, config: ArenaConfig | dict[str, Any] | str, table: pd.DataFrame, *, replicates: int = 1,
+                 seed: int = 0, history: bool = False, turns: int | None = None, max_batch: int = DEFAULT_MAX_BATCH,
+                 memory_budget: int | None = None, generator: str = "hash", round_ints: bool = False,
+                 common_random: bool = False, devices: Any = None, chunk_width: int | None = None) -> None:
         self.options = dict(replicates=replicates, seed=seed, history=history, turns=turns, max_batch=max_batch,
                             memory_budget=memory_budget, generator=generator, round_ints=round_ints,
                             common_random=common_random)  # (what another process needs to plan the same)
@@ -124,10 +125,8 @@ class SweepPlan:
         # GovSim columns: simulate's own code on the whole chunk, with each arena's point's
         # sustainable yield f0 and turns (``efficiency`` reads both).
         self.yields = np.asarray(yields, dtype=float)
-        self._sharding = None
+        self._sharding: Callable[[int], Any] | None = None
         if nd > 1 or devices is not None:
-            from jax.sharding import Mesh, NamedSharding, PartitionSpec
-
             mesh = Mesh(np.asarray(self.devices), ("arenas",))
             self._sharding = lambda ndim: NamedSharding(mesh, PartitionSpec(*([None] * (ndim - 1)), "arenas"))
 
@@ -145,13 +144,14 @@ class SweepPlan:
     def n_chunks(self) -> int:
         return len(self.chunks)
 
-    def _put(self, x):
+    def _put(self, x: Any) -> jax.Array:
         x = np.asarray(x) if not isinstance(x, jax.Array) else x
         if self._sharding is None:
             return jnp.asarray(x)
-        return jax.device_put(x, self._sharding(x.ndim))
+        placed: jax.Array = jax.device_put(x, self._sharding(x.ndim))
+        return placed
 
-    def run_chunk(self, k: int, bar=None) -> pd.DataFrame:
+    def run_chunk(self, k: int, bar: Any = None) -> pd.DataFrame:
         """The arena rows of chunk ``k`` (arenas ``chunks[k]``)."""
         a0, a1 = self.chunks[k]
         b, reps, names, table = self.run_width, self.replicates, self.names, self.table
@@ -160,7 +160,10 @@ class SweepPlan:
         padded = np.concatenate([idx, np.full(b - n, idx[-1], np.int64)])  # every chunk has shape b
         point_of = padded // reps
         key_arenas = padded % reps if self.common_random else padded
-        take = lambda tree: jax.tree_util.tree_map(lambda x: np.asarray(x)[..., :n], tree)  # noqa: E731
+
+        def take(tree: Any) -> Any:
+            return jax.tree_util.tree_map(lambda x: np.asarray(x)[..., :n], tree)
+
         if self._sharding is None and one_program(self.history, self.chunk_turns, self.max_turns):
             stacked = jax.tree_util.tree_unflatten(self.treedef, list(self.stacked))
             final = take(run_whole(self.game, self.chunk_turns, self.seed, key_arenas, stacked, point_of))
@@ -206,11 +209,11 @@ class SweepPlan:
         }
 
 
-_PLANS: "OrderedDict[tuple, SweepPlan]" = OrderedDict()
+_PLANS: OrderedDict[tuple[Any, ...], SweepPlan] = OrderedDict()
 MAX_PLANS = 8
 
 
-def cached_plan(config, table: pd.DataFrame, **options) -> SweepPlan:
+def cached_plan(config: ArenaConfig | dict[str, Any] | str, table: pd.DataFrame, **options: Any) -> SweepPlan:
     """A SweepPlan, reused when the same config content, table and options were planned
     before (every point's config is validated and built once; bdpd_jax/prepare/prepared.py)."""
     try:
@@ -241,7 +244,7 @@ def run_here(plan: SweepPlan, progress: bool | None = None) -> Iterator[tuple[in
     bar = None
     n_bar = plan.n_chunks * math.ceil(plan.max_turns / plan.chunk_turns)
     if progress or (progress is None and n_bar > 4):
-        from tqdm.auto import tqdm
+        from tqdm.auto import tqdm  # only when a bar is shown: tqdm.auto probes for notebook widgets
 
         bar = tqdm(total=n_bar, desc="sweep chunks", unit="chunk", leave=False)
     try:
@@ -253,7 +256,7 @@ def run_here(plan: SweepPlan, progress: bool | None = None) -> Iterator[tuple[in
 
 
 def run_points(
-    config: ArenaConfig | dict | str,
+    config: ArenaConfig | dict[str, Any] | str,
     table: pd.DataFrame,
     *,
     replicates: int = 1,
@@ -283,7 +286,7 @@ def run_points(
 
 
 def sweep(
-    config: ArenaConfig | dict | str,
+    config: ArenaConfig | dict[str, Any] | str,
     grid: dict[str, Sequence[Any]] | None = None,
     samples: dict[str, tuple[float, float]] | None = None,
     points: pd.DataFrame | np.ndarray | None = None,

@@ -32,15 +32,19 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import tomllib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pandas as pd
 
 from ..config.game import ArenaConfig
 from ..config.limits import DEFAULT_MAX_BATCH, check_run_args
+from .distributed import run_chunks
+from .sweep import SweepPlan, aggregate, explicit_points, grid_points, sample_points
 
 # The example spec ``bdpd sweep --help`` and the README show.
 EXAMPLE = """\
@@ -130,8 +134,6 @@ def _load_config(v: Any, root: Path) -> ArenaConfig:
 
 
 def _points_from(v: Any, root: Path) -> pd.DataFrame:
-    from .sweep import explicit_points
-
     if isinstance(v, str):
         p = Path(v)
         p = p if p.is_absolute() else root / p
@@ -150,8 +152,6 @@ def _points_from(v: Any, root: Path) -> pd.DataFrame:
 def load_sweep_file(spec: str | Path | dict, root: str | Path | None = None) -> SweepFile:
     """Parse a spec (a TOML path, TOML text's dict) into a :class:`SweepFile`; ValueError
     naming the key on anything wrong."""
-    from .sweep import grid_points, sample_points
-
     if isinstance(spec, (str, Path)):
         p = Path(spec)
         if not p.is_file():
@@ -190,8 +190,9 @@ def load_sweep_file(spec: str | Path | dict, root: str | Path | None = None) -> 
     run = dict(replicates=d.get("replicates", 1), seed=seed, turns=d.get("turns"),
                max_batch=d.get("max_batch", DEFAULT_MAX_BATCH), memory_budget=parse_bytes(d.get("memory_budget")))
     check_run_args(**run)
-    return SweepFile(config=cfg, table=table, history=d.get("history", False), common_random=d.get("common_random", False),
-                     generator=d.get("generator", "hash"), round_ints="samples" in d, source=d, **run)
+    return SweepFile(config=cfg, table=table, history=d.get("history", False),
+                     common_random=d.get("common_random", False), generator=d.get("generator", "hash"),
+                     round_ints="samples" in d, source=d, **run)
 
 
 def _part(out: Path, k: int) -> Path:
@@ -213,8 +214,6 @@ def aggregate_parts(out: Path, n_chunks: int, names, outcomes) -> pd.DataFrame:
     point but the last of a part is complete there; the rows of a point that continues in
     the next part are carried over. Memory: one part plus one point's replicates. Equal to
     ``aggregate`` of all rows (each point's statistics only see that point's rows)."""
-    from .sweep import aggregate
-
     done, carry = [], None
     for k in range(n_chunks):
         part = pd.read_parquet(_part(out, k))
@@ -252,8 +251,6 @@ def _resumed_width(out: Path, digest: str, overwrite: bool) -> int | None:
         raise ValueError(
             f"out: {str(out)!r} holds a different sweep (spec hash {str(old.get('digest'))[:12]}, this spec "
             f"{digest[:12]}); choose another directory or pass --overwrite")
-    import shutil
-
     shutil.rmtree(out / "arenas", ignore_errors=True)
     for f in ("points.parquet", "meta.json", MANIFEST):
         (out / f).unlink(missing_ok=True)
@@ -285,8 +282,6 @@ def run_sweep_file(
     run of the same spec. ``client``: a ``dask.distributed.Client`` (or its scheduler's
     address) to run the chunks on its workers (bdpd_jax/sweeps/distributed.py); default: here.
     A directory holding a different sweep raises ValueError unless ``overwrite``."""
-    from .sweep import SweepPlan
-
     sp = spec if isinstance(spec, SweepFile) else load_sweep_file(spec)
     out = Path(out)
     digest = sp.digest()
@@ -297,14 +292,12 @@ def run_sweep_file(
     todo = [k for k in range(plan.n_chunks) if k not in set(done)]
     bar = None
     if progress or (progress is None and len(todo) > 1):
-        from tqdm.auto import tqdm
+        from tqdm.auto import tqdm  # only when a bar is shown: tqdm.auto probes for notebook widgets
 
         bar = tqdm(total=plan.n_chunks, initial=len(done), desc="sweep chunks", unit="chunk")
     if client is None:
-        frames = ((k, plan.run_chunk(k)) for k in todo)  # (each chunk runs as it is written)
+        frames: Iterator[tuple[int, pd.DataFrame]] = ((k, plan.run_chunk(k)) for k in todo)  # (run as written)
     else:
-        from .distributed import run_chunks
-
         frames = run_chunks(client, sp.config, sp.table, todo, info=info, **plan.worker_options())
     try:
         for k, frame in frames:

@@ -8,9 +8,11 @@ seed's interface (``step``, ``stepOne``, ``checkEnd``, ``extraObservations``) ma
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, ClassVar
 
 import jax
+import jax.numpy as jnp
 
 
 class Engine:
@@ -50,7 +52,8 @@ class Engine:
         """The harvestable commons stock (float[])."""
         raise NotImplementedError
 
-    def step_one(self, state: Any, demand: jax.Array, u: jax.Array, params: Any):
+    def step_one(self, state: Any, demand: jax.Array, u: jax.Array,
+                 params: Any) -> tuple[Any, jax.Array, jax.Array, jax.Array]:
         """Withdraw ``demand`` (float[]) from the commons; ``u`` is one uniform draw.
 
         Returns ``(state, delivered, collapsed, reserve_drawn)``; ``delivered <= demand`` and
@@ -66,8 +69,6 @@ class Engine:
         """Stock units per unit of the heuristics' ``capacity(w)`` (float[]): a built-in player
         can request up to ``harvest_unit x capacity(w)`` stock units a turn. 1 where the
         stock is counted in the seed's harvest units (logistic)."""
-        import jax.numpy as jnp
-
         return jnp.ones(())
 
     def sustainable_yield(self, model: Any) -> float:
@@ -87,8 +88,6 @@ class Engine:
     def share_defined(self, regen: jax.Array) -> jax.Array:
         """Whether this turn's ``regen`` gives a sustainable share regen/N (bool[]). The turn
         adds "the dynamics ran"; engines whose stock cannot regrow override it."""
-        import jax.numpy as jnp
-
         return jnp.ones((), bool)
 
     def check_end(self, state: Any, params: Any) -> jax.Array:
@@ -114,25 +113,20 @@ class Engine:
     # --- hooks of the perturbation layer (kernels/perturb.py); defaults by field name ---
     def get_param(self, params: Any, name: str) -> jax.Array:
         """The params field a perturbation reads (``regen_rate``, ``capacity``, ``threshold``)."""
-        return getattr(params, name)
+        value: jax.Array = getattr(params, name)
+        return value
 
     def set_param(self, params: Any, name: str, value: jax.Array) -> Any:
         """``params`` with field ``name`` replaced (engines with other field names override)."""
-        import dataclasses
-
         return dataclasses.replace(params, **{name: value})
 
     def with_stock(self, state: Any, value: jax.Array) -> Any:
         """``state`` with the harvestable stock set to ``value`` (``commons_shock``); the
         default sets a ``stock`` field. Engines listing ``"stock"`` in ``features`` support it."""
-        import dataclasses
-
         return dataclasses.replace(state, stock=value)
 
     def failed(self, state: Any) -> jax.Array:
         """Per-arena numerical failure flag (bool[]); False for engines that cannot fail."""
-        import jax.numpy as jnp
-
         return jnp.zeros((), bool)
 
     def __hash__(self) -> int:

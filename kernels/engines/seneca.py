@@ -31,7 +31,7 @@ import jax.numpy as jnp
 from ..params import farr
 from .base import Engine, register
 
-SOLVERS: dict[str, type] = {
+SOLVERS: dict[str, Any] = {  # diffrax solver classes (the Runge-Kutta ones carry .tableau)
     "euler": diffrax.Euler,
     "heun": diffrax.Heun,
     "midpoint": diffrax.Midpoint,
@@ -149,6 +149,7 @@ def _tableau_steps(y0: jax.Array, p: SenecaParams) -> tuple[jax.Array, jax.Array
 
 def _diffeqsolve(y0: jax.Array, p: SenecaParams) -> tuple[jax.Array, jax.Array]:
     """One turn through ``diffrax.diffeqsolve`` (adaptive PID controller, or constant steps)."""
+    controller: diffrax.AbstractStepSizeController
     if p.adaptive:
         controller = diffrax.PIDController(rtol=p.rtol, atol=p.atol)
         max_steps = p.max_steps
@@ -251,7 +252,7 @@ class Seneca(Engine):
         return regen > 0
 
     def check_end(self, state: SenecaState, params: SenecaParams) -> jax.Array:
-        return (state.R <= params.collapse_fraction * params.initial) | state.failed
+        return (params.collapse_fraction * params.initial >= state.R) | state.failed
 
     def reference(self, state: SenecaState, params: SenecaParams) -> jax.Array:
         return params.initial

@@ -4,7 +4,8 @@ function of the request, and every request body is kept. Passed as ``Arena(clien
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 BASE = "http://llm.test/v1"
 OPERATOR = {"llmBaseUrls": [BASE]}

@@ -7,13 +7,14 @@ import json
 import socket
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 import httpx
+from payloads import SEED_LOGISTIC
 
 from bdpd_jax.host.server import create_app
-from payloads import SEED_LOGISTIC
 
 
 @contextmanager
@@ -45,7 +46,7 @@ def payload(max_turns: int = 4, players: int = 2, **model: Any) -> dict[str, Any
     cfg = copy.deepcopy(SEED_LOGISTIC)
     cfg["model"].update({"maxTurns": max_turns, "minPlayers": 2, **model})
     cfg["players"] = [{"strategy": s, "name": f"b{k}"} for k, s in
-                      zip(range(players), ["conservative", "aggressive", "adaptive", "random"] * 4)]
+                      zip(range(players), ["conservative", "aggressive", "adaptive", "random"] * 4, strict=False)]
     return {**cfg, "seed": 3}
 
 

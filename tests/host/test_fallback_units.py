@@ -5,10 +5,10 @@ from __future__ import annotations
 import copy
 
 import pytest
+from payloads import SEED_SENECA
 
 from bdpd_jax.host.agents.base import fallback_harvest
 from bdpd_jax.host.arena import Arena
-from payloads import SEED_SENECA
 
 
 @pytest.mark.parametrize("scale", [1e-4, 2.5e-3])

@@ -10,15 +10,15 @@ import json
 
 import numpy as np
 import pytest
+from fake_llm import BASE, FakeClient, completion, tool_call
 from fastapi.testclient import TestClient
+from payloads import SEED_LOGISTIC
 
 import bdpd_jax
 from bdpd_jax.host.agents.transport import TransportError
 from bdpd_jax.host.arena import Arena
 from bdpd_jax.host.governance_agent import MAX_GOV_RESPONSE_BYTES, parse_answer
 from bdpd_jax.host.replay import replay, strip_volatile
-from fake_llm import BASE, FakeClient, completion, tool_call
-from payloads import SEED_LOGISTIC
 
 TURNS = 5
 GOV_URL = "http://gov.test/act"
@@ -32,7 +32,8 @@ def _cfg(external: bool = True) -> dict:
     cfg["perturbations"] = [{"id": "s", "type": "sanction", "trigger": {"kind": "pact_violation"},
                              "payload": {"amount": 0.5, "reason": "cap-breach"}}]
     if not external:  # the built-in rule, made to act at every turn it can
-        cfg["plugins"] = [{"type": "governance_agent", "id": "governance-agent", "coop_below": 0.0, "stock_below": 10.0, "cap": 1.0,
+        cfg["plugins"] = [{"type": "governance_agent", "id": "governance-agent", "coop_below": 0.0,
+                           "stock_below": 10.0, "cap": 1.0,
                            "tighten": 2.0, "regen": 0.2, "cooldown": 1}]
     return cfg
 
@@ -95,7 +96,8 @@ def test_live_batch_writes_each_arenas_action_into_its_own_slice():
 
 
 def test_resumed_arena_reattaches_its_live_agent(tmp_path):
-    arena = Arena(_cfg(), seed=4, out_dir=tmp_path / "r", governance_agent={"kind": "scripted", "script": BUILTIN_ACTIONS})
+    arena = Arena(_cfg(), seed=4, out_dir=tmp_path / "r",
+                  governance_agent={"kind": "scripted", "script": BUILTIN_ACTIONS})
     logged = [arena.tick() for _ in range(2)]                                # then killed: never closed
     with pytest.raises(ValueError, match="governance_agent"):
         replay(tmp_path / "r", resume={})
@@ -185,7 +187,8 @@ def test_agent_failures_give_no_action_and_the_turn_goes_on():
 
 
 def test_real_transport_caps_the_body_and_the_agent_closes_its_own_client(live_server):
-    arena = Arena(_cfg(), seed=5, governance_agent={"kind": "http", "url": f"{live_server.base}/bad?kind=huge&chunked=1"})
+    arena = Arena(_cfg(), seed=5,
+                  governance_agent={"kind": "http", "url": f"{live_server.base}/bad?kind=huge&chunked=1"})
     g = arena.tick()["governance"]
     assert g["fallback"] and f"exceeds {MAX_GOV_RESPONSE_BYTES} bytes" in g["error"]
     arena.close()
@@ -214,7 +217,8 @@ def test_attaching_is_checked_and_served(tmp_path):
     from bdpd_jax.host.server import create_app
 
     with TestClient(create_app(tmp_path)) as c:
-        body = {**_cfg(), "seed": 4, "perturbable": False, "governanceAgent": {"kind": "scripted", "script": BUILTIN_ACTIONS}}
+        body = {**_cfg(), "seed": 4, "perturbable": False,
+                "governanceAgent": {"kind": "scripted", "script": BUILTIN_ACTIONS}}
         made = c.post("/api/arenas", json=body).json()
         owner = {"X-Owner-Key": made["ownerKey"]}
         aid = made["arenaId"]
@@ -222,7 +226,8 @@ def test_attaching_is_checked_and_served(tmp_path):
         c.post(f"/api/arenas/{aid}/tick", headers=owner)
         tick = c.post(f"/api/arenas/{aid}/tick", headers=owner).json()["tick"]
         assert tick["governance"]["action"] == BUILTIN_ACTIONS[1]
-        assert c.get(f"/api/arenas/{aid}/owner", headers=owner).json()["meta"]["governanceAgent"] == {"kind": "scripted"}
+        assert c.get(f"/api/arenas/{aid}/owner",
+                     headers=owner).json()["meta"]["governanceAgent"] == {"kind": "scripted"}
         bad = c.post("/api/arenas", json={**body, "governanceAgent": {"kind": "llm", "model": "m",
                                                                       "baseUrl": "http://evil.test/v1"}})
         assert bad.status_code == 400 and "baseUrl" in bad.text

@@ -9,9 +9,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from payloads import MIXED_PLAYERS, SEED_LOGISTIC
 
 import bdpd_jax
-from bdpd_jax.prepare.game import broadcast_batch, build
 from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.host.arena import Arena
 from bdpd_jax.host.live_batch import LiveBatch
@@ -20,8 +20,8 @@ from bdpd_jax.host.registry import pact_id
 from bdpd_jax.kernels.actions import Actions
 from bdpd_jax.kernels.rollout import batched
 from bdpd_jax.kernels.turn import step
+from bdpd_jax.prepare.game import broadcast_batch, build
 from bdpd_jax.run.simulate import arena_keys
-from payloads import MIXED_PLAYERS, SEED_LOGISTIC
 
 
 def _cfg(players=None, scheduler="simultaneous", **model):
@@ -64,15 +64,18 @@ def _spec(id_, type_, payload, turn=3):
 
 GOVERNED = {
     "players": [
-        {"strategy": "conservative", "talk": {"announce": "honest", "comply": True, "pledge": {"turn": 2, "maxHarvest": 1.2}}},
-        {"strategy": "aggressive", "talk": {"announce": "biased", "bias": 0.3, "accept": "min_cap", "acceptMinCap": 1.5}},
+        {"strategy": "conservative",
+         "talk": {"announce": "honest", "comply": True, "pledge": {"turn": 2, "maxHarvest": 1.2}}},
+        {"strategy": "aggressive",
+         "talk": {"announce": "biased", "bias": 0.3, "accept": "min_cap", "acceptMinCap": 1.5}},
         {"strategy": "adaptive", "privateResource": 10},
         {"strategy": "random", "privateResource": 50, "talk": {"propose": {
             "turn": 3, "parties": [0, 1, 2, 3], "terms": {"type": "no_aggression", "tolerance": 0.1}}}},
     ],
     "pacts": [{"parties": [1, 2], "terms": {"type": "harvest_cap", "maxHarvest": 2.0}}],
     "perturbations": [
-        {"id": "g", "type": "sanction_graduated", "trigger": {"kind": "pact_violation"}, "payload": {"ladder": [0.5, 2.0]}},
+        {"id": "g", "type": "sanction_graduated", "trigger": {"kind": "pact_violation"},
+         "payload": {"ladder": [0.5, 2.0]}},
         _spec("r", "regen_shock", {"factor": 0.5}, 4),
         _spec("w", "wealth_shock", {"factor": 0.5, "player": 2}, 5),
         _spec("o", "strategy_override", {"player": 0, "strategy": "aggressive"}, 6),
@@ -117,7 +120,8 @@ def _script(seed: int, n_turns: int, talk: bool):
     out = []
     for _ in range(n_turns):
         h = float(np.round(rs.uniform(0, 4), 4))
-        acts = [{"tool": "announce_intended_harvest", "value": float(rs.uniform(0, 4))}] if talk and rs.uniform() < .5 else []
+        acts = [{"tool": "announce_intended_harvest",
+                 "value": float(rs.uniform(0, 4))}] if talk and rs.uniform() < .5 else []
         out.append({"harvest": h, "actions": acts})
     return out
 
@@ -223,7 +227,8 @@ def test_pact_lifecycle_awaiting_you_and_acceptance_rules(tmp_path):
     assert res[0]["scope"] == "named parties"
     assert not res[1]["ok"] and "already accepted" in res[1]["reason"]
     assert not res[2]["ok"] and "proposed this turn" in res[2]["reason"]
-    assert r1["pacts"][0]["status"] == "proposed" and r1["pacts"][0]["terms"] == {"type": "harvest_cap", "maxHarvest": 2.1}
+    assert r1["pacts"][0]["status"] == "proposed"
+    assert r1["pacts"][0]["terms"] == {"type": "harvest_cap", "maxHarvest": 2.1}
     r2 = arena.tick()
     seen_bob, seen_alice, seen_carol = _seen(arena, "bob")[1], _seen(arena, "alice")[1], _seen(arena, "carol")[1]
     assert seen_bob["pacts"]["proposed"][0]["awaitingYou"] is True
@@ -248,7 +253,8 @@ def test_pact_lifecycle_awaiting_you_and_acceptance_rules(tmp_path):
 def test_invalid_actions_return_ok_false_and_change_nothing():
     arena = _talk_arena({"alice": [{"harvest": 1.0}], "bob": [{"harvest": 1.0}], "carol": [{"harvest": 1.0}]})
     arena.tick()
-    before = (copy.deepcopy(arena.registry.compact()), len(arena.bus), jax.tree_util.tree_map(np.copy, arena.registry.table))
+    before = (copy.deepcopy(arena.registry.compact()), len(arena.bus),
+              jax.tree_util.tree_map(np.copy, arena.registry.table))
     bad = [
         {"tool": "teleport"},
         {"tool": "broadcast"},                                                       # no text

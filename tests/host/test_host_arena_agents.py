@@ -7,9 +7,10 @@ import copy
 import json
 import time
 
+from payloads import SEED_LOGISTIC
+
 from bdpd_jax.host.arena import Arena
 from bdpd_jax.host.live_batch import LiveBatch
-from payloads import SEED_LOGISTIC
 
 
 def _cfg(**model):
@@ -75,7 +76,8 @@ def test_http_failures_fall_back_and_are_recorded(live_server):
 
 def test_llm_player_tool_calls_reach_the_arena(live_server, stub_state):
     a = Arena(_cfg(maxTurns=3, minPlayers=2), seed=0,
-              operator={"credentials": {"stub": {"baseUrl": f"{live_server.base}/v1", "apiKeyEnv": "BDPD_TEST_NO_SUCH_KEY"}}})
+              operator={"credentials": {"stub": {"baseUrl": f"{live_server.base}/v1",
+                                                 "apiKeyEnv": "BDPD_TEST_NO_SUCH_KEY"}}})
     a.join({"agentType": "llm", "name": "alice", "credential": "stub", "model": "scripted"})
     a.join({"agentType": "http", "name": "bob", "url": f"{live_server.base}/slow?d=0&h=0.5"})
     r1 = a.tick()

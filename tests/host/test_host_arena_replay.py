@@ -16,12 +16,12 @@ from pathlib import Path
 import jax
 import numpy as np
 import pytest
+from payloads import SEED_LOGISTIC
 
 from bdpd_jax.host.arena import Arena
 from bdpd_jax.host.persist import read_jsonl
 from bdpd_jax.host.registry import num
 from bdpd_jax.host.replay import replay, strip_volatile
-from payloads import SEED_LOGISTIC
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -32,7 +32,8 @@ CODE = """function decide(obs, memory) {
 }"""
 
 SCRIPT = [
-    {"harvest": 1.5, "actions": [{"tool": "propose_pact", "parties": ["js"], "terms": {"type": "harvest_cap", "maxHarvest": 1.2}},
+    {"harvest": 1.5,
+     "actions": [{"tool": "propose_pact", "parties": ["js"], "terms": {"type": "harvest_cap", "maxHarvest": 1.2}},
                                  {"tool": "broadcast", "text": "cap 1.2?"}]},
     {"harvest": 1.1, "actions": [{"tool": "announce_intended_harvest", "value": 1.0}]},
     {"harvest": 2.0, "actions": [{"tool": "pledge", "maxHarvest": 1.8}]},
@@ -168,7 +169,8 @@ def test_owner_fired_perturbations_are_logged_and_replayed(tmp_path):
     out = a.perturb("gift")
     assert out == {"turn": 2, "spec": out["spec"], "type": "wealth_shock", "target": "wealth[2]",
                    "value": num(np.float32(before) + np.float32(5.0))}
-    shock = a.perturb({"id": "boom", "type": "commons_shock", "trigger": {"kind": "manual"}, "payload": {"amount": -30.0}})
+    shock = a.perturb({"id": "boom", "type": "commons_shock", "trigger": {"kind": "manual"},
+                       "payload": {"amount": -30.0}})
     assert shock["target"] == "stock"
     r2 = a.tick()
     assert [p["type"] for p in r2["ownerPerturbations"]] == ["wealth_shock", "commons_shock"]

@@ -10,9 +10,9 @@ import time
 
 import httpx
 import pytest
+from payloads import SEED_LOGISTIC
 
 from bdpd_jax.host.server import create_app
-from payloads import SEED_LOGISTIC
 
 
 @pytest.fixture(scope="module")
@@ -119,7 +119,8 @@ def test_lifecycle_join_tick_stream_close(api, live_server):
 def test_auto_tick_runs_to_the_end(api):
     client, _ = api
     created = client.post("/api/arenas", json={**_payload(max_turns=3), "players": [
-        {"strategy": "conservative"}, {"strategy": "adaptive"}, {"strategy": "random"}, {"strategy": "aggressive"}]}).json()
+        {"strategy": "conservative"}, {"strategy": "adaptive"}, {"strategy": "random"},
+        {"strategy": "aggressive"}]}).json()
     aid, owner = created["arenaId"], {"X-Owner-Key": created["ownerKey"]}
     client.post(f"/api/arenas/{aid}/start", headers=owner, json={"tickMode": "auto", "tickIntervalMs": 1})
     deadline = time.monotonic() + 30

@@ -5,12 +5,12 @@ from __future__ import annotations
 import asyncio
 import glob
 import time
+from pathlib import Path
 
 import pytest
 
 from bdpd_jax.host.agents import AgentResult, CodeAgent, fallback_harvest
 from bdpd_jax.host.agents.js_pool import JsPool
-
 
 # Spec 004 §A.4, copied verbatim (the test below checks it still matches the seed when present).
 WORKED_EXAMPLE_JS = """function decide(obs, memory) {
@@ -87,7 +87,7 @@ def _worked_example() -> str:
     """The JS of spec 004 §A.4; identical to the seed text when the seed is available."""
     path = glob.glob("/work/shared/seeds/004_*.txt")
     if path:
-        text = open(path[0], encoding="utf-8").read()
+        text = Path(path[0]).read_text(encoding="utf-8")
         start = text.index("function decide", text.index("A.4 Worked Example"))
         assert text[start: text.index("\n}\n", start) + 2] == WORKED_EXAMPLE_JS
     return WORKED_EXAMPLE_JS

@@ -7,9 +7,9 @@ import json
 import time
 
 import pytest
+from host_stub_server import dead_port
 
 from bdpd_jax.host.agents import AgentResult, HttpAgent, fallback_harvest, make_client
-from host_stub_server import dead_port
 
 SLACK_S = 0.15  # scheduling slack allowed on top of the deadline
 

@@ -8,6 +8,7 @@ import copy
 import json
 
 import pytest
+from payloads import SEED_LOGISTIC
 
 from bdpd_jax.host.agents.base import MAX_ERROR_CHARS, AgentResult, truncate_error
 from bdpd_jax.host.agents.llm import parse_completion
@@ -16,7 +17,6 @@ from bdpd_jax.host.dispatch import ActionBudget
 from bdpd_jax.host.persist import atomic_write_json, clean_stale_tmp, read_jsonl
 from bdpd_jax.host.players import MAX_CODE_CHARS, MAX_NAME_CHARS
 from bdpd_jax.host.tools import MAX_ACTIONS_PER_TURN, MAX_MESSAGES_PER_TURN, validate_actions
-from payloads import SEED_LOGISTIC
 
 
 def _cfg(**model):

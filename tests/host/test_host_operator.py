@@ -8,10 +8,10 @@ import copy
 import json
 
 import pytest
+from payloads import SEED_LOGISTIC
 
 from bdpd_jax.host.arena import Arena
 from bdpd_jax.host.operator import Operator, redact_url, url_allowed
-from payloads import SEED_LOGISTIC
 
 
 def _cfg(**model):

@@ -8,10 +8,10 @@ import asyncio
 import resource
 
 import pytest
+from host_stub_server import gzip_bomb
 
 from bdpd_jax.host.agents import HttpAgent, LLMAgent, fallback_harvest
 from bdpd_jax.host.agents.transport import MAX_JSON_DEPTH, TransportError, loads_capped, too_deep
-from host_stub_server import gzip_bomb
 
 CASES = [("gzipbomb", "exceeds"), ("brotli", "content-encoding"), ("huge", "exceeds"),
          ("deep", "nested deeper"), ("bignum", "invalid json"), ("overflow", "invalid json")]

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import copy
 
-from bdpd_jax.host.arena import Arena
-from bdpd_jax.host.replay import replay, strip_volatile
 from fake_llm import BASE, OPERATOR, FakeClient, completion, tool_call
 from payloads import SEED_LOGISTIC
+
+from bdpd_jax.host.arena import Arena
+from bdpd_jax.host.replay import replay, strip_volatile
 
 CALLS = [{"tool": "sanction", "target": "a", "reason": "greedy"}, {"tool": "sanction", "target": "i"},
          {"tool": "sanction", "target": "s"}]

@@ -11,7 +11,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from server_helpers import serve
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,7 +30,8 @@ def test_readme_platform_commands(tmp_path):
     block = _block()
     assert "http://localhost:3000/api/arenas/$ARENA_ID/join" in block and '"agentType\\": \\"code\\"' in block
     with serve(tmp_path) as base:
-        script = block.replace("http://localhost:3000", base).replace('"agentTimeout": 30000,', '"agentTimeout": 30000, "seed": 7,')
+        script = block.replace("http://localhost:3000", base).replace('"agentTimeout": 30000,',
+                                                                      '"agentTimeout": 30000, "seed": 7,')
         assert '"seed": 7' in script
         out = subprocess.run(["bash", "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=240)
     assert out.returncode == 0, out.stderr

@@ -7,9 +7,9 @@ import re
 
 import pytest
 from fastapi.testclient import TestClient
+from server_helpers import keys_of, payload
 
 from bdpd_jax.host.server import create_app
-from server_helpers import keys_of, payload
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +56,8 @@ def test_failed_requests_change_nothing(client):
         assert client.get(f"/api/arenas/{aid}").json()["status"] == "waiting"
     bad = client.post(f"/api/arenas/{aid}/join", headers=akey, json={"agentType": "code", "strategyCode": "function ("})
     assert bad.status_code == 400 and bad.json()["detail"].startswith("strategyCode")
-    assert client.post(f"/api/arenas/{aid}/join", headers=akey, json={"agentType": "builtin", "nme": "x"}).status_code == 422
+    assert client.post(f"/api/arenas/{aid}/join", headers=akey,
+                       json={"agentType": "builtin", "nme": "x"}).status_code == 422
     assert [p["playerId"] for p in client.get(f"/api/arenas/{aid}").json()["players"]] == ["b0", "b1"]
     assert client.post(f"/api/arenas/{aid}/start", headers=akey).status_code == 403  # arena key is not the owner's
     r = client.post(f"/api/arenas/{aid}/start", headers=owner, json={"tickMode": "manual"})
@@ -97,9 +98,11 @@ def test_body_limit_before_parsing(client):
 def test_openapi_documents_models_and_docs_work_offline(client):
     spec = client.get("/openapi.json").json()
     schemas = spec["components"]["schemas"]
-    for name in ("CreateArena", "StartArena", "Perturb", "LivePlayerConfig", "PublicView", "OwnerView", "Summary", "Created"):
+    for name in ("CreateArena", "StartArena", "Perturb", "LivePlayerConfig", "PublicView", "OwnerView", "Summary",
+                 "Created"):
         assert name in schemas, name
-    assert {"seed", "noTalk", "pactSlots", "turns", "model", "observability"} <= set(schemas["CreateArena"]["properties"])
+    assert {"seed", "noTalk", "pactSlots", "turns", "model",
+            "observability"} <= set(schemas["CreateArena"]["properties"])
     assert {"agentType", "strategyCode", "url", "baseUrl", "model"} <= set(schemas["LivePlayerConfig"]["properties"])
     body = spec["paths"]["/api/arenas/{arena_id}/start"]["post"]["requestBody"]["content"]["application/json"]
     assert "StartArena" in str(body)
@@ -113,7 +116,8 @@ def test_cors_configurable(client):
     r = client.options("/api/arenas", headers={"Origin": "http://lab.example", "Access-Control-Request-Method": "POST",
                                                "Access-Control-Request-Headers": "x-owner-key,content-type"})
     assert r.status_code == 200 and r.headers["access-control-allow-origin"] == "http://lab.example"
-    r = client.options("/api/arenas", headers={"Origin": "http://evil.example", "Access-Control-Request-Method": "POST"})
+    r = client.options("/api/arenas",
+                       headers={"Origin": "http://evil.example", "Access-Control-Request-Method": "POST"})
     assert "access-control-allow-origin" not in r.headers
 
 
@@ -132,6 +136,7 @@ def test_serve_refuses_bad_options():
 
     from bdpd_jax.cli import app
 
-    for args, needle in ((["--port", "0"], "--port"), (["--workers", "0"], "--workers"), (["--switch-ms", "0"], "--switch-ms")):
+    for args, needle in ((["--port", "0"], "--port"), (["--workers", "0"], "--workers"),
+                         (["--switch-ms", "0"], "--switch-ms")):
         r = CliRunner().invoke(app, ["serve", *args])
         assert r.exit_code == 2 and needle in r.output, r.output

@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 
 import httpx
+from server_helpers import keys_of, payload, serve
 
 from bdpd_jax.host.arena import Arena
 from bdpd_jax.host.persist import read_jsonl
@@ -15,7 +16,6 @@ from bdpd_jax.host.server import models as M
 from bdpd_jax.host.server import ticker as ticker_mod
 from bdpd_jax.host.server.live import Workers
 from bdpd_jax.host.server.ticker import Ticker
-from server_helpers import keys_of, payload, serve
 
 TURNS = 30
 DROP = ("arenaId",)  # the reference arena has its own id
@@ -111,5 +111,5 @@ def test_ungrouped_server_ticks_each_arena_alone(tmp_path):
         while client.get("/api/arenas").json()["arenas"]:
             assert time.monotonic() < deadline
             time.sleep(0.05)
-    for c, body in zip(made, bodies):
+    for c, body in zip(made, bodies, strict=True):
         assert _served(tmp_path, c["arenaId"]) == _alone(body, body["seed"])

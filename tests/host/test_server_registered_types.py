@@ -14,15 +14,15 @@ from typing import Any, ClassVar, Literal
 import jax.numpy as jnp
 import pytest
 from fastapi.testclient import TestClient
+from payloads import SEED_LOGISTIC
 from pydantic import BaseModel, ConfigDict, Field
+from server_helpers import keys_of
 
+from bdpd_jax.config.perturbations import SPEC_TYPES, ArenaSpec, register_perturbation, unregister_perturbation
 from bdpd_jax.host.server import create_app
 from bdpd_jax.host.tools import tool_schemas
 from bdpd_jax.kernels import pacts as P
 from bdpd_jax.kernels import perturb as pk
-from bdpd_jax.config.perturbations import SPEC_TYPES, ArenaSpec, register_perturbation, unregister_perturbation
-from payloads import SEED_LOGISTIC
-from server_helpers import keys_of
 
 EPS = 1e-6
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 
 from fastapi.testclient import TestClient
+from server_helpers import keys_of, payload
 
 from bdpd_jax.host.server import create_app
-from server_helpers import keys_of, payload
 
 
 def test_interrupted_arena_is_listed_resumed_and_deleted(tmp_path):

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 
 from fastapi.testclient import TestClient
+from server_helpers import keys_of, payload
 
 from bdpd_jax.host.server import create_app
-from server_helpers import keys_of, payload
 
 SECRET = "SECRET-7f3a"
 HIDDEN_KEYS = {"stock", "decisions", "wealth", "actual", "requested", "metrics", "engine", "lastTick", "pacts",
@@ -55,7 +55,8 @@ def test_player_and_public_learn_nothing_hidden(tmp_path):
         seen: dict[str, str] = {}
         for role, h in (("player", akey), ("public", {})):
             for path in ("/api/arenas", f"/api/arenas/{aid}", f"/api/arenas/{aid}/owner", f"/api/arenas/{aid}/summary",
-                         f"/api/arenas/{aid}/perturbations", "/api/arenas/history", f"/api/arenas/history/{aid}/summary"):
+                         f"/api/arenas/{aid}/perturbations", "/api/arenas/history",
+                         f"/api/arenas/history/{aid}/summary"):
                 r = client.get(path, headers=h)
                 if path.endswith(("/owner", "/summary", "/perturbations")):
                     assert r.status_code in (403, 404), (role, path, r.status_code)

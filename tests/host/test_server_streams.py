@@ -9,10 +9,10 @@ import time
 
 import httpx
 import pytest
-
-from bdpd_jax.host.server.live import LiveArena, Subscriber
 from payloads import size
 from server_helpers import keys_of, parse_sse, payload, read_stream, serve
+
+from bdpd_jax.host.server.live import LiveArena, Subscriber
 
 
 def test_health_answers_while_a_tick_compiles(tmp_path, monkeypatch):
@@ -55,27 +55,28 @@ def test_fanout_every_tick_once_in_order_then_end(tmp_path):
 
         async def listen(k: int, ready: asyncio.Event, counter: list[int]):
             headers = [owner, akey, spec][k % 3]
-            async with httpx.AsyncClient(base_url=base, timeout=60, trust_env=False) as ac:
-                async with ac.stream("GET", f"/api/arenas/{aid}/stream", headers=headers) as s:
-                    evs = []
-                    lines = s.aiter_lines()
-                    async for line in lines:
-                        if line.startswith("event: "):
-                            evs.append(line[7:])
-                            if line == "event: init":
-                                counter[0] += 1
-                                if counter[0] == n_clients:
-                                    ready.set()
-                        elif line.startswith("data: ") and evs[-1] == "tick":
-                            evs[-1] = ("tick", int(line.split('"turn":')[1].split(",")[0].rstrip("}")))
-                    got.append(evs)
+            async with (httpx.AsyncClient(base_url=base, timeout=60, trust_env=False) as ac,
+                        ac.stream("GET", f"/api/arenas/{aid}/stream", headers=headers) as s):
+                evs = []
+                lines = s.aiter_lines()
+                async for line in lines:
+                    if line.startswith("event: "):
+                        evs.append(line[7:])
+                        if line == "event: init":
+                            counter[0] += 1
+                            if counter[0] == n_clients:
+                                ready.set()
+                    elif line.startswith("data: ") and evs[-1] == "tick":
+                        evs[-1] = ("tick", int(line.split('"turn":')[1].split(",")[0].rstrip("}")))
+                got.append(evs)
 
         async def main():
             ready, counter = asyncio.Event(), [0]
             tasks = [asyncio.create_task(listen(k, ready, counter)) for k in range(n_clients)]
             await asyncio.wait_for(ready.wait(), 60)
             async with httpx.AsyncClient(base_url=base, timeout=60, trust_env=False) as ac:
-                r = await ac.post(f"/api/arenas/{aid}/start", headers=owner, json={"tickMode": "auto", "tickIntervalMs": 5})
+                r = await ac.post(f"/api/arenas/{aid}/start", headers=owner,
+                                  json={"tickMode": "auto", "tickIntervalMs": 5})
                 assert r.status_code == 200
             await asyncio.wait_for(asyncio.gather(*tasks), 120)
 

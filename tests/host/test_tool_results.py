@@ -6,9 +6,10 @@ from __future__ import annotations
 import copy
 import json
 
+from payloads import SEED_LOGISTIC
+
 from bdpd_jax.host.agents.llm import LLMAgent
 from bdpd_jax.host.arena import Arena
-from payloads import SEED_LOGISTIC
 
 
 def _cfg():

@@ -70,7 +70,8 @@ def check_answer(out: dict[str, Any], max_memory_bytes: int, *, no_talk: bool = 
     if not out.get("ok"):
         return {"ok": False, "error": str(out.get("error"))}
     kind, value, memory = out.get("kind"), out.get("value"), out.get("memory")
-    actions, errors = [], []
+    actions: list[Any] = []
+    errors: list[str] = []
     if kind == "object":  # {harvest, actions?, announced?}: the HTTP players' answer
         if not isinstance(value, str) or len(value) > MAX_RESULT_CHARS:
             return {"ok": False, "error": f"invalid result: an object over {MAX_RESULT_CHARS} chars of JSON"}
@@ -172,7 +173,8 @@ class CodeAgent:
         self.memory_limit = memory_limit
         self.max_memory_bytes = max_memory_bytes
         self.rng_seed = rng_seed
-        if isinstance(queue_timeout_s, bool) or not isinstance(queue_timeout_s, (int, float)) or not queue_timeout_s > 0:
+        if (isinstance(queue_timeout_s, bool) or not isinstance(queue_timeout_s, (int, float))
+                or not queue_timeout_s > 0):
             raise ValueError(f"queue_timeout_s: must be a number > 0, got {queue_timeout_s!r}")
         if pool is not None and not isinstance(pool, JsPool):
             raise ValueError(f"pool: must be a JsPool or None, got {type(pool).__name__}")

@@ -97,7 +97,8 @@ class LLMGovernor(LLMAgent):
         for i, call in enumerate(calls[:len(_TOOL_FIELDS) * 2] if isinstance(calls, list) else []):
             try:
                 fn = call.get("function") if isinstance(call, dict) else None
-                name = fn.get("name") if isinstance(fn, dict) else None
+                fn = fn if isinstance(fn, dict) else {}
+                name = fn.get("name")
                 if name not in _TOOL_FIELDS:
                     raise ValueError(f"tool: unknown tool {name!r:.80}")
                 field, arg = _TOOL_FIELDS[name]

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import json
 import os
 import select
@@ -40,7 +41,7 @@ import time
 from collections import Counter, deque
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, cast
 
 WORKER = Path(__file__).with_name("js_worker.py")
 DEFAULT_SLACK_S: float = 0.010  # on top of the guest's budget: the kill comes ~60 ms after a 50 ms start
@@ -70,29 +71,24 @@ class _Worker:
         self.proc = subprocess.Popen([sys.executable, "-P", "-u", str(WORKER)], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env={},
                                      close_fds=True, start_new_session=True)
+        self.stdin, self.stdout = cast(IO[bytes], self.proc.stdin), cast(IO[bytes], self.proc.stdout)  # pipes
         self.ready = False
 
     def wait_ready(self, timeout_s: float) -> bool:
         if not self.ready:
-            fd = self.proc.stdout.fileno()
+            fd = self.stdout.fileno()
             if select.select([fd], [], [], max(timeout_s, 0))[0]:
                 self.ready = os.read(fd, 1) == b"R"
         return self.ready
 
     def kill(self) -> None:
-        try:
+        with contextlib.suppress(OSError):
             self.proc.kill()
-        except OSError:
-            pass
-        for f in (self.proc.stdin, self.proc.stdout):
-            try:
+        for f in (self.stdin, self.stdout):
+            with contextlib.suppress(OSError):
                 f.close()
-            except OSError:
-                pass
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
 
 
 def _read(fd: int, n: int, deadline: float) -> bytes | None:
@@ -300,13 +296,13 @@ class JsPool:
             return {"ok": False, "error": "worker failure: the sandbox worker did not start"}
         data = json.dumps({**job, "timeout": timeout_s}).encode()
         try:
-            w.proc.stdin.write(struct.pack(">I", len(data)) + data)
-            w.proc.stdin.flush()
+            w.stdin.write(struct.pack(">I", len(data)) + data)
+            w.stdin.flush()
         except (OSError, ValueError):
             self._release(w, False, owner)
             return {"ok": False, "error": "worker failure: the sandbox worker died"}
         deadline = time.perf_counter() + timeout_s + self.slack_s
-        fd = w.proc.stdout.fileno()
+        fd = w.stdout.fileno()
         head = _read(fd, 4, deadline)
         size = struct.unpack(">I", head)[0] if head is not None else None
         body = _read(fd, size, deadline + 0.05) if size is not None and size <= MAX_RESULT_BYTES else None

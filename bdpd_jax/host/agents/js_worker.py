@@ -15,6 +15,7 @@ guest fault -> ``{"ok": false, "error": text}``. The worker writes one byte ``R`
 
 from __future__ import annotations
 
+import contextlib
 import json
 import resource
 import struct
@@ -107,10 +108,8 @@ def _read_exact(stream, n: int) -> bytes | None:
 
 
 def main() -> None:
-    try:
+    with contextlib.suppress(ValueError, OSError):
         resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
-    except (ValueError, OSError):
-        pass
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     stdout.write(b"R")
     stdout.flush()

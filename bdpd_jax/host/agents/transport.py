@@ -162,7 +162,7 @@ class HttpClient:
                 raw = _inflate(raw, enc, max_bytes)
             return resp.status, raw
 
-    async def __aenter__(self) -> "HttpClient":
+    async def __aenter__(self) -> HttpClient:
         return self
 
     async def __aexit__(self, *exc: object) -> None:

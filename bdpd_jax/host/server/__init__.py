@@ -19,8 +19,8 @@ auth.json, meta.json, turns.jsonl, summary.json). ``bdpd serve`` runs it with uv
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
@@ -38,11 +38,12 @@ def create_app(root: str | Path = "arenas", operator: Operator | dict | None = N
     """The API app; arenas persist under ``root``.
 
     operator: the LLM credentials and endpoints joining players may use
-    (:class:`~bdpd_jax.host.operator.Operator`; default none). cors: allowed origins (``["*"]`` for any). no_talk: the default of ``noTalk`` for new
-    arenas. max_body_bytes: the request body limit (413 above it). workers: kernel-bound arena
-    work running at once (``live.Workers``; ticks waiting on HTTP / LLM players are not
-    counted). group_ticks: auto-ticking arenas of built-in players that share a compiled game
-    and an interval are ticked together, one batched kernel call per phase (:mod:`.ticker`)."""
+    (:class:`~bdpd_jax.host.operator.Operator`; default none). cors: allowed origins (``["*"]`` for any).
+    no_talk: the default of ``noTalk`` for new arenas. max_body_bytes: the request body limit (413
+    above it). workers: kernel-bound arena work running at once (``live.Workers``; ticks waiting
+    on HTTP / LLM players are not counted). group_ticks: auto-ticking arenas of built-in players
+    that share a compiled game and an interval are ticked together, one batched kernel call per
+    phase (:mod:`.ticker`)."""
     app = FastAPI(title="BDPD Arena (bdpd_jax live host)", version="1", docs_url=None, redoc_url=None,
                   description="004_* A.2 over JAX kernels. Keys: X-Owner-Key, X-Arena-Key, X-Spectator-Token.")
     operator = operator if isinstance(operator, Operator) else Operator.model_validate(operator or {})

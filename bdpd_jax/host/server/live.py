@@ -9,13 +9,14 @@ work; different arenas run in parallel threads.
 from __future__ import annotations
 
 import asyncio
-import threading
 import hashlib
 import json
 import secrets
+import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
-from typing import Any, Callable
+from typing import Any
 
 from bdpd_jax.host._json import plain_json
 from bdpd_jax.host.arena import Arena
@@ -141,7 +142,7 @@ class LiveArena:
     # -- events ------------------------------------------------------------------------------
     def publish(self, event: str, data: dict[str, Any]) -> None:
         """Send ``event`` to every subscriber, each in the view its role may see."""
-        cache: dict[str, str] = {}
+        cache: dict[bool, str] = {}
         for sub in list(self.subscribers):
             full = sub.role in ("owner", "spectator")
             if full not in cache:

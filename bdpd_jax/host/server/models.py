@@ -8,17 +8,17 @@ of ``join`` by :class:`bdpd_jax.host.players.LivePlayerConfig`.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
 from bdpd_jax.config.discussion import DiscussionConfig
 from bdpd_jax.config.game import ModelConfig, ObsVar
-from bdpd_jax.host.arena import DEFAULT_PACT_SLOTS
-from bdpd_jax.host.governance_agent import GovernorSpec
+
 # the longest pause between auto ticks: Infinity or 1e308 would sleep forever
 from bdpd_jax.config.limits import MAX_TICK_INTERVAL_MS, Id, Label, Name
-
+from bdpd_jax.host.arena import DEFAULT_PACT_SLOTS
+from bdpd_jax.host.governance_agent import GovernorSpec
 
 _BODY = ConfigDict(extra="forbid", allow_inf_nan=False)
 _OPEN = ConfigDict(extra="allow", allow_inf_nan=False)
@@ -111,7 +111,7 @@ class Perturb(BaseModel):
         return data
 
     @model_validator(mode="after")
-    def _one_form(self) -> "Perturb":
+    def _one_form(self) -> Perturb:
         if (self.specId is None) == (self.spec is None):
             raise ValueError("body: give exactly one of a spec, {'spec': {...}} or {'specId': '...'}")
         if self.model_extra:
@@ -121,7 +121,7 @@ class Perturb(BaseModel):
     def target(self) -> str | dict[str, Any]:
         if self.specId is not None:
             return self.specId
-        spec = self.spec.model_dump(mode="json", exclude_none=True)
+        spec = cast(PerturbSpec, self.spec).model_dump(mode="json", exclude_none=True)  # _one_form: one is set
         spec.setdefault("trigger", {"kind": "manual"})
         spec.setdefault("id", f"owner-{spec['type']}")
         return spec

@@ -21,6 +21,7 @@ from fastapi import APIRouter, Depends, HTTPException
 from bdpd_jax.host.arena import Arena
 from bdpd_jax.host.arena_run import EVENTS_FILE
 from bdpd_jax.host.players import LivePlayerConfig
+from bdpd_jax.host.replay import replay
 from bdpd_jax.host.server import models as M
 from bdpd_jax.host.server.deps import Access, access, hub_of
 from bdpd_jax.host.server.durable import sync_files
@@ -179,7 +180,6 @@ async def resume(body: M.Resume, acc: Access = Depends(owner), hub: Hub = Depend
     """Replay ``turns.jsonl`` (verified turn by turn), then go on live: ``players`` gives a join
     spec for every external player (builtins need none). The arena is the folder's: a folder
     whose meta.json names another arena is refused, and a live arena is never replaced."""
-    from bdpd_jax.host.replay import replay
 
     async with locked(hub, acc) as acc:
         a = acc.arena

@@ -23,7 +23,7 @@ KEEP_ALIVE_S = 15.0
 
 @router.get("/api/health", response_model=M.Health, summary="Liveness probe")
 async def health():
-    return {"ok": True, "ts": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
+    return {"ok": True, "ts": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")}
 
 
 @router.get("/api/arenas", response_model=M.ArenaList, summary="List arenas (the owner's if a key is sent)")
@@ -101,7 +101,7 @@ async def _events(sub: Subscriber):
     while True:
         try:
             msg = await asyncio.wait_for(sub.queue.get(), timeout=KEEP_ALIVE_S)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             msg = ": keep-alive\n\n"
         if msg is None:
             return

@@ -26,13 +26,15 @@ owner requests (perturb, summary, close) on a member wait for it, as for one are
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import heapq
 import itertools
 import threading
 import time
+from collections.abc import Callable, Hashable
 from contextlib import ExitStack
-from typing import Any, Callable, Hashable
+from typing import Any
 
 from bdpd_jax.host.arena import Arena
 from bdpd_jax.host.live_batch import freeze_history
@@ -198,10 +200,10 @@ class Ticker:
 
     def _ensure_running(self) -> None:
         if self._task is None or self._task.done():
-            self._wake = asyncio.Event()
-            self._task = asyncio.get_running_loop().create_task(self._run())
+            self._wake = wake = asyncio.Event()
+            self._task = asyncio.get_running_loop().create_task(self._run(wake))
 
-    async def _run(self) -> None:
+    async def _run(self, wake: asyncio.Event) -> None:
         while True:
             now = time.monotonic()
             while self._heap and self._heap[0][0] <= now:
@@ -211,11 +213,9 @@ class Ticker:
             if not self.groups:
                 self._heap.clear()
             timeout = self._heap[0][0] - now if self._heap else None
-            self._wake.clear()
-            try:
-                await asyncio.wait_for(self._wake.wait(), timeout=timeout)
-            except asyncio.TimeoutError:
-                pass
+            wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(wake.wait(), timeout=timeout)
 
     async def _tick(self, g: Group) -> None:
         try:
@@ -315,7 +315,7 @@ class Ticker:
             g.worker_loop().run_until_complete(g.batch.tick())
             sync_files(g.paths)
             out = []
-            for lv, a, t0 in zip(lvs, arenas, before):
+            for lv, a, t0 in zip(lvs, arenas, before, strict=True):
                 rec = a.records[-1] if a.turn != t0 else None
                 out.append((lv, rec, a.close() if a.done else None))
         self.collect()
