@@ -58,6 +58,23 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
 
 
-__all__ = ["ArenaConfig", "configure", "LiveOptions", "Policy", "PreparedRun", "Results", "SearchResults", "SweepResults",
-           "default_config", "kernels", "lab", "prepare", "scenarios", "search", "sensitivity", "simulate", "sweep"]
+__all__ = [
+    "ArenaConfig",
+    "configure",
+    "LiveOptions",
+    "Policy",
+    "PreparedRun",
+    "Results",
+    "SearchResults",
+    "SweepResults",
+    "default_config",
+    "kernels",
+    "lab",
+    "prepare",
+    "scenarios",
+    "search",
+    "sensitivity",
+    "simulate",
+    "sweep",
+]
 __version__ = "0.1.0"

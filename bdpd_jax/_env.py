@@ -61,9 +61,12 @@ def configure(*, compile_cache: bool | str = False) -> dict[str, str]:
     late = "equinox" in sys.modules and "EQX_ON_ERROR" not in os.environ
     apply_env()
     if late:
-        warnings.warn("bdpd_jax.configure(): equinox was imported before it, so EQX_ON_ERROR=nan applies to new "
-                      "processes only; call bdpd_jax.configure() before importing bdpd_jax's kernels or equinox",
-                      RuntimeWarning, stacklevel=2)
+        warnings.warn(
+            "bdpd_jax.configure(): equinox was imported before it, so EQX_ON_ERROR=nan applies to new "
+            "processes only; call bdpd_jax.configure() before importing bdpd_jax's kernels or equinox",
+            RuntimeWarning,
+            stacklevel=2,
+        )
     if compile_cache:
         enable_compile_cache(compile_cache if isinstance(compile_cache, str) else None)
     return {k: os.environ.get(k, "") for k in ("XLA_FLAGS", "EQX_ON_ERROR")}

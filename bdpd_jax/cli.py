@@ -22,8 +22,7 @@ from bdpd_jax.host.operator import Operator
 
 from ._env import configure, enable_compile_cache
 
-app = typer.Typer(add_completion=False, help="BDPD commons arenas, vectorized in JAX.",
-                  pretty_exceptions_enable=False)
+app = typer.Typer(add_completion=False, help="BDPD commons arenas, vectorized in JAX.", pretty_exceptions_enable=False)
 
 
 def fail(exc: BaseException) -> typer.Exit:
@@ -150,7 +149,9 @@ def _search_help() -> str:
 
     return _example_help(
         "Search config paths for the rules that meet a goal (bdpd_jax.search): each generation one batched "
-        "sweep; a progress bar of generations and the best so far; re-running with the same spec resumes.", EXAMPLE)
+        "sweep; a progress bar of generations and the best so far; re-running with the same spec resumes.",
+        EXAMPLE,
+    )
 
 
 @app.command(help=_sweep_help())
@@ -201,8 +202,10 @@ def search(
     best = res.best
     m = best["metrics"]
     shown = {c: m[c] for c in m if c.endswith("_mean") or c in ("feasible", "violation")}
-    console.print(f"{len(res.history)} candidates in {res.history['generation'].nunique()} generations, "
-                  f"{time.perf_counter() - t0:.2f} s; wrote {out}/")
+    console.print(
+        f"{len(res.history)} candidates in {res.history['generation'].nunique()} generations, "
+        f"{time.perf_counter() - t0:.2f} s; wrote {out}/"
+    )
     console.print(f"best (generation {best['generation']}): {_escape(repr(best['point']))}")
     console.print(_escape(", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in shown.items())))
 
@@ -216,10 +219,12 @@ def serve(
     no_talk: bool = typer.Option(False, "--no-talk", help="New arenas default to noTalk (harvest only)"),
     workers: int = typer.Option(2, "--workers", help="Kernel-bound arena ticks running at once"),
     switch_ms: float = typer.Option(1.0, "--switch-ms", help="Python's thread switch interval (ms)"),
-    group_ticks: bool = typer.Option(True, "--group-ticks/--no-group-ticks",
-                                     help="Tick auto arenas sharing a compiled game and interval together"),
-    operator: Path | None = typer.Option(None, "--operator",
-                                            help="JSON file of LLM credentials and allowed endpoints (operator only)"),
+    group_ticks: bool = typer.Option(
+        True, "--group-ticks/--no-group-ticks", help="Tick auto arenas sharing a compiled game and interval together"
+    ),
+    operator: Path | None = typer.Option(
+        None, "--operator", help="JSON file of LLM credentials and allowed endpoints (operator only)"
+    ),
 ) -> None:
     """Serve the HTTP API (004_* A.2) and the dashboard at http://HOST:PORT/."""
     console = Console()
@@ -252,8 +257,7 @@ def serve(
     sys.setswitchinterval(switch_ms / 1000.0)
     enable_compile_cache()
     try:
-        app_ = create_app(arenas, op, cors=tuple(cors or ()), no_talk=no_talk, workers=workers,
-                          group_ticks=group_ticks)
+        app_ = create_app(arenas, op, cors=tuple(cors or ()), no_talk=no_talk, workers=workers, group_ticks=group_ticks)
     except (OSError, ValueError) as e:  # an arenas folder that cannot be made or read: one line, exit 2
         console.print(f"[red]error:[/red] --arenas: {type(e).__name__}: {e}")
         raise typer.Exit(2) from None

@@ -62,8 +62,11 @@ def _slots(learned: Any, n: int) -> tuple[int, ...]:
     if learned is None:
         return tuple(range(n))
     slots = tuple(learned) if isinstance(learned, Sequence) and not isinstance(learned, str) else None
-    if not slots or any(isinstance(s, bool) or not isinstance(s, int) or not 0 <= s < n for s in slots) \
-            or len(set(slots)) != len(slots):
+    if (
+        not slots
+        or any(isinstance(s, bool) or not isinstance(s, int) or not 0 <= s < n for s in slots)
+        or len(set(slots)) != len(slots)
+    ):
         raise ValueError(f"learned: distinct player indices in [0, {n}), at least one, got {learned!r}")
     return tuple(sorted(slots))
 
@@ -82,16 +85,24 @@ class CommonsEnv(MultiAgentEnv):
         as 0, then D flags (1 = observed), under the arena's observability rules.
     """
 
-    def __init__(self, config: ArenaConfig | dict | str, *, learned: Sequence[int] | None = None,
-                 action: str = "continuous", n_actions: int = 11, reward: str = "harvest",
-                 generator: str = "hash"):
+    def __init__(
+        self,
+        config: ArenaConfig | dict | str,
+        *,
+        learned: Sequence[int] | None = None,
+        action: str = "continuous",
+        n_actions: int = 11,
+        reward: str = "harvest",
+        generator: str = "hash",
+    ):
         cfg = ArenaConfig.load(config)
         players = cfg.require_players()
         self.slots = _slots(learned, len(players))
         if action not in ACTIONS:
             raise ValueError(f"action: one of {list(ACTIONS)}, got {action!r}")
-        if action == "discrete" and (isinstance(n_actions, bool) or not isinstance(n_actions, int)
-                                     or not 2 <= n_actions <= MAX_ACTIONS):
+        if action == "discrete" and (
+            isinstance(n_actions, bool) or not isinstance(n_actions, int) or not 2 <= n_actions <= MAX_ACTIONS
+        ):
             raise ValueError(f"n_actions: an integer in [2, {MAX_ACTIONS}], got {n_actions!r}")
         if reward not in REWARDS:
             raise ValueError(f"reward: one of {list(REWARDS)}, got {reward!r}")
@@ -133,8 +144,15 @@ class CommonsEnv(MultiAgentEnv):
         """The coming turn's decide phase and every agent's observation of it."""
         ahead = prepare(self.game, words, arena, params)
         arena_b, begun = decide_phase(self.game, words, arena, params)
-        st = EnvState(arena=arena_b, begun=begun, ahead=ahead, key=words, params=params,
-                      done=~still_playing(arena_b, params), step=step)
+        st = EnvState(
+            arena=arena_b,
+            begun=begun,
+            ahead=ahead,
+            key=words,
+            params=params,
+            done=~still_playing(arena_b, params),
+            step=step,
+        )
         return self.get_obs(st), st
 
     def get_obs(self, state: EnvState) -> dict:  # type: ignore[override]
@@ -143,8 +161,9 @@ class CommonsEnv(MultiAgentEnv):
         o = observe(self.game, state.key, state.arena, eff, state.ahead["noise"])
         out = {}
         for a, s in zip(self.agents, self.slots, strict=True):
-            v = jnp.concatenate([jnp.stack([o[k][s] for k in (*ENV_VARS, *PLAYER_VARS)]),
-                                 *(o[k][s] for k in PEER_VARS)])
+            v = jnp.concatenate(
+                [jnp.stack([o[k][s] for k in (*ENV_VARS, *PLAYER_VARS)]), *(o[k][s] for k in PEER_VARS)]
+            )
             seen = ~jnp.isnan(v)
             out[a] = jnp.concatenate([jnp.where(seen, v, 0.0), seen.astype(v.dtype)])
         return out
@@ -156,16 +175,18 @@ class CommonsEnv(MultiAgentEnv):
         req = jnp.zeros_like(state.arena.wealth)
         for a, s in zip(self.agents, self.slots, strict=True):
             x = jnp.asarray(actions[a])
-            frac = jnp.clip(x.astype(req.dtype), 0.0, 1.0) if self.action_kind == "continuous" \
+            frac = (
+                jnp.clip(x.astype(req.dtype), 0.0, 1.0)
+                if self.action_kind == "continuous"
                 else jnp.clip(x, 0, self.n_actions - 1).astype(req.dtype) / (self.n_actions - 1)
+            )
             req = req.at[s].set(jnp.where(jnp.isfinite(frac), frac, 0.0) * cap[s])
         return req
 
     def step_env(self, key: jax.Array, state: EnvState, actions: dict):  # type: ignore[override]
         """One turn: the learned players' actions, the built-ins' decisions, the whole turn."""
         req = self.requests(state, actions)
-        ext = External(mask=self._mask, actions=Actions(requests=req, announced=jnp.full_like(req, jnp.nan)),
-                       extra={})
+        ext = External(mask=self._mask, actions=Actions(requests=req, announced=jnp.full_like(req, jnp.nan)), extra={})
         arena, record = step_phase(self.game, state.key, state.arena, state.begun, state.params, state.ahead, ext)
         obs, nxt = self._begin(state.key, arena, state.params, state.step + 1)
         gain = record.actual if self.reward_kind == "harvest" else arena.wealth - state.arena.wealth

@@ -68,9 +68,19 @@ def batch_params(runs: PreparedRun | Sequence[PreparedRun], n_arenas: int, *, tu
     return broadcast_batch(ps[0], int(n_arenas)) if len(ps) == 1 else stack_batch(ps, repeat=int(n_arenas))
 
 
-def rollout(runs: PreparedRun | Sequence[PreparedRun], n_arenas: int, *, seed: int = 0, turns: int | None = None,
-            chunk_turns: int | None = None, history: bool = False, every: int = 1, skip: bool = True,
-            arena_offset: int = 0, params: Params | None = None) -> Rollout:
+def rollout(
+    runs: PreparedRun | Sequence[PreparedRun],
+    n_arenas: int,
+    *,
+    seed: int = 0,
+    turns: int | None = None,
+    chunk_turns: int | None = None,
+    history: bool = False,
+    every: int = 1,
+    skip: bool = True,
+    arena_offset: int = 0,
+    params: Params | None = None,
+) -> Rollout:
     """Run ``n_arenas`` arenas of a prepared run (or of each of several, one program) and
     keep the final state and, with ``history``, every ``every``-th turn's records.
 
@@ -85,13 +95,13 @@ def rollout(runs: PreparedRun | Sequence[PreparedRun], n_arenas: int, *, seed: i
     n_turns = int(turns or max(r.config.model.maxTurns for r in rs))
     chunk = min(int(chunk_turns or default_chunk(n_turns)), n_turns)
     keys = arena_keys(int(seed), np.arange(width, dtype=np.int64) + int(arena_offset))
-    state, rec = run_batch(rs[0].game, pb, keys, n_turns, -(-chunk // every) * every, history, every=every,
-                           skip=skip)
+    state, rec = run_batch(rs[0].game, pb, keys, n_turns, -(-chunk // every) * every, history, every=every, skip=skip)
     return Rollout(game=rs[0].game, state=state, records=rec)
 
 
-def outcomes(run: PreparedRun, n_arenas: int, *, seed: int = 0, turns: int | None = None,
-             params: Params | None = None) -> dict[str, np.ndarray]:
+def outcomes(
+    run: PreparedRun, n_arenas: int, *, seed: int = 0, turns: int | None = None, params: Params | None = None
+) -> dict[str, np.ndarray]:
     """The per-arena outcome columns (GovSim's ``govsim_*`` and the project's, as in
     ``Results.summary``) of ``n_arenas`` arenas of one prepared run, as one program without
     history; ``params``: the run's own params edited by the caller (e.g. another strategy
@@ -102,5 +112,21 @@ def outcomes(run: PreparedRun, n_arenas: int, *, seed: int = 0, turns: int | Non
     return govsim_of(final, run.max_yield, None, n_turns)
 
 
-__all__ = ["LiveOptions", "PreparedRun", "Rollout", "TRACES", "arena_keys", "batch_params", "compiled_init",
-           "compiled_run", "compiled_whole_history", "engine_config_model", "key_words", "lanes_for", "outcomes", "prepare", "rollout", "to_numpy"]
+__all__ = [
+    "LiveOptions",
+    "PreparedRun",
+    "Rollout",
+    "TRACES",
+    "arena_keys",
+    "batch_params",
+    "compiled_init",
+    "compiled_run",
+    "compiled_whole_history",
+    "engine_config_model",
+    "key_words",
+    "lanes_for",
+    "outcomes",
+    "prepare",
+    "rollout",
+    "to_numpy",
+]

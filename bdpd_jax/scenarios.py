@@ -59,20 +59,32 @@ def _rules(place: str, resource: str, unit: str, actor: str, act: str) -> str:
 
 GOVSIM_SCENARIOS: dict[str, GovSimScenario] = {
     "fishery": GovSimScenario(
-        "fishery", "fish", "ton", "fishers",
+        "fishery",
+        "fish",
+        "ton",
+        "fishers",
         _rules("a lake", "fish", "ton", "fisher", "catch"),
         "Think about this: if every fisher caught more than {threshold} tons this month, the lake would hold "
-        "less fish next month than it does now, and it would keep shrinking until it is ruined."),
+        "less fish next month than it does now, and it would keep shrinking until it is ruined.",
+    ),
     "pasture": GovSimScenario(
-        "pasture", "grass", "hectare", "shepherds",
+        "pasture",
+        "grass",
+        "hectare",
+        "shepherds",
         _rules("a meadow", "grass", "hectare", "shepherd", "graze"),
         "Think about this: if every shepherd grazed more than {threshold} hectares this month, the meadow "
-        "would have less grass next month than it does now, and it would keep shrinking until it is ruined."),
+        "would have less grass next month than it does now, and it would keep shrinking until it is ruined.",
+    ),
     "pollution": GovSimScenario(
-        "pollution", "clean water", "unit", "factory owners",
+        "pollution",
+        "clean water",
+        "unit",
+        "factory owners",
         _rules("a river", "clean-water capacity", "unit", "factory owner", "use"),
         "Think about this: if every factory owner used more than {threshold} units this month, the river "
-        "could absorb less next month than it can now, and it would keep degrading until it is ruined."),
+        "could absorb less next month than it can now, and it would keep degrading until it is ruined.",
+    ),
 }
 
 
@@ -95,14 +107,26 @@ def govsim(scenario: str = "fishery", experiment: str = "default", *, players: l
     plist = [copy.deepcopy(p) if isinstance(p, dict) else {"strategy": p} for p in entries]
     for k, p in enumerate(plist):
         p.setdefault("name", f"{GOVSIM_SCENARIOS[scenario].players.split()[-1][:-1]}_{k + 1}")
-    obs = {"commonsStock": {"visible": True}, "nPlayers": {"visible": True},
-           "othersHarvest": {"visible": experiment != "no_communication"},
-           "sustainabilityThreshold": {"visible": experiment == "universalization"}}
+    obs = {
+        "commonsStock": {"visible": True},
+        "nPlayers": {"visible": True},
+        "othersHarvest": {"visible": experiment != "no_communication"},
+        "sustainabilityThreshold": {"visible": experiment == "universalization"},
+    }
     cfg: dict[str, Any] = {
-        "model": {"name": f"govsim_{scenario}_{experiment}", "engineMode": "govsim", "scheduler": "random_units",
-                  "wholeUnits": True, "maxPlayers": n, "minPlayers": n, "maxTurns": months,
-                  "commonsInitial": float(POOL), "commonsCapacity": float(POOL), "regenRate": 1.0,
-                  "threshold": float(COLLAPSE)},
+        "model": {
+            "name": f"govsim_{scenario}_{experiment}",
+            "engineMode": "govsim",
+            "scheduler": "random_units",
+            "wholeUnits": True,
+            "maxPlayers": n,
+            "minPlayers": n,
+            "maxTurns": months,
+            "commonsInitial": float(POOL),
+            "commonsCapacity": float(POOL),
+            "regenRate": 1.0,
+            "threshold": float(COLLAPSE),
+        },
         "observability": obs,
         "players": plist,
     }
@@ -110,9 +134,14 @@ def govsim(scenario: str = "fishery", experiment: str = "default", *, players: l
         newcomer = plist[-1]
         strategy = newcomer["strategy"]  # a name, or a Policy (then the config is for simulate/sweep only)
         newcomer["strategy"] = "idle"
-        cfg["perturbations"] = [{"id": "newcomer", "type": "strategy_override",
-                                 "trigger": {"kind": "turn", "turn": NEWCOMER_MONTH},
-                                 "payload": {"player": n - 1, "strategy": strategy}}]
+        cfg["perturbations"] = [
+            {
+                "id": "newcomer",
+                "type": "strategy_override",
+                "trigger": {"kind": "turn", "turn": NEWCOMER_MONTH},
+                "payload": {"player": n - 1, "strategy": strategy},
+            }
+        ]
     return cfg
 
 

@@ -78,8 +78,13 @@ def rss_gb(pid: int) -> float:
 def point(n: int, slots: int, timeout: float, max_gb: float, specs: int = 0, ladder: int = 0) -> dict:
     env = {**os.environ, "JAX_PLATFORMS": "cpu", "BDPD_MAX_PLAYERS": "4096", "BDPD_MAX_PACT_SLOTS": "4096"}
     env.pop("BDPD_JAX_CACHE", None)
-    p = subprocess.Popen([sys.executable, "-c", CHILD, str(n), str(slots), str(specs), str(ladder)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    p = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(n), str(slots), str(specs), str(ladder)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     t0, worst = time.perf_counter(), 0.0
     while p.poll() is None:
         worst = max(worst, rss_gb(p.pid))
@@ -97,16 +102,22 @@ def point(n: int, slots: int, timeout: float, max_gb: float, specs: int = 0, lad
 
 def main() -> None:
     ap = parser(__doc__)
-    ap.add_argument("--points", nargs="+", default=["2x4", "4x16", "8x16", "16x16", "32x16", "4x4", "4x32", "4x64"],
-                    help="PLAYERSxSLOTS[xSPECSxLADDER]: players, pact slots, perturbation specs, ladder rungs")
+    ap.add_argument(
+        "--points",
+        nargs="+",
+        default=["2x4", "4x16", "8x16", "16x16", "32x16", "4x4", "4x32", "4x64"],
+        help="PLAYERSxSLOTS[xSPECSxLADDER]: players, pact slots, perturbation specs, ladder rungs",
+    )
     ap.add_argument("--timeout", type=float, default=150.0)
     ap.add_argument("--max-gb", type=float, default=3.5)
     ap.add_argument("--write", action="store_true", help="append the table to bench/compile_scaling_last.md")
     args = ap.parse_args()
     out = Figures("compile_scaling", args.json)
     rows = []
-    print("| players | pact slots | specs + ladder | compile s (wall) | compile CPU s | tick ms | peak RSS GB | "
-          "RSS after import GB |")
+    print(
+        "| players | pact slots | specs + ladder | compile s (wall) | compile CPU s | tick ms | peak RSS GB | "
+        "RSS after import GB |"
+    )
     print("|---:|---:|---:|---:|---:|---:|---:|---:|")
     for pt in args.points:
         n, s, k, lad = ([int(x) for x in pt.split("x")] + [0, 0])[:4]
@@ -116,9 +127,11 @@ def main() -> None:
         if "killed" in r:
             line = f"| {n} | {s} | {k} + {lad} | killed ({r['killed']}) | | | | |"
         else:
-            line = (f"| {n} | {s} | {k} + {lad} | {r['compile_s']:.2f} | {r['compile_cpu_s']:.2f} | "
-                    f"{1e3 * r['tick_s']:.1f} | "
-                    f"{r['peak_rss_gb']:.2f} | {r['import_rss_gb']:.2f} |")
+            line = (
+                f"| {n} | {s} | {k} + {lad} | {r['compile_s']:.2f} | {r['compile_cpu_s']:.2f} | "
+                f"{1e3 * r['tick_s']:.1f} | "
+                f"{r['peak_rss_gb']:.2f} | {r['import_rss_gb']:.2f} |"
+            )
         print(line, flush=True)
         if args.write:
             with open(HERE / "compile_scaling_last.md", "a") as fh:

@@ -29,8 +29,9 @@ def measure(env, envs: int, steps: int, repeat: int) -> tuple[float, float]:
 
         def one(st, k):
             ks = jax.random.split(k, len(agents) + 1)
-            acts = {a: jax.vmap(env.action_space(a).sample)(jax.random.split(ks[i], envs))
-                    for i, a in enumerate(agents)}
+            acts = {
+                a: jax.vmap(env.action_space(a).sample)(jax.random.split(ks[i], envs)) for i, a in enumerate(agents)
+            }
             _, st, rew, _, _ = jax.vmap(env.step)(jax.random.split(ks[-1], envs), st, acts)
             return st, sum(jnp.sum(r) for r in rew.values())
 

@@ -39,12 +39,14 @@ GOV["pacts"] = [
     {"parties": [0, 1, 2, 3], "terms": {"type": "harvest_cap", "maxHarvest": 2.5}},
     {"parties": [0, 1, 2, 3], "terms": {"type": "no_aggression", "tolerance": 0.2}},
 ]
-GOV["perturbations"] = [{"id": "g", "type": "sanction_graduated", "trigger": {"kind": "pact_violation"},
-                         "payload": {"ladder": [1, 3, 10]}}]
+GOV["perturbations"] = [
+    {"id": "g", "type": "sanction_graduated", "trigger": {"kind": "pact_violation"}, "payload": {"ladder": [1, 3, 10]}}
+]
 SCRIPTED = copy.deepcopy(GOV)
 SCRIPTED["players"][1]["talk"]["pledge"] = {"turn": 3, "maxHarvest": 1.5}
-SCRIPTED["players"][3]["talk"] = {"propose": {"turn": 2, "parties": [0, 1, 2, 3],
-                                              "terms": {"type": "harvest_cap", "maxHarvest": 2.0}}}
+SCRIPTED["players"][3]["talk"] = {
+    "propose": {"turn": 2, "parties": [0, 1, 2, 3], "terms": {"type": "harvest_cap", "maxHarvest": 2.0}}
+}
 CASES = {"plain": PLAIN, "governance": GOV, "+ scripted writes": SCRIPTED}
 
 
@@ -67,8 +69,10 @@ def bench(cases: dict, b: int, turns: int, reps: int) -> dict:
     speed during the run touches them alike."""
     progs = {name: compiled(cfg, b, turns) for name, cfg in cases.items()}
     best = best_of({name: (lambda run=run, args=args: run(*args)) for name, (run, args, _) in progs.items()}, reps)
-    return {name: {"compile_s": progs[name][2], "run_s": best[name], "arena_turns_per_s": b * turns / best[name]}
-            for name in cases}
+    return {
+        name: {"compile_s": progs[name][2], "run_s": best[name], "arena_turns_per_s": b * turns / best[name]}
+        for name in cases
+    }
 
 
 def main() -> None:
@@ -83,8 +87,10 @@ def main() -> None:
     plain = res["plain"]["arena_turns_per_s"]
     for name, r in res.items():
         ratio = "" if name == "plain" else f"  cost {plain / r['arena_turns_per_s']:.2f}x the plain game's time"
-        print(f"{name:>18}: compile {r['compile_s']:.2f} s, {r['run_s'] / a.turns * 1e3:.3f} ms/turn, "
-              f"{r['arena_turns_per_s']:.3e} arena-turns/s{ratio}")
+        print(
+            f"{name:>18}: compile {r['compile_s']:.2f} s, {r['run_s'] / a.turns * 1e3:.3f} ms/turn, "
+            f"{r['arena_turns_per_s']:.3e} arena-turns/s{ratio}"
+        )
     for name, r in res.items():
         out.emit(name, arenas=a.batch, turns=a.turns, **r, cost_vs_plain=plain / r["arena_turns_per_s"])
     ratio = plain / res["governance"]["arena_turns_per_s"]

@@ -48,8 +48,13 @@ def parser(doc: str | None = None) -> argparse.ArgumentParser:
     """An argument parser described by the script's docstring, with ``--json PATH``."""
     first = (doc or "").strip().splitlines()[0] if doc else None
     ap = argparse.ArgumentParser(description=first)
-    ap.add_argument("--json", type=Path, default=None, metavar="PATH",
-                    help="append the figures to PATH as JSON lines (one object per case)")
+    ap.add_argument(
+        "--json",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="append the figures to PATH as JSON lines (one object per case)",
+    )
     return ap
 
 
@@ -90,8 +95,14 @@ def machine() -> dict[str, Any]:
     import jax
 
     dev = jax.devices()[0]
-    return {"jax": jax.__version__, "platform": dev.platform, "device": getattr(dev, "device_kind", str(dev)),
-            "cpus": os.cpu_count(), "host": platform.node(), "xla_flags": os.environ.get("XLA_FLAGS", "")}
+    return {
+        "jax": jax.__version__,
+        "platform": dev.platform,
+        "device": getattr(dev, "device_kind", str(dev)),
+        "cpus": os.cpu_count(),
+        "host": platform.node(),
+        "xla_flags": os.environ.get("XLA_FLAGS", ""),
+    }
 
 
 class Figures:
@@ -108,8 +119,13 @@ class Figures:
         if self._machine is None:
             self._machine = machine()
         at = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
-        row = {"bench": self.bench, "case": case, "at": at, **self._machine,
-               **{k: _plain(v) for k, v in figures.items()}}
+        row = {
+            "bench": self.bench,
+            "case": case,
+            "at": at,
+            **self._machine,
+            **{k: _plain(v) for k, v in figures.items()},
+        }
         self.rows.append(row)
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)

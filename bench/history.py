@@ -67,10 +67,15 @@ def main(argv: list[str] | None = None) -> None:
     for k, v in best.items():
         print(f"{k:>15}: {v * 1e3:8.2f} ms ({v / best['no_history']:.2f}x no_history)")
     print(f"history / no_history = {ratio:.2f} (target <= 2)" + ("" if math.isfinite(ratio) else " (n/a)"))
-    Figures("history", a.json).emit(f"B{a.arenas}_T{a.turns}", arenas=a.arenas, turns=a.turns, reps=a.reps,
-                                     **{f"{k}_ms": round(v * 1e3, 2) for k, v in best.items()},
-                                     history_over_no_history=round(ratio, 2),
-                                     frames_over_no_history=round(best["history_frames"] / best["no_history"], 2))
+    Figures("history", a.json).emit(
+        f"B{a.arenas}_T{a.turns}",
+        arenas=a.arenas,
+        turns=a.turns,
+        reps=a.reps,
+        **{f"{k}_ms": round(v * 1e3, 2) for k, v in best.items()},
+        history_over_no_history=round(ratio, 2),
+        frames_over_no_history=round(best["history_frames"] / best["no_history"], 2),
+    )
 
 
 if __name__ == "__main__":

@@ -39,8 +39,15 @@ TICKS = 30  # per phase; --ticks
 
 def arena(pool: JsPool, codes: list[str], builtins: int, seed: int) -> Arena:
     cfg = copy.deepcopy(SEED_LOGISTIC)
-    cfg["model"].update({"maxTurns": 10_000, "minPlayers": len(codes) + builtins, "maxPlayers": len(codes) + builtins,
-                         "threshold": 0, "collapseDie": {"sides": 6, "successThreshold": 0}})
+    cfg["model"].update(
+        {
+            "maxTurns": 10_000,
+            "minPlayers": len(codes) + builtins,
+            "maxPlayers": len(codes) + builtins,
+            "threshold": 0,
+            "collapseDie": {"sides": 6, "successThreshold": 0},
+        }
+    )
     cfg["players"] = [{"strategy": "conservative", "name": f"b{k}"} for k in range(builtins)]
     a = Arena(cfg, seed=seed, executor=pool, fsync=False)
     for k, code in enumerate(codes):
@@ -71,8 +78,9 @@ def measure(pool: JsPool, n_hostile: int) -> list[float]:
     stop.set()
     for t in threads:
         t.join(timeout=30)
-    fallbacks = sum(d.get("fallback", False) for r in honest.records for d in r["decisions"]
-                    if d.get("agentType") == "code")
+    fallbacks = sum(
+        d.get("fallback", False) for r in honest.records for d in r["decisions"] if d.get("agentType") == "code"
+    )
     print(f"#   honest fallbacks in its last {len(honest.records)} ticks: {fallbacks}; pool kills so far: {pool.kills}")
     for a in (honest, *bad):
         a.close()

@@ -39,8 +39,11 @@ FREEZE = True
 
 CONFIG = {
     "model": {"maxPlayers": 4, "minPlayers": 4, "maxTurns": 1000},
-    "observability": {"commonsStock": {"visible": True, "noise": 0.05}, "nPlayers": {"visible": True},
-                      "othersHarvest": {"visible": True}},
+    "observability": {
+        "commonsStock": {"visible": True, "noise": 0.05},
+        "nPlayers": {"visible": True},
+        "othersHarvest": {"visible": True},
+    },
     "agentTimeout": 2000,
 }
 
@@ -153,9 +156,19 @@ async def run_case(n: int, kind: str, turns: int, url: str | None, shared_client
     return out
 
 
-OBS = {"turn": 3, "playerId": "h1", "commonsStock": 120.5, "regenRate": None, "myWealth": 12.25,
-       "myCapacity": 1.6125, "nPlayers": 4, "othersWealth": {"h0": 1.5, "h2": 2.5, "h3": 3.5},
-       "othersHarvest": {"h0": 0.5, "h2": 0.25, "h3": 1.0}, "pacts": {"active": [], "proposed": []}, "inbox": []}
+OBS = {
+    "turn": 3,
+    "playerId": "h1",
+    "commonsStock": 120.5,
+    "regenRate": None,
+    "myWealth": 12.25,
+    "myCapacity": 1.6125,
+    "nPlayers": 4,
+    "othersWealth": {"h0": 1.5, "h2": 2.5, "h3": 3.5},
+    "othersHarvest": {"h0": 0.5, "h2": 0.25, "h3": 1.0},
+    "pacts": {"active": [], "proposed": []},
+    "inbox": [],
+}
 
 
 async def agent_cpu(n: int, url: str, rounds: int = 10) -> float:
@@ -210,10 +223,19 @@ def main() -> None:
             r = asyncio.run(run_case(args.arenas, kind, turns, url))
             for mode in ("batch", "single"):
                 run = r[f"{mode}_run"]
-                rows.append({"case": kind, "mode": "LiveBatch" if mode == "batch" else "one by one",
-                             "first": r[f"{mode}_first"], "run": run, "tps": turns / run, "turns": turns,
-                             "atps": r[f"{mode}_played"] / run, "fallbacks": r["fallbacks"],
-                             "cpu_ms": 1e3 * r[f"{mode}_cpu"] / (4 * r[f"{mode}_played"])})
+                rows.append(
+                    {
+                        "case": kind,
+                        "mode": "LiveBatch" if mode == "batch" else "one by one",
+                        "first": r[f"{mode}_first"],
+                        "run": run,
+                        "tps": turns / run,
+                        "turns": turns,
+                        "atps": r[f"{mode}_played"] / run,
+                        "fallbacks": r["fallbacks"],
+                        "cpu_ms": 1e3 * r[f"{mode}_cpu"] / (4 * r[f"{mode}_played"]),
+                    }
+                )
             print(rows[-2], rows[-1], flush=True)
             for row in rows[-2:]:
                 out.emit(kind, arenas=args.arenas, delay_ms=args.delay_ms, **row)
@@ -221,22 +243,37 @@ def main() -> None:
         proc.kill()
         proc.wait()
     dev = f"CPU ({os.cpu_count()} cores, {platform.machine()})"
-    lines = ["| Case | Mode | First tick (compile) | Turns | Run | turns/s | arena-turns/s | host CPU per decision |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| Case | Mode | First tick (compile) | Turns | Run | turns/s | arena-turns/s | host CPU per decision |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        lines.append(f"| {r['case']} | {r['mode']} | {r['first']:.2f} s | {r['turns']} | {r['run']:.2f} s "
-                     f"| {r['tps']:.2f} | {r['atps']:.0f} | {r['cpu_ms']:.3f} ms |")
+        lines.append(
+            f"| {r['case']} | {r['mode']} | {r['first']:.2f} s | {r['turns']} | {r['run']:.2f} s "
+            f"| {r['tps']:.2f} | {r['atps']:.0f} | {r['cpu_ms']:.3f} ms |"
+        )
     speed = {k: [r for r in rows if r["case"] == k] for k in args.cases.split(",")}
     ratio = {k: v[0]["tps"] / v[1]["tps"] for k, v in speed.items()}
     table = "\n".join(lines)
     print(table)
-    print("LiveBatch speed-up: " + ", ".join(f"{k} {v:.1f}x" for k, v in ratio.items())
-          + (f"; fallbacks (http case) {speed['http'][0]['fallbacks']}" if "http" in speed else ""))
+    print(
+        "LiveBatch speed-up: "
+        + ", ".join(f"{k} {v:.1f}x" for k, v in ratio.items())
+        + (f"; fallbacks (http case) {speed['http'][0]['fallbacks']}" if "http" in speed else "")
+    )
     if args.write and set(speed) == {"http", "builtin"}:
         cmd = f".venv/bin/python bench/live.py --arenas {args.arenas} --turns {args.turns} --delay-ms {args.delay_ms:g}"
-        text = README.format(cmd=cmd, dev=dev, table=table, arenas=args.arenas, load=os.getloadavg()[0],
-                             delay=args.delay_ms, http=ratio["http"], builtin=ratio["builtin"],
-                             fallbacks=speed["http"][0]["fallbacks"])
+        text = README.format(
+            cmd=cmd,
+            dev=dev,
+            table=table,
+            arenas=args.arenas,
+            load=os.getloadavg()[0],
+            delay=args.delay_ms,
+            http=ratio["http"],
+            builtin=ratio["builtin"],
+            fallbacks=speed["http"][0]["fallbacks"],
+        )
         (HERE / "live_last.md").write_text(text)
 
 

@@ -30,8 +30,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 CONFIG = {
     "model": {"maxPlayers": 4, "minPlayers": 4, "maxTurns": 100000, "threshold": 0.0, "useHiddenReserve": False},
-    "observability": {"commonsStock": {"visible": True, "noise": 0.05}, "nPlayers": {"visible": True},
-                      "othersHarvest": {"visible": True}},
+    "observability": {
+        "commonsStock": {"visible": True, "noise": 0.05},
+        "nPlayers": {"visible": True},
+        "othersHarvest": {"visible": True},
+    },
 }
 
 
@@ -82,15 +85,27 @@ def child(root: str, n: int, ticks: int, window: int, gc_freeze: bool) -> dict:
             w0, p0 = w, p
     total = time.perf_counter() - t0
     played = sum(a.turn for a in arenas) - n  # turns played after the first tick (records may be bounded)
-    return {"root": root, "gc_freeze": bool(kw.get("gc_freeze", False)), "supported": bool(kw), "first_s": first,
-            "ticks": ticks, "played": played, "gc_full": full[0], "gc_full_s": full[1], "arena_turns_s": played / total,
-            "wall_ms": wall, "cpu_ms": cpu,
-            "load": os.getloadavg()[0]}
+    return {
+        "root": root,
+        "gc_freeze": bool(kw.get("gc_freeze", False)),
+        "supported": bool(kw),
+        "first_s": first,
+        "ticks": ticks,
+        "played": played,
+        "gc_full": full[0],
+        "gc_full_s": full[1],
+        "arena_turns_s": played / total,
+        "wall_ms": wall,
+        "cpu_ms": cpu,
+        "load": os.getloadavg()[0],
+    }
 
 
 def spawn(root: str, n: int, ticks: int, window: int, gc_freeze: bool) -> dict:
-    code = (f"import json, sys; sys.path.insert(0, {str(ROOT / 'bench')!r}); import live_long; "
-            f"print(json.dumps(live_long.child({root!r}, {n}, {ticks}, {window}, {gc_freeze})))")
+    code = (
+        f"import json, sys; sys.path.insert(0, {str(ROOT / 'bench')!r}); import live_long; "
+        f"print(json.dumps(live_long.child({root!r}, {n}, {ticks}, {window}, {gc_freeze})))"
+    )
     env = {**os.environ, "JAX_PLATFORMS": os.environ.get("JAX_PLATFORMS", "cpu")}
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd="/", env=env)
     lines = [x for x in proc.stdout.splitlines() if x.startswith("{")]
@@ -100,16 +115,20 @@ def spawn(root: str, n: int, ticks: int, window: int, gc_freeze: bool) -> dict:
 
 
 def table(rows: list[dict]) -> str:
-    out = ["| Build | gc_freeze | First tick | Ticks | arena-turns/s | ms/tick (wall), first -> last window "
-           "| CPU ms/tick, first -> last window (min) | full GC passes (time) |",
-           "|---|---|---|---|---|---|---|---|"]
+    out = [
+        "| Build | gc_freeze | First tick | Ticks | arena-turns/s | ms/tick (wall), first -> last window "
+        "| CPU ms/tick, first -> last window (min) | full GC passes (time) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         name = "this" if Path(r["root"]).resolve() == ROOT else Path(r["root"]).name
         flag = ("on" if r["gc_freeze"] else "off") if r["supported"] else "(none)"
         w, c = r["wall_ms"], r["cpu_ms"]
-        out.append(f"| {name} | {flag} | {r['first_s']:.2f} s | {r['ticks']} | {r['arena_turns_s']:.0f} "
-                   f"| {w[0]:.1f} -> {w[-1]:.1f} (max {max(w):.1f}) | {c[0]:.1f} -> {c[-1]:.1f} ({min(c):.1f}) "
-                   f"| {r['gc_full']} ({r['gc_full_s']:.2f} s) |")
+        out.append(
+            f"| {name} | {flag} | {r['first_s']:.2f} s | {r['ticks']} | {r['arena_turns_s']:.0f} "
+            f"| {w[0]:.1f} -> {w[-1]:.1f} (max {max(w):.1f}) | {c[0]:.1f} -> {c[-1]:.1f} ({min(c):.1f}) "
+            f"| {r['gc_full']} ({r['gc_full_s']:.2f} s) |"
+        )
     return "\n".join(out)
 
 
@@ -130,8 +149,10 @@ def main(argv=None) -> None:
     for _ in range(args.reps):
         for root, freeze in modes:
             r = spawn(root, args.arenas, args.ticks, args.window, freeze)
-            print(json.dumps({k: (([round(x, 2) for x in v]) if isinstance(v, list) else v) for k, v in r.items()}),
-                  flush=True)
+            print(
+                json.dumps({k: (([round(x, 2) for x in v]) if isinstance(v, list) else v) for k, v in r.items()}),
+                flush=True,
+            )
             rows.append(r)
             out.emit("ticks", root=root, gc_freeze=freeze, **r)
     print(table(rows))

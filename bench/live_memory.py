@@ -28,8 +28,7 @@ CONFIG = {
     "observability": {"commonsStock": {"visible": True}},
     "agentTimeout": 2000,
 }
-SPAM = {"harvest": 0.0, "error": "E" * 8_000_000,
-        "actions": [{"tool": "broadcast", "text": "x" * 500}] * 20}
+SPAM = {"harvest": 0.0, "error": "E" * 8_000_000, "actions": [{"tool": "broadcast", "text": "x" * 500}] * 20}
 
 
 def rss_mb() -> float:
@@ -43,8 +42,14 @@ def rss_mb() -> float:
 def run(turns: int, arenas: int, keep, root: str) -> list[tuple[int, float]]:
     batch = []
     for k in range(arenas):
-        a = Arena(copy.deepcopy(CONFIG), seed=1, arena_index=k, out_dir=os.path.join(root, f"a{k}"),
-                  fsync=False, keep_records=keep)
+        a = Arena(
+            copy.deepcopy(CONFIG),
+            seed=1,
+            arena_index=k,
+            out_dir=os.path.join(root, f"a{k}"),
+            fsync=False,
+            keep_records=keep,
+        )
         a.join({"agentType": "scripted", "name": "spam", "script": [SPAM]})
         for q in ("q0", "q1"):  # quiet players: the commons lives on for the 1000 turns
             a.join({"agentType": "scripted", "name": q, "script": [{"harvest": 0.05}]})
@@ -73,8 +78,13 @@ def main() -> None:
             t0 = time.perf_counter()
             rows[label] = run(args.turns, args.arenas, keep, os.path.join(root, label))
             print(label, f"{time.perf_counter() - t0:.1f} s", rows[label], flush=True)
-            out.emit(label, arenas=args.arenas, turns=args.turns, wall_s=time.perf_counter() - t0,
-                     rss_mb_by_turn=[list(r) for r in rows[label]])
+            out.emit(
+                label,
+                arenas=args.arenas,
+                turns=args.turns,
+                wall_s=time.perf_counter() - t0,
+                rss_mb_by_turn=[list(r) for r in rows[label]],
+            )
     turns = [t for t, _ in rows["keep_records=100"]]
     print("| Turn | " + " | ".join(rows) + " |")
     print("|---|" + "---|" * len(rows))

@@ -28,10 +28,34 @@ S16, S15, S8, S6, S2 = np.uint64(16), np.uint64(15), np.uint64(8), np.uint64(6),
 OBS_STOCK = np.uint64(1 + 16 * 1)  # rng.obs_purpose(0): commonsStock
 DIE = np.uint64(3)
 F = np.float32
-A = [F(x) for x in (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
-                    -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)]
-B = [F(x) for x in (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
-                    -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)]
+A = [
+    F(x)
+    for x in (
+        2.81022636e-08,
+        3.43273939e-07,
+        -3.5233877e-06,
+        -4.39150654e-06,
+        0.00021858087,
+        -0.00125372503,
+        -0.00417768164,
+        0.246640727,
+        1.50140941,
+    )
+]
+B = [
+    F(x)
+    for x in (
+        -0.000200214257,
+        0.000100950558,
+        0.00134934322,
+        -0.00367342844,
+        0.00573950773,
+        -0.0076224613,
+        0.00943887047,
+        1.00167406,
+        2.83297682,
+    )
+]
 (A0, A1, A2, A3, A4, A5, A6, A7, A8), (B0, B1, B2, B3, B4, B5, B6, B7, B8) = A, B
 ONE, TWO, HALF, FIVE, THREE, W25 = F(1), F(2), F(0.5), F(5), F(3), F(2.5)
 SQRT2, INV24 = F(np.sqrt(2.0)), F(1.0 / 16777216.0)
@@ -76,8 +100,22 @@ def _erfinv(x):
     return p * x
 
 
-def _run(seed, n_arenas, turns, stock0, reserve0, wealth0, cap_k, regen, threshold, noise, intensity, p_die,
-         wealth_out, turns_out):
+def _run(
+    seed,
+    n_arenas,
+    turns,
+    stock0,
+    reserve0,
+    wealth0,
+    cap_k,
+    regen,
+    threshold,
+    noise,
+    intensity,
+    p_die,
+    wealth_out,
+    turns_out,
+):
     """One arena per prange iteration; wealth_out float32[B, 4], turns_out int32[B]."""
     log_p = np.log(p_die)
     for a in numba.prange(n_arenas):
@@ -165,6 +203,20 @@ def run(b: int, turns: int, seed: int = 0, *, regen: float = 0.5, threshold: flo
         raise ImportError("numba: pip install -e '.[bench]'")
     wealth = np.empty((b, 4), np.float32)
     played = np.empty(b, np.int32)
-    _run(seed, b, turns, F(150.0), F(20.0), F(30.0), F(150.0), F(regen), F(threshold), F(0.05), F(0.5),
-         F(4 / 6), wealth, played)
+    _run(
+        seed,
+        b,
+        turns,
+        F(150.0),
+        F(20.0),
+        F(30.0),
+        F(150.0),
+        F(regen),
+        F(threshold),
+        F(0.05),
+        F(0.5),
+        F(4 / 6),
+        wealth,
+        played,
+    )
     return wealth, played

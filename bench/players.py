@@ -52,14 +52,26 @@ def config(n: int, turns: int, slots: int = 0):
     import bdpd_jax
 
     d = bdpd_jax.default_config().model_dump()
-    d["model"].update(maxTurns=turns, threshold=0.0, regenRate=0.5, maxPlayers=max(n, 4), minPlayers=1,
-                      commonsCapacity=150.0 * n / 4, commonsInitial=150.0 * n / 4)
+    d["model"].update(
+        maxTurns=turns,
+        threshold=0.0,
+        regenRate=0.5,
+        maxPlayers=max(n, 4),
+        minPlayers=1,
+        commonsCapacity=150.0 * n / 4,
+        commonsInitial=150.0 * n / 4,
+    )
     d["players"] = [dict(d["players"][0], strategy="conservative" if 2 * i < n else "aggressive") for i in range(n)]
     if slots:
         d["pacts"] = [{"parties": [0, n - 1], "terms": {"type": "harvest_cap", "maxHarvest": 3.0}}]
-        d["perturbations"] = [{"id": "g", "type": "sanction_graduated",
-                               "trigger": {"kind": "pact_violation", "termType": "harvest_cap"},
-                               "payload": {"ladder": [1, 3, 10]}}]
+        d["perturbations"] = [
+            {
+                "id": "g",
+                "type": "sanction_graduated",
+                "trigger": {"kind": "pact_violation", "termType": "harvest_cap"},
+                "payload": {"ladder": [1, 3, 10]},
+            }
+        ]
     return bdpd_jax.ArenaConfig.model_validate(d)
 
 
@@ -129,10 +141,24 @@ def child(args) -> None:
     with unroll.forced(forms[args.form], forms[args.form]):
         c, exe, a = compiled(n, slots, b, t)
     run = timed(exe, a, args.reps)
-    print(json.dumps({"n": n, "slots": slots, "b": b, "t": t, "form": args.form, "compile_s": c,
-                      "compile_cpu_s": COMPILE_CPU[-1], "run_s": run,
-                      "player_turns_s": n * b * t / run, "arena_turns_s": b * t / run,
-                      "maxrss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20}), flush=True)
+    print(
+        json.dumps(
+            {
+                "n": n,
+                "slots": slots,
+                "b": b,
+                "t": t,
+                "form": args.form,
+                "compile_s": c,
+                "compile_cpu_s": COMPILE_CPU[-1],
+                "run_s": run,
+                "player_turns_s": n * b * t / run,
+                "arena_turns_s": b * t / run,
+                "maxrss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
+            }
+        ),
+        flush=True,
+    )
 
 
 def side_by_side(args) -> None:
@@ -153,8 +179,21 @@ def side_by_side(args) -> None:
 
 
 def spawn(n: int, slots: int, b: int, t: int, args, compare: bool = False) -> dict:
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", str(n), str(slots), str(b), str(t),
-           "--form", args.form, "--reps", str(args.reps), "--mem-limit-gb", str(args.mem_limit_gb)]
+    cmd = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--child",
+        str(n),
+        str(slots),
+        str(b),
+        str(t),
+        "--form",
+        args.form,
+        "--reps",
+        str(args.reps),
+        "--mem-limit-gb",
+        str(args.mem_limit_gb),
+    ]
     if compare:
         cmd.append("--compare")
     env = {k: v for k, v in os.environ.items() if k != "BDPD_JAX_CACHE"}
@@ -184,21 +223,26 @@ def sweep(args) -> list[dict]:
 
 
 def table(rows: list[dict]) -> str:
-    base = next((r["player_turns_s"] for r in rows if r.get("n") == 4 and not r.get("slots") and "player_turns_s" in r),
-                None)
-    out = ["| players | pact slots | form | B | compile s (wall / CPU) | peak RSS GB | player-turns/s "
-           "| per player-turn vs N = 4 |",
-           "|---|---|---|---|---|---|---|---|"]
+    base = next(
+        (r["player_turns_s"] for r in rows if r.get("n") == 4 and not r.get("slots") and "player_turns_s" in r), None
+    )
+    out = [
+        "| players | pact slots | form | B | compile s (wall / CPU) | peak RSS GB | player-turns/s "
+        "| per player-turn vs N = 4 |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         if "player_turns_s" not in r:
             why = r.get("error") or "killed at " + str(r.get("rss_gb")) + " GB"
             out.append(f"| {r['n']} | {r.get('slots', 0)} | | | {why} | | | |")
             continue
         rel = f"{r['player_turns_s'] / base:.2f}x" if base and not r["slots"] else ""
-        out.append(f"| {r['n']} | {r['slots']} | {r['form']} | {r['b']} "
-                   f"| {r['compile_s']:.2f} / {r['compile_cpu_s']:.2f} "
-                   f"| {r['maxrss_gb']:.2f} "
-                   f"| {r['player_turns_s']:.3e} | {rel} |")
+        out.append(
+            f"| {r['n']} | {r['slots']} | {r['form']} | {r['b']} "
+            f"| {r['compile_s']:.2f} / {r['compile_cpu_s']:.2f} "
+            f"| {r['maxrss_gb']:.2f} "
+            f"| {r['player_turns_s']:.3e} | {rel} |"
+        )
     return "\n".join(out)
 
 
@@ -208,8 +252,12 @@ def main(argv=None) -> None:
     ap.add_argument("--slots", type=int, nargs="*", help="pact slot counts P (4 players, governance on)")
     ap.add_argument("--forms", type=int, nargs="*", help="player counts: unrolled vs array form, one process each")
     ap.add_argument("--slot-forms", type=int, nargs="*", help="pact slot counts: unrolled vs array form")
-    ap.add_argument("--side-by-side", type=int, nargs="*", help="player counts compiled in one process, runs "
-                    "alternating (ratios from one run)")
+    ap.add_argument(
+        "--side-by-side",
+        type=int,
+        nargs="*",
+        help="player counts compiled in one process, runs alternating (ratios from one run)",
+    )
     ap.add_argument("--form", choices=("auto", "unrolled", "array"), default="auto")
     ap.add_argument("--turns", type=int, default=30)
     ap.add_argument("--player-slots", type=int, default=65536, help="B x N per batch")

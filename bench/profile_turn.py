@@ -81,8 +81,10 @@ def main() -> None:
     # the ops run once per turn: those counted once per turn (the loop body's ops)
     per_turn = {k: v / n_turns for k, (v, c) in times.items() if c == n_turns and not k.startswith("end: ")}
     total = sum(per_turn.values())
-    print(f"B={b}, T={t}, lanes={args.lanes}, {args.calls} calls: the loop body's ops, us per turn "
-          f"(sum {total:.0f} us; op spans, so ops running side by side overlap)")
+    print(
+        f"B={b}, T={t}, lanes={args.lanes}, {args.calls} calls: the loop body's ops, us per turn "
+        f"(sum {total:.0f} us; op spans, so ops running side by side overlap)"
+    )
     for name, us in sorted(per_turn.items(), key=lambda kv: -kv[1]):
         print(f"  {us:8.1f} us {us / total:6.1%}  {name}")
     out.emit("ops", arenas=b, turns=t, lanes=args.lanes, total_us_per_turn=total, us_per_turn=per_turn)

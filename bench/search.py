@@ -28,8 +28,13 @@ def main() -> None:
     import bdpd_jax
 
     cfg = bdpd_jax.default_config().model_dump()
-    kw = dict(constraints={"survived_mean": (">=", 0.9)}, population=a.population, replicates=a.replicates,
-              seed=0, progress=False)
+    kw = dict(
+        constraints={"survived_mean": (">=", 0.9)},
+        population=a.population,
+        replicates=a.replicates,
+        seed=0,
+        progress=False,
+    )
     space = {"model.regenRate": (0.01, 0.6), "players[2].intensity": (0.1, 0.9)}
     t0 = time.perf_counter()
     bdpd_jax.search(cfg, space, ("model.regenRate", "min"), generations=1, **kw)
@@ -41,14 +46,22 @@ def main() -> None:
     bdpd_jax.search(cfg, space, ("model.regenRate", "min"), generations=1 + a.generations, **kw)
     many = time.perf_counter() - t0
     per_gen = (many - one) / a.generations
-    print(f"population {a.population} x replicates {a.replicates} ({a.population * a.replicates} arenas/generation), "
-          f"30 turns: cold first search {cold:.2f} s, warm 1-generation search {one:.2f} s, "
-          f"steady {per_gen * 1e3:.1f} ms/generation = {a.population / per_gen:,.0f} candidates/s = "
-          f"{a.population * a.replicates / per_gen:,.0f} arena-evaluations/s")
-    Figures("search", a.json).emit(f"P{a.population}_R{a.replicates}", population=a.population,
-                                   replicates=a.replicates, generations=a.generations, cold_s=cold,
-                                   ms_per_generation=per_gen * 1e3, candidates_per_s=a.population / per_gen,
-                                   arena_evaluations_per_s=a.population * a.replicates / per_gen)
+    print(
+        f"population {a.population} x replicates {a.replicates} ({a.population * a.replicates} arenas/generation), "
+        f"30 turns: cold first search {cold:.2f} s, warm 1-generation search {one:.2f} s, "
+        f"steady {per_gen * 1e3:.1f} ms/generation = {a.population / per_gen:,.0f} candidates/s = "
+        f"{a.population * a.replicates / per_gen:,.0f} arena-evaluations/s"
+    )
+    Figures("search", a.json).emit(
+        f"P{a.population}_R{a.replicates}",
+        population=a.population,
+        replicates=a.replicates,
+        generations=a.generations,
+        cold_s=cold,
+        ms_per_generation=per_gen * 1e3,
+        candidates_per_s=a.population / per_gen,
+        arena_evaluations_per_s=a.population * a.replicates / per_gen,
+    )
 
 
 if __name__ == "__main__":

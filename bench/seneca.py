@@ -91,10 +91,17 @@ ALIVE_MIX = ("rcp", "conservative", "conservative", "rcp")
 
 def players_cfg(solver="euler", integrator="steps", players=SEED_MIX):
     return {
-        "model": {"engineMode": "seneca", "maxTurns": T, "maxPlayers": 4,
-                  "seneca": {"solver": solver, "integrator": integrator}},
-        "observability": {"commonsStock": {"visible": True}, "capitalStock": {"visible": True},
-                          "pollutionLevel": {"visible": True}},
+        "model": {
+            "engineMode": "seneca",
+            "maxTurns": T,
+            "maxPlayers": 4,
+            "seneca": {"solver": solver, "integrator": integrator},
+        },
+        "observability": {
+            "commonsStock": {"visible": True},
+            "capitalStock": {"visible": True},
+            "pollutionLevel": {"visible": True},
+        },
         "players": [{"strategy": s} for s in players],
     }
 
@@ -133,11 +140,15 @@ def main():
         "diffrax tsit5, steps": (ENG.step, p(solver="tsit5")),
     }
     print(f"jax {jax.__version__} on {jax.devices()[0].platform}, {T} turns; best of {a.repeat}")
-    print(f"{'case':40s} {'B':>6s} {'compile s':>9s} {'run s':>9s} {'arena-turns/s':>14s} {'played/s':>10s} "
-          f"{'alive':>6s}")
+    print(
+        f"{'case':40s} {'B':>6s} {'compile s':>9s} {'run s':>9s} {'arena-turns/s':>14s} {'played/s':>10s} {'alive':>6s}"
+    )
     for b in a.sizes:
-        rows = [(k, *time_bare(f, pp, b, a.repeat)) for k, (f, pp) in bare.items()
-                if not (b >= 65536 and k.endswith("tsit5, steps")) and not a.players_only]  # ~30 s at B = 65536
+        rows = [
+            (k, *time_bare(f, pp, b, a.repeat))
+            for k, (f, pp) in bare.items()
+            if not (b >= 65536 and k.endswith("tsit5, steps")) and not a.players_only
+        ]  # ~30 s at B = 65536
         if b <= 4096 and not a.players_only:
             rows.append(("numpy euler", *numpy_euler(b, 1)))
         if not a.no_players:
@@ -148,10 +159,20 @@ def main():
         for name, comp, run, *played in rows:
             total = b * T
             done = played[0] if played else total
-            print(f"{name:40s} {b:6d} {comp:9.2f} {run:9.4f} {total / run:14.3e} {done / run:10.3e} "
-                  f"{done / total:6.1%}", flush=True)
-            out.emit(name, arenas=b, turns=T, compile_s=comp, run_s=run, arena_turns_per_s=total / run,
-                     played_per_s=done / run, alive_share=done / total)
+            print(
+                f"{name:40s} {b:6d} {comp:9.2f} {run:9.4f} {total / run:14.3e} {done / run:10.3e} {done / total:6.1%}",
+                flush=True,
+            )
+            out.emit(
+                name,
+                arenas=b,
+                turns=T,
+                compile_s=comp,
+                run_s=run,
+                arena_turns_per_s=total / run,
+                played_per_s=done / run,
+                alive_share=done / total,
+            )
 
 
 if __name__ == "__main__":

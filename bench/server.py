@@ -68,8 +68,11 @@ class Server:
         s.bind(("127.0.0.1", 0))
         self.port = s.getsockname()[1]
         s.close()
-        self.proc = subprocess.Popen([sys.executable, "-m", "bdpd_jax", "serve", "--port", str(self.port),
-                                      "--arenas", str(root), *extra], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "bdpd_jax", "serve", "--port", str(self.port), "--arenas", str(root), *extra],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         self.base = f"http://127.0.0.1:{self.port}"
         self.owners: dict[str, dict] = {}
         self.client = httpx.Client(base_url=self.base, timeout=300, trust_env=False)
@@ -89,8 +92,9 @@ class Server:
         owner = {"X-Owner-Key": c["ownerKey"]}
         self.owners[c["arenaId"]] = owner
         if start:
-            r = self.client.post(f"/api/arenas/{c['arenaId']}/start", headers=owner,
-                                 json={"tickMode": start, "tickIntervalMs": interval})
+            r = self.client.post(
+                f"/api/arenas/{c['arenaId']}/start", headers=owner, json={"tickMode": start, "tickIntervalMs": interval}
+            )
             assert r.status_code == 200, r.text
         return c["arenaId"], c
 
@@ -133,9 +137,16 @@ def load(srv: Server, n: int, samples: int) -> dict:
     after = {a["arenaId"]: a["turn"] for a in srv.client.get("/api/arenas").json()["arenas"]}
     rate = sum(after.get(i, t_before[i]) - t_before[i] for i in ids) / wall
     rss = _rss_mb(srv.proc.pid)
-    return {"n": n, "health_p50_ms": _pct(health, 50), "health_p99_ms": _pct(health, 99),
-            "tick_p50_ms": _pct(ticks, 50), "tick_p99_ms": _pct(ticks, 99), "auto_turns_per_s": rate,
-            "rss_mb": rss, "ids": ids + [probe]}
+    return {
+        "n": n,
+        "health_p50_ms": _pct(health, 50),
+        "health_p99_ms": _pct(health, 99),
+        "tick_p50_ms": _pct(ticks, 50),
+        "tick_p99_ms": _pct(ticks, 99),
+        "auto_turns_per_s": rate,
+        "rss_mb": rss,
+        "ids": ids + [probe],
+    }
 
 
 def compile_while_loaded(srv: Server, samples: int) -> dict:
@@ -158,8 +169,14 @@ def compile_while_loaded(srv: Server, samples: int) -> dict:
     while not done:
         health += srv.health(1, gap=0.005)
     th.join()
-    return {"compile_tick_s": done[0], "health_samples": len(health), "health_p50_ms": _pct(health, 50),
-            "health_p99_ms": _pct(health, 99), "health_max_ms": max(health) * 1000, "ids": ids + [aid]}
+    return {
+        "compile_tick_s": done[0],
+        "health_samples": len(health),
+        "health_p50_ms": _pct(health, 50),
+        "health_p99_ms": _pct(health, 99),
+        "health_max_ms": max(health) * 1000,
+        "ids": ids + [aid],
+    }
 
 
 def fanout(srv: Server, clients: int, turns: int) -> dict:
@@ -169,8 +186,10 @@ def fanout(srv: Server, clients: int, turns: int) -> dict:
 
     async def listen(ready):
         got: dict[int, float] = {}
-        async with (httpx.AsyncClient(base_url=srv.base, timeout=300, trust_env=False) as ac,
-                    ac.stream("GET", f"/api/arenas/{aid}/stream", headers=spec) as s):
+        async with (
+            httpx.AsyncClient(base_url=srv.base, timeout=300, trust_env=False) as ac,
+            ac.stream("GET", f"/api/arenas/{aid}/stream", headers=spec) as s,
+        ):
             ev = None
             async for line in s.aiter_lines():
                 if line.startswith("event: "):
@@ -189,8 +208,11 @@ def fanout(srv: Server, clients: int, turns: int) -> dict:
         while ready[0] < clients:
             await asyncio.sleep(0.05)
         async with httpx.AsyncClient(base_url=srv.base, timeout=300, trust_env=False) as ac:
-            await ac.post(f"/api/arenas/{aid}/start", headers={"X-Owner-Key": c["ownerKey"]},
-                          json={"tickMode": "auto", "tickIntervalMs": 20})
+            await ac.post(
+                f"/api/arenas/{aid}/start",
+                headers={"X-Owner-Key": c["ownerKey"]},
+                json={"tickMode": "auto", "tickIntervalMs": 20},
+            )
         t0 = time.perf_counter()
         await asyncio.gather(*tasks)
         return time.perf_counter() - t0
@@ -199,8 +221,14 @@ def fanout(srv: Server, clients: int, turns: int) -> dict:
     played = max(len(a) for a in arrivals)
     complete = sum(sorted(a) == list(range(1, played + 1)) for a in arrivals)
     spread = [max(a[t] for a in arrivals) - min(a[t] for a in arrivals) for t in range(1, played + 1)]
-    return {"clients": clients, "turns": played, "complete_in_order": complete, "wall_s": wall,
-            "spread_p50_ms": _pct(spread, 50), "spread_p99_ms": _pct(spread, 99)}
+    return {
+        "clients": clients,
+        "turns": played,
+        "complete_in_order": complete,
+        "wall_s": wall,
+        "spread_p50_ms": _pct(spread, 50),
+        "spread_p99_ms": _pct(spread, 99),
+    }
 
 
 def memory(srv: Server, n: int) -> dict:
@@ -213,8 +241,13 @@ def memory(srv: Server, n: int) -> dict:
         srv.client.post(f"/api/arenas/{aid}/close", headers={"X-Owner-Key": c["ownerKey"]})
         srv.owners.pop(aid, None)
     closed = _rss_mb(srv.proc.pid)
-    return {"arenas": n, "rss_base_mb": base, "rss_live_mb": live, "per_arena_kb": (live - base) * 1024 / n,
-            "rss_after_close_mb": closed}
+    return {
+        "arenas": n,
+        "rss_base_mb": base,
+        "rss_live_mb": live,
+        "per_arena_kb": (live - base) * 1024 / n,
+        "rss_after_close_mb": closed,
+    }
 
 
 def many(srv: Server, n: int, window_s: float, interval_ms: float = AUTO_MS) -> dict:
@@ -224,9 +257,13 @@ def many(srv: Server, n: int, window_s: float, interval_ms: float = AUTO_MS) -> 
 
     load0 = os.getloadavg()[0]
     t0 = time.perf_counter()
+
     def start(aid):
-        r = srv.client.post(f"/api/arenas/{aid}/start", headers=srv.owners[aid],
-                            json={"tickMode": "auto", "tickIntervalMs": interval_ms})
+        r = srv.client.post(
+            f"/api/arenas/{aid}/start",
+            headers=srv.owners[aid],
+            json={"tickMode": "auto", "tickIntervalMs": interval_ms},
+        )
         assert r.status_code == 200, r.text
 
     with ThreadPoolExecutor(8) as ex:  # all created, then all started, in parallel (each writes files)
@@ -248,12 +285,23 @@ def many(srv: Server, n: int, window_s: float, interval_ms: float = AUTO_MS) -> 
     after = {a["arenaId"]: a["turn"] for a in srv.client.get("/api/arenas").json()["arenas"]}
     wall, cpu = time.perf_counter() - t1, _cpu_s(srv.proc.pid) - cpu1
     played = sum(after.get(i, turns[i]) - turns[i] for i in ids)
-    return {"n": n, "create_s": created, "warm_s": warm, "window_s": wall, "arena_turns": played,
-            "arena_turns_per_s": played / wall, "server_cpu_s": cpu,
-            "cpu_ms_per_arena_turn": 1000 * cpu / max(played, 1),
-            "health_n": len(health), "health_p50_ms": _pct(health, 50),
-            "health_p99_ms": _pct(health, 99), "health_max_ms": max(health) * 1000,
-            "rss_mb": _rss_mb(srv.proc.pid), "load_before": load0, "load_after": os.getloadavg()[0]}
+    return {
+        "n": n,
+        "create_s": created,
+        "warm_s": warm,
+        "window_s": wall,
+        "arena_turns": played,
+        "arena_turns_per_s": played / wall,
+        "server_cpu_s": cpu,
+        "cpu_ms_per_arena_turn": 1000 * cpu / max(played, 1),
+        "health_n": len(health),
+        "health_p50_ms": _pct(health, 50),
+        "health_p99_ms": _pct(health, 99),
+        "health_max_ms": max(health) * 1000,
+        "rss_mb": _rss_mb(srv.proc.pid),
+        "load_before": load0,
+        "load_after": os.getloadavg()[0],
+    }
 
 
 def group_tick_profile(n: int, ticks: int = 10) -> None:
@@ -285,8 +333,10 @@ def group_tick_profile(n: int, ticks: int = 10) -> None:
         t, c = time.perf_counter(), time.process_time()
         for _ in range(ticks):
             one()
-        print(f"group tick of {n}: wall {(time.perf_counter() - t) / ticks * 1e3:.1f} ms, "
-              f"CPU {(time.process_time() - c) / ticks * 1e3:.1f} ms")
+        print(
+            f"group tick of {n}: wall {(time.perf_counter() - t) / ticks * 1e3:.1f} ms, "
+            f"CPU {(time.process_time() - c) / ticks * 1e3:.1f} ms"
+        )
         pr = cProfile.Profile()
         pr.runcall(lambda: [one() for _ in range(5)])
         pstats.Stats(pr).sort_stats("cumulative").print_stats(20)
@@ -301,8 +351,12 @@ def main() -> None:
     ap.add_argument("--window", type=float, default=15.0, help="--many: seconds measured")
     ap.add_argument("--only", choices=("grouped", "alone"), help="--many: one of the two servers")
     ap.add_argument("--group-profile", type=int, help="in-process profile of one group tick of N arenas (only this)")
-    ap.add_argument("--alone-n", type=int, help="--many: arenas of the --no-group-ticks server (default N; its "
-                    "arena-turns/s do not grow with N, and starting 1 000 of them takes minutes)")
+    ap.add_argument(
+        "--alone-n",
+        type=int,
+        help="--many: arenas of the --no-group-ticks server (default N; its "
+        "arena-turns/s do not grow with N, and starting 1 000 of them takes minutes)",
+    )
     args = ap.parse_args()
     out = Figures("server", args.json)
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
@@ -317,8 +371,11 @@ def main() -> None:
                 try:
                     n = args.alone_n if args.alone_n and "--no-group-ticks" in opts else args.many
                     r = many(srv, n, args.window)
-                    print(" ".join(opts), json.dumps({k: (round(v, 2) if isinstance(v, float) else v)
-                                                      for k, v in r.items()}), flush=True)
+                    print(
+                        " ".join(opts),
+                        json.dumps({k: (round(v, 2) if isinstance(v, float) else v) for k, v in r.items()}),
+                        flush=True,
+                    )
                     out.emit("many", options=" ".join(opts), arenas=n, **r)
                 finally:
                     srv.stop()
@@ -330,7 +387,11 @@ def main() -> None:
             if args.n:
                 for n in args.n:
                     r = load(srv, n, samples=300)
-                    print(json.dumps({k: (round(v, 2) if isinstance(v, float) else v) for k, v in r.items() if k != "ids"}))
+                    print(
+                        json.dumps(
+                            {k: (round(v, 2) if isinstance(v, float) else v) for k, v in r.items() if k != "ids"}
+                        )
+                    )
                     out.emit("load", arenas=n, **{k: v for k, v in r.items() if k != "ids"})
                     srv.close_all()
                 return
@@ -339,14 +400,16 @@ def main() -> None:
             r = memory(srv, 200)  # first, on a fresh heap
             print("memory", json.dumps({k: round(v, 1) for k, v in r.items()}))
             out.emit("memory", **r)
-            for n in ((1, 20) if args.quick else (1, 20, 100)):
+            for n in (1, 20) if args.quick else (1, 20, 100):
                 r = load(srv, n, samples=300)
                 print(json.dumps({k: (round(v, 2) if isinstance(v, float) else v) for k, v in r.items() if k != "ids"}))
                 out.emit("load", arenas=n, **{k: v for k, v in r.items() if k != "ids"})
                 srv.close_all()
             r = compile_while_loaded(srv, 300)
-            print("compile under load", json.dumps({k: (round(v, 2) if isinstance(v, float) else v)
-                                                    for k, v in r.items() if k != "ids"}))
+            print(
+                "compile under load",
+                json.dumps({k: (round(v, 2) if isinstance(v, float) else v) for k, v in r.items() if k != "ids"}),
+            )
             out.emit("compile_under_load", **{k: v for k, v in r.items() if k != "ids"})
             srv.close_all()
             r = fanout(srv, 50 if args.quick else 200, 30)

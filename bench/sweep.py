@@ -78,9 +78,16 @@ def worker(n_devices: int, case: str, scale: float, repeat: int) -> dict:
         t0 = time.perf_counter()
         sweep(c, grid=g, replicates=replicates, seed=0, progress=False)
         warm.append(time.perf_counter() - t0)
-    return {"devices": n_devices, "arenas": len(r.arenas), "points": len(r.points), "cold_s": cold,
-            "warm_s": min(warm), "survival": float(r.arenas["survived"].mean()), "build": r.meta["build"],
-            "played": int(r.arenas["survival_time"].sum())}
+    return {
+        "devices": n_devices,
+        "arenas": len(r.arenas),
+        "points": len(r.points),
+        "cold_s": cold,
+        "warm_s": min(warm),
+        "survival": float(r.arenas["survived"].mean()),
+        "build": r.meta["build"],
+        "played": int(r.arenas["survival_time"].sum()),
+    }
 
 
 def loop(case: str, scale: float, n_points: int) -> dict:
@@ -101,14 +108,20 @@ def loop(case: str, scale: float, n_points: int) -> dict:
     surv = 0.0
     played = 0
     for i, vals in enumerate(rows):
-        res = simulate(at(vals), n_arenas=replicates, seed=0, history=False, progress=False,
-                       arena_offset=i * replicates)
+        res = simulate(
+            at(vals), n_arenas=replicates, seed=0, history=False, progress=False, arena_offset=i * replicates
+        )
         surv += float(res.summary["survived"].sum())
         played += int(res.summary["turns_played"].sum())
     wall = time.perf_counter() - t0
     assert names == list(grid(case, scale))
-    return {"points": len(rows), "wall_s": wall, "per_point_s": wall / len(rows),
-            "survival": surv / (len(rows) * replicates), "played": played}
+    return {
+        "points": len(rows),
+        "wall_s": wall,
+        "per_point_s": wall / len(rows),
+        "survival": surv / (len(rows) * replicates),
+        "played": played,
+    }
 
 
 def main() -> None:
@@ -130,35 +143,71 @@ def main() -> None:
     for case in a.cases:
         runs = []
         for nd in a.devices:
-            p = subprocess.run([sys.executable, __file__, "--worker", str(nd), "--cases", case, "--scale",
-                                str(a.scale), "--repeat", str(a.repeat)], capture_output=True, text=True, env=env)
+            p = subprocess.run(
+                [
+                    sys.executable,
+                    __file__,
+                    "--worker",
+                    str(nd),
+                    "--cases",
+                    case,
+                    "--scale",
+                    str(a.scale),
+                    "--repeat",
+                    str(a.repeat),
+                ],
+                capture_output=True,
+                text=True,
+                env=env,
+            )
             if p.returncode != 0:
                 sys.exit(p.stderr[-3000:])
             runs.append(json.loads(p.stdout.split("RESULT ", 1)[1]))
         n_points, reps = runs[0]["points"], CASES[case][1]
         lp = loop(case, a.scale, min(a.loop_points, n_points))
         loop_full = lp["per_point_s"] * n_points  # = wall_s when the loop ran every point
-        print(f"[{case}] sweep of {n_points} points x {reps} replicate(s) = {runs[0]['arenas']} arenas "
-              f"(build: {runs[0]['build']})")
+        print(
+            f"[{case}] sweep of {n_points} points x {reps} replicate(s) = {runs[0]['arenas']} arenas "
+            f"(build: {runs[0]['build']})"
+        )
         for r in runs:
             at, pl = r["arenas"] * TURNS, r["played"]
-            print(f"  {r['devices']} device(s): cold {r['cold_s']:.2f} s "
-                  f"({at / r['cold_s'] / 1e6:.2f} M arena-turns/s), "
-                  f"warm {r['warm_s']:.2f} s ({at / r['warm_s'] / 1e6:.2f} M arena-turns/s, "
-                  f"{pl / r['warm_s'] / 1e6:.2f} M played); "
-                  f"vs loop: {loop_full / r['cold_s']:.0f}x cold, {loop_full / r['warm_s']:.0f}x warm")
+            print(
+                f"  {r['devices']} device(s): cold {r['cold_s']:.2f} s "
+                f"({at / r['cold_s'] / 1e6:.2f} M arena-turns/s), "
+                f"warm {r['warm_s']:.2f} s ({at / r['warm_s'] / 1e6:.2f} M arena-turns/s, "
+                f"{pl / r['warm_s'] / 1e6:.2f} M played); "
+                f"vs loop: {loop_full / r['cold_s']:.0f}x cold, {loop_full / r['warm_s']:.0f}x warm"
+            )
         extra = "" if lp["points"] == n_points else f"; {loop_full:.0f} s for all {n_points} points"
-        print(f"  loop of simulate(n_arenas={reps}): {lp['points']} points in {lp['wall_s']:.1f} s "
-              f"({lp['per_point_s'] * 1e3:.2f} ms/point{extra}), "
-              f"{lp['points'] * reps * TURNS / lp['wall_s'] / 1e6:.3f} M arena-turns/s "
-              f"({lp['played'] / lp['wall_s'] / 1e6:.3f} M played)")
+        print(
+            f"  loop of simulate(n_arenas={reps}): {lp['points']} points in {lp['wall_s']:.1f} s "
+            f"({lp['per_point_s'] * 1e3:.2f} ms/point{extra}), "
+            f"{lp['points'] * reps * TURNS / lp['wall_s'] / 1e6:.3f} M arena-turns/s "
+            f"({lp['played'] / lp['wall_s'] / 1e6:.3f} M played)"
+        )
         for r in runs:
-            out.emit(case, points=n_points, replicates=reps, arenas=r["arenas"], turns=TURNS, devices=r["devices"],
-                     build=r["build"], cold_s=r["cold_s"], warm_s=r["warm_s"], loop_points=lp["points"],
-                     loop_per_point_s=lp["per_point_s"], vs_loop_cold=loop_full / r["cold_s"],
-                     vs_loop_warm=loop_full / r["warm_s"], survival=r["survival"], loop_survival=lp["survival"])
-        print(f"  survival: sweep {runs[0]['survival']:.4f}, loop {lp['survival']:.4f} "
-              f"({'same arenas' if lp['points'] == n_points else 'loop on the first points'})")
+            out.emit(
+                case,
+                points=n_points,
+                replicates=reps,
+                arenas=r["arenas"],
+                turns=TURNS,
+                devices=r["devices"],
+                build=r["build"],
+                cold_s=r["cold_s"],
+                warm_s=r["warm_s"],
+                loop_points=lp["points"],
+                loop_per_point_s=lp["per_point_s"],
+                vs_loop_cold=loop_full / r["cold_s"],
+                vs_loop_warm=loop_full / r["warm_s"],
+                survival=r["survival"],
+                loop_survival=lp["survival"],
+            )
+        print(
+            f"  survival: sweep {runs[0]['survival']:.4f}, loop {lp['survival']:.4f} "
+            f"({'same arenas' if lp['points'] == n_points else 'loop on the first points'})"
+        )
 
 
 if __name__ == "__main__":

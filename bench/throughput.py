@@ -52,8 +52,9 @@ PLAYED: dict[tuple[int, int], int] = {}
 def config(turns: int, noisy: bool = True) -> bdpd_jax.ArenaConfig:
     d = bdpd_jax.default_config().model_dump()
     if not noisy:  # exact readings: no draw at all for the observations
-        d["observability"] = {k: {kk: vv for kk, vv in v.items() if kk != "noise"}
-                              for k, v in d["observability"].items()}
+        d["observability"] = {
+            k: {kk: vv for kk, vv in v.items() if kk != "noise"} for k, v in d["observability"].items()
+        }
     d["model"]["maxTurns"] = turns
     d["model"]["threshold"] = 0.0  # keep arenas alive so every turn does full work
     d["model"]["regenRate"] = 0.5
@@ -156,8 +157,19 @@ def bench_python(arenas: int, turns: int) -> float:
     obs = {k: v.model_dump() for k, v in cfg.observability.items()}
     players = [p.model_dump() for p in cfg.players]
     rnd = random.Random(0)
-    names = ["commonsStock", "regenRate", "commonsCapacity", "threshold", "commonsRatio", "capitalStock",
-             "pollutionLevel", "nPlayers", "turn", "myWealth", "myCapacity"]
+    names = [
+        "commonsStock",
+        "regenRate",
+        "commonsCapacity",
+        "threshold",
+        "commonsRatio",
+        "capitalStock",
+        "pollutionLevel",
+        "nPlayers",
+        "turn",
+        "myWealth",
+        "myCapacity",
+    ]
     t0 = time.perf_counter()
     for _ in range(arenas):
         ref = RefArena(model, obs, players)
@@ -229,9 +241,14 @@ def bench_simulate(b: int, turns: int, reps: int = 7) -> dict:
         "kernel": lambda: jax.block_until_ready(exe(keys, st, pb)),
         "simulate": functools.partial(bdpd_jax.simulate, cfg, n_arenas=b, history=False, progress=False),
         "simulate_history": functools.partial(bdpd_jax.simulate, cfg, n_arenas=b, history=True, progress=False),
-        "sweep": functools.partial(run_points, cfg.model_dump(),
-                                   pd.DataFrame({"model.regenRate": np.linspace(0.3, 0.7, 16)}),
-                                   replicates=b // 16, turns=turns, progress=False),
+        "sweep": functools.partial(
+            run_points,
+            cfg.model_dump(),
+            pd.DataFrame({"model.regenRate": np.linspace(0.3, 0.7, 16)}),
+            replicates=b // 16,
+            turns=turns,
+            progress=False,
+        ),
     }
     for f in calls.values():
         f()  # compile and warm up
@@ -283,10 +300,14 @@ def bench_skip_mixed(b: int = 16384, turns: int = 3000) -> dict:
     cfg = seed_payload(turns)
     cfg["players"] = [{"strategy": "aggressive", "intensity": 0.5, "privateResource": 30} for _ in range(4)]
     cols = [f"players[{i}].intensity" for i in range(4)]
-    tables = {"mixed": pd.DataFrame({c: [0.001, 0.5] for c in cols}),
-              "none_end": pd.DataFrame({c: [0.001, 0.001] for c in cols})}
-    runs = {name: (lambda tab=tab: run_points(cfg, tab, replicates=b // 2, turns=turns, progress=False))
-            for name, tab in tables.items()}
+    tables = {
+        "mixed": pd.DataFrame({c: [0.001, 0.5] for c in cols}),
+        "none_end": pd.DataFrame({c: [0.001, 0.001] for c in cols}),
+    }
+    runs = {
+        name: (lambda tab=tab: run_points(cfg, tab, replicates=b // 2, turns=turns, progress=False))
+        for name, tab in tables.items()
+    }
     out = {}
     for name, run in runs.items():  # compile, warm up, count
         t0 = time.perf_counter()
@@ -329,8 +350,9 @@ def main() -> None:
     sizes = args.sizes or ([1, 1024, 16384] if args.quick else [1, 1024, 16384, 131072])
     turn_list = [30] if args.quick else [30, 3000]
     print(f"jax {jax.__version__} on {jax.devices()[0].platform}, XLA_FLAGS={os.environ.get('XLA_FLAGS')!r}")
-    print(f"{'B':>7} {'T':>5} {'compile s':>9} {'run s':>9} {'arena-turns/s':>14} {'played/s':>10} "
-          f"{'player-turns/s':>15}")
+    print(
+        f"{'B':>7} {'T':>5} {'compile s':>9} {'run s':>9} {'arena-turns/s':>14} {'played/s':>10} {'player-turns/s':>15}"
+    )
     rates = {}
     for t in turn_list:
         for b in sizes:
@@ -338,77 +360,142 @@ def main() -> None:
                 continue
             c, s = bench_jax(b, t, reps=3 if b * t <= 50_000_000 else 1)
             rates[(b, t)] = b * t / s
-            out.emit("kernel", arenas=b, turns=t, compile_s=c, run_s=s, arena_turns_per_s=b * t / s,
-                     played_per_s=PLAYED[(b, t)] / s)
-            print(f"{b:>7} {t:>5} {c:>9.2f} {s:>9.4f} {b * t / s:>14.3e} {PLAYED[(b, t)] / s:>10.3e} "
-                  f"{4 * b * t / s:>15.3e}")
+            out.emit(
+                "kernel",
+                arenas=b,
+                turns=t,
+                compile_s=c,
+                run_s=s,
+                arena_turns_per_s=b * t / s,
+                played_per_s=PLAYED[(b, t)] / s,
+            )
+            print(
+                f"{b:>7} {t:>5} {c:>9.2f} {s:>9.4f} {b * t / s:>14.3e} {PLAYED[(b, t)] / s:>10.3e} "
+                f"{4 * b * t / s:>15.3e}"
+            )
     b, t = 16384, 30
     sm = bench_simulate(b, t)
     k = sm["kernel"]
-    out.emit("simulate", arenas=b, turns=t, kernel_s=k, simulate_s=sm["simulate"], sweep_s=sm["sweep"],
-             simulate_history_s=sm["simulate_history"], simulate_share=k / sm["simulate"], sweep_share=k / sm["sweep"],
-             history_over_no_history=sm["simulate_history"] / sm["simulate"], target_share=0.9)
-    print(f"\nsimulate at B={b}, T={t} (kernel, simulate and a sweep interleaved, best of 7): kernel {k * 1e3:.2f} ms ({b * t / k:.3e} arena-turns/s)")
-    print(f"  simulate(history=False): {sm['simulate'] * 1e3:.2f} ms ({b * t / sm['simulate']:.3e} arena-turns/s): "
-          f"{k / sm['simulate']:.0%} of the kernel (target >= 90%)")
-    print(f"  sweep (run_points, 16 points x {b // 16} replicates): {sm['sweep'] * 1e3:.2f} ms: "
-          f"{k / sm['sweep']:.0%} of the kernel (target >= 90%)")
-    print(f"  simulate(history=True):  {sm['simulate_history'] * 1e3:.2f} ms: the frames cost "
-          f"{(sm['simulate_history'] - sm['simulate']) * 1e3:.2f} ms ({sm['simulate_history'] / k:.1f}x the kernel)")
+    out.emit(
+        "simulate",
+        arenas=b,
+        turns=t,
+        kernel_s=k,
+        simulate_s=sm["simulate"],
+        sweep_s=sm["sweep"],
+        simulate_history_s=sm["simulate_history"],
+        simulate_share=k / sm["simulate"],
+        sweep_share=k / sm["sweep"],
+        history_over_no_history=sm["simulate_history"] / sm["simulate"],
+        target_share=0.9,
+    )
+    print(
+        f"\nsimulate at B={b}, T={t} (kernel, simulate and a sweep interleaved, best of 7): kernel {k * 1e3:.2f} ms ({b * t / k:.3e} arena-turns/s)"
+    )
+    print(
+        f"  simulate(history=False): {sm['simulate'] * 1e3:.2f} ms ({b * t / sm['simulate']:.3e} arena-turns/s): "
+        f"{k / sm['simulate']:.0%} of the kernel (target >= 90%)"
+    )
+    print(
+        f"  sweep (run_points, 16 points x {b // 16} replicates): {sm['sweep'] * 1e3:.2f} ms: "
+        f"{k / sm['sweep']:.0%} of the kernel (target >= 90%)"
+    )
+    print(
+        f"  simulate(history=True):  {sm['simulate_history'] * 1e3:.2f} ms: the frames cost "
+        f"{(sm['simulate_history'] - sm['simulate']) * 1e3:.2f} ms ({sm['simulate_history'] / k:.1f}x the kernel)"
+    )
     if not args.no_skip:
         sk = bench_skip_seed()
-        out.emit("skip_seed", arenas=16384, turns=3000, full_s=sk["full"], skip_s=sk["skip"],
-                 speedup=sk["full"] / sk["skip"], played=sk["played"], target_speedup=20)
+        out.emit(
+            "skip_seed",
+            arenas=16384,
+            turns=3000,
+            full_s=sk["full"],
+            skip_s=sk["skip"],
+            speedup=sk["full"] / sk["skip"],
+            played=sk["played"],
+            target_speedup=20,
+        )
         print("\nseed payload, B=16384, T=3000, histories off (same results checked):")
         for name in ("full", "skip"):
-            print(f"  {name:>4}: {sk[name]:.3f} s, {16384 * 3000 / sk[name]:.3e} arena-turns/s, "
-                  f"{sk['played'] / sk[name]:.3e} played/s")
+            print(
+                f"  {name:>4}: {sk[name]:.3f} s, {16384 * 3000 / sk[name]:.3e} arena-turns/s, "
+                f"{sk['played'] / sk[name]:.3e} played/s"
+            )
         print(f"  skipping ended arenas: {sk['full'] / sk['skip']:.1f}x faster (target >= 20x)")
         mx = bench_skip_mixed()
-        out.emit("skip_mixed", arenas=16384, turns=3000, **mx, mixed_share=mx["mixed"] / mx["none_end"],
-                 target_share=0.6)
+        out.emit(
+            "skip_mixed", arenas=16384, turns=3000, **mx, mixed_share=mx["mixed"] / mx["none_end"], target_share=0.6
+        )
         print("\nsweep, B=16384, T=3000, 4 aggressive players:")
         for name in ("none_end", "mixed"):
-            print(f"  {name:>8}: {mx[name]:.3f} s, ended by turn 100: {mx[name + '_ended_by_100']:.0%}, "
-                  f"{16384 * 3000 / mx[name]:.3e} arena-turns/s, {mx[name + '_played'] / mx[name]:.3e} played/s")
-        print(f"  half ended costs {mx['mixed'] / mx['none_end']:.0%} of none ended (target <= 60%); the 8192 live "
-              f"arenas run in {lab.lanes_for(8192, 2900)} lane(s); first runs (compiling): mixed {mx['mixed_first']:.2f} s, "
-              f"none ended {mx['none_end_first']:.2f} s")
+            print(
+                f"  {name:>8}: {mx[name]:.3f} s, ended by turn 100: {mx[name + '_ended_by_100']:.0%}, "
+                f"{16384 * 3000 / mx[name]:.3e} arena-turns/s, {mx[name + '_played'] / mx[name]:.3e} played/s"
+            )
+        print(
+            f"  half ended costs {mx['mixed'] / mx['none_end']:.0%} of none ended (target <= 60%); the 8192 live "
+            f"arenas run in {lab.lanes_for(8192, 2900)} lane(s); first runs (compiling): mixed {mx['mixed_first']:.2f} s, "
+            f"none ended {mx['none_end_first']:.2f} s"
+        )
     py_arenas = 200
     py = py_arenas * t / bench_python(py_arenas, t)
     _, kernel = jax_runner(b, t)
     _, quiet = jax_runner(b, t, noisy=False)
-    calls = {"kernel": kernel, "numpy": lambda: bench_numpy(b, t), "floor": noise_floor_runner(b, t),
-             "no_noise": quiet, "plain_jax": plain_jax_runner(b, t)}
+    calls = {
+        "kernel": kernel,
+        "numpy": lambda: bench_numpy(b, t),
+        "floor": noise_floor_runner(b, t),
+        "no_noise": quiet,
+        "plain_jax": plain_jax_runner(b, t),
+    }
     nb = numba_runner(b, t)
     if nb is not None:
         calls["numba"] = nb[1]
     best = best_of(calls, 5)
     rate = {k: b * t / v for k, v in best.items()}
-    out.emit("peers", arenas=b, turns=t, **{f"{k}_arena_turns_per_s": v for k, v in rate.items()},
-             python_arena_turns_per_s=py)
+    out.emit(
+        "peers",
+        arenas=b,
+        turns=t,
+        **{f"{k}_arena_turns_per_s": v for k, v in rate.items()},
+        python_arena_turns_per_s=py,
+    )
     jx = rate["kernel"]
     print(f"\nB={b}, T={t}, histories off, 4 players (peers interleaved, best of 5):")
     print(f"  kernel:                 {jx:.3e} arena-turns/s")
-    print(f"  plain Python reference: {py:.3e} arena-turns/s  -> jax is {jx / py:,.0f}x (target >= 300x; "
-          f"not interleaved)")
-    print(f"  numpy vectorized:       {rate['numpy']:.3e} arena-turns/s  -> jax is {jx / rate['numpy']:,.1f}x "
-          f"(target >= 15x)")
-    print(f"  plain jax.numpy loop:   {rate['plain_jax']:.3e} arena-turns/s  -> the kernel is "
-          f"{jx / rate['plain_jax']:,.1f}x (the same rules written plainly, no layout work)")
+    print(
+        f"  plain Python reference: {py:.3e} arena-turns/s  -> jax is {jx / py:,.0f}x (target >= 300x; not interleaved)"
+    )
+    print(
+        f"  numpy vectorized:       {rate['numpy']:.3e} arena-turns/s  -> jax is {jx / rate['numpy']:,.1f}x "
+        f"(target >= 15x)"
+    )
+    print(
+        f"  plain jax.numpy loop:   {rate['plain_jax']:.3e} arena-turns/s  -> the kernel is "
+        f"{jx / rate['plain_jax']:,.1f}x (the same rules written plainly, no layout work)"
+    )
     if nb is None:
         print("  numba loop:             not measured (pip install -e '.[bench]')")
     else:
-        print(f"  numba, prange over arenas: {rate['numba']:.3e} arena-turns/s  -> jax is {jx / rate['numba']:,.1f}x "
-              f"(target >= 3x); compile {nb[0]:.1f} s; {nb[2]:.1%} of arenas end with the kernel's wealth "
-              "and turns bit for bit")
+        print(
+            f"  numba, prange over arenas: {rate['numba']:.3e} arena-turns/s  -> jax is {jx / rate['numba']:,.1f}x "
+            f"(target >= 3x); compile {nb[0]:.1f} s; {nb[2]:.1%} of arenas end with the kernel's wealth "
+            "and turns bit for bit"
+        )
     fl = rate["floor"]
-    print(f"  noise draws alone:      {fl:.3e} arena-turns/s  -> the kernel runs at {jx / fl:.0%} of this floor "
-          f"(target >= 50%); the most any turn could be is {fl / rate['numpy']:,.1f}x numpy")
-    print(f"  the kernel without observation noise (no draw but the die's): {rate['no_noise']:.3e} "
-          f"arena-turns/s: the turn's other work alone takes {fl / rate['no_noise']:.0%} of the floor's time")
-    print("  (bench/xla_ladder.py: the same game hand-written for XLA, the kernel's duties added one by one, "
-          "against this floor and numba)")
+    print(
+        f"  noise draws alone:      {fl:.3e} arena-turns/s  -> the kernel runs at {jx / fl:.0%} of this floor "
+        f"(target >= 50%); the most any turn could be is {fl / rate['numpy']:,.1f}x numpy"
+    )
+    print(
+        f"  the kernel without observation noise (no draw but the die's): {rate['no_noise']:.3e} "
+        f"arena-turns/s: the turn's other work alone takes {fl / rate['no_noise']:.0%} of the floor's time"
+    )
+    print(
+        "  (bench/xla_ladder.py: the same game hand-written for XLA, the kernel's duties added one by one, "
+        "against this floor and numba)"
+    )
     tf = b * t / bench_jax(b, t, generator="threefry")[1]
     out.emit("generator", arenas=b, turns=t, hash_arena_turns_per_s=jx, threefry_arena_turns_per_s=tf)
     print(f"  generator: hash {jx:.3e} vs threefry {tf:.3e} arena-turns/s ({jx / tf:.2f}x)")

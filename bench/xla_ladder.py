@@ -45,7 +45,7 @@ def duties_of(rung: str) -> set[str]:
     """The duties a rung carries, cumulative: each rung is the one before plus one duty
     (``live`` moves ``live_stacked``'s check to each player's request)."""
     order = ["params", "live", "at_source", "unrolled", "fit", "last_actual"]
-    return set(order[:RUNGS.index(rung)])
+    return set(order[: RUNGS.index(rung)])
 
 
 def ladder_runner(rung: str, b: int, turns: int):
@@ -61,8 +61,15 @@ def ladder_runner(rung: str, b: int, turns: int):
     keys = jax.vmap(lambda a: rng.arena_key(0, a))(jnp.arange(b))
     purpose = rng.obs_purpose(0)
     players = jnp.arange(4)
-    numbers = {"regen": 0.5, "capacity": 150.0, "threshold": 0.0, "noise": 0.05, "intensity": 0.5,
-               "p_die": 4 / 6, "max_turns": turns}
+    numbers = {
+        "regen": 0.5,
+        "capacity": 150.0,
+        "threshold": 0.0,
+        "noise": 0.05,
+        "intensity": 0.5,
+        "p_die": 4 / 6,
+        "max_turns": turns,
+    }
 
     def draws(t):  # [4, B]: the kernel's observation noise of commonsStock, player by player
         return jax.vmap(lambda k: jax.vmap(lambda p: rng.normal(k, t, p, purpose))(players), out_axes=1)(keys)
@@ -102,7 +109,7 @@ def ladder_runner(rung: str, b: int, turns: int):
         actual = req * frac
         if "fit" in duties:
             s = add4(actual)
-            shrink = jnp.where(s > delivered, delivered / jnp.maximum(s, f(1e-38)) * f(1 - 4 * 2.0 ** -23), 1)
+            shrink = jnp.where(s > delivered, delivered / jnp.maximum(s, f(1e-38)) * f(1 - 4 * 2.0**-23), 1)
             actual = jnp.minimum(actual * shrink, req)
         left = jnp.maximum(stock - from_stock, 0)
         gone = died | (left < P["threshold"])
@@ -110,15 +117,27 @@ def ladder_runner(rung: str, b: int, turns: int):
         new_stock = jnp.where(gone, left, grown)
         gone = gone | (new_stock < P["threshold"])
         keep = live if "live" in duties else jnp.ones_like(live)
-        out = (jnp.where(keep, new_stock, stock), jnp.where(keep, jnp.maximum(reserve - drawn, 0), reserve),
-               jnp.where(keep, wealth + actual, wealth), ended | (live & gone), draws(t + 1),
-               jnp.where(live, n_played + 1, n_played) if "live" in duties else n_played,
-               jnp.where(live, actual, last) if "last_actual" in duties else last)
+        out = (
+            jnp.where(keep, new_stock, stock),
+            jnp.where(keep, jnp.maximum(reserve - drawn, 0), reserve),
+            jnp.where(keep, wealth + actual, wealth),
+            ended | (live & gone),
+            draws(t + 1),
+            jnp.where(live, n_played + 1, n_played) if "live" in duties else n_played,
+            jnp.where(live, actual, last) if "last_actual" in duties else last,
+        )
         return out, None
 
     def run(keys_, P):
-        c0 = (jnp.full(b, 150.0, f), jnp.full(b, 20.0, f), jnp.full((4, b), 30.0, f), jnp.zeros(b, bool), draws(1),
-              jnp.zeros(b, jnp.int32), jnp.zeros((4, b), f))
+        c0 = (
+            jnp.full(b, 150.0, f),
+            jnp.full(b, 20.0, f),
+            jnp.full((4, b), 30.0, f),
+            jnp.zeros(b, bool),
+            draws(1),
+            jnp.zeros(b, jnp.int32),
+            jnp.zeros((4, b), f),
+        )
         return jax.lax.scan(lambda c, t: turn(c, t, P), c0, jnp.arange(1, turns + 1))[0]
 
     if "params" in duties:  # per-arena arrays, passed in: dynamic, as in a sweep
@@ -169,8 +188,10 @@ def main() -> None:
 
     res = bdpd_jax.simulate(throughput.config(t), n_arenas=b, history=False, progress=False)
     kw = res.summary[[f"wealth_{i}" for i in range(4)]].to_numpy().T
-    print(f"B={b}, T={t}: us per turn, best of 5, {args.rounds} rounds interleaved "
-          f"(floor share = floor time / time; numba ratio = numba time / time)")
+    print(
+        f"B={b}, T={t}: us per turn, best of 5, {args.rounds} rounds interleaved "
+        f"(floor share = floor time / time; numba ratio = numba time / time)"
+    )
     overall = {k: float("inf") for k in calls}
     for r in range(args.rounds):
         best = throughput.best_of(calls, 5)

@@ -12,7 +12,25 @@ from .state import ArenaState, TurnRecord
 from .turn import act, decide, decide_phase, play, step, step_phase
 
 __all__ = [
-    "ArenaState", "BUILTINS", "Game", "OBS_VARS", "ObsParams", "Params", "PlayerParams", "Policy",
-    "TurnRecord", "act", "decide", "decide_phase", "engines", "metrics", "observe", "play", "policies", "rng",
-    "schedule", "step", "step_phase",
+    "ArenaState",
+    "BUILTINS",
+    "Game",
+    "OBS_VARS",
+    "ObsParams",
+    "Params",
+    "PlayerParams",
+    "Policy",
+    "TurnRecord",
+    "act",
+    "decide",
+    "decide_phase",
+    "engines",
+    "metrics",
+    "observe",
+    "play",
+    "policies",
+    "rng",
+    "schedule",
+    "step",
+    "step_phase",
 ]

@@ -50,7 +50,7 @@ class Game:
         one adaptive player stores 1 row, not 4 x N)."""
         out = []
         for p in range(self.n_players):
-            for s in (self.candidates[p] if self.candidates is not None else range(len(self.policies))):
+            for s in self.candidates[p] if self.candidates is not None else range(len(self.policies)):
                 if self.policies[s].memory_size > 0:
                     out.append((s, p))
         return tuple(out)

@@ -51,7 +51,9 @@ class GovParams(eqx.Module):
 
 class GovState(eqx.Module):
     pacts: P.Pacts
-    prior: tuple | jax.Array  # [T][N] of int32[] (sanctions.Table), int32[T, N] above unroll.MAX_PLAYERS: violations so far per (termType, player)
+    prior: (
+        tuple | jax.Array
+    )  # [T][N] of int32[] (sanctions.Table), int32[T, N] above unroll.MAX_PLAYERS: violations so far per (termType, player)
     over: jax.Array  # int32[N], turns with actual > share + eps (share defined)
     judged: jax.Array  # int32[], turns with a defined share (kernels/metrics.py), ex_post_over_usage's denominator
     scale: jax.Array  # float[], factor on every sanction spec's amounts (a regulator's ladder_scale; 1 without one)
@@ -73,8 +75,11 @@ class GovernanceLayer(Layer):
         n = game.n_players
         return GovState(
             pacts=gp.pacts0,
-            prior=(tuple(tuple(jnp.zeros((), jnp.int32) for _ in range(n)) for _ in P.term_names())
-                   if unroll.players(n) else jnp.zeros((len(P.term_names()), n), jnp.int32)),
+            prior=(
+                tuple(tuple(jnp.zeros((), jnp.int32) for _ in range(n)) for _ in P.term_names())
+                if unroll.players(n)
+                else jnp.zeros((len(P.term_names()), n), jnp.int32)
+            ),
             over=jnp.zeros((n,), jnp.int32),
             judged=jnp.zeros((), jnp.int32),
             scale=jnp.ones((), dt),

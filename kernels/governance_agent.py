@@ -38,7 +38,7 @@ from .governance import NAME as GOV  # its state holds the pact table and the la
 from .perturb_registry import ALL
 from .plugins import NAME, Effects, PluginView
 
-NEVER = -(2 ** 30)  # "last action" before any
+NEVER = -(2**30)  # "last action" before any
 
 
 class GovAction(NamedTuple):
@@ -74,8 +74,14 @@ def init(game, pp: AgentParams) -> dict:
     (NaN none), ``scale`` (its ladder scale), ``regen`` (last mandate, NaN none), ``last``
     (turn of its last applied action), ``count`` (turns with an action applied)."""
     dt = pp.cap.dtype
-    return {"pending": no_action(dt), "cap": jnp.full((), jnp.nan, dt), "scale": jnp.ones((), dt),
-            "regen": jnp.full((), jnp.nan, dt), "last": jnp.int32(NEVER), "count": jnp.int32(0)}
+    return {
+        "pending": no_action(dt),
+        "cap": jnp.full((), jnp.nan, dt),
+        "scale": jnp.ones((), dt),
+        "regen": jnp.full((), jnp.nan, dt),
+        "last": jnp.int32(NEVER),
+        "count": jnp.int32(0),
+    }
 
 
 def decide(view: PluginView, pp: AgentParams, memory: dict) -> GovAction:
@@ -96,8 +102,9 @@ def decide(view: PluginView, pp: AgentParams, memory: dict) -> GovAction:
     in_force = ~jnp.isnan(memory["cap"])
     cap = jnp.where(bad, pp.cap, jnp.where(good & in_force, jnp.inf, jnp.nan))
     cap = jnp.where(ready & (cap != memory["cap"]), cap, jnp.nan)
-    new_scale = jnp.where(bad, scale * pp.tighten, jnp.where(good & (scale > 1), jnp.maximum(scale * pp.loosen, 1.0),
-                                                             scale))
+    new_scale = jnp.where(
+        bad, scale * pp.tighten, jnp.where(good & (scale > 1), jnp.maximum(scale * pp.loosen, 1.0), scale)
+    )
     new_scale = jnp.minimum(new_scale, MAX_LADDER_SCALE)  # tighten repeated would overflow the fines
     new_scale = jnp.where(ready & (new_scale != scale), new_scale, jnp.nan)
     regen = jnp.where(ready & bad & (pp.regen != memory["regen"]), pp.regen, jnp.nan)
@@ -121,8 +128,11 @@ def valid(action: GovAction) -> GovAction:
     nan = jnp.nan
     ok_cap = P.valid_terms(jnp.int32(P.HARVEST_CAP), action.cap, jnp.zeros_like(action.cap))
     cap = jnp.where(ok_cap & ~jnp.isnan(action.cap), action.cap, nan)
-    scale = jnp.where(jnp.isfinite(action.ladder_scale) & (action.ladder_scale >= 0),
-                      jnp.minimum(action.ladder_scale, MAX_LADDER_SCALE), nan)
+    scale = jnp.where(
+        jnp.isfinite(action.ladder_scale) & (action.ladder_scale >= 0),
+        jnp.minimum(action.ladder_scale, MAX_LADDER_SCALE),
+        nan,
+    )
     regen = jnp.where(jnp.isfinite(action.regen) & (action.regen >= 0), jnp.minimum(action.regen, MAX_MAGNITUDE), nan)
     return GovAction(cap, scale, regen)
 
@@ -161,9 +171,16 @@ def apply_action(game, state, action: GovAction, slot: int | None, turn: jax.Arr
     else:
         fire = ~jnp.isnan(a.regen)
         spec = PT.PerturbParams(
-            code=jnp.int32(PT.type_code("regen_set")), trigger=jnp.int32(PT.MANUAL), turn=jnp.int32(0),
-            variable=jnp.int32(0), op=jnp.int32(0), level=jnp.zeros((), dt), value=jnp.where(fire, a.regen, 0.0),
-            mode=jnp.int32(0), player=jnp.int32(ALL), index=jnp.int32(0),
+            code=jnp.int32(PT.type_code("regen_set")),
+            trigger=jnp.int32(PT.MANUAL),
+            turn=jnp.int32(0),
+            variable=jnp.int32(0),
+            op=jnp.int32(0),
+            level=jnp.zeros((), dt),
+            value=jnp.where(fire, a.regen, 0.0),
+            mode=jnp.int32(0),
+            player=jnp.int32(ALL),
+            index=jnp.int32(0),
         )
         fired, _ = PT.apply_perturbation(game, state, spec, None)
         state = jax.tree_util.tree_map(lambda x, y: jnp.where(fire, x, y), fired, state)
@@ -193,8 +210,11 @@ def set_pending(state, plugin_index: int, action: GovAction):
     a batch (each field broadcast to the stored leaf's shape, e.g. float[B] per arena).
     ValueError when that plugin holds no pending action (not a governance agent)."""
     mems = list(state.extra.get(NAME, ()))
-    if not 0 <= plugin_index < len(mems) or not isinstance(mems[plugin_index], dict) \
-            or "pending" not in mems[plugin_index]:
+    if (
+        not 0 <= plugin_index < len(mems)
+        or not isinstance(mems[plugin_index], dict)
+        or "pending" not in mems[plugin_index]
+    ):
         raise ValueError(f"plugin_index: plugins[{plugin_index}] is not a governance agent of this game")
     old = mems[plugin_index]["pending"]
     new = GovAction(*(jnp.broadcast_to(jnp.asarray(x, o.dtype), o.shape) for x, o in zip(action, old, strict=True)))

@@ -64,7 +64,11 @@ def gini(w, axis: int = -1, xp=jnp):
 
 
 def governance_metrics(
-    actual: jax.Array, announced: jax.Array, sanction_count: jax.Array, regen: jax.Array, playing: jax.Array,
+    actual: jax.Array,
+    announced: jax.Array,
+    sanction_count: jax.Array,
+    regen: jax.Array,
+    playing: jax.Array,
     share_defined: jax.Array | bool = True,
 ) -> dict[str, jax.Array]:
     """actual, announced: float[N] (announced NaN = null); sanction_count: float[] fired this

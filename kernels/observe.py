@@ -41,7 +41,6 @@ _EDGES = (0.4, 0.6)
 _MIDS = (0.2, 0.5, 0.8)
 
 
-
 def capacity(wealth: Wealth) -> Wealth:
     """capacity(w) = 1 + 0.05 w, the wealth-scaled harvest capacity of Table A.3."""
     return 1.0 + 0.05 * wealth
@@ -99,14 +98,19 @@ def noise_draws(game, key: jax.Array, turn: jax.Array) -> dict:
     itself; the rollout draws them one turn ahead and carries them (see kernels/rollout.py)."""
     players = jnp.arange(game.n_players)
     return {
-        name: jax.vmap(lambda p, name=name: rng.normal(key, turn, p, rng.obs_purpose(NOISE_STREAM[name]),
-                                                        _shape(game, name), game.generator))(players)
-        for name in OBS_VARS if name in game.noisy
+        name: jax.vmap(
+            lambda p, name=name: rng.normal(
+                key, turn, p, rng.obs_purpose(NOISE_STREAM[name]), _shape(game, name), game.generator
+            )
+        )(players)
+        for name in OBS_VARS
+        if name in game.noisy
     }
 
 
-def observe_player(game, key, state: ArenaState, params: Params, env: jax.Array, player,
-                   draws: dict | None = None) -> dict:
+def observe_player(
+    game, key, state: ArenaState, params: Params, env: jax.Array, player, draws: dict | None = None
+) -> dict:
     """The observation of one player: name -> float[] (or float[N] for peer variables).
 
     Each variable draws its noise from its own stream, so variables no policy reads cost
@@ -158,5 +162,14 @@ def observe(game, key, state: ArenaState, params: Params, draws: dict | None = N
     return jax.vmap(lambda p, z: observe_player(game, key, state, params, env, p, z))(players, draws)
 
 
-__all__ = ["observe", "observe_player", "noise_draws", "prev_values", "env_values", "capacity", "QUALITATIVE_VARS",
-           "SIGN_VARS", "EXACT"]
+__all__ = [
+    "observe",
+    "observe_player",
+    "noise_draws",
+    "prev_values",
+    "env_values",
+    "capacity",
+    "QUALITATIVE_VARS",
+    "SIGN_VARS",
+    "EXACT",
+]

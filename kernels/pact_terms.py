@@ -68,8 +68,14 @@ class TermType(NamedTuple):
 _TERMS: dict[str, TermType] = {}
 
 
-def register_term(name: str, limit: Limit, fields: tuple[TermField, ...] | list[TermField], *,
-                  detail: str = "harvested {actual:.3f} > limit {limit:.3f}", description: str = "") -> TermType:
+def register_term(
+    name: str,
+    limit: Limit,
+    fields: tuple[TermField, ...] | list[TermField],
+    *,
+    detail: str = "harvested {actual:.3f} > limit {limit:.3f}",
+    description: str = "",
+) -> TermType:
     """Register a term type (appended: existing type codes never change). ``limit`` is its
     checker: what a party may harvest under the pact this turn (a breach: actual > limit +
     eps); it also gives complying players their cap, evaluated on last turn's context.
@@ -95,8 +101,10 @@ def unregister_term(name: str) -> None:
     the codes of the others never change; compiled programs key on :func:`term_names`."""
     names = term_names()
     if not names or names[-1] != name:
-        raise ValueError(f"termType: only the last registered type ({names[-1] if names else None!r}) "
-                         f"can be unregistered, got {name!r}")
+        raise ValueError(
+            f"termType: only the last registered type ({names[-1] if names else None!r}) "
+            f"can be unregistered, got {name!r}"
+        )
     del _TERMS[name]
 
 
@@ -142,12 +150,18 @@ def _no_aggression(p: Pacts, ctx: TurnContext) -> jax.Array:
     return ctx.group_mean * (1.0 + p.tolerance)
 
 
-register_term("harvest_cap", _harvest_cap,
-              (TermField("maxHarvest", "max_harvest", 0.0, exclusive=True, description="cap per party per turn"),),
-              detail="harvested {actual:.3f} > cap {limit:.3f}", description="each party harvests at most maxHarvest")
-register_term("no_aggression", _no_aggression,
-              (TermField("tolerance", "tolerance", 0.0, default=0.0,
-                         description="allowed excess over the group mean"),),
-              detail="harvested {actual:.3f} > fair share {limit:.3f} (group mean {mean:.3f})",
-              description="each party harvests at most groupMean x (1 + tolerance)")
+register_term(
+    "harvest_cap",
+    _harvest_cap,
+    (TermField("maxHarvest", "max_harvest", 0.0, exclusive=True, description="cap per party per turn"),),
+    detail="harvested {actual:.3f} > cap {limit:.3f}",
+    description="each party harvests at most maxHarvest",
+)
+register_term(
+    "no_aggression",
+    _no_aggression,
+    (TermField("tolerance", "tolerance", 0.0, default=0.0, description="allowed excess over the group mean"),),
+    detail="harvested {actual:.3f} > fair share {limit:.3f} (group mean {mean:.3f})",
+    description="each party harvests at most groupMean x (1 + tolerance)",
+)
 HARVEST_CAP, NO_AGGRESSION = 0, 1  # the codes of the two built-in types (registered first)

@@ -80,9 +80,18 @@ def empty(n_slots: int, n_players: int, dtype=None) -> Pacts:
     zi = jnp.zeros((n_slots,), jnp.int32)
     zb = jnp.zeros((n_slots, n_players), bool)
     return Pacts(
-        term=zi, parties=zb, proposer=zi - 1, accepted=zb, max_harvest=jnp.zeros((n_slots,), dt),
-        tolerance=jnp.zeros((n_slots,), dt), status=zi, proposed_turn=zi, accepted_turn=zi,
-        violation_count=zi, dropped=jnp.zeros((), jnp.int32), invalid=jnp.zeros((), jnp.int32),
+        term=zi,
+        parties=zb,
+        proposer=zi - 1,
+        accepted=zb,
+        max_harvest=jnp.zeros((n_slots,), dt),
+        tolerance=jnp.zeros((n_slots,), dt),
+        status=zi,
+        proposed_turn=zi,
+        accepted_turn=zi,
+        violation_count=zi,
+        dropped=jnp.zeros((), jnp.int32),
+        invalid=jnp.zeros((), jnp.int32),
     )
 
 
@@ -115,9 +124,14 @@ def propose(
     """
     dt = pacts.max_harvest.dtype
     pk, slots = propose_many(
-        pacts, jnp.asarray(proposer, jnp.int32)[None], jnp.asarray(parties, bool)[None],
-        jnp.asarray(term, jnp.int32)[None], jnp.asarray(max_harvest, dt)[None],
-        jnp.asarray(tolerance, dt)[None], turn, jnp.asarray(when, bool)[None],
+        pacts,
+        jnp.asarray(proposer, jnp.int32)[None],
+        jnp.asarray(parties, bool)[None],
+        jnp.asarray(term, jnp.int32)[None],
+        jnp.asarray(max_harvest, dt)[None],
+        jnp.asarray(tolerance, dt)[None],
+        turn,
+        jnp.asarray(when, bool)[None],
     )
     return pk, slots[0]
 
@@ -223,8 +237,13 @@ def accept(pacts: Pacts, slot: jax.Array, player: jax.Array, turn: jax.Array, wh
 
     The pact becomes active, with ``accepted_turn = turn``, once every party has accepted.
     """
-    return accept_mask(pacts, (jnp.arange(pacts.n_slots) == slot)[:, None]
-                       & (jnp.arange(pacts.parties.shape[-1]) == player)[None, :] & jnp.asarray(when, bool), turn)
+    return accept_mask(
+        pacts,
+        (jnp.arange(pacts.n_slots) == slot)[:, None]
+        & (jnp.arange(pacts.parties.shape[-1]) == player)[None, :]
+        & jnp.asarray(when, bool),
+        turn,
+    )
 
 
 def accept_mask(pacts: Pacts, acc: jax.Array, turn: jax.Array) -> Pacts:
@@ -235,8 +254,12 @@ def accept_mask(pacts: Pacts, acc: jax.Array, turn: jax.Array) -> Pacts:
 
 def reject(pacts: Pacts, slot: jax.Array, player: jax.Array, when: jax.Array | bool = True) -> Pacts:
     """A party's rejection of a proposed pact makes it ``rejected`` (binding no one)."""
-    return reject_mask(pacts, (jnp.arange(pacts.n_slots) == slot)[:, None]
-                       & (jnp.arange(pacts.parties.shape[-1]) == player)[None, :] & jnp.asarray(when, bool))
+    return reject_mask(
+        pacts,
+        (jnp.arange(pacts.n_slots) == slot)[:, None]
+        & (jnp.arange(pacts.parties.shape[-1]) == player)[None, :]
+        & jnp.asarray(when, bool),
+    )
 
 
 def reject_mask(pacts: Pacts, rej: jax.Array) -> Pacts:
@@ -245,17 +268,23 @@ def reject_mask(pacts: Pacts, rej: jax.Array) -> Pacts:
     return eqx.tree_at(lambda q: q.status, pacts, jnp.where(hit, REJECTED, pacts.status))
 
 
-def impose(pacts: Pacts, slot: int, max_harvest: jax.Array, turn: jax.Array, put: jax.Array,
-           lift: jax.Array) -> Pacts:
+def impose(pacts: Pacts, slot: int, max_harvest: jax.Array, turn: jax.Array, put: jax.Array, lift: jax.Array) -> Pacts:
     """A regulator's reserved slot (static ``slot``, parties: everyone): ``put`` makes it an
     active harvest cap of ``max_harvest`` from ``turn`` (violations counted afresh), ``lift``
     makes it inactive, neither leaves it (kernels/governance_agent.py)."""
     at = lambda arr, v: arr.at[slot].set(jnp.where(put, v, arr[slot]))  # noqa: E731
     status = jnp.where(put, ACTIVE, jnp.where(lift, INACTIVE, pacts.status[slot]))
     return eqx.tree_at(
-        lambda q: (q.status, q.max_harvest, q.proposed_turn, q.accepted_turn, q.violation_count), pacts,
-        (pacts.status.at[slot].set(status), at(pacts.max_harvest, max_harvest.astype(pacts.max_harvest.dtype)),
-         at(pacts.proposed_turn, turn), at(pacts.accepted_turn, turn), at(pacts.violation_count, jnp.int32(0))))
+        lambda q: (q.status, q.max_harvest, q.proposed_turn, q.accepted_turn, q.violation_count),
+        pacts,
+        (
+            pacts.status.at[slot].set(status),
+            at(pacts.max_harvest, max_harvest.astype(pacts.max_harvest.dtype)),
+            at(pacts.proposed_turn, turn),
+            at(pacts.accepted_turn, turn),
+            at(pacts.violation_count, jnp.int32(0)),
+        ),
+    )
 
 
 def binding(pacts: Pacts) -> jax.Array:
@@ -270,8 +299,9 @@ def limits(pacts: Pacts, ctx: TurnContext) -> jax.Array:
     select for every player."""
     lim = jnp.zeros(pacts.max_harvest.shape, pacts.max_harvest.dtype)
     for code, name in enumerate(term_names()):
-        lim = jnp.where(pacts.term == code,
-                        jnp.broadcast_to(term_type(name).limit(pacts, ctx), lim.shape).astype(lim.dtype), lim)
+        lim = jnp.where(
+            pacts.term == code, jnp.broadcast_to(term_type(name).limit(pacts, ctx), lim.shape).astype(lim.dtype), lim
+        )
     return materialize(lim)
 
 

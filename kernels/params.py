@@ -34,9 +34,15 @@ OBS_VARS: tuple[str, ...] = ENV_VARS + PLAYER_VARS + PEER_VARS
 OWN_VARS: tuple[str, ...] = PLAYER_VARS + ("turn",)  # visible by default: a player knows these
 # Each variable's noise stream (kernels/rng.py obs_purpose): its place in the order variables
 # were added, so a new variable never moves another's draws.
-NOISE_STREAM: dict[str, int] = {name: i for i, name in enumerate(
-    tuple(v for v in ENV_VARS if v != "sustainabilityThreshold") + PLAYER_VARS + PEER_VARS
-    + ("sustainabilityThreshold",))}
+NOISE_STREAM: dict[str, int] = {
+    name: i
+    for i, name in enumerate(
+        tuple(v for v in ENV_VARS if v != "sustainabilityThreshold")
+        + PLAYER_VARS
+        + PEER_VARS
+        + ("sustainabilityThreshold",)
+    )
+}
 
 RESOLUTIONS: tuple[str, ...] = ("exact", "qualitative", "sign")
 EXACT, QUALITATIVE, SIGN = 0, 1, 2

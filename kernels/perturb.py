@@ -171,8 +171,13 @@ def _apply(layer: PerturbLayer, game, state, slot: PerturbParams, fire: jax.Arra
     # every factor, amount, new value and shift within +-MAX_MAGNITUDE (kernels/bounds.py)
     slot = dataclasses.replace(slot, value=jnp.clip(slot.value, -MAX_MAGNITUDE, MAX_MAGNITUDE).astype(slot.value.dtype))
     mine = state.extra[layer.name]
-    view = View(engine=dict(mine["engine"]), visible=mine["visible"], engine_state=state.engine,
-                wealth=state.wealth, strategy=state.strategy)
+    view = View(
+        engine=dict(mine["engine"]),
+        visible=mine["visible"],
+        engine_state=state.engine,
+        wealth=state.wealth,
+        strategy=state.strategy,
+    )
     dt = state.wealth.dtype
     n = state.wealth.shape[0]
     who = (slot.player == ALL) | (jnp.arange(n) == slot.player)
@@ -195,7 +200,10 @@ def _apply(layer: PerturbLayer, game, state, slot: PerturbParams, fire: jax.Arra
 
     mine = dict(mine, engine=view.engine, visible=view.visible)
     state = dataclasses.replace(
-        state, engine=view.engine_state, wealth=view.wealth, strategy=view.strategy,
+        state,
+        engine=view.engine_state,
+        wealth=view.wealth,
+        strategy=view.strategy,
         extra={**state.extra, layer.name: mine},
     )
     return state, target, logged

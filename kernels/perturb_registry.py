@@ -50,8 +50,16 @@ class PerturbType(NamedTuple):
 _TYPES: dict[str, PerturbType] = {}
 
 
-def register_perturbation(name: str, apply: Apply, *, requires: str | None = None, engine_field: str | None = None,
-                          target: Target = "none", label: str | None = None, description: str = "") -> PerturbType:
+def register_perturbation(
+    name: str,
+    apply: Apply,
+    *,
+    requires: str | None = None,
+    engine_field: str | None = None,
+    target: Target = "none",
+    label: str | None = None,
+    description: str = "",
+) -> PerturbType:
     """Register a perturbation type (appended: existing codes never change)."""
     if name in _TYPES:
         raise ValueError(f"type: perturbation type {name!r} is already registered")
@@ -68,8 +76,10 @@ def unregister_perturbation(name: str) -> None:
     go, so the codes of the others never change; compiled programs key on the type names."""
     names = type_names()
     if not names or names[-1] != name:
-        raise ValueError(f"type: only the last registered perturbation type ({names[-1] if names else None!r}) "
-                         f"can be unregistered, got {name!r}")
+        raise ValueError(
+            f"type: only the last registered perturbation type ({names[-1] if names else None!r}) "
+            f"can be unregistered, got {name!r}"
+        )
     del _TYPES[name]
 
 

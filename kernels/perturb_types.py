@@ -62,19 +62,43 @@ def _observability_flip(game, view: View, slot, who):
     return {"visible": view.visible.at[i].set(new)}, new, slot.index
 
 
-register_perturbation("regen_shock", _regen_shock, requires="regen_rate", engine_field="regen_rate",
-                      description="r <- r x value")
-register_perturbation("regen_set", _regen_set, requires="regen_rate", engine_field="regen_rate",
-                      description="r <- value")
-register_perturbation("commons_shock", _commons_shock, requires="stock", label="stock",
-                      description="S <- max(S + value, 0)")
-register_perturbation("capacity_shock", _capacity_shock, requires="capacity", engine_field="capacity",
-                      description="K <- K x value")
-register_perturbation("wealth_shock", _wealth_shock, target="player", label="wealth",
-                      description="w <- max(w x value, 0) (mode 0) or max(w + value, 0) (mode 1)")
-register_perturbation("strategy_override", _strategy_override, target="player", label="strategy",
-                      description="the player's decision function <- Game.policies[index]")
-register_perturbation("observability_flip", _observability_flip, target="variable", label="visible",
-                      description="visible[index] <- not visible (0), True (1), False (2)")
-register_perturbation("threshold_shift", _threshold_shift, requires="threshold", engine_field="threshold",
-                      description="T <- max(T + value, 0) (mode 0) or value (mode 1)")
+register_perturbation(
+    "regen_shock", _regen_shock, requires="regen_rate", engine_field="regen_rate", description="r <- r x value"
+)
+register_perturbation(
+    "regen_set", _regen_set, requires="regen_rate", engine_field="regen_rate", description="r <- value"
+)
+register_perturbation(
+    "commons_shock", _commons_shock, requires="stock", label="stock", description="S <- max(S + value, 0)"
+)
+register_perturbation(
+    "capacity_shock", _capacity_shock, requires="capacity", engine_field="capacity", description="K <- K x value"
+)
+register_perturbation(
+    "wealth_shock",
+    _wealth_shock,
+    target="player",
+    label="wealth",
+    description="w <- max(w x value, 0) (mode 0) or max(w + value, 0) (mode 1)",
+)
+register_perturbation(
+    "strategy_override",
+    _strategy_override,
+    target="player",
+    label="strategy",
+    description="the player's decision function <- Game.policies[index]",
+)
+register_perturbation(
+    "observability_flip",
+    _observability_flip,
+    target="variable",
+    label="visible",
+    description="visible[index] <- not visible (0), True (1), False (2)",
+)
+register_perturbation(
+    "threshold_shift",
+    _threshold_shift,
+    requires="threshold",
+    engine_field="threshold",
+    description="T <- max(T + value, 0) (mode 0) or value (mode 1)",
+)

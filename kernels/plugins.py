@@ -71,10 +71,15 @@ class PluginType(NamedTuple):
 _PLUGINS: dict[str, PluginType] = {}
 
 
-def register_plugin(name: str, act: Callable[..., tuple[Effects, Any]],
-                    init: Callable[[Any, Any], Any] = lambda game, pp: (), reasons: tuple[str, ...] = (), *,
-                    begin: Callable[..., tuple[Any, Any, Any]] | None = None,
-                    reserves_pact: bool = False) -> PluginType:
+def register_plugin(
+    name: str,
+    act: Callable[..., tuple[Effects, Any]],
+    init: Callable[[Any, Any], Any] = lambda game, pp: (),
+    reasons: tuple[str, ...] = (),
+    *,
+    begin: Callable[..., tuple[Any, Any, Any]] | None = None,
+    reserves_pact: bool = False,
+) -> PluginType:
     """Register a governance plugin type (the kernel side; bdpd_jax.config.plugins adds the config)."""
     if name in _PLUGINS:
         raise ValueError(f"type: plugin type {name!r} is already registered")
@@ -116,8 +121,7 @@ class PluginLayer(Layer):
         reserving = [k for k, t in enumerate(self.types) if plugin_type(t).reserves_pact]
         return n_slots - len(reserving) + reserving.index(i) if i in reserving else None
 
-    def begin(self, game: Any, key: jax.Array, turn: jax.Array, state: Any,
-              params: Any) -> tuple[Any, dict[str, Any]]:
+    def begin(self, game: Any, key: jax.Array, turn: jax.Array, state: Any, params: Any) -> tuple[Any, dict[str, Any]]:
         hooked = [i for i, t in enumerate(self.types) if plugin_type(t).begin is not None]
         if not hooked:
             return state, {}
@@ -133,32 +137,42 @@ class PluginLayer(Layer):
         state = dataclasses.replace(state, extra={**state.extra, NAME: tuple(memories)})
         return state, {"actions": tuple(records)}
 
-    def after_harvest(self, game: Any, key: jax.Array, turn: jax.Array, state: Any, ctx: dict[str, Any],
-                      params: Any) -> tuple[Any, dict[str, Any], dict[str, Any]]:
+    def after_harvest(
+        self, game: Any, key: jax.Array, turn: jax.Array, state: Any, ctx: dict[str, Any], params: Any
+    ) -> tuple[Any, dict[str, Any], dict[str, Any]]:
         n = game.n_players
         dt = state.wealth.dtype
         actual, regen = ctx["actual"], ctx["regen"]
         playing = jnp.ones((n,), bool)
         sanctioned = ctx.get("sanctioned", ctx["sanction"] > 0)
-        metrics = governance_metrics(actual, ctx["announced"], jnp.sum(sanctioned).astype(dt), regen, playing,
-                                     ctx.get("share_defined", True))
+        metrics = governance_metrics(
+            actual, ctx["announced"], jnp.sum(sanctioned).astype(dt), regen, playing, ctx.get("share_defined", True)
+        )
         ratio = env_values(game, state, params)[ENV_VARS.index("commonsRatio")]
         view = PluginView(
-            turn=turn, stock=game.engine.stock(state.engine), regen=regen, actual=actual,
+            turn=turn,
+            stock=game.engine.stock(state.engine),
+            regen=regen,
+            actual=actual,
             over=over_share(actual, regen, n),
             violated=ctx.get("violators", jnp.zeros((n,), bool)),
             against=ctx.get("against", jnp.zeros((n, n), bool)),
-            wealth=state.wealth, metrics=metrics, stock_ratio=ratio.astype(dt),
+            wealth=state.wealth,
+            metrics=metrics,
+            stock_ratio=ratio.astype(dt),
         )
         memories, records = [], []
         wealth = state.wealth
         fined = jnp.zeros((n,), dt)
         paid = jnp.zeros((n,), dt)
         for i, t in enumerate(self.types):
-            eff, mem = plugin_type(t).act(game, view._replace(wealth=wealth), params.extra[NAME][i],
-                                          state.extra[NAME][i])
-            eff = eff._replace(fines=jnp.clip(eff.fines, 0.0, MAX_MAGNITUDE),  # kernels/bounds.py
-                               costs=jnp.clip(eff.costs, 0.0, MAX_MAGNITUDE))
+            eff, mem = plugin_type(t).act(
+                game, view._replace(wealth=wealth), params.extra[NAME][i], state.extra[NAME][i]
+            )
+            eff = eff._replace(
+                fines=jnp.clip(eff.fines, 0.0, MAX_MAGNITUDE),  # kernels/bounds.py
+                costs=jnp.clip(eff.costs, 0.0, MAX_MAGNITUDE),
+            )
             wealth, cost = take(wealth, jnp.sum(eff.costs, axis=1))
             wealth, fine = take(wealth, jnp.sum(eff.fines, axis=0))
             fined, paid = fined + fine, paid + cost

@@ -155,9 +155,15 @@ BUILTINS: dict[str, Builtin] = {
 }
 
 
-def decide_all(policies: tuple[Policy | Builtin, ...], obs: Obs, memory: jax.Array, strategy: jax.Array, ctx: Ctx,
-               candidates: tuple[tuple[int, ...], ...] | None = None,
-               slots: tuple[tuple[int, int], ...] | None = None) -> tuple[jax.Array, jax.Array]:
+def decide_all(
+    policies: tuple[Policy | Builtin, ...],
+    obs: Obs,
+    memory: jax.Array,
+    strategy: jax.Array,
+    ctx: Ctx,
+    candidates: tuple[tuple[int, ...], ...] | None = None,
+    slots: tuple[tuple[int, int], ...] | None = None,
+) -> tuple[jax.Array, jax.Array]:
     """Each player's strategies decide for it; the one in force is kept.
 
     obs: name -> [N, ...]; memory: float[K, M], one row per ``slots`` entry (strategy,
@@ -179,7 +185,7 @@ def decide_all(policies: tuple[Policy | Builtin, ...], obs: Obs, memory: jax.Arr
         o_p = jax.tree_util.tree_map(operator.itemgetter(p), obs)
         c_p = jax.tree_util.tree_map(operator.itemgetter(p), ctx)
         h_p: jax.Array | None = None
-        for s in (candidates[p] if candidates is not None else range(len(policies))):
+        for s in candidates[p] if candidates is not None else range(len(policies)):
             pol = policies[s]
             m = max(pol.memory_size, 0)
             k = row.get((s, p))
@@ -192,9 +198,15 @@ def decide_all(policies: tuple[Policy | Builtin, ...], obs: Obs, memory: jax.Arr
     return jnp.stack(requests), new_memory
 
 
-def _decide_array(policies: tuple[Policy | Builtin, ...], obs: Obs, memory: jax.Array, strategy: jax.Array, ctx: Ctx,
-                  candidates: tuple[tuple[int, ...], ...] | None,
-                  slots: tuple[tuple[int, int], ...] | None) -> tuple[jax.Array, jax.Array]:
+def _decide_array(
+    policies: tuple[Policy | Builtin, ...],
+    obs: Obs,
+    memory: jax.Array,
+    strategy: jax.Array,
+    ctx: Ctx,
+    candidates: tuple[tuple[int, ...], ...] | None,
+    slots: tuple[tuple[int, int], ...] | None,
+) -> tuple[jax.Array, jax.Array]:
     """:func:`decide_all` in array form (many players): each strategy decides for all its
     candidate players at once (vmapped over them), then the one in force is selected per
     player. The same operations on the same values as the unrolled form."""
@@ -243,7 +255,7 @@ def _decide_array(policies: tuple[Policy | Builtin, ...], obs: Obs, memory: jax.
 def _take(x: jax.Array, idx: np.ndarray) -> jax.Array:
     """x[idx] for static indices; a slice when they are a contiguous run (no gather)."""
     if idx.size and (np.diff(idx) == 1).all():
-        return x[int(idx[0]):int(idx[0]) + idx.size]
+        return x[int(idx[0]) : int(idx[0]) + idx.size]
     return x[idx]
 
 

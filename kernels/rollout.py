@@ -44,8 +44,16 @@ def init_batch(game: Game, params: Params) -> ArenaState:
 
 
 def run_turns(
-    game: Game, n_turns: int, history: bool, keys: jax.Array, state: ArenaState, params: Params, every: int = 1,
-    stop_when_ended: bool = False, lanes: int = 1, record_axis: int = -1,
+    game: Game,
+    n_turns: int,
+    history: bool,
+    keys: jax.Array,
+    state: ArenaState,
+    params: Params,
+    every: int = 1,
+    stop_when_ended: bool = False,
+    lanes: int = 1,
+    record_axis: int = -1,
 ):
     """Scan ``n_turns`` turns of a batch. keys: uint32[2, B]. Returns (state, records | None).
     Without history (and with ``stop_when_ended``, static) the loop stops once every arena

@@ -33,8 +33,9 @@ class SanctionParams(eqx.Module):
 def none(dtype=None) -> SanctionParams:
     """No sanction spec (K = 0)."""
     dt = dtype or jnp.result_type(float)
-    return SanctionParams(jnp.zeros((0,), bool), jnp.zeros((0,), jnp.int32), jnp.zeros((0, 1), dt),
-                          jnp.ones((0,), jnp.int32))
+    return SanctionParams(
+        jnp.zeros((0,), bool), jnp.zeros((0,), jnp.int32), jnp.zeros((0, 1), dt), jnp.ones((0,), jnp.int32)
+    )
 
 
 def ordinals(prior: jax.Array, violated: jax.Array, term: jax.Array, n_terms: int) -> tuple[jax.Array, jax.Array]:
@@ -91,8 +92,13 @@ def counts(violated: jax.Array, term: jax.Array, n_terms: int) -> list[list[jax.
         arr = jnp.sum(violated[None, :, :] & is_t[:, :, None], axis=1, dtype=jnp.int32)
         return [[arr[t, i] for i in range(n)] for t in range(n_terms)] if unroll.players(n) else arr
     return [
-        [sum(((violated[p, i] & (term[p] == t)).astype(jnp.int32) for p in range(violated.shape[0])),
-             jnp.zeros((), jnp.int32)) for i in range(violated.shape[1])]
+        [
+            sum(
+                ((violated[p, i] & (term[p] == t)).astype(jnp.int32) for p in range(violated.shape[0])),
+                jnp.zeros((), jnp.int32),
+            )
+            for i in range(violated.shape[1])
+        ]
         for t in range(n_terms)
     ]
 

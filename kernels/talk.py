@@ -56,8 +56,9 @@ def silent(n: int, dtype=None) -> TalkParams:
 
 def answers(tp: TalkParams, pacts: P.Pacts, turn: jax.Array) -> tuple[jax.Array, jax.Array]:
     """(accept, reject) bool[P, N] of every player on the proposals awaiting it."""
-    waiting = ((pacts.status == P.PROPOSED)[:, None] & pacts.parties & ~pacts.accepted
-               & (pacts.proposed_turn < turn)[:, None])
+    waiting = (
+        (pacts.status == P.PROPOSED)[:, None] & pacts.parties & ~pacts.accepted & (pacts.proposed_turn < turn)[:, None]
+    )
     cap_ok = (pacts.term != P.HARVEST_CAP)[:, None] | (pacts.max_harvest[:, None] >= tp.accept_min[None, :])
     rule = tp.accept_rule[None, :]
     yes = (rule == ALWAYS) | ((rule == MIN_CAP) & cap_ok)
@@ -81,17 +82,31 @@ def registry_writes(tp: TalkParams, pacts: P.Pacts, turn: jax.Array, scripted: t
         return _propose_scripted(tp, pacts, turn, np.asarray(list(players), np.int32))
     req: list[tuple[Any, ...]] = []  # in player order, each player's pledge before its proposal
     for i in players:
-        req.append((i, jnp.zeros((n,), bool), P.HARVEST_CAP, tp.pledge_cap[i], jnp.zeros((), dt),
-                    tp.pledge_turn[i] == turn))
-        req.append((i, tp.propose_parties[i], tp.propose_term[i], tp.propose_cap[i], tp.propose_tolerance[i],
-                    tp.propose_turn[i] == turn))
+        req.append(
+            (i, jnp.zeros((n,), bool), P.HARVEST_CAP, tp.pledge_cap[i], jnp.zeros((), dt), tp.pledge_turn[i] == turn)
+        )
+        req.append(
+            (
+                i,
+                tp.propose_parties[i],
+                tp.propose_term[i],
+                tp.propose_cap[i],
+                tp.propose_tolerance[i],
+                tp.propose_turn[i] == turn,
+            )
+        )
     if not req:
         return pacts
     cols = list(zip(*req, strict=True))
     pacts, _ = P.propose_many(
-        pacts, jnp.asarray(cols[0], jnp.int32), jnp.stack(cols[1]),
+        pacts,
+        jnp.asarray(cols[0], jnp.int32),
+        jnp.stack(cols[1]),
         jnp.stack([jnp.asarray(t, jnp.int32) for t in cols[2]]),
-        jnp.stack(cols[3]), jnp.stack(cols[4]), turn, jnp.stack(cols[5]),
+        jnp.stack(cols[3]),
+        jnp.stack(cols[4]),
+        turn,
+        jnp.stack(cols[5]),
     )
     return pacts
 
@@ -108,12 +123,14 @@ def _propose_scripted(tp: TalkParams, pacts: P.Pacts, turn: jax.Array, who) -> P
         return jnp.stack([a, b], axis=1).reshape((2 * who.size,) + a.shape[1:])
 
     pacts, _ = P.propose_many(
-        pacts, jnp.asarray(np.repeat(who, 2), jnp.int32),
+        pacts,
+        jnp.asarray(np.repeat(who, 2), jnp.int32),
         pair(jnp.zeros((who.size, n), bool), tp.propose_parties[who]),
         pair(jnp.full((who.size,), P.HARVEST_CAP, jnp.int32), tp.propose_term[who].astype(jnp.int32)),
         pair(tp.pledge_cap[who], tp.propose_cap[who]),
         pair(jnp.zeros((who.size,), dt), tp.propose_tolerance[who]),
-        turn, pair(tp.pledge_turn[who] == turn, tp.propose_turn[who] == turn),
+        turn,
+        pair(tp.pledge_turn[who] == turn, tp.propose_turn[who] == turn),
     )
     return pacts
 
@@ -135,7 +152,11 @@ def comply_announce(tp: TalkParams, pacts: P.Pacts, requests: jax.Array, last_ac
     if not isinstance(cap, list):  # many players: the array form (kernels/unroll.py)
         requests = materialize(jnp.where(tp.comply, jnp.minimum(requests, cap), requests))
         return requests, jnp.where(tp.announce, requests * (1.0 - tp.bias), jnp.nan)
-    requests = jnp.stack([materialize(jnp.where(tp.comply[i], jnp.minimum(requests[i], cap[i]), requests[i]))
-                          for i in range(requests.shape[0])])
+    requests = jnp.stack(
+        [
+            materialize(jnp.where(tp.comply[i], jnp.minimum(requests[i], cap[i]), requests[i]))
+            for i in range(requests.shape[0])
+        ]
+    )
     announced = jnp.where(tp.announce, requests * (1.0 - tp.bias), jnp.nan)
     return requests, announced

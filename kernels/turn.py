@@ -91,8 +91,14 @@ def step(game: Game, key: jax.Array, state: ArenaState, actions: Actions, params
         extra=state.extra,
     )
     announced = jnp.where(live, announcement(jnp.asarray(actions.announced, dt)), jnp.nan)
-    ctx = {"requested": req, "actual": served.actual, "regen": regen, "share_defined": share_defined,
-           "announced": announced, "sanction": jnp.zeros((game.n_players,), dt)}
+    ctx = {
+        "requested": req,
+        "actual": served.actual,
+        "regen": regen,
+        "share_defined": share_defined,
+        "announced": announced,
+        "sanction": jnp.zeros((game.n_players,), dt),
+    }
     new, after, layer_records = _after_harvest(game, key, turn, new, ctx, params)
     new = _select(live, new, state)
     return new, _record(game, turn, live, new, ctx, after, served.reserve_drawn, invalid & live, layer_records)
@@ -141,8 +147,9 @@ def _after_harvest(game: Game, key, turn, state: ArenaState, ctx: dict, params: 
     return state, ctx, records
 
 
-def _record(game: Game, turn, live, new: ArenaState, ctx: dict, after: dict, drawn, invalid,
-            layer_records: dict) -> TurnRecord:
+def _record(
+    game: Game, turn, live, new: ArenaState, ctx: dict, after: dict, drawn, invalid, layer_records: dict
+) -> TurnRecord:
     """The turn's record, with the five metrics on its decisions. ctx: the harvest as served
     (before the layers); after: the ctx the layers left (announced, sanction, sanctioned)."""
     n = game.n_players
@@ -151,8 +158,9 @@ def _record(game: Game, turn, live, new: ArenaState, ctx: dict, after: dict, dra
     announced, sanction = after["announced"], after["sanction"]
     playing = jnp.ones((n,), bool) & live
     sanctioned = after.get("sanctioned", sanction > 0)  # players with a sanction fired this turn
-    metrics = governance_metrics(actual, announced, jnp.sum(sanctioned & playing).astype(dt), regen, playing,
-                                 ctx["share_defined"])
+    metrics = governance_metrics(
+        actual, announced, jnp.sum(sanctioned & playing).astype(dt), regen, playing, ctx["share_defined"]
+    )
     return TurnRecord(
         turn=turn,
         played=live,
@@ -224,8 +232,9 @@ def decide(game: Game, key: jax.Array, state: ArenaState, params: Params, ahead:
     params = effective_params(game, state, params)
     obs = observe(game, key, state, params, None if ahead is None else ahead["noise"])
     ctx = policy_context(game, key, state, params)
-    requests, memory = decide_all(game.policies, obs, state.memory, state.strategy, ctx, game.candidates,
-                                   game.memory_slots)
+    requests, memory = decide_all(
+        game.policies, obs, state.memory, state.strategy, ctx, game.candidates, game.memory_slots
+    )
     memory = jnp.where(still_playing(state, params), memory, state.memory)
     return requests, dataclasses.replace(state, memory=memory)
 
@@ -290,8 +299,15 @@ def decide_phase(game: Game, key: jax.Array, state: ArenaState, params: Params, 
     return begin(game, key, state, params)
 
 
-def step_phase(game: Game, key: jax.Array, state: ArenaState, begun: dict, params: Params,
-               ahead: dict | None = None, external: External | None = None):
+def step_phase(
+    game: Game,
+    key: jax.Array,
+    state: ArenaState,
+    begun: dict,
+    params: Params,
+    ahead: dict | None = None,
+    external: External | None = None,
+):
     """The rest of a turn from :func:`decide_phase`'s output: every player decides
     (:func:`decisions`), ``external`` actions (live players) replace theirs, and one
     :func:`step` serves them with the ``redecide`` hook (a sequential scheduler re-asks
@@ -314,13 +330,15 @@ def _with_external(ext: External, actions: Actions, state: ArenaState, redecide)
         r, mem = redecide(es, p)
         return jnp.where(ext.mask[p], req[p], r), mem
 
-    actions = Actions(requests=jnp.where(ext.mask, req, actions.requests),
-                      announced=jnp.where(ext.mask, ann, actions.announced))
+    actions = Actions(
+        requests=jnp.where(ext.mask, req, actions.requests), announced=jnp.where(ext.mask, ann, actions.announced)
+    )
     return actions, state, redecide_ext
 
 
-def play(game: Game, key: jax.Array, state: ArenaState, params: Params, ahead: dict | None = None,
-         prewritten: bool = False):
+def play(
+    game: Game, key: jax.Array, state: ArenaState, params: Params, ahead: dict | None = None, prewritten: bool = False
+):
     """One full turn with policy players: :func:`decide_phase` then :func:`step_phase`.
     ``ahead``: this turn's :func:`prepare`, computed at the end of the last turn (same
     numbers; kernels/rollout.py). prewritten: static; True when the caller applied

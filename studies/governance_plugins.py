@@ -72,17 +72,42 @@ BASE["pacts"] = [{"parties": list(range(N)), "terms": {"type": "harvest_cap", "m
 def arm(kind: str, cost: float = 0.0, fine: float = 0.0, coop_below: float = 0.0, stock_below: float = 0.0) -> dict:
     cfg = copy.deepcopy(BASE)
     if kind == "ladder":
-        cfg["perturbations"] = [{"id": "ladder", "type": "sanction_graduated", "trigger": {"kind": "pact_violation"},
-                                 "payload": {"ladder": [1.0, 3.0, 10.0]}}]
+        cfg["perturbations"] = [
+            {
+                "id": "ladder",
+                "type": "sanction_graduated",
+                "trigger": {"kind": "pact_violation"},
+                "payload": {"ladder": [1.0, 3.0, 10.0]},
+            }
+        ]
     if kind == "voluntary":
-        cfg["plugins"] = [{"type": "voluntary_sanction", "id": "vs", "cost": cost, "fine": fine,
-                           "sanctioner": ["always", "never", "never", "reciprocal"]}]
+        cfg["plugins"] = [
+            {
+                "type": "voluntary_sanction",
+                "id": "vs",
+                "cost": cost,
+                "fine": fine,
+                "sanctioner": ["always", "never", "never", "reciprocal"],
+            }
+        ]
     if kind == "agent":  # a mild constant fine the regulator scales
-        cfg["perturbations"] = [{"id": "fine", "type": "sanction", "trigger": {"kind": "pact_violation"},
-                                 "payload": {"amount": 0.5}}]
-        cfg["plugins"] = [{"type": "governance_agent", "id": "regulator", "coop_below": coop_below,
-                           "stock_below": stock_below, "coop_above": 0.75, "stock_above": 0.6, "cap": 0.8 * cap,
-                           "tighten": 2.0, "loosen": 0.5, "cooldown": 2}]
+        cfg["perturbations"] = [
+            {"id": "fine", "type": "sanction", "trigger": {"kind": "pact_violation"}, "payload": {"amount": 0.5}}
+        ]
+        cfg["plugins"] = [
+            {
+                "type": "governance_agent",
+                "id": "regulator",
+                "coop_below": coop_below,
+                "stock_below": stock_below,
+                "coop_above": 0.75,
+                "stock_above": 0.6,
+                "cap": 0.8 * cap,
+                "tighten": 2.0,
+                "loosen": 0.5,
+                "cooldown": 2,
+            }
+        ]
     return cfg
 
 
@@ -99,8 +124,11 @@ def measure(cfg: dict) -> dict:
     res = bdpd_jax.simulate(cfg, n_arenas=SIZE, seed=0, progress=False)
     s, t = res.summary, res.turns
     wealth = s[[f"wealth_{i}" for i in range(N)]].to_numpy(float)
-    out = {"survival": float(s.survived.mean()), "gini": float(gini(wealth).mean()),
-           "efficiency": float(s.efficiency.mean())}
+    out = {
+        "survival": float(s.survived.mean()),
+        "gini": float(gini(wealth).mean()),
+        "efficiency": float(s.efficiency.mean()),
+    }
     for m in METRICS:
         out[m] = float(t[m].mean())  # NaN (null) turns skipped
     return out

@@ -45,28 +45,54 @@ SPACE = {p: (0.0, 30.0) for p in RUNGS}
 
 SEED = bdpd_jax.default_config().model_dump(exclude={"players"})
 comply = {"strategy": "conservative", "talk": {"announce": "honest", "comply": True}}
-BASE = {"model": SEED["model"], "observability": SEED["observability"],
-        "players": [comply, copy.deepcopy(comply), {"strategy": "aggressive"}, {"strategy": "aggressive"}]}
+BASE = {
+    "model": SEED["model"],
+    "observability": SEED["observability"],
+    "players": [comply, copy.deepcopy(comply), {"strategy": "aggressive"}, {"strategy": "aggressive"}],
+}
 share = BASE["model"]["regenRate"] * BASE["model"]["commonsCapacity"] / 4 / N
 BASE["pacts"] = [{"parties": list(range(N)), "terms": {"type": "harvest_cap", "maxHarvest": share}}]
-BASE["perturbations"] = [{"id": "ladder", "type": "sanction_graduated", "trigger": {"kind": "pact_violation"},
-                          "payload": {"ladder": [1.0, 3.0, 10.0]}}]
+BASE["perturbations"] = [
+    {
+        "id": "ladder",
+        "type": "sanction_graduated",
+        "trigger": {"kind": "pact_violation"},
+        "payload": {"ladder": [1.0, 3.0, 10.0]},
+    }
+]
 
 # %% [markdown]
 # ## Search and grid, same budget
 
 # %%
-res = bdpd_jax.search(BASE, SPACE, ("fines_total_mean", "min"), constraints={"survived_mean": (">=", GOAL)},
-                      population=POP, generations=GENS, replicates=SIZE, seed=0)
+res = bdpd_jax.search(
+    BASE,
+    SPACE,
+    ("fines_total_mean", "min"),
+    constraints={"survived_mean": (">=", GOAL)},
+    population=POP,
+    generations=GENS,
+    replicates=SIZE,
+    seed=0,
+)
 budget = POP * GENS * SIZE
 k = max(2, int(np.floor((POP * GENS) ** (1 / 3) + 1e-9)))
-grid = bdpd_jax.sweep(BASE, grid={p: list(np.linspace(0.0, 30.0, k)) for p in RUNGS}, replicates=SIZE, seed=0,
-                      history=True, common_random=True, progress=False)
+grid = bdpd_jax.sweep(
+    BASE,
+    grid={p: list(np.linspace(0.0, 30.0, k)) for p in RUNGS},
+    replicates=SIZE,
+    seed=0,
+    history=True,
+    common_random=True,
+    progress=False,
+)
 gp = grid.points
 g_ok = gp[gp["survived_mean"] >= GOAL]
 grid_best = g_ok.sort_values("fines_total_mean").iloc[0] if len(g_ok) else None
-print(f"search: {len(res.history)} candidates x {SIZE} replicates = {budget} arena-evaluations; "
-      f"grid: {k}^3 = {len(gp)} points x {SIZE} = {len(gp) * SIZE}")
+print(
+    f"search: {len(res.history)} candidates x {SIZE} replicates = {budget} arena-evaluations; "
+    f"grid: {k}^3 = {len(gp)} points x {SIZE} = {len(gp) * SIZE}"
+)
 
 # %% [markdown]
 # ## The found ladder against the seed's, on fresh replicates
@@ -76,8 +102,15 @@ found = [res.best["point"][p] for p in RUNGS]
 ladders = {"search": found, "seed 1-3-10": [1.0, 3.0, 10.0], "seed 5-10-20": [5.0, 10.0, 20.0]}
 if grid_best is not None:
     ladders["grid"] = [float(grid_best[p]) for p in RUNGS]
-check = bdpd_jax.sweep(BASE, points=pd.DataFrame(list(ladders.values()), columns=RUNGS), replicates=4 * SIZE,
-                       seed=12345, history=True, common_random=True, progress=False).points
+check = bdpd_jax.sweep(
+    BASE,
+    points=pd.DataFrame(list(ladders.values()), columns=RUNGS),
+    replicates=4 * SIZE,
+    seed=12345,
+    history=True,
+    common_random=True,
+    progress=False,
+).points
 check.insert(0, "ladder", list(ladders))
 cols = ["ladder", *RUNGS, "survived_mean", "survived_ci_low", "fines_total_mean", "gini_mean", "efficiency_mean"]
 print(check[cols].round(3).to_string(index=False))
@@ -86,8 +119,16 @@ print(check[cols].round(3).to_string(index=False))
 # ## Pareto front: survival against total fines
 
 # %%
-pareto = bdpd_jax.search(BASE, SPACE, [("survived_mean", "max"), ("fines_total_mean", "min")], method="nsga2",
-                         population=POP, generations=GENS, replicates=SIZE, seed=1)
+pareto = bdpd_jax.search(
+    BASE,
+    SPACE,
+    [("survived_mean", "max"), ("fines_total_mean", "min")],
+    method="nsga2",
+    population=POP,
+    generations=GENS,
+    replicates=SIZE,
+    seed=1,
+)
 front = pareto.front
 
 # %%
@@ -121,18 +162,26 @@ fig.savefig(OUT / "governance_search.png", dpi=110)
 # %%
 row = check.set_index("ladder")
 s, f = row.loc["search", "survived_mean"], row.loc["search", "fines_total_mean"]
-lines = [f"The search's ladder {np.round(found, 2).tolist()} keeps {s:.1%} of arenas alive (fresh replicates, "
-         f"CI low {row.loc['search', 'survived_ci_low']:.1%}) for {f:.1f} in fines per arena."]
+lines = [
+    f"The search's ladder {np.round(found, 2).tolist()} keeps {s:.1%} of arenas alive (fresh replicates, "
+    f"CI low {row.loc['search', 'survived_ci_low']:.1%}) for {f:.1f} in fines per arena."
+]
 for name in ("seed 1-3-10", "seed 5-10-20", "grid"):
     if name in row.index:
         fn = row.loc[name, "fines_total_mean"]
-        lines.append(f"{name}: survival {row.loc[name, 'survived_mean']:.1%}, fines {fn:.1f}"
-                     f" ({'more' if fn > f else 'fewer'} fines than the search's).")
-lines.append(f"Budgets: search {budget}, grid {len(gp) * SIZE} arena-evaluations (the largest cube grid within the "
-             "search's); the grid's best feasible ladder charges "
-             + (f"{grid_best['fines_total_mean']:.1f}" if grid_best is not None else "nothing feasible")
-             + f", the search's {res.best['metrics']['fines_total_mean']:.1f} (in-search estimates).")
-lines.append(f"The Pareto front has {len(front)} ladders, from survival {front.survived_mean.min():.1%} at "
-             f"{front.fines_total_mean.min():.1f} in fines to {front.survived_mean.max():.1%} at "
-             f"{front.fines_total_mean.max():.1f}.")
+        lines.append(
+            f"{name}: survival {row.loc[name, 'survived_mean']:.1%}, fines {fn:.1f}"
+            f" ({'more' if fn > f else 'fewer'} fines than the search's)."
+        )
+lines.append(
+    f"Budgets: search {budget}, grid {len(gp) * SIZE} arena-evaluations (the largest cube grid within the "
+    "search's); the grid's best feasible ladder charges "
+    + (f"{grid_best['fines_total_mean']:.1f}" if grid_best is not None else "nothing feasible")
+    + f", the search's {res.best['metrics']['fines_total_mean']:.1f} (in-search estimates)."
+)
+lines.append(
+    f"The Pareto front has {len(front)} ladders, from survival {front.survived_mean.min():.1%} at "
+    f"{front.fines_total_mean.min():.1f} in fines to {front.survived_mean.max():.1%} at "
+    f"{front.fines_total_mean.max():.1f}."
+)
 print("\n".join(lines))

@@ -58,14 +58,22 @@ def cell_config(tol: float, ladder: list[float], c: int) -> ArenaConfig:
         {"parties": list(range(N)), "terms": {"type": "harvest_cap", "maxHarvest": cap}},
         {"parties": list(range(N)), "terms": {"type": "no_aggression", "tolerance": tol}},
     ]
-    cfg["perturbations"] = [{"id": "ladder", "type": "sanction_graduated", "trigger": {"kind": "pact_violation"},
-                             "payload": {"ladder": ladder}}]
+    cfg["perturbations"] = [
+        {
+            "id": "ladder",
+            "type": "sanction_graduated",
+            "trigger": {"kind": "pact_violation"},
+            "payload": {"ladder": ladder},
+        }
+    ]
     return ArenaConfig.model_validate(cfg)
 
 
 cells = [(t, name, c) for t in TOLERANCES for name in LADDERS for c in COMPLIANT]
-runs = [bdpd_jax.prepare(cell_config(t, LADDERS[name], c), governance={"pact_slots": 2, "ladder_width": 3})
-        for t, name, c in cells]  # one Game for every cell (lab.rollout checks it): one compiled program
+runs = [
+    bdpd_jax.prepare(cell_config(t, LADDERS[name], c), governance={"pact_slots": 2, "ladder_width": 3})
+    for t, name, c in cells
+]  # one Game for every cell (lab.rollout checks it): one compiled program
 B = len(cells) * SIZE
 before = lab.TRACES["run"]
 out = lab.rollout(runs, SIZE, turns=TURNS, history=True)

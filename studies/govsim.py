@@ -54,8 +54,11 @@ from bdpd_jax.lab import TRACES, outcomes  # noqa: E402
 from bdpd_jax.scenarios import EXPERIMENTS, GOVSIM_SCENARIOS, MONTHS, NEWCOMER_MONTHS, PLAYERS, govsim  # noqa: E402
 
 SIZE = int(os.environ.get("BDPD_STUDY_SIZE", "1000"))  # arenas per cell
-OUT = Path(os.environ.get("BDPD_FIGURES_DIR", Path(__file__).resolve().parent / "figures"
-                          if "__file__" in globals() else "figures"))
+OUT = Path(
+    os.environ.get(
+        "BDPD_FIGURES_DIR", Path(__file__).resolve().parent / "figures" if "__file__" in globals() else "figures"
+    )
+)
 
 
 # %%
@@ -69,8 +72,10 @@ def share(obs):
 
 
 def grab(months: int) -> Policy:
-    return Policy(lambda obs, mem, key: (jnp.where(obs["turn"] >= months, obs["commonsStock"], share(obs)), mem),
-                  name=f"end_game_grab_{months}")
+    return Policy(
+        lambda obs, mem, key: (jnp.where(obs["turn"] >= months, obs["commonsStock"], share(obs)), mem),
+        name=f"end_game_grab_{months}",
+    )
 
 
 FIX9, FIX6, GREEDY, WHOLE = fixed(9), fixed(6), fixed(20), fixed(100)
@@ -113,8 +118,14 @@ def cell(scenario: str, experiment: str, players: list) -> dict:
     return outcomes(prep, SIZE, params=params)
 
 
-COLS = {"govsim_survived": "rate", "govsim_survival_time": "time", "govsim_gain": "Gain",
-        "govsim_efficiency": "eff.", "govsim_equality": "eq.", "govsim_over_usage": "over-use"}
+COLS = {
+    "govsim_survived": "rate",
+    "govsim_survival_time": "time",
+    "govsim_gain": "Gain",
+    "govsim_efficiency": "eff.",
+    "govsim_equality": "eq.",
+    "govsim_over_usage": "over-use",
+}
 PERCENT = ("govsim_survived", "govsim_efficiency", "govsim_equality", "govsim_over_usage")
 traces0 = TRACES["run"]
 rows = []
@@ -124,8 +135,14 @@ for experiment in EXPERIMENTS:
         for scenario in GOVSIM_SCENARIOS:
             s = cell(scenario, experiment, players)
             means = {c: np.nanmean(np.asarray(s[c], float)) for c in COLS}  # equality: undefined at 0/0
-            rows.append({"baseline": name, "experiment": experiment, "scenario": scenario,
-                         **{COLS[c]: means[c] * (100 if c in PERCENT else 1) for c in COLS}})
+            rows.append(
+                {
+                    "baseline": name,
+                    "experiment": experiment,
+                    "scenario": scenario,
+                    **{COLS[c]: means[c] * (100 if c in PERCENT else 1) for c in COLS},
+                }
+            )
 table = pd.DataFrame(rows)
 print(f"compiled programs: {TRACES['run'] - traces0} (one per shape: 12 months x 5, and the newcomer's)")
 
@@ -138,17 +155,22 @@ cells = table.groupby(["baseline", "experiment"], sort=False)[list(COLS.values()
 print(cells.to_string())
 
 # %%
-PUBLISHED = pd.DataFrame([  # arXiv 2404.16698v4; rate %, time, Gain, eff. %, eq. %, over-use %
-    ("GPT-4o, default fishery", "default", 100, 12, 71.36, 59.47, 98.03, 0.35),
-    ("GPT-4-turbo, default fishery", "default", 100, 12, 108.8, 90.67, 98.05, 0.51),
-    ("GPT-4, universalization fishery", "universalization", 100, 12, 120, 100, 100, 0),
-    ("every month-1 collapse (e.g. Llama-3-8B)", "default", 0, 1, 20, 16.67, np.nan, np.nan),
-    ("GPT-4o, all scenarios, default", "default", 53.3, 9.3, 66.0, 55.0, 94.4, 10.8),
-    ("GPT-4o, all scenarios, with a newcomer", "newcomer", 33.3, 6.6, 34.8, 31.3, 71.7, 15.7),
-], columns=["row", "experiment", *COLS.values()]).set_index("row")
+PUBLISHED = pd.DataFrame(
+    [  # arXiv 2404.16698v4; rate %, time, Gain, eff. %, eq. %, over-use %
+        ("GPT-4o, default fishery", "default", 100, 12, 71.36, 59.47, 98.03, 0.35),
+        ("GPT-4-turbo, default fishery", "default", 100, 12, 108.8, 90.67, 98.05, 0.51),
+        ("GPT-4, universalization fishery", "universalization", 100, 12, 120, 100, 100, 0),
+        ("every month-1 collapse (e.g. Llama-3-8B)", "default", 0, 1, 20, 16.67, np.nan, np.nan),
+        ("GPT-4o, all scenarios, default", "default", 53.3, 9.3, 66.0, 55.0, 94.4, 10.8),
+        ("GPT-4o, all scenarios, with a newcomer", "newcomer", 33.3, 6.6, 34.8, 31.3, 71.7, 15.7),
+    ],
+    columns=["row", "experiment", *COLS.values()],
+).set_index("row")
 print(PUBLISHED.to_string())
-print("Published over-usage of month-1 collapses (e.g. 35.71 +- 0.00) is not a multiple of 4 %, as a mean of Eq. 3 "
-      "over 5 runs must be: it cannot come from Eq. 3, which this project implements; it is not compared.")
+print(
+    "Published over-usage of month-1 collapses (e.g. 35.71 +- 0.00) is not a multiple of 4 %, as a mean of Eq. 3 "
+    "over 5 runs must be: it cannot come from Eq. 3, which this project implements; it is not compared."
+)
 
 # %%
 # A published row is reproduced by a baseline when every published number is matched within
@@ -168,8 +190,11 @@ def matches(pub: pd.Series) -> list[str]:
 
 
 found = {r: matches(PUBLISHED.loc[r]) for r in PUBLISHED.index}
-expected = {"threshold taker": (100, 12, 120, 100, 100, 0), "fixed 9": (100, 12, 108, 90, 100, 0),
-            "greedy 20": (0, 1, 20, 16.67, None, None)}
+expected = {
+    "threshold taker": (100, 12, 120, 100, 100, 0),
+    "fixed 9": (100, 12, 108, 90, 100, 0),
+    "greedy 20": (0, 1, 20, 16.67, None, None),
+}
 for name, want in expected.items():  # the issue's expected baseline rows, from GovSim's rules
     got = default.loc[name]
     for c, w in zip(COLS.values(), want, strict=True):
@@ -181,8 +206,11 @@ assert 85 <= eq_whole <= 95, eq_whole  # "all want the whole pool: mean equality
 fig, axes = plt.subplots(1, 3, figsize=(13, 4.2))
 names = list(default.index)
 x = np.arange(len(names))
-for ax, (col, label) in zip(axes, (("Gain", "mean gain per player"), ("rate", "survival rate %"),
-                                   ("over-use", "over-usage % (Eq. 3)")), strict=True):
+for ax, (col, label) in zip(
+    axes,
+    (("Gain", "mean gain per player"), ("rate", "survival rate %"), ("over-use", "over-usage % (Eq. 3)")),
+    strict=True,
+):
     for k, exp in enumerate(("default", "newcomer")):
         ax.bar(x + (k - 0.5) * 0.38, cells.xs(exp, level="experiment").loc[names, col], 0.38, label=exp)
     ax.set_xticks(x, names, rotation=40, ha="right")
@@ -202,9 +230,13 @@ lines = []
 for r, hit in found.items():
     lines.append(f"- {r}: " + (f"reproduced by {', '.join(hit)}" if hit else "no rule here reproduces it"))
 reproduced = [r for r, h in found.items() if h]
-print(f"{len(reproduced)} of {len(PUBLISHED)} published rows are reproduced by a simple rule "
-      f"({SIZE} arenas per cell; wording experiments and scenarios change nothing for rules):")
+print(
+    f"{len(reproduced)} of {len(PUBLISHED)} published rows are reproduced by a simple rule "
+    f"({SIZE} arenas per cell; wording experiments and scenarios change nothing for rules):"
+)
 print("\n".join(lines))
-print(f"Whole-pool requests under random_units: mean equality {eq_whole:.1f} %; "
-      f"the published month-1 collapse over-usage (e.g. 35.71) is not Eq. 3, which gives "
-      f"{default.loc['greedy 20', 'over-use']:.0f} % for everyone taking 20.")
+print(
+    f"Whole-pool requests under random_units: mean equality {eq_whole:.1f} %; "
+    f"the published month-1 collapse over-usage (e.g. 35.71) is not Eq. 3, which gives "
+    f"{default.loc['greedy 20', 'over-use']:.0f} % for everyone taking 20."
+)

@@ -30,8 +30,14 @@ SCENARIOS = ("fishery", "pasture", "pollution")
 EXPERIMENTS = ("default", "universalization", "no_communication", "newcomer")
 PLAYERS = 5
 #: GovSim's six metrics as the report's columns (issue 25, item 4)
-METRICS = ("govsim_survival_time", "govsim_survived", "govsim_gain", "govsim_efficiency", "govsim_equality",
-           "govsim_over_usage")
+METRICS = (
+    "govsim_survival_time",
+    "govsim_survived",
+    "govsim_gain",
+    "govsim_efficiency",
+    "govsim_equality",
+    "govsim_over_usage",
+)
 CREDENTIAL = "govsim"
 
 
@@ -63,8 +69,10 @@ def endpoint(env: Mapping[str, str]) -> tuple[str, str]:
     """(base URL, model) from the environment; SystemExit naming every missing variable."""
     missing = [k for k in (ENV_BASE_URL, ENV_MODEL, ENV_API_KEY) if not env.get(k)]
     if missing:
-        raise SystemExit(f"govsim_llm.py: set {', '.join(missing)} (the OpenAI-compatible endpoint, the model "
-                         f"and its key; the key is read from {ENV_API_KEY} at every call and never stored)")
+        raise SystemExit(
+            f"govsim_llm.py: set {', '.join(missing)} (the OpenAI-compatible endpoint, the model "
+            f"and its key; the key is read from {ENV_API_KEY} at every call and never stored)"
+        )
     return env[ENV_BASE_URL], env[ENV_MODEL]
 
 
@@ -73,13 +81,15 @@ def scenario_config(scenario: str, experiment: str) -> tuple[dict[str, Any], str
     try:
         scenarios = importlib.import_module("bdpd_jax.scenarios")
     except ImportError:
-        raise SystemExit("govsim_llm.py: bdpd_jax.scenarios.govsim is missing (issue 25's GovSim engine and "
-                         "scenarios)") from None
+        raise SystemExit(
+            "govsim_llm.py: bdpd_jax.scenarios.govsim is missing (issue 25's GovSim engine and scenarios)"
+        ) from None
     make = scenarios.govsim if callable(scenarios.govsim) else scenarios.govsim.govsim  # a function or its module
     cfg = make(scenario, experiment)
     cfg = cfg.model_dump(mode="json", exclude_none=True) if hasattr(cfg, "model_dump") else json.loads(json.dumps(cfg))
-    rules = next((f for f in (getattr(m, "govsim_rules", None) for m in (scenarios, scenarios.govsim)) if callable(f)),
-                 None)
+    rules = next(
+        (f for f in (getattr(m, "govsim_rules", None) for m in (scenarios, scenarios.govsim)) if callable(f)), None
+    )
     return cfg, rules(scenario, experiment) if rules is not None else None
 
 
@@ -96,8 +106,15 @@ def llm_arena_config(cfg: Mapping[str, Any], experiment: str, rounds: int) -> tu
 
 def player_spec(name: str, model: str, rules: str | None, temperature: float, timeout_ms: int) -> dict[str, Any]:
     """One LLM player's join body: whole units come from the model config, the fallback is 0."""
-    spec = {"agentType": "llm", "name": name, "model": model, "credential": CREDENTIAL, "fallbackHarvest": 0.0,
-            "temperature": temperature, "timeoutMs": timeout_ms}
+    spec = {
+        "agentType": "llm",
+        "name": name,
+        "model": model,
+        "credential": CREDENTIAL,
+        "fallbackHarvest": 0.0,
+        "temperature": temperature,
+        "timeoutMs": timeout_ms,
+    }
     return {**spec, "rulesText": rules} if rules else spec
 
 
@@ -123,15 +140,18 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     from bdpd_jax.host.arena import Arena
     from bdpd_jax.host.operator import Operator
 
-    operator = Operator.model_validate({"credentials": {CREDENTIAL: {"baseUrl": base_url, "apiKeyEnv": ENV_API_KEY,
-                                                                    "models": [model]}}})
+    operator = Operator.model_validate(
+        {"credentials": {CREDENTIAL: {"baseUrl": base_url, "apiKeyEnv": ENV_API_KEY, "models": [model]}}}
+    )
     cfg["agentTimeout"] = max(int(cfg.get("agentTimeout", 0)), args.timeout_ms)
     arena = Arena(cfg, seed=args.seed, no_talk=True, operator=operator, out_dir=args.out)
     for name in names:
         arena.join(player_spec(name, model, rules, args.temperature, args.timeout_ms))
     summary = arena.run()
-    print(f"GovSim {args.scenario} / {args.experiment}, {len(names)} LLM players ({model}), seed {args.seed}: "
-          f"{summary['turnsPlayed']} months, survived={summary['survived']}")
+    print(
+        f"GovSim {args.scenario} / {args.experiment}, {len(names)} LLM players ({model}), seed {args.seed}: "
+        f"{summary['turnsPlayed']} months, survived={summary['survived']}"
+    )
     for name, value in govsim_metrics(summary).items():
         print(f"  {name:22s} {'n/a (not in the report)' if value is None else value}")
     fallbacks = sum(p.get("fallbacks", 0) for p in summary["players"])

@@ -48,14 +48,26 @@ OUT = Path(os.environ.get("BDPD_FIGURES_DIR", Path(__file__).resolve().parent / 
 
 SEED = bdpd_jax.default_config().model_dump(exclude={"players"})
 share = SEED["model"]["regenRate"] * SEED["model"]["commonsCapacity"] / 4 / N
-LADDER = {"pacts": [{"parties": list(range(N)), "terms": {"type": "harvest_cap", "maxHarvest": share}}],
-          "perturbations": [{"id": "ladder", "type": "sanction_graduated", "trigger": {"kind": "pact_violation"},
-                             "payload": {"ladder": [1.0, 3.0, 10.0]}}]}
+LADDER = {
+    "pacts": [{"parties": list(range(N)), "terms": {"type": "harvest_cap", "maxHarvest": share}}],
+    "perturbations": [
+        {
+            "id": "ladder",
+            "type": "sanction_graduated",
+            "trigger": {"kind": "pact_violation"},
+            "payload": {"ladder": [1.0, 3.0, 10.0]},
+        }
+    ],
+}
 
 
 def table(strategies: list[str], ladder: bool) -> dict:
-    return {"model": SEED["model"], "observability": SEED["observability"],
-            "players": [{"strategy": s} for s in strategies], **(LADDER if ladder else {})}
+    return {
+        "model": SEED["model"],
+        "observability": SEED["observability"],
+        "players": [{"strategy": s} for s in strategies],
+        **(LADDER if ladder else {}),
+    }
 
 
 ARMS = {  # name: (config, learned slots); a learned slot's configured strategy is replaced by the learner
@@ -67,6 +79,7 @@ ARMS = {  # name: (config, learned slots); a learned slot's configured strategy 
 
 # %% [markdown]
 # ## A compact independent PPO
+
 
 # %%
 class ActorCritic(eqx.Module):
@@ -102,8 +115,9 @@ def trainer(env: CommonsEnv):
             ka, ks = jax.random.split(k)
             act = jax.random.categorical(ka, logits)
             logp = jnp.take_along_axis(jax.nn.log_softmax(logits), act[..., None], -1)[..., 0]
-            obs2, st2, rew, dones, _ = jax.vmap(env.step)(jax.random.split(ks, E), st,
-                                                          {a: act[i] for i, a in enumerate(agents)})
+            obs2, st2, rew, dones, _ = jax.vmap(env.step)(
+                jax.random.split(ks, E), st, {a: act[i] for i, a in enumerate(agents)}
+            )
             r = jnp.stack([rew[a] for a in agents])
             return (st2, obs2), (x, act, logp, value, r, dones["__all__"])
 
@@ -152,8 +166,7 @@ def trainer(env: CommonsEnv):
     def train(key):
         k1, k2 = jax.random.split(key)
         obs, st = jax.vmap(env.reset)(jax.random.split(k1, E))
-        (params, *_), curve = jax.lax.scan(update, (params0, opt.init(params0), st, obs),
-                                           jax.random.split(k2, UPDATES))
+        (params, *_), curve = jax.lax.scan(update, (params0, opt.init(params0), st, obs), jax.random.split(k2, UPDATES))
         return params, curve
 
     @jax.jit
@@ -165,8 +178,9 @@ def trainer(env: CommonsEnv):
             st, obs = carry
             logits, _ = apply(nets, jnp.stack([obs[a] for a in agents]))
             act = jnp.argmax(logits, -1)
-            obs2, st2, _, _, info = jax.vmap(env.step_env)(jax.random.split(key, E), st,
-                                                           {a: act[i] for i, a in enumerate(agents)})
+            obs2, st2, _, _, info = jax.vmap(env.step_env)(
+                jax.random.split(key, E), st, {a: act[i] for i, a in enumerate(agents)}
+            )
             return (st2, obs2), info["record"]
 
         _, rec = jax.lax.scan(one, (st, obs), None, length=T)
@@ -187,8 +201,11 @@ def outcome(played, actual, collapsed, slots) -> dict:
     """played [T, 1, E], actual [T, N, E], collapsed [T, E] -> survival, harvest per learner, Gini."""
     harvest = np.where(played, actual, 0.0)
     per_player = harvest.sum(0)  # [N, E]
-    return {"survival": float((~collapsed[-1]).mean()), "harvest": float(per_player[slots].mean()),
-            "gini": float(gini(per_player.T).mean())}
+    return {
+        "survival": float((~collapsed[-1]).mean()),
+        "harvest": float(per_player[slots].mean()),
+        "gini": float(gini(per_player.T).mean()),
+    }
 
 
 # %% [markdown]
@@ -204,15 +221,23 @@ for name, (cfg, slots) in ARMS.items():
     rec = jax.device_get(evaluate(nets, jax.random.key(1)))
     played = np.asarray(rec.played)  # [T, E]
     actual = np.asarray(rec.actual).transpose(0, 2, 1)  # [T, E, N] -> [T, N, E]
-    rows.append({"table": name, "players": "learned",
-                 **outcome(played[:, None, :], actual, np.asarray(rec.collapsed), slots)})
+    rows.append(
+        {"table": name, "players": "learned", **outcome(played[:, None, :], actual, np.asarray(rec.collapsed), slots)}
+    )
     for heur in ("conservative", "aggressive"):
         h = {**cfg, "players": [{"strategy": heur} if i in slots else p for i, p in enumerate(cfg["players"])]}
         res = bdpd_jax.simulate(h, n_arenas=SIZE, seed=1, progress=False)
         p = res.players
         tot = p.groupby(["arena", "player"]).actual.sum().unstack().to_numpy()  # [E, N]
-        rows.append({"table": name, "players": heur, "survival": float(res.summary.survived.mean()),
-                     "harvest": float(tot[:, slots].mean()), "gini": float(gini(tot).mean())})
+        rows.append(
+            {
+                "table": name,
+                "players": heur,
+                "survival": float(res.summary.survived.mean()),
+                "harvest": float(tot[:, slots].mean()),
+                "gini": float(gini(tot).mean()),
+            }
+        )
 
 import pandas as pd  # noqa: E402
 
@@ -241,12 +266,16 @@ for name in ARMS:
     r = report[report.table == name].set_index("players")
     best_h = r.drop(index="learned")["harvest"].idxmax()
     sv, hv = r["survival"], r["harvest"]
-    lines.append(f"{name}: learners keep {sv['learned']:.0%} of commons alive (conservative "
-                 f"{sv['conservative']:.0%}, aggressive {sv['aggressive']:.0%}), harvest {hv['learned']:.1f} per "
-                 f"learner per game against {hv[best_h]:.1f} for the best built-in ({best_h}), "
-                 f"Gini {r.loc['learned', 'gini']:.2f}.")
+    lines.append(
+        f"{name}: learners keep {sv['learned']:.0%} of commons alive (conservative "
+        f"{sv['conservative']:.0%}, aggressive {sv['aggressive']:.0%}), harvest {hv['learned']:.1f} per "
+        f"learner per game against {hv[best_h]:.1f} for the best built-in ({best_h}), "
+        f"Gini {r.loc['learned', 'gini']:.2f}."
+    )
 gain = curves["4 learned"][-1] - curves["4 learned"][0]
 surv = report[report.players == "learned"].set_index("table")["survival"]
-lines.append(f"Without governance the learners' return moved by {gain:+.1f} over training; with the ladder the "
-             f"learned survival is {surv['4 learned + ladder']:.0%} against {surv['4 learned']:.0%} without.")
+lines.append(
+    f"Without governance the learners' return moved by {gain:+.1f} over training; with the ladder the "
+    f"learned survival is {surv['4 learned + ladder']:.0%} against {surv['4 learned']:.0%} without."
+)
 print("\n".join(lines))

@@ -58,11 +58,18 @@ def mix_config(strategies: list[str]) -> dict:
 
 results = {}
 for k, strategies in MIXES.items():
-    r = sweep(mix_config(strategies), grid={"model.regenRate": list(REGEN)}, replicates=SIZE, seed=0,
-              common_random=True, progress=False)
+    r = sweep(
+        mix_config(strategies),
+        grid={"model.regenRate": list(REGEN)},
+        replicates=SIZE,
+        seed=0,
+        common_random=True,
+        progress=False,
+    )
     results[k] = r.points
-print(f"{len(MIXES)} mixes x {len(REGEN)} regenRate values x {SIZE} replicates = "
-      f"{len(MIXES) * len(REGEN) * SIZE} arenas")
+print(
+    f"{len(MIXES)} mixes x {len(REGEN)} regenRate values x {SIZE} replicates = {len(MIXES) * len(REGEN) * SIZE} arenas"
+)
 
 # %%
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
@@ -70,8 +77,9 @@ colors = plt.cm.viridis(np.linspace(0, 0.9, len(MIXES)))
 for (k, p), col in zip(results.items(), colors):
     label = f"{k} random / {N - k} conservative"
     ax1.plot(p["model.regenRate"], p["survived_mean"], "-o", ms=3, color=col, label=label)
-    ax1.fill_between(p["model.regenRate"], p["survived_ci_low"].clip(0, 1), p["survived_ci_high"].clip(0, 1),
-                     color=col, alpha=0.2)
+    ax1.fill_between(
+        p["model.regenRate"], p["survived_ci_low"].clip(0, 1), p["survived_ci_high"].clip(0, 1), color=col, alpha=0.2
+    )
     ax2.plot(p["model.regenRate"], p["collapse_turn_mean"], "-o", ms=3, color=col, label=label)
 ax1.set(xlabel="regenRate", ylabel="survival probability", title=f"survival over {TURNS} turns (95% CI)")
 ax2.set(xlabel="regenRate", ylabel="mean collapse turn (collapsed arenas)", title="collapse turn")
@@ -84,6 +92,7 @@ print(f"saved {OUT / 'regen_sweep.png'}")
 # %% [markdown]
 # ## Conclusion (computed from the numbers above)
 
+
 # %%
 def threshold(p, level=0.9):
     ok = p.loc[p["survived_mean"] >= level, "model.regenRate"]
@@ -94,8 +103,10 @@ parts = []
 for k, p in results.items():
     t = threshold(p)
     parts.append(f"{k} random: {'never on this grid' if t is None else f'regenRate >= {t:g}'}")
-ct = {k: np.nanmean(p["collapse_turn_mean"].to_numpy(float)) if p["collapse_turn_n"].sum() else np.nan
-      for k, p in results.items()}
+ct = {
+    k: np.nanmean(p["collapse_turn_mean"].to_numpy(float)) if p["collapse_turn_n"].sum() else np.nan
+    for k, p in results.items()
+}
 low = results[0]["survived_mean"].mean()
 high = results[N]["survived_mean"].mean()
 finite = {k: v for k, v in ct.items() if np.isfinite(v)}
@@ -103,7 +114,11 @@ print(
     f"Survival of at least 90% needs: {'; '.join(parts)}. Averaged over the regenRate grid, survival "
     f"{'falls' if high < low else 'rises' if high > low else 'stays'} from {low:.2f} with no random player "
     f"to {high:.2f} with {N}"
-    + (f"; collapses come earliest with {min(finite, key=finite.get)} random player(s) "
-       f"(mean collapse turn {min(finite.values()):.1f}) and latest with {max(finite, key=finite.get)} "
-       f"({max(finite.values()):.1f})." if finite else "; no arena collapsed.")
+    + (
+        f"; collapses come earliest with {min(finite, key=finite.get)} random player(s) "
+        f"(mean collapse turn {min(finite.values()):.1f}) and latest with {max(finite, key=finite.get)} "
+        f"({max(finite.values()):.1f})."
+        if finite
+        else "; no arena collapsed."
+    )
 )

@@ -39,13 +39,24 @@ from bdpd_jax import lab  # noqa: E402
 
 SIZE = int(os.environ.get("BDPD_STUDY_SIZE", 1024))  # arenas per strategy table
 TURNS, EVERY, CHUNK = 3000, 10, 1000  # turns, record every k-th turn, turns per compiled chunk
-FIG = Path(os.environ.get("BDPD_FIGURES_DIR", Path(__file__).resolve().parent / "figures"
-                       if "__file__" in globals() else "figures"))
+FIG = Path(
+    os.environ.get(
+        "BDPD_FIGURES_DIR", Path(__file__).resolve().parent / "figures" if "__file__" in globals() else "figures"
+    )
+)
 BUILTINS = ("idle", "aggressive", "conservative", "adaptive", "rcp")
 TABLES = {s: (s,) * 4 for s in BUILTINS} | {"mix": ("rcp", "conservative", "adaptive", "aggressive")}
 SEED_SENECA = {  # 004_* A.2.1, verbatim
-    "model": {"name": "seneca_lab_01", "engineMode": "seneca", "scheduler": "simultaneous", "maxPlayers": 4,
-              "minPlayers": 2, "maxTurns": 80, "commonsInitial": 1.0, "seneca": {"k1": 0.03, "k2": 0.30, "l2": 0.01}},
+    "model": {
+        "name": "seneca_lab_01",
+        "engineMode": "seneca",
+        "scheduler": "simultaneous",
+        "maxPlayers": 4,
+        "minPlayers": 2,
+        "maxTurns": 80,
+        "commonsInitial": 1.0,
+        "seneca": {"k1": 0.03, "k2": 0.30, "l2": 0.01},
+    },
     "observability": {"capitalStock": {"visible": True, "noise": 0.0}, "pollutionLevel": {"visible": False}},
 }
 cfg = copy.deepcopy(SEED_SENECA)
@@ -66,8 +77,9 @@ def run_table(k: int, players: tuple) -> dict:
     pb = lab.batch_params(prep, SIZE)
     strat = jnp.asarray(np.repeat([[index[s]] for s in players], SIZE, axis=1), jnp.int32)
     pb = dataclasses.replace(pb, players=dataclasses.replace(pb.players, strategy=strat))
-    out = lab.rollout(prep, SIZE, turns=TURNS, chunk_turns=CHUNK, history=True, every=EVERY, arena_offset=k * SIZE,
-                      params=pb)
+    out = lab.rollout(
+        prep, SIZE, turns=TURNS, chunk_turns=CHUNK, history=True, every=EVERY, arena_offset=k * SIZE, params=pb
+    )
     state, rec = out.state, out.records
     alive = np.asarray(rec.played) & ~np.asarray(rec.collapsed)  # [T', B]
     keep = lambda x: np.where(alive, np.asarray(x, float), np.nan)  # noqa: E731
@@ -75,7 +87,9 @@ def run_table(k: int, players: tuple) -> dict:
     return {
         "turn": np.asarray(rec.turn)[:, 0],
         "end": np.where(collapsed, np.asarray(state.collapse_turn), TURNS + 1),  # TURNS + 1: alive at the end
-        "R": keep(rec.stock), "C": keep(rec.engine_extra["capital"]), "P": keep(rec.engine_extra["pollution"]),
+        "R": keep(rec.stock),
+        "C": keep(rec.engine_extra["capital"]),
+        "P": keep(rec.engine_extra["pollution"]),
         "h0": keep(np.asarray(rec.requested)[:, 0, :]),
         "w0": keep(np.asarray(rec.wealth)[:, 0, :]),
     }
@@ -91,21 +105,30 @@ print("compiled programs:", lab.TRACES["run"] - traces0, "(one for all tables)")
 #
 # An arena alive after 3000 turns counts 3000 (censored): the means are lower bounds.
 
+
 # %%
 def survival_stats(end: np.ndarray) -> dict:
     life = np.minimum(end, TURNS).astype(float)
     n = len(life)
     m, se = life.mean(), life.std(ddof=1) / np.sqrt(n) if n > 1 else 0.0
     alive = (end > TURNS).mean()
-    return {"mean": m, "lo": m - 1.96 * se, "hi": m + 1.96 * se, "median": float(np.median(life)),
-            "alive": alive, "alive_ci": 1.96 * np.sqrt(alive * (1 - alive) / n)}
+    return {
+        "mean": m,
+        "lo": m - 1.96 * se,
+        "hi": m + 1.96 * se,
+        "median": float(np.median(life)),
+        "alive": alive,
+        "alive_ci": 1.96 * np.sqrt(alive * (1 - alive) / n),
+    }
 
 
 stats = {name: survival_stats(r["end"]) for name, r in res.items()}
 print(f"{'table':13s} {'mean turns':>10s} {'95% CI':>19s} {'median':>7s} {'P(alive at 3000)':>18s}")
 for name, s in stats.items():
-    print(f"{name:13s} {s['mean']:10.1f} [{s['lo']:8.1f}, {s['hi']:8.1f}] {s['median']:7.0f} "
-          f"{s['alive']:10.3f} +- {s['alive_ci']:.3f}")
+    print(
+        f"{name:13s} {s['mean']:10.1f} [{s['lo']:8.1f}, {s['hi']:8.1f}] {s['median']:7.0f} "
+        f"{s['alive']:10.3f} +- {s['alive_ci']:.3f}"
+    )
 
 # %% [markdown]
 # ## rcp's harvest against capital and pollution
@@ -124,8 +147,10 @@ i_cpk, i_ppk = int(np.nanargmax(c_mean)), int(np.nanargmax(p_mean))
 i_early = int(np.searchsorted(turn, 500))
 marks = (("turn 500", i_early), ("capital peak", i_cpk), ("pollution peak", i_ppk), ("turn 3000", len(turn) - 1))
 for label, i in marks:
-    print(f"rcp at {label:15s} (turn {turn[i]:4d}): C {c_mean[i]:.4f}  P {p_mean[i]:.4f}  "
-          f"harvest fraction {f_mean[i]:.4f}")
+    print(
+        f"rcp at {label:15s} (turn {turn[i]:4d}): C {c_mean[i]:.4f}  P {p_mean[i]:.4f}  "
+        f"harvest fraction {f_mean[i]:.4f}"
+    )
 
 # %%
 import matplotlib
@@ -168,8 +193,13 @@ ax.grid(alpha=0.3)
 ax.legend(fontsize=8)
 ax = axes[1, 2]
 names = list(stats)
-ax.bar(names, [stats[n]["mean"] for n in names], color=[colors[n] for n in names],
-       yerr=[stats[n]["hi"] - stats[n]["mean"] for n in names], capsize=4)
+ax.bar(
+    names,
+    [stats[n]["mean"] for n in names],
+    color=[colors[n] for n in names],
+    yerr=[stats[n]["hi"] - stats[n]["mean"] for n in names],
+    capsize=4,
+)
 ax.set_title("mean turns alive (95 % CI; censored at 3000)")
 ax.tick_params(axis="x", rotation=30)
 ax.grid(alpha=0.3, axis="y")

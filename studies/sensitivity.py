@@ -71,8 +71,14 @@ CONFIG = {
         {"parties": list(range(N)), "terms": {"type": "harvest_cap", "maxHarvest": cap}},
         {"parties": list(range(N)), "terms": {"type": "no_aggression", "tolerance": 0.1}},
     ],
-    "perturbations": [{"id": "ladder", "type": "sanction_graduated", "trigger": {"kind": "pact_violation"},
-                       "payload": {"ladder": LADDER}}],
+    "perturbations": [
+        {
+            "id": "ladder",
+            "type": "sanction_graduated",
+            "trigger": {"kind": "pact_violation"},
+            "payload": {"ladder": LADDER},
+        }
+    ],
 }
 PROBLEM = {
     "names": ["regenRate", "noise", "intensity", "tolerance", "ladder scale"],
@@ -82,21 +88,24 @@ PROBLEM = {
 
 def to_paths(f: pd.DataFrame) -> pd.DataFrame:
     """Factor rows -> config paths (intensity sets the three aggressive players; the ladder is scaled)."""
-    return pd.DataFrame({
-        "model.regenRate": f["regenRate"],
-        "observability.commonsStock.noise": f["noise"],
-        **{f"players[{i}].intensity": f["intensity"] for i in range(3)},
-        "pacts[1].terms.tolerance": f["tolerance"],
-        "perturbations[ladder].payload.ladder": sensitivity.scale_list(LADDER, f["ladder scale"]),
-    })
+    return pd.DataFrame(
+        {
+            "model.regenRate": f["regenRate"],
+            "observability.commonsStock.noise": f["noise"],
+            **{f"players[{i}].intensity": f["intensity"] for i in range(3)},
+            "pacts[1].terms.tolerance": f["tolerance"],
+            "perturbations[ladder].payload.ladder": sensitivity.scale_list(LADDER, f["ladder scale"]),
+        }
+    )
 
 
 import warnings  # noqa: E402
 
 with warnings.catch_warnings(record=True) as caught:  # SALib warns when an output is constant
     warnings.simplefilter("always")
-    si = sensitivity.sobol(CONFIG, PROBLEM, n=N_BASE, outputs=("survived", "gini"), replicates=REPS, seed=0,
-                           transform=to_paths)
+    si = sensitivity.sobol(
+        CONFIG, PROBLEM, n=N_BASE, outputs=("survived", "gini"), replicates=REPS, seed=0, transform=to_paths
+    )
 constant = any("Constant values" in str(w.message) for w in caught)
 n_points = N_BASE * (len(PROBLEM["names"]) + 2)
 print(f"Sobol: {n_points} points x {REPS} replicates = {n_points * REPS} arenas")
@@ -135,7 +144,10 @@ for out, title in (("survived", "survival"), ("gini", "the final Gini")):
     lines.append(
         f"For {title}, {top} dominates (ST = {order.iloc[0]:.2f}, S1 = {d.loc[top, 'S1']:.2f}), then {second} "
         f"(ST = {order.iloc[1]:.2f}); "
-        + (f"{', '.join(weak)} matter{'s' if len(weak) == 1 else ''} little (ST < 0.05)." if weak
-           else "every factor has ST >= 0.05.")
+        + (
+            f"{', '.join(weak)} matter{'s' if len(weak) == 1 else ''} little (ST < 0.05)."
+            if weak
+            else "every factor has ST >= 0.05."
+        )
     )
 print(" ".join(lines) + f" (N = {N_BASE} base samples, {REPS} replicates per point; intervals are SALib's bootstrap.)")

@@ -37,9 +37,13 @@ SIZE = int(os.environ.get("BDPD_STUDY_SIZE", 2000))  # arenas per grid point
 FACTORS = np.array([0.0, 0.25, 0.5, 0.625, 0.75, 0.875, 1.0])
 TURNS = np.array([2, 15, 30])
 SCHEDULERS = ("simultaneous", "sequential", "wealth-weighted")
-FIG = Path(os.environ.get("BDPD_FIGURES_DIR", Path(__file__).resolve().parent / "figures"
-                       if "__file__" in globals() else "figures"))
+FIG = Path(
+    os.environ.get(
+        "BDPD_FIGURES_DIR", Path(__file__).resolve().parent / "figures" if "__file__" in globals() else "figures"
+    )
+)
 print(f"{SIZE} arenas per point, {len(FACTORS) * len(TURNS)} points, {len(SCHEDULERS)} schedulers")
+
 
 # %%
 def survival_grid(scheduler: str, seed: int = 0) -> np.ndarray:
@@ -48,8 +52,9 @@ def survival_grid(scheduler: str, seed: int = 0) -> np.ndarray:
     cfg["model"]["scheduler"] = scheduler
     cfg["model"]["maxTurns"] = 40
     cfg["players"] = [{"strategy": s, "privateResource": 30} for s in ("conservative",) * 3 + ("random",)]
-    cfg["perturbations"] = [{"id": "drought", "type": "regen_shock",
-                             "trigger": {"kind": "turn", "turn": 2}, "payload": {"factor": 0.5}}]
+    cfg["perturbations"] = [
+        {"id": "drought", "type": "regen_shock", "trigger": {"kind": "turn", "turn": 2}, "payload": {"factor": 0.5}}
+    ]
     prep = bdpd_jax.prepare(cfg)
     params = prep.params
     tt, ff = np.meshgrid(TURNS, FACTORS, indexing="ij")  # [T, F]
@@ -119,8 +124,12 @@ same = [s for s in SCHEDULERS if s != "simultaneous" and np.array_equal(results[
 lines.append(
     f"Averaged over the grid, survival is highest under {best} ({mean[best]:.3f}) and lowest under "
     f"{worst_s} ({mean[worst_s]:.3f})."
-    + (f" {', '.join(same)} gives exactly the simultaneous numbers: requests here rarely exceed the "
-       f"stock, and only a shortfall distinguishes the rationing rules." if same else "")
+    + (
+        f" {', '.join(same)} gives exactly the simultaneous numbers: requests here rarely exceed the "
+        f"stock, and only a shortfall distinguishes the rationing rules."
+        if same
+        else ""
+    )
 )
 for s in SCHEDULERS:
     p = results[s][0]

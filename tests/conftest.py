@@ -9,8 +9,9 @@ from pathlib import Path
 
 # bdpd_jax/_env.py loaded on its own: importing the package would start jax's backend before
 # the device count below is set.
-_spec = importlib.util.spec_from_file_location("_bdpd_env",
-                                               Path(__file__).resolve().parents[1] / "bdpd_jax" / "_env.py")
+_spec = importlib.util.spec_from_file_location(
+    "_bdpd_env", Path(__file__).resolve().parents[1] / "bdpd_jax" / "_env.py"
+)
 _env = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_env)
 _env.apply_env()
@@ -24,7 +25,11 @@ import pytest  # noqa: E402
 from hypothesis import HealthCheck, Phase, settings  # noqa: E402
 
 settings.register_profile(
-    "ci", max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True,
+    "ci",
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    derandomize=True,
     phases=[Phase.explicit, Phase.reuse, Phase.generate],  # no shrinking: failures print at once
 )
 settings.register_profile("dev", max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -14,9 +14,18 @@ def size(small: int, full: int) -> int:
 
 SEED_LOGISTIC = {
     "model": {
-        "name": "fishery_commons_v1", "engineMode": "logistic", "scheduler": "simultaneous",
-        "maxPlayers": 4, "minPlayers": 4, "maxTurns": 30, "commonsInitial": 150, "commonsCapacity": 150,
-        "regenRate": 0.12, "threshold": 10, "useHiddenReserve": True, "hiddenReserveInitial": 20,
+        "name": "fishery_commons_v1",
+        "engineMode": "logistic",
+        "scheduler": "simultaneous",
+        "maxPlayers": 4,
+        "minPlayers": 4,
+        "maxTurns": 30,
+        "commonsInitial": 150,
+        "commonsCapacity": 150,
+        "regenRate": 0.12,
+        "threshold": 10,
+        "useHiddenReserve": True,
+        "hiddenReserveInitial": 20,
         "collapseDie": {"sides": 6, "successThreshold": 4},
     },
     "observability": {
@@ -31,8 +40,13 @@ SEED_LOGISTIC = {
 
 SEED_SENECA = {
     "model": {
-        "name": "seneca_lab_01", "engineMode": "seneca", "scheduler": "simultaneous",
-        "maxPlayers": 4, "minPlayers": 2, "maxTurns": 80, "commonsInitial": 1.0,
+        "name": "seneca_lab_01",
+        "engineMode": "seneca",
+        "scheduler": "simultaneous",
+        "maxPlayers": 4,
+        "minPlayers": 2,
+        "maxTurns": 80,
+        "commonsInitial": 1.0,
         "seneca": {"k1": 0.03, "k2": 0.30, "l2": 0.01},
     },
     "observability": {

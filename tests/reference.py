@@ -10,8 +10,17 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 
-ENV = ["commonsStock", "regenRate", "commonsCapacity", "threshold", "commonsRatio",
-       "capitalStock", "pollutionLevel", "nPlayers", "turn"]
+ENV = [
+    "commonsStock",
+    "regenRate",
+    "commonsCapacity",
+    "threshold",
+    "commonsRatio",
+    "capitalStock",
+    "pollutionLevel",
+    "nPlayers",
+    "turn",
+]
 OWN_DEFAULT_VISIBLE = {"myWealth", "myCapacity", "turn"}
 
 
@@ -46,17 +55,27 @@ class RefArena:
     # --- observation -------------------------------------------------------------------
     def env(self) -> dict:
         K = self.m["commonsCapacity"]
-        return {"commonsStock": self.stock, "regenRate": self.m["regenRate"], "commonsCapacity": K,
-                "threshold": self.m["threshold"], "commonsRatio": self.stock / K,
-                "capitalStock": math.nan, "pollutionLevel": math.nan, "nPlayers": float(self.n),
-                "turn": float(self.turn + 1)}
+        return {
+            "commonsStock": self.stock,
+            "regenRate": self.m["regenRate"],
+            "commonsCapacity": K,
+            "threshold": self.m["threshold"],
+            "commonsRatio": self.stock / K,
+            "capitalStock": math.nan,
+            "pollutionLevel": math.nan,
+            "nPlayers": float(self.n),
+            "turn": float(self.turn + 1),
+        }
 
     def _spec(self, name):
         spec = self.obs_cfg.get(name)
         if spec is None:
             return {"visible": name in OWN_DEFAULT_VISIBLE, "noise": 0.0, "resolution": "exact"}
-        return {"visible": spec.get("visible", True), "noise": spec.get("noise", 0.0),
-                "resolution": spec.get("resolution", "exact")}
+        return {
+            "visible": spec.get("visible", True),
+            "noise": spec.get("noise", 0.0),
+            "resolution": spec.get("resolution", "exact"),
+        }
 
     def observe(self, i: int, z: dict) -> dict:
         """z: name -> standard normal (list for othersWealth/othersHarvest)."""
@@ -83,7 +102,8 @@ class RefArena:
             spec = self._spec(name)
             out[name] = [
                 max(v + spec["noise"] * abs(v) * z[name][j], 0.0)
-                if spec["visible"] and j != i and (name != "othersHarvest" or self.turn > 0) else math.nan
+                if spec["visible"] and j != i and (name != "othersHarvest" or self.turn > 0)
+                else math.nan
                 for j, v in enumerate(vals)
             ]
         return out
@@ -176,8 +196,14 @@ class RefArena:
         measured = regen_measured
         nan = float("nan")
         return {
-            "turn": self.turn, "stock": self.stock, "regen": regen, "reserve_drawn": drawn,
-            "collapsed": self.collapsed, "requested": req, "actual": actual, "wealth": list(self.wealth),
+            "turn": self.turn,
+            "stock": self.stock,
+            "regen": regen,
+            "reserve_drawn": drawn,
+            "collapsed": self.collapsed,
+            "requested": req,
+            "actual": actual,
+            "wealth": list(self.wealth),
             "invalid": invalid,
             "cooperation_index": sum(a <= share + eps for a in actual) / self.n if measured else nan,
             "silent_defection": sum(a > share + eps for a in actual) / self.n if measured else nan,  # nobody announces

@@ -36,9 +36,17 @@ class RefRegistry:
             self.dropped += 1
             return None
         parties = set(parties) | {proposer}
-        pact = {"id": len(self.pacts), "proposer": proposer, "parties": parties, "terms": dict(terms),
-                "status": "proposed", "accepted": {proposer}, "proposedTurn": turn, "acceptedTurn": None,
-                "violationCount": 0}
+        pact = {
+            "id": len(self.pacts),
+            "proposer": proposer,
+            "parties": parties,
+            "terms": dict(terms),
+            "status": "proposed",
+            "accepted": {proposer},
+            "proposedTurn": turn,
+            "acceptedTurn": None,
+            "violationCount": 0,
+        }
         self.pacts.append(pact)
         self._maybe_activate(pact, turn)
         return pact["id"]
@@ -87,8 +95,9 @@ class RefRegistry:
                     pact["violationCount"] += 1
                     key = (party, t["type"])
                     self.prior[key] = self.prior.get(key, 0) + 1
-                    events.append({"partyId": party, "pactId": pact["id"], "termType": t["type"],
-                                   "ordinal": self.prior[key]})
+                    events.append(
+                        {"partyId": party, "pactId": pact["id"], "termType": t["type"], "ordinal": self.prior[key]}
+                    )
         return events
 
 
@@ -110,8 +119,9 @@ def sanctions(specs: list[dict], events: list[dict], n: int) -> tuple[list[float
     return amount, len(hit)
 
 
-def metrics(actual: list[float], announced: list[float | None], sanction_count: int, regen: float,
-            share_defined: bool = True) -> dict:
+def metrics(
+    actual: list[float], announced: list[float | None], sanction_count: int, regen: float, share_defined: bool = True
+) -> dict:
     """Table 2.1 of 000_*, one turn, all N players playing. None = null; without a defined
     share (no regeneration measured) cooperation_index and silent_defection are null."""
     n = len(actual)
@@ -119,8 +129,11 @@ def metrics(actual: list[float], announced: list[float | None], sanction_count: 
     said = [i for i in range(n) if announced[i] is not None]
     over = [a > share + EPS for a in actual]
     if not share_defined:
-        return {**metrics(actual, announced, sanction_count, regen), "cooperation_index": None,
-                "silent_defection": None}
+        return {
+            **metrics(actual, announced, sanction_count, regen),
+            "cooperation_index": None,
+            "silent_defection": None,
+        }
     return {
         "cooperation_index": sum(not o for o in over) / n,
         "lie_score": (sum(abs(announced[i] - actual[i]) for i in said) / len(said)) if said else None,
@@ -151,8 +164,11 @@ def voluntary_sanction(wealth, violated, over, against, fined_before, rules, cos
         for i in range(n):
             if i == j or not (violated[i] or over[i]):
                 continue
-            if r == "always" or (r == "reciprocal" and (fined_before[i][j] or against[i][j])) or (
-                    isinstance(r, tuple) and wealth[j] > r[1]):
+            if (
+                r == "always"
+                or (r == "reciprocal" and (fined_before[i][j] or against[i][j]))
+                or (isinstance(r, tuple) and wealth[j] > r[1])
+            ):
                 want.append(i)
         if wealth[j] >= cost * len(want):
             for i in want:
@@ -216,8 +232,9 @@ def governance_agent_apply(action: dict, memory: dict, turn: int) -> dict:
     cap (None after a lift), scale, regen, last (turn of the last action)."""
     m = dict(memory)
     valid_cap = action["cap"] is not None and action["cap"] > 0
-    valid_scale = action["ladder_scale"] is not None and math.isfinite(action["ladder_scale"]) \
-        and action["ladder_scale"] >= 0
+    valid_scale = (
+        action["ladder_scale"] is not None and math.isfinite(action["ladder_scale"]) and action["ladder_scale"] >= 0
+    )
     valid_regen = action["regen"] is not None and math.isfinite(action["regen"]) and action["regen"] >= 0
     if valid_cap:
         m["cap"] = None if math.isinf(action["cap"]) else action["cap"]

@@ -35,8 +35,14 @@ def threshold(pool: int, n: int) -> int:
     return (pool // 2) // n
 
 
-def run(requests: Sequence[Sequence[int]], *, pool0: int = 100, cap: int = 100, collapse_below: int = 5,
-        draw: Draw | None = None) -> dict:
+def run(
+    requests: Sequence[Sequence[int]],
+    *,
+    pool0: int = 100,
+    cap: int = 100,
+    collapse_below: int = 5,
+    draw: Draw | None = None,
+) -> dict:
     """Play GovSim months with the given whole-unit requests [T][N]; stop at collapse.
     Returns the per-month pools before harvesting, catches and per-agent thresholds."""
     pool = pool0

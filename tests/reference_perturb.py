@@ -8,8 +8,21 @@ import math
 
 from reference import RefArena, capacity
 
-OBS_VARS = ["commonsStock", "regenRate", "commonsCapacity", "threshold", "commonsRatio", "capitalStock",
-            "pollutionLevel", "nPlayers", "turn", "myWealth", "myCapacity", "othersWealth", "othersHarvest"]
+OBS_VARS = [
+    "commonsStock",
+    "regenRate",
+    "commonsCapacity",
+    "threshold",
+    "commonsRatio",
+    "capitalStock",
+    "pollutionLevel",
+    "nPlayers",
+    "turn",
+    "myWealth",
+    "myCapacity",
+    "othersWealth",
+    "othersHarvest",
+]
 
 
 def gini(w: list[float]) -> float:
@@ -23,17 +36,22 @@ class RefPerturbArena(RefArena):
     """RefArena plus perturbation specs (dicts in the config's JSON form), fired by ``begin``."""
 
     def __init__(self, model, observability, players, specs):
-        super().__init__(dict(model), {k: dict(v) for k, v in observability.items()},
-                         [dict(p) for p in players])
+        super().__init__(dict(model), {k: dict(v) for k, v in observability.items()}, [dict(p) for p in players])
         self.specs = specs
         self.fired = [False] * len(specs)
         self.log: list[tuple] = []
 
     def trigger_value(self, var: str) -> float:
         K = self.m["commonsCapacity"]
-        return {"commonsStock": self.stock, "commonsRatio": self.stock / K, "regenRate": self.m["regenRate"],
-                "giniWealth": gini(self.wealth), "meanWealth": sum(self.wealth) / self.n,
-                "minWealth": min(self.wealth), "totalHarvest": sum(self.last_actual)}[var]
+        return {
+            "commonsStock": self.stock,
+            "commonsRatio": self.stock / K,
+            "regenRate": self.m["regenRate"],
+            "giniWealth": gini(self.wealth),
+            "meanWealth": sum(self.wealth) / self.n,
+            "minWealth": min(self.wealth),
+            "totalHarvest": sum(self.last_actual),
+        }[var]
 
     def due(self, spec, turn: int) -> bool:
         t = spec["trigger"]

@@ -13,9 +13,27 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-ALLOWED_THIRD_PARTY_IN_KERNELS = {"jax", "jaxlib", "numpy", "equinox", "diffrax", "typing", "dataclasses",
-                                  "functools", "math", "collections", "__future__", "enum", "abc", "contextlib",
-                                  "itertools", "operator", "types", "warnings", "inspect"}
+ALLOWED_THIRD_PARTY_IN_KERNELS = {
+    "jax",
+    "jaxlib",
+    "numpy",
+    "equinox",
+    "diffrax",
+    "typing",
+    "dataclasses",
+    "functools",
+    "math",
+    "collections",
+    "__future__",
+    "enum",
+    "abc",
+    "contextlib",
+    "itertools",
+    "operator",
+    "types",
+    "warnings",
+    "inspect",
+}
 
 
 def _modules() -> dict[str, Path]:
@@ -111,8 +129,13 @@ def _host_graph(*, type_checking: bool = True) -> dict[str, set[str]]:
         for target, _, _ in _imports(module, type_checking=type_checking):
             # a package's __init__ runs on any import beneath it, but that is not an edge of the
             # importer's design; only the named module counts
-            if (target in MODULES and not target.startswith("bdpd_jax.kernels") and target != module
-                    and target != "bdpd_jax" and not _is_package(target)):
+            if (
+                target in MODULES
+                and not target.startswith("bdpd_jax.kernels")
+                and target != module
+                and target != "bdpd_jax"
+                and not _is_package(target)
+            ):
                 edges.add(target)
         graph[module] = edges
     return graph
@@ -127,7 +150,7 @@ def _find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
         stack.append(node)
         for nxt in sorted(graph.get(node, ())):
             if state.get(nxt) == 1:
-                return stack[stack.index(nxt):] + [nxt]
+                return stack[stack.index(nxt) :] + [nxt]
             if nxt not in state and (found := visit(nxt)):
                 return found
         stack.pop()
@@ -156,13 +179,19 @@ def _foreign_attribute_stores(module: str) -> list[str]:
     tree = ast.parse(MODULES[module].read_text(), str(MODULES[module]))
     bad = []
     for node in ast.walk(tree):
-        targets = node.targets if isinstance(node, ast.Assign) else (
-            [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
+        targets = (
+            node.targets
+            if isinstance(node, ast.Assign)
+            else ([node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
+        )
         for target in targets:
             for sub in ast.walk(target):
-                if isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Store) and not (
-                        isinstance(sub.value, ast.Name) and sub.value.id in ("self", "cls")) and not (
-                        isinstance(sub.value, ast.Attribute) and sub.value.attr == "state"):
+                if (
+                    isinstance(sub, ast.Attribute)
+                    and isinstance(sub.ctx, ast.Store)
+                    and not (isinstance(sub.value, ast.Name) and sub.value.id in ("self", "cls"))
+                    and not (isinstance(sub.value, ast.Attribute) and sub.value.attr == "state")
+                ):
                     bad.append(f"{module}:{node.lineno} sets {ast.unparse(sub)}")
     return bad
 
@@ -173,22 +202,34 @@ def _attributes_set_after_init(module: str) -> list[str]:
     tree = ast.parse(MODULES[module].read_text(), str(MODULES[module]))
     bad = []
     for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
-        declared = {t.id for st in cls.body for t in ([st.target] if isinstance(st, ast.AnnAssign) else
-                                                    st.targets if isinstance(st, ast.Assign) else [])
-                    if isinstance(t, ast.Name)}
+        declared = {
+            t.id
+            for st in cls.body
+            for t in (
+                [st.target] if isinstance(st, ast.AnnAssign) else st.targets if isinstance(st, ast.Assign) else []
+            )
+            if isinstance(t, ast.Name)
+        }
         later: dict[str, str] = {}
         for fn in cls.body:
             if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
             for n in ast.walk(fn):
-                if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store) and isinstance(n.value, ast.Name) \
-                        and n.value.id == "self":
+                if (
+                    isinstance(n, ast.Attribute)
+                    and isinstance(n.ctx, ast.Store)
+                    and isinstance(n.value, ast.Name)
+                    and n.value.id == "self"
+                ):
                     if fn.name in ("__init__", "__post_init__"):
                         declared.add(n.attr)
                     else:
                         later.setdefault(n.attr, fn.name)
-        bad += [f"{module}.{cls.name}.{fn}() sets self.{a}, which __init__ never sets"
-                for a, fn in later.items() if a not in declared]
+        bad += [
+            f"{module}.{cls.name}.{fn}() sets self.{a}, which __init__ never sets"
+            for a, fn in later.items()
+            if a not in declared
+        ]
     return bad
 
 
@@ -220,13 +261,16 @@ def test_the_import_reader_sees_relative_and_type_checking_imports() -> None:
 
 def test_the_attribute_guards_see_what_they_forbid(tmp_path) -> None:
     src = tmp_path / "m.py"
-    src.write_text("class A:\n    def f(self, o):\n        self.x = 1\n"
-                   "        o.y, (o.z, w) = 1, (2, 3)\n        o.n += 1\n")
+    src.write_text(
+        "class A:\n    def f(self, o):\n        self.x = 1\n        o.y, (o.z, w) = 1, (2, 3)\n        o.n += 1\n"
+    )
     MODULES["probe"] = src
     try:
         assert _foreign_attribute_stores("probe") == ["probe:4 sets o.y", "probe:4 sets o.z", "probe:5 sets o.n"]
-        src.write_text("class A:\n    k: int = 0\n    def __init__(self):\n        self.x = 1\n"
-                       "    def f(self):\n        self.x, self.k, self.y = 2, 3, 4\n")
+        src.write_text(
+            "class A:\n    k: int = 0\n    def __init__(self):\n        self.x = 1\n"
+            "    def f(self):\n        self.x, self.k, self.y = 2, 3, 4\n"
+        )
         assert _attributes_set_after_init("probe") == ["probe.A.f() sets self.y, which __init__ never sets"]
     finally:
         del MODULES["probe"]
@@ -235,8 +279,12 @@ def test_the_attribute_guards_see_what_they_forbid(tmp_path) -> None:
 def _imports_of_package(package: str) -> list[tuple[str, str, int]]:
     """(module, imported module, line) for every import in a host package's modules, those
     under ``if TYPE_CHECKING:`` and inside functions included."""
-    return [(m, target, line) for m in MODULES if m == package or m.startswith(package + ".")
-            for target, _, line in _imports(m)]
+    return [
+        (m, target, line)
+        for m in MODULES
+        if m == package or m.startswith(package + ".")
+        for target, _, line in _imports(m)
+    ]
 
 
 def _reaches(bad: list[str]):
@@ -259,8 +307,13 @@ def test_prepare_imports_nothing_from_run_sweeps_results_or_host() -> None:
 def test_build_is_called_only_through_prepare_by_run_and_host() -> None:
     """``simulate`` and the live host prepare through ``prepare`` (one preparation), never by
     calling ``prepare.game.build`` themselves."""
-    bad = [f"{m}:{line} imports build" for m in MODULES if m.startswith(("bdpd_jax.run", "bdpd_jax.host"))
-           for target, name, line in _imports(m) if target == "bdpd_jax.prepare.game" and name == "build"]
+    bad = [
+        f"{m}:{line} imports build"
+        for m in MODULES
+        if m.startswith(("bdpd_jax.run", "bdpd_jax.host"))
+        for target, name, line in _imports(m)
+        if target == "bdpd_jax.prepare.game" and name == "build"
+    ]
     assert not bad, "\n".join(bad)
 
 
@@ -278,8 +331,14 @@ def test_the_package_guards_see_what_they_forbid(tmp_path) -> None:
 # The library's public surface for the lab (studies/ and bench/): the package's names, the
 # middle tier (bdpd_jax.lab, bdpd_jax.prepare), the kernels, the sweep modules and the live
 # host. Everything else is internal to the library.
-INTERNAL = ("bdpd_jax.run", "bdpd_jax.config", "bdpd_jax.results", "bdpd_jax.cli", "bdpd_jax.sweeps.build",
-            "bdpd_jax.sweeps.paths")
+INTERNAL = (
+    "bdpd_jax.run",
+    "bdpd_jax.config",
+    "bdpd_jax.results",
+    "bdpd_jax.cli",
+    "bdpd_jax.sweeps.build",
+    "bdpd_jax.sweeps.paths",
+)
 
 
 def _script_imports(path: Path) -> list[tuple[str, str | None, int]]:
@@ -302,8 +361,10 @@ def _lab_violations(path: Path) -> list[str]:
         private = any(p.startswith("_") for p in full.split(".")) or (name or "").startswith("_")
         internal = any(full == m or full.startswith(m + ".") for m in INTERNAL) or full.startswith("bdpd_jax.prepare.")
         if private or internal:
-            bad.append(f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path.name}:{line} imports "
-                       f"{full}{'' if name is None or full.endswith(name) else '.' + name}")
+            bad.append(
+                f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path.name}:{line} imports "
+                f"{full}{'' if name is None or full.endswith(name) else '.' + name}"
+            )
     return bad
 
 
@@ -315,9 +376,15 @@ def test_studies_and_bench_use_only_the_public_tier() -> None:
 
 def test_the_lab_guard_sees_what_it_forbids(tmp_path) -> None:
     src = tmp_path / "s.py"
-    src.write_text("from bdpd_jax._env import apply_env\nfrom bdpd_jax.prepare.game import build\n"
-                   "from bdpd_jax.run import simulate\nfrom bdpd_jax import lab, _private\nimport bdpd_jax.config.game\n"
-                   "from bdpd_jax.host.arena import Arena\nfrom bdpd_jax import prepare\n")
+    src.write_text(
+        "from bdpd_jax._env import apply_env\nfrom bdpd_jax.prepare.game import build\n"
+        "from bdpd_jax.run import simulate\nfrom bdpd_jax import lab, _private\nimport bdpd_jax.config.game\n"
+        "from bdpd_jax.host.arena import Arena\nfrom bdpd_jax import prepare\n"
+    )
     assert [b.split(" imports ")[1] for b in _lab_violations(src)] == [
-        "bdpd_jax._env.apply_env", "bdpd_jax.prepare.game.build", "bdpd_jax.run.simulate", "bdpd_jax._private",
-        "bdpd_jax.config.game"]
+        "bdpd_jax._env.apply_env",
+        "bdpd_jax.prepare.game.build",
+        "bdpd_jax.run.simulate",
+        "bdpd_jax._private",
+        "bdpd_jax.config.game",
+    ]

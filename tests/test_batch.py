@@ -97,12 +97,19 @@ def test_no_recompile_across_parameter_values(noisy_config):
     bdpd_jax.simulate(noisy_config, n_arenas=16, seed=0)
     before = dict(TRACES)
     for regen, k, thr, noise, intensity, wealth, _turns in [
-        (0.3, 90.0, 3.0, 0.0, 0.9, 10.0, 30), (0.01, 500.0, 50.0, 0.4, 0.1, 0.0, 30),
+        (0.3, 90.0, 3.0, 0.0, 0.9, 10.0, 30),
+        (0.01, 500.0, 50.0, 0.4, 0.1, 0.0, 30),
     ]:
         cfg = copy.deepcopy(noisy_config)
-        cfg["model"].update(regenRate=regen, commonsCapacity=k, threshold=thr, commonsInitial=k,
-                            hiddenReserveInitial=5.0, useHiddenReserve=False,
-                            collapseDie={"sides": 20, "successThreshold": 3})
+        cfg["model"].update(
+            regenRate=regen,
+            commonsCapacity=k,
+            threshold=thr,
+            commonsInitial=k,
+            hiddenReserveInitial=5.0,
+            useHiddenReserve=False,
+            collapseDie={"sides": 20, "successThreshold": 3},
+        )
         cfg["observability"]["commonsStock"]["noise"] = noise
         cfg["players"][1]["intensity"] = intensity
         cfg["players"][0]["privateResource"] = wealth

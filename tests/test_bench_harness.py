@@ -47,8 +47,11 @@ def test_every_bench_script_writes_json_lines_through_the_harness() -> None:
     for path in sorted(BENCH.glob("*.py")):
         if path.name in HELPERS:
             continue
-        calls = {n.func.id for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Call)
-                 and isinstance(n.func, ast.Name)}
+        calls = {
+            n.func.id
+            for n in ast.walk(ast.parse(path.read_text()))
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+        }
         if not {"parser", "Figures"} <= calls:
             missing.append(path.name)
     assert not missing, f"bench scripts without harness.parser / Figures: {missing}"

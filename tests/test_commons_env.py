@@ -28,8 +28,14 @@ def _config(governance: bool) -> dict:
     cfg["players"][1]["strategy"] = HALF
     if governance:  # a graduated ladder on a harvest cap: sanctions change wealth
         cfg["pacts"] = [{"parties": [0, 1, 2, 3], "terms": {"type": "harvest_cap", "maxHarvest": 1.125}}]
-        cfg["perturbations"] = [{"id": "ladder", "type": "sanction_graduated", "trigger": {"kind": "pact_violation"},
-                                 "payload": {"ladder": [1.0, 3.0, 10.0]}}]
+        cfg["perturbations"] = [
+            {
+                "id": "ladder",
+                "type": "sanction_graduated",
+                "trigger": {"kind": "pact_violation"},
+                "payload": {"ladder": [1.0, 3.0, 10.0]},
+            }
+        ]
     return cfg
 
 
@@ -79,7 +85,7 @@ def test_spaces_and_observations(env):
     obs, st = env.reset(CommonsEnv.arena_key(0, 0))
     dim = env.observation_space("agent_0").shape[0]
     assert dim == 2 * len(env.obs_names) and obs["agent_0"].shape == (dim,)
-    seen = np.asarray(obs["agent_0"][dim // 2:])
+    seen = np.asarray(obs["agent_0"][dim // 2 :])
     names = env.obs_names
     assert seen[names.index("regenRate")] == 0.0  # hidden by the seed's observability
     assert seen[names.index("commonsStock")] == 1.0 and seen[names.index("othersWealth[0]")] == 0.0  # not oneself
@@ -91,8 +97,9 @@ def test_discrete_top_action_is_full_capacity_and_wealth_reward(env):
     req = env.requests(st, {"agent_0": jnp.asarray(4), "agent_2": jnp.asarray(2)})
     cap = np.asarray(obs["agent_0"])[env.obs_names.index("myCapacity")]  # the seed shows own capacity exactly
     assert float(req[0]) == pytest.approx(float(cap)) and float(req[1]) == 0.0
-    _, st2, rew, _, info = jax.jit(env.step_env)(jax.random.key(0), st, {"agent_0": jnp.asarray(4),
-                                                                           "agent_2": jnp.asarray(2)})
+    _, st2, rew, _, info = jax.jit(env.step_env)(
+        jax.random.key(0), st, {"agent_0": jnp.asarray(4), "agent_2": jnp.asarray(2)}
+    )
     assert float(rew["agent_2"]) == pytest.approx(float(st2.arena.wealth[2] - st.arena.wealth[2]))
 
 
@@ -121,7 +128,12 @@ def test_vmap_auto_reset_and_determinism(env):
 
 def test_bad_arguments_name_the_field():
     cfg = bdpd_jax.default_config()
-    for kw, field in (({"learned": [4]}, "learned"), ({"learned": [0, 0]}, "learned"), ({"action": "box"}, "action"),
-                      ({"reward": "gain"}, "reward"), ({"action": "discrete", "n_actions": 1}, "n_actions")):
+    for kw, field in (
+        ({"learned": [4]}, "learned"),
+        ({"learned": [0, 0]}, "learned"),
+        ({"action": "box"}, "action"),
+        ({"reward": "gain"}, "reward"),
+        ({"action": "discrete", "n_actions": 1}, "n_actions"),
+    ):
         with pytest.raises(ValueError, match=field):
             CommonsEnv(cfg, **kw)

@@ -69,10 +69,16 @@ BAD = [
     ("model.maxPlayers", 10**6, "maxPlayers"),
     ("model.collapseDie.sides", 2**40, "sides"),
     ("players.0.talk", {"pledge": {"turn": 2**31, "maxHarvest": 1.0}}, "turn"),
-    ("perturbations", [{"id": "x", "type": "regen_shock", "trigger": {"kind": "turn", "turn": 2**31},
-                        "payload": {"factor": 0.5}}], "turn"),
-    ("perturbations", [{"id": "s", "type": "sanction_graduated", "trigger": {"kind": "pact_violation"},
-                        "payload": {"ladder": []}}], "ladder"),
+    (
+        "perturbations",
+        [{"id": "x", "type": "regen_shock", "trigger": {"kind": "turn", "turn": 2**31}, "payload": {"factor": 0.5}}],
+        "turn",
+    ),
+    (
+        "perturbations",
+        [{"id": "s", "type": "sanction_graduated", "trigger": {"kind": "pact_violation"}, "payload": {"ladder": []}}],
+        "ladder",
+    ),
     ("pacts", [{"parties": [0], "terms": {"type": "no_aggression"}}] * 100, "pacts"),
 ]
 
@@ -134,19 +140,36 @@ def test_seneca_adaptive_needs_a_solver_with_an_error_estimate():
     assert ArenaConfig.model_validate(cfg).model.seneca.adaptive
 
 
-@pytest.mark.parametrize("kw,needle", [
-    ({"arena_offset": -1}, "arena_offset"), ({"arena_offset": 1.5}, "arena_offset"),
-    ({"arena_offset": 2**32 - 1, "n_arenas": 2}, "arena_offset"), ({"n_arenas": 10**12}, "n_arenas"),
-    ({"turns": 2**31}, "turns"), ({"n_arenas": True}, "n_arenas"),
-    ({"n_arenas": 400_000_000, "turns": 30}, "n_arenas"),  # results that cannot fit in memory
-])
+@pytest.mark.parametrize(
+    "kw,needle",
+    [
+        ({"arena_offset": -1}, "arena_offset"),
+        ({"arena_offset": 1.5}, "arena_offset"),
+        ({"arena_offset": 2**32 - 1, "n_arenas": 2}, "arena_offset"),
+        ({"n_arenas": 10**12}, "n_arenas"),
+        ({"turns": 2**31}, "turns"),
+        ({"n_arenas": True}, "n_arenas"),
+        ({"n_arenas": 400_000_000, "turns": 30}, "n_arenas"),  # results that cannot fit in memory
+    ],
+)
 def test_bad_run_ranges(kw, needle):
     with pytest.raises(ValueError, match=needle):
         simulate(default_config(), **{"n_arenas": 1, **kw})
 
 
-@pytest.mark.parametrize("field,bad", [("seed", -1), ("seed", 2**32), ("max_batch", 0), ("max_batch", True),
-                                       ("turns", 0), ("turns", 2**31), ("replicates", 0), ("memory_budget", 0)])
+@pytest.mark.parametrize(
+    "field,bad",
+    [
+        ("seed", -1),
+        ("seed", 2**32),
+        ("max_batch", 0),
+        ("max_batch", True),
+        ("turns", 0),
+        ("turns", 2**31),
+        ("replicates", 0),
+        ("memory_budget", 0),
+    ],
+)
 def test_run_arguments_are_checked_alike_by_simulate_sweep_and_spec(field, bad):
     """One rule (limits.check_run_args): every entry point refuses a bad run argument with
     the same message, before anything is built."""
@@ -163,8 +186,11 @@ def test_run_arguments_are_checked_alike_by_simulate_sweep_and_spec(field, bad):
     if field not in ("replicates", "memory_budget"):
         calls.append(lambda: simulate(cfg, **{field: bad}))
     if field != "memory_budget":  # (a spec's size string is parsed first: its error quotes the string)
-        calls.append(lambda: load_sweep_file({"config": cfg.model_dump(mode="json"), "grid": {"model.regenRate": [0.1]},
-                                        field: bad}))
+        calls.append(
+            lambda: load_sweep_file(
+                {"config": cfg.model_dump(mode="json"), "grid": {"model.regenRate": [0.1]}, field: bad}
+            )
+        )
     for call in calls:
         with pytest.raises(ValueError) as got:
             call()
@@ -181,10 +207,16 @@ def test_run_size_estimate_names_what_to_change():
     assert check_run_size(big // 1000, 1000, 4, history=True, streamed=True) < physical_memory()
 
 
-@pytest.mark.parametrize("kw,needle", [
-    ({"memory_size": -1}, "memory_size"), ({"memory_size": 1.5}, "memory_size"), ({"name": 5}, "name"),
-    ({"name": ""}, "name"), ({"fn": 5}, "fn"),
-])
+@pytest.mark.parametrize(
+    "kw,needle",
+    [
+        ({"memory_size": -1}, "memory_size"),
+        ({"memory_size": 1.5}, "memory_size"),
+        ({"name": 5}, "name"),
+        ({"name": ""}, "name"),
+        ({"fn": 5}, "fn"),
+    ],
+)
 def test_bad_policy_fields_are_refused_at_validation(kw, needle):
     from bdpd_jax import Policy
 
@@ -216,9 +248,13 @@ def test_cli_bad_arguments_exit_2_with_a_message_and_no_traceback(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text('{"model": {"threshold": 500}}')
     runner = CliRunner()
-    for args, needle in [(["run", "--arenas", "0"], "n_arenas"), (["run", str(bad)], "threshold"),
-                         (["run", str(tmp_path)], "directory"), (["run", "--seed", "-1"], "seed"),
-                         (["run", "--out", str(bad), "-n", "2"], "--out")]:
+    for args, needle in [
+        (["run", "--arenas", "0"], "n_arenas"),
+        (["run", str(bad)], "threshold"),
+        (["run", str(tmp_path)], "directory"),
+        (["run", "--seed", "-1"], "seed"),
+        (["run", "--out", str(bad), "-n", "2"], "--out"),
+    ]:
         r = runner.invoke(app, args)
         out = r.output + (r.stderr if r.stderr_bytes is not None else "")
         assert r.exit_code == 2 and needle in out and "Traceback" not in out, (args, r.exit_code, out)

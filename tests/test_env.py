@@ -17,8 +17,14 @@ SHOW = "print(json.dumps({k: os.environ.get(k) for k in ('XLA_FLAGS', 'EQX_ON_ER
 def _probe(code: str, **env: str | None) -> dict:
     base = {k: v for k, v in os.environ.items() if k not in KEYS}
     base.update({k: v for k, v in env.items() if v is not None})
-    out = subprocess.run([sys.executable, "-c", f"import os, json, warnings; {code}; {SHOW}"], env=base,
-                         capture_output=True, text=True, timeout=300, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", f"import os, json, warnings; {code}; {SHOW}"],
+        env=base,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -38,22 +44,28 @@ def test_configure_sets_only_what_is_unset() -> None:
 
 def test_configure_before_the_first_run_reaches_equinox() -> None:
     """equinox reads EQX_ON_ERROR when imported: configured first, a failed check is NaN."""
-    code = ("import bdpd_jax; bdpd_jax.configure(); import jax.numpy as jnp, equinox as eqx, math; "
-            "warnings.simplefilter('ignore'); assert math.isnan(float(eqx.error_if(jnp.float32(1), True, 'x')))")
+    code = (
+        "import bdpd_jax; bdpd_jax.configure(); import jax.numpy as jnp, equinox as eqx, math; "
+        "warnings.simplefilter('ignore'); assert math.isnan(float(eqx.error_if(jnp.float32(1), True, 'x')))"
+    )
     assert _probe(code)["EQX_ON_ERROR"] == "nan"
 
 
 def test_configure_after_equinox_warns() -> None:
-    code = ("import equinox, bdpd_jax; seen = []; warnings.simplefilter('always'); "
-            "warnings.showwarning = lambda m, c, *a, **k: seen.append(c); bdpd_jax.configure(); "
-            "assert seen == [RuntimeWarning], seen")
+    code = (
+        "import equinox, bdpd_jax; seen = []; warnings.simplefilter('always'); "
+        "warnings.showwarning = lambda m, c, *a, **k: seen.append(c); bdpd_jax.configure(); "
+        "assert seen == [RuntimeWarning], seen"
+    )
     assert _probe(code)["EQX_ON_ERROR"] == "nan"
 
 
 def test_the_cli_configures_the_process() -> None:
     base = {k: v for k, v in os.environ.items() if k not in KEYS}
-    code = ("import os, sys; sys.argv = ['bdpd', 'version']; from bdpd_jax import cli; "
-            "import atexit; atexit.register(lambda: print(os.environ.get('EQX_ON_ERROR'))); cli.main()")
+    code = (
+        "import os, sys; sys.argv = ['bdpd', 'version']; from bdpd_jax import cli; "
+        "import atexit; atexit.register(lambda: print(os.environ.get('EQX_ON_ERROR'))); cli.main()"
+    )
     out = subprocess.run([sys.executable, "-c", code], env=base, capture_output=True, text=True, timeout=300)
     assert out.stdout.strip().splitlines()[-1] == "nan", out.stdout + out.stderr
 

@@ -35,8 +35,12 @@ def _base() -> dict:
     cfg["pacts"] = [{"parties": [0, 1], "terms": {"type": "harvest_cap", "maxHarvest": 4.0}}]
     cfg["perturbations"] = [
         {"id": "d", "type": "regen_shock", "trigger": {"kind": "turn", "turn": 2}, "payload": {"factor": 0.5}},
-        {"id": "s", "type": "sanction_graduated", "trigger": {"kind": "pact_violation"},
-         "payload": {"ladder": [1.0, 2.0]}},
+        {
+            "id": "s",
+            "type": "sanction_graduated",
+            "trigger": {"kind": "pact_violation"},
+            "payload": {"ladder": [1.0, 2.0]},
+        },
     ]
     return cfg
 
@@ -55,9 +59,15 @@ def param_leaves(tree, path=()):
 
 PATHS = [p for p, _ in param_leaves(_base())]
 garbage = st.one_of(
-    st.floats(allow_nan=True, allow_infinity=True), st.floats(-1e3, 1e3),
-    st.integers(-(2**70), 2**70), st.integers(-3, 40), st.text(max_size=6), st.none(), st.booleans(),
-    st.lists(st.integers(), max_size=2), st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.floats(-1e3, 1e3),
+    st.integers(-(2**70), 2**70),
+    st.integers(-3, 40),
+    st.text(max_size=6),
+    st.none(),
+    st.booleans(),
+    st.lists(st.integers(), max_size=2),
+    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
     st.sampled_from([1e39, -1e39, 2**31, 2**32, 1e308, 1e-320, "NaN", "Infinity"]),
 )
 
@@ -87,8 +97,11 @@ def warm():
     assert _finite(res)
 
 
-@settings(max_examples=EXAMPLES, deadline=DEADLINE, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                           HealthCheck.too_slow])
+@settings(
+    max_examples=EXAMPLES,
+    deadline=DEADLINE,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(path=st.sampled_from(PATHS), value=garbage)
 def test_config_mutation_is_refused_cleanly_or_runs_finite(warm, path, value):
     cfg = _base()
@@ -102,9 +115,18 @@ def test_config_mutation_is_refused_cleanly_or_runs_finite(warm, path, value):
 
 
 @settings(max_examples=EXAMPLES // 2, deadline=DEADLINE, suppress_health_check=[HealthCheck.too_slow])
-@given(blob=st.recursive(garbage, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
-    st.sampled_from(["model", "players", "pacts", "perturbations", "observability", "x"]), inner, max_size=3),
-    max_leaves=8))
+@given(
+    blob=st.recursive(
+        garbage,
+        lambda inner: (
+            st.lists(inner, max_size=3)
+            | st.dictionaries(
+                st.sampled_from(["model", "players", "pacts", "perturbations", "observability", "x"]), inner, max_size=3
+            )
+        ),
+        max_leaves=8,
+    )
+)
 def test_random_garbage_config_is_refused_with_a_value_error(blob):
     try:
         ArenaConfig.load(blob) if isinstance(blob, (dict, str)) else ArenaConfig.model_validate(blob)
@@ -116,8 +138,11 @@ def test_random_garbage_config_is_refused_with_a_value_error(blob):
 # -- live join bodies (the host's join validation: Arena.join) -----------------------------------
 JOIN_BASE = [
     {"agentType": "builtin", "name": "b", "strategy": "aggressive", "intensity": 0.5, "privateResource": 20.0},
-    {"agentType": "scripted", "name": "s",
-     "script": [{"harvest": 1.0, "actions": [{"tool": "broadcast", "text": "hi"}]}]},
+    {
+        "agentType": "scripted",
+        "name": "s",
+        "script": [{"harvest": 1.0, "actions": [{"tool": "broadcast", "text": "hi"}]}],
+    },
     {"agentType": "http", "name": "h", "url": "http://127.0.0.1:9/decide", "timeoutMs": 100},
     {"agentType": "llm", "name": "l", "baseUrl": "http://127.0.0.1:9/v1", "model": "m"},
 ]
@@ -130,11 +155,35 @@ def join_config():
     return cfg
 
 
-@settings(max_examples=EXAMPLES, deadline=DEADLINE, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                           HealthCheck.too_slow])
-@given(which=st.integers(0, len(JOIN_BASE) - 1), key=st.sampled_from(
-    ["agentType", "name", "privateResource", "strategy", "intensity", "reductionFactor", "talk", "script", "url",
-     "baseUrl", "model", "timeoutMs", "temperature", "rngSeed", "displayName", "extra"]), value=garbage)
+@settings(
+    max_examples=EXAMPLES,
+    deadline=DEADLINE,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    which=st.integers(0, len(JOIN_BASE) - 1),
+    key=st.sampled_from(
+        [
+            "agentType",
+            "name",
+            "privateResource",
+            "strategy",
+            "intensity",
+            "reductionFactor",
+            "talk",
+            "script",
+            "url",
+            "baseUrl",
+            "model",
+            "timeoutMs",
+            "temperature",
+            "rngSeed",
+            "displayName",
+            "extra",
+        ]
+    ),
+    value=garbage,
+)
 def test_join_body_is_refused_cleanly_or_plays_finite(join_config, which, key, value):
     from bdpd_jax.host.arena import Arena
 
@@ -172,15 +221,22 @@ OUTPUTS = {
     "missing key": lambda o, m: o["fish"],
 }
 MEMORIES = {
-    "same": lambda m: m, "wrong size": lambda m: jnp.zeros(m.shape[0] + 1), "string": lambda m: "mem",
-    "none": lambda m: None, "2-D": lambda m: m.reshape(1, -1),
+    "same": lambda m: m,
+    "wrong size": lambda m: jnp.zeros(m.shape[0] + 1),
+    "string": lambda m: "mem",
+    "none": lambda m: None,
+    "2-D": lambda m: m.reshape(1, -1),
 }
 
 
 @settings(max_examples=EXAMPLES, deadline=DEADLINE, suppress_health_check=[HealthCheck.too_slow])
-@given(h=st.sampled_from(sorted(OUTPUTS)), mem=st.sampled_from(sorted(MEMORIES)), arity=st.sampled_from([1, 2, 3]),
-       memory_size=st.one_of(st.integers(-2, 5), st.just(1.5), st.just("2"), st.just(10**9)),
-       name=st.one_of(st.just("mine"), st.just(""), st.just(5), st.none()))
+@given(
+    h=st.sampled_from(sorted(OUTPUTS)),
+    mem=st.sampled_from(sorted(MEMORIES)),
+    arity=st.sampled_from([1, 2, 3]),
+    memory_size=st.one_of(st.integers(-2, 5), st.just(1.5), st.just("2"), st.just(10**9)),
+    name=st.one_of(st.just("mine"), st.just(""), st.just(5), st.none()),
+)
 def test_policy_is_refused_at_build_or_has_the_right_shape(h, mem, arity, memory_size, name):
     """Checked without compiling: ``build`` traces the policy abstractly (jax.eval_shape)."""
 

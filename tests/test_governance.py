@@ -44,8 +44,12 @@ def sanction_params(specs):
     for j, s in enumerate(specs):
         lad[j, : len(s["ladder"])] = s["ladder"]
     term = [S.ANY_TERM if s["termType"] is None else P.term_code(s["termType"]) for s in specs]
-    return S.SanctionParams(jnp.ones((k,), bool), jnp.asarray(term, jnp.int32), jnp.asarray(lad, jnp.float32),
-                            jnp.asarray([len(s["ladder"]) for s in specs], jnp.int32))
+    return S.SanctionParams(
+        jnp.ones((k,), bool),
+        jnp.asarray(term, jnp.int32),
+        jnp.asarray(lad, jnp.float32),
+        jnp.asarray([len(s["ladder"]) for s in specs], jnp.int32),
+    )
 
 
 # ---------------------------------------------------------------- the seed's own examples
@@ -104,17 +108,28 @@ grid = st.integers(0, 320).map(lambda k: k / 64)  # dyadic: exact in float32
 caps_st = st.integers(1, 24).map(lambda k: k / 4)
 player = st.integers(0, N - 1)
 op = st.one_of(
-    st.tuples(st.just("propose"), player, st.sets(player, max_size=N), st.sampled_from(R.TERM_TYPES), caps_st,
-              st.integers(-1, 4).map(lambda k: k / 8)),
+    st.tuples(
+        st.just("propose"),
+        player,
+        st.sets(player, max_size=N),
+        st.sampled_from(R.TERM_TYPES),
+        caps_st,
+        st.integers(-1, 4).map(lambda k: k / 8),
+    ),
     st.tuples(st.just("pledge"), player, caps_st),
     st.tuples(st.just("accept"), st.integers(0, SLOTS - 1), player),
     st.tuples(st.just("reject"), st.integers(0, SLOTS - 1), player),
 )
 turn_st = st.tuples(st.lists(op, max_size=3), st.lists(grid, min_size=N, max_size=N))
 spec_st = st.lists(
-    st.fixed_dictionaries({"termType": st.sampled_from([None, *R.TERM_TYPES]),
-                           "ladder": st.lists(st.integers(0, 40).map(lambda k: k / 4), min_size=1, max_size=WIDTH)}),
-    min_size=1, max_size=2,
+    st.fixed_dictionaries(
+        {
+            "termType": st.sampled_from([None, *R.TERM_TYPES]),
+            "ladder": st.lists(st.integers(0, 40).map(lambda k: k / 4), min_size=1, max_size=WIDTH),
+        }
+    ),
+    min_size=1,
+    max_size=2,
 )
 
 
@@ -162,8 +177,14 @@ def test_pacts_checkers_and_ladders_match_reference(turns, specs):
 
 _propose_many = jax.jit(P.propose_many)
 
-request = st.tuples(player, st.sets(player, max_size=N), st.sampled_from(R.TERM_TYPES),
-                    st.integers(-1, 12).map(lambda k: k / 4), st.integers(-1, 4).map(lambda k: k / 8), st.booleans())
+request = st.tuples(
+    player,
+    st.sets(player, max_size=N),
+    st.sampled_from(R.TERM_TYPES),
+    st.integers(-1, 12).map(lambda k: k / 4),
+    st.integers(-1, 4).map(lambda k: k / 8),
+    st.booleans(),
+)
 
 
 @given(filled=st.lists(st.tuples(player, caps_st), max_size=SLOTS), reqs=st.lists(request, min_size=1, max_size=5))
@@ -181,17 +202,25 @@ def test_propose_many_equals_one_proposal_after_another(filled, reqs):
         want.append(int(slot))
     cols = list(zip(*reqs, strict=True))
     got, slots = _propose_many(
-        pk, jnp.asarray(cols[0], jnp.int32), jnp.asarray([[i in ps for i in range(N)] for ps in cols[1]]),
-        jnp.asarray([P.term_code(t) for t in cols[2]], jnp.int32), jnp.asarray(cols[3], jnp.float32),
-        jnp.asarray(cols[4], jnp.float32), 2, jnp.asarray(cols[5]),
+        pk,
+        jnp.asarray(cols[0], jnp.int32),
+        jnp.asarray([[i in ps for i in range(N)] for ps in cols[1]]),
+        jnp.asarray([P.term_code(t) for t in cols[2]], jnp.int32),
+        jnp.asarray(cols[3], jnp.float32),
+        jnp.asarray(cols[4], jnp.float32),
+        2,
+        jnp.asarray(cols[5]),
     )
     assert [int(x) for x in slots] == want
     for a, b in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(chain), strict=True):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
-@given(ladder=st.lists(st.integers(0, 40).map(lambda k: k / 4), min_size=1, max_size=WIDTH),
-       before=st.integers(0, 12), m=st.integers(0, 6))
+@given(
+    ladder=st.lists(st.integers(0, 40).map(lambda k: k / 4), min_size=1, max_size=WIDTH),
+    before=st.integers(0, 12),
+    m=st.integers(0, 6),
+)
 def test_ladder_sum_equals_rung_by_rung(ladder, before, m):
     """m violations after ``before`` earlier ones cost ladder[min(k - 1, len - 1)] each, for
     k = before + 1 ... before + m (the last rung sticks), summed exactly for dyadic rungs."""
@@ -204,14 +233,18 @@ def test_ladder_sum_equals_rung_by_rung(ladder, before, m):
 _metrics = jax.jit(governance_metrics)
 
 
-@given(actual=st.lists(grid, min_size=N, max_size=N),
-       announced=st.lists(st.one_of(st.none(), grid), min_size=N, max_size=N),
-       regen=st.integers(0, 80).map(lambda k: k / 16), sanctioned=st.integers(0, N))
+@given(
+    actual=st.lists(grid, min_size=N, max_size=N),
+    announced=st.lists(st.one_of(st.none(), grid), min_size=N, max_size=N),
+    regen=st.integers(0, 80).map(lambda k: k / 16),
+    sanctioned=st.integers(0, N),
+)
 def test_metrics_match_reference(actual, announced, regen, sanctioned):
     want = R.metrics(actual, announced, sanctioned, regen)
     ann = jnp.asarray([math.nan if a is None else a for a in announced], jnp.float32)
-    got = _metrics(jnp.asarray(actual, jnp.float32), ann, jnp.float32(sanctioned), jnp.float32(regen),
-                   jnp.ones((N,), bool))
+    got = _metrics(
+        jnp.asarray(actual, jnp.float32), ann, jnp.float32(sanctioned), jnp.float32(regen), jnp.ones((N,), bool)
+    )
     for name in METRICS:
         if want[name] is None:
             assert math.isnan(float(got[name])), name
@@ -224,15 +257,23 @@ def test_metrics_match_reference(actual, announced, regen, sanctioned):
 # ---------------------------------------------------------------- whole runs
 GOV_PLAYERS = [
     {"strategy": "aggressive", "talk": {"announce": "biased", "bias": 0.5}},
-    {"strategy": "conservative",
-     "talk": {"announce": "honest", "comply": True, "pledge": {"turn": 1, "maxHarvest": 2}}},
+    {
+        "strategy": "conservative",
+        "talk": {"announce": "honest", "comply": True, "pledge": {"turn": 1, "maxHarvest": 2}},
+    },
     {"strategy": "aggressive"},
-    {"strategy": "random", "talk": {"propose": {"turn": 2, "parties": [0, 1, 2, 3],
-                                                "terms": {"type": "no_aggression", "tolerance": 0.1}}}},
+    {
+        "strategy": "random",
+        "talk": {"propose": {"turn": 2, "parties": [0, 1, 2, 3], "terms": {"type": "no_aggression", "tolerance": 0.1}}},
+    },
 ]
 GOV_SPECS = [
-    {"id": "g", "type": "sanction_graduated", "trigger": {"kind": "pact_violation", "termType": "harvest_cap"},
-     "payload": {"ladder": [1, 3, 10]}},
+    {
+        "id": "g",
+        "type": "sanction_graduated",
+        "trigger": {"kind": "pact_violation", "termType": "harvest_cap"},
+        "payload": {"ladder": [1, 3, 10]},
+    },
     {"id": "s", "type": "sanction", "trigger": {"kind": "pact_violation"}, "payload": {"amount": 0.5}},
 ]
 
@@ -291,7 +332,9 @@ def test_govsim_summary_columns(gov_run):
     s = gov_run.summary
     for c in ("survival_time", "total_gain", "efficiency", "equality", "ex_post_over_usage"):
         assert c in s
-    assert ((s.equality >= 0) & (s.equality <= 1)).all() and ((s.ex_post_over_usage >= 0) & (s.ex_post_over_usage <= 1)).all()
+    assert ((s.equality >= 0) & (s.equality <= 1)).all() and (
+        (s.ex_post_over_usage >= 0) & (s.ex_post_over_usage <= 1)
+    ).all()
     gains = gov_run.players.groupby("arena")["actual"].sum()
     np.testing.assert_allclose(s.set_index("arena").total_gain.loc[gains.index], gains, rtol=1e-4)
     # ex_post_over_usage: decisions over the share, over the turns that had one (not a collapse turn
@@ -316,11 +359,19 @@ def test_sweep_tolerance_ladder_regen_compiles_once():
             for r in (0.08, 0.16):
                 cfg = copy.deepcopy(SEED_LOGISTIC)
                 cfg["model"]["regenRate"] = r
-                cfg["players"] = [{"strategy": s, "talk": {"announce": "honest"}}
-                                  for s in ("aggressive", "conservative", "random", "adaptive")]
+                cfg["players"] = [
+                    {"strategy": s, "talk": {"announce": "honest"}}
+                    for s in ("aggressive", "conservative", "random", "adaptive")
+                ]
                 cfg["pacts"] = [{"parties": [0, 1, 2, 3], "terms": {"type": "no_aggression", "tolerance": tol}}]
-                cfg["perturbations"] = [{"id": "g", "type": "sanction_graduated",
-                                         "trigger": {"kind": "pact_violation"}, "payload": {"ladder": ladder}}]
+                cfg["perturbations"] = [
+                    {
+                        "id": "g",
+                        "type": "sanction_graduated",
+                        "trigger": {"kind": "pact_violation"},
+                        "payload": {"ladder": ladder},
+                    }
+                ]
                 cells.append(build(ArenaConfig.model_validate(cfg), governance={"pact_slots": 2, "ladder_width": 4}))
     games = {g for g, _ in cells}
     assert len(games) == 1
@@ -339,13 +390,37 @@ def test_sweep_tolerance_ladder_regen_compiles_once():
 
 def test_config_errors_name_field_and_value():
     bad = [
-        ({"perturbations": [{"id": "a", "type": "sanction_graduated", "trigger": {"kind": "pact_violation"},
-                             "payload": {"ladder": []}}]}, "perturbations[0].payload.ladder"),
-        ({"perturbations": [{"id": "a", "type": "sanction", "trigger": {"kind": "pact_violation", "termType": "x"},
-                             "payload": {"amount": 1}}]}, "termType"),
+        (
+            {
+                "perturbations": [
+                    {
+                        "id": "a",
+                        "type": "sanction_graduated",
+                        "trigger": {"kind": "pact_violation"},
+                        "payload": {"ladder": []},
+                    }
+                ]
+            },
+            "perturbations[0].payload.ladder",
+        ),
+        (
+            {
+                "perturbations": [
+                    {
+                        "id": "a",
+                        "type": "sanction",
+                        "trigger": {"kind": "pact_violation", "termType": "x"},
+                        "payload": {"amount": 1},
+                    }
+                ]
+            },
+            "termType",
+        ),
         ({"perturbations": [{"id": "a", "type": "nope"}]}, "perturbations[0].type"),
-        ({"pacts": [{"parties": [0, 9], "terms": {"type": "harvest_cap", "maxHarvest": 1}}], "players": [{}, {}]},
-         "pacts[0].parties[1]"),
+        (
+            {"pacts": [{"parties": [0, 9], "terms": {"type": "harvest_cap", "maxHarvest": 1}}], "players": [{}, {}]},
+            "pacts[0].parties[1]",
+        ),
         ({"pacts": [{"parties": [0], "terms": {"type": "harvest_cap", "maxHarvest": 0}}]}, "terms.maxHarvest"),
         ({"pacts": [{"parties": [0], "terms": {"type": "no_aggression", "tolerance": -1}}]}, "terms.tolerance"),
         ({"players": [{"talk": {"announce": "loud"}}, {}]}, "announce"),
@@ -362,8 +437,9 @@ def test_plain_game_unchanged_by_governance_code():
     cfg["players"] = copy.deepcopy(MIXED_PLAYERS)
     plain = simulate(cfg, n_arenas=4, seed=5)
     cfg2 = copy.deepcopy(cfg)
-    cfg2["perturbations"] = [{"id": "s", "type": "sanction", "trigger": {"kind": "pact_violation"},
-                              "payload": {"amount": 1}}]
+    cfg2["perturbations"] = [
+        {"id": "s", "type": "sanction", "trigger": {"kind": "pact_violation"}, "payload": {"amount": 1}}
+    ]
     gov = simulate(cfg2, n_arenas=4, seed=5)  # layer on, but no pact: nothing may change
     np.testing.assert_array_equal(plain.players["actual"].to_numpy(), gov.players["actual"].to_numpy())
     assert plain.turns["announce_frequency"].eq(0).all() and plain.turns["lie_score"].isna().all()
@@ -386,10 +462,17 @@ def test_scripted_writes_skipped_batchwide_are_exact(monkeypatch):
     }
     cfg["players"][1]["talk"] = {"comply": True, "pledge": {"turn": 3, "maxHarvest": 1.5}}
     cfg["players"][2]["talk"] = {"accept": "min_cap", "acceptMinCap": 1.0}
-    cfg["players"][3]["talk"] = {"propose": {"turn": 2, "parties": [0, 1, 2, 3],
-                                             "terms": {"type": "harvest_cap", "maxHarvest": 2.0}}}
-    cfg["perturbations"] = [{"id": "g", "type": "sanction_graduated", "trigger": {"kind": "pact_violation"},
-                             "payload": {"ladder": [1, 3, 10]}}]
+    cfg["players"][3]["talk"] = {
+        "propose": {"turn": 2, "parties": [0, 1, 2, 3], "terms": {"type": "harvest_cap", "maxHarvest": 2.0}}
+    }
+    cfg["perturbations"] = [
+        {
+            "id": "g",
+            "type": "sanction_graduated",
+            "trigger": {"kind": "pact_violation"},
+            "payload": {"ladder": [1, 3, 10]},
+        }
+    ]
     game, params = build(ArenaConfig.model_validate(cfg))
     b = 3
     pb = broadcast_batch(params, b)

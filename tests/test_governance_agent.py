@@ -32,8 +32,19 @@ from bdpd_jax.run.runner import arena_keys
 
 N = 4
 LADDER = [1.0, 3.0, 10.0]
-AGENT = {"type": "governance_agent", "id": "ga", "coop_below": 0.3, "stock_below": 0.5, "coop_above": 0.7,
-         "stock_above": 0.5, "cap": 1.2, "tighten": 2.0, "loosen": 0.5, "regen": 0.2, "cooldown": 2}
+AGENT = {
+    "type": "governance_agent",
+    "id": "ga",
+    "coop_below": 0.3,
+    "stock_below": 0.5,
+    "coop_above": 0.7,
+    "stock_above": 0.5,
+    "cap": 1.2,
+    "tighten": 2.0,
+    "loosen": 0.5,
+    "regen": 0.2,
+    "cooldown": 2,
+}
 
 
 def _cfg(agent=AGENT, turns=12, ladder=True):
@@ -41,8 +52,14 @@ def _cfg(agent=AGENT, turns=12, ladder=True):
     cfg["model"]["maxTurns"] = turns
     cfg["players"] = copy.deepcopy(MIXED_PLAYERS)
     if ladder:
-        cfg["perturbations"] = [{"id": "ladder", "type": "sanction_graduated", "trigger": {"kind": "pact_violation"},
-                                 "payload": {"ladder": LADDER}}]
+        cfg["perturbations"] = [
+            {
+                "id": "ladder",
+                "type": "sanction_graduated",
+                "trigger": {"kind": "pact_violation"},
+                "payload": {"ladder": LADDER},
+            }
+        ]
     cfg["plugins"] = [copy.deepcopy(agent)] if agent is not None else []
     return cfg
 
@@ -52,18 +69,45 @@ def _none(x):
 
 
 def _ref_params(a: dict) -> dict:
-    return {k: a.get(k) for k in ("coop_below", "stock_below", "coop_above", "stock_above", "cap", "tighten",
-                                   "loosen", "regen", "cooldown")}
+    return {
+        k: a.get(k)
+        for k in (
+            "coop_below",
+            "stock_below",
+            "coop_above",
+            "stock_above",
+            "cap",
+            "tighten",
+            "loosen",
+            "regen",
+            "cooldown",
+        )
+    }
 
 
 # -- the rule ----------------------------------------------------------------------------------
 @jax.jit
 def _decide(coop, ratio, turn, cap_now, scale, regen_now, last, pp):
-    view = K.PluginView(turn=turn, stock=jnp.zeros(()), regen=jnp.zeros(()), actual=jnp.zeros(N),
-                        over=jnp.zeros(N, bool), violated=jnp.zeros(N, bool), against=jnp.zeros((N, N), bool),
-                        wealth=jnp.zeros(N, coop.dtype), metrics={"cooperation_index": coop}, stock_ratio=ratio)
-    mem = {"pending": G.no_action(coop.dtype), "cap": cap_now, "scale": scale, "regen": regen_now, "last": last,
-           "count": jnp.int32(0)}
+    view = K.PluginView(
+        turn=turn,
+        stock=jnp.zeros(()),
+        regen=jnp.zeros(()),
+        actual=jnp.zeros(N),
+        over=jnp.zeros(N, bool),
+        violated=jnp.zeros(N, bool),
+        against=jnp.zeros((N, N), bool),
+        wealth=jnp.zeros(N, coop.dtype),
+        metrics={"cooperation_index": coop},
+        stock_ratio=ratio,
+    )
+    mem = {
+        "pending": G.no_action(coop.dtype),
+        "cap": cap_now,
+        "scale": scale,
+        "regen": regen_now,
+        "last": last,
+        "count": jnp.int32(0),
+    }
     return G.decide(view, pp, mem)
 
 
@@ -72,26 +116,56 @@ MAYBE = lambda s: st.none() | s  # noqa: E731
 
 
 @settings(max_examples=80, deadline=None)
-@given(coop=MAYBE(UNIT), ratio=MAYBE(st.floats(0, 1.5, allow_subnormal=False)), turn=st.integers(1, 30),
-       cap_now=MAYBE(st.sampled_from([0.5, 1.2])), scale=st.sampled_from([0.5, 1.0, 2.0, 4.0]),
-       regen_now=MAYBE(st.sampled_from([0.05, 0.2])), last=MAYBE(st.integers(0, 30)),
-       p=st.fixed_dictionaries({
-           "coop_below": UNIT, "stock_below": st.floats(0, 1, allow_subnormal=False), "coop_above": UNIT,
-           "stock_above": st.floats(0, 1, allow_subnormal=False), "cap": MAYBE(st.sampled_from([0.5, 1.2, 3.0])),
-           "tighten": st.sampled_from([0.5, 1.0, 2.0]), "loosen": st.sampled_from([0.25, 0.5, 1.0]),
-           "regen": MAYBE(st.sampled_from([0.05, 0.2])), "cooldown": st.integers(0, 4)}))
+@given(
+    coop=MAYBE(UNIT),
+    ratio=MAYBE(st.floats(0, 1.5, allow_subnormal=False)),
+    turn=st.integers(1, 30),
+    cap_now=MAYBE(st.sampled_from([0.5, 1.2])),
+    scale=st.sampled_from([0.5, 1.0, 2.0, 4.0]),
+    regen_now=MAYBE(st.sampled_from([0.05, 0.2])),
+    last=MAYBE(st.integers(0, 30)),
+    p=st.fixed_dictionaries(
+        {
+            "coop_below": UNIT,
+            "stock_below": st.floats(0, 1, allow_subnormal=False),
+            "coop_above": UNIT,
+            "stock_above": st.floats(0, 1, allow_subnormal=False),
+            "cap": MAYBE(st.sampled_from([0.5, 1.2, 3.0])),
+            "tighten": st.sampled_from([0.5, 1.0, 2.0]),
+            "loosen": st.sampled_from([0.25, 0.5, 1.0]),
+            "regen": MAYBE(st.sampled_from([0.05, 0.2])),
+            "cooldown": st.integers(0, 4),
+        }
+    ),
+)
 def test_rule_matches_reference(coop, ratio, turn, cap_now, scale, regen_now, last, p):
     nan = float("nan")
     f = lambda x: jnp.float64(nan if x is None else x)  # noqa: E731
     with jax.enable_x64(True):
-        pp = G.AgentParams(coop_below=f(p["coop_below"]), stock_below=f(p["stock_below"]),
-                           coop_above=f(p["coop_above"]), stock_above=f(p["stock_above"]), cap=f(p["cap"]),
-                           tighten=f(p["tighten"]), loosen=f(p["loosen"]), regen=f(p["regen"]),
-                           cooldown=jnp.int32(p["cooldown"]))
-        got = _decide(f(coop), f(ratio), jnp.int32(turn), f(cap_now), f(scale), f(regen_now),
-                      jnp.int32(G.NEVER if last is None else last), pp)
-    want = R.governance_agent_rule(coop, ratio, turn, {"cap": cap_now, "scale": scale, "regen": regen_now,
-                                                       "last": last}, p)
+        pp = G.AgentParams(
+            coop_below=f(p["coop_below"]),
+            stock_below=f(p["stock_below"]),
+            coop_above=f(p["coop_above"]),
+            stock_above=f(p["stock_above"]),
+            cap=f(p["cap"]),
+            tighten=f(p["tighten"]),
+            loosen=f(p["loosen"]),
+            regen=f(p["regen"]),
+            cooldown=jnp.int32(p["cooldown"]),
+        )
+        got = _decide(
+            f(coop),
+            f(ratio),
+            jnp.int32(turn),
+            f(cap_now),
+            f(scale),
+            f(regen_now),
+            jnp.int32(G.NEVER if last is None else last),
+            pp,
+        )
+    want = R.governance_agent_rule(
+        coop, ratio, turn, {"cap": cap_now, "scale": scale, "regen": regen_now, "last": last}, p
+    )
     assert {k: _none(float(v)) for k, v in got._asdict().items()} == want
 
 
@@ -106,11 +180,13 @@ def built():
     return game, params, slot, begin
 
 
-ACTION = st.fixed_dictionaries({
-    "cap": st.sampled_from([None, -1.0, 0.0, 0.75, 2.5, math.inf]),
-    "ladder_scale": st.sampled_from([None, -1.0, 0.0, 0.5, 3.0, math.inf]),
-    "regen": st.sampled_from([None, -0.1, 0.0, 0.05, 0.3, math.inf]),
-})
+ACTION = st.fixed_dictionaries(
+    {
+        "cap": st.sampled_from([None, -1.0, 0.0, 0.75, 2.5, math.inf]),
+        "ladder_scale": st.sampled_from([None, -1.0, 0.0, 0.5, 3.0, math.inf]),
+        "regen": st.sampled_from([None, -0.1, 0.0, 0.05, 0.3, math.inf]),
+    }
+)
 
 
 @settings(max_examples=40, deadline=None)
@@ -173,8 +249,9 @@ def test_a_whole_run_follows_the_rule(run3):
             got = {r.action: r.value for r in rows.itertuples()}
             if turn > 1:
                 prev = t_a.loc[turn - 1]
-                want = R.governance_agent_rule(_none(float(prev.cooperation_index)), float(prev.stock) / k, turn - 1,
-                                               mem, p)
+                want = R.governance_agent_rule(
+                    _none(float(prev.cooperation_index)), float(prev.stock) / k, turn - 1, mem, p
+                )
                 assert got == {a: np.float32(v) for a, v in want.items() if v is not None}, (arena, turn)
                 mem = R.governance_agent_apply(want, mem, turn)
             else:
@@ -217,9 +294,12 @@ def test_batch_equals_single_arenas(run3):
         w = pl[pl.arena == i].wealth.to_numpy().reshape(-1, N)
         np.testing.assert_allclose(np.stack([o[0] for o in out]), w, rtol=1e-6, atol=1e-6)
         a = acts[acts.arena == i]
-        got = [(t + 1, f, np.float32(v)) for t, (_, act) in enumerate(out) for f,
-               v in zip(G.GovAction._fields, act, strict=True)
-               if not np.isnan(v)]
+        got = [
+            (t + 1, f, np.float32(v))
+            for t, (_, act) in enumerate(out)
+            for f, v in zip(G.GovAction._fields, act, strict=True)
+            if not np.isnan(v)
+        ]
         assert got == list(zip(a.turn, a.action, a.value.astype(np.float32), strict=True))
 
 
@@ -241,8 +321,9 @@ def test_regen_mandate_is_the_registrys_regen_set():
     agent = {"type": "governance_agent", "id": "ga", "stock_below": 10.0, "regen": 0.05}
     a = bdpd_jax.simulate(_cfg(agent, turns=5, ladder=False), n_arenas=1, seed=3)
     cfg = _cfg(None, turns=5, ladder=False)
-    cfg["perturbations"] = [{"id": "r", "type": "regen_set", "trigger": {"kind": "turn", "turn": 2},
-                             "payload": {"value": 0.05}}]
+    cfg["perturbations"] = [
+        {"id": "r", "type": "regen_set", "trigger": {"kind": "turn", "turn": 2}, "payload": {"value": 0.05}}
+    ]
     b = bdpd_jax.simulate(cfg, n_arenas=1, seed=3)
     acts = a.governance_actions
     assert list(zip(acts.turn, acts.action, acts.value, strict=True)) == [(2, "regen", np.float32(0.05))]
@@ -253,19 +334,29 @@ def test_regen_mandate_is_the_registrys_regen_set():
 
 def test_agent_numbers_sweep_in_one_compile():
     from bdpd_jax.run import simulate as sim
+
     before = sim.TRACES["run"]
-    sw = bdpd_jax.sweep(_cfg(turns=5), grid={"plugins[ga].cap": [0.8, 2.0], "plugins[ga].coop_below": [0.2, 0.9],
-                                             "plugins[ga].regen": [0.05, 0.3], "plugins[ga].cooldown": [1, 3]},
-                        replicates=2)
+    sw = bdpd_jax.sweep(
+        _cfg(turns=5),
+        grid={
+            "plugins[ga].cap": [0.8, 2.0],
+            "plugins[ga].coop_below": [0.2, 0.9],
+            "plugins[ga].regen": [0.05, 0.3],
+            "plugins[ga].cooldown": [1, 3],
+        },
+        replicates=2,
+    )
     assert sim.TRACES["run"] - before == 1 and len(sw.points) == 16
 
 
 def test_config_errors_name_the_field():
-    for agent, needle in (({**AGENT, "coop_below": 1.5}, r"plugins\[0\].coop_below"),
-                          ({**AGENT, "cap": 0}, r"plugins\[0\].cap"),
-                          ({**AGENT, "loosen": 2}, r"plugins\[0\].loosen"),
-                          ({**AGENT, "cooldown": -1}, r"plugins\[0\].cooldown"),
-                          ({**AGENT, "bogus": 1}, r"plugins\[0\].bogus")):
+    for agent, needle in (
+        ({**AGENT, "coop_below": 1.5}, r"plugins\[0\].coop_below"),
+        ({**AGENT, "cap": 0}, r"plugins\[0\].cap"),
+        ({**AGENT, "loosen": 2}, r"plugins\[0\].loosen"),
+        ({**AGENT, "cooldown": -1}, r"plugins\[0\].cooldown"),
+        ({**AGENT, "bogus": 1}, r"plugins\[0\].bogus"),
+    ):
         with pytest.raises(ValueError, match=needle):
             ArenaConfig.model_validate(_cfg(agent))
     seneca = copy.deepcopy(SEED_SENECA)

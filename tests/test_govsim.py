@@ -26,8 +26,15 @@ from bdpd_jax.run.simulate import arena_keys, compiled_final, govsim_of, to_nump
 from bdpd_jax.scenarios import EXPERIMENTS, GOVSIM_SCENARIOS, govsim
 
 N, T, SEED = 5, 12, 7
-COLS = ("govsim_survival_time", "govsim_survived", "govsim_total_gain", "govsim_gain", "govsim_efficiency",
-        "govsim_equality", "govsim_over_usage")
+COLS = (
+    "govsim_survival_time",
+    "govsim_survived",
+    "govsim_total_gain",
+    "govsim_gain",
+    "govsim_efficiency",
+    "govsim_equality",
+    "govsim_over_usage",
+)
 # requests: mostly near the threshold (10), sometimes greedy, so runs both survive and collapse
 REQUEST = st.one_of(st.integers(0, 12), st.integers(0, 12), st.integers(0, 40))
 SEQUENCES = st.lists(st.lists(REQUEST, min_size=N, max_size=N), min_size=T, max_size=T)
@@ -114,8 +121,11 @@ def test_reference_cases_of_the_issue(kernel):
         if want is not None:
             assert got["govsim_over_usage"] == want
     _, got = batched_run(kernel, [[20] * N] * T)
-    assert (got["govsim_survival_time"], got["govsim_gain"], got["govsim_efficiency"]) == (1, 20.0,
-                                                                                          pytest.approx(100 / 600))
+    assert (got["govsim_survival_time"], got["govsim_gain"], got["govsim_efficiency"]) == (
+        1,
+        20.0,
+        pytest.approx(100 / 600),
+    )
 
 
 def test_allocation_distribution_over_many_arenas():
@@ -132,8 +142,11 @@ def test_allocation_distribution_over_many_arenas():
     capped = np.asarray(fn(keys, jnp.asarray([10.0, 100, 100, 100, 100])))
     assert (capped[:, 0] == 10).mean() > 0.99
     assert np.abs(capped[:, 1:].mean(axis=0) - 22.5).max() < 4 * math.sqrt(18 / b)
-    one = np.asarray(jax.jit(jax.vmap(lambda k, r: hand_out(k, 1, r, jnp.float32(100.0), "hash"),
-                                      in_axes=(0, None)))(keys[7:9], jnp.full((N,), 100.0)))
+    one = np.asarray(
+        jax.jit(jax.vmap(lambda k, r: hand_out(k, 1, r, jnp.float32(100.0), "hash"), in_axes=(0, None)))(
+            keys[7:9], jnp.full((N,), 100.0)
+        )
+    )
     np.testing.assert_array_equal(one, got[7:9])
     equality = 1 - np.asarray([ref.gini(list(g)) for g in got[:500]])
     assert 0.85 < equality.mean() < 0.95  # the issue's "mean equality ~ 0.90" for one month
@@ -161,8 +174,12 @@ def test_sustainability_threshold_per_engine():
 
 
 def test_threshold_observation_follows_observability():
-    cfg = govsim("fishery", "universalization", players=[bj.Policy(
-        lambda obs, mem, key: (obs["sustainabilityThreshold"] * 2, mem), name="double_threshold")] * N)
+    cfg = govsim(
+        "fishery",
+        "universalization",
+        players=[bj.Policy(lambda obs, mem, key: (obs["sustainabilityThreshold"] * 2, mem), name="double_threshold")]
+        * N,
+    )
     res = bj.simulate(cfg, n_arenas=1, seed=0, turns=2)
     assert res.players[res.players.turn == 1].requested.tolist() == [20.0] * N
     cfg["observability"]["sustainabilityThreshold"] = {"visible": False}
@@ -190,16 +207,18 @@ def test_scenarios_wording_and_errors():
 
 
 def test_live_equals_batch_for_a_govsim_arena():
-    cfg = govsim("pollution", "default", players=["threshold_taker", "aggressive", "random", "conservative",
-                                                  "threshold_taker"])
+    cfg = govsim(
+        "pollution", "default", players=["threshold_taker", "aggressive", "random", "conservative", "threshold_taker"]
+    )
     res = bj.simulate(cfg, n_arenas=1, seed=5)
     arena = Arena(cfg, seed=5)
     arena.run()
     pl = res.players
     for rec in arena.records:
         p = pl[pl.turn == rec["turn"]].sort_values("player")
-        np.testing.assert_array_equal(np.asarray([d["actual"] for d in rec["decisions"]], np.float32),
-                                      p.actual.to_numpy())
+        np.testing.assert_array_equal(
+            np.asarray([d["actual"] for d in rec["decisions"]], np.float32), p.actual.to_numpy()
+        )
     live = arena.summary()["govsim"]
     s = res.summary.iloc[0]
     for c in COLS:
@@ -211,8 +230,9 @@ def test_server_runs_a_govsim_experiment_like_simulate(tmp_path):
 
     from bdpd_jax.host.server import create_app
 
-    cfg = govsim("fishery", "newcomer", players=["threshold_taker", "aggressive", "random", "conservative",
-                                                 "threshold_taker"])
+    cfg = govsim(
+        "fishery", "newcomer", players=["threshold_taker", "aggressive", "random", "conservative", "threshold_taker"]
+    )
     res = bj.simulate(cfg, n_arenas=1, seed=4)
     with TestClient(create_app(tmp_path)) as client:
         r = client.post("/api/arenas", json={**cfg, "seed": 4})
@@ -234,8 +254,12 @@ def test_gains_are_catches_not_wealth_under_a_wealth_shock():
     cfg["model"]["maxTurns"] = 6
     steady = bj.Policy(lambda obs, mem, key: (jnp.asarray(1.5, mem.dtype), mem), name="steady")  # wealth-blind
     cfg["players"] = [{"strategy": steady}] * 4
-    shock = {"id": "w", "type": "wealth_shock", "trigger": {"kind": "turn", "turn": 2},
-             "payload": {"factor": 0.5, "player": 1}}
+    shock = {
+        "id": "w",
+        "type": "wealth_shock",
+        "trigger": {"kind": "turn", "turn": 2},
+        "payload": {"factor": 0.5, "player": 1},
+    }
     plain = bj.simulate(cfg, n_arenas=2, seed=1, history=False).summary
     shocked = bj.simulate({**cfg, "perturbations": [shock]}, n_arenas=2, seed=1)
     s = shocked.summary

@@ -23,14 +23,28 @@ def _cfg(tighten: float, fine: float, ladder: list[float], cooldown: int, vs_fin
     c = copy.deepcopy(SEED_LOGISTIC)
     c["model"]["maxTurns"] = 8
     c["players"] = copy.deepcopy(MIXED_PLAYERS)
-    c["perturbations"] = [{"id": "ladder", "type": "sanction_graduated", "trigger": {"kind": "pact_violation"},
-                           "payload": {"ladder": ladder}},
-                          {"id": "flat", "type": "sanction", "trigger": {"kind": "pact_violation"},
-                           "payload": {"amount": fine}}]
+    c["perturbations"] = [
+        {
+            "id": "ladder",
+            "type": "sanction_graduated",
+            "trigger": {"kind": "pact_violation"},
+            "payload": {"ladder": ladder},
+        },
+        {"id": "flat", "type": "sanction", "trigger": {"kind": "pact_violation"}, "payload": {"amount": fine}},
+    ]
     c["pacts"] = [{"parties": [0, 1, 2, 3], "terms": {"type": "harvest_cap", "maxHarvest": 0.01}}]
-    c["plugins"] = [{"type": "governance_agent", "id": "ga", "coop_below": 1.0, "stock_below": 2.0,
-                     "tighten": tighten, "cooldown": cooldown, "cap": 0.5},
-                    {"type": "voluntary_sanction", "id": "vs", "cost": 0.0, "fine": vs_fine}]
+    c["plugins"] = [
+        {
+            "type": "governance_agent",
+            "id": "ga",
+            "coop_below": 1.0,
+            "stock_below": 2.0,
+            "tighten": tighten,
+            "cooldown": cooldown,
+            "cap": 0.5,
+        },
+        {"type": "voluntary_sanction", "id": "vs", "cost": 0.0, "fine": vs_fine},
+    ]
     return c
 
 
@@ -39,8 +53,13 @@ BIG = st.floats(0.0, MAX_MAGNITUDE, allow_nan=False, allow_subnormal=False)
 
 @pytest.mark.heavy
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(tighten=st.floats(1.0, MAX_LADDER_SCALE), fine=BIG, ladder=st.lists(BIG, min_size=3, max_size=3),
-       cooldown=st.integers(0, 2), vs_fine=BIG)
+@given(
+    tighten=st.floats(1.0, MAX_LADDER_SCALE),
+    fine=BIG,
+    ladder=st.lists(BIG, min_size=3, max_size=3),
+    cooldown=st.integers(0, 2),
+    vs_fine=BIG,
+)
 def test_extreme_regulator_and_fines_record_finite_amounts(tighten, fine, ladder, cooldown, vs_fine) -> None:
     """The same compiled program for every example (numbers are params leaves)."""
     r = bdpd_jax.simulate(_cfg(tighten, fine, ladder, cooldown, vs_fine), n_arenas=2, seed=0)
@@ -50,11 +69,14 @@ def test_extreme_regulator_and_fines_record_finite_amounts(tighten, fine, ladder
     assert np.isfinite(r.players["sanction"].to_numpy(dtype=float)).all()
 
 
-@pytest.mark.parametrize("plugin, field", [
-    ({"type": "governance_agent", "id": "g", "tighten": MAX_LADDER_SCALE * 10}, "tighten"),
-    ({"type": "governance_agent", "id": "g", "cooldown": 2**31}, "cooldown"),
-    ({"type": ["governance_agent"], "id": "g"}, "plugins[0].type"),
-])
+@pytest.mark.parametrize(
+    "plugin, field",
+    [
+        ({"type": "governance_agent", "id": "g", "tighten": MAX_LADDER_SCALE * 10}, "tighten"),
+        ({"type": "governance_agent", "id": "g", "cooldown": 2**31}, "cooldown"),
+        ({"type": ["governance_agent"], "id": "g"}, "plugins[0].type"),
+    ],
+)
 def test_configs_past_a_bound_are_refused(plugin, field) -> None:
     c = copy.deepcopy(SEED_LOGISTIC)
     c["players"] = copy.deepcopy(MIXED_PLAYERS)

@@ -30,16 +30,33 @@ ROOT = Path(__file__).resolve().parents[1]
 HEAVY = os.environ.get("BDPD_HEAVY") == "1"
 
 LOGISTIC = {
-    "model": {"name": "hostile", "engineMode": "logistic", "maxPlayers": 4, "minPlayers": 4, "maxTurns": 8,
-              "commonsInitial": 150, "commonsCapacity": 150, "regenRate": 0.12, "threshold": 10,
-              "useHiddenReserve": True, "hiddenReserveInitial": 20, "collapseDie": {"sides": 6, "successThreshold": 4}},
+    "model": {
+        "name": "hostile",
+        "engineMode": "logistic",
+        "maxPlayers": 4,
+        "minPlayers": 4,
+        "maxTurns": 8,
+        "commonsInitial": 150,
+        "commonsCapacity": 150,
+        "regenRate": 0.12,
+        "threshold": 10,
+        "useHiddenReserve": True,
+        "hiddenReserveInitial": 20,
+        "collapseDie": {"sides": 6, "successThreshold": 4},
+    },
     "observability": {"commonsStock": {"visible": True, "noise": 0.05}, "othersWealth": {"visible": True}},
     "agentTimeout": 30000,
-    "players": [{"strategy": "conservative", "name": "a"}, {"strategy": "aggressive", "name": "b"},
-                {"strategy": "adaptive", "name": "c"}, {"strategy": "random", "name": "d"}],
+    "players": [
+        {"strategy": "conservative", "name": "a"},
+        {"strategy": "aggressive", "name": "b"},
+        {"strategy": "adaptive", "name": "c"},
+        {"strategy": "random", "name": "d"},
+    ],
 }
-SENECA = {"model": {"engineMode": "seneca", "maxPlayers": 2, "minPlayers": 2, "maxTurns": 8},
-          "players": [{"strategy": "rcp"}, {"strategy": "idle"}]}
+SENECA = {
+    "model": {"engineMode": "seneca", "maxPlayers": 2, "minPlayers": 2, "maxTurns": 8},
+    "players": [{"strategy": "rcp"}, {"strategy": "idle"}],
+}
 
 NAN, INF = math.nan, math.inf
 BIG = 2**31
@@ -73,33 +90,50 @@ def config_cases() -> list[tuple[str, object, str]]:
         for v in (0, -1, 1.5, 1e9, BIG, 2**63, "x", NAN):
             out.append((f"model.{field}={v!r}", _set(LOGISTIC, f"model.{field}", v), field))
     for path, v, needle in [
-        ("model.threshold", 200.0, "threshold"), ("model.commonsCapacity", 0, "commonsCapacity"),
-        ("model.collapseDie.sides", 0, "sides"), ("model.collapseDie.sides", -1, "sides"),
-        ("model.collapseDie.sides", 2**40, "sides"), ("model.collapseDie.sides", 1.5, "sides"),
+        ("model.threshold", 200.0, "threshold"),
+        ("model.commonsCapacity", 0, "commonsCapacity"),
+        ("model.collapseDie.sides", 0, "sides"),
+        ("model.collapseDie.sides", -1, "sides"),
+        ("model.collapseDie.sides", 2**40, "sides"),
+        ("model.collapseDie.sides", 1.5, "sides"),
         ("model.collapseDie.successThreshold", 7, "successThreshold"),
         ("model.collapseDie.successThreshold", -1, "successThreshold"),
-        ("model.collapseDie", "d6", "collapseDie"), ("model.engineMode", "lotka", "engineMode"),
-        ("model.scheduler", "round-robin", "scheduler"), ("model.name", 5, "name"),
-        ("model.useHiddenReserve", "perhaps", "useHiddenReserve"), ("model.colour", "blue", "colour"),
+        ("model.collapseDie", "d6", "collapseDie"),
+        ("model.engineMode", "lotka", "engineMode"),
+        ("model.scheduler", "round-robin", "scheduler"),
+        ("model.name", 5, "name"),
+        ("model.useHiddenReserve", "perhaps", "useHiddenReserve"),
+        ("model.colour", "blue", "colour"),
         ("model.seneca", {"k1": 0.1}, "seneca"),
         ("observability.fishCount", {"visible": True}, "fishCount"),
-        ("observability.commonsStock.noise", -1.0, "noise"), ("observability.commonsStock.noise", NAN, "noise"),
+        ("observability.commonsStock.noise", -1.0, "noise"),
+        ("observability.commonsStock.noise", NAN, "noise"),
         ("observability.commonsStock.noise", 1e39, "noise"),
         ("observability.commonsStock.resolution", "fuzzy", "resolution"),
         ("observability.nPlayers", {"resolution": "qualitative"}, "resolution"),
         ("observability.capitalStock", {"visible": True}, "capitalStock"),
-        ("observability.commonsStock.visible", "maybe", "visible"), ("observability", [], "observability"),
-        ("players.0.strategy", "greedy", "strategy"), ("players.0.strategy", 5, "strategy"),
-        ("players.1.intensity", 0, "intensity"), ("players.1.intensity", 1.5, "intensity"),
-        ("players.1.intensity", NAN, "intensity"), ("players.2.reductionFactor", -1, "reductionFactor"),
-        ("players.2.reductionFactor", 1e39, "reductionFactor"), ("players.3.privateResource", -3, "privateResource"),
-        ("players.3.privateResource", INF, "privateResource"), ("players.3.privateResource", 1e39, "privateResource"),
-        ("players.0.name", 5, "name"), ("players.0.hat", "red", "hat"), ("players", [], "players"),
+        ("observability.commonsStock.visible", "maybe", "visible"),
+        ("observability", [], "observability"),
+        ("players.0.strategy", "greedy", "strategy"),
+        ("players.0.strategy", 5, "strategy"),
+        ("players.1.intensity", 0, "intensity"),
+        ("players.1.intensity", 1.5, "intensity"),
+        ("players.1.intensity", NAN, "intensity"),
+        ("players.2.reductionFactor", -1, "reductionFactor"),
+        ("players.2.reductionFactor", 1e39, "reductionFactor"),
+        ("players.3.privateResource", -3, "privateResource"),
+        ("players.3.privateResource", INF, "privateResource"),
+        ("players.3.privateResource", 1e39, "privateResource"),
+        ("players.0.name", 5, "name"),
+        ("players.0.hat", "red", "hat"),
+        ("players", [], "players"),
         ("players", LOGISTIC["players"][:3], "players"),
         ("players", LOGISTIC["players"] + [{"strategy": "idle"}], "players"),
         ("players", "four", "players"),
-        ("agentTimeout", 0, "agentTimeout"), ("agentTimeout", -1, "agentTimeout"),
-        ("agentTimeout", 10**30, "agentTimeout"), ("agentTimeout", "x", "agentTimeout"),
+        ("agentTimeout", 0, "agentTimeout"),
+        ("agentTimeout", -1, "agentTimeout"),
+        ("agentTimeout", 10**30, "agentTimeout"),
+        ("agentTimeout", "x", "agentTimeout"),
         ("pacts", [{"parties": [], "terms": {"type": "no_aggression"}}], "parties"),
         ("pacts", [{"parties": [9], "terms": {"type": "no_aggression"}}], "parties"),
         ("pacts", [{"parties": ["zed"], "terms": {"type": "no_aggression"}}], "parties"),
@@ -110,82 +144,171 @@ def config_cases() -> list[tuple[str, object, str]]:
         ("pacts", [{"parties": [0], "terms": {"type": "no_aggression", "tolerance": -1}}], "tolerance"),
         ("pacts", [{"parties": [0], "terms": {"type": "no_aggression"}, "proposer": 99}], "proposer"),
         ("pacts", [{"parties": [0], "terms": {"type": "no_aggression"}}] * 1000, "pacts"),
-        ("players.0.talk", {"announce": "loud"}, "announce"), ("players.0.talk", {"bias": 2}, "bias"),
+        ("players.0.talk", {"announce": "loud"}, "announce"),
+        ("players.0.talk", {"bias": 2}, "bias"),
         ("players.0.talk", {"pledge": {"turn": 0, "maxHarvest": 1}}, "turn"),
         ("players.0.talk", {"pledge": {"turn": BIG, "maxHarvest": 1}}, "turn"),
         ("players.0.talk", {"pledge": {"turn": 2, "maxHarvest": 0}}, "maxHarvest"),
         ("players.0.talk", {"propose": {"turn": 2, "parties": [7], "terms": {"type": "no_aggression"}}}, "parties"),
         ("players.0.talk", {"propose": {"turn": 2**40, "parties": [1], "terms": {"type": "no_aggression"}}}, "turn"),
-        ("players.0.talk", {"accept": "maybe"}, "accept"), ("players.0.talk", {"acceptMinCap": NAN}, "acceptMinCap"),
-        ("unknownKey", 1, "unknownKey"), ("model", "x", "model"),
+        ("players.0.talk", {"accept": "maybe"}, "accept"),
+        ("players.0.talk", {"acceptMinCap": NAN}, "acceptMinCap"),
+        ("unknownKey", 1, "unknownKey"),
+        ("model", "x", "model"),
     ]:
         out.append((f"{path}={str(v)[:40]}", _set(LOGISTIC, path, v), needle))
     perts = [
-        (_spec("meteor", {}), "type"), ({"id": "x", "type": "regen_shock", "payload": {"factor": 0.5}}, "trigger"),
+        (_spec("meteor", {}), "type"),
+        ({"id": "x", "type": "regen_shock", "payload": {"factor": 0.5}}, "trigger"),
         (_spec("regen_shock", {"factor": 0.5}, {"kind": "turn", "turn": 0}), "turn"),
         (_spec("regen_shock", {"factor": 0.5}, {"kind": "turn", "turn": BIG}), "turn"),
         (_spec("regen_shock", {"factor": 0.5}, {"kind": "turn", "turn": 1e9}), "turn"),
-        (_spec("regen_shock", {"factor": 0.5}, {"kind": "threshold", "variable": "x", "op": "<", "value": 1}),
-         "variable"),
-        (_spec("regen_shock", {"factor": 0.5},
-               {"kind": "threshold", "variable": "commonsStock", "op": "==", "value": 1}), "op"),
-        (_spec("regen_shock", {"factor": 0.5},
-               {"kind": "threshold", "variable": "commonsStock", "op": "<", "value": NAN}), "value"),
-        (_spec("regen_shock", {"factor": -1}), "factor"), (_spec("regen_shock", {"factor": 1e39}), "factor"),
-        (_spec("regen_set", {"value": INF}), "value"), (_spec("commons_shock", {"amount": 1e300}), "amount"),
+        (
+            _spec("regen_shock", {"factor": 0.5}, {"kind": "threshold", "variable": "x", "op": "<", "value": 1}),
+            "variable",
+        ),
+        (
+            _spec(
+                "regen_shock",
+                {"factor": 0.5},
+                {"kind": "threshold", "variable": "commonsStock", "op": "==", "value": 1},
+            ),
+            "op",
+        ),
+        (
+            _spec(
+                "regen_shock",
+                {"factor": 0.5},
+                {"kind": "threshold", "variable": "commonsStock", "op": "<", "value": NAN},
+            ),
+            "value",
+        ),
+        (_spec("regen_shock", {"factor": -1}), "factor"),
+        (_spec("regen_shock", {"factor": 1e39}), "factor"),
+        (_spec("regen_set", {"value": INF}), "value"),
+        (_spec("commons_shock", {"amount": 1e300}), "amount"),
         (_spec("capacity_shock", {"factor": NAN}), "factor"),
-        ({"id": "s", "type": "sanction_graduated", "trigger": {"kind": "pact_violation"},
-          "payload": {"ladder": []}}, "ladder"),
-        ({"id": "s", "type": "sanction_graduated", "trigger": {"kind": "pact_violation"},
-          "payload": {"ladder": [NAN]}}, "ladder"),
-        ({"id": "s", "type": "sanction_graduated", "trigger": {"kind": "pact_violation"},
-          "payload": {"ladder": [-1]}}, "ladder"),
-        ({"id": "s", "type": "sanction_graduated", "trigger": {"kind": "pact_violation"},
-          "payload": {"ladder": [1.0] * 100000}}, "ladder"),
+        (
+            {"id": "s", "type": "sanction_graduated", "trigger": {"kind": "pact_violation"}, "payload": {"ladder": []}},
+            "ladder",
+        ),
+        (
+            {
+                "id": "s",
+                "type": "sanction_graduated",
+                "trigger": {"kind": "pact_violation"},
+                "payload": {"ladder": [NAN]},
+            },
+            "ladder",
+        ),
+        (
+            {
+                "id": "s",
+                "type": "sanction_graduated",
+                "trigger": {"kind": "pact_violation"},
+                "payload": {"ladder": [-1]},
+            },
+            "ladder",
+        ),
+        (
+            {
+                "id": "s",
+                "type": "sanction_graduated",
+                "trigger": {"kind": "pact_violation"},
+                "payload": {"ladder": [1.0] * 100000},
+            },
+            "ladder",
+        ),
         ({"id": "s", "type": "sanction", "trigger": {"kind": "pact_violation"}, "payload": {"amount": -1}}, "amount"),
-        ({"id": "s", "type": "sanction", "trigger": {"kind": "pact_violation", "termType": "x"},
-          "payload": {"amount": 1}}, "termType"),
+        (
+            {
+                "id": "s",
+                "type": "sanction",
+                "trigger": {"kind": "pact_violation", "termType": "x"},
+                "payload": {"amount": 1},
+            },
+            "termType",
+        ),
         (_spec("wealth_shock", {"factor": 0.5, "amount": 1}), "payload"),
         (_spec("wealth_shock", {"factor": 0.5, "player": 9}), "player"),
         (_spec("wealth_shock", {"amount": 1, "player": "zed"}), "player"),
         (_spec("strategy_override", {"player": 0, "strategy": "greedy"}), "strategy"),
         (_spec("observability_flip", {"variable": "x"}), "variable"),
         (_spec("observability_flip", {"variable": "capitalStock"}), "variable"),
-        (_spec("threshold_shift", {}), "payload"), (_spec("threshold_shift", {"value": -5}), "value"),
+        (_spec("threshold_shift", {}), "payload"),
+        (_spec("threshold_shift", {"value": -5}), "value"),
         ("not a spec", "perturbations[0]"),
     ]
     for spec, needle in perts:
         out.append((f"perturbations=[{str(spec)[:50]}]", _set(LOGISTIC, "perturbations", [spec]), needle))
-    out.append(("perturbations: duplicate ids",
-                _set(LOGISTIC, "perturbations", [_spec("regen_shock", {"factor": 0.5})] * 2), "id"))
-    out.append(("perturbations: 1000 specs",
-                _set(LOGISTIC, "perturbations",
-                     [_spec("regen_shock", {"factor": 0.5}, id_=f"s{i}") for i in range(1000)]),
-                "perturbations"))
+    out.append(
+        (
+            "perturbations: duplicate ids",
+            _set(LOGISTIC, "perturbations", [_spec("regen_shock", {"factor": 0.5})] * 2),
+            "id",
+        )
+    )
+    out.append(
+        (
+            "perturbations: 1000 specs",
+            _set(LOGISTIC, "perturbations", [_spec("regen_shock", {"factor": 0.5}, id_=f"s{i}") for i in range(1000)]),
+            "perturbations",
+        )
+    )
     for path, v, needle in [
-        ("model.seneca.adaptive", True, "solver"), ("model.seneca.k1", NAN, "k1"), ("model.seneca.k1", 1e39, "k1"),
-        ("model.seneca.dt", 0, "dt"), ("model.seneca.dt", -1, "dt"), ("model.seneca.dt", INF, "dt"),
-        ("model.seneca.substeps", 0, "substeps"), ("model.seneca.substeps", 10**6, "substeps"),
-        ("model.seneca.solver", "rk4", "solver"), ("model.seneca.maxSteps", 0, "maxSteps"),
-        ("model.seneca.rtol", 0, "rtol"), ("model.seneca.collapseFraction", 1.0, "collapseFraction"),
-        ("model.seneca.integrator", "magic", "integrator"), ("model.useHiddenReserve", True, "useHiddenReserve"),
+        ("model.seneca.adaptive", True, "solver"),
+        ("model.seneca.k1", NAN, "k1"),
+        ("model.seneca.k1", 1e39, "k1"),
+        ("model.seneca.dt", 0, "dt"),
+        ("model.seneca.dt", -1, "dt"),
+        ("model.seneca.dt", INF, "dt"),
+        ("model.seneca.substeps", 0, "substeps"),
+        ("model.seneca.substeps", 10**6, "substeps"),
+        ("model.seneca.solver", "rk4", "solver"),
+        ("model.seneca.maxSteps", 0, "maxSteps"),
+        ("model.seneca.rtol", 0, "rtol"),
+        ("model.seneca.collapseFraction", 1.0, "collapseFraction"),
+        ("model.seneca.integrator", "magic", "integrator"),
+        ("model.useHiddenReserve", True, "useHiddenReserve"),
         ("model.collapseDie", {"sides": 6, "successThreshold": 4}, "collapseDie"),
         ("perturbations", [_spec("capacity_shock", {"factor": 0.5})], "type"),
     ]:
         out.append((f"seneca {path}={str(v)[:30]}", _set(SENECA, path, v), needle))
-    out += [("config is a list", [], "ArenaConfig"), ("config is a number", 5, "ArenaConfig"),
-            ("config is garbage JSON", "{not json", "json"),
-            ("config is a missing path", "/no/such/file.json", "config")]
+    out += [
+        ("config is a list", [], "ArenaConfig"),
+        ("config is a number", 5, "ArenaConfig"),
+        ("config is garbage JSON", "{not json", "json"),
+        ("config is a missing path", "/no/such/file.json", "config"),
+    ]
     return out
 
 
 def run_cases() -> list[tuple[str, dict, str]]:
     """(label, simulate keyword arguments, needle)."""
-    return [(f"{k}={v!r}", {k: v}, k.split("_")[0] if k == "n_arenas" else k) for k, v in [
-        ("n_arenas", 0), ("n_arenas", -1), ("n_arenas", 1.5), ("n_arenas", True), ("n_arenas", 10**12),
-        ("seed", -1), ("seed", 2**32), ("seed", 1.5), ("turns", 0), ("turns", BIG), ("turns", 10**9),
-        ("arena_offset", -1), ("arena_offset", 1.5), ("arena_offset", 2**32), ("chunk_turns", 0), ("max_batch", 0),
-        ("generator", "xorshift"), ("history_every", 0), ("history_every", 1.5)]] + [
+    return [
+        (f"{k}={v!r}", {k: v}, k.split("_")[0] if k == "n_arenas" else k)
+        for k, v in [
+            ("n_arenas", 0),
+            ("n_arenas", -1),
+            ("n_arenas", 1.5),
+            ("n_arenas", True),
+            ("n_arenas", 10**12),
+            ("seed", -1),
+            ("seed", 2**32),
+            ("seed", 1.5),
+            ("turns", 0),
+            ("turns", BIG),
+            ("turns", 10**9),
+            ("arena_offset", -1),
+            ("arena_offset", 1.5),
+            ("arena_offset", 2**32),
+            ("chunk_turns", 0),
+            ("max_batch", 0),
+            ("generator", "xorshift"),
+            ("history_every", 0),
+            ("history_every", 1.5),
+        ]
+    ] + [
         ("arena_offset=2**32-1, n_arenas=2", {"arena_offset": 2**32 - 1, "n_arenas": 2}, "arena_offset"),
         ("n_arenas=4e8 with history", {"n_arenas": 400_000_000, "turns": 8}, "n_arenas"),
         ("turns=1e6 x 1e5 arenas with history", {"n_arenas": 100_000, "turns": 1_000_000}, "turns"),
@@ -212,8 +335,11 @@ def policy_cases() -> list[tuple[str, object, str]]:
         ("complex harvest", lambda: _policy(lambda o, m, k: (1j, m)), "strategy"),
         ("unknown observation", lambda: _policy(lambda o, m, k: (o["fish"], m)), "strategy"),
         ("raises in Python", lambda: _policy(lambda o, m, k: (1 / 0, m)), "strategy"),
-        ("Python branch on a tracer", lambda: _policy(lambda o, m, k: (1.0 if o["myCapacity"] > 1 else 0.0, m)),
-         "strategy"),
+        (
+            "Python branch on a tracer",
+            lambda: _policy(lambda o, m, k: (1.0 if o["myCapacity"] > 1 else 0.0, m)),
+            "strategy",
+        ),
         ("memory_size=-1", lambda: _policy(lambda o, m, k: (1.0, m), memory_size=-1), "memory_size"),
         ("memory_size=1.5", lambda: _policy(lambda o, m, k: (1.0, m), memory_size=1.5), "memory_size"),
         ("memory_size=10**9", lambda: _policy(lambda o, m, k: (1.0, m), memory_size=10**9), "memory_size"),
@@ -228,14 +354,22 @@ def policy_cases() -> list[tuple[str, object, str]]:
 
 
 CLI_CASES = [  # (label, args, expect "clean" = exit 2 with a message naming the needle)
-    ("--arenas 0", ["--arenas", "0"], "n_arenas"), ("--arenas -5", ["--arenas", "-5"], "n_arenas"),
-    ("--arenas abc", ["--arenas", "abc"], "arenas"), ("--arenas 1e12", ["--arenas", "1e12"], "arenas"),
-    ("--arenas 10**12", ["--arenas", str(10**12)], "n_arenas"), ("--seed -1", ["--seed", "-1"], "seed"),
-    ("--seed 2**32", ["--seed", str(2**32)], "seed"), ("--turns 0", ["--turns", "0"], "turns"),
-    ("--turns 2**31", ["--turns", str(BIG)], "turns"), ("--generator x", ["--generator", "x"], "generator"),
-    ("missing config", ["/no/such.json"], "config"), ("config is a directory", ["{tmp}"], "config"),
-    ("config not JSON", ["{tmp}/garbage.json"], "json"), ("config binary", ["{tmp}/binary.json"], "utf-8"),
-    ("config a JSON list", ["{tmp}/list.json"], "config"), ("config bad field", ["{tmp}/bad.json"], "regenRate"),
+    ("--arenas 0", ["--arenas", "0"], "n_arenas"),
+    ("--arenas -5", ["--arenas", "-5"], "n_arenas"),
+    ("--arenas abc", ["--arenas", "abc"], "arenas"),
+    ("--arenas 1e12", ["--arenas", "1e12"], "arenas"),
+    ("--arenas 10**12", ["--arenas", str(10**12)], "n_arenas"),
+    ("--seed -1", ["--seed", "-1"], "seed"),
+    ("--seed 2**32", ["--seed", str(2**32)], "seed"),
+    ("--turns 0", ["--turns", "0"], "turns"),
+    ("--turns 2**31", ["--turns", str(BIG)], "turns"),
+    ("--generator x", ["--generator", "x"], "generator"),
+    ("missing config", ["/no/such.json"], "config"),
+    ("config is a directory", ["{tmp}"], "config"),
+    ("config not JSON", ["{tmp}/garbage.json"], "json"),
+    ("config binary", ["{tmp}/binary.json"], "utf-8"),
+    ("config a JSON list", ["{tmp}/list.json"], "config"),
+    ("config bad field", ["{tmp}/bad.json"], "regenRate"),
     ("config empty file", ["{tmp}/empty.json"], "json"),
     ("--out is a file", ["--out", "{tmp}/garbage.json", "-n", "2"], "--out"),
     ("--out unwritable", ["--out", "/proc/bdpd_out", "-n", "2"], "--out"),
@@ -328,8 +462,14 @@ CLI_DEFAULT = ("--arenas 0", "config bad field", "config markup in message")
 def test_a_bad_cli_argument_exits_2_naming_it(case, cli_files) -> None:
     _, args, needle = case
     args = [a.replace("{tmp}", str(cli_files)) for a in args]
-    p = subprocess.run([sys.executable, "-m", "bdpd_jax.cli", "run", *args], capture_output=True, text=True,
-                       timeout=300, cwd=ROOT, env={**os.environ, "COLUMNS": "200"})
+    p = subprocess.run(
+        [sys.executable, "-m", "bdpd_jax.cli", "run", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        env={**os.environ, "COLUMNS": "200"},
+    )
     err = p.stderr + p.stdout
     assert "Traceback" not in err and p.returncode == 2, err[-500:]
     assert needle.lower() in err.lower(), err[-500:]

@@ -29,9 +29,12 @@ def test_several_runs_in_one_program_equal_each_run_alone() -> None:
     assert lab.TRACES["run"] - before <= 1  # one program (none when already compiled)
     for k, run in enumerate(runs):
         alone = lab.rollout(run, 3, seed=7, arena_offset=3 * k, history=True)
-        for a, b in ((both.state.wealth, alone.state.wealth), (both.state.turn, alone.state.turn),
-                     (both.records.stock, alone.records.stock)):
-            np.testing.assert_array_equal(np.asarray(a)[..., 3 * k:3 * k + 3], np.asarray(b))
+        for a, b in (
+            (both.state.wealth, alone.state.wealth),
+            (both.state.turn, alone.state.turn),
+            (both.records.stock, alone.records.stock),
+        ):
+            np.testing.assert_array_equal(np.asarray(a)[..., 3 * k : 3 * k + 3], np.asarray(b))
 
 
 def test_rollout_matches_simulate() -> None:

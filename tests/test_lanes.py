@@ -33,11 +33,14 @@ def _run(governed: bool, b: int, history: bool, every: int, stop: bool, lanes: i
     return fn(keys, init_batch(game, pb), pb)
 
 
-@pytest.mark.parametrize("governed,b,history,every,stop", [
-    (False, 7, True, 1, False),
-    (False, 7, False, 1, True),
-    (True, 5, True, 3, False),
-])
+@pytest.mark.parametrize(
+    "governed,b,history,every,stop",
+    [
+        (False, 7, True, 1, False),
+        (False, 7, False, 1, True),
+        (True, 5, True, 3, False),
+    ],
+)
 def test_lanes_give_the_one_lane_numbers(governed, b, history, every, stop):
     one = _run(governed, b, history, every, stop, 1)
     lanes = 2 if governed else 3  # 5 arenas in 2 lanes, 7 in 3: unequal slices

@@ -43,8 +43,15 @@ def linked_tree(dest: Path) -> Path:
 def run_mypy(tmp: Path) -> tuple[int, str]:
     """mypy over bdpd_jax and its kernels (the linked tree under ``tmp``): (exit code, findings)."""
     linked_tree(tmp)
-    proc = _run("mypy", "--config-file", str(ROOT / "pyproject.toml"), "--cache-dir", str(ROOT / ".mypy_cache"),
-                "bdpd_jax", cwd=tmp)
+    proc = _run(
+        "mypy",
+        "--config-file",
+        str(ROOT / "pyproject.toml"),
+        "--cache-dir",
+        str(ROOT / ".mypy_cache"),
+        "bdpd_jax",
+        cwd=tmp,
+    )
     out = proc.stdout.replace("bdpd_jax/kernels/", "kernels/")
     return proc.returncode, f"exit {proc.returncode}\n{out}\n{proc.stderr}".strip()
 
@@ -54,8 +61,9 @@ def test_ruff_check_reports_nothing() -> None:
     assert proc.returncode == 0, _report(proc)
 
 
-@pytest.mark.skipif(os.environ.get("BDPD_CHECK_FORMAT") != "1",
-                    reason="until the one-time format commit: BDPD_CHECK_FORMAT=1 runs it")
+@pytest.mark.skipif(
+    os.environ.get("BDPD_CHECK_FORMAT") != "1", reason="until the one-time format commit: BDPD_CHECK_FORMAT=1 runs it"
+)
 def test_ruff_format_check_reports_nothing() -> None:
     proc = _run("ruff", "format", "--check", "--no-cache", ".")
     assert proc.returncode == 0, _report(proc)

@@ -11,8 +11,11 @@ import bdpd_jax as bj
 
 SEN = {
     "model": {"engineMode": "seneca", "maxTurns": 240, "seneca": {"harvestScale": 2e-4}},
-    "observability": {"commonsStock": {"visible": True}, "capitalStock": {"visible": True},
-                      "pollutionLevel": {"visible": True, "noise": 0.1}},
+    "observability": {
+        "commonsStock": {"visible": True},
+        "capitalStock": {"visible": True},
+        "pollutionLevel": {"visible": True, "noise": 0.1},
+    },
     "players": [{"strategy": s} for s in ("rcp", "conservative", "aggressive", "random")],
 }
 
@@ -34,8 +37,9 @@ def test_history_every_keeps_every_kth_turn(whole):
     assert (thin.turns.turn % 8 == 0).all()
     want = whole.turns[whole.turns.turn % 8 == 0].reset_index(drop=True)
     pd.testing.assert_frame_equal(want, thin.turns)
-    pd.testing.assert_frame_equal(whole.summary.drop(columns=["ex_post_over_usage"]),
-                                  thin.summary.drop(columns=["ex_post_over_usage"]))
+    pd.testing.assert_frame_equal(
+        whole.summary.drop(columns=["ex_post_over_usage"]), thin.summary.drop(columns=["ex_post_over_usage"])
+    )
     with pytest.raises(ValueError, match="history_every"):
         bj.simulate(SEN, history_every=0)
 
@@ -50,8 +54,11 @@ def test_out_streams_parquet_parts(whole, tmp_path):
     pd.testing.assert_frame_equal(whole.turns, back.turns)
     # the ex-post over-usage needs every turn in memory (bdpd_jax/results/govsim.py); the catches are tallied
     gov = ["ex_post_over_usage"]
-    pd.testing.assert_frame_equal(whole.summary.drop(columns=gov, errors="ignore"),
-                                  back.summary.drop(columns=gov, errors="ignore"), check_dtype=False)
+    pd.testing.assert_frame_equal(
+        whole.summary.drop(columns=gov, errors="ignore"),
+        back.summary.drop(columns=gov, errors="ignore"),
+        check_dtype=False,
+    )
 
 
 @pytest.mark.heavy

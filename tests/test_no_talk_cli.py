@@ -18,7 +18,8 @@ def test_run_no_talk_drops_scripted_talk(tmp_path):
     cfg["players"] = [
         {"strategy": "aggressive", "talk": {"announce": "honest", "pledge": {"turn": 1, "maxHarvest": 0.5}}},
         {"strategy": "conservative", "talk": {"announce": "biased"}},
-        {"strategy": "aggressive"}, {"strategy": "random"},
+        {"strategy": "aggressive"},
+        {"strategy": "random"},
     ]
     cfg["pacts"] = [{"parties": [2, 3], "terms": {"type": "harvest_cap", "maxHarvest": 0.5}}]
     path = tmp_path / "cfg.json"

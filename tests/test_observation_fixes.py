@@ -37,5 +37,5 @@ def test_sign_with_noise_is_zero_on_turn_one():
 
 def test_others_harvest_is_null_on_turn_one():
     seen = _arena(0.0, [1.0] * 4).agents[1].seen
-    assert seen[0]["othersHarvest"] == {"i": None}                   # no harvest yet: null, not 0
-    assert seen[1]["othersHarvest"]["i"] == 0.0                      # idle harvested 0 on turn 1: 0, not null
+    assert seen[0]["othersHarvest"] == {"i": None}  # no harvest yet: null, not 0
+    assert seen[1]["othersHarvest"]["i"] == 0.0  # idle harvested 0 on turn 1: 0, not null

@@ -30,13 +30,26 @@ PLAYERS = [
 
 
 def config(specs, **model):
-    m = {"maxPlayers": 4, "minPlayers": 2, "maxTurns": 20, "commonsInitial": 120, "commonsCapacity": 150,
-         "regenRate": 0.12, "threshold": 10, "hiddenReserveInitial": 20, **model}
+    m = {
+        "maxPlayers": 4,
+        "minPlayers": 2,
+        "maxTurns": 20,
+        "commonsInitial": 120,
+        "commonsCapacity": 150,
+        "regenRate": 0.12,
+        "threshold": 10,
+        "hiddenReserveInitial": 20,
+        **model,
+    }
     return {
         "model": m,
-        "observability": {"commonsStock": {"visible": True, "noise": 0.05}, "commonsRatio": {"visible": False},
-                          "regenRate": {"visible": True}, "othersWealth": {"visible": True, "noise": 0.1},
-                          "othersHarvest": {"visible": True}},
+        "observability": {
+            "commonsStock": {"visible": True, "noise": 0.05},
+            "commonsRatio": {"visible": False},
+            "regenRate": {"visible": True},
+            "othersWealth": {"visible": True, "noise": 0.1},
+            "othersHarvest": {"visible": True},
+        },
         "players": copy.deepcopy(PLAYERS),
         "perturbations": specs,
     }
@@ -49,22 +62,40 @@ def spec(id_, type_, payload, turn=3, trigger=None):
 CASES = {
     "regen_shock": [spec("a", "regen_shock", {"factor": 0.3})],
     "regen_set": [spec("a", "regen_set", {"value": 0.4}, turn=2)],
-    "commons_shock": [spec("a", "commons_shock", {"amount": -40.0}),
-                      spec("b", "commons_shock", {"amount": 25.0}, turn=6)],
+    "commons_shock": [
+        spec("a", "commons_shock", {"amount": -40.0}),
+        spec("b", "commons_shock", {"amount": 25.0}, turn=6),
+    ],
     "capacity_shock": [spec("a", "capacity_shock", {"factor": 0.6})],
-    "wealth_shock": [spec("a", "wealth_shock", {"factor": 0.5, "player": 2}),
-                     spec("b", "wealth_shock", {"amount": -8.0}, turn=5)],
+    "wealth_shock": [
+        spec("a", "wealth_shock", {"factor": 0.5, "player": 2}),
+        spec("b", "wealth_shock", {"amount": -8.0}, turn=5),
+    ],
     "strategy_override": [spec("a", "strategy_override", {"player": 0, "strategy": "aggressive"}, turn=4)],
-    "observability_flip": [spec("a", "observability_flip", {"variable": "commonsStock"}),
-                           spec("b", "observability_flip", {"variable": "commonsRatio", "visible": True}, turn=5)],
+    "observability_flip": [
+        spec("a", "observability_flip", {"variable": "commonsStock"}),
+        spec("b", "observability_flip", {"variable": "commonsRatio", "visible": True}, turn=5),
+    ],
     "threshold_shift": [spec("a", "threshold_shift", {"delta": 40.0}, turn=4)],
     "threshold_triggers": [
-        spec("g", "wealth_shock", {"amount": 3.0, "player": 3},
-             trigger={"kind": "threshold", "variable": "giniWealth", "op": "<", "value": 0.3}),
-        spec("s", "regen_shock", {"factor": 0.5},
-             trigger={"kind": "threshold", "variable": "commonsStock", "op": "<", "value": 110}),
-        spec("h", "commons_shock", {"amount": -5.0},
-             trigger={"kind": "threshold", "variable": "totalHarvest", "op": ">=", "value": 5.0}),
+        spec(
+            "g",
+            "wealth_shock",
+            {"amount": 3.0, "player": 3},
+            trigger={"kind": "threshold", "variable": "giniWealth", "op": "<", "value": 0.3},
+        ),
+        spec(
+            "s",
+            "regen_shock",
+            {"factor": 0.5},
+            trigger={"kind": "threshold", "variable": "commonsStock", "op": "<", "value": 110},
+        ),
+        spec(
+            "h",
+            "commons_shock",
+            {"amount": -5.0},
+            trigger={"kind": "threshold", "variable": "totalHarvest", "op": ">=", "value": 5.0},
+        ),
     ],
 }
 
@@ -100,11 +131,13 @@ def play_with_reference(cfg_dict, seed=3, turns=20, rtol=1e-9):
             assert not bool(rec.played)
             continue
         for name in ("stock", "regen", "reserve_drawn"):
-            np.testing.assert_allclose(float(getattr(rec, name)), out[name], rtol=rtol, atol=1e-9,
-                                       err_msg=f"{name} t={t}")
+            np.testing.assert_allclose(
+                float(getattr(rec, name)), out[name], rtol=rtol, atol=1e-9, err_msg=f"{name} t={t}"
+            )
         for name in ("actual", "wealth"):
-            np.testing.assert_allclose(np.asarray(getattr(rec, name)), out[name], rtol=rtol, atol=1e-9,
-                                       err_msg=f"{name} t={t}")
+            np.testing.assert_allclose(
+                np.asarray(getattr(rec, name)), out[name], rtol=rtol, atol=1e-9, err_msg=f"{name} t={t}"
+            )
         assert bool(rec.collapsed) == out["collapsed"], t
     assert fired == [(t, i) for t, i, _ in ref.log]
     return ref
@@ -134,9 +167,20 @@ def test_turn_trigger_fires_exactly_once():
 
 def test_threshold_trigger_fires_first_turn_it_holds_and_never_again():
     lvl = 100.0
-    r = _sim([spec("low", "wealth_shock", {"amount": 1.0},
-                   trigger={"kind": "threshold", "variable": "commonsStock", "op": "<", "value": lvl})],
-             threshold=0, maxTurns=40, commonsInitial=150, regenRate=0.02)
+    r = _sim(
+        [
+            spec(
+                "low",
+                "wealth_shock",
+                {"amount": 1.0},
+                trigger={"kind": "threshold", "variable": "commonsStock", "op": "<", "value": lvl},
+            )
+        ],
+        threshold=0,
+        maxTurns=40,
+        commonsInitial=150,
+        regenRate=0.02,
+    )
     p, turns = r.perturbations, r.turns
     assert len(p) > 0 and p.groupby("arena").size().max() == 1
     for a, row in p.set_index("arena").iterrows():
@@ -183,27 +227,43 @@ def test_manual_trigger_never_fires_by_itself():
     assert len(r.perturbations) == 0
 
 
-@pytest.mark.parametrize("bad,match", [
-    (spec("k", "capacity_shock", {"factor": 0.5}), "does not have"),
-    (spec("t", "threshold_shift", {"delta": 1.0}), "does not have"),
-    (spec("r", "regen_shock", {"factor": 0.5}), "does not have"),
-])
+@pytest.mark.parametrize(
+    "bad,match",
+    [
+        (spec("k", "capacity_shock", {"factor": 0.5}), "does not have"),
+        (spec("t", "threshold_shift", {"delta": 1.0}), "does not have"),
+        (spec("r", "regen_shock", {"factor": 0.5}), "does not have"),
+    ],
+)
 def test_rejects_types_the_engine_lacks(bad, match):
-    cfg = {"model": {"engineMode": "seneca", "maxPlayers": 4, "minPlayers": 2},
-           "players": [{"strategy": "conservative"}] * 2, "perturbations": [bad]}
+    cfg = {
+        "model": {"engineMode": "seneca", "maxPlayers": 4, "minPlayers": 2},
+        "players": [{"strategy": "conservative"}] * 2,
+        "perturbations": [bad],
+    }
     with pytest.raises(ValueError, match=match):
         ArenaConfig.model_validate(cfg)
 
 
-@pytest.mark.parametrize("bad,match", [
-    (spec("w", "wealth_shock", {"factor": 0.5, "player": 9}), "player"),
-    (spec("o", "strategy_override", {"player": 0, "strategy": "nope"}), "strategy"),
-    (spec("f", "observability_flip", {"variable": "capitalStock"}), "not produced"),
-    (spec("x", "threshold_shift", {}), "exactly one"),
-    (spec("y", "regen_shock", {"factor": 0.5}, trigger={"kind": "threshold", "variable": "capitalStock",
-                                                       "op": "<", "value": 1}), "not produced"),
-    (spec("z", "regen_shock", {"factor": 0.5}, trigger={"kind": "sometimes"}), "trigger"),
-])
+@pytest.mark.parametrize(
+    "bad,match",
+    [
+        (spec("w", "wealth_shock", {"factor": 0.5, "player": 9}), "player"),
+        (spec("o", "strategy_override", {"player": 0, "strategy": "nope"}), "strategy"),
+        (spec("f", "observability_flip", {"variable": "capitalStock"}), "not produced"),
+        (spec("x", "threshold_shift", {}), "exactly one"),
+        (
+            spec(
+                "y",
+                "regen_shock",
+                {"factor": 0.5},
+                trigger={"kind": "threshold", "variable": "capitalStock", "op": "<", "value": 1},
+            ),
+            "not produced",
+        ),
+        (spec("z", "regen_shock", {"factor": 0.5}, trigger={"kind": "sometimes"}), "trigger"),
+    ],
+)
 def test_rejects_bad_specs_naming_the_field(bad, match):
     with pytest.raises(ValueError, match=match):
         ArenaConfig.model_validate(config([bad]))
@@ -215,7 +275,8 @@ def test_frame_round_trips_parquet(tmp_path):
     r = _sim([spec("d", "regen_shock", {"factor": 0.5})], n=2)
     back = Results.from_parquet(r.to_parquet(tmp_path / "run"))
     assert back.perturbations[["arena", "turn", "id", "type", "target"]].equals(
-        r.perturbations[["arena", "turn", "id", "type", "target"]])
+        r.perturbations[["arena", "turn", "id", "type", "target"]]
+    )
 
 
 def test_size_by_timing_sweep_compiles_once():
@@ -234,8 +295,13 @@ def test_size_by_timing_sweep_compiles_once():
     sizes, times = np.meshgrid([0.2, 0.6, 1.0], [2, 5, 9])
     pb = broadcast_batch(params, 9)
     pp = pb.extra["perturb"]
-    pp = type(pp)(**{**pp.__dict__, "value": jnp.asarray(sizes.reshape(1, -1), pp.value.dtype),
-                     "turn": jnp.asarray(times.reshape(1, -1), jnp.int32)})
+    pp = type(pp)(
+        **{
+            **pp.__dict__,
+            "value": jnp.asarray(sizes.reshape(1, -1), pp.value.dtype),
+            "turn": jnp.asarray(times.reshape(1, -1), jnp.int32),
+        }
+    )
     import dataclasses
 
     pb = dataclasses.replace(pb, extra={**pb.extra, "perturb": pp})
@@ -262,11 +328,15 @@ def test_perturbable_game_without_specs_accepts_owner_firings():
 
 
 def test_engine_agnostic_types_run_on_seneca():
-    cfg = {"model": {"engineMode": "seneca", "maxPlayers": 4, "minPlayers": 2, "maxTurns": 10, "commonsInitial": 1000},
-           "players": [{"strategy": "conservative"}, {"strategy": "random"}],
-           "perturbations": [spec("w", "wealth_shock", {"factor": 0.0, "player": 1}, turn=3),
-                             spec("o", "strategy_override", {"player": 0, "strategy": "idle"}, turn=4),
-                             spec("c", "commons_shock", {"amount": -0.1}, turn=5)]}
+    cfg = {
+        "model": {"engineMode": "seneca", "maxPlayers": 4, "minPlayers": 2, "maxTurns": 10, "commonsInitial": 1000},
+        "players": [{"strategy": "conservative"}, {"strategy": "random"}],
+        "perturbations": [
+            spec("w", "wealth_shock", {"factor": 0.0, "player": 1}, turn=3),
+            spec("o", "strategy_override", {"player": 0, "strategy": "idle"}, turn=4),
+            spec("c", "commons_shock", {"amount": -0.1}, turn=5),
+        ],
+    }
     r = simulate(cfg, n_arenas=2, seed=0)
     assert sorted(r.perturbations["id"].unique()) == ["c", "o", "w"]
     pl = r.players

@@ -23,8 +23,9 @@ from bdpd_jax.kernels import plugins as K
 from bdpd_jax.kernels import voluntary_sanction as V
 
 N = 4
-RULES = st.sampled_from(["never", "always", "reciprocal"]) | st.tuples(st.just("if_richer_than"),
-                                                                      st.floats(0, 30, allow_subnormal=False))
+RULES = st.sampled_from(["never", "always", "reciprocal"]) | st.tuples(
+    st.just("if_richer_than"), st.floats(0, 30, allow_subnormal=False)
+)
 MONEY = st.floats(0, 30, allow_subnormal=False)
 
 
@@ -32,8 +33,17 @@ MONEY = st.floats(0, 30, allow_subnormal=False)
 def _turn(wealth, violated, over, against, before, rule, thr, cost, fine):
     pp = V.VoluntaryParams(cost=cost, fine=fine, rule=rule, threshold=thr)
     game = type("G", (), {"n_players": N})()
-    view = K.PluginView(turn=jnp.int32(1), stock=jnp.zeros(()), regen=jnp.zeros(()), actual=jnp.zeros(N), over=over,
-                        violated=violated, against=against, wealth=wealth, metrics={})
+    view = K.PluginView(
+        turn=jnp.int32(1),
+        stock=jnp.zeros(()),
+        regen=jnp.zeros(()),
+        actual=jnp.zeros(N),
+        over=over,
+        violated=violated,
+        against=against,
+        wealth=wealth,
+        metrics={},
+    )
     eff, mem = V.act(game, view, pp, {"fined": before, "intent": jnp.zeros_like(before)})
     after = mem["fined"]
     w, paid = K.take(wealth, jnp.sum(eff.costs, axis=1))
@@ -42,23 +52,35 @@ def _turn(wealth, violated, over, against, before, rule, thr, cost, fine):
 
 
 @settings(max_examples=60, deadline=None)
-@given(wealth=st.lists(MONEY, min_size=N, max_size=N), violated=st.lists(st.booleans(), min_size=N, max_size=N),
-       over=st.lists(st.booleans(), min_size=N, max_size=N),
-       against=st.lists(st.lists(st.booleans(), min_size=N, max_size=N), min_size=N, max_size=N),
-       before=st.lists(st.lists(st.booleans(), min_size=N, max_size=N), min_size=N, max_size=N),
-       rules=st.lists(RULES, min_size=N, max_size=N), cost=st.floats(0, 5, allow_subnormal=False),
-       fine=st.floats(0, 10, allow_subnormal=False))
+@given(
+    wealth=st.lists(MONEY, min_size=N, max_size=N),
+    violated=st.lists(st.booleans(), min_size=N, max_size=N),
+    over=st.lists(st.booleans(), min_size=N, max_size=N),
+    against=st.lists(st.lists(st.booleans(), min_size=N, max_size=N), min_size=N, max_size=N),
+    before=st.lists(st.lists(st.booleans(), min_size=N, max_size=N), min_size=N, max_size=N),
+    rules=st.lists(RULES, min_size=N, max_size=N),
+    cost=st.floats(0, 5, allow_subnormal=False),
+    fine=st.floats(0, 10, allow_subnormal=False),
+)
 def test_voluntary_sanction_matches_reference(wealth, violated, over, against, before, rules, cost, fine):
     against = [[a and i != j for j, a in enumerate(row)] for i, row in enumerate(against)]
     with jax.enable_x64(True):
         code = [V.IF_RICHER if isinstance(r, tuple) else V.RULES.index(r) for r in rules]
         thr = [r[1] if isinstance(r, tuple) else 0.0 for r in rules]
         eff, w, taken, paid, after = _turn(
-            jnp.asarray(wealth, jnp.float64), jnp.asarray(violated), jnp.asarray(over), jnp.asarray(against),
-            jnp.asarray(before), jnp.asarray(code, jnp.int32), jnp.asarray(thr, jnp.float64),
-            jnp.float64(cost), jnp.float64(fine))
+            jnp.asarray(wealth, jnp.float64),
+            jnp.asarray(violated),
+            jnp.asarray(over),
+            jnp.asarray(against),
+            jnp.asarray(before),
+            jnp.asarray(code, jnp.int32),
+            jnp.asarray(thr, jnp.float64),
+            jnp.float64(cost),
+            jnp.float64(fine),
+        )
     imposed, w_ref, taken_ref, paid_ref, after_ref = R.voluntary_sanction(
-        wealth, violated, over, against, before, rules, cost, fine)
+        wealth, violated, over, against, before, rules, cost, fine
+    )
     got = (np.asarray(eff.fines) > 0) | (np.asarray(eff.costs) > 0)
     want = np.asarray(imposed) & ((fine > 0) | (cost > 0))
     np.testing.assert_array_equal(got, want)
@@ -69,8 +91,13 @@ def test_voluntary_sanction_matches_reference(wealth, violated, over, against, b
     assert (np.asarray(w) >= 0).all()
 
 
-VS = {"type": "voluntary_sanction", "id": "vs", "cost": 0.5, "fine": 2.0,
-      "sanctioner": ["always", "never", {"if_richer_than": 20}, "reciprocal"]}
+VS = {
+    "type": "voluntary_sanction",
+    "id": "vs",
+    "cost": 0.5,
+    "fine": 2.0,
+    "sanctioner": ["always", "never", {"if_richer_than": 20}, "reciprocal"],
+}
 
 
 def _cfg(plugins, turns=8):
@@ -99,10 +126,12 @@ def test_a_whole_run_re_derived_from_its_frames():
             pre = [w_prev[i] + actual[i] for i in range(N)]
             over = [a > regen / N + 1e-6 for a in actual]
             imposed, w_ref, taken, paid, before = R.voluntary_sanction(
-                pre, [False] * N, over, [[False] * N] * N, before, rules, 0.5, 2.0)
+                pre, [False] * N, over, [[False] * N] * N, before, rules, 0.5, 2.0
+            )
             rows = s[(s.arena == arena) & (s.turn == turn)]
             assert sorted(zip(rows.payer, rows.player, strict=True)) == sorted(
-                (j, i) for j in range(N) for i in range(N) if imposed[j][i])
+                (j, i) for j in range(N) for i in range(N) if imposed[j][i]
+            )
             np.testing.assert_allclose(g.wealth.to_numpy(float), w_ref, rtol=1e-5, atol=1e-4)
             np.testing.assert_allclose(g.sanction.to_numpy(float), taken, rtol=1e-5, atol=1e-4)
             np.testing.assert_allclose(g.sanction_cost.to_numpy(float), paid, rtol=1e-5, atol=1e-4)
@@ -125,17 +154,22 @@ def test_live_arena_equals_batch_and_logs_the_same_rows():
         p = pl[pl.turn == rec["turn"]].sort_values("player")
         for key in ("wealth", "sanction", "actual"):
             np.testing.assert_array_equal(np.float32([d[key] for d in rec["decisions"]]), p[key].to_numpy())
-        live = sorted((arena.players.index(r["playerId"]), arena.players.index(r["paidBy"]), r["amount"], r["cost"],
-                       r["reason"]) for r in rec["sanctions"] if r["type"] == "voluntary_sanction")
+        live = sorted(
+            (arena.players.index(r["playerId"]), arena.players.index(r["paidBy"]), r["amount"], r["cost"], r["reason"])
+            for r in rec["sanctions"]
+            if r["type"] == "voluntary_sanction"
+        )
         rows = s[(s.turn == rec["turn"]) & (s.type == "voluntary_sanction")]
         assert live == sorted(zip(rows.player, rows.payer, rows.amount, rows.cost, rows.reason, strict=True))
 
 
 def test_config_errors_name_the_field():
-    for plugins, needle in (([{**VS, "cost": -1}], r"plugins\[0\].cost"),
-                            ([{**VS, "sanctioner": ["always"]}], r"plugins\[0\].sanctioner"),
-                            ([{**VS, "type": "nope"}], r"plugins\[0\].type"),
-                            ([VS, VS], r"plugins\[1\].id")):
+    for plugins, needle in (
+        ([{**VS, "cost": -1}], r"plugins\[0\].cost"),
+        ([{**VS, "sanctioner": ["always"]}], r"plugins\[0\].sanctioner"),
+        ([{**VS, "type": "nope"}], r"plugins\[0\].type"),
+        ([VS, VS], r"plugins\[1\].id"),
+    ):
         with pytest.raises(ValueError, match=needle):
             bdpd_jax.config.game.ArenaConfig.model_validate(_cfg(plugins))
 
@@ -163,8 +197,9 @@ class BountySpec(PluginSpec):
 @pytest.fixture(scope="module")
 def bounty():
     if "bounty" not in K.plugin_names():
-        register_plugin("bounty", _bounty_act, BountySpec, init=lambda game, pp: jnp.zeros((), jnp.int32),
-                        reasons=("bounty",))
+        register_plugin(
+            "bounty", _bounty_act, BountySpec, init=lambda game, pp: jnp.zeros((), jnp.int32), reasons=("bounty",)
+        )
 
 
 def test_a_plugin_registered_here_works_end_to_end(bounty):
@@ -182,8 +217,9 @@ def test_a_plugin_registered_here_works_end_to_end(bounty):
     arena.run()
     live = [(r["turn"], r["playerId"], r["paidBy"]) for rec in arena.records for r in rec["sanctions"]]
     rows = s[s.arena == 0]
-    assert sorted(live) == sorted((t, arena.players[i], arena.players[j]) for t, i, j in
-                                  zip(rows.turn, rows.player, rows.payer, strict=True))
+    assert sorted(live) == sorted(
+        (t, arena.players[i], arena.players[j]) for t, i, j in zip(rows.turn, rows.player, rows.payer, strict=True)
+    )
 
 
 def test_live_players_sanction_through_the_tool_under_the_same_rules():
@@ -191,15 +227,18 @@ def test_live_players_sanction_through_the_tool_under_the_same_rules():
     cfg["model"].update(maxPlayers=3, minPlayers=3, maxTurns=3)
     cfg["players"] = [{"strategy": "aggressive", "intensity": 0.5, "name": "a"}, {"strategy": "idle", "name": "i"}]
     cfg["plugins"] = [{"type": "voluntary_sanction", "id": "vs", "cost": 0.5, "fine": 2.0, "sanctioner": "never"}]
-    arena = Arena(cfg, seed=2, no_talk=True)                 # a governance tool, not talk: --no-talk keeps it
-    calls = [{"tool": "sanction", "target": "a", "reason": "greedy"}, {"tool": "sanction", "target": "i"},
-             {"tool": "sanction", "target": "s"}]
+    arena = Arena(cfg, seed=2, no_talk=True)  # a governance tool, not talk: --no-talk keeps it
+    calls = [
+        {"tool": "sanction", "target": "a", "reason": "greedy"},
+        {"tool": "sanction", "target": "i"},
+        {"tool": "sanction", "target": "s"},
+    ]
     arena.join({"agentType": "scripted", "name": "s", "script": [{"harvest": 0.0, "actions": calls}] * 3})
     r1 = arena.tick()
     ok = [t["result"]["ok"] for t in r1["tools"]]
     assert ok == [True, True, False] and "oneself" in r1["tools"][2]["result"]["reason"]
     rows = [(r["playerId"], r["paidBy"], r["amount"], r["cost"], r["reason"]) for r in r1["sanctions"]]
-    assert rows == [("a", "s", 2.0, 0.5, "over_harvest")]     # i harvested nothing: no fine, no cost
+    assert rows == [("a", "s", 2.0, 0.5, "over_harvest")]  # i harvested nothing: no fine, no cost
     d = {x["playerId"]: x for x in r1["decisions"]}
     assert d["s"]["wealth"] == pytest.approx(30.0 - 0.5) and d["a"]["sanction"] == 2.0 and d["i"]["sanction"] == 0.0
     assert r1["metrics"]["sanction_rate"] == pytest.approx(1 / 3)
@@ -211,6 +250,7 @@ def test_live_players_sanction_through_the_tool_under_the_same_rules():
 
 def test_plugin_numbers_sweep_in_one_compile():
     from bdpd_jax.run import simulate as sim
+
     cfg = _cfg([{**VS, "sanctioner": "always"}], turns=6)
     before = sim.TRACES["run"]
     sw = bdpd_jax.sweep(cfg, grid={"plugins[vs].fine": [0.0, 4.0], "plugins[vs].cost": [0.1, 2.0]}, replicates=4)

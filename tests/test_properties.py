@@ -20,27 +20,34 @@ PLAYERS = [
     {"strategy": "adaptive"},
 ]
 
-numbers = st.fixed_dictionaries({
-    "regenRate": st.floats(0.0, 1.0, allow_subnormal=False),
-                                 "commonsCapacity": st.floats(5.0, 300.0, allow_subnormal=False),
-                                 "s0": st.floats(0.0, 1.5, allow_subnormal=False),
-    "threshold": st.floats(0.0, 0.5, allow_subnormal=False), "reserve": st.booleans(),
-                                 "hiddenReserveInitial": st.floats(0.0, 50.0, allow_subnormal=False),
-    "sides": st.integers(1, 10), "succ": st.floats(0, 1, allow_subnormal=False),
-                                 "noise": st.floats(0.0, 1.0, allow_subnormal=False),
-    "intensity": st.floats(0.01, 1.0, allow_subnormal=False),
-                                 "wealth": st.lists(st.floats(0.0, 500.0, allow_subnormal=False), min_size=4,
-                                                    max_size=4),
-    "seed": st.integers(0, 1000),
-})
+numbers = st.fixed_dictionaries(
+    {
+        "regenRate": st.floats(0.0, 1.0, allow_subnormal=False),
+        "commonsCapacity": st.floats(5.0, 300.0, allow_subnormal=False),
+        "s0": st.floats(0.0, 1.5, allow_subnormal=False),
+        "threshold": st.floats(0.0, 0.5, allow_subnormal=False),
+        "reserve": st.booleans(),
+        "hiddenReserveInitial": st.floats(0.0, 50.0, allow_subnormal=False),
+        "sides": st.integers(1, 10),
+        "succ": st.floats(0, 1, allow_subnormal=False),
+        "noise": st.floats(0.0, 1.0, allow_subnormal=False),
+        "intensity": st.floats(0.01, 1.0, allow_subnormal=False),
+        "wealth": st.lists(st.floats(0.0, 500.0, allow_subnormal=False), min_size=4, max_size=4),
+        "seed": st.integers(0, 1000),
+    }
+)
 
 
 def config_of(d: dict) -> dict:
     cfg = copy.deepcopy(SEED_LOGISTIC)
     k = d["commonsCapacity"]
     cfg["model"].update(
-        regenRate=d["regenRate"], commonsCapacity=k, commonsInitial=k * d["s0"], threshold=k * d["threshold"],
-        useHiddenReserve=d["reserve"], hiddenReserveInitial=d["hiddenReserveInitial"],
+        regenRate=d["regenRate"],
+        commonsCapacity=k,
+        commonsInitial=k * d["s0"],
+        threshold=k * d["threshold"],
+        useHiddenReserve=d["reserve"],
+        hiddenReserveInitial=d["hiddenReserveInitial"],
         collapseDie={"sides": d["sides"], "successThreshold": int(d["succ"] * d["sides"])},
     )
     cfg["observability"]["commonsStock"]["noise"] = d["noise"]
@@ -122,7 +129,9 @@ def test_history_off_keeps_summary_only():
     # ex_post_over_usage needs the per-turn decisions: NaN without history (bdpd_jax/results/govsim.py)
     assert lean.summary.ex_post_over_usage.isna().all() and full.summary.ex_post_over_usage.notna().all()
     pd.testing.assert_frame_equal(
-        full.summary.drop(columns="ex_post_over_usage"), lean.summary.drop(columns="ex_post_over_usage"), check_exact=True
+        full.summary.drop(columns="ex_post_over_usage"),
+        lean.summary.drop(columns="ex_post_over_usage"),
+        check_exact=True,
     )
     with pytest.raises(ValueError, match="history=False"):
         _ = lean.turns

@@ -34,13 +34,15 @@ def _draw_fn(n: int, x64: bool):
 
     def f(key, turn):
         players = jnp.arange(n)
-        scal = jnp.stack([
-            jax.vmap(lambda p: rng.normal(key, turn, p, rng.obs_purpose(NOISE_STREAM[nm])))(players) for nm in names
-        ])
-        peers = jnp.stack([
-            jax.vmap(lambda p: rng.normal(key, turn, p, rng.obs_purpose(NOISE_STREAM[nm]), (n,)))(players)
-            for nm in ("othersWealth", "othersHarvest")
-        ])
+        scal = jnp.stack(
+            [jax.vmap(lambda p: rng.normal(key, turn, p, rng.obs_purpose(NOISE_STREAM[nm])))(players) for nm in names]
+        )
+        peers = jnp.stack(
+            [
+                jax.vmap(lambda p: rng.normal(key, turn, p, rng.obs_purpose(NOISE_STREAM[nm]), (n,)))(players)
+                for nm in ("othersWealth", "othersHarvest")
+            ]
+        )
         us = jax.vmap(lambda p: rng.uniform(key, turn, p, rng.POLICY))(players)
         return scal, peers, us, rng.uniform(key, turn, 0, rng.DIE)
 
@@ -107,11 +109,13 @@ def play_both(cfg_dict: dict, seed: int, turns: int, external=None, rtol=1e-9):
             continue
         assert bool(rec.played)
         for name in ("stock", "regen", "reserve_drawn"):
-            np.testing.assert_allclose(float(getattr(rec, name)), out[name], rtol=rtol, atol=1e-9,
-                                       err_msg=f"{name} t={t}")
+            np.testing.assert_allclose(
+                float(getattr(rec, name)), out[name], rtol=rtol, atol=1e-9, err_msg=f"{name} t={t}"
+            )
         for name in ("actual", "wealth"):
-            np.testing.assert_allclose(np.asarray(getattr(rec, name)), out[name], rtol=rtol, atol=1e-9,
-                                       err_msg=f"{name} t={t}")
+            np.testing.assert_allclose(
+                np.asarray(getattr(rec, name)), out[name], rtol=rtol, atol=1e-9, err_msg=f"{name} t={t}"
+            )
         assert bool(rec.collapsed) == out["collapsed"], t
         assert list(np.asarray(rec.invalid)) == out["invalid"]
         for m in ("cooperation_index", "silent_defection"):
@@ -120,30 +124,47 @@ def play_both(cfg_dict: dict, seed: int, turns: int, external=None, rtol=1e-9):
     assert int(state.turn) == ref.turn and bool(state.collapsed) == ref.collapsed
 
 
-config_st = st.fixed_dictionaries({
-    "regen": st.floats(0.0, 0.6, allow_subnormal=False), "K": st.floats(20.0, 400.0, allow_subnormal=False),
-                                   "s0_frac": st.floats(0.2, 1.2, allow_subnormal=False),
-    "threshold_frac": st.just(0.0) | st.floats(1e-6, 0.3, allow_subnormal=False), "reserve": st.booleans(),
-                                   "reserve0": st.floats(0.0, 40.0, allow_subnormal=False),
-    "sides": st.integers(1, 12), "succ_frac": st.floats(0.0, 1.0, allow_subnormal=False),
-    "strategies": st.lists(st.sampled_from(STRATS), min_size=4, max_size=4),
-    "noise": st.floats(0.0, 0.3, allow_subnormal=False), "res": st.sampled_from(["exact", "qualitative", "sign"]),
-    "ratio_visible": st.booleans(), "stock_visible": st.booleans(), "seed": st.integers(0, 2**31),
-})
+config_st = st.fixed_dictionaries(
+    {
+        "regen": st.floats(0.0, 0.6, allow_subnormal=False),
+        "K": st.floats(20.0, 400.0, allow_subnormal=False),
+        "s0_frac": st.floats(0.2, 1.2, allow_subnormal=False),
+        "threshold_frac": st.just(0.0) | st.floats(1e-6, 0.3, allow_subnormal=False),
+        "reserve": st.booleans(),
+        "reserve0": st.floats(0.0, 40.0, allow_subnormal=False),
+        "sides": st.integers(1, 12),
+        "succ_frac": st.floats(0.0, 1.0, allow_subnormal=False),
+        "strategies": st.lists(st.sampled_from(STRATS), min_size=4, max_size=4),
+        "noise": st.floats(0.0, 0.3, allow_subnormal=False),
+        "res": st.sampled_from(["exact", "qualitative", "sign"]),
+        "ratio_visible": st.booleans(),
+        "stock_visible": st.booleans(),
+        "seed": st.integers(0, 2**31),
+    }
+)
 
 
 def make_config(d: dict) -> dict:
     n = len(d["strategies"])
     return {
         "model": {
-            "maxPlayers": n, "minPlayers": n, "maxTurns": 25, "commonsInitial": d["K"] * d["s0_frac"],
-            "commonsCapacity": d["K"], "regenRate": d["regen"], "threshold": d["K"] * d["threshold_frac"],
-            "useHiddenReserve": d["reserve"], "hiddenReserveInitial": d["reserve0"],
+            "maxPlayers": n,
+            "minPlayers": n,
+            "maxTurns": 25,
+            "commonsInitial": d["K"] * d["s0_frac"],
+            "commonsCapacity": d["K"],
+            "regenRate": d["regen"],
+            "threshold": d["K"] * d["threshold_frac"],
+            "useHiddenReserve": d["reserve"],
+            "hiddenReserveInitial": d["reserve0"],
             "collapseDie": {"sides": d["sides"], "successThreshold": int(round(d["succ_frac"] * d["sides"]))},
         },
         "observability": {
-            "commonsStock": {"visible": d["stock_visible"], "noise": d["noise"],
-                             "resolution": d["res"] if d["res"] != "sign" else "exact"},
+            "commonsStock": {
+                "visible": d["stock_visible"],
+                "noise": d["noise"],
+                "resolution": d["res"] if d["res"] != "sign" else "exact",
+            },
             "commonsRatio": {"visible": d["ratio_visible"], "noise": d["noise"], "resolution": d["res"]},
             "nPlayers": {"visible": True},
             "othersWealth": {"visible": True, "noise": d["noise"]},
@@ -162,9 +183,16 @@ def test_policies_and_turns_match_reference_x64(d):
         play_both(make_config(d), d["seed"], 25)
 
 
-@given(config_st,
-       st.lists(st.lists(st.floats(-5.0, 60.0, allow_subnormal=False) | st.just(math.nan) | st.just(math.inf),
-                         min_size=4, max_size=4), min_size=25, max_size=25))
+@given(
+    config_st,
+    st.lists(
+        st.lists(
+            st.floats(-5.0, 60.0, allow_subnormal=False) | st.just(math.nan) | st.just(math.inf), min_size=4, max_size=4
+        ),
+        min_size=25,
+        max_size=25,
+    ),
+)
 def test_random_requests_match_reference_x64(d, reqs):
     n = len(d["strategies"])
     external = [r[:n] for r in reqs]
@@ -179,11 +207,20 @@ def test_float32_default_matches_reference_closely(logistic_config):
 def test_die_collapse_probability_matches_the_rule():
     """Monte Carlo over arenas: P(no collapse) for n excess units is (s/sides)^n."""
     cfg = {
-        "model": {"maxPlayers": 1, "minPlayers": 1, "maxTurns": 1, "commonsInitial": 10, "commonsCapacity": 100,
-                  "threshold": 0, "hiddenReserveInitial": 50, "collapseDie": {"sides": 6, "successThreshold": 4}},
+        "model": {
+            "maxPlayers": 1,
+            "minPlayers": 1,
+            "maxTurns": 1,
+            "commonsInitial": 10,
+            "commonsCapacity": 100,
+            "threshold": 0,
+            "hiddenReserveInitial": 50,
+            "collapseDie": {"sides": 6, "successThreshold": 4},
+        },
         "players": [{"strategy": "idle"}],
     }
     from bdpd_jax.prepare.game import build as b
+
     # request 13 = stock 10 + 3 excess units: survive iff 3 successes in a row
     game, params = b(ArenaConfig.model_validate(cfg))
     keys = jax.vmap(lambda a: rng.arena_key(0, a), out_axes=-1)(jnp.arange(20000, dtype=jnp.uint32))

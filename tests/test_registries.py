@@ -54,12 +54,16 @@ class RedistributeSpec(ArenaSpec):
 @pytest.fixture(scope="module", autouse=True)
 def registered():
     """Both types for this module only: the registries are left as they were found."""
-    P.register_term("group_quota", _group_quota,
-                    [P.TermField("quota", "max_harvest", 0.0, exclusive=True, description="group total")],
-                    detail="harvested {actual:.3f} > quota share {limit:.3f}",
-                    description="each of the k parties harvests at most quota / k")
-    register_perturbation("redistribute", _redistribute, RedistributeSpec, label="wealth[*]",
-                          description="w <- (1 - f) w + f mean(w)")
+    P.register_term(
+        "group_quota",
+        _group_quota,
+        [P.TermField("quota", "max_harvest", 0.0, exclusive=True, description="group total")],
+        detail="harvested {actual:.3f} > quota share {limit:.3f}",
+        description="each of the k parties harvests at most quota / k",
+    )
+    register_perturbation(
+        "redistribute", _redistribute, RedistributeSpec, label="wealth[*]", description="w <- (1 - f) w + f mean(w)"
+    )
     yield
     unregister_perturbation("redistribute")
     P.unregister_term("group_quota")
@@ -81,16 +85,21 @@ def _cfg(**extra):
 
 
 QUOTA_PACT = {"parties": ["a", "b"], "terms": {"type": "group_quota", "quota": 4.0}}
-QUOTA_SANCTION = {"id": "q", "type": "sanction_graduated",
-                  "trigger": {"kind": "pact_violation", "termType": "group_quota"},
-                  "payload": {"ladder": [0.5, 1.5], "reason": "over quota"}}
+QUOTA_SANCTION = {
+    "id": "q",
+    "type": "sanction_graduated",
+    "trigger": {"kind": "pact_violation", "termType": "group_quota"},
+    "payload": {"ladder": [0.5, 1.5], "reason": "over quota"},
+}
 
 
 def test_config_validates_a_registered_term_and_perturbation():
     ArenaConfig.model_validate(_cfg(pacts=[QUOTA_PACT], perturbations=[QUOTA_SANCTION]))
-    for terms, field in (({"type": "group_quota", "quota": 0}, "terms.quota"),
-                         ({"type": "group_quota"}, "terms.quota"),
-                         ({"type": "group_quota", "quota": 1, "maxHarvest": 2}, "terms.maxHarvest")):
+    for terms, field in (
+        ({"type": "group_quota", "quota": 0}, "terms.quota"),
+        ({"type": "group_quota"}, "terms.quota"),
+        ({"type": "group_quota", "quota": 1, "maxHarvest": 2}, "terms.maxHarvest"),
+    ):
         with pytest.raises(ValueError, match=field):
             ArenaConfig.model_validate(_cfg(pacts=[{"parties": [0, 1], "terms": terms}]))
     bad = {"id": "r", "type": "redistribute", "trigger": {"kind": "turn", "turn": 2}, "payload": {"fraction": 2}}
@@ -100,7 +109,8 @@ def test_config_validates_a_registered_term_and_perturbation():
     terms = tool_schemas()[3]["function"]["parameters"]["properties"]["terms"]
     assert "group_quota" in terms["properties"]["type"]["enum"] and "quota" in terms["properties"]
     assert validate_action({"tool": "propose_pact", "parties": ["a"], "terms": {"type": "group_quota", "quota": 2}})[
-        "terms"] == {"type": "group_quota", "quota": 2.0}
+        "terms"
+    ] == {"type": "group_quota", "quota": 2.0}
     with pytest.raises(ValueError, match="terms.quota"):
         validate_action({"tool": "propose_pact", "parties": ["a"], "terms": {"type": "group_quota", "quota": -1}})
 
@@ -132,14 +142,30 @@ def test_simulate_uses_the_new_term_and_perturbation():
 
 
 def test_live_arena_with_a_scripted_player_uses_both():
-    cfg = _cfg(players=[PLAYERS[0]], perturbations=[
-        {**QUOTA_SANCTION, "trigger": {"kind": "pact_violation"}},
-        {"id": "r", "type": "redistribute", "trigger": {"kind": "turn", "turn": 2}, "payload": {"fraction": 1.0}}])
+    cfg = _cfg(
+        players=[PLAYERS[0]],
+        perturbations=[
+            {**QUOTA_SANCTION, "trigger": {"kind": "pact_violation"}},
+            {"id": "r", "type": "redistribute", "trigger": {"kind": "turn", "turn": 2}, "payload": {"fraction": 1.0}},
+        ],
+    )
     arena = Arena(cfg, seed=3)
-    arena.join({"agentType": "scripted", "name": "s", "script": [
-        {"harvest": 1.0, "actions": [{"tool": "propose_pact", "parties": ["c"],
-                                      "terms": {"type": "group_quota", "quota": 1.2}}]},
-        {"harvest": 5.0}, {"harvest": 0.1}]})
+    arena.join(
+        {
+            "agentType": "scripted",
+            "name": "s",
+            "script": [
+                {
+                    "harvest": 1.0,
+                    "actions": [
+                        {"tool": "propose_pact", "parties": ["c"], "terms": {"type": "group_quota", "quota": 1.2}}
+                    ],
+                },
+                {"harvest": 5.0},
+                {"harvest": 0.1},
+            ],
+        }
+    )
     r1 = arena.tick()
     res = r1["tools"][0]["result"]
     assert res["ok"] and r1["pacts"][0]["terms"] == {"type": "group_quota", "quota": 1.2}
@@ -150,7 +176,12 @@ def test_live_arena_with_a_scripted_player_uses_both():
     assert viol and viol[0]["termType"] == "group_quota" and viol[0]["detail"] == "harvested 5.000 > quota share 0.600"
     row = [x for x in r2["sanctions"] if x["playerId"] == "s"][0]
     assert (row["specId"], row["termType"], row["ordinal"], row["amount"], row["reason"]) == (
-        "q", "group_quota", 1, 0.5, "over quota")
+        "q",
+        "group_quota",
+        1,
+        0.5,
+        "over quota",
+    )
     fired = r2["perturbations"]
     assert [(f["id"], f["type"], f["target"]) for f in fired] == [("r", "redistribute", "wealth[*]")]
     # fraction 1: both start turn 2 at the mean wealth of the end of turn 1

@@ -133,8 +133,9 @@ def test_every_term_type_gives_live_violations_with_detail_strings():
         reg.accept(slot, "b", turn=1)
     assert [p["status"] for p in reg.compact()] == ["active"] * len(P.term_names())
     violated = np.ones((len(P.term_names()), 2), bool)
-    events = reg.record_violations(2, violated, np.asarray([5.0, 7.0], np.float32), np.ones_like(violated, np.int32),
-                                   np.zeros(2))
+    events = reg.record_violations(
+        2, violated, np.asarray([5.0, 7.0], np.float32), np.ones_like(violated, np.int32), np.zeros(2)
+    )
     assert [(e["termType"], e["partyId"]) for e in events] == [(n, p) for n in P.term_names() for p in players]
     for e in events:
         assert e["detail"] and "{" not in e["detail"] and ("5.000" in e["detail"] or "7.000" in e["detail"])
@@ -144,8 +145,15 @@ def _term_pacts_and_sanctions() -> tuple[list, list]:
     """A tight pact of every term type among the three players, each sanctioned by its own spec."""
     names = P.term_names()
     pacts = [{"parties": ["a", "b", "c"], "terms": _tight_terms(n)} for n in names]
-    sanctions = [{"id": f"s-{n}", "type": "sanction", "trigger": {"kind": "pact_violation", "termType": n},
-                  "payload": {"amount": 0.25, "reason": n}} for n in names]
+    sanctions = [
+        {
+            "id": f"s-{n}",
+            "type": "sanction",
+            "trigger": {"kind": "pact_violation", "termType": n},
+            "payload": {"amount": 0.25, "reason": n},
+        }
+        for n in names
+    ]
     return pacts, sanctions
 
 
@@ -154,8 +162,12 @@ def _engine_for(name: str) -> str:
 
 
 def _spec(name: str, turn: int = 2) -> dict:
-    return {"id": f"p-{name}", "type": name, "trigger": {"kind": "turn", "turn": turn},
-            "payload": copy.deepcopy(ARENA_SPECS[name].example)}
+    return {
+        "id": f"p-{name}",
+        "type": name,
+        "trigger": {"kind": "turn", "turn": turn},
+        "payload": copy.deepcopy(ARENA_SPECS[name].example),
+    }
 
 
 def _turn_of(k: int) -> int:
@@ -238,5 +250,6 @@ def test_every_perturbation_type_fires_once_in_a_batch_with_a_results_row(logist
             label = pk.perturbation_type(n).label
             assert all(t.startswith(label) for t in rows.target), (n, set(rows.target))
             assert set(rows.target) <= {target_label(n, t) for t in (pk.ALL, 0, 1, 2)} | {
-                f"{label}[{v}]" for v in bdpd_jax.kernels.OBS_VARS}
+                f"{label}[{v}]" for v in bdpd_jax.kernels.OBS_VARS
+            }
             assert np.isfinite(rows.value.to_numpy(float)).all(), n

@@ -39,7 +39,9 @@ def test_cli_runs_default_and_writes_parquet(tmp_path):
     cfg.write_text(json.dumps(d))
     p = subprocess.run(
         [sys.executable, "-m", "bdpd_jax", "run", str(cfg), "--arenas", "64", "--seed", "1", "--out", str(out)],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert p.returncode == 0, p.stderr
     assert "survival rate" in p.stdout and "aggressive" in p.stdout
@@ -49,7 +51,11 @@ def test_cli_runs_default_and_writes_parquet(tmp_path):
 def test_cli_bad_config_is_a_clear_error(tmp_path):
     cfg = tmp_path / "bad.json"
     cfg.write_text(json.dumps({"model": {"regenRate": -1}, "players": [{"strategy": "idle"}] * 2}))
-    p = subprocess.run([sys.executable, "-m", "bdpd_jax", "run", str(cfg), "--arenas", "2"],
-                       capture_output=True, text=True, timeout=300)
+    p = subprocess.run(
+        [sys.executable, "-m", "bdpd_jax", "run", str(cfg), "--arenas", "2"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     # errors go to stderr (issue 14: "error: ..." with exit code 2 and no traceback)
     assert p.returncode == 2 and "regenRate" in p.stderr and "Traceback" not in p.stderr

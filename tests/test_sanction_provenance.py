@@ -16,11 +16,18 @@ from bdpd_jax.host.arena import Arena
 from bdpd_jax.host.persist import read_jsonl
 
 # 000_* section 2.4, verbatim
-AUTO = {"id": "auto-sanction", "type": "sanction", "trigger": {"kind": "pact_violation", "termType": "harvest_cap"},
-        "payload": {"amount": 3, "reason": "cap-breach"}}
-GRADUATED = {"id": "auto-sanction-graduated", "type": "sanction_graduated",
-             "trigger": {"kind": "pact_violation", "termType": "harvest_cap"},
-             "payload": {"ladder": [1, 3, 10], "reason": "cap-breach"}}
+AUTO = {
+    "id": "auto-sanction",
+    "type": "sanction",
+    "trigger": {"kind": "pact_violation", "termType": "harvest_cap"},
+    "payload": {"amount": 3, "reason": "cap-breach"},
+}
+GRADUATED = {
+    "id": "auto-sanction-graduated",
+    "type": "sanction_graduated",
+    "trigger": {"kind": "pact_violation", "termType": "harvest_cap"},
+    "payload": {"ladder": [1, 3, 10], "reason": "cap-breach"},
+}
 PLAYERS = [
     {"strategy": "aggressive", "intensity": 0.3, "privateResource": 40},
     {"strategy": "conservative", "privateResource": 30},
@@ -33,8 +40,10 @@ def _cfg():
     cfg = copy.deepcopy(SEED_LOGISTIC)
     cfg["model"]["maxTurns"] = 10
     cfg["players"] = copy.deepcopy(PLAYERS)
-    cfg["pacts"] = [{"parties": [0, 2, 3], "terms": {"type": "harvest_cap", "maxHarvest": 2.5}},
-                    {"parties": [0, 1, 2, 3], "terms": {"type": "no_aggression", "tolerance": 0.2}}]
+    cfg["pacts"] = [
+        {"parties": [0, 2, 3], "terms": {"type": "harvest_cap", "maxHarvest": 2.5}},
+        {"parties": [0, 1, 2, 3], "terms": {"type": "no_aggression", "tolerance": 0.2}},
+    ]
     cfg["perturbations"] = [copy.deepcopy(AUTO), copy.deepcopy(GRADUATED)]
     return cfg
 
@@ -47,19 +56,32 @@ def _expected(violations) -> list[tuple]:
             continue
         k = int(v["ordinal"])
         rows.append(("auto-sanction", "sanction", v["player"], v["pact"], "harvest_cap", k, 3.0, "cap-breach"))
-        rows.append(("auto-sanction-graduated", "sanction_graduated", v["player"], v["pact"], "harvest_cap", k,
-                     [1.0, 3.0, 10.0][min(k - 1, 2)], "cap-breach"))
+        rows.append(
+            (
+                "auto-sanction-graduated",
+                "sanction_graduated",
+                v["player"],
+                v["pact"],
+                "harvest_cap",
+                k,
+                [1.0, 3.0, 10.0][min(k - 1, 2)],
+                "cap-breach",
+            )
+        )
     return sorted(rows)
 
 
 def test_results_sanctions_frame_on_the_seed_examples():
     res = bdpd_jax.simulate(_cfg(), n_arenas=4, seed=7)
     v, s = res.violations, res.sanctions
-    assert res.extra["violations"] is v                   # the old name keeps working
+    assert res.extra["violations"] is v  # the old name keeps working
     assert {"harvest_cap", "no_aggression"} <= set(v.term_type) and v.ordinal.max() >= 3
     for arena in range(4):
-        got = sorted(s[s.arena == arena][["id", "type", "player", "pact", "term_type", "ordinal", "amount", "reason"]]
-                     .itertuples(index=False, name=None))
+        got = sorted(
+            s[s.arena == arena][
+                ["id", "type", "player", "pact", "term_type", "ordinal", "amount", "reason"]
+            ].itertuples(index=False, name=None)
+        )
         assert got == _expected(v[v.arena == arena].to_dict("records"))
     assert (s.payer == -1).all() and (s.cost == 0).all()  # automatic specs: nobody pays to impose them
     # the rows add up to the per-player sanction column (no wealth hits the floor here)
@@ -85,8 +107,9 @@ def test_wealth_floor_a_deduction_takes_at_most_what_is_held():
     # what was taken is what the player held after its harvest
     for _, g in p.groupby(["arena", "player"]):
         w = g.wealth.to_numpy()
-        np.testing.assert_allclose(w[1:], w[:-1] + g.actual.to_numpy()[1:] - g.sanction.to_numpy()[1:], rtol=1e-5,
-                                   atol=1e-5)
+        np.testing.assert_allclose(
+            w[1:], w[:-1] + g.actual.to_numpy()[1:] - g.sanction.to_numpy()[1:], rtol=1e-5, atol=1e-5
+        )
 
 
 def test_live_turn_log_and_turns_jsonl_carry_provenance(tmp_path):
@@ -96,10 +119,28 @@ def test_live_turn_log_and_turns_jsonl_carry_provenance(tmp_path):
     assert [ln["sanctions"] for ln in lines] == [r["sanctions"] for r in arena.records]
     n_rows = 0
     for rec in arena.records:
-        viol = [{"player": arena.players.index(e["partyId"]), "pact": e["pactId"], "term_type": e["termType"],
-                 "ordinal": e["ordinal"]} for e in rec["violations"]]
-        got = sorted((r["specId"], r["type"], arena.players.index(r["playerId"]), r["pactId"], r["termType"],
-                      r["ordinal"], r["amount"], r["reason"]) for r in rec["sanctions"])
+        viol = [
+            {
+                "player": arena.players.index(e["partyId"]),
+                "pact": e["pactId"],
+                "term_type": e["termType"],
+                "ordinal": e["ordinal"],
+            }
+            for e in rec["violations"]
+        ]
+        got = sorted(
+            (
+                r["specId"],
+                r["type"],
+                arena.players.index(r["playerId"]),
+                r["pactId"],
+                r["termType"],
+                r["ordinal"],
+                r["amount"],
+                r["reason"],
+            )
+            for r in rec["sanctions"]
+        )
         assert got == _expected(viol)
         assert all(r["turn"] == rec["turn"] and r["paidBy"] is None and r["cost"] == 0 for r in rec["sanctions"])
         for d in rec["decisions"]:

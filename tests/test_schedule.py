@@ -24,10 +24,19 @@ N = 4
 
 
 def game_of(scheduler, stock=50.0, reserve=True, reserve0=20.0):
-    cfg = {"model": {"scheduler": scheduler, "maxPlayers": N, "minPlayers": N, "commonsInitial": stock,
-                     "commonsCapacity": 150, "threshold": 0, "useHiddenReserve": reserve,
-                     "hiddenReserveInitial": reserve0},
-           "players": [{"strategy": "idle"}] * N}
+    cfg = {
+        "model": {
+            "scheduler": scheduler,
+            "maxPlayers": N,
+            "minPlayers": N,
+            "commonsInitial": stock,
+            "commonsCapacity": 150,
+            "threshold": 0,
+            "useHiddenReserve": reserve,
+            "hiddenReserveInitial": reserve0,
+        },
+        "players": [{"strategy": "idle"}] * N,
+    }
     return build(ArenaConfig.model_validate(cfg))
 
 
@@ -35,8 +44,13 @@ reqs_st = st.lists(st.floats(0.0, 40.0), min_size=N, max_size=N)
 
 
 @pytest.mark.parametrize("name", sorted(SCHEDULERS))
-@given(reqs=reqs_st, stock=st.floats(0.0, 80.0), reserve=st.booleans(), seed=st.integers(0, 2**20),
-       wealth=st.lists(st.floats(0.0, 200.0), min_size=N, max_size=N))
+@given(
+    reqs=reqs_st,
+    stock=st.floats(0.0, 80.0),
+    reserve=st.booleans(),
+    seed=st.integers(0, 2**20),
+    wealth=st.lists(st.floats(0.0, 200.0), min_size=N, max_size=N),
+)
 def test_every_scheduler_conserves_stock(name, reqs, stock, reserve, seed, wealth):
     with jax.enable_x64(True):
         game, params = game_of(name, stock, reserve)
@@ -77,8 +91,9 @@ def test_wealth_weighted_is_water_filling_by_capacity(reqs, stock, wealth):
     with jax.enable_x64(True):
         game, params = game_of("wealth-weighted", stock, reserve=False)
         es = game.engine.init(params.engine)
-        out = get_scheduler("wealth-weighted")(game, rng.arena_key(0, 0), 1, es, jnp.asarray(reqs), params,
-                                                wealth=jnp.asarray(wealth))
+        out = get_scheduler("wealth-weighted")(
+            game, rng.arena_key(0, 0), 1, es, jnp.asarray(reqs), params, wealth=jnp.asarray(wealth)
+        )
         a = np.asarray(out.actual)
         np.testing.assert_allclose(a, water_fill(reqs, wealth, min(stock, sum(reqs))), atol=1e-7)
         # the rule itself: every unsatisfied player sits at the same level lam = a_i / c_i,
@@ -95,8 +110,9 @@ def test_wealth_weighted_favours_the_rich_in_shortage():
     with jax.enable_x64(True):
         game, params = game_of("wealth-weighted", 10.0, reserve=False)
         es = game.engine.init(params.engine)
-        out = get_scheduler("wealth-weighted")(game, rng.arena_key(0, 0), 1, es, jnp.full((N,), 5.0), params,
-                                                wealth=jnp.asarray([0.0, 20.0, 100.0, 0.0]))
+        out = get_scheduler("wealth-weighted")(
+            game, rng.arena_key(0, 0), 1, es, jnp.full((N,), 5.0), params, wealth=jnp.asarray([0.0, 20.0, 100.0, 0.0])
+        )
         a = np.asarray(out.actual)
         assert a[2] > a[1] > a[0] == pytest.approx(a[3]) and a.sum() == pytest.approx(10.0)
 
@@ -104,10 +120,20 @@ def test_wealth_weighted_favours_the_rich_in_shortage():
 def test_sequential_policy_players_see_what_was_left():
     """All aggressive (h = min(cap, 0.5 S_seen)), exact observation, no reserve: the k-th
     mover requests half of what its predecessors left."""
-    cfg = {"model": {"scheduler": "sequential", "maxPlayers": N, "minPlayers": N, "commonsInitial": 20,
-                     "commonsCapacity": 150, "threshold": 0, "useHiddenReserve": False, "maxTurns": 3},
-           "observability": {"commonsStock": {"visible": True}},
-           "players": [{"strategy": "aggressive", "intensity": 0.5, "privateResource": 400}] * N}
+    cfg = {
+        "model": {
+            "scheduler": "sequential",
+            "maxPlayers": N,
+            "minPlayers": N,
+            "commonsInitial": 20,
+            "commonsCapacity": 150,
+            "threshold": 0,
+            "useHiddenReserve": False,
+            "maxTurns": 3,
+        },
+        "observability": {"commonsStock": {"visible": True}},
+        "players": [{"strategy": "aggressive", "intensity": 0.5, "privateResource": 400}] * N,
+    }
     r = simulate(cfg, n_arenas=3, seed=2)
     game, _ = build(ArenaConfig.model_validate(cfg))
     for a in range(3):
@@ -136,11 +162,25 @@ def test_sequential_memory_rows_keep_what_each_player_saw():
     from bdpd_jax.prepare.game import broadcast_batch
     from bdpd_jax.run.simulate import arena_keys, compiled_init, compiled_run
 
-    cfg = {"model": {"scheduler": "sequential", "maxPlayers": N, "minPlayers": N, "commonsInitial": 40,
-                     "commonsCapacity": 150, "threshold": 0, "useHiddenReserve": False, "maxTurns": 2},
-           "observability": {"commonsStock": {"visible": True}},
-           "players": [{"strategy": "adaptive", "privateResource": 100}, {"strategy": "aggressive"},
-                       {"strategy": "adaptive", "privateResource": 100}, {"strategy": "conservative"}]}
+    cfg = {
+        "model": {
+            "scheduler": "sequential",
+            "maxPlayers": N,
+            "minPlayers": N,
+            "commonsInitial": 40,
+            "commonsCapacity": 150,
+            "threshold": 0,
+            "useHiddenReserve": False,
+            "maxTurns": 2,
+        },
+        "observability": {"commonsStock": {"visible": True}},
+        "players": [
+            {"strategy": "adaptive", "privateResource": 100},
+            {"strategy": "aggressive"},
+            {"strategy": "adaptive", "privateResource": 100},
+            {"strategy": "conservative"},
+        ],
+    }
     game, params = build(ArenaConfig.model_validate(cfg))
     assert [p for _, p in game.memory_slots] == [0, 2]  # rows only where a memory is kept
     pb = broadcast_batch(params, 1)

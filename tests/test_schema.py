@@ -30,8 +30,12 @@ def _gov_cfg(turns: int = 8) -> dict:
     d["model"]["maxTurns"] = turns
     d["pacts"] = [{"parties": [0, 1, 2, 3], "terms": {"type": "harvest_cap", "maxHarvest": 1.0}}]
     d["perturbations"] = [
-        {"id": "fine", "type": "sanction", "trigger": {"kind": "pact_violation", "termType": "harvest_cap"},
-         "payload": {"amount": 0.5, "reason": "cap"}},
+        {
+            "id": "fine",
+            "type": "sanction",
+            "trigger": {"kind": "pact_violation", "termType": "harvest_cap"},
+            "payload": {"amount": 0.5, "reason": "cap"},
+        },
         {"id": "shock", "type": "regen_shock", "trigger": {"kind": "turn", "turn": 2}, "payload": {"factor": 0.9}},
     ]
     return d
@@ -75,7 +79,7 @@ def test_frames_have_the_declared_columns_and_dtypes(gov_run) -> None:
     for df, layer in ((r.violations, S.VIOLATIONS), (r.sanctions, S.SANCTIONS), (r.perturbations, S.PERTURBATIONS)):
         assert len(df) > 0
         assert list(df.columns) == list(S.names(layer))
-    assert list(r.summary.columns[-len(S.GOVSIM):]) == list(S.names(S.GOVSIM))
+    assert list(r.summary.columns[-len(S.GOVSIM) :]) == list(S.names(S.GOVSIM))
     for df, layer in ((r.turns, S.TURNS + S.METRICS), (r.players, S.PLAYERS), (r.violations, S.VIOLATIONS)):
         for c in layer:
             if c.frame and c.dtype not in ("str", "object"):
@@ -144,8 +148,15 @@ def _reference_players(rec, arenas: np.ndarray) -> pd.DataFrame:
         for t in range(rec["played"].shape[0]):
             if rec["played"][t, b]:
                 for i in range(rec["actual"].shape[1]):
-                    rows.append((int(arenas[b]), int(rec["turn"][t, b]), i, float(rec["actual"][t, i, b]),
-                                 float(rec["wealth"][t, i, b])))
+                    rows.append(
+                        (
+                            int(arenas[b]),
+                            int(rec["turn"][t, b]),
+                            i,
+                            float(rec["actual"][t, i, b]),
+                            float(rec["wealth"][t, i, b]),
+                        )
+                    )
     return pd.DataFrame(rows, columns=["arena", "turn", "player", "actual", "wealth"])
 
 
@@ -172,9 +183,11 @@ def test_column_wise_frames_equal_plain_loops_and_the_chunked_path() -> None:
     _, rec = run_whole_history(prep.game, 30, 1, 3, arenas, params)
     ref = _reference_players(flatten_record(rec), arenas)
     got = one.players[["arena", "turn", "player", "actual", "wealth"]].astype(
-        {"player": np.int64, "turn": np.int64, "actual": float, "wealth": float})
-    pd.testing.assert_frame_equal(got.reset_index(drop=True), ref.astype({"turn": np.int64, "player": np.int64}),
-                                  check_exact=True)
+        {"player": np.int64, "turn": np.int64, "actual": float, "wealth": float}
+    )
+    pd.testing.assert_frame_equal(
+        got.reset_index(drop=True), ref.astype({"turn": np.int64, "player": np.int64}), check_exact=True
+    )
 
 
 def test_results_pickle_with_their_frames_built() -> None:

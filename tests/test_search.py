@@ -28,8 +28,16 @@ def config() -> dict:
 def known(config):
     """The least regenRate keeping >= 90 % of arenas alive: CMA-ES and a fine grid."""
     before = TRACES["run"]
-    res = search(config, SPACE, ("model.regenRate", "min"), constraints={"survived_mean": (">=", 0.9)},
-                 population=16, generations=8, replicates=8, seed=0)
+    res = search(
+        config,
+        SPACE,
+        ("model.regenRate", "min"),
+        constraints={"survived_mean": (">=", 0.9)},
+        population=16,
+        generations=8,
+        replicates=8,
+        seed=0,
+    )
     compiles = TRACES["run"] - before
     values = list(np.round(np.arange(0.01, 0.6 + 1e-9, GRID_STEP), 4))
     grid = bdpd_jax.sweep(config, grid={"model.regenRate": values}, replicates=8, seed=1, common_random=True)
@@ -132,8 +140,9 @@ def test_integer_fields_are_rounded_inside_their_bounds(config):
 
 # ----------------------------------------------------------------------------- Pareto, resume, CLI
 
-PARETO = dict(objective=[("survived_mean", "max"), ("model.regenRate", "min")], method="nsga2", population=8,
-              replicates=4, seed=3)
+PARETO = dict(
+    objective=[("survived_mean", "max"), ("model.regenRate", "min")], method="nsga2", population=8, replicates=4, seed=3
+)
 
 
 def test_pareto_search_is_deterministic_and_resumes(config, tmp_path):
@@ -163,7 +172,8 @@ def test_cli_search_writes_and_resumes(config, tmp_path):
     (tmp_path / "s.toml").write_text(
         'config = "arena.json"\nobjective = [["survived_mean", "max"], ["model.regenRate", "min"]]\n'
         'method = "nsga2"\npopulation = 8\ngenerations = 2\nreplicates = 4\nseed = 3\n'
-        '[space]\n"model.regenRate" = [0.01, 0.6]\n')
+        '[space]\n"model.regenRate" = [0.01, 0.6]\n'
+    )
     out = tmp_path / "out"
     r = CliRunner().invoke(app, ["search", str(tmp_path / "s.toml"), "--out", str(out)])
     assert r.exit_code == 0, r.output

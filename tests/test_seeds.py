@@ -82,8 +82,9 @@ def test_cli_run_accepts_a_high_seed(tmp_path):
     import json
 
     path.write_text(json.dumps(_cfg()))
-    out = CliRunner().invoke(app, ["run", str(path), "--arenas", "3", "--seed", str(BIG), "--no-history",
-                                  "--out", str(tmp_path / "o")])
+    out = CliRunner().invoke(
+        app, ["run", str(path), "--arenas", "3", "--seed", str(BIG), "--no-history", "--out", str(tmp_path / "o")]
+    )
     assert out.exit_code == 0, out.output
     got = bdpd_jax.Results.from_parquet(tmp_path / "o").summary
     want = bdpd_jax.simulate(_cfg(), n_arenas=3, seed=BIG, history=False).summary

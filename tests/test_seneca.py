@@ -30,7 +30,9 @@ def cfg(players=("idle", "idle"), seneca=None, obs=SEEN, turns=3000, **model):
 
 
 def params(**seneca):
-    return ENG.params_from_model(engine_config_model("seneca").model_validate({"commonsInitial": 1.0, "seneca": seneca}))
+    return ENG.params_from_model(
+        engine_config_model("seneca").model_validate({"commonsInitial": 1.0, "seneca": seneca})
+    )
 
 
 def trajectory(p, turns):
@@ -102,15 +104,21 @@ def _scipy(p, turns):
 
 
 @pytest.mark.parametrize("draw", range(2))
-@pytest.mark.parametrize("how",
-                         [{"adaptive": True, "rtol": 1e-10, "atol": 1e-13}, {"integrator": "tableau", "substeps": 4}])
+@pytest.mark.parametrize(
+    "how", [{"adaptive": True, "rtol": 1e-10, "atol": 1e-13}, {"integrator": "tableau", "substeps": 4}]
+)
 def test_float64_matches_solve_ivp(draw, how):
     rng = np.random.default_rng(draw)
     seneca = {
-        "k1": float(rng.uniform(0.1, 1.0)), "k2": float(rng.uniform(0.1, 1.0)), "l1": float(rng.uniform(0, 0.05)),
-        "l2": float(rng.uniform(0, 0.05)), "l3": float(rng.uniform(0, 0.01)),
-              "capitalSeed": float(rng.uniform(0.01, 0.2)),
-        "pollutionSeed": float(rng.uniform(0.001, 0.05)), "solver": "tsit5", **how,
+        "k1": float(rng.uniform(0.1, 1.0)),
+        "k2": float(rng.uniform(0.1, 1.0)),
+        "l1": float(rng.uniform(0, 0.05)),
+        "l2": float(rng.uniform(0, 0.05)),
+        "l3": float(rng.uniform(0, 0.01)),
+        "capitalSeed": float(rng.uniform(0.01, 0.2)),
+        "pollutionSeed": float(rng.uniform(0.001, 0.05)),
+        "solver": "tsit5",
+        **how,
     }
     with jax.enable_x64(True):
         p = params(**seneca)
@@ -129,8 +137,12 @@ def test_solver_order(solver):
         p0 = params(solver=solver, integrator=integrator, dt=1.0, **base)
         ref = _scipy(p0, 10)[-1]
         subs = [2, 4, 8, 16] if ORDER[solver] < 5 else [1, 2, 4]
-        errs = [np.abs(trajectory(params(solver=solver, integrator=integrator, dt=1.0, substeps=n, **base),
-                                  10)[-1] - ref).max() for n in subs]
+        errs = [
+            np.abs(
+                trajectory(params(solver=solver, integrator=integrator, dt=1.0, substeps=n, **base), 10)[-1] - ref
+            ).max()
+            for n in subs
+        ]
     slope = -np.polyfit(np.log(subs), np.log(errs), 1)[0]
     # asymptotic order from below; Tsit5's tableau makes it converge a little faster pre-asymptotically
     assert ORDER[solver] - 0.35 < slope < ORDER[solver] + 0.7, (solver, slope, errs)
@@ -139,8 +151,9 @@ def test_solver_order(solver):
 @pytest.mark.parametrize("solver", ["euler", "heun", "tsit5"])
 def test_integrators_agree(solver):
     """diffrax solver steps, the unrolled tableau and a full diffeqsolve take the same steps."""
-    ys = {i: trajectory(params(solver=solver, integrator=i, substeps=2), 200)
-          for i in ("steps", "tableau", "diffeqsolve")}
+    ys = {
+        i: trajectory(params(solver=solver, integrator=i, substeps=2), 200) for i in ("steps", "tableau", "diffeqsolve")
+    }
     np.testing.assert_allclose(ys["steps"], ys["diffeqsolve"], rtol=2e-6)
     np.testing.assert_allclose(ys["tableau"], ys["diffeqsolve"], rtol=2e-6)
 
@@ -194,8 +207,9 @@ def test_harvest_draws_on_R_and_collapse():
     assert float(got) == pytest.approx(0.8) and float(s.R) == 0.0
     assert bool(ENG.check_end(s, p))
     # through the turn: aggressive players with a large harvestScale empty R; the game ends
-    res = bj.simulate(cfg(players=("aggressive", "aggressive"), turns=200, seneca={"harvestScale": 0.1}),
-                      progress=False)
+    res = bj.simulate(
+        cfg(players=("aggressive", "aggressive"), turns=200, seneca={"harvestScale": 0.1}), progress=False
+    )
     assert not bool(res.summary.survived[0]) and res.turns.stock.iloc[-1] <= 1e-3
     assert (res.turns.reserve_drawn == 0).all()
 
@@ -208,8 +222,9 @@ def test_solver_failure_is_flagged_per_arena():
     assert np.isfinite(res.turns.stock).all() and res.turns.solver_failed.iloc[-1]
 
 
-@pytest.mark.parametrize("field,value",
-                         [("useHiddenReserve", True), ("hiddenReserveInitial", 5.0), ("collapseDie", {"sides": 6})])
+@pytest.mark.parametrize(
+    "field,value", [("useHiddenReserve", True), ("hiddenReserveInitial", 5.0), ("collapseDie", {"sides": 6})]
+)
 def test_reserve_and_die_rejected_on_seneca(field, value):
     with pytest.raises(ValueError, match=field):
         bj.ArenaConfig.load(cfg(**{field: value}))
@@ -233,11 +248,16 @@ def _obs(config):
 
 
 def test_extra_observations_through_observability():
-    o = _obs(cfg(obs={
-        "capitalStock": {"visible": True}, "commonsRatio": {"visible": True},
-        "pollutionLevel": {"visible": True, "noise": 0.5},
-        "commonsStock": {"visible": True, "resolution": "qualitative"},
-    }))
+    o = _obs(
+        cfg(
+            obs={
+                "capitalStock": {"visible": True},
+                "commonsRatio": {"visible": True},
+                "pollutionLevel": {"visible": True, "noise": 0.5},
+                "commonsStock": {"visible": True, "resolution": "qualitative"},
+            }
+        )
+    )
     assert np.allclose(o["capitalStock"], 0.01) and np.allclose(o["commonsRatio"], 1.0)
     noisy = o["pollutionLevel"]
     assert np.all(noisy >= 0) and not np.allclose(noisy, 0.001)
@@ -247,8 +267,14 @@ def test_extra_observations_through_observability():
 
 
 def _ctx(w=30.0):
-    return {"wealth": jnp.float32(w), "reference": jnp.float32(1.0), "unit": jnp.float32(1.0), "intensity": 0.5,
-            "reduction_factor": 1.0, "u": 0.5}
+    return {
+        "wealth": jnp.float32(w),
+        "reference": jnp.float32(1.0),
+        "unit": jnp.float32(1.0),
+        "intensity": 0.5,
+        "reduction_factor": 1.0,
+        "u": 0.5,
+    }
 
 
 def test_rcp_cuts_harvest_after_capital_peak_and_as_pollution_rises():
@@ -257,8 +283,12 @@ def test_rcp_cuts_harvest_after_capital_peak_and_as_pollution_rises():
     mem = jnp.zeros((rcp.memory_size,), jnp.float32)
     hs = []
     for c, q in [(0.1, 0.001), (0.3, 0.01), (0.37, 0.05), (0.2, 0.3), (0.05, 0.4)]:
-        obs = {"commonsStock": jnp.float32(0.7), "commonsRatio": nan, "capitalStock": jnp.float32(c),
-               "pollutionLevel": jnp.float32(q)}
+        obs = {
+            "commonsStock": jnp.float32(0.7),
+            "commonsRatio": nan,
+            "capitalStock": jnp.float32(c),
+            "pollutionLevel": jnp.float32(q),
+        }
         h, mem = rcp.decide(obs, mem, _ctx())
         hs.append(float(h))
     base = float(cons.decide(obs, mem, _ctx())[0])
@@ -267,8 +297,15 @@ def test_rcp_cuts_harvest_after_capital_peak_and_as_pollution_rises():
 
 
 def test_rcp_falls_back_to_conservative_when_capital_hidden():
-    res = bj.simulate(cfg(players=("rcp", "conservative"), obs={"commonsStock": {"visible": True}}, turns=30,
-                          seneca={"harvestScale": 1e-3}), progress=False)
+    res = bj.simulate(
+        cfg(
+            players=("rcp", "conservative"),
+            obs={"commonsStock": {"visible": True}},
+            turns=30,
+            seneca={"harvestScale": 1e-3},
+        ),
+        progress=False,
+    )
     pl = res.players
     np.testing.assert_array_equal(pl[pl.player == 0].requested.to_numpy(), pl[pl.player == 1].requested.to_numpy())
 

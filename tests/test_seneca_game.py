@@ -56,16 +56,31 @@ def test_every_engine_parameter_is_a_leaf(seed_game):
     """Other values of every number of model.seneca (and R0): the same compiled program, and
     requests that scale with harvestScale."""
     before = dict(TRACES)
-    other = {"k1": 0.05, "k2": 0.2, "l1": 0.001, "l2": 0.02, "l3": 1e-4, "capitalSeed": 0.02, "pollutionSeed": 0.002,
-             "dt": 0.05, "harvestScale": 2e-4, "collapseFraction": 1e-2, "rtol": 1e-5, "atol": 1e-8}
+    other = {
+        "k1": 0.05,
+        "k2": 0.2,
+        "l1": 0.001,
+        "l2": 0.02,
+        "l3": 1e-4,
+        "capitalSeed": 0.02,
+        "pollutionSeed": 0.002,
+        "dt": 0.05,
+        "harvestScale": 2e-4,
+        "collapseFraction": 1e-2,
+        "rtol": 1e-5,
+        "atol": 1e-8,
+    }
     c = seed_seneca(**other)
     c["model"]["commonsInitial"] = 2.0
     res = bj.simulate(c, n_arenas=2, progress=False)
     assert before == TRACES
     b = bj.simulate(seed_seneca(harvestScale=2e-4), n_arenas=2, progress=False)
     assert before == TRACES
-    np.testing.assert_allclose(b.players.requested[b.players.turn == 1].to_numpy(),
-                               2 * seed_game.players.requested[seed_game.players.turn == 1].to_numpy(), rtol=1e-5)
+    np.testing.assert_allclose(
+        b.players.requested[b.players.turn == 1].to_numpy(),
+        2 * seed_game.players.requested[seed_game.players.turn == 1].to_numpy(),
+        rtol=1e-5,
+    )
     assert res.turns.capital.iloc[0] != seed_game.turns.capital.iloc[0]
 
 
@@ -91,8 +106,11 @@ def survival(scale, noise, wealth, seed, b, turns):
         pb,
         engine=dataclasses.replace(pb.engine, harvest_scale=jnp.full((2 * b,), scale, dt)),
         obs=dataclasses.replace(pb.obs, noise=jnp.where(pb.obs.noise > 0, noise, 0.0).astype(dt)),
-        players=dataclasses.replace(pb.players, strategy=jnp.asarray(np.broadcast_to(strat, (4, 2 * b)), jnp.int32),
-                                    wealth0=jnp.full((4, 2 * b), wealth, dt)),
+        players=dataclasses.replace(
+            pb.players,
+            strategy=jnp.asarray(np.broadcast_to(strat, (4, 2 * b)), jnp.int32),
+            wealth0=jnp.full((4, 2 * b), wealth, dt),
+        ),
     )
     state, _ = run_batch(game, pb, arena_keys(seed, np.arange(2 * b)), turns, turns, False)
     t = np.asarray(state.turn)
@@ -100,8 +118,9 @@ def survival(scale, noise, wealth, seed, b, turns):
 
 
 @settings(max_examples=4)
-@given(scale=st.floats(1e-3, 2e-3), noise=st.floats(0.0, 0.3), wealth=st.floats(20.0, 100.0),
-       seed=st.integers(0, 2**31))
+@given(
+    scale=st.floats(1e-3, 2e-3), noise=st.floats(0.0, 0.3), wealth=st.floats(20.0, 100.0), seed=st.integers(0, 2**31)
+)
 def test_rcp_outlives_aggressive_on_average(scale, noise, wealth, seed):
     """Capacities of 2e-3 to 1.2e-2 R0 a turn: 4 aggressive players take the commons within
     ~125 turns (docs/semantics.md §9); rcp, over the same arenas, lasts >= 1.5x longer."""
@@ -141,9 +160,11 @@ def test_harvest_scale_rejected_when_not_positive():
 grid = st.integers(0, 64).map(lambda k: k / 16)
 
 
-@given(actual=st.lists(grid, min_size=4, max_size=4),
-       announced=st.lists(st.one_of(st.none(), grid), min_size=4, max_size=4),
-       regen=st.integers(-40, 40).map(lambda k: k / 16))
+@given(
+    actual=st.lists(grid, min_size=4, max_size=4),
+    announced=st.lists(st.one_of(st.none(), grid), min_size=4, max_size=4),
+    regen=st.integers(-40, 40).map(lambda k: k / 16),
+)
 def test_metrics_null_exactly_where_no_share(actual, announced, regen):
     ann = jnp.asarray([math.nan if a is None else a for a in announced], jnp.float32)
     args = (jnp.asarray(actual, jnp.float32), ann, jnp.float32(1.0), jnp.float32(regen), jnp.ones((4,), bool))

@@ -22,17 +22,28 @@ from bdpd_jax.run import simulate as SIM
 # scripted talk, a pact, sanctions and perturbations: the layers' state freezes too
 GOVERNED = {
     "players": [
-        {"strategy": "conservative", "talk": {"announce": "honest", "comply": True,
-                                              "pledge": {"turn": 2, "maxHarvest": 1.2}}},
+        {
+            "strategy": "conservative",
+            "talk": {"announce": "honest", "comply": True, "pledge": {"turn": 2, "maxHarvest": 1.2}},
+        },
         {"strategy": "aggressive", "talk": {"accept": "min_cap", "acceptMinCap": 1.5}},
         {"strategy": "adaptive", "privateResource": 10},
-        {"strategy": "random", "privateResource": 50, "talk": {"propose": {
-            "turn": 9, "parties": [0, 1, 2, 3], "terms": {"type": "no_aggression", "tolerance": 0.1}}}},
+        {
+            "strategy": "random",
+            "privateResource": 50,
+            "talk": {
+                "propose": {"turn": 9, "parties": [0, 1, 2, 3], "terms": {"type": "no_aggression", "tolerance": 0.1}}
+            },
+        },
     ],
     "pacts": [{"parties": [1, 2], "terms": {"type": "harvest_cap", "maxHarvest": 2.0}}],
     "perturbations": [
-        {"id": "g", "type": "sanction_graduated", "trigger": {"kind": "pact_violation"},
-         "payload": {"ladder": [0.5, 2.0]}},
+        {
+            "id": "g",
+            "type": "sanction_graduated",
+            "trigger": {"kind": "pact_violation"},
+            "payload": {"ladder": [0.5, 2.0]},
+        },
         {"id": "r", "type": "regen_shock", "trigger": {"kind": "turn", "turn": 30}, "payload": {"factor": 0.5}},
     ],
 }

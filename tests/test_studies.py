@@ -12,16 +12,22 @@ import pytest
 # operator scripts that need a real model endpoint; their arguments are tested on their own
 # (tests/host/test_govsim_llm_script.py)
 OPERATOR_SCRIPTS = {"govsim_llm"}
-STUDIES = sorted(p for p in (Path(__file__).resolve().parents[1] / "studies").glob("*.py")
-                 if p.stem not in OPERATOR_SCRIPTS)
+STUDIES = sorted(
+    p for p in (Path(__file__).resolve().parents[1] / "studies").glob("*.py") if p.stem not in OPERATOR_SCRIPTS
+)
 
 
 @pytest.mark.parametrize("path", STUDIES, ids=[p.stem for p in STUDIES])
 def test_study_runs_small(path, tmp_path):
-    env = {**os.environ, "BDPD_STUDY_SIZE": os.environ.get("BDPD_STUDY_SIZE", "16"), "MPLBACKEND": "Agg",
-           "BDPD_FIGURES_DIR": str(tmp_path)}
-    p = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=600, env=env,
-                       cwd=path.parent.parent)
+    env = {
+        **os.environ,
+        "BDPD_STUDY_SIZE": os.environ.get("BDPD_STUDY_SIZE", "16"),
+        "MPLBACKEND": "Agg",
+        "BDPD_FIGURES_DIR": str(tmp_path),
+    }
+    p = subprocess.run(
+        [sys.executable, str(path)], capture_output=True, text=True, timeout=600, env=env, cwd=path.parent.parent
+    )
     assert p.returncode == 0, p.stderr[-3000:]
     assert p.stdout.strip(), "a study ends with a printed conclusion"
     assert list(tmp_path.glob("*.png")), "a study ends with a figure"

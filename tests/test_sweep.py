@@ -45,13 +45,18 @@ def test_grid_layout(grid_run):
     np.testing.assert_array_equal(a["point"], np.arange(12) // REPS)
     np.testing.assert_array_equal(a["replicate"], np.arange(12) % REPS)
     assert list(zip(grid_run.points["model.regenRate"], grid_run.points["players[1].intensity"], strict=True)) == [
-        (0.05, 0.3), (0.05, 0.9), (0.2, 0.3), (0.2, 0.9)]
+        (0.05, 0.3),
+        (0.05, 0.9),
+        (0.2, 0.3),
+        (0.2, 0.9),
+    ]
 
 
 def test_compiles_once_for_any_values(cfg, grid_run):
     before = dict(TRACES)
-    other = sweep(cfg, grid={"model.regenRate": [0.08, 0.3], "players[1].intensity": [0.5, 1.0]},
-                  replicates=REPS, seed=SEED + 1)
+    other = sweep(
+        cfg, grid={"model.regenRate": [0.08, 0.3], "players[1].intensity": [0.5, 1.0]}, replicates=REPS, seed=SEED + 1
+    )
     assert dict(TRACES) == before
     assert not other.arenas["wealth_0"].equals(grid_run.arenas["wealth_0"])
 
@@ -150,14 +155,22 @@ def test_structural_change_is_rejected(cfg):
 
 def test_paths_select_by_id_and_name(cfg):
     assert parse_path("perturbations[g].payload.ladder") == [
-        ("key", "perturbations"), ("select", "g"), ("key", "payload"), ("key", "ladder")]
+        ("key", "perturbations"),
+        ("select", "g"),
+        ("key", "payload"),
+        ("key", "ladder"),
+    ]
     c = copy.deepcopy(cfg)
     c["players"][2]["name"] = "ada"
-    c["perturbations"] = [{"id": "g", "type": "sanction_graduated", "trigger": {"kind": "pact_violation"},
-                           "payload": {"ladder": [1, 3]}}]
+    c["perturbations"] = [
+        {"id": "g", "type": "sanction_graduated", "trigger": {"kind": "pact_violation"}, "payload": {"ladder": [1, 3]}}
+    ]
     base = config_base(bdpd_jax.ArenaConfig.model_validate(c))
-    out = apply_values(base, ["perturbations[g].payload.ladder", "players[ada].reductionFactor",
-                              "observability.commonsStock.noise"], [[2.0, 4.0, 8.0], 0.25, 0.3])
+    out = apply_values(
+        base,
+        ["perturbations[g].payload.ladder", "players[ada].reductionFactor", "observability.commonsStock.noise"],
+        [[2.0, 4.0, 8.0], 0.25, 0.3],
+    )
     assert out.perturbations[0].payload.ladder == [2.0, 4.0, 8.0]
     assert out.players[2].reductionFactor == 0.25 and out.observability["commonsStock"].noise == 0.3
     assert base.given["perturbations"][0]["payload"]["ladder"] == [1.0, 3.0]  # the base is untouched
@@ -189,8 +202,9 @@ def test_parquet_round_trip(grid_run, tmp_path):
 def test_sensitivity_model_shape_and_determinism(cfg, grid_run):
     names = list(GRID)
     X = grid_run.points[names].to_numpy()
-    f = sensitivity.model(cfg, names, outputs=("survived", "wealth_mean"), replicates=REPS, seed=SEED,
-                          common_random=False)
+    f = sensitivity.model(
+        cfg, names, outputs=("survived", "wealth_mean"), replicates=REPS, seed=SEED, common_random=False
+    )
     y1, y2 = f(X), f(X)
     assert y1.shape == (4, 2)
     np.testing.assert_array_equal(y1, y2)
@@ -230,8 +244,14 @@ def test_one_program_sweep_equals_the_chunked_run(cfg, monkeypatch):
     table = pd.DataFrame({"model.regenRate": [0.05, 0.2, 0.3], "model.maxTurns": [12, 12, 9]})
     kw = dict(replicates=3, seed=SEED, turns=None, common_random=True, progress=False)
     one = sweep_mod.run_points(cfg, table, **kw)
-    assert sweep_mod.cached_plan(cfg, table, **{k: v for k, v in kw.items() if k != "progress"},
-                                 ).chunk_turns == 12  # one chunk: the one-program path
+    assert (
+        sweep_mod.cached_plan(
+            cfg,
+            table,
+            **{k: v for k, v in kw.items() if k != "progress"},
+        ).chunk_turns
+        == 12
+    )  # one chunk: the one-program path
     monkeypatch.setattr(sweep_mod, "default_chunk", lambda n: 5)
     chunked = sweep_mod.run_points(cfg, table, **kw, memory_budget=1 << 40)  # a new plan (3 chunks)
     pd.testing.assert_frame_equal(one.arenas, chunked.arenas, check_exact=True)

@@ -48,8 +48,9 @@ def test_cli_sweep_then_resume_recomputes_only_the_missing_part(spec_dir):
     parts = sorted(out.glob("arenas/chunk=*/part-0.parquet"))
     assert len(parts) == 3 and not list(out.glob("arenas/**/*.tmp"))
     first = SweepResults.from_parquet(out)
-    ref = sweep(c, grid={"model.regenRate": [0.05, 0.2], "players[0].intensity": [0.3, 0.9]}, replicates=5, seed=3,
-                max_batch=8)
+    ref = sweep(
+        c, grid={"model.regenRate": [0.05, 0.2], "players[0].intensity": [0.3, 0.9]}, replicates=5, seed=3, max_batch=8
+    )
     pd.testing.assert_frame_equal(first.arenas, ref.arenas, check_exact=True)
     pd.testing.assert_frame_equal(first.points, ref.points, check_exact=True)
     mtimes = {p: p.stat().st_mtime_ns for p in parts}
@@ -111,15 +112,21 @@ replicates = 2
     assert list(sp.table["model.regenRate"]) == [0.05, 0.1, 0.3]
 
 
-@pytest.mark.parametrize("text,match", [
-    ("replicates = 2\n[grid]\n'model.regenRate' = [0.1]\n", "config"),
-    ("config = 'arena.json'\n", "exactly one"),
-    ("config = 'arena.json'\nfoo = 1\n[grid]\n'model.regenRate' = [0.1]\n", "unknown key"),
-    ("config = 'arena.json'\nreplicates = 'x'\n[grid]\n'model.regenRate' = [0.1]\n", "replicates"),
-    ("config = 'arena.json'\n[grid]\n'model.regenRat' = [0.1]\n", r"model\.regenRat"),
-    ("config = 'nope.json'\n[grid]\n'model.regenRate' = [0.1]\n", "no file"),
-    ("config = 'arena.json'\n[points]\n'model.regenRate' = [0.1]\n'model.commonsCapacity' = [1.0, 2.0]\n", "length"),
-])
+@pytest.mark.parametrize(
+    "text,match",
+    [
+        ("replicates = 2\n[grid]\n'model.regenRate' = [0.1]\n", "config"),
+        ("config = 'arena.json'\n", "exactly one"),
+        ("config = 'arena.json'\nfoo = 1\n[grid]\n'model.regenRate' = [0.1]\n", "unknown key"),
+        ("config = 'arena.json'\nreplicates = 'x'\n[grid]\n'model.regenRate' = [0.1]\n", "replicates"),
+        ("config = 'arena.json'\n[grid]\n'model.regenRat' = [0.1]\n", r"model\.regenRat"),
+        ("config = 'nope.json'\n[grid]\n'model.regenRate' = [0.1]\n", "no file"),
+        (
+            "config = 'arena.json'\n[points]\n'model.regenRate' = [0.1]\n'model.commonsCapacity' = [1.0, 2.0]\n",
+            "length",
+        ),
+    ],
+)
 def test_spec_errors(spec_dir, text, match):
     d, _ = spec_dir
     (d / "bad.toml").write_text(text)

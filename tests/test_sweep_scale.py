@@ -81,8 +81,9 @@ def test_two_forced_devices_bit_identical_to_one():
 
     root = Path(__file__).resolve().parents[1]
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
-    p = subprocess.run([sys.executable, "-c", TWO_DEVICES], capture_output=True, text=True, timeout=300,
-                       cwd=root, env=env)
+    p = subprocess.run(
+        [sys.executable, "-c", TWO_DEVICES], capture_output=True, text=True, timeout=300, cwd=root, env=env
+    )
     assert p.returncode == 0, p.stderr[-3000:]
     assert "OK two devices" in p.stdout
 
@@ -134,8 +135,10 @@ def test_many_arenas_with_summaries_only(cfg):
     assert r.meta["chunk_arenas"] * r.meta["arena_bytes_estimate"] <= budget
     assert TRACES["run"] - before <= 1
     assert (r.points["replicates"] == reps).all()
-    print(f"{len(r.arenas)} arenas in {wall:.1f} s, {r.meta['n_chunks']} chunk(s) of {r.meta['chunk_arenas']}, "
-          f"peak RSS grew {(rss1 - rss0) / 2**20:.0f} MiB")
+    print(
+        f"{len(r.arenas)} arenas in {wall:.1f} s, {r.meta['n_chunks']} chunk(s) of {r.meta['chunk_arenas']}, "
+        f"peak RSS grew {(rss1 - rss0) / 2**20:.0f} MiB"
+    )
 
 
 def test_dask_two_workers_equal_single_process(cfg, one_device, tmp_path):
@@ -147,8 +150,12 @@ def test_dask_two_workers_equal_single_process(cfg, one_device, tmp_path):
     from bdpd_jax.sweeps.sweep_file import run_sweep_file
 
     spec = {"config": cfg, "grid": GRID, "replicates": 5, "seed": 4, "history": True, "max_batch": 7}
-    with LocalCluster(n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1",
-                      dashboard_address=None) as cluster, Client(cluster) as client:
+    with (
+        LocalCluster(
+            n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1", dashboard_address=None
+        ) as cluster,
+        Client(cluster) as client,
+    ):
         info: list = []
         r = sweep_on_cluster(client, cfg, grid=GRID, replicates=5, seed=4, history=True, max_batch=7, info=info)
         pids = {i["pid"] for i in info}
@@ -171,9 +178,14 @@ def test_separable_build_equals_per_point_build(cfg, monkeypatch):
     """Many points: one build per distinct value of each parameter, composed, equals a
     build of every point (and is checked against full builds of a spread of points)."""
     from bdpd_jax.sweeps import sweep as sw
-    grid = {"model.regenRate": [0.05, 0.1, 0.2, 0.3], "players[1].intensity": [0.3, 0.6, 0.9],
-            "model.maxTurns": [6, 12], "observability.commonsStock.noise": [0.1, 0.3],
-            "model.commonsCapacity": [100.0, 150.0, 200.0]}
+
+    grid = {
+        "model.regenRate": [0.05, 0.1, 0.2, 0.3],
+        "players[1].intensity": [0.3, 0.6, 0.9],
+        "model.maxTurns": [6, 12],
+        "observability.commonsStock.noise": [0.1, 0.3],
+        "model.commonsCapacity": [100.0, 150.0, 200.0],
+    }
     fast = sweep(cfg, grid=grid, replicates=2, seed=7)
     assert fast.meta["build"] == "separable"
     monkeypatch.setattr(sw, "SEPARABLE_MIN_POINTS", 10**9)
@@ -189,14 +201,16 @@ def test_sensitivity_transform_and_gini(cfg):
     from bdpd_jax import sensitivity
 
     def to_paths(f):
-        return pd.DataFrame({"model.regenRate": f["r"], "players[0].intensity": f["i"],
-                             "players[1].intensity": f["i"]})
+        return pd.DataFrame({"model.regenRate": f["r"], "players[0].intensity": f["i"], "players[1].intensity": f["i"]})
 
     X = np.array([[0.05, 0.3], [0.2, 0.9]])
     f = sensitivity.model(cfg, ["r", "i"], outputs=("gini", "equality"), replicates=2, seed=1, transform=to_paths)
     y = f(X)
     np.testing.assert_allclose(y[:, 0], 1 - y[:, 1], rtol=1e-12)
     ref = sweep(cfg, points=to_paths(pd.DataFrame(X, columns=["r", "i"])), replicates=2, seed=1, common_random=True)
-    np.testing.assert_allclose(y[:, 1], ref.points.get("equality_mean", ref.arenas.groupby("point")["equality"]
-                                                       .mean()).to_numpy(float), rtol=1e-12)
+    np.testing.assert_allclose(
+        y[:, 1],
+        ref.points.get("equality_mean", ref.arenas.groupby("point")["equality"].mean()).to_numpy(float),
+        rtol=1e-12,
+    )
     assert sensitivity.scale_list([1, 3, 10], np.array([0.0, 2.0])) == [[0.0, 0.0, 0.0], [2.0, 6.0, 20.0]]

@@ -84,9 +84,11 @@ def toy():
 
 
 def config(**model) -> dict:
-    return {"model": {"engineMode": "toy_constant", "maxTurns": 6, "maxPlayers": 2, **model},
-            "observability": {"sustainabilityThreshold": {"visible": True}},
-            "players": [{"strategy": "threshold_taker"}, {"strategy": "idle"}]}
+    return {
+        "model": {"engineMode": "toy_constant", "maxTurns": 6, "maxPlayers": 2, **model},
+        "observability": {"sustainabilityThreshold": {"visible": True}},
+        "players": [{"strategy": "threshold_taker"}, {"strategy": "idle"}],
+    }
 
 
 def test_config_is_validated_by_the_engine_model(toy):
@@ -136,8 +138,9 @@ def test_server_create_join_tick_summary(toy, tmp_path):
         created = r.json()
         aid = created["arenaId"]
         owner, akey = {"X-Owner-Key": created["ownerKey"]}, {"X-Arena-Key": created["arenaKey"]}
-        r = client.post(f"/api/arenas/{aid}/join", headers=akey, json={"agentType": "builtin", "name": "i1",
-                                                                       "strategy": "idle"})
+        r = client.post(
+            f"/api/arenas/{aid}/join", headers=akey, json={"agentType": "builtin", "name": "i1", "strategy": "idle"}
+        )
         assert r.status_code == 200, r.text
         assert client.post(f"/api/arenas/{aid}/start", headers=owner, json={}).status_code == 200
         for _ in range(6):

@@ -27,13 +27,16 @@ class _Acts(Layer):
         return state, actions
 
 
-@pytest.mark.parametrize("layer_type, defined", [
-    (Layer, set()),
-    (_Acts, {"act"}),
-    (GovernanceLayer, {"init", "prewrite", "busy", "act", "after_harvest"}),
-    (PerturbLayer, {"init", "effective_params", "begin"}),
-    (PluginLayer, {"init", "begin", "after_harvest"}),
-])
+@pytest.mark.parametrize(
+    "layer_type, defined",
+    [
+        (Layer, set()),
+        (_Acts, {"act"}),
+        (GovernanceLayer, {"init", "prewrite", "busy", "act", "after_harvest"}),
+        (PerturbLayer, {"init", "effective_params", "begin"}),
+        (PluginLayer, {"init", "begin", "after_harvest"}),
+    ],
+)
 def test_has_hook_sees_the_hooks_a_layer_defines(layer_type, defined) -> None:
     layer = object.__new__(layer_type)  # the test reads the class only
     assert {h for h in HOOKS if has_hook(layer, h)} == defined
@@ -47,8 +50,9 @@ def test_still_playing_matches_its_rule() -> None:
             params = type("P", (), {"max_turns": jnp.asarray(5, jnp.int32)})
             assert bool(still_playing(state, params)) == (not collapsed and turn < 5)
     batch = type("S", (), {"collapsed": jnp.asarray([False, True, False]), "turn": jnp.asarray([1, 1, 9])})
-    np.testing.assert_array_equal(np.asarray(still_playing(batch, type("P", (), {"max_turns": 9}))),
-                                  [True, False, False])
+    np.testing.assert_array_equal(
+        np.asarray(still_playing(batch, type("P", (), {"max_turns": 9}))), [True, False, False]
+    )
 
 
 def _hits(pattern: str) -> list[str]:

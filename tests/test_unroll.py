@@ -73,23 +73,40 @@ MIX = ("conservative", "aggressive", "adaptive", "random", "rcp", REMEMBER, "idl
 def plain_value(n: int, scheduler: str, mix: tuple = MIX) -> dict:
     players = [{"strategy": mix[i % len(mix)], "privateResource": 10.0 * i} for i in range(n)]
     return {
-        "model": {"maxPlayers": n, "minPlayers": 1, "maxTurns": T, "scheduler": scheduler,
-                  "commonsInitial": 30.0 * n, "commonsCapacity": 30.0 * n, "regenRate": 0.3},
+        "model": {
+            "maxPlayers": n,
+            "minPlayers": 1,
+            "maxTurns": T,
+            "scheduler": scheduler,
+            "commonsInitial": 30.0 * n,
+            "commonsCapacity": 30.0 * n,
+            "regenRate": 0.3,
+        },
         "observability": {"commonsStock": {"visible": True, "noise": 0.05}, "othersHarvest": {"visible": True}},
         "players": players,
         # switched strategies: players with several candidates and their memory rows
         "perturbations": [
-            {"id": "o1", "type": "strategy_override", "trigger": {"kind": "turn", "turn": 3},
-             "payload": {"player": 1, "strategy": "adaptive"}},
-            {"id": "o2", "type": "strategy_override", "trigger": {"kind": "turn", "turn": 5},
-             "payload": {"player": n - 2, "strategy": "random"}},
+            {
+                "id": "o1",
+                "type": "strategy_override",
+                "trigger": {"kind": "turn", "turn": 3},
+                "payload": {"player": 1, "strategy": "adaptive"},
+            },
+            {
+                "id": "o2",
+                "type": "strategy_override",
+                "trigger": {"kind": "turn", "turn": 5},
+                "payload": {"player": n - 2, "strategy": "random"},
+            },
         ],
     }
 
 
 # (wealth-weighted has no player loop of its own; sequential: its per-player memory rows)
-@pytest.mark.parametrize("scheduler, n, mix", [("simultaneous", 7, MIX),
-                                               ("sequential", 4, ("adaptive", REMEMBER, "conservative", "aggressive"))])
+@pytest.mark.parametrize(
+    "scheduler, n, mix",
+    [("simultaneous", 7, MIX), ("sequential", 4, ("adaptive", REMEMBER, "conservative", "aggressive"))],
+)
 def test_array_form_equals_unrolled_form_bit_for_bit(scheduler, n, mix):
     """Every built-in, a user Policy with memory and key, strategy overrides (several
     candidates per player), under each scheduler: the same state and records."""
@@ -103,25 +120,47 @@ def _governed(n: int) -> dict:
     players = [{"strategy": ("aggressive", "conservative", "adaptive", "random")[i % 4]} for i in range(n)]
     for i, p in enumerate(players):
         talk = [
-            {"announce": "biased", "bias": 0.3,
-             "propose": {"turn": 2 + i % 3, "parties": list(range(0, n, 3)),
-                         "terms": {"type": "no_aggression", "tolerance": 0.1}}},
+            {
+                "announce": "biased",
+                "bias": 0.3,
+                "propose": {
+                    "turn": 2 + i % 3,
+                    "parties": list(range(0, n, 3)),
+                    "terms": {"type": "no_aggression", "tolerance": 0.1},
+                },
+            },
             {"comply": True, "announce": "honest", "pledge": {"turn": 1 + i % 4, "maxHarvest": 1.5}},
-            {"accept": "min_cap", "acceptMinCap": 1.0,
-             "propose": {"turn": 3, "parties": [i, (i + 1) % n], "terms": {"type": "harvest_cap", "maxHarvest": 2.0}}},
+            {
+                "accept": "min_cap",
+                "acceptMinCap": 1.0,
+                "propose": {
+                    "turn": 3,
+                    "parties": [i, (i + 1) % n],
+                    "terms": {"type": "harvest_cap", "maxHarvest": 2.0},
+                },
+            },
             {"accept": "never", "comply": True},
             None,
         ][i % 5]
         if talk is not None:
             p["talk"] = talk
     return {
-        "model": {"maxPlayers": n, "minPlayers": 1, "maxTurns": T, "commonsCapacity": 40.0 * n,
-                  "commonsInitial": 40.0 * n},
+        "model": {
+            "maxPlayers": n,
+            "minPlayers": 1,
+            "maxTurns": T,
+            "commonsCapacity": 40.0 * n,
+            "commonsInitial": 40.0 * n,
+        },
         "players": players,
         "pacts": [{"parties": [0, 2], "terms": {"type": "harvest_cap", "maxHarvest": 3}}],
         "perturbations": [
-            {"id": "g", "type": "sanction_graduated", "trigger": {"kind": "pact_violation", "termType": "harvest_cap"},
-             "payload": {"ladder": [1, 3, 10]}},
+            {
+                "id": "g",
+                "type": "sanction_graduated",
+                "trigger": {"kind": "pact_violation", "termType": "harvest_cap"},
+                "payload": {"ladder": [1, 3, 10]},
+            },
             {"id": "s", "type": "sanction", "trigger": {"kind": "pact_violation"}, "payload": {"amount": 0.5}},
         ],
     }
@@ -141,8 +180,14 @@ def test_governance_array_form_equals_unrolled_form():
 
 N, SLOTS = 5, 6
 player = st.integers(-1, N)  # -1 and N: invalid proposers
-request = st.tuples(player, st.sets(st.integers(0, N - 1), max_size=N), st.sampled_from(P.PACT_TERM_TYPES),
-                    st.integers(-1, 12).map(lambda k: k / 4), st.integers(-1, 4).map(lambda k: k / 8), st.booleans())
+request = st.tuples(
+    player,
+    st.sets(st.integers(0, N - 1), max_size=N),
+    st.sampled_from(P.PACT_TERM_TYPES),
+    st.integers(-1, 12).map(lambda k: k / 4),
+    st.integers(-1, 4).map(lambda k: k / 8),
+    st.booleans(),
+)
 
 
 _PROPOSE = {u: jax.jit(lambda *a: P.propose_many(*a)) for u in (True, False)}  # one trace cache per form
@@ -153,8 +198,10 @@ def _propose(unrolled: bool, *args):
         return _PROPOSE[unrolled](*args)
 
 
-@given(filled=st.lists(st.sampled_from([P.EMPTY, P.PROPOSED, P.ACTIVE, P.REJECTED]), min_size=SLOTS, max_size=SLOTS),
-       reqs=st.lists(request, min_size=1, max_size=9))
+@given(
+    filled=st.lists(st.sampled_from([P.EMPTY, P.PROPOSED, P.ACTIVE, P.REJECTED]), min_size=SLOTS, max_size=SLOTS),
+    reqs=st.lists(request, min_size=1, max_size=9),
+)
 def test_propose_many_array_form_equals_unrolled(filled, reqs):
     """The one-step store in both forms: slots taken, fields written, drops and invalid
     counts, on tables with empty slots anywhere."""
@@ -162,9 +209,16 @@ def test_propose_many_array_form_equals_unrolled(filled, reqs):
     pk = dataclasses.replace(pk, status=jnp.asarray(filled, jnp.int32))
     reqs = reqs + [(0, set(), "harvest_cap", 1.0, 0.0, False)] * (9 - len(reqs))  # one shape: one trace
     cols = list(zip(*reqs, strict=True))
-    args = (pk, jnp.asarray(cols[0], jnp.int32), jnp.asarray([[i in ps for i in range(N)] for ps in cols[1]]),
-            jnp.asarray([P.term_code(t) for t in cols[2]], jnp.int32), jnp.asarray(cols[3], jnp.float32),
-            jnp.asarray(cols[4], jnp.float32), jnp.int32(4), jnp.asarray(cols[5]))
+    args = (
+        pk,
+        jnp.asarray(cols[0], jnp.int32),
+        jnp.asarray([[i in ps for i in range(N)] for ps in cols[1]]),
+        jnp.asarray([P.term_code(t) for t in cols[2]], jnp.int32),
+        jnp.asarray(cols[3], jnp.float32),
+        jnp.asarray(cols[4], jnp.float32),
+        jnp.int32(4),
+        jnp.asarray(cols[5]),
+    )
     _assert_same(_propose(True, *args), _propose(False, *args))
 
 

@@ -25,8 +25,11 @@ def _reference(survived, played, max_turns, gain, viol):
     return outcome, rank, compliant, winners
 
 
-@given(st.lists(st.tuples(st.sampled_from([-1.0, 0.0, 0.5, 2.0, 3.5]), st.integers(0, 2)), min_size=1, max_size=6),
-       st.booleans(), st.integers(1, 10))
+@given(
+    st.lists(st.tuples(st.sampled_from([-1.0, 0.0, 0.5, 2.0, 3.5]), st.integers(0, 2)), min_size=1, max_size=6),
+    st.booleans(),
+    st.integers(1, 10),
+)
 def test_rule_matches_reference(players, survived, played):
     gain = [g for g, _ in players]
     viol = [v for _, v in players]

@@ -88,8 +88,10 @@ class ModelConfig(BaseModel):
             got = repr(er.get("input"))
             got = got if len(got) <= 80 else got[:77] + "..."  # a client's value, bounded in the message
             if er["type"] == "extra_forbidden":
-                text = (f"model.{loc}: not a field of engineMode={self.engineMode!r} (its own fields: "
-                        f"{sorted(cls.model_fields)}), got {got}")
+                text = (
+                    f"model.{loc}: not a field of engineMode={self.engineMode!r} (its own fields: "
+                    f"{sorted(cls.model_fields)}), got {got}"
+                )
             elif not loc:  # the engine model's own rule: its message names the field
                 text = er["msg"].removeprefix("Value error, ")
             else:
@@ -153,7 +155,9 @@ class ArenaConfig(BaseModel):
     pacts: list[PactConfig] = Field(default_factory=list, max_length=MAX_PACT_SLOTS)  # pre-declared pacts
     # specs {id, type, trigger, payload} (specs.py)
     perturbations: list[Any] = Field(default_factory=list, max_length=MAX_SPECS)
-    plugins: list[Any] = Field(default_factory=list, max_length=MAX_SPECS)  # governance plugins {type, id, ...} (plugins.py)
+    plugins: list[Any] = Field(
+        default_factory=list, max_length=MAX_SPECS
+    )  # governance plugins {type, id, ...} (plugins.py)
     discussion: DiscussionConfig | None = None  # live arenas' talk between harvests (discussion.py)
 
     @field_validator("perturbations")
@@ -192,8 +196,10 @@ class ArenaConfig(BaseModel):
             check_governance(self.players, self.pacts)
             self.model.engine.check_players(self.players)
             if needed_slots(self) > MAX_PACT_SLOTS:
-                raise ValueError(f"pacts: {needed_slots(self)} pacts and scripted pledges/proposals need more than "
-                                 f"{MAX_PACT_SLOTS} pact slots (bdpd_jax/config/limits.py)")
+                raise ValueError(
+                    f"pacts: {needed_slots(self)} pacts and scripted pledges/proposals need more than "
+                    f"{MAX_PACT_SLOTS} pact slots (bdpd_jax/config/limits.py)"
+                )
             n = len(self.players)
             if not self.model.minPlayers <= n <= self.model.maxPlayers:
                 raise ValueError(

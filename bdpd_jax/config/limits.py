@@ -92,9 +92,16 @@ Prompt = Annotated[str, StringConstraints(max_length=MAX_PROMPT_CHARS)]
 Code = Annotated[str, StringConstraints(max_length=MAX_CODE_CHARS)]
 Key = Annotated[str, StringConstraints(max_length=MAX_KEY_CHARS)]
 #: the bound of each constrained string type, by the name docs/semantics/live.md uses
-STRING_BOUNDS: dict[str, int] = {"Id": MAX_ID_CHARS, "Name": MAX_NAME_CHARS, "Label": MAX_LABEL_CHARS,
-                                 "Text": MAX_TEXT_CHARS, "Url": MAX_URL_CHARS, "Prompt": MAX_PROMPT_CHARS,
-                                 "Code": MAX_CODE_CHARS, "Key": MAX_KEY_CHARS}
+STRING_BOUNDS: dict[str, int] = {
+    "Id": MAX_ID_CHARS,
+    "Name": MAX_NAME_CHARS,
+    "Label": MAX_LABEL_CHARS,
+    "Text": MAX_TEXT_CHARS,
+    "Url": MAX_URL_CHARS,
+    "Prompt": MAX_PROMPT_CHARS,
+    "Code": MAX_CODE_CHARS,
+    "Key": MAX_KEY_CHARS,
+}
 
 
 def check_magnitudes(tree: Any, where: str) -> None:
@@ -105,8 +112,10 @@ def check_magnitudes(tree: Any, where: str) -> None:
         node, path = stack.pop()
         if isinstance(node, float) or (isinstance(node, int) and not isinstance(node, bool)):
             if not -MAX_MAGNITUDE <= node <= MAX_MAGNITUDE:  # NaN fails both comparisons
-                raise ValueError(f"{_path(where, path)}: {node!r} is outside the valid range "
-                                 f"[-{MAX_MAGNITUDE:g}, {MAX_MAGNITUDE:g}] (docs/semantics.md, Valid ranges)")
+                raise ValueError(
+                    f"{_path(where, path)}: {node!r} is outside the valid range "
+                    f"[-{MAX_MAGNITUDE:g}, {MAX_MAGNITUDE:g}] (docs/semantics.md, Valid ranges)"
+                )
         elif isinstance(node, dict):
             stack.extend((v, path + (k,)) for k, v in node.items())
         elif isinstance(node, (list, tuple)):
@@ -139,8 +148,12 @@ def check_int(value: Any, field: str, lo: int, hi: int) -> int:
 
 def check_tick_interval(value: Any, field: str = "tickIntervalMs") -> float:
     """An auto-tick interval in ms: a finite number in [0, MAX_TICK_INTERVAL_MS]."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-            or not 0 <= value <= MAX_TICK_INTERVAL_MS:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or not 0 <= value <= MAX_TICK_INTERVAL_MS
+    ):
         raise ValueError(f"{field}: must be a number of ms in [0, {MAX_TICK_INTERVAL_MS:g}], got {value!r}")
     return float(value)
 
@@ -155,8 +168,9 @@ def physical_memory() -> int:
         return 8 << 30
 
 
-def check_run_size(n_arenas: int, turns: int, n_players: int, history: bool, every: int = 1,
-                   streamed: bool = False) -> int:
+def check_run_size(
+    n_arenas: int, turns: int, n_players: int, history: bool, every: int = 1, streamed: bool = False
+) -> int:
     """Estimated bytes of a ``simulate`` run's results kept in memory; ValueError (naming
     n_arenas/turns) when over MEMORY_FRACTION of physical memory, with what to change.
 
@@ -171,11 +185,16 @@ def check_run_size(n_arenas: int, turns: int, n_players: int, history: bool, eve
     budget = int(MEMORY_FRACTION * physical_memory())
     if total > budget:
         gb = lambda b: f"{b / 2**30:.1f} GB"  # noqa: E731
-        hint = ("pass history=False, a larger history_every, or out=DIR to stream the turns"
-                if rows > summary else "run fewer arenas per call (arena_offset continues a run)")
+        hint = (
+            "pass history=False, a larger history_every, or out=DIR to stream the turns"
+            if rows > summary
+            else "run fewer arenas per call (arena_offset continues a run)"
+        )
         field = "turns" if rows > summary and turns > n_arenas else "n_arenas"
-        raise ValueError(f"{field}: {n_arenas} arenas x {turns} turns would keep ~{gb(total)} of results, "
-                         f"over the {gb(budget)} allowed ({MEMORY_FRACTION:.0%} of this machine's memory); {hint}")
+        raise ValueError(
+            f"{field}: {n_arenas} arenas x {turns} turns would keep ~{gb(total)} of results, "
+            f"over the {gb(budget)} allowed ({MEMORY_FRACTION:.0%} of this machine's memory); {hint}"
+        )
     return total
 
 
@@ -189,9 +208,18 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
-def check_run_args(*, seed: Any = 0, max_batch: Any = DEFAULT_MAX_BATCH, turns: Any = None, n_arenas: Any = None,
-                   arena_offset: Any = 0, replicates: Any = None, chunk_turns: Any = None,
-                   memory_budget: Any = None, history_every: Any = None) -> None:
+def check_run_args(
+    *,
+    seed: Any = 0,
+    max_batch: Any = DEFAULT_MAX_BATCH,
+    turns: Any = None,
+    n_arenas: Any = None,
+    arena_offset: Any = 0,
+    replicates: Any = None,
+    chunk_turns: Any = None,
+    memory_budget: Any = None,
+    history_every: Any = None,
+) -> None:
     """The arguments of a run (``simulate``, a sweep, a sweep spec), each checked when given:
     ValueError naming the first bad one and its value. ``None`` means not given (``turns``:
     the config's maxTurns)."""
@@ -218,15 +246,49 @@ def check_arena_range(n_arenas: int, arena_offset: int) -> None:
     check_int(arena_offset, "arena_offset", 0, ARENA_INDEX_LIMIT - 1)
     if int(arena_offset) + int(n_arenas) > ARENA_INDEX_LIMIT:
         field = "n_arenas" if int(n_arenas) > ARENA_INDEX_LIMIT // 2 else "arena_offset"
-        raise ValueError(f"{field}: arena_offset {arena_offset} + n_arenas {n_arenas} passes 2**32, the number "
-                         f"of arena indices (arenas past it would alias arenas 0, 1, ...)")
+        raise ValueError(
+            f"{field}: arena_offset {arena_offset} + n_arenas {n_arenas} passes 2**32, the number "
+            f"of arena indices (arenas past it would alias arenas 0, 1, ...)"
+        )
 
 
 __all__ = [
-    "MAX_PLAYERS", "MAX_PACT_SLOTS", "MAX_TURNS", "MAX_SPECS", "MAX_LADDER", "MAX_POLICY_MEMORY", "MAX_MAGNITUDE",
-    "MAX_DIE_SIDES", "MAX_LADDER_SCALE", "QUANTITY_BOUNDS", "ARENA_INDEX_LIMIT", "DEFAULT_MAX_BATCH", "check_run_args",
-    "MAX_TICK_INTERVAL_MS", "MEMORY_FRACTION", "check_magnitudes", "check_int",
-    "check_tick_interval", "check_run_size", "MAX_ID_CHARS", "MAX_NAME_CHARS", "MAX_LABEL_CHARS", "MAX_TEXT_CHARS",
-    "MAX_URL_CHARS", "MAX_PROMPT_CHARS", "MAX_CODE_CHARS", "MAX_KEY_CHARS", "STRING_BOUNDS", "Id", "Name", "Label",
-    "Text", "Url", "Prompt", "Code", "Key", "check_arena_range", "physical_memory",
+    "MAX_PLAYERS",
+    "MAX_PACT_SLOTS",
+    "MAX_TURNS",
+    "MAX_SPECS",
+    "MAX_LADDER",
+    "MAX_POLICY_MEMORY",
+    "MAX_MAGNITUDE",
+    "MAX_DIE_SIDES",
+    "MAX_LADDER_SCALE",
+    "QUANTITY_BOUNDS",
+    "ARENA_INDEX_LIMIT",
+    "DEFAULT_MAX_BATCH",
+    "check_run_args",
+    "MAX_TICK_INTERVAL_MS",
+    "MEMORY_FRACTION",
+    "check_magnitudes",
+    "check_int",
+    "check_tick_interval",
+    "check_run_size",
+    "MAX_ID_CHARS",
+    "MAX_NAME_CHARS",
+    "MAX_LABEL_CHARS",
+    "MAX_TEXT_CHARS",
+    "MAX_URL_CHARS",
+    "MAX_PROMPT_CHARS",
+    "MAX_CODE_CHARS",
+    "MAX_KEY_CHARS",
+    "STRING_BOUNDS",
+    "Id",
+    "Name",
+    "Label",
+    "Text",
+    "Url",
+    "Prompt",
+    "Code",
+    "Key",
+    "check_arena_range",
+    "physical_memory",
 ]

@@ -160,8 +160,11 @@ class ArenaSpec(BaseModel):
                 f"type acts on per engine)"
             )
         t = self.trigger
-        if (isinstance(t, ThresholdTrigger) and t.variable in _pk.ENGINE_TRIGGER_VARS
-                and t.variable not in eng.variables):
+        if (
+            isinstance(t, ThresholdTrigger)
+            and t.variable in _pk.ENGINE_TRIGGER_VARS
+            and t.variable not in eng.variables
+        ):
             raise ValueError(
                 f"{where}.trigger.variable: {t.variable!r} is not produced by engineMode={engine_name!r} "
                 f"(it produces {list(eng.variables)})"
@@ -172,8 +175,18 @@ class ArenaSpec(BaseModel):
     def numbers(self, config, where: str, policies: tuple = ()) -> dict:
         """This spec's slot as plain numbers (kernels.perturb.PerturbParams fields)."""
         t = self.trigger
-        out = dict(code=_pk.type_code(self.type), trigger=_pk.TRIGGER_KINDS.index(t.kind), turn=0, variable=0,
-                   op=0, level=0.0, value=0.0, mode=0, player=_pk.ALL, index=0)
+        out = dict(
+            code=_pk.type_code(self.type),
+            trigger=_pk.TRIGGER_KINDS.index(t.kind),
+            turn=0,
+            variable=0,
+            op=0,
+            level=0.0,
+            value=0.0,
+            mode=0,
+            player=_pk.ALL,
+            index=0,
+        )
         if isinstance(t, TurnTrigger):
             out["turn"] = t.turn
         elif isinstance(t, ThresholdTrigger):
@@ -239,8 +252,11 @@ class WealthShockSpec(ArenaSpec):
     def payload_numbers(self, config, where, policies):
         p = self.payload
         mult = p.factor is not None
-        return {"value": p.factor if mult else p.amount, "mode": 0 if mult else 1,
-                "player": _player_index(p.player, config, where)}
+        return {
+            "value": p.factor if mult else p.amount,
+            "mode": 0 if mult else 1,
+            "player": _player_index(p.player, config, where),
+        }
 
 
 class StrategyOverrideSpec(ArenaSpec):

@@ -213,15 +213,17 @@ def override_strategies(specs: list[ArenaSpec]) -> tuple[Any, ...]:
     return tuple(s.payload.strategy for s in specs if s.type == "strategy_override")
 
 
-def compile_specs(specs: list[ArenaSpec], config: Config, policies: tuple[Any, ...],
-                  n_slots: int | None = None) -> _pk.PerturbParams:
+def compile_specs(
+    specs: list[ArenaSpec], config: Config, policies: tuple[Any, ...], n_slots: int | None = None
+) -> _pk.PerturbParams:
     """Slots (leaves [P]) of ``specs``; padding slots are manual triggers that never fire."""
     rows = [s.numbers(config, f"perturbations[{s.id}]", policies) for s in specs]
     p = len(rows) if n_slots is None else n_slots
     if p < len(rows):
         raise ValueError(f"n_slots: {p} is fewer than the {len(rows)} perturbation specs")
-    pad = dict(code=0, trigger=_pk.MANUAL, turn=0, variable=0, op=0, level=0.0, value=0.0, mode=0,
-               player=_pk.ALL, index=0)
+    pad = dict(
+        code=0, trigger=_pk.MANUAL, turn=0, variable=0, op=0, level=0.0, value=0.0, mode=0, player=_pk.ALL, index=0
+    )
     rows = rows + [pad] * (p - len(rows))
     ints = ("code", "trigger", "turn", "variable", "op", "mode", "player", "index")
     cols = {k: [r[k] for r in rows] for k in pad}
@@ -238,14 +240,17 @@ def compile_spec(spec: BaseModel | dict[str, Any], config: Config, policies: tup
     if spec.type == "strategy_override":
         s = spec.payload.strategy
         if (BUILTINS[s] if isinstance(s, str) else s) not in policies:
-            raise ValueError(f"spec.payload.strategy: {s!r} is not compiled into this game; "
-                             "list it in build(..., extra_policies=...)")
+            raise ValueError(
+                f"spec.payload.strategy: {s!r} is not compiled into this game; "
+                "list it in build(..., extra_policies=...)"
+            )
     one: _pk.PerturbParams = jax.tree_util.tree_map(lambda x: x[0], compile_specs([spec], config, policies))
     return one
 
 
-def perturb_layer(config, perturbable: bool = False, n_slots: int | None = None, types: tuple | None = None,
-                  specs: list | None = None):
+def perturb_layer(
+    config, perturbable: bool = False, n_slots: int | None = None, types: tuple | None = None, specs: list | None = None
+):
     """The static PerturbLayer of a config (None when it has no Table A.1 specs and not
     ``perturbable``). ``types``/``n_slots``: a sweep's union/largest, to share one program;
     ``specs``: the config's arena_specs when the caller has them."""

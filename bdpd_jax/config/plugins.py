@@ -30,17 +30,29 @@ Config = Any
 PLUGIN_SPECS: dict[str, type[PluginSpec]] = {}
 
 
-def register_plugin(name: str, act: Callable[..., tuple[K.Effects, Any]], spec: type[PluginSpec], *,
-                    init: Callable[[Any, Any], Any] | None = None, reasons: tuple[str, ...] = (),
-                    begin: Callable[..., tuple[Any, Any, Any]] | None = None,
-                    reserves_pact: bool = False) -> type[PluginSpec]:
+def register_plugin(
+    name: str,
+    act: Callable[..., tuple[K.Effects, Any]],
+    spec: type[PluginSpec],
+    *,
+    init: Callable[[Any, Any], Any] | None = None,
+    reasons: tuple[str, ...] = (),
+    begin: Callable[..., tuple[Any, Any, Any]] | None = None,
+    reserves_pact: bool = False,
+) -> type[PluginSpec]:
     """Add a plugin type end to end: its kernel (``act``, ``init``, reason names, optional
     start-of-turn ``begin`` hook, whether it holds a reserved pact slot) and its config model
     ``spec`` (``type: Literal[name]``, ``id``, params, and ``params(config)``)."""
     if name in PLUGIN_SPECS:
         raise ValueError(f"type: plugin type {name!r} is already registered")
-    K.register_plugin(name, act, init if init is not None else (lambda game, pp: ()), reasons, begin=begin,
-                      reserves_pact=reserves_pact)
+    K.register_plugin(
+        name,
+        act,
+        init if init is not None else (lambda game, pp: ()),
+        reasons,
+        begin=begin,
+        reserves_pact=reserves_pact,
+    )
     PLUGIN_SPECS[name] = spec
     return spec
 
@@ -95,15 +107,18 @@ class VoluntarySanctionSpec(PluginSpec):
 
     def check_count(self, lo: int, hi: int, where: str) -> None:
         if isinstance(self.sanctioner, list) and not lo <= len(self.sanctioner) <= hi:
-            raise ValueError(f"{where}.sanctioner: one rule per player, and this arena will start with {lo} to "
-                             f"{hi} players, got {len(self.sanctioner)} rules")
+            raise ValueError(
+                f"{where}.sanctioner: one rule per player, and this arena will start with {lo} to "
+                f"{hi} players, got {len(self.sanctioner)} rules"
+            )
 
     def params(self, config) -> V.VoluntaryParams:
         rules = self.rules(len(config.players))
         code = [V.IF_RICHER if isinstance(r, IfRicherThan) else V.RULES.index(r) for r in rules]
         thr = [r.if_richer_than if isinstance(r, IfRicherThan) else 0.0 for r in rules]
-        return V.VoluntaryParams(cost=farr(self.cost), fine=farr(self.fine), rule=jnp.asarray(code, jnp.int32),
-                                 threshold=farr(thr))
+        return V.VoluntaryParams(
+            cost=farr(self.cost), fine=farr(self.fine), rule=jnp.asarray(code, jnp.int32), threshold=farr(thr)
+        )
 
 
 register_plugin("voluntary_sanction", V.act, VoluntarySanctionSpec, init=V.init, reasons=V.REASONS)
@@ -132,8 +147,10 @@ class GovernanceAgentSpec(PluginSpec):
 
     def check(self, config: Config, where: str) -> None:
         if self.regen is not None and not self._regen_ok(config):
-            raise ValueError(f"{where}.regen: engineMode={config.model.engineMode!r} has no regeneration rate "
-                             f"to set (got {self.regen!r})")
+            raise ValueError(
+                f"{where}.regen: engineMode={config.model.engineMode!r} has no regeneration rate "
+                f"to set (got {self.regen!r})"
+            )
 
     @staticmethod
     def _regen_ok(config: Config) -> bool:
@@ -145,10 +162,16 @@ class GovernanceAgentSpec(PluginSpec):
     def params(self, config: Config) -> G.AgentParams:
         nan = float("nan")
         return G.AgentParams(
-            coop_below=farr(self.coop_below), stock_below=farr(self.stock_below), coop_above=farr(self.coop_above),
-            stock_above=farr(self.stock_above), cap=farr(nan if self.cap is None else self.cap),
-            tighten=farr(self.tighten), loosen=farr(self.loosen), regen=farr(nan if self.regen is None else self.regen),
-            cooldown=jnp.asarray(self.cooldown, jnp.int32), external=self.external,
+            coop_below=farr(self.coop_below),
+            stock_below=farr(self.stock_below),
+            coop_above=farr(self.coop_above),
+            stock_above=farr(self.stock_above),
+            cap=farr(nan if self.cap is None else self.cap),
+            tighten=farr(self.tighten),
+            loosen=farr(self.loosen),
+            regen=farr(nan if self.regen is None else self.regen),
+            cooldown=jnp.asarray(self.cooldown, jnp.int32),
+            external=self.external,
         )
 
 
@@ -210,5 +233,14 @@ def reason_name(type_: str, code: int) -> str | None:
     return reasons[code - 1] if 0 < code <= len(reasons) else None
 
 
-__all__ = ["register_plugin", "PluginSpec", "VoluntarySanctionSpec", "GovernanceAgentSpec", "parse_plugins",
-           "check_plugins", "plugin_layer", "reserved_slots", "perturbation_types"]
+__all__ = [
+    "register_plugin",
+    "PluginSpec",
+    "VoluntarySanctionSpec",
+    "GovernanceAgentSpec",
+    "parse_plugins",
+    "check_plugins",
+    "plugin_layer",
+    "reserved_slots",
+    "perturbation_types",
+]

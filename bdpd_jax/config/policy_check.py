@@ -27,8 +27,9 @@ def check_policy_fields(pol: Policy, where: str) -> Policy:
     if not callable(pol.fn):
         raise ValueError(f"{where}.fn: a Policy needs a function fn(obs, memory, key), got {pol.fn!r}")
     if not isinstance(pol.name, str) or not pol.name.strip() or len(pol.name) > MAX_NAME_LEN:
-        raise ValueError(f"{where}.name: a Policy name is a non-empty string of at most {MAX_NAME_LEN} "
-                         f"characters, got {pol.name!r}")
+        raise ValueError(
+            f"{where}.name: a Policy name is a non-empty string of at most {MAX_NAME_LEN} characters, got {pol.name!r}"
+        )
     m = pol.memory_size
     if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or not 0 <= m <= MAX_POLICY_MEMORY:
         raise ValueError(f"{where}.memory_size: must be an integer in [0, {MAX_POLICY_MEMORY}], got {m!r}")
@@ -37,8 +38,9 @@ def check_policy_fields(pol: Policy, where: str) -> Policy:
 
 def _real(x) -> bool:
     dt = getattr(x, "dtype", None)
-    return dt is not None and (jnp.issubdtype(dt, jnp.floating) or jnp.issubdtype(dt, jnp.integer)
-                               or jnp.issubdtype(dt, jnp.bool_))
+    return dt is not None and (
+        jnp.issubdtype(dt, jnp.floating) or jnp.issubdtype(dt, jnp.integer) or jnp.issubdtype(dt, jnp.bool_)
+    )
 
 
 @functools.lru_cache(maxsize=256)
@@ -53,17 +55,23 @@ def check_policy_outputs(pol: Policy, n_players: int, where: str) -> None:
         out = jax.eval_shape(pol.fn, obs, mem, key)
     except Exception as exc:  # noqa: BLE001 - any failure of user code is reported by name
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        raise ValueError(f"{where}: Policy {pol.name!r} fails on an observation "
-                         f"(fn(obs, memory, key) -> (harvest, memory)): {type(exc).__name__}: {msg}") from None
+        raise ValueError(
+            f"{where}: Policy {pol.name!r} fails on an observation "
+            f"(fn(obs, memory, key) -> (harvest, memory)): {type(exc).__name__}: {msg}"
+        ) from None
     if not isinstance(out, (tuple, list)) or len(out) != 2:
         raise ValueError(f"{where}: Policy {pol.name!r} must return (harvest, memory), got {out!r}")
     h, m = out
     if not _real(h) or tuple(h.shape) != ():
-        raise ValueError(f"{where}: Policy {pol.name!r} harvest must be a real scalar, got "
-                         f"{getattr(h, 'dtype', type(h).__name__)}{list(getattr(h, 'shape', []))}")
+        raise ValueError(
+            f"{where}: Policy {pol.name!r} harvest must be a real scalar, got "
+            f"{getattr(h, 'dtype', type(h).__name__)}{list(getattr(h, 'shape', []))}"
+        )
     if not _real(m) or int(np.prod(m.shape)) != int(pol.memory_size):
-        raise ValueError(f"{where}: Policy {pol.name!r} memory must be {pol.memory_size} real numbers "
-                         f"(memory_size), got {getattr(m, 'dtype', type(m).__name__)}{list(getattr(m, 'shape', []))}")
+        raise ValueError(
+            f"{where}: Policy {pol.name!r} memory must be {pol.memory_size} real numbers "
+            f"(memory_size), got {getattr(m, 'dtype', type(m).__name__)}{list(getattr(m, 'shape', []))}"
+        )
 
 
 __all__ = ["check_policy_fields", "check_policy_outputs", "MAX_NAME_LEN"]

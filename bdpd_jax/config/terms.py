@@ -87,12 +87,18 @@ def terms_schema() -> dict[str, Any]:
         for f in tt.fields:
             bound = {"exclusiveMinimum" if f.exclusive else "minimum": f.minimum}
             props.setdefault(f.name, {"type": "number", **bound})
-            fields.append(f"\"{f.name}\": {'>' if f.exclusive else '>='}{f.minimum:g}"
-                          + ("" if f.default is None else f" (optional, default {f.default:g})"))
+            fields.append(
+                f'"{f.name}": {">" if f.exclusive else ">="}{f.minimum:g}'
+                + ("" if f.default is None else f" (optional, default {f.default:g})")
+            )
         described = f" -- {tt.description}" if tt.description else ""
         parts.append(f'{{"type": "{name}"{"".join(", " + x for x in fields)}}}{described}')
-    return {"type": "object", "description": "pact terms: " + " or ".join(parts), "properties": props,
-            "required": ["type"]}
+    return {
+        "type": "object",
+        "description": "pact terms: " + " or ".join(parts),
+        "properties": props,
+        "required": ["type"],
+    }
 
 
 __all__ = ["parse_terms", "numbers", "slot_terms", "detail", "terms_schema"]

@@ -9,5 +9,16 @@ the package stays cheap.
 
 from __future__ import annotations
 
-__all__ = ["messages", "persist", "tools", "agents", "arena", "live_batch", "registry", "replay", "players",
-           "programs", "server"]
+__all__ = [
+    "messages",
+    "persist",
+    "tools",
+    "agents",
+    "arena",
+    "live_batch",
+    "registry",
+    "replay",
+    "players",
+    "programs",
+    "server",
+]

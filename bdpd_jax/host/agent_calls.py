@@ -13,9 +13,15 @@ from bdpd_jax.host.players import LivePlayerConfig
 def live_player_config_of(i: int, p: PlayerConfig) -> LivePlayerConfig:
     if not isinstance(p.strategy, str):
         raise ValueError(f"players[{i}].strategy: a live arena needs built-in strategy names, got {p.strategy!r}")
-    return LivePlayerConfig(agentType="builtin", name=p.name or f"p{i}", privateResource=p.privateResource,
-                      strategy=p.strategy, intensity=p.intensity, reductionFactor=p.reductionFactor,
-                      talk=None if p.talk is None else p.talk.model_dump(mode="json"))
+    return LivePlayerConfig(
+        agentType="builtin",
+        name=p.name or f"p{i}",
+        privateResource=p.privateResource,
+        strategy=p.strategy,
+        intensity=p.intensity,
+        reductionFactor=p.reductionFactor,
+        talk=None if p.talk is None else p.talk.model_dump(mode="json"),
+    )
 
 
 def own_client(specs: list[LivePlayerConfig], n_players: int):

@@ -68,15 +68,30 @@ def _of_run(name: str, doc: str, before_start: Any = _NOT_STARTED) -> property:
 class Arena:
     """One live arena. See the module docstring for the lifecycle and the turn."""
 
-    def __init__(self, config: ArenaConfig | dict | str, *, seed: int = 0, arena_index: int = 0,
-                 no_talk: bool = False, out_dir: str | Path | None = None, pact_slots: int = DEFAULT_PACT_SLOTS,
-                 generator: str = "hash", turns: int | None = None, arena_id: str | None = None,
-                 fsync: bool = True, client=None, executor=None, perturbable: bool = False,
-                 operator: Operator | None = None, keep_records: int | None = DEFAULT_KEEP_RECORDS,
-                 agent_kinds: dict[str, str] | None = None,
-                 governance_agent: GovernorSpec | dict | None = None) -> None:
-        cfg, config_players = arena_inputs(config, seed=seed, arena_index=arena_index, pact_slots=pact_slots,
-                                           turns=turns, keep_records=keep_records)
+    def __init__(
+        self,
+        config: ArenaConfig | dict | str,
+        *,
+        seed: int = 0,
+        arena_index: int = 0,
+        no_talk: bool = False,
+        out_dir: str | Path | None = None,
+        pact_slots: int = DEFAULT_PACT_SLOTS,
+        generator: str = "hash",
+        turns: int | None = None,
+        arena_id: str | None = None,
+        fsync: bool = True,
+        client=None,
+        executor=None,
+        perturbable: bool = False,
+        operator: Operator | None = None,
+        keep_records: int | None = DEFAULT_KEEP_RECORDS,
+        agent_kinds: dict[str, str] | None = None,
+        governance_agent: GovernorSpec | dict | None = None,
+    ) -> None:
+        cfg, config_players = arena_inputs(
+            config, seed=seed, arena_index=arena_index, pact_slots=pact_slots, turns=turns, keep_records=keep_records
+        )
         self.seed = int(seed)
         self.arena_index = int(arena_index)
         self.no_talk = bool(no_talk)
@@ -92,8 +107,12 @@ class Arena:
         self.config, self.governor = attach_governor(cfg, governance_agent, self.operator, float(cfg.agentTimeout))
         # the kind shown in records and summary for a player replayed by a script (replay.py)
         self._shown_kinds = dict(agent_kinds or {})
-        self.arena_id = arena_id or str(uuid.UUID(bytes=bytes(
-            np.asarray(rng.arena_key(self.seed, self.arena_index)).astype("<u4").tobytes() * 2), version=4))
+        self.arena_id = arena_id or str(
+            uuid.UUID(
+                bytes=bytes(np.asarray(rng.arena_key(self.seed, self.arena_index)).astype("<u4").tobytes() * 2),
+                version=4,
+            )
+        )
         self.out_dir = None if out_dir is None else Path(out_dir)
         self._joined: list[LivePlayerConfig] = []  # the players, until start hands them to the run
         self.status = "waiting"
@@ -171,18 +190,33 @@ class Arena:
         if not m.minPlayers <= n <= m.maxPlayers:
             raise ValueError(f"players: {n} joined, outside [minPlayers={m.minPlayers}, maxPlayers={m.maxPlayers}]")
         external = np.asarray([s.external for s in self._joined], bool)
-        game, params = live_game(self.kernel_config(), external, uses_tools=self.uses_tools,
-                                 pact_slots=self.pact_slots, generator=self.generator,
-                                 perturbable=self.perturbable, max_turns=int(self.turns or m.maxTurns))
+        game, params = live_game(
+            self.kernel_config(),
+            external,
+            uses_tools=self.uses_tools,
+            pact_slots=self.pact_slots,
+            generator=self.generator,
+            perturbable=self.perturbable,
+            max_turns=int(self.turns or m.maxTurns),
+        )
         if self._client is None:
             self._make_client(self._joined)
         if self.governor is not None:
             self.governor.start(self._client, self.operator)
-        self._run = ArenaRun.begin(arena_id=self.arena_id, config=self.config, specs=self._joined,
-                                   shown_kinds=self._shown_kinds, no_talk=self.no_talk, seed=self.seed,
-                                   arena_index=self.arena_index, game=game, params=params,
-                                   agents=[self._make_agent(s) for s in self._joined],
-                                   keep_records=self.keep_records, governor=self.governor)
+        self._run = ArenaRun.begin(
+            arena_id=self.arena_id,
+            config=self.config,
+            specs=self._joined,
+            shown_kinds=self._shown_kinds,
+            no_talk=self.no_talk,
+            seed=self.seed,
+            arena_index=self.arena_index,
+            game=game,
+            params=params,
+            agents=[self._make_agent(s) for s in self._joined],
+            keep_records=self.keep_records,
+            governor=self.governor,
+        )
         if self.out_dir is not None:
             self.out_dir.mkdir(parents=True, exist_ok=True)
             clean_stale_tmp(self.out_dir)
@@ -198,27 +232,46 @@ class Arena:
         """A player's agent (None for a builtin); players get the sanction tool when it is offered,
         the speak tool when the arena talks between harvests (:mod:`~bdpd_jax.host.discussion`)."""
         talk = self.config.discussion
-        return make_agent(spec, timeout_ms=float(self.config.agentTimeout), no_talk=self.no_talk, client=self._client,
-                          executor=self._executor, operator=self.operator, sanction=sanction_offered(self.config),
-                          discussion=talk is not None and talk.on,
-                          whole_units=bool(getattr(self.config.model, "wholeUnits", False)),
-                          owner=self.arena_id)
+        return make_agent(
+            spec,
+            timeout_ms=float(self.config.agentTimeout),
+            no_talk=self.no_talk,
+            client=self._client,
+            executor=self._executor,
+            operator=self.operator,
+            sanction=sanction_offered(self.config),
+            discussion=talk is not None and talk.on,
+            whole_units=bool(getattr(self.config.model, "wholeUnits", False)),
+            owner=self.arena_id,
+        )
 
     def meta(self) -> dict[str, Any]:
         """meta.json: everything replay needs (config, seed, players, switches) and the status."""
         cfg = self.config.model_dump(mode="json", exclude={"players"})
         return {
-            "arenaId": self.arena_id, "status": self.status if self.status != "waiting" else "running",
-            "createdAt": self._run.created if self._run is not None else utc_now(), "seed": self.seed,
-            "arenaIndex": self.arena_index, "noTalk": self.no_talk, "pactSlots": self.pact_slots,
-            "generator": self.generator, "turns": self.turns, "perturbable": self.perturbable,
-            "maxTurns": self.max_turns, "config": cfg, "players": [s.public() for s in self.specs],
+            "arenaId": self.arena_id,
+            "status": self.status if self.status != "waiting" else "running",
+            "createdAt": self._run.created if self._run is not None else utc_now(),
+            "seed": self.seed,
+            "arenaIndex": self.arena_index,
+            "noTalk": self.no_talk,
+            "pactSlots": self.pact_slots,
+            "generator": self.generator,
+            "turns": self.turns,
+            "perturbable": self.perturbable,
+            "maxTurns": self.max_turns,
+            "config": cfg,
+            "players": [s.public() for s in self.specs],
             "turnsPlayed": self.turn,
             **({"governanceAgent": self.governor.spec.public()} if self.governor is not None else {}),
         }
 
-    def resume(self, specs: dict[str, LivePlayerConfig], out_dir: str | Path,
-               governance_agent: GovernorSpec | dict | None = None) -> None:
+    def resume(
+        self,
+        specs: dict[str, LivePlayerConfig],
+        out_dir: str | Path,
+        governance_agent: GovernorSpec | dict | None = None,
+    ) -> None:
         """After a replay (:func:`~bdpd_jax.host.replay.replay`): the players named in ``specs``
         (external specs) play live again, each with a fresh agent, as does ``governance_agent``
         (given exactly when the arena had one), and the next turns are appended to
@@ -265,8 +318,9 @@ class Arena:
         if not arenas or isinstance(width, bool) or not isinstance(width, int) or width < len(arenas):
             raise ValueError(f"width: must be an integer >= {len(arenas)} (the arenas, at least one), got {width!r}")
         batches = [a._ensure_batch() for a in arenas]
-        slots = ([(bt, a._b) for bt, a in zip(batches, arenas, strict=True)]
-                 + [(batches[-1], arenas[-1]._b)] * (width - len(arenas)))
+        slots = [(bt, a._b) for bt, a in zip(batches, arenas, strict=True)] + [(batches[-1], arenas[-1]._b)] * (
+            width - len(arenas)
+        )
         batch = LockstepBatch.gather(slots, [a._started() for a in arenas])
         for b, a in enumerate(arenas):
             a._bind(batch, b)
@@ -311,10 +365,13 @@ class Arena:
         run = self._started()
         out = dispatch_tool(run, player, action, turn)
         if not run.in_tick:  # an owner action between ticks: logged so replay repeats it
-            run.log_event("ownerAction", {"turn": run.turn + 1, "atTurn": turn, "playerId": player,
-                                          "action": action})
-        if out["ok"] and not run.in_tick and run.registry is not None and out["tool"] in (
-                "propose_pact", "pledge", "accept_pact"):
+            run.log_event("ownerAction", {"turn": run.turn + 1, "atTurn": turn, "playerId": player, "action": action})
+        if (
+            out["ok"]
+            and not run.in_tick
+            and run.registry is not None
+            and out["tool"] in ("propose_pact", "pledge", "accept_pact")
+        ):
             self._ensure_batch().set_pacts(self._b, run.registry.table)
         return out
 

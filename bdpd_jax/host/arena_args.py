@@ -12,8 +12,15 @@ from bdpd_jax.host.operator import Operator
 from bdpd_jax.host.players import LivePlayerConfig, player_timeout_ms
 
 
-def arena_inputs(config: ArenaConfig | dict | str | Path, *, seed: int, arena_index: int, pact_slots: int,
-                 turns: int | None, keep_records: int | None) -> tuple[ArenaConfig, list[PlayerConfig]]:
+def arena_inputs(
+    config: ArenaConfig | dict | str | Path,
+    *,
+    seed: int,
+    arena_index: int,
+    pact_slots: int,
+    turns: int | None,
+    keep_records: int | None,
+) -> tuple[ArenaConfig, list[PlayerConfig]]:
     """``(config without its players, the config's players)``, the other arguments checked.
     The players may be only some of those who will join: they are validated apart."""
     if isinstance(config, ArenaConfig):
@@ -28,14 +35,16 @@ def arena_inputs(config: ArenaConfig | dict | str | Path, *, seed: int, arena_in
     check_run_args(seed=seed, turns=turns)  # the same rule as a batch run's
     check_int(arena_index, "arena_index", 0, ARENA_INDEX_LIMIT - 1)
     check_int(pact_slots, "pactSlots", 1, MAX_PACT_SLOTS)  # bounds: bdpd_jax/config/limits.py
-    if keep_records is not None and (isinstance(keep_records, bool) or not isinstance(keep_records, int)
-                                     or keep_records < 2):
+    if keep_records is not None and (
+        isinstance(keep_records, bool) or not isinstance(keep_records, int) or keep_records < 2
+    ):
         raise ValueError(f"keep_records: must be an integer >= 2 or None, got {keep_records!r}")
     return cfg, config_players
 
 
-def joining_player(spec: LivePlayerConfig | dict, joined: list[LivePlayerConfig], config: ArenaConfig,
-                   operator: Operator) -> LivePlayerConfig:
+def joining_player(
+    spec: LivePlayerConfig | dict, joined: list[LivePlayerConfig], config: ArenaConfig, operator: Operator
+) -> LivePlayerConfig:
     """A joining player's validated spec (named ``p<k>`` when unnamed); ValueError names the
     bad field: a duplicate name, a full arena, credentials or a timeout the operator refuses."""
     if not isinstance(spec, LivePlayerConfig):

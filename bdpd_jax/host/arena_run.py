@@ -62,31 +62,31 @@ class ArenaRun:
 
     arena_id: str
     config: ArenaConfig
-    specs: list[LivePlayerConfig]            # [N] fixed at start (a resume swaps an external player's spec)
-    shown_kinds: dict[str, str]        # name -> kind shown for a replayed (scripted) player
+    specs: list[LivePlayerConfig]  # [N] fixed at start (a resume swaps an external player's spec)
+    shown_kinds: dict[str, str]  # name -> kind shown for a replayed (scripted) player
     no_talk: bool
     game: Game
-    params: Params                     # max_turns set to the arena's
-    key: jax.Array                     # uint32[2] rng.arena_key(seed, arena_index)
-    external: np.ndarray               # bool[N] players asked from outside
+    params: Params  # max_turns set to the arena's
+    key: jax.Array  # uint32[2] rng.arena_key(seed, arena_index)
+    external: np.ndarray  # bool[N] players asked from outside
     bus: MessageBus
-    registry: PactRegistry | None      # None without a governance layer
-    agents: list[Any]                  # [N] an agent per external player, None for builtins
-    spec_ids: list[str]                # the config's perturbation spec ids, in slot order
-    created: str                       # ISO time of start (meta.json createdAt)
-    writer: JsonlWriter | None         # turns.jsonl (None: not persisted)
-    records: deque[dict[str, Any]]     # the last keep_records turn records
+    registry: PactRegistry | None  # None without a governance layer
+    agents: list[Any]  # [N] an agent per external player, None for builtins
+    spec_ids: list[str]  # the config's perturbation spec ids, in slot order
+    created: str  # ISO time of start (meta.json createdAt)
+    writer: JsonlWriter | None  # turns.jsonl (None: not persisted)
+    records: deque[dict[str, Any]]  # the last keep_records turn records
     keep_records: int | None
     action_budget: ActionBudget = dataclasses.field(default_factory=ActionBudget)
     events: JsonlWriter | None = None  # events.jsonl: owner events between ticks (None: not persisted)
     stats: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)  # name -> STAT_KEYS
-    turn: int = 0                      # the last turn played
+    turn: int = 0  # the last turn played
     done: bool = False
-    in_tick: bool = False              # a turn is being played (players' own actions)
+    in_tick: bool = False  # a turn is being played (players' own actions)
     announced: dict[str, float] = dataclasses.field(default_factory=dict)  # this turn's announcements
     sanction_intents: dict[tuple[int, int], str | None] = dataclasses.field(default_factory=dict)
     owner_fired: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # before the next record
-    governor: Governor | None = None   # the owner's governance agent (Arena starts and closes it)
+    governor: Governor | None = None  # the owner's governance agent (Arena starts and closes it)
 
     def __post_init__(self) -> None:
         self.stats = {s.player_id: dict(STAT_KEYS) for s in self.specs}
@@ -102,21 +102,47 @@ class ArenaRun:
         return self.game.policies.index(EXTERNAL) if EXTERNAL in self.game.policies else -1
 
     @classmethod
-    def begin(cls, *, arena_id: str, config: ArenaConfig, specs: list[LivePlayerConfig], shown_kinds: dict[str, str],
-              no_talk: bool, seed: int, arena_index: int, game: Game, params: Params, agents: list[Any],
-              keep_records: int | None, governor: Governor | None = None) -> ArenaRun:
+    def begin(
+        cls,
+        *,
+        arena_id: str,
+        config: ArenaConfig,
+        specs: list[LivePlayerConfig],
+        shown_kinds: dict[str, str],
+        no_talk: bool,
+        seed: int,
+        arena_index: int,
+        game: Game,
+        params: Params,
+        agents: list[Any],
+        keep_records: int | None,
+        governor: Governor | None = None,
+    ) -> ArenaRun:
         """The run state of a game about to play its first turn (``Arena.start``): the arena's
         key, a message bus, a pact registry when the game has a governance layer."""
         players = [s.player_id for s in specs]
         return cls(
-            arena_id=arena_id, config=config, specs=list(specs), shown_kinds=shown_kinds, no_talk=no_talk,
-            game=game, params=params, key=rng.arena_key(seed, arena_index),
+            arena_id=arena_id,
+            config=config,
+            specs=list(specs),
+            shown_kinds=shown_kinds,
+            no_talk=no_talk,
+            game=game,
+            params=params,
+            key=rng.arena_key(seed, arena_index),
             external=np.asarray([s.external for s in specs], bool),
             bus=MessageBus(seed=f"{seed}:{arena_index}", known_players=players),
             registry=PactRegistry(params.extra[GOV].pacts0, players, seed, arena_index)
-            if has_governance(game) else None,
-            agents=agents, spec_ids=[sp.id for sp in arena_specs(config)], created=utc_now(), writer=None,
-            records=deque(maxlen=keep_records), keep_records=keep_records, governor=governor)
+            if has_governance(game)
+            else None,
+            agents=agents,
+            spec_ids=[sp.id for sp in arena_specs(config)],
+            created=utc_now(),
+            writer=None,
+            records=deque(maxlen=keep_records),
+            keep_records=keep_records,
+            governor=governor,
+        )
 
     @property
     def players(self) -> list[str]:

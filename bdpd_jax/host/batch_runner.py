@@ -65,8 +65,10 @@ class LockstepBatch:
         game = runs[0].game
         for k, r in enumerate(runs):
             if r.game != game:
-                raise ValueError(f"arenas[{k}]: its game (players, strategies, engine, layers) differs from "
-                                 "arenas[0]'s; a batch runs one compiled program")
+                raise ValueError(
+                    f"arenas[{k}]: its game (players, strategies, engine, layers) differs from "
+                    "arenas[0]'s; a batch runs one compiled program"
+                )
             if r.turn != runs[0].turn:
                 raise ValueError(f"arenas[{k}]: at turn {r.turn}, arenas[0] at {runs[0].turn}")
         self.runs = runs
@@ -74,13 +76,13 @@ class LockstepBatch:
         self.gov = has_governance(game)
         init, self._decide, self._step = programs(game)
         self.keys = jnp.stack([r.key for r in runs], axis=-1)
-        self.params = jax.tree_util.tree_map(lambda *xs: jnp.stack([jnp.asarray(x) for x in xs], axis=-1),
-                                             *[r.params for r in runs])
+        self.params = jax.tree_util.tree_map(
+            lambda *xs: jnp.stack([jnp.asarray(x) for x in xs], axis=-1), *[r.params for r in runs]
+        )
         self.state = init(self.params)
         # stock units per harvest unit, per arena: an agent's fallback harvest (0.2 x capacity,
         # agents/base.py) is in the heuristics' units and is scaled as the built-ins' is
-        self.units = np.broadcast_to(np.asarray(game.engine.harvest_unit(self.params.engine), np.float64),
-                                     (len(runs),))
+        self.units = np.broadcast_to(np.asarray(game.engine.harvest_unit(self.params.engine), np.float64), (len(runs),))
         # per arena, the players asked from outside (specs are fixed once an arena starts)
         self._external = [[i for i, s in enumerate(r.specs) if s.external] for r in runs]
 
@@ -106,6 +108,7 @@ class LockstepBatch:
             def one(*leaves):
                 parts = [np.asarray(x)[..., i] for x, i in zip(leaves, index, strict=True)]
                 return jnp.asarray(np.concatenate(parts, -1)[..., order])
+
             return jax.tree_util.tree_map(one, *[getattr(src, name) for src, _, _ in sources.values()])
 
         self = cls.__new__(cls)
@@ -121,15 +124,15 @@ class LockstepBatch:
 
     def set_state(self, b: int, state) -> None:
         """Write arena b's (unbatched) state into the batch state."""
-        self.state = jax.tree_util.tree_map(lambda x, v: jnp.asarray(x).at[..., b].set(jnp.asarray(v)),
-                                            self.state, state)
+        self.state = jax.tree_util.tree_map(
+            lambda x, v: jnp.asarray(x).at[..., b].set(jnp.asarray(v)), self.state, state
+        )
 
     def set_pacts(self, b: int, table) -> None:
         """Write arena b's pact table into the batch state (a tool used between ticks)."""
         gs = self.state.extra[GOV]
         pk = jax.tree_util.tree_map(lambda x, v: jnp.asarray(x).at[..., b].set(jnp.asarray(v)), gs.pacts, table)
-        self.state = dataclasses.replace(
-            self.state, extra={**self.state.extra, GOV: dataclasses.replace(gs, pacts=pk)})
+        self.state = dataclasses.replace(self.state, extra={**self.state.extra, GOV: dataclasses.replace(gs, pacts=pk)})
 
     async def tick(self) -> None:
         """One turn of every arena still playing."""
@@ -156,8 +159,9 @@ class LockstepBatch:
             pacts = _stack(tables + tables[-1:] * (self.state.wealth.shape[-1] - len(tables)))
         sb = with_sanction_intents(sb, self.runs)
         dt = np.dtype(sb.wealth.dtype)  # numpy arguments: no eager jax op per array (same rounding)
-        state, rec = self._step(self.keys, sb, begun, ext, ext_req.astype(dt), ext_ann.astype(dt), pacts, ahead,
-                                self.params)
+        state, rec = self._step(
+            self.keys, sb, begun, ext, ext_req.astype(dt), ext_ann.astype(dt), pacts, ahead, self.params
+        )
         self.state = state
         await self._end(state, rec, by_arena, tools, overridden)
 
@@ -187,12 +191,20 @@ class LockstepBatch:
                 asked.append(i)
             if not asked:
                 continue
-            envs = envelopes(r, [r.specs[i].player_id for i in asked], {k: v[..., b] for k, v in obs_np.items()},
-                             r.turn + 1)
+            envs = envelopes(
+                r, [r.specs[i].player_id for i in asked], {k: v[..., b] for k, v in obs_np.items()}, r.turn + 1
+            )
             for i in asked:
                 s = r.specs[i]
-                jobs.append(ask_agent(r.agents[i], envs[s.name], float(wealth[i, b]), s.agentType,
-                                      pool=None if pool is None else float(pool[b])))
+                jobs.append(
+                    ask_agent(
+                        r.agents[i],
+                        envs[s.name],
+                        float(wealth[i, b]),
+                        s.agentType,
+                        pool=None if pool is None else float(pool[b]),
+                    )
+                )
                 where.append((b, i))
         results = await asyncio.gather(*jobs)
         by_arena: list[dict[int, AgentResult]] = [{} for _ in runs]
@@ -235,8 +247,9 @@ class LockstepBatch:
                     ext_ann[i, b] = r.announced[name]
         return ext, ext_req, ext_ann, tools
 
-    async def _end(self, state, rec, by_arena: list[dict[int, AgentResult]], tools: list[list],
-                   overridden: list[set]) -> None:
+    async def _end(
+        self, state, rec, by_arena: list[dict[int, AgentResult]], tools: list[list], overridden: list[set]
+    ) -> None:
         """Each arena's turn record with its discussion (arenas that go on talk at once), kept
         and written; the game ends where the kernel played no turn."""
         rows = record_rows(jax.tree_util.tree_map(np.asarray, rec))  # converted once for all arenas

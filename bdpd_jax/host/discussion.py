@@ -29,8 +29,11 @@ SPEAKING_KINDS: tuple[str, ...] = ("llm", "scripted")
 
 def speakers(run: ArenaRun) -> list[str]:
     """The players who speak, in player order (a replayed LLM player still speaks)."""
-    return [name for i, name in enumerate(run.players)
-            if run.agent_kind(i) in SPEAKING_KINDS and hasattr(run.agents[i], "speak")]
+    return [
+        name
+        for i, name in enumerate(run.players)
+        if run.agent_kind(i) in SPEAKING_KINDS and hasattr(run.agents[i], "speak")
+    ]
 
 
 def first_speaker(names: Sequence[str], turn: int) -> str:
@@ -74,13 +77,28 @@ async def discuss(run: ArenaRun, line: dict[str, Any]) -> None:
     rows: list[dict[str, Any]] = []
     current = first_speaker(names, t) if names else ""
     for order in range(1, cfg.rounds + 1 if names else 1):
-        context = {"phase": "discussion", "turn": t, "playerId": current, "speakers": names, "report": rep,
-                   "utterances": [{"speaker": r["speaker"], "text": r["text"]} for r in rows],
-                   "utterancesLeft": cfg.rounds - order + 1}
+        context = {
+            "phase": "discussion",
+            "turn": t,
+            "playerId": current,
+            "speakers": names,
+            "report": rep,
+            "utterances": [{"speaker": r["speaker"], "text": r["text"]} for r in rows],
+            "utterancesLeft": cfg.rounds - order + 1,
+        }
         u = await ask(agents[current], context)
         nxt, named = next_speaker(cfg.nextSpeaker, names, current, u.next_speaker)
-        rows.append({"turn": t, "order": order, "speaker": current, "text": u.text, "nextSpeaker": nxt,
-                     "named": named, "error": u.error})
+        rows.append(
+            {
+                "turn": t,
+                "order": order,
+                "speaker": current,
+                "text": u.text,
+                "nextSpeaker": nxt,
+                "named": named,
+                "error": u.error,
+            }
+        )
         if u.error:
             run.count(current, "errors", 1)
         current = nxt
@@ -94,8 +112,19 @@ def last_discussion(records: Sequence[dict[str, Any]], turn: int) -> dict[str, A
     if last is None or last["turn"] != turn - 1 or "discussion" not in last:
         return None
     d = last["discussion"]
-    return {"report": d["report"], "utterances": [{"speaker": u["speaker"], "text": u["text"]}
-                                                  for u in d["utterances"]]}
+    return {
+        "report": d["report"],
+        "utterances": [{"speaker": u["speaker"], "text": u["text"]} for u in d["utterances"]],
+    }
 
 
-__all__ = ["MAX_DISCUSSION_ROUNDS", "SPEAKING_KINDS", "discuss", "first_speaker", "last_discussion", "next_speaker", "report", "speakers"]
+__all__ = [
+    "MAX_DISCUSSION_ROUNDS",
+    "SPEAKING_KINDS",
+    "discuss",
+    "first_speaker",
+    "last_discussion",
+    "next_speaker",
+    "report",
+    "speakers",
+]

@@ -70,8 +70,14 @@ def _message(run: ArenaRun, player: str, tool: str, a: dict[str, Any], turn: int
         msg = run.bus.send_private(player, a["target"], a["text"], turn)
         if not run.bus.is_known(a["target"]):
             # 003_*: a foreign target in a standalone arena is stored for audit, read by no one
-            return {**_no(TOOL_SCOPES[tool], tool, f"target: unknown player {a['target']!r} (stored for audit, read "
-                          "by no one)"), "id": msg["id"]}
+            return {
+                **_no(
+                    TOOL_SCOPES[tool],
+                    tool,
+                    f"target: unknown player {a['target']!r} (stored for audit, read by no one)",
+                ),
+                "id": msg["id"],
+            }
         return {**ok, "id": msg["id"]}
     msg = run.bus.announce(player, a["value"], turn)
     run.announce(player, msg["value"])
@@ -90,8 +96,11 @@ def _pact(run: ArenaRun, player: str, tool: str, a: dict[str, Any], turn: int) -
         unknown = [p for p in a["parties"] if p not in run.players] if tool == "propose_pact" else []
         if unknown:
             return _no(scope, tool, f"parties: unknown player(s) {unknown}")
-        slot, why = (reg.propose(player, a["parties"], a["terms"], turn) if tool == "propose_pact"
-                     else reg.pledge(player, a["maxHarvest"], turn))
+        slot, why = (
+            reg.propose(player, a["parties"], a["terms"], turn)
+            if tool == "propose_pact"
+            else reg.pledge(player, a["maxHarvest"], turn)
+        )
         if slot < 0:
             return _no(scope, tool, why)
         return {**ok, "pactId": reg.id_of(slot), "status": reg.status(slot)}
@@ -108,8 +117,9 @@ def _pact(run: ArenaRun, player: str, tool: str, a: dict[str, Any], turn: int) -
     if tb.accepted[slot, i]:
         return _no(scope, tool, f"pactId: {player!r} has already accepted pact {a['pactId']!r}")
     if int(tb.proposed_turn[slot]) >= turn:
-        return _no(scope, tool, f"pactId: pact {a['pactId']!r} was proposed this turn; it can be accepted from "
-                   "the next")
+        return _no(
+            scope, tool, f"pactId: pact {a['pactId']!r} was proposed this turn; it can be accepted from the next"
+        )
     reg.accept(slot, player, turn)
     return {**ok, "pactId": a["pactId"], "status": reg.status(slot)}
 

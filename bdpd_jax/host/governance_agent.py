@@ -138,13 +138,16 @@ def parse_answer(body: Any, dtype: Any = np.float32) -> tuple[dict[str, Any], li
         kept = valid(to_action(out, dtype))
         for k in list(out):
             if math.isnan(float(getattr(kept, k))):
-                errors.append(f"{k} dropped: {out.pop(k)!r} cannot apply (cap must be within harvest_cap's "
-                              "bound, ladder_scale and regen >= 0)")
+                errors.append(
+                    f"{k} dropped: {out.pop(k)!r} cannot apply (cap must be within harvest_cap's "
+                    "bound, ladder_scale and regen >= 0)"
+                )
     return out, errors
 
 
 def to_action(action: dict[str, Any], dtype: Any = np.float32):
     """A JSON-form action as the kernel's GovAction (NaN = not taken; ``"lift"`` = +inf)."""
+
     def f(k: str) -> np.ndarray:
         v = action.get(k)
         return np.asarray(np.nan if v is None else (np.inf if v == LIFT else float(v)), dtype)
@@ -177,10 +180,14 @@ def last_turn(rec: dict[str, Any]) -> dict[str, Any]:
     wealth and sanction, the violations and sanctions, the active pacts. Not the engine's
     hidden variables (the hidden reserve), not the messages."""
     return {
-        "turn": rec["turn"], "stock": rec["stock"], "regen": rec["regen"], "collapsed": rec["collapsed"],
+        "turn": rec["turn"],
+        "stock": rec["stock"],
+        "regen": rec["regen"],
+        "collapsed": rec["collapsed"],
         "metrics": rec["metrics"],
-        "players": [{k: d[k] for k in ("playerId", "actual", "announced", "wealth", "sanction")}
-                    for d in rec["decisions"]],
+        "players": [
+            {k: d[k] for k in ("playerId", "actual", "announced", "wealth", "sanction")} for d in rec["decisions"]
+        ],
         "violations": [{k: v[k] for k in ("partyId", "pactId", "termType")} for v in rec["violations"]],
         "sanctions": [{k: s[k] for k in ("playerId", "specId", "amount", "paidBy", "cost")} for s in rec["sanctions"]],
         "pacts": [p for p in rec["pacts"] if p["status"] == "active"],
@@ -193,9 +200,15 @@ def observation(run, gov: Governor, turn: int, in_force: dict[str, Any]) -> dict
     actions put in force (``inForce``: cap, ladder_scale, regen; null = none) and its own last
     ``MAX_GOV_HISTORY`` turns (action, applied, error)."""
     last = run.records[-1] if run.records and run.records[-1]["turn"] == turn - 1 else None
-    return {"turn": turn, "arenaId": run.arena_id, "players": run.players, "maxTurns": run.max_turns,
-            "last": None if last is None else last_turn(last), "inForce": in_force,
-            "history": list(gov.history)}
+    return {
+        "turn": turn,
+        "arenaId": run.arena_id,
+        "players": run.players,
+        "maxTurns": run.max_turns,
+        "last": None if last is None else last_turn(last),
+        "inForce": in_force,
+        "history": list(gov.history),
+    }
 
 
 async def govern(state, runs: list) -> Any:
@@ -237,8 +250,10 @@ def attach(config, spec: GovernorSpec | dict | None, operator: Operator, agent_t
     ext = [i for i, p in enumerate(config.plugins) if p.type == PLUGIN_TYPE and getattr(p, "external", False)]
     if spec is None:
         if ext:
-            raise ValueError(f"plugins[{ext[0]}].external: a live arena's external governance_agent needs a "
-                             "governance agent attached at create (governanceAgent)")
+            raise ValueError(
+                f"plugins[{ext[0]}].external: a live arena's external governance_agent needs a "
+                "governance agent attached at create (governanceAgent)"
+            )
         return config, None
     if len(ext) > 1:
         raise ValueError(f"plugins[{ext[1]}].external: one external governance_agent per live arena")
@@ -275,8 +290,14 @@ class Governor:
         if s.kind == "http":
             self.agent = HttpGovernor(cast(str, s.url), self.timeout_ms, client)  # required for kind http
         else:
-            self.agent = LLMGovernor(model=s.model, **operator.llm_endpoint(s), timeout_ms=self.timeout_ms,
-                                     client=client, system_prompt=s.systemPrompt, temperature=s.temperature)
+            self.agent = LLMGovernor(
+                model=s.model,
+                **operator.llm_endpoint(s),
+                timeout_ms=self.timeout_ms,
+                client=client,
+                system_prompt=s.systemPrompt,
+                temperature=s.temperature,
+            )
 
     def reattach(self, spec: GovernorSpec | dict, client, operator: Operator, agent_timeout_ms: float) -> None:
         """A resumed arena's live agent in place of the replayed one (same plugin, history kept)."""
@@ -323,12 +344,25 @@ class Governor:
         what it asked (``action``), what the kernel applied (``applied``, its begin record: e.g.
         a regen on an engine without a regeneration rate applies as null), its error."""
         d, self.decision = self.decision, None
-        out = {"action": d.action if d else {}, "applied": from_action(applied) if applied is not None else None,
-               "error": d.error if d else None, "fallback": d.fallback if d else False,
-               "elapsedMs": round(d.elapsed_ms, 3) if d else 0.0}
+        out = {
+            "action": d.action if d else {},
+            "applied": from_action(applied) if applied is not None else None,
+            "error": d.error if d else None,
+            "fallback": d.fallback if d else False,
+            "elapsedMs": round(d.elapsed_ms, 3) if d else 0.0,
+        }
         self.history.append({"turn": turn, **{k: out[k] for k in ("action", "applied", "error")}})
         return out
 
 
-__all__ = ["GovernorSpec", "GovAnswer", "Governor", "attach", "parse_answer", "LIFT",
-           "MAX_GOV_RESPONSE_BYTES", "PLUGIN_TYPE", "PLUGIN_ID"]
+__all__ = [
+    "GovernorSpec",
+    "GovAnswer",
+    "Governor",
+    "attach",
+    "parse_answer",
+    "LIFT",
+    "MAX_GOV_RESPONSE_BYTES",
+    "PLUGIN_TYPE",
+    "PLUGIN_ID",
+]

@@ -20,20 +20,41 @@ def kernel_config(config: ArenaConfig, specs: list[LivePlayerConfig]) -> ArenaCo
         if s.external:
             players.append(PlayerConfig(strategy=EXTERNAL, name=s.name, privateResource=s.privateResource))
         else:
-            players.append(PlayerConfig(strategy=s.strategy, name=s.name, privateResource=s.privateResource,
-                                        intensity=s.intensity, reductionFactor=s.reductionFactor, talk=s.talk))
+            players.append(
+                PlayerConfig(
+                    strategy=s.strategy,
+                    name=s.name,
+                    privateResource=s.privateResource,
+                    intensity=s.intensity,
+                    reductionFactor=s.reductionFactor,
+                    talk=s.talk,
+                )
+            )
     data = {k: getattr(config, k) for k in ArenaConfig.model_fields if k != "players"}
     return ArenaConfig.model_validate({**data, "players": players})
 
 
-def live_game(kcfg: ArenaConfig, external: np.ndarray, *, uses_tools: bool, pact_slots: int, generator: str,
-              perturbable: bool, max_turns: int) -> tuple[Game, Params]:
+def live_game(
+    kcfg: ArenaConfig,
+    external: np.ndarray,
+    *,
+    uses_tools: bool,
+    pact_slots: int,
+    generator: str,
+    perturbable: bool,
+    max_turns: int,
+) -> tuple[Game, Params]:
     """(game, params) of a live arena: the one preparation (``bdpd_jax.prepare``) with the
     live options passed in. ``external``: bool[N], the players asked from outside;
     ``uses_tools``: some external player talks (the pact table takes proposals at any turn).
     With no external talker this is exactly the batched build."""
-    live = LiveOptions(external=tuple(bool(x) for x in np.asarray(external, bool)), uses_tools=uses_tools,
-                       pact_slots=int(pact_slots), perturbable=perturbable, max_turns=int(max_turns))
+    live = LiveOptions(
+        external=tuple(bool(x) for x in np.asarray(external, bool)),
+        uses_tools=uses_tools,
+        pact_slots=int(pact_slots),
+        perturbable=perturbable,
+        max_turns=int(max_turns),
+    )
     prep = prepare(kcfg, generator=generator, live=live)
     return prep.game, prep.params
 

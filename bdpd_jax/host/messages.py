@@ -87,19 +87,39 @@ class MessageBus:
 
     def broadcast(self, from_id: str, text: str, turn: int) -> dict[str, Any]:
         """Text visible to every other player from ``turn + 1``."""
-        return self._append({"turn": _check_turn(turn), "fromId": _check_player("fromId", from_id),
-                             "to": None, "scope": "broadcast", "text": _check_text(text)})
+        return self._append(
+            {
+                "turn": _check_turn(turn),
+                "fromId": _check_player("fromId", from_id),
+                "to": None,
+                "scope": "broadcast",
+                "text": _check_text(text),
+            }
+        )
 
     def send_private(self, from_id: str, target: str, text: str, turn: int) -> dict[str, Any]:
         """Text visible to ``target`` only; stored (unread) when the target is unknown."""
-        return self._append({"turn": _check_turn(turn), "fromId": _check_player("fromId", from_id),
-                             "to": _check_player("target", target), "scope": "private",
-                             "text": _check_text(text)})
+        return self._append(
+            {
+                "turn": _check_turn(turn),
+                "fromId": _check_player("fromId", from_id),
+                "to": _check_player("target", target),
+                "scope": "private",
+                "text": _check_text(text),
+            }
+        )
 
     def announce(self, from_id: str, value: float, turn: int) -> dict[str, Any]:
         """Numeric intended harvest (rounded to 3 decimals) visible to every other player."""
-        return self._append({"turn": _check_turn(turn), "fromId": _check_player("fromId", from_id),
-                             "to": None, "scope": "announcement", "value": round_announcement(value)})
+        return self._append(
+            {
+                "turn": _check_turn(turn),
+                "fromId": _check_player("fromId", from_id),
+                "to": None,
+                "scope": "announcement",
+                "value": round_announcement(value),
+            }
+        )
 
     def is_known(self, player_id: str) -> bool:
         """True when ``player_id`` is a known local player (always True if none were given)."""
@@ -134,8 +154,7 @@ class MessageBus:
         _check_player("playerId", player_id)
         if isinstance(since_turn, bool) or not isinstance(since_turn, int):
             raise ValueError(f"since_turn: must be an integer, got {since_turn!r}")
-        return [self._recipient_view(m) for m in self._log
-                if m["turn"] >= since_turn and self._visible(m, player_id)]
+        return [self._recipient_view(m) for m in self._log if m["turn"] >= since_turn and self._visible(m, player_id)]
 
     def inbox_at(self, player_id: str, turn: int) -> list[dict[str, Any]]:
         """What ``player_id`` reads while deciding ``turn``: messages sent at ``turn - 1`` only."""

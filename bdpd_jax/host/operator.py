@@ -30,11 +30,32 @@ from bdpd_jax.host.agents.transport import canonical_url
 
 REDACTED = "REDACTED"
 # query parameters whose values are secrets (compared lower-case, '-' read as '_')
-SECRET_PARAMS: frozenset[str] = frozenset({
-    "token", "access_token", "refresh_token", "id_token", "auth", "authorization", "key", "apikey",
-    "api_key", "secret", "client_secret", "password", "passwd", "pwd", "sig", "signature",
-    "credential", "credentials", "session", "sessionid", "x_api_key", "code",
-})
+SECRET_PARAMS: frozenset[str] = frozenset(
+    {
+        "token",
+        "access_token",
+        "refresh_token",
+        "id_token",
+        "auth",
+        "authorization",
+        "key",
+        "apikey",
+        "api_key",
+        "secret",
+        "client_secret",
+        "password",
+        "passwd",
+        "pwd",
+        "sig",
+        "signature",
+        "credential",
+        "credentials",
+        "session",
+        "sessionid",
+        "x_api_key",
+        "code",
+    }
+)
 
 
 def _check_url(field: str, url: Any) -> str:
@@ -92,9 +113,9 @@ class LLMCredential(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     baseUrl: Url
-    apiKeyEnv: Key | None = Field(None, min_length=1)   # read at every call (rotation works)
+    apiKeyEnv: Key | None = Field(None, min_length=1)  # read at every call (rotation works)
     apiKey: SecretStr | None = Field(None, max_length=MAX_KEY_CHARS)  # a literal key; never written anywhere
-    models: list[Label] | None = None                    # the models players may use; None: any
+    models: list[Label] | None = None  # the models players may use; None: any
 
     @field_validator("baseUrl")
     @classmethod
@@ -115,7 +136,7 @@ class Operator(BaseModel):
     model_config = ConfigDict(extra="forbid")
     credentials: dict[Name, LLMCredential] = Field(default_factory=dict)
     llmBaseUrls: list[Url] = Field(default_factory=list)  # endpoints players may name (no key sent)
-    httpUrls: list[Url] | None = None                     # HTTP players' URL prefixes; None: any
+    httpUrls: list[Url] | None = None  # HTTP players' URL prefixes; None: any
 
     @field_validator("llmBaseUrls", "httpUrls")
     @classmethod
@@ -142,28 +163,38 @@ class Operator(BaseModel):
         if spec.credential is not None:
             cred = self.credentials.get(spec.credential)
             if cred is None:
-                raise ValueError(f"credential: unknown credential {spec.credential!r}; the operator offers "
-                                 f"{sorted(self.credentials)}")
+                raise ValueError(
+                    f"credential: unknown credential {spec.credential!r}; the operator offers "
+                    f"{sorted(self.credentials)}"
+                )
             if spec.baseUrl is not None and _check_url("baseUrl", spec.baseUrl).rstrip("/") != cred.baseUrl:
-                raise ValueError(f"baseUrl: credential {spec.credential!r} is sent to its own endpoint only; "
-                                 "omit baseUrl")
+                raise ValueError(
+                    f"baseUrl: credential {spec.credential!r} is sent to its own endpoint only; omit baseUrl"
+                )
             if cred.models is not None and spec.model not in cred.models:
                 raise ValueError(f"model: credential {spec.credential!r} allows {cred.models}, got {spec.model!r}")
             return
         if spec.baseUrl is None:
-            raise ValueError("credential: an LLM player needs a credential name from the operator "
-                             f"({sorted(self.credentials)}) or an allowed baseUrl")
+            raise ValueError(
+                "credential: an LLM player needs a credential name from the operator "
+                f"({sorted(self.credentials)}) or an allowed baseUrl"
+            )
         if not url_allowed(spec.baseUrl, self.llmBaseUrls):
-            raise ValueError(f"baseUrl: {redact_url(spec.baseUrl)!r} is not an endpoint the operator lets "
-                             "players choose; pick a credential name instead")
+            raise ValueError(
+                f"baseUrl: {redact_url(spec.baseUrl)!r} is not an endpoint the operator lets "
+                "players choose; pick a credential name instead"
+            )
 
     def llm_endpoint(self, spec) -> dict[str, Any]:
         """``{base_url, api_key_env, api_key}`` for an LLM player already checked at join."""
         if spec.credential is None:
             return {"base_url": spec.baseUrl, "api_key_env": None, "api_key": None}
         cred = self.credentials[spec.credential]
-        return {"base_url": cred.baseUrl, "api_key_env": cred.apiKeyEnv,
-                "api_key": None if cred.apiKey is None else cred.apiKey.get_secret_value()}
+        return {
+            "base_url": cred.baseUrl,
+            "api_key_env": cred.apiKeyEnv,
+            "api_key": None if cred.apiKey is None else cred.apiKey.get_secret_value(),
+        }
 
 
 __all__ = ["LLMCredential", "Operator", "REDACTED", "redact_url", "url_allowed"]

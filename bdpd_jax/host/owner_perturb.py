@@ -45,8 +45,10 @@ def owner_slot(run: ArenaRun, kernel_config: ArenaConfig, spec: str | dict[str, 
         spec = found[0]
     slot = compile_spec(spec, kernel_config, run.game.policies)
     if not any(isinstance(ly, PerturbLayer) and pk.type_names()[int(slot.code)] in ly.types for ly in run.game.layers):
-        raise ValueError(f"spec.type: {pk.type_names()[int(slot.code)]!r} cannot be fired in this arena; "
-                         "create it with perturbable=True")
+        raise ValueError(
+            f"spec.type: {pk.type_names()[int(slot.code)]!r} cannot be fired in this arena; "
+            "create it with perturbable=True"
+        )
     return spec, slot
 
 
@@ -57,8 +59,13 @@ def fire_perturbation(run: ArenaRun, batch: LockstepBatch, b: int, spec: Any, sl
     new, rec = _owner_apply(run.game)(state, slot, run.params)
     batch.set_state(b, new)
     kind = pk.type_names()[int(rec["code"])]
-    entry = {"turn": run.turn + 1, "spec": spec if isinstance(spec, dict) else spec.model_dump(mode="json"),
-             "type": kind, "target": target_label(kind, int(rec["target"])), "value": num(rec["value"])}
+    entry = {
+        "turn": run.turn + 1,
+        "spec": spec if isinstance(spec, dict) else spec.model_dump(mode="json"),
+        "type": kind,
+        "target": target_label(kind, int(rec["target"])),
+        "value": num(rec["value"]),
+    }
     run.owner_perturbation(entry)
     return entry
 

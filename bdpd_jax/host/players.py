@@ -77,8 +77,9 @@ class LivePlayerConfig(BaseModel):
     def _fields_of_type(self) -> LivePlayerConfig:
         t = self.agentType
         if self.apiKeyEnv is not None:
-            raise ValueError("apiKeyEnv: a player cannot choose a credential; pick `credential`, a name "
-                             "from the operator's list")
+            raise ValueError(
+                "apiKeyEnv: a player cannot choose a credential; pick `credential`, a name from the operator's list"
+            )
         if t == "builtin" and self.strategy not in BUILTINS:
             raise ValueError(f"strategy: unknown built-in {self.strategy!r}; known: {sorted(BUILTINS)}")
         if t == "code":
@@ -93,7 +94,9 @@ class LivePlayerConfig(BaseModel):
             if not self.model:
                 raise ValueError(f"model: required for agentType 'llm', got {self.model!r}")
         if t == "scripted" and not self.script:
-            raise ValueError(f"script: a non-empty list of turns is required for agentType 'scripted', got {self.script!r}")
+            raise ValueError(
+                f"script: a non-empty list of turns is required for agentType 'scripted', got {self.script!r}"
+            )
         for k in ("rulesText", "fallbackHarvest"):  # (temperature stays ignored elsewhere, as before)
             if t != "llm" and getattr(self, k) is not None:
                 raise ValueError(f"{k}: an option of LLM players (agentType 'llm'), got agentType {t!r}")
@@ -157,11 +160,17 @@ class ScriptedAgent:
             errors.append(f"harvest: must be a finite number >= 0, got {h!r}")
             err, h = "; ".join(errors), None
         if h is None:
-            return AgentResult(fallback_harvest(w), entry.get("error") or err or "scripted: no harvest", acts,
-                               (time.perf_counter() - t0) * 1000, True)
+            return AgentResult(
+                fallback_harvest(w),
+                entry.get("error") or err or "scripted: no harvest",
+                acts,
+                (time.perf_counter() - t0) * 1000,
+                True,
+            )
         # a harvest given (or logged) is what the kernel is fed, in stock units: never rescaled
-        return AgentResult(float(h), err, acts, (time.perf_counter() - t0) * 1000, bool(entry.get("fallback", False)),
-                           stock_units=True)
+        return AgentResult(
+            float(h), err, acts, (time.perf_counter() - t0) * 1000, bool(entry.get("fallback", False)), stock_units=True
+        )
 
     async def speak(self, context: dict[str, Any]) -> Utterance:
         """The next of this turn's ``utterances`` (``[{"text", "nextSpeaker", "error"}]``) from
@@ -198,14 +207,25 @@ def player_timeout_ms(spec: TimedSpec, timeout_ms: float) -> float:
     asked for less; code agents never past the seed's 50 ms. A longer ``timeoutMs`` is refused."""
     cap = min(float(timeout_ms), JS_TIMEOUT_MS) if spec.agentType == "code" else float(timeout_ms)
     if spec.timeoutMs is not None and spec.timeoutMs > cap:
-        raise ValueError(f"timeoutMs: at most the arena's limit for {spec.agentType} players ({cap:g} ms), "
-                         f"got {spec.timeoutMs:g}")
+        raise ValueError(
+            f"timeoutMs: at most the arena's limit for {spec.agentType} players ({cap:g} ms), got {spec.timeoutMs:g}"
+        )
     return cap if spec.timeoutMs is None else float(spec.timeoutMs)
 
 
-def make_agent(spec: LivePlayerConfig, *, timeout_ms: float, no_talk: bool, client=None, executor=None,
-               operator: Operator | None = None, sanction: bool = False, discussion: bool = False,
-               whole_units: bool = False, owner: str | None = None):
+def make_agent(
+    spec: LivePlayerConfig,
+    *,
+    timeout_ms: float,
+    no_talk: bool,
+    client=None,
+    executor=None,
+    operator: Operator | None = None,
+    sanction: bool = False,
+    discussion: bool = False,
+    whole_units: bool = False,
+    owner: str | None = None,
+):
     """The agent runner of an external player (None for builtins). ``sanction``: the arena
     offers the ``sanction`` tool (an LLM player then sees it in its tool list); ``discussion``:
     the arena talks between harvests (LLM players speak); ``whole_units``: the model's requests
@@ -216,20 +236,42 @@ def make_agent(spec: LivePlayerConfig, *, timeout_ms: float, no_talk: bool, clie
         return None
     tmo = player_timeout_ms(spec, timeout_ms)
     if t == "code":
-        return CodeAgent(spec.strategyCode, rng_seed=spec.rngSeed, pool=executor, timeout_ms=tmo, no_talk=no_talk,
-                         owner=owner)
+        return CodeAgent(
+            spec.strategyCode, rng_seed=spec.rngSeed, pool=executor, timeout_ms=tmo, no_talk=no_talk, owner=owner
+        )
     if t == "http":
         return HttpAgent(cast(str, spec.url), tmo, no_talk=no_talk, client=client)
     if t == "llm":
         op = operator or Operator()
         op.check_player(spec)
-        return LLMAgent(model=cast(str, spec.model), **op.llm_endpoint(spec), player_id=spec.name, timeout_ms=tmo,
-                        no_talk=no_talk, client=client, system_prompt=spec.systemPrompt,
-                        temperature=spec.temperature, sanction=sanction, rules_text=spec.rulesText,
-                        fallback=spec.fallbackHarvest, discussion=discussion, whole_units=whole_units)
+        return LLMAgent(
+            model=cast(str, spec.model),
+            **op.llm_endpoint(spec),
+            player_id=spec.name,
+            timeout_ms=tmo,
+            no_talk=no_talk,
+            client=client,
+            system_prompt=spec.systemPrompt,
+            temperature=spec.temperature,
+            sanction=sanction,
+            rules_text=spec.rulesText,
+            fallback=spec.fallbackHarvest,
+            discussion=discussion,
+            whole_units=whole_units,
+        )
     return ScriptedAgent(spec.script, no_talk=no_talk)
 
 
-__all__ = ["AGENT_TYPES", "MAX_CODE_CHARS", "MAX_NAME_CHARS", "MAX_PROMPT_CHARS", "MAX_RULES_CHARS", "MAX_TEMPERATURE",
-           "MAX_URL_CHARS", "LivePlayerConfig",
-           "ScriptedAgent", "make_agent", "player_timeout_ms"]
+__all__ = [
+    "AGENT_TYPES",
+    "MAX_CODE_CHARS",
+    "MAX_NAME_CHARS",
+    "MAX_PROMPT_CHARS",
+    "MAX_RULES_CHARS",
+    "MAX_TEMPERATURE",
+    "MAX_URL_CHARS",
+    "LivePlayerConfig",
+    "ScriptedAgent",
+    "make_agent",
+    "player_timeout_ms",
+]

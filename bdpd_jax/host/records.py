@@ -43,11 +43,22 @@ def sanction_rows(run: ArenaRun, t: int, g: dict, rec_extra: dict) -> list[dict[
     rows = []
     for n, p, k in zip(*np.nonzero(fired.transpose(2, 1, 0)), strict=True):  # by player, pact, spec
         sp = specs[k]
-        rows.append(schema.wire_row(
-            schema.SANCTIONS, turn=int(t), id=sp.id, type=sp.type, player=run.players[int(n)],
-            pact=run.registry.id_of(int(p)), term_type=P.term_names()[int(g["term"][p])],
-            ordinal=int(g["ordinal"][p, n]), amount=num(amount[k, p, n]), reason=sp.payload.reason, payer=None,
-            cost=0.0))
+        rows.append(
+            schema.wire_row(
+                schema.SANCTIONS,
+                turn=int(t),
+                id=sp.id,
+                type=sp.type,
+                player=run.players[int(n)],
+                pact=run.registry.id_of(int(p)),
+                term_type=P.term_names()[int(g["term"][p])],
+                ordinal=int(g["ordinal"][p, n]),
+                amount=num(amount[k, p, n]),
+                reason=sp.payload.reason,
+                payer=None,
+                cost=0.0,
+            )
+        )
     return rows + plugin_sanction_rows(run, t, layer_record(rec_extra, PLUGINS) or {})
 
 
@@ -57,10 +68,22 @@ def plugin_sanction_rows(run: ArenaRun, t: int, g: dict) -> list[dict[str, Any]]
     for spec, r in zip(run.config.plugins, g.get("plugins", ()), strict=False):
         fines, costs = np.asarray(r["fines"]), np.asarray(r["costs"])  # [payer, target]
         for i, j in zip(*np.nonzero(((fines > 0) | (costs > 0)).T)):  # by target, then payer
-            rows.append(schema.wire_row(
-                schema.SANCTIONS, turn=int(t), id=spec.id, type=spec.type, player=run.players[int(i)], pact=None,
-                term_type=None, ordinal=0, amount=num(fines[j, i]), reason=reason_name(spec.type, int(r["reason"][i])),
-                payer=run.players[int(j)], cost=num(costs[j, i])))
+            rows.append(
+                schema.wire_row(
+                    schema.SANCTIONS,
+                    turn=int(t),
+                    id=spec.id,
+                    type=spec.type,
+                    player=run.players[int(i)],
+                    pact=None,
+                    term_type=None,
+                    ordinal=0,
+                    amount=num(fines[j, i]),
+                    reason=reason_name(spec.type, int(r["reason"][i])),
+                    payer=run.players[int(j)],
+                    cost=num(costs[j, i]),
+                )
+            )
     return rows
 
 
@@ -73,7 +96,7 @@ _ARENA_FLOATS = tuple(c.name for c in schema.TURNS if c.dtype == "float32")
 class TurnRow:
     """One arena's values of a batched kernel turn record, as :func:`turn_record` reads them."""
 
-    requested: list[float | None]      # [N] (None for NaN), as are the four below
+    requested: list[float | None]  # [N] (None for NaN), as are the four below
     actual: list[float | None]
     announced: list[float | None]
     wealth: list[float | None]
@@ -81,14 +104,14 @@ class TurnRow:
     stock: float | None
     regen: float | None
     reserve_drawn: float | None
-    invalid: list[bool]                # [N]
+    invalid: list[bool]  # [N]
     turn: int
     played: bool
     collapsed: bool
     metrics: dict[str, float | None]
-    engine: dict[str, float | None]    # the engine's float variables
-    actual_np: np.ndarray              # f[N]
-    extra: dict                        # the layers' records (numpy slices)
+    engine: dict[str, float | None]  # the engine's float variables
+    actual_np: np.ndarray  # f[N]
+    extra: dict  # the layers' records (numpy slices)
 
 
 def record_rows(rec) -> list[TurnRow]:
@@ -105,11 +128,20 @@ def record_rows(rec) -> list[TurnRow]:
     actual = np.asarray(rec.actual)
     engine = {k: nums(v) for k, v in rec.engine_extra.items() if np.asarray(v).dtype.kind == "f"}
     has_extra = bool(jax.tree_util.tree_leaves(rec.extra))
-    return [TurnRow(**{k: v[b] for k, v in cols.items()}, invalid=invalid[b], turn=turn[b], played=played[b],
-                    collapsed=collapsed[b], metrics={k: v[b] for k, v in metrics.items()},
-                    engine={k: v[b] for k, v in engine.items()}, actual_np=actual[:, b],
-                    extra=_arena_slice(rec.extra, b) if has_extra else {})
-            for b in range(nb)]
+    return [
+        TurnRow(
+            **{k: v[b] for k, v in cols.items()},
+            invalid=invalid[b],
+            turn=turn[b],
+            played=played[b],
+            collapsed=collapsed[b],
+            metrics={k: v[b] for k, v in metrics.items()},
+            engine={k: v[b] for k, v in engine.items()},
+            actual_np=actual[:, b],
+            extra=_arena_slice(rec.extra, b) if has_extra else {},
+        )
+        for b in range(nb)
+    ]
 
 
 def _arena_slice(tree: Any, b: int) -> Any:
@@ -117,18 +149,31 @@ def _arena_slice(tree: Any, b: int) -> Any:
     return jax.tree_util.tree_map(lambda x: np.asarray(x)[..., b], tree)
 
 
-def turn_record(run: ArenaRun, t: int, rec: TurnRow, calls: dict[int, AgentResult], tools: list,
-                overridden: set) -> dict[str, Any]:
+def turn_record(
+    run: ArenaRun, t: int, rec: TurnRow, calls: dict[int, AgentResult], tools: list, overridden: set
+) -> dict[str, Any]:
     """The record of turn ``t`` from the arena's row of :func:`record_rows`."""
     decisions = []
     errors = []
     for i, s in enumerate(run.specs):
-        d = schema.wire_row(schema.PLAYERS, player=s.name, agent_type=run.agent_kind(i),
-                            **{k: getattr(rec, k)[i] for k in (*_PLAYER_FLOATS, "invalid")})
+        d = schema.wire_row(
+            schema.PLAYERS,
+            player=s.name,
+            agent_type=run.agent_kind(i),
+            **{k: getattr(rec, k)[i] for k in (*_PLAYER_FLOATS, "invalid")},
+        )
         if i in calls:
             r = calls[i]
-            d.update(schema.wire_row(schema.PLAYERS, harvest=r.harvest, fallback=r.fallback, error=r.error,
-                                     elapsed_ms=round(r.elapsed_ms, 3), actions=r.actions))
+            d.update(
+                schema.wire_row(
+                    schema.PLAYERS,
+                    harvest=r.harvest,
+                    fallback=r.fallback,
+                    error=r.error,
+                    elapsed_ms=round(r.elapsed_ms, 3),
+                    actions=r.actions,
+                )
+            )
             if r.error:
                 errors.append({"playerId": s.player_id, "error": r.error})
                 run.count(s.player_id, "errors", 1)
@@ -140,8 +185,9 @@ def turn_record(run: ArenaRun, t: int, rec: TurnRow, calls: dict[int, AgentResul
     violations, sanctions = [], []
     g = layer_record(rec.extra, GOV) if rec.extra else None
     if run.registry is not None and g:
-        violations = run.registry.record_violations(t, np.asarray(g["violated"]), rec.actual_np,
-                                                     np.asarray(g["ordinal"]), np.asarray(g["fired"]))
+        violations = run.registry.record_violations(
+            t, np.asarray(g["violated"]), rec.actual_np, np.asarray(g["ordinal"]), np.asarray(g["fired"])
+        )
         for ev in violations:
             run.count(ev["partyId"], "violations", 1)
         sanctions = sanction_rows(run, t, g, rec.extra)
@@ -152,15 +198,27 @@ def turn_record(run: ArenaRun, t: int, rec: TurnRow, calls: dict[int, AgentResul
     if pr:
         for p in np.flatnonzero(np.asarray(pr["fired"])):
             kind = pk.type_names()[int(pr["code"][p])]
-            fired.append(schema.wire_row(schema.PERTURBATIONS, id=run.spec_ids[p] if p < len(run.spec_ids) else None,
-                                         type=kind, target=target_label(kind, int(pr["target"][p])),
-                                         value=num(pr["value"][p])))
+            fired.append(
+                schema.wire_row(
+                    schema.PERTURBATIONS,
+                    id=run.spec_ids[p] if p < len(run.spec_ids) else None,
+                    type=kind,
+                    target=target_label(kind, int(pr["target"][p])),
+                    value=num(pr["value"][p]),
+                )
+            )
     owner = run.take_owner_fired()
     gov = {} if run.governor is None else {"governance": governance_entry(run, t, rec.extra)}
     return {
         "arenaId": run.arena_id,
-        **schema.wire_row(schema.TURNS, turn=t, stock=rec.stock, regen=rec.regen, reserve_drawn=rec.reserve_drawn,
-                          collapsed=rec.collapsed),
+        **schema.wire_row(
+            schema.TURNS,
+            turn=t,
+            stock=rec.stock,
+            regen=rec.regen,
+            reserve_drawn=rec.reserve_drawn,
+            collapsed=rec.collapsed,
+        ),
         "decisions": decisions,
         "messages": run.bus.messages_for_turn(t),
         "tools": tools,

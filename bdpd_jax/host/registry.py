@@ -60,7 +60,6 @@ def nums(x: Any) -> Any:
     return orjson.loads(orjson.dumps(np.ascontiguousarray(a), option=orjson.OPT_SERIALIZE_NUMPY))
 
 
-
 # Jitted once per term registry (the static first argument: a type registered later
 # retraces instead of reusing a program that does not know it).
 @functools.partial(jax.jit, static_argnums=0)
@@ -144,9 +143,14 @@ class PactRegistry:
         out = []
         for s in np.flatnonzero(self.table.status != P.EMPTY).tolist():  # slots in order
             st = self.status(s)
-            out.append({**self._base(s), "status": st,
-                        "acceptedTurn": int(self.table.accepted_turn[s]) if st == "active" else None,
-                        "violationCount": int(self.table.violation_count[s])})
+            out.append(
+                {
+                    **self._base(s),
+                    "status": st,
+                    "acceptedTurn": int(self.table.accepted_turn[s]) if st == "active" else None,
+                    "violationCount": int(self.table.violation_count[s]),
+                }
+            )
         return out
 
     def view_for(self, player: str) -> dict[str, list[dict[str, Any]]]:
@@ -185,14 +189,16 @@ class PactRegistry:
         code = P.term_code(terms["type"])
         before = int(self.table.dropped)
         mh, tol = numbers(terms)
-        pk, slot = _propose(P.term_names(), self._jnp(), jnp.int32(i), jnp.asarray(mask), jnp.int32(code), mh, tol,
-                            jnp.int32(turn))
+        pk, slot = _propose(
+            P.term_names(), self._jnp(), jnp.int32(i), jnp.asarray(mask), jnp.int32(code), mh, tol, jnp.int32(turn)
+        )
         return self._stored(pk, int(slot), terms, before)
 
     def pledge(self, player: str, max_harvest: float, turn: int) -> tuple[int, str | None]:
         before = int(self.table.dropped)
-        pk, slot = _pledge(P.term_names(), self._jnp(), jnp.int32(self.players.index(player)), float(max_harvest),
-                           jnp.int32(turn))
+        pk, slot = _pledge(
+            P.term_names(), self._jnp(), jnp.int32(self.players.index(player)), float(max_harvest), jnp.int32(turn)
+        )
         return self._stored(pk, int(slot), {"type": "harvest_cap", "maxHarvest": float(max_harvest)}, before)
 
     def _stored(self, pk, slot: int, terms: dict[str, Any], dropped_before: int) -> tuple[int, str | None]:
@@ -205,12 +211,16 @@ class PactRegistry:
         return slot, None
 
     def accept(self, slot: int, player: str, turn: int) -> None:
-        self.table = _np_tree(_accept(P.term_names(), self._jnp(), jnp.int32(slot),
-                                      jnp.int32(self.players.index(player)), jnp.int32(turn)))
+        self.table = _np_tree(
+            _accept(
+                P.term_names(), self._jnp(), jnp.int32(slot), jnp.int32(self.players.index(player)), jnp.int32(turn)
+            )
+        )
 
     # -- violations -------------------------------------------------------------------------
-    def record_violations(self, turn: int, violated: np.ndarray, actual: np.ndarray, ordinal: np.ndarray,
-                          sanction_fired: np.ndarray) -> list[dict[str, Any]]:
+    def record_violations(
+        self, turn: int, violated: np.ndarray, actual: np.ndarray, ordinal: np.ndarray, sanction_fired: np.ndarray
+    ) -> list[dict[str, Any]]:
         """Append this turn's events (violated bool[P, N]) to the log; return them as rows
         ``{pactId, partyId, termType, turn, detail, ordinal}`` (001_* detail strings)."""
         events: list[dict[str, Any]] = []
@@ -222,9 +232,16 @@ class PactRegistry:
         for s, i in zip(*np.nonzero(violated), strict=True):
             kind = P.term_names()[int(self.table.term[s])]
             text = detail(kind, float(actual[i]), float(lim[s]), mean)
-            ev = schema.wire_row(schema.VIOLATIONS, turn=int(turn), pact=self.id_of(int(s)), player=self.players[int(i)],
-                                 term_type=kind, detail=text, ordinal=int(ordinal[s, i]),
-                                 sanction_fired=bool(sanction_fired[i] > 0))
+            ev = schema.wire_row(
+                schema.VIOLATIONS,
+                turn=int(turn),
+                pact=self.id_of(int(s)),
+                player=self.players[int(i)],
+                term_type=kind,
+                detail=text,
+                ordinal=int(ordinal[s, i]),
+                sanction_fired=bool(sanction_fired[i] > 0),
+            )
             self._violations.setdefault(int(s), []).append(ev)
             events.append(ev)
         return events

@@ -79,9 +79,16 @@ def _owner_event(arena: Arena, ev: dict[str, Any]) -> None:
         raise ValueError(f"turns.jsonl: unknown event {ev['event']!r}")
 
 
-def replay(dir: str | Path, *, out_dir: str | Path | None = None, verify: bool = True,
-           turns: int | None = None, resume: dict[str, Any] | None = None, operator=None,
-           governance_agent=None) -> Arena:
+def replay(
+    dir: str | Path,
+    *,
+    out_dir: str | Path | None = None,
+    verify: bool = True,
+    turns: int | None = None,
+    resume: dict[str, Any] | None = None,
+    operator=None,
+    governance_agent=None,
+) -> Arena:
     """Replay the arena in ``dir``; returns the arena after the last complete recorded turn
     (status ``running``: it may be ticked on with the scripted players, or closed).
 
@@ -105,23 +112,48 @@ def replay(dir: str | Path, *, out_dir: str | Path | None = None, verify: bool =
     # older folders have no event lines and list the firings in the next turn record
     legacy = not any("event" in r for r in lines)
     if turns is not None and turns < len(records):  # stop at that turn's record
-        lines = lines[:lines.index(records[turns - 1]) + 1] if turns > 0 else []
+        lines = lines[: lines.index(records[turns - 1]) + 1] if turns > 0 else []
         records = records[:turns]
-    arena = Arena(meta["config"], seed=meta["seed"], arena_index=meta["arenaIndex"], no_talk=meta["noTalk"],
-                  pact_slots=meta["pactSlots"], generator=meta["generator"], turns=meta["turns"],
-                  arena_id=meta["arenaId"], out_dir=out_dir, perturbable=meta.get("perturbable", False),
-                  operator=operator, governance_agent=_governor(meta, records),
-                  agent_kinds={p["name"]: p["agentType"] for p in meta["players"]
-                               if p.get("agentType", "builtin") != "builtin"})
+    arena = Arena(
+        meta["config"],
+        seed=meta["seed"],
+        arena_index=meta["arenaIndex"],
+        no_talk=meta["noTalk"],
+        pact_slots=meta["pactSlots"],
+        generator=meta["generator"],
+        turns=meta["turns"],
+        arena_id=meta["arenaId"],
+        out_dir=out_dir,
+        perturbable=meta.get("perturbable", False),
+        operator=operator,
+        governance_agent=_governor(meta, records),
+        agent_kinds={p["name"]: p["agentType"] for p in meta["players"] if p.get("agentType", "builtin") != "builtin"},
+    )
     for p in meta["players"]:
         if p.get("agentType", "builtin") == "builtin":
             arena.join(LivePlayerConfig.model_validate(p))
             continue
-        script = [{"harvest": d["harvest"], "actions": d.get("actions", []), "error": d.get("error"),
-                   "fallback": d.get("fallback", False), "turn": rec["turn"], "utterances": _said(rec, p["name"])}
-                  for rec in records for d in rec["decisions"] if d["playerId"] == p["name"] and "harvest" in d]
-        arena.join(LivePlayerConfig(agentType="scripted", name=p["name"], privateResource=p["privateResource"],
-                              script=script or [{"harvest": 0.0}]))
+        script = [
+            {
+                "harvest": d["harvest"],
+                "actions": d.get("actions", []),
+                "error": d.get("error"),
+                "fallback": d.get("fallback", False),
+                "turn": rec["turn"],
+                "utterances": _said(rec, p["name"]),
+            }
+            for rec in records
+            for d in rec["decisions"]
+            if d["playerId"] == p["name"] and "harvest" in d
+        ]
+        arena.join(
+            LivePlayerConfig(
+                agentType="scripted",
+                name=p["name"],
+                privateResource=p["privateResource"],
+                script=script or [{"harvest": 0.0}],
+            )
+        )
     arena.start()
     for rec in lines:  # in file order: owner events between ticks, then the turn they precede
         if "event" in rec:
@@ -143,17 +175,29 @@ def replay(dir: str | Path, *, out_dir: str | Path | None = None, verify: bool =
 def _said(rec: dict[str, Any], player: str) -> list[dict[str, Any]]:
     """``player``'s utterances in turn ``rec``'s discussion, as its script replays them (a
     next speaker it did not validly name is left out: the round-robin gives it again)."""
-    return [{"text": u["text"], "nextSpeaker": u["nextSpeaker"] if u["named"] else None, "error": u["error"]}
-            for u in rec.get("discussion", {}).get("utterances", []) if u["speaker"] == player]
+    return [
+        {"text": u["text"], "nextSpeaker": u["nextSpeaker"] if u["named"] else None, "error": u["error"]}
+        for u in rec.get("discussion", {}).get("utterances", [])
+        if u["speaker"] == player
+    ]
 
 
 def _governor(meta: dict[str, Any], records: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The attached governance agent replayed from its log: the logged actions and errors."""
     if "governanceAgent" not in meta:
         return None
-    return {"kind": "scripted", "script": [{"action": r["governance"]["action"], "error": r["governance"]["error"],
-                                            "fallback": r["governance"].get("fallback", False)}
-                                           for r in records if "governance" in r]}
+    return {
+        "kind": "scripted",
+        "script": [
+            {
+                "action": r["governance"]["action"],
+                "error": r["governance"]["error"],
+                "fallback": r["governance"].get("fallback", False),
+            }
+            for r in records
+            if "governance" in r
+        ],
+    }
 
 
 def _resume(arena: Arena, dir: Path, meta: dict[str, Any], resume: dict[str, Any], governance_agent=None) -> None:
@@ -161,11 +205,14 @@ def _resume(arena: Arena, dir: Path, meta: dict[str, Any], resume: dict[str, Any
     missing = sorted(set(external) - set(resume))
     extra = sorted(set(resume) - set(external))
     if missing or extra:
-        raise ValueError(f"resume: give a spec for every external player {external}; "
-                         f"missing {missing}, not external {extra}")
+        raise ValueError(
+            f"resume: give a spec for every external player {external}; missing {missing}, not external {extra}"
+        )
     if (governance_agent is None) != (arena.governor is None):
-        raise ValueError("governance_agent: give one exactly when the arena had a governance agent "
-                         f"({'it had' if arena.governor is not None else 'it had none'})")
+        raise ValueError(
+            "governance_agent: give one exactly when the arena had a governance agent "
+            f"({'it had' if arena.governor is not None else 'it had none'})"
+        )
     specs = {}
     for name, spec in resume.items():
         spec = spec if isinstance(spec, LivePlayerConfig) else LivePlayerConfig.model_validate({**spec, "name": name})

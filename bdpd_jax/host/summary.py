@@ -26,18 +26,35 @@ def summary(run: ArenaRun, st, status: str) -> dict[str, Any]:
     order = sorted(range(len(run.specs)), key=lambda i: (-float(wealth[i]), i))
     rank = {i: r + 1 for r, i in enumerate(order)}
     survived, collapse_turn = not bool(st.collapsed), int(st.collapse_turn) or None
-    victory = report(players=players, survived=survived, collapse_turn=collapse_turn,
-                     turns_played=int(st.turn), max_turns=run.max_turns,
-                     initial=[s.privateResource for s in run.specs], final=[num(w) or 0.0 for w in wealth],
-                     violations=[run.stats[p]["violations"] for p in players])
+    victory = report(
+        players=players,
+        survived=survived,
+        collapse_turn=collapse_turn,
+        turns_played=int(st.turn),
+        max_turns=run.max_turns,
+        initial=[s.privateResource for s in run.specs],
+        final=[num(w) or 0.0 for w in wealth],
+        violations=[run.stats[p]["violations"] for p in players],
+    )
     return {
-        "arenaId": run.arena_id, "status": status, "turnsPlayed": int(st.turn),
-        "survived": survived, "collapseTurn": collapse_turn, "victory": victory,
+        "arenaId": run.arena_id,
+        "status": status,
+        "turnsPlayed": int(st.turn),
+        "survived": survived,
+        "collapseTurn": collapse_turn,
+        "victory": victory,
         "finalStock": num(run.game.engine.stock(jax.tree_util.tree_map(jnp.asarray, st.engine))),
-        "players": [{"playerId": s.player_id, "agentType": run.agent_kind(i),
-                     "strategy": s.strategy if not s.external else None,
-                     "wealth": num(wealth[i]), "rank": rank[i],
-                     **run.stats[s.name]} for i, s in enumerate(run.specs)],
+        "players": [
+            {
+                "playerId": s.player_id,
+                "agentType": run.agent_kind(i),
+                "strategy": s.strategy if not s.external else None,
+                "wealth": num(wealth[i]),
+                "rank": rank[i],
+                **run.stats[s.name],
+            }
+            for i, s in enumerate(run.specs)
+        ],
         "govsim": govsim_report(run, st),
         "pacts": run.registry.compact() if run.registry is not None else [],
         "messages": len(run.bus),
@@ -48,10 +65,17 @@ def govsim_report(run: ArenaRun, st) -> dict[str, Any]:
     """GovSim's metrics of this game so far (bdpd_jax/results/govsim.py: the batch's rule, from
     the kernel's tally), keyed by their column names; NaN as null."""
     f0 = np.asarray(f0_of(run.game, jax.tree_util.tree_map(jnp.asarray, run.params)))
-    cols = govsim_metrics(np.asarray([int(st.turn)]), run.max_turns, f0[None],
-                          np.asarray(st.tally.gains)[:, None], np.asarray(st.tally.over)[None])
-    return {k: (bool(v[0]) if v.dtype == bool else int(v[0]) if v.dtype.kind == "i" else num(float(v[0])))
-            for k, v in cols.items()}
+    cols = govsim_metrics(
+        np.asarray([int(st.turn)]),
+        run.max_turns,
+        f0[None],
+        np.asarray(st.tally.gains)[:, None],
+        np.asarray(st.tally.over)[None],
+    )
+    return {
+        k: (bool(v[0]) if v.dtype == bool else int(v[0]) if v.dtype.kind == "i" else num(float(v[0])))
+        for k, v in cols.items()
+    }
 
 
 __all__ = ["govsim_report", "summary"]

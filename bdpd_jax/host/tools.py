@@ -19,7 +19,12 @@ from bdpd_jax.host.messages import MAX_MESSAGE_LEN, truncate_text
 MAX_ID_CHARS: int = 128  # player and pact ids named in an action
 
 TALK_TOOLS: tuple[str, ...] = (
-    "broadcast", "send_private", "announce_intended_harvest", "propose_pact", "accept_pact", "pledge",
+    "broadcast",
+    "send_private",
+    "announce_intended_harvest",
+    "propose_pact",
+    "accept_pact",
+    "pledge",
 )
 HARVEST_TOOL: str = "harvest"
 MESSAGE_TOOLS: tuple[str, ...] = ("broadcast", "send_private", "announce_intended_harvest")
@@ -38,59 +43,103 @@ MAX_PARTIES: int = 64  # names in one propose_pact
 
 
 def _fn(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    return {"type": "function", "function": {
-        "name": name, "description": description,
-        "parameters": {"type": "object", "properties": properties, "required": required,
-                       "additionalProperties": False}}}
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {
+                "type": "object",
+                "properties": properties,
+                "required": required,
+                "additionalProperties": False,
+            },
+        },
+    }
 
 
 _TEXT = {"type": "string", "description": f"message text (longer than {MAX_MESSAGE_LEN} chars is truncated)"}
 
+
 def _harvest_schema(no_talk: bool) -> dict[str, Any]:
-    props: dict[str, Any] = {"amount": {"type": "number", "minimum": 0,
-                                        "description": "units to harvest from the commons this turn"}}
+    props: dict[str, Any] = {
+        "amount": {"type": "number", "minimum": 0, "description": "units to harvest from the commons this turn"}
+    }
     if not no_talk:
-        props["announced"] = {"type": "number", "minimum": 0,
-                              "description": "optional: harvest you publicly announce you intend to take "
-                                             "(same as announce_intended_harvest)"}
+        props["announced"] = {
+            "type": "number",
+            "minimum": 0,
+            "description": "optional: harvest you publicly announce you intend to take "
+            "(same as announce_intended_harvest)",
+        }
     return _fn(HARVEST_TOOL, "Submit your harvest for this turn. Call exactly once.", props, ["amount"])
 
 
 def _talk_schemas() -> tuple[dict[str, Any], ...]:
     """The six talk tools; ``propose_pact``'s terms from the term registry as it is now."""
     return (
-        _fn("broadcast", "Send a text message to every other player (they read it next turn).",
-            {"text": _TEXT}, ["text"]),
-        _fn("send_private", "Send a text message to one player (they read it next turn).",
+        _fn(
+            "broadcast",
+            "Send a text message to every other player (they read it next turn).",
+            {"text": _TEXT},
+            ["text"],
+        ),
+        _fn(
+            "send_private",
+            "Send a text message to one player (they read it next turn).",
             {"target": {"type": "string", "description": "recipient player id"}, "text": _TEXT},
-            ["target", "text"]),
-        _fn("announce_intended_harvest", "Announce the harvest you intend to take (numeric, public).",
-            {"value": {"type": "number", "minimum": 0}}, ["value"]),
-        _fn("propose_pact", "Propose a pact to named parties; you accept it implicitly.",
+            ["target", "text"],
+        ),
+        _fn(
+            "announce_intended_harvest",
+            "Announce the harvest you intend to take (numeric, public).",
+            {"value": {"type": "number", "minimum": 0}},
+            ["value"],
+        ),
+        _fn(
+            "propose_pact",
+            "Propose a pact to named parties; you accept it implicitly.",
             {"parties": {"type": "array", "items": {"type": "string"}, "minItems": 1}, "terms": terms_schema()},
-            ["parties", "terms"]),
-        _fn("accept_pact", "Accept a pact proposed to you.",
-            {"pactId": {"type": "string"}}, ["pactId"]),
-        _fn("pledge", "Unilaterally cap your own harvest (self-binding pact, active at once).",
-            {"maxHarvest": {"type": "number", "exclusiveMinimum": 0}}, ["maxHarvest"]),
+            ["parties", "terms"],
+        ),
+        _fn("accept_pact", "Accept a pact proposed to you.", {"pactId": {"type": "string"}}, ["pactId"]),
+        _fn(
+            "pledge",
+            "Unilaterally cap your own harvest (self-binding pact, active at once).",
+            {"maxHarvest": {"type": "number", "exclusiveMinimum": 0}},
+            ["maxHarvest"],
+        ),
     )
 
 
 def sanction_schema() -> dict[str, Any]:
-    return _fn(SANCTION_TOOL, "Pay the sanction cost to fine a player who broke a pact or over-harvested this "
-               "turn (applied at the end of the turn; no effect, and no cost, if the target did neither or "
-               "you cannot pay for all the players you fine).",
-               {"target": {"type": "string", "description": "player id"},
-                "reason": {"type": "string", "description": "optional, for the log"}}, ["target"])
+    return _fn(
+        SANCTION_TOOL,
+        "Pay the sanction cost to fine a player who broke a pact or over-harvested this "
+        "turn (applied at the end of the turn; no effect, and no cost, if the target did neither or "
+        "you cannot pay for all the players you fine).",
+        {
+            "target": {"type": "string", "description": "player id"},
+            "reason": {"type": "string", "description": "optional, for the log"},
+        },
+        ["target"],
+    )
 
 
 def speak_schema() -> dict[str, Any]:
-    return _fn(SPEAK_TOOL, "Say something in the discussion after a harvest (every player reads it). Only when "
-               "the last message asks you to speak.",
-               {"text": {"type": "string", "description": f"what you say (longer than {MAX_UTTERANCE_CHARS} chars "
-                                                          "is truncated)"},
-                "nextSpeaker": {"type": "string", "description": "optional: the player id you ask to speak next"}},
-               ["text"])
+    return _fn(
+        SPEAK_TOOL,
+        "Say something in the discussion after a harvest (every player reads it). Only when "
+        "the last message asks you to speak.",
+        {
+            "text": {
+                "type": "string",
+                "description": f"what you say (longer than {MAX_UTTERANCE_CHARS} chars is truncated)",
+            },
+            "nextSpeaker": {"type": "string", "description": "optional: the player id you ask to speak next"},
+        },
+        ["text"],
+    )
 
 
 def validate_speak(args: Any) -> tuple[str, str | None]:
@@ -157,8 +206,11 @@ def validate_action(action: Any, *, no_talk: bool = False) -> dict[str, Any]:
         reason = action.get("reason")
         if reason is not None and not isinstance(reason, str):
             raise ValueError(f"reason: must be a string, got {reason!r:.80}")
-        return {"tool": tool, "target": _str("target", action.get("target")),
-                "reason": None if reason is None else truncate_text(reason)}
+        return {
+            "tool": tool,
+            "target": _str("target", action.get("target")),
+            "reason": None if reason is None else truncate_text(reason),
+        }
     if tool not in tool_names(no_talk):
         raise ValueError(f"tool: unknown or disabled tool {tool!r:.80}")
     a = action
@@ -176,8 +228,7 @@ def validate_action(action: Any, *, no_talk: bool = False) -> dict[str, Any]:
         parties = a.get("parties")
         if not isinstance(parties, list) or not parties or len(parties) > MAX_PARTIES:
             raise ValueError(f"parties: must be a list of 1 to {MAX_PARTIES} player ids, got {parties!r:.80}")
-        return {"tool": tool, "parties": [_str("parties[]", p) for p in parties],
-                "terms": _terms(a.get("terms"))}
+        return {"tool": tool, "parties": [_str("parties[]", p) for p in parties], "terms": _terms(a.get("terms"))}
     if tool == "accept_pact":
         return {"tool": tool, "pactId": _str("pactId", a.get("pactId"))}
     if tool == "pledge":
@@ -198,7 +249,8 @@ def validate_actions(raw: Any, *, no_talk: bool = False) -> tuple[list[dict[str,
     errors: list[str] = []
     if len(raw) > MAX_ACTIONS_PER_TURN:
         errors.append(
-            f"actions: {len(raw) - MAX_ACTIONS_PER_TURN} past the first {MAX_ACTIONS_PER_TURN} dropped unread")
+            f"actions: {len(raw) - MAX_ACTIONS_PER_TURN} past the first {MAX_ACTIONS_PER_TURN} dropped unread"
+        )
         raw = raw[:MAX_ACTIONS_PER_TURN]
     for i, item in enumerate(raw):
         try:

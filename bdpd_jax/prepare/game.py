@@ -61,9 +61,15 @@ def sustainable_yield(config: ArenaConfig) -> float:
     return float(get_engine(config.model.engineMode).sustainable_yield(config.model))
 
 
-def build(config: ArenaConfig, *, generator: str = "hash", extra_policies: tuple = (),
-          governance: dict | None = None, perturb: dict | None = None,
-          external: tuple[bool, ...] | None = None) -> tuple[Game, Params]:
+def build(
+    config: ArenaConfig,
+    *,
+    generator: str = "hash",
+    extra_policies: tuple = (),
+    governance: dict | None = None,
+    perturb: dict | None = None,
+    external: tuple[bool, ...] | None = None,
+) -> tuple[Game, Params]:
     """The static game and the params pytree (no batch axis) of one config.
 
     governance: static shapes of the governance layer (``pact_slots``, ``ladder_width``,
@@ -90,11 +96,18 @@ def build(config: ArenaConfig, *, generator: str = "hash", extra_policies: tuple
     if generator not in ("hash", "threefry"):
         raise ValueError(f"generator: unknown {generator!r}; known: ['hash', 'threefry']")
     gen = cast(Generator, generator)  # checked above
-    noisy = tuple(n for n in OBS_VARS
-                  if n in config.observability and "noise" in config.observability[n].model_fields_set)
+    noisy = tuple(
+        n for n in OBS_VARS if n in config.observability and "noise" in config.observability[n].model_fields_set
+    )
     game = Game(
-        engine=engine, n_players=len(players), policies=pols, scheduler=model.scheduler, generator=gen,
-        noisy=noisy, resolution=resolution_of(config), candidates=candidates,
+        engine=engine,
+        n_players=len(players),
+        policies=pols,
+        scheduler=model.scheduler,
+        generator=gen,
+        noisy=noisy,
+        resolution=resolution_of(config),
+        candidates=candidates,
     )
     params = Params(
         max_turns=np.asarray(model.maxTurns, np.int32),

@@ -26,8 +26,12 @@ def uses_governance(config, specs: list | None = None) -> bool:
     """True when the config has talk, pacts, sanction specs or plugins (the plugins read its
     violations and the GovSim totals its harvest sums; else no layer: zero cost). ``specs``:
     its sanction specs when the caller has them."""
-    return bool(config.pacts or (sanction_specs(config) if specs is None else specs)
-                or getattr(config, "plugins", None) or any(p.talk is not None for p in config.require_players()))
+    return bool(
+        config.pacts
+        or (sanction_specs(config) if specs is None else specs)
+        or getattr(config, "plugins", None)
+        or any(p.talk is not None for p in config.require_players())
+    )
 
 
 def talk_params(talks: list, names: list[str]) -> T.TalkParams:
@@ -59,9 +63,16 @@ def talk_params(talks: list, names: list[str]) -> T.TalkParams:
     )
 
 
-def governance(config, *, pact_slots: int | None = None, ladder_width: int | None = None,
-               n_specs: int | None = None, registry: bool = False, external: tuple[bool, ...] | None = None,
-               specs: list | None = None) -> tuple[GovernanceLayer, GovParams]:
+def governance(
+    config,
+    *,
+    pact_slots: int | None = None,
+    ladder_width: int | None = None,
+    n_specs: int | None = None,
+    registry: bool = False,
+    external: tuple[bool, ...] | None = None,
+    specs: list | None = None,
+) -> tuple[GovernanceLayer, GovParams]:
     """The layer (static) and its params. pact_slots / ladder_width / n_specs fix the static
     shapes (e.g. the largest of a sweep, so every cell shares one compiled program).
     pact_slots counts the players' slots; each governance agent's reserved slot comes after
@@ -90,8 +101,11 @@ def governance(config, *, pact_slots: int | None = None, ladder_width: int | Non
     tp = talk_params(talks, names)
     if external is not None and any(external):
         ext = jnp.asarray(external, bool)
-        tp = dataclasses.replace(tp, accept_rule=jnp.where(ext, T.NEVER, tp.accept_rule).astype(jnp.int32),
-                                 decline_rejects=tp.decline_rejects & ~ext)
+        tp = dataclasses.replace(
+            tp,
+            accept_rule=jnp.where(ext, T.NEVER, tp.accept_rule).astype(jnp.int32),
+            decline_rejects=tp.decline_rejects & ~ext,
+        )
 
     # sanctions, padded to (k, width)
     ladder = np.zeros((k, width))
@@ -114,21 +128,32 @@ def governance(config, *, pact_slots: int | None = None, ladder_width: int | Non
         mask = np.zeros((n,), bool)
         for j, r in enumerate(pc.parties):
             mask[player_index(r, names, f"pacts[{i}].parties[{j}]")] = True
-        proposer = (player_index(pc.proposer, names, f"pacts[{i}].proposer") if pc.proposer is not None
-                    else int(np.argmax(mask)))
+        proposer = (
+            player_index(pc.proposer, names, f"pacts[{i}].proposer")
+            if pc.proposer is not None
+            else int(np.argmax(mask))
+        )
         max_harvest, tolerance = pc.terms.numbers()
-        pk, _ = P.propose(pk, proposer, jnp.asarray(mask), P.term_code(pc.terms.type), max_harvest, tolerance,
-                          jnp.int32(0))
+        pk, _ = P.propose(
+            pk, proposer, jnp.asarray(mask), P.term_code(pc.terms.type), max_harvest, tolerance, jnp.int32(0)
+        )
         if pc.status == "active":
             pk = P.accept_mask(pk, pk.parties & (jnp.arange(slots + reserved) == i)[:, None], jnp.int32(0))
     if reserved:  # the regulators' slots: a harvest_cap on all, inactive, never taken by a proposal
         tail = jnp.arange(slots + reserved) >= slots
         pk = P.Pacts(
-            term=jnp.where(tail, P.HARVEST_CAP, pk.term), parties=pk.parties | tail[:, None],
-            proposer=jnp.where(tail, -1, pk.proposer), accepted=pk.accepted | tail[:, None],
-            max_harvest=pk.max_harvest, tolerance=pk.tolerance, status=jnp.where(tail, P.INACTIVE, pk.status),
-            proposed_turn=pk.proposed_turn, accepted_turn=pk.accepted_turn, violation_count=pk.violation_count,
-            dropped=pk.dropped, invalid=pk.invalid,
+            term=jnp.where(tail, P.HARVEST_CAP, pk.term),
+            parties=pk.parties | tail[:, None],
+            proposer=jnp.where(tail, -1, pk.proposer),
+            accepted=pk.accepted | tail[:, None],
+            max_harvest=pk.max_harvest,
+            tolerance=pk.tolerance,
+            status=jnp.where(tail, P.INACTIVE, pk.status),
+            proposed_turn=pk.proposed_turn,
+            accepted_turn=pk.accepted_turn,
+            violation_count=pk.violation_count,
+            dropped=pk.dropped,
+            invalid=pk.invalid,
         )
     scripted = any(t is not None and (t.pledge is not None or t.propose is not None) for t in talks)
     proposing = scripted or any(pc.status == "proposed" for pc in config.pacts)

@@ -137,8 +137,14 @@ def content_key(source: Any) -> str:
     return hashlib.sha1(f"{type(source).__name__}:{text}".encode()).hexdigest()
 
 
-def prepare(config: ArenaConfig | dict | str | Path, *, generator: str = "hash", live: LiveOptions | None = None,
-            extra_policies: tuple = (), governance: dict | None = None) -> PreparedRun:
+def prepare(
+    config: ArenaConfig | dict | str | Path,
+    *,
+    generator: str = "hash",
+    live: LiveOptions | None = None,
+    extra_policies: tuple = (),
+    governance: dict | None = None,
+) -> PreparedRun:
     """The PreparedRun of a config source: validated and built on first sight, then reused.
 
     generator: ``"hash"`` (default) or ``"threefry"``; live: a live arena's options (never
@@ -185,8 +191,11 @@ def _prepare(source: Any, generator: str, live: LiveOptions | None, options: dic
         if len(live.external) != len(players):
             raise ValueError(f"live.external: {len(live.external)} flags for {len(players)} players")
         if live.uses_tools:
-            kw["governance"] = {**kw.get("governance", {}), "registry": True,
-                                "pact_slots": max(int(live.pact_slots), needed_slots(cfg))}
+            kw["governance"] = {
+                **kw.get("governance", {}),
+                "registry": True,
+                "pact_slots": max(int(live.pact_slots), needed_slots(cfg)),
+            }
         if live.perturbable:
             kw["perturb"] = {"perturbable": True}
         if any(live.external):
@@ -199,8 +208,15 @@ def _prepare(source: Any, generator: str, live: LiveOptions | None, options: dic
         "players": [{**p.model_dump(exclude={"strategy"}), "strategy": p.strategy_name} for p in players],
     }
     return PreparedRun(
-        config=cfg, game=game, params=params, labels=tuple(p.strategy_name for p in players),
-        names=tuple(p.name for p in game.policies), spec_ids=tuple(s.id for s in arena_specs(cfg)),
-        sanctions=tuple(sanction_specs(cfg)), max_yield=sustainable_yield(cfg), meta_json=json.dumps(meta, default=str),
-        generator=generator, live=live,
+        config=cfg,
+        game=game,
+        params=params,
+        labels=tuple(p.strategy_name for p in players),
+        names=tuple(p.name for p in game.policies),
+        spec_ids=tuple(s.id for s in arena_specs(cfg)),
+        sanctions=tuple(sanction_specs(cfg)),
+        max_yield=sustainable_yield(cfg),
+        meta_json=json.dumps(meta, default=str),
+        generator=generator,
+        live=live,
     )

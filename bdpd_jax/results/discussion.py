@@ -17,8 +17,11 @@ _WIRE = {"next_speaker": "nextSpeaker"}
 def discussion_frame(records: Iterable[dict[str, Any]], arena: int = 0) -> pd.DataFrame:
     """One row per utterance of the turn records that carry a ``discussion``, in turn and
     speaking order; ``arena``: the value of the ``arena`` column."""
-    rows = [{c: arena if c == "arena" else u[_WIRE.get(c, c)] for c in COLUMNS}
-            for rec in records for u in (rec.get("discussion") or {}).get("utterances", [])]
+    rows = [
+        {c: arena if c == "arena" else u[_WIRE.get(c, c)] for c in COLUMNS}
+        for rec in records
+        for u in (rec.get("discussion") or {}).get("utterances", [])
+    ]
     if not rows:
         return pd.DataFrame({c: pd.Series(dtype=object) for c in COLUMNS})
     return pd.DataFrame(rows, columns=list(COLUMNS))

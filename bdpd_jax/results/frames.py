@@ -31,8 +31,11 @@ class Frames(MutableMapping[str, pd.DataFrame]):
     ``simulate`` hands a run's record frames over as builders: building a frame of millions
     of rows costs more than the run itself, so a run pays for the frames it reads."""
 
-    def __init__(self, frames: Mapping[str, pd.DataFrame] | None = None,
-                 builders: Mapping[str, Callable[[], pd.DataFrame]] | None = None) -> None:
+    def __init__(
+        self,
+        frames: Mapping[str, pd.DataFrame] | None = None,
+        builders: Mapping[str, Callable[[], pd.DataFrame]] | None = None,
+    ) -> None:
         self._frames: dict[str, pd.DataFrame] = dict(frames or {})
         self._builders: dict[str, Callable[[], pd.DataFrame]] = dict(builders or {})
 
@@ -132,9 +135,15 @@ class Results:
             pos = pd.Index(s["arena"]).get_indexer(v["arena"])
             np.add.at(viol, (v["player"].to_numpy(), pos), 1)
         ev = evaluate(s["survived"].to_numpy(), s["turns_played"].to_numpy(), int(self.meta["turns"]), gain, viol)
-        out = pd.DataFrame({"arena": s["arena"], "outcome": ev["outcome"], "collapse_turn": s["collapse_turn"],
-                            "turns_played": s["turns_played"],
-                            "winners": [",".join(str(i) for i in np.flatnonzero(w)) for w in ev["winner"].T]})
+        out = pd.DataFrame(
+            {
+                "arena": s["arena"],
+                "outcome": ev["outcome"],
+                "collapse_turn": s["collapse_turn"],
+                "turns_played": s["turns_played"],
+                "winners": [",".join(str(i) for i in np.flatnonzero(w)) for w in ev["winner"].T],
+            }
+        )
         for i in range(n):
             out[f"gain_{i}"] = gain[i]
             out[f"gain_rank_{i}"] = ev["rank"][i]
@@ -257,8 +266,12 @@ def turns_frame(rec: dict[str, Any], arenas: np.ndarray) -> pd.DataFrame:
     """rec leaves have shape (T, B) (scalars per arena and turn); built column by column
     (schema.TURNS, the engine's observables, schema.METRICS, the layers' turn columns)."""
     mask, counts = _played(rec)
-    leaves = {**{c.name: rec[c.name] for c in schema.TURNS[1:]}, **rec["engine_extra"],
-              **{c.name: rec["metrics"][c.name] for c in schema.METRICS}, **rec.get("turn_extra", {})}
+    leaves = {
+        **{c.name: rec[c.name] for c in schema.TURNS[1:]},
+        **rec["engine_extra"],
+        **{c.name: rec["metrics"][c.name] for c in schema.METRICS},
+        **rec.get("turn_extra", {}),
+    }
     cols: dict[str, Any] = {"arena": np.repeat(np.asarray(arenas), counts)}
     cols.update({name: _by_arena(np.asarray(x), mask) for name, x in leaves.items()})
     return pd.DataFrame(cols, copy=False)  # (fresh arrays: no copy into 2-D blocks)
@@ -281,16 +294,21 @@ def players_frame(rec: dict[str, Any], arenas: np.ndarray, strategy_names: list[
     return pd.DataFrame(cols, copy=False)
 
 
-def summary_frame(final: dict[str, Any], arenas: np.ndarray, player_labels: list[str],
-                  more: dict[str, np.ndarray] | None = None) -> pd.DataFrame:
+def summary_frame(
+    final: dict[str, Any], arenas: np.ndarray, player_labels: list[str], more: dict[str, np.ndarray] | None = None
+) -> pd.DataFrame:
     """final: survived[B], collapse_turn[B], turns_played[B], wealth[N, B]; ``more``: further
     columns (the GovSim outcomes), appended last."""
     # every column is an array of its own (no copy into 2-D blocks: ~1/3 of the frame's cost)
     return pd.DataFrame(summary_columns(final, arenas, player_labels, more), copy=False)
 
 
-def summary_columns(final: dict[str, np.ndarray], arenas: np.ndarray, player_labels: list[str],
-                    more: dict[str, np.ndarray] | None = None) -> dict[str, Any]:
+def summary_columns(
+    final: dict[str, np.ndarray],
+    arenas: np.ndarray,
+    player_labels: list[str],
+    more: dict[str, np.ndarray] | None = None,
+) -> dict[str, Any]:
     """The summary frame's columns by name, in order, each an array of its own (a sweep puts
     its point columns first and builds one frame)."""
     wealth = np.array(final["wealth"])  # (a copy: the frame's columns are views of it)

@@ -29,14 +29,17 @@ def violations_frame(rec: dict, arenas: np.ndarray) -> pd.DataFrame:
     viol = g["violated"] & rec["played"][:, None, None, :]
     t, p, n, b = np.nonzero(viol)
     terms = np.asarray(P.term_names(), dtype=object)
-    return schema.frame(schema.VIOLATIONS, {
-        "arena": arenas[b],
-        "turn": rec["turn"][t, b],
-        "player": n.astype(np.int32),
-        "pact": p.astype(np.int32),
-        "term_type": terms[g["term"][t, p, b]],
-        "ordinal": g["ordinal"][t, p, n, b].astype(np.int32),
-    }).sort_values(["arena", "turn", "pact", "player"], ignore_index=True)
+    return schema.frame(
+        schema.VIOLATIONS,
+        {
+            "arena": arenas[b],
+            "turn": rec["turn"][t, b],
+            "player": n.astype(np.int32),
+            "pact": p.astype(np.int32),
+            "term_type": terms[g["term"][t, p, b]],
+            "ordinal": g["ordinal"][t, p, n, b].astype(np.int32),
+        },
+    ).sort_values(["arena", "turn", "pact", "player"], ignore_index=True)
 
 
 SANCTION_COLUMNS = schema.names(schema.SANCTIONS)
@@ -66,13 +69,23 @@ def _spec_rows(rec: dict, arenas: np.ndarray, specs: list) -> pd.DataFrame:
     terms = np.asarray(P.term_names(), dtype=object)
     k_ = np.minimum(k, len(specs))  # padding specs never fire; guards the lookup
     pick = lambda f: np.asarray([f(s) for s in specs] + [None], dtype=object)[k_]  # noqa: E731
-    return schema.frame(schema.SANCTIONS, {
-        "arena": arenas[b], "turn": rec["turn"][t, b], "id": pick(lambda s: s.id), "type": pick(lambda s: s.type),
-        "player": n.astype(np.int32), "pact": p.astype(np.int32), "term_type": terms[g["term"][t, p, b]],
-        "ordinal": g["ordinal"][t, p, n, b].astype(np.int32), "amount": g["spec_amount"][t, k, p, n, b].astype(float),
-        "reason": pick(lambda s: getattr(s.payload, "reason", None)),
-        "payer": np.full(len(t), -1, np.int32), "cost": np.zeros(len(t)),
-    })
+    return schema.frame(
+        schema.SANCTIONS,
+        {
+            "arena": arenas[b],
+            "turn": rec["turn"][t, b],
+            "id": pick(lambda s: s.id),
+            "type": pick(lambda s: s.type),
+            "player": n.astype(np.int32),
+            "pact": p.astype(np.int32),
+            "term_type": terms[g["term"][t, p, b]],
+            "ordinal": g["ordinal"][t, p, n, b].astype(np.int32),
+            "amount": g["spec_amount"][t, k, p, n, b].astype(float),
+            "reason": pick(lambda s: getattr(s.payload, "reason", None)),
+            "payer": np.full(len(t), -1, np.int32),
+            "cost": np.zeros(len(t)),
+        },
+    )
 
 
 def _plugin_rows(rec: dict, arenas: np.ndarray, plugins: list) -> pd.DataFrame:
@@ -88,11 +101,23 @@ def _plugin_rows(rec: dict, arenas: np.ndarray, plugins: list) -> pd.DataFrame:
         hit = ((fines > 0) | (costs > 0)) & rec["played"][:, None, None, :]
         t, j, i, b = np.nonzero(hit)
         reason = np.asarray(r["reason"])[t, i, b]
-        rows.append(schema.frame(schema.SANCTIONS, {
-            "arena": arenas[b], "turn": rec["turn"][t, b], "id": spec.id, "type": spec.type,
-            "player": i.astype(np.int32), "pact": np.full(len(t), -1, np.int32), "term_type": None,
-            "ordinal": np.zeros(len(t), np.int32), "amount": fines[t, j, i, b].astype(float),
-            "reason": [reason_name(spec.type, int(c)) for c in reason],
-            "payer": j.astype(np.int32), "cost": costs[t, j, i, b].astype(float),
-        }))
+        rows.append(
+            schema.frame(
+                schema.SANCTIONS,
+                {
+                    "arena": arenas[b],
+                    "turn": rec["turn"][t, b],
+                    "id": spec.id,
+                    "type": spec.type,
+                    "player": i.astype(np.int32),
+                    "pact": np.full(len(t), -1, np.int32),
+                    "term_type": None,
+                    "ordinal": np.zeros(len(t), np.int32),
+                    "amount": fines[t, j, i, b].astype(float),
+                    "reason": [reason_name(spec.type, int(c)) for c in reason],
+                    "payer": j.astype(np.int32),
+                    "cost": costs[t, j, i, b].astype(float),
+                },
+            )
+        )
     return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()

@@ -75,8 +75,14 @@ def govsim_metrics(turns_played: np.ndarray, max_turns, f0, gains: np.ndarray, o
     }
 
 
-def project_metrics(turns_played: np.ndarray, max_turns, max_yield, gains: np.ndarray,
-                    over: np.ndarray | None, judged: np.ndarray | None = None) -> dict:
+def project_metrics(
+    turns_played: np.ndarray,
+    max_turns,
+    max_yield,
+    gains: np.ndarray,
+    over: np.ndarray | None,
+    judged: np.ndarray | None = None,
+) -> dict:
     """The project's own columns. max_yield: ``Engine.sustainable_yield``, one or one per
     arena; over int[N, B] catches over the ex-post share (None = unknown); judged int[B]
     turns with a defined share (None = every turn played)."""

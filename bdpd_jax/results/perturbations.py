@@ -50,12 +50,15 @@ def perturbations_frame(rec: dict, arenas: np.ndarray, ids: list[str], policy_na
         policy_names[int(v)] if ty == "strategy_override" and 0 <= int(v) < len(policy_names) else None
         for ty, v in zip(types, values, strict=True)
     ]
-    return schema.frame(schema.PERTURBATIONS, {
-        "arena": arenas[b],
-        "turn": np.asarray(rec["turn"])[t, b].astype(np.int32),
-        "id": [ids[int(i)] for i in p],
-        "type": types,
-        "target": [target_label(ty, tg) for ty, tg in zip(types, targets, strict=True)],
-        "value": values,
-        "strategy": strategies,
-    })
+    return schema.frame(
+        schema.PERTURBATIONS,
+        {
+            "arena": arenas[b],
+            "turn": np.asarray(rec["turn"])[t, b].astype(np.int32),
+            "id": [ids[int(i)] for i in p],
+            "type": types,
+            "target": [target_label(ty, tg) for ty, tg in zip(types, targets, strict=True)],
+            "value": values,
+            "strategy": strategies,
+        },
+    )

@@ -26,10 +26,19 @@ def governance_actions_frame(rec: dict, arenas: np.ndarray, plugins: list) -> pd
         for field in GovAction._fields:
             v = np.asarray(a[GovAction._fields.index(field)], float)
             t, b = np.nonzero(~np.isnan(v) & np.asarray(rec["played"]))
-            frames.append(schema.frame(schema.GOVERNANCE_ACTIONS, {
-                "arena": arenas[b], "turn": np.asarray(rec["turn"])[t, b].astype(np.int32), "id": spec.id,
-                "type": spec.type, "action": field, "value": v[t, b],
-            }))
+            frames.append(
+                schema.frame(
+                    schema.GOVERNANCE_ACTIONS,
+                    {
+                        "arena": arenas[b],
+                        "turn": np.asarray(rec["turn"])[t, b].astype(np.int32),
+                        "id": spec.id,
+                        "type": spec.type,
+                        "action": field,
+                        "value": v[t, b],
+                    },
+                )
+            )
     frames = [f for f in frames if len(f)]
     if not frames:
         return schema.empty_frame(schema.GOVERNANCE_ACTIONS)

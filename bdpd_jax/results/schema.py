@@ -46,7 +46,8 @@ TURN = _c("turn", "int32", "turn", "1-based number of the turn", "turn")
 
 # one row per (arena, turn) played; then the engine's observables and the layers' turn columns
 TURNS: tuple[Column, ...] = (
-    ARENA, TURN,
+    ARENA,
+    TURN,
     _c("stock", "float32", "stock units", "commons stock at the end of the turn", "stock"),
     _c("regen", "float32", "stock units", "change of the stock by the dynamics this turn", "regen"),
     _c("reserve_drawn", "float32", "stock units", "units drawn from the hidden reserve this turn", "reserveDrawn"),
@@ -56,26 +57,42 @@ TURNS: tuple[Column, ...] = (
 # the five governance metrics of a turn (kernels/metrics.py): columns of Results.turns, and
 # the live record's ``metrics`` object (keys as named here)
 METRICS: tuple[Column, ...] = (
-    _c("cooperation_index", "float32", "fraction", "share of players whose harvest was at most regen / N + eps; "
-       "NaN where that share is undefined (a collapse turn, Seneca)", "cooperation_index"),
-    _c("lie_score", "float32", "stock units", "mean |announced - actual| of the players who announced; NaN "
-       "when none did", "lie_score"),
+    _c(
+        "cooperation_index",
+        "float32",
+        "fraction",
+        "share of players whose harvest was at most regen / N + eps; "
+        "NaN where that share is undefined (a collapse turn, Seneca)",
+        "cooperation_index",
+    ),
+    _c(
+        "lie_score",
+        "float32",
+        "stock units",
+        "mean |announced - actual| of the players who announced; NaN when none did",
+        "lie_score",
+    ),
     _c("announce_frequency", "float32", "fraction", "share of players who announced", "announce_frequency"),
-    _c("silent_defection", "float32", "fraction", "share of players over the share who had not announced; "
-       "NaN where the share is undefined", "silent_defection"),
+    _c(
+        "silent_defection",
+        "float32",
+        "fraction",
+        "share of players over the share who had not announced; NaN where the share is undefined",
+        "silent_defection",
+    ),
     _c("sanction_rate", "float32", "per player", "sanctions fired this turn / N", "sanction_rate"),
 )
 
 # one row per (arena, turn, player); live: one ``decisions`` entry per player
 PLAYERS: tuple[Column, ...] = (
-    ARENA, TURN,
+    ARENA,
+    TURN,
     _c("player", "int32", "", "the player (frame: index in the config's list; wire: the player's id)", "playerId"),
     _c("strategy", "str", "", "decision function in force this turn"),
     _c("requested", "float32", "stock units", "request as submitted (after sanitising)", "requested"),
     _c("actual", "float32", "stock units", "what the player received", "actual"),
     _c("wealth", "float32", "stock units", "privateResource at the end of the turn", "wealth"),
-    _c("announced", "float32", "stock units", "announced intended harvest; NaN (wire: null) when none",
-       "announced"),
+    _c("announced", "float32", "stock units", "announced intended harvest; NaN (wire: null) when none", "announced"),
     _c("sanction", "float32", "stock units", "sanctions deducted from the player this turn", "sanction"),
     _c("invalid", "bool", "", "the request was NaN, infinite or negative and was treated as 0", "invalid"),
     _live("agent_type", "str", "", "builtin | code | http | llm | ...: what decided", "agentType"),
@@ -89,19 +106,20 @@ PLAYERS: tuple[Column, ...] = (
 
 # one row per pact violation event {partyId, pactId, termType} (001_*)
 VIOLATIONS: tuple[Column, ...] = (
-    ARENA, TURN,
+    ARENA,
+    TURN,
     _c("player", "int32", "", "the violating party (frame: index; wire: id)", "partyId"),
     _c("pact", "int32", "", "the pact (frame: slot; wire: pact id)", "pactId"),
     _c("term_type", "str", "", "the pact's term type (kernels.pacts.register_term)", "termType"),
-    _c("ordinal", "int32", "count", "the event's number among the player's violations of that term type",
-       "ordinal"),
+    _c("ordinal", "int32", "count", "the event's number among the player's violations of that term type", "ordinal"),
     _live("detail", "str", "", "the 001_* detail string (what was harvested against which limit)", "detail"),
     _live("sanction_fired", "bool", "", "a sanction was charged to the party this turn", "sanctionFired"),
 )
 
 # one row per sanction fired, with its provenance
 SANCTIONS: tuple[Column, ...] = (
-    ARENA, TURN,
+    ARENA,
+    TURN,
     _c("id", "str", "", "the sanction spec's or plugin's id", "specId"),
     _c("type", "str", "", "the spec's or plugin's type", "type"),
     _c("player", "int32", "", "the player charged (frame: index; wire: id)", "playerId"),
@@ -110,26 +128,43 @@ SANCTIONS: tuple[Column, ...] = (
     _c("ordinal", "int32", "count", "the violation event's ordinal (0 for a plugin)", "ordinal"),
     _c("amount", "float64", "stock units", "deducted from the player", "amount"),
     _c("reason", "str", "", "the spec's reason or the plugin's reason name", "reason"),
-    _c("payer", "int32", "", "who paid a cost to impose it (frame: index, -1 for an automatic spec; wire: id, "
-       "null)", "paidBy"),
+    _c(
+        "payer",
+        "int32",
+        "",
+        "who paid a cost to impose it (frame: index, -1 for an automatic spec; wire: id, null)",
+        "paidBy",
+    ),
     _c("cost", "float64", "stock units", "what imposing it cost the payer (0 for an automatic spec)", "cost"),
 )
 
 # one row per perturbation firing (Table A.1 specs)
 PERTURBATIONS: tuple[Column, ...] = (
-    ARENA, TURN,
+    ARENA,
+    TURN,
     _c("id", "str", "", "the perturbation spec's id", "id"),
     _c("type", "str", "", "the perturbation type", "type"),
-    _c("target", "str", "", "what was acted on: regen_rate, capacity, threshold, stock, wealth[i|*], "
-       "strategy[i|*], visible[<variable>]", "target"),
-    _c("value", "float64", "", "the acted-on quantity after the firing (strategy override: the new "
-       "strategy's index)", "value"),
+    _c(
+        "target",
+        "str",
+        "",
+        "what was acted on: regen_rate, capacity, threshold, stock, wealth[i|*], strategy[i|*], visible[<variable>]",
+        "target",
+    ),
+    _c(
+        "value",
+        "float64",
+        "",
+        "the acted-on quantity after the firing (strategy override: the new strategy's index)",
+        "value",
+    ),
     _c("strategy", "str", "", "a strategy override's new strategy (None otherwise)"),
 )
 
 # one row per action a governance agent applied (kernels/governance_agent.py)
 GOVERNANCE_ACTIONS: tuple[Column, ...] = (
-    ARENA, TURN,
+    ARENA,
+    TURN,
     _c("id", "str", "", "the governance plugin's id"),
     _c("type", "str", "", "the plugin's type"),
     _c("action", "str", "", "cap | ladder_scale | regen"),
@@ -139,25 +174,44 @@ GOVERNANCE_ACTIONS: tuple[Column, ...] = (
 # GovSim's outcomes per arena, exactly (Piatti et al. 2024 §2.4; bdpd_jax/results/govsim.py):
 # m = turns played, R_i = player i's total catch, f(0) the engine's sustainability threshold at the start
 GOVSIM: tuple[Column, ...] = (
-    _c("govsim_survival_time", "int32", "turns", "m: the collapse turn, else the run's length (a last-turn collapse counts as T)"),
+    _c(
+        "govsim_survival_time",
+        "int32",
+        "turns",
+        "m: the collapse turn, else the run's length (a last-turn collapse counts as T)",
+    ),
     _c("govsim_survived", "bool", "", "m == T (GovSim's survival rate)"),
     _c("govsim_total_gain", "float64", "stock units", "sum_i R_i (catches, never a change of wealth)"),
     _c("govsim_gain", "float64", "stock units", "mean of R_i over players (the paper's Gain)"),
     _c("govsim_efficiency", "float64", "fraction", "min(1, sum_i R_i / (T f(0))); NaN where f(0) is undefined"),
     _c("govsim_equality", "float64", "fraction", "1 - Gini(R); NaN when every R_i is 0"),
-    _c("govsim_over_usage", "float64", "fraction", "(player, turn) catches above f(stock before)/N, collapse turn "
-       "included, over N m; NaN where the engine defines no threshold"),
+    _c(
+        "govsim_over_usage",
+        "float64",
+        "fraction",
+        "(player, turn) catches above f(stock before)/N, collapse turn "
+        "included, over N m; NaN where the engine defines no threshold",
+    ),
 )
 
 # the project's own outcomes per arena (bdpd_jax/results/govsim.py): after GOVSIM in the summary
 PROJECT: tuple[Column, ...] = (
     _c("survival_time", "int32", "turns", "turns played"),
     _c("total_gain", "float64", "stock units", "sum over players and turns of actual harvests"),
-    _c("efficiency", "float64", "fraction", "min(1, total_gain / (maxTurns x the engine's maximum sustainable "
-       "yield)); NaN without a closed form"),
+    _c(
+        "efficiency",
+        "float64",
+        "fraction",
+        "min(1, total_gain / (maxTurns x the engine's maximum sustainable yield)); NaN without a closed form",
+    ),
     _c("equality", "float64", "fraction", "1 - Gini of per-player gains (1 when nobody harvested)"),
-    _c("ex_post_over_usage", "float64", "fraction", "share of (player, turn) catches over regen / N, regen measured "
-       "after the harvest, over the turns where that share is defined; NaN when unknown"),
+    _c(
+        "ex_post_over_usage",
+        "float64",
+        "fraction",
+        "share of (player, turn) catches over regen / N, regen measured "
+        "after the harvest, over the turns where that share is defined; NaN when unknown",
+    ),
 )
 
 # one row per arena; ``{i}`` columns repeat per player; then the engine's summary values, GOVSIM and PROJECT
@@ -172,8 +226,15 @@ SUMMARY: tuple[Column, ...] = (
 )
 
 LAYERS: dict[str, tuple[Column, ...]] = {
-    "turns": TURNS, "metrics": METRICS, "players": PLAYERS, "violations": VIOLATIONS, "sanctions": SANCTIONS,
-    "perturbations": PERTURBATIONS, "governance_actions": GOVERNANCE_ACTIONS, "summary": SUMMARY, "govsim": GOVSIM,
+    "turns": TURNS,
+    "metrics": METRICS,
+    "players": PLAYERS,
+    "violations": VIOLATIONS,
+    "sanctions": SANCTIONS,
+    "perturbations": PERTURBATIONS,
+    "governance_actions": GOVERNANCE_ACTIONS,
+    "summary": SUMMARY,
+    "govsim": GOVSIM,
     "project": PROJECT,
 }
 
@@ -226,6 +287,23 @@ def markdown_table(layer: tuple[Column, ...]) -> str:
     return "\n".join(rows)
 
 
-__all__ = ["Column", "LAYERS", "TURNS", "METRICS", "PLAYERS", "VIOLATIONS", "SANCTIONS", "PERTURBATIONS",
-           "GOVERNANCE_ACTIONS", "GOVSIM", "PROJECT", "SUMMARY", "names", "wire", "wire_row", "empty_frame", "frame",
-           "markdown_table"]
+__all__ = [
+    "Column",
+    "LAYERS",
+    "TURNS",
+    "METRICS",
+    "PLAYERS",
+    "VIOLATIONS",
+    "SANCTIONS",
+    "PERTURBATIONS",
+    "GOVERNANCE_ACTIONS",
+    "GOVSIM",
+    "PROJECT",
+    "SUMMARY",
+    "names",
+    "wire",
+    "wire_row",
+    "empty_frame",
+    "frame",
+    "markdown_table",
+]

@@ -22,16 +22,22 @@ import numpy as np
 OUTCOMES = ("collapsed", "sustained", "open")
 
 
-def evaluate(survived: np.ndarray, turns_played: np.ndarray, max_turns: int | np.ndarray,
-             gain: np.ndarray, violations: np.ndarray) -> dict[str, np.ndarray]:
+def evaluate(
+    survived: np.ndarray,
+    turns_played: np.ndarray,
+    max_turns: int | np.ndarray,
+    gain: np.ndarray,
+    violations: np.ndarray,
+) -> dict[str, np.ndarray]:
     """Arrays over arenas: survived[B], turns_played[B], gain[N, B], violations[N, B] ->
     outcome[B] (str), rank[N, B], compliant[N, B], winner[N, B]."""
     survived = np.asarray(survived, bool)
     gain = np.asarray(gain, np.float64)
     compliant = np.asarray(violations) == 0
     rank = (gain[None, :, :] > gain[:, None, :]).sum(axis=1) + 1
-    outcome = np.where(~survived, "collapsed",
-                       np.where(np.asarray(turns_played) >= np.asarray(max_turns), "sustained", "open"))
+    outcome = np.where(
+        ~survived, "collapsed", np.where(np.asarray(turns_played) >= np.asarray(max_turns), "sustained", "open")
+    )
     cand = compliant & survived[None, :]
     best = np.where(cand, gain, -np.inf).max(axis=0)
     winner = cand & (gain == best[None, :])
@@ -43,20 +49,41 @@ def _short(x: float) -> float:
     return float(np.format_float_positional(np.float32(x), unique=True, trim="-"))
 
 
-def report(*, players: list[str], survived: bool, collapse_turn: int | None, turns_played: int, max_turns: int,
-           initial: list[float], final: list[float], violations: list[float]) -> dict[str, Any]:
+def report(
+    *,
+    players: list[str],
+    survived: bool,
+    collapse_turn: int | None,
+    turns_played: int,
+    max_turns: int,
+    initial: list[float],
+    final: list[float],
+    violations: list[float],
+) -> dict[str, Any]:
     """The ``victory`` block of one game's summary.json."""
     gain = np.asarray(final, np.float64) - np.asarray(initial, np.float64)
-    ev = evaluate(np.asarray([survived]), np.asarray([turns_played]), max_turns, gain[:, None],
-                  np.asarray(violations)[:, None])
+    ev = evaluate(
+        np.asarray([survived]), np.asarray([turns_played]), max_turns, gain[:, None], np.asarray(violations)[:, None]
+    )
     order = sorted(range(len(players)), key=lambda i: (int(ev["rank"][i, 0]), i))
     return {
-        "outcome": str(ev["outcome"][0]), "survived": bool(survived), "collapseTurn": collapse_turn,
-        "turnsPlayed": int(turns_played), "maxTurns": int(max_turns),
+        "outcome": str(ev["outcome"][0]),
+        "survived": bool(survived),
+        "collapseTurn": collapse_turn,
+        "turnsPlayed": int(turns_played),
+        "maxTurns": int(max_turns),
         "winners": [players[i] for i in order if ev["winner"][i, 0]],
-        "rankings": [{"rank": int(ev["rank"][i, 0]), "playerId": players[i], "gain": _short(gain[i]),
-                      "wealth": float(final[i]), "compliant": bool(ev["compliant"][i, 0]),
-                      "violations": int(violations[i])} for i in order],
+        "rankings": [
+            {
+                "rank": int(ev["rank"][i, 0]),
+                "playerId": players[i],
+                "gain": _short(gain[i]),
+                "wealth": float(final[i]),
+                "compliant": bool(ev["compliant"][i, 0]),
+                "violations": int(violations[i]),
+            }
+            for i in order
+        ],
     }
 
 

@@ -79,8 +79,9 @@ def _counted_run(game: Game, n_turns: int, history: bool, every: int, stop: bool
 
 
 @functools.lru_cache(maxsize=64)
-def compiled_run(game: Game, n_turns: int, history: bool, every: int = 1, stop_when_ended: bool = False,
-                 lanes: int = 1):
+def compiled_run(
+    game: Game, n_turns: int, history: bool, every: int = 1, stop_when_ended: bool = False, lanes: int = 1
+):
     """The jitted chunk runner of a game; one per (game, chunk length, history, every, lanes).
     ``stop_when_ended`` (without history): the loop stops once every arena has ended, which
     reads the whole batch's flags each turn (run_batch asks for it on one device)."""
@@ -155,7 +156,15 @@ def width_for(n: int, current: int, n_dev: int = 1) -> int:
 
 
 def run_batch(
-    game: Game, params, keys, n_turns: int, chunk_turns: int, history: bool, progress=None, every: int = 1, sink=None,
+    game: Game,
+    params,
+    keys,
+    n_turns: int,
+    chunk_turns: int,
+    history: bool,
+    progress=None,
+    every: int = 1,
+    sink=None,
     skip: bool = True,
 ):
     """Run one batch (params and keys with a trailing batch axis). Returns (state, records).
@@ -172,6 +181,7 @@ def run_batch(
     n_chunks = max(1, math.ceil(n_turns / chunk_turns))
     width = full_width = int(keys.shape[-1])
     n_dev = _n_devices(keys)
+
     # the in-chunk stop needs the whole batch's flags each turn: on one device only (a batch
     # sharded over devices runs with no cross-device communication; it stops at boundaries)
     def program(lanes: int = 1):  # the chunk program of the current width

@@ -75,8 +75,9 @@ def compiled_final(game: Game) -> Callable[..., dict[str, Any]]:
     return jax.jit(functools.partial(final_numbers, game))
 
 
-def _counted_whole(game: Game, n_turns: int, seed: jax.Array, arenas: jax.Array, params: Any,
-                   point_of: jax.Array | None = None) -> dict[str, Any]:
+def _counted_whole(
+    game: Game, n_turns: int, seed: jax.Array, arenas: jax.Array, params: Any, point_of: jax.Array | None = None
+) -> dict[str, Any]:
     TRACES["run"] += 1  # the run program of such a call: counted like run_batch's chunk program
     keys = keys_of(seed, arenas)
     if point_of is None:  # one config: its params broadcast to the batch
@@ -185,11 +186,19 @@ def simulate(
         raise ValueError("n_arenas: must be an integer >= 1, got None")
     prep = prepare(config, generator=generator)  # validated and built once per config content
     cfg = prep.config
-    check_run_args(n_arenas=n_arenas, arena_offset=arena_offset, seed=seed, turns=turns, chunk_turns=chunk_turns,
-                   max_batch=max_batch, history_every=history_every)
+    check_run_args(
+        n_arenas=n_arenas,
+        arena_offset=arena_offset,
+        seed=seed,
+        turns=turns,
+        chunk_turns=chunk_turns,
+        max_batch=max_batch,
+        history_every=history_every,
+    )
     every = int(history_every)
-    check_run_size(int(n_arenas), int(turns or cfg.model.maxTurns), prep.n_players, history, every,
-                   streamed=out is not None)
+    check_run_size(
+        int(n_arenas), int(turns or cfg.model.maxTurns), prep.n_players, history, every, streamed=out is not None
+    )
     n_turns = int(turns or cfg.model.maxTurns)
     params = prep.params_for(n_turns)
     chunk = min(int(chunk_turns or default_chunk(n_turns)), n_turns)
@@ -203,14 +212,22 @@ def simulate(
         for a0, a1 in arena_chunks:
             arenas = np.arange(a0, a1, dtype=np.int64) + arena_offset
             sink = None if out_dir is None else _parquet_sink(out_dir, arenas, a0, list(prep.names))
-            for name, frame in _arena_chunk(prep, params, seed, arenas, n_turns, chunk, history, every, bar,
-                                            sink).items():
+            for name, frame in _arena_chunk(
+                prep, params, seed, arenas, n_turns, chunk, history, every, bar, sink
+            ).items():
                 frames.setdefault(name, []).append(frame)
     finally:
         if bar is not None:
             bar.close()
-    meta = {**prep.meta(), "n_arenas": int(n_arenas), "seed": int(seed), "turns": n_turns,
-            "generator": generator, "arena_offset": int(arena_offset), "history_every": every}
+    meta = {
+        **prep.meta(),
+        "n_arenas": int(n_arenas),
+        "seed": int(seed),
+        "turns": n_turns,
+        "generator": generator,
+        "arena_offset": int(arena_offset),
+        "history_every": every,
+    }
     return _results(frames, meta, out)
 
 
@@ -247,8 +264,18 @@ def _parquet_sink(out_dir: Path, arenas: np.ndarray, a0: int, names: list[str]) 
     return sink
 
 
-def _arena_chunk(prep: PreparedRun, params, seed: int, arenas: np.ndarray, n_turns: int, chunk: int, history: bool, every: int,
-                 bar, sink) -> dict[str, Any]:
+def _arena_chunk(
+    prep: PreparedRun,
+    params,
+    seed: int,
+    arenas: np.ndarray,
+    n_turns: int,
+    chunk: int,
+    history: bool,
+    every: int,
+    bar,
+    sink,
+) -> dict[str, Any]:
     """One chunk of arenas: run, then its frames by name: ``summary`` always; with history
     kept in memory (no ``sink``) builders of ``turns``, ``players`` and the layers'
     ``violations``, ``sanctions``, ``governance_actions``, ``perturbations`` (run on first
@@ -258,7 +285,9 @@ def _arena_chunk(prep: PreparedRun, params, seed: int, arenas: np.ndarray, n_tur
         final = run_whole(game, chunk, seed, arenas, params)
         if bar is not None:
             bar.update(1)
-        return {"summary": summary_frame(final, arenas, list(prep.labels), govsim_of(final, prep.max_yield, None, n_turns))}
+        return {
+            "summary": summary_frame(final, arenas, list(prep.labels), govsim_of(final, prep.max_yield, None, n_turns))
+        }
     if history and sink is None and chunk >= n_turns:
         final, rec = run_whole_history(game, chunk, every, seed, arenas, params)
         if bar is not None:
@@ -269,7 +298,8 @@ def _arena_chunk(prep: PreparedRun, params, seed: int, arenas: np.ndarray, n_tur
         final = to_numpy(compiled_final(game)(state, pb))
     full = rec if every == 1 else None  # thinned records cannot give the GovSim totals
     out: dict[str, Any] = {
-        "summary": summary_frame(final, arenas, list(prep.labels), govsim_of(final, prep.max_yield, full, n_turns))}
+        "summary": summary_frame(final, arenas, list(prep.labels), govsim_of(final, prep.max_yield, full, n_turns))
+    }
     if not history or sink is not None:
         return out
     return out | record_frames(prep, game_layer_names(game), flatten_record(rec), arenas)
@@ -278,8 +308,10 @@ def _arena_chunk(prep: PreparedRun, params, seed: int, arenas: np.ndarray, n_tur
 def record_frames(prep, layers: set[str], flat: dict, arenas: np.ndarray) -> dict[str, Any]:
     """Builders (no-argument callables) of a batch's record frames, by name."""
     names = list(prep.names)
-    out: dict[str, Any] = {"turns": lambda: turns_frame(flat, arenas),
-                           "players": lambda: players_frame(flat, arenas, names)}
+    out: dict[str, Any] = {
+        "turns": lambda: turns_frame(flat, arenas),
+        "players": lambda: players_frame(flat, arenas, names),
+    }
     if GOV in layers:
         out["violations"] = lambda: violations_frame(flat, arenas)
     if layers & {GOV, PLUGINS}:
@@ -304,8 +336,11 @@ def _results(frames: dict[str, list], meta: dict, out: str | None) -> Results:
         res = Results(summary, None, None, {**meta, "out": str(out)})
         res.to_parquet(out)
         return res
-    builders = {name: functools.partial(lambda bs: cat([b() for b in bs]), bs)
-                for name, bs in frames.items() if name != "summary"}
+    builders = {
+        name: functools.partial(lambda bs: cat([b() for b in bs]), bs)
+        for name, bs in frames.items()
+        if name != "summary"
+    }
     history: dict[str, Any] = {k: builders.pop(k) for k in ("turns", "players") if k in builders}
     return Results(summary, None, None, meta, Frames(builders=builders), Frames(builders=history))
 
@@ -349,8 +384,10 @@ def govsim_of(final: dict, max_yield, rec, n_turns) -> dict:
         defined = ~np.isnan(np.asarray(rec.metrics["cooperation_index"]))
         over, judged = govsim.from_records(rec.actual, rec.regen, rec.played, defined)
     turns = final["turns_played"]
-    return {**govsim.project_metrics(turns, n_turns, max_yield, gains, over, judged),
-            **govsim.govsim_metrics(turns, n_turns, final["govsim_f0"], gains, tally["over"])}
+    return {
+        **govsim.project_metrics(turns, n_turns, max_yield, gains, over, judged),
+        **govsim.govsim_metrics(turns, n_turns, final["govsim_f0"], gains, tally["over"]),
+    }
 
 
 def default_chunk(n_turns: int) -> int:

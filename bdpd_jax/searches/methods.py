@@ -74,8 +74,13 @@ class EvosaxMethod:
     def tell(self, generation: int, x: np.ndarray, fitness: np.ndarray, **_: Any) -> None:
         import jax.numpy as jnp
 
-        self.state, _metrics = self._tell(self._key(generation, 1), jnp.asarray(x, jnp.float32),
-                                          jnp.asarray(fitness, jnp.float32), self.state, self.params)
+        self.state, _metrics = self._tell(
+            self._key(generation, 1),
+            jnp.asarray(x, jnp.float32),
+            jnp.asarray(fitness, jnp.float32),
+            self.state,
+            self.params,
+        )
 
 
 class PymooMethod:
@@ -95,8 +100,9 @@ class PymooMethod:
         self.pop = self.algorithm.ask()
         return np.asarray(self.pop.get("X"), dtype=float)
 
-    def tell(self, generation: int, x: np.ndarray, fitness: np.ndarray, *, objectives: np.ndarray,
-             violation: np.ndarray) -> None:
+    def tell(
+        self, generation: int, x: np.ndarray, fitness: np.ndarray, *, objectives: np.ndarray, violation: np.ndarray
+    ) -> None:
         big = np.finfo(np.float64).max / 4  # pymoo sorts finite numbers
         self.pop.set("F", np.where(np.isfinite(objectives), objectives, big))
         if self.constrained:
@@ -112,8 +118,10 @@ def make_method(method: str, population: int, dim: int, n_objectives: int, const
     if _norm(method) in PARETO_METHODS:
         return PymooMethod(method, population, dim, n_objectives, constrained, seed)
     if n_objectives > 1:
-        raise ValueError(f"method: {method!r} optimises one objective; several objectives need one of "
-                         f"{list(PARETO_METHODS)} (a Pareto front)")
+        raise ValueError(
+            f"method: {method!r} optimises one objective; several objectives need one of "
+            f"{list(PARETO_METHODS)} (a Pareto front)"
+        )
     if _norm(method) not in evosax_algorithms():
         raise ValueError(f"method: unknown {method!r}; known: {known_methods()}")
     return EvosaxMethod(method, population, dim, seed)

@@ -20,8 +20,13 @@ OPS = (">=", "<=")
 
 def objectives_of(objective: Any) -> list[tuple[str, str]]:
     """``("col", "max")`` or a list of such pairs -> [(col, sense)]; ValueError otherwise."""
-    pairs = [objective] if isinstance(objective, tuple) and len(objective) == 2 and isinstance(objective[0], str) \
-        else list(objective) if isinstance(objective, (list, tuple)) else None
+    pairs = (
+        [objective]
+        if isinstance(objective, tuple) and len(objective) == 2 and isinstance(objective[0], str)
+        else list(objective)
+        if isinstance(objective, (list, tuple))
+        else None
+    )
     if not pairs:
         raise ValueError(f"objective: a (column, 'max'|'min') pair or a list of them, got {objective!r}")
     out = []
@@ -42,8 +47,14 @@ def constraints_of(constraints: Any) -> list[tuple[str, str, float]]:
         raise ValueError(f"constraints: a dict column -> ('>=' | '<=', bound), got {constraints!r}")
     out = []
     for c, v in constraints.items():
-        ok = isinstance(v, (tuple, list)) and len(v) == 2 and v[0] in OPS and isinstance(v[1], (int, float)) \
-            and not isinstance(v[1], bool) and np.isfinite(float(v[1]))
+        ok = (
+            isinstance(v, (tuple, list))
+            and len(v) == 2
+            and v[0] in OPS
+            and isinstance(v[1], (int, float))
+            and not isinstance(v[1], bool)
+            and np.isfinite(float(v[1]))
+        )
         if not ok:
             raise ValueError(f"constraints[{c!r}]: must be ('>=' | '<=', a finite number), got {v!r}")
         out.append((str(c), v[0], float(v[1])))

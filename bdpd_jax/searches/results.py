@@ -49,8 +49,13 @@ class SearchResults:
         skip = set(self.names) | set(BOOK) | {c for c in row.index if c.startswith("unit_")}
         metrics = {c: row[c] for c in row.index if c not in skip}
         metrics.update(violation=float(row["violation"]), feasible=bool(row["feasible"]))
-        return {"point": point, "config": self.config_at(point) if self.config is not None else None,
-                "metrics": metrics, "generation": int(row["generation"]), "candidate": int(row["candidate"])}
+        return {
+            "point": point,
+            "config": self.config_at(point) if self.config is not None else None,
+            "metrics": metrics,
+            "generation": int(row["generation"]),
+            "candidate": int(row["candidate"]),
+        }
 
     @property
     def front(self) -> pd.DataFrame:
@@ -91,8 +96,13 @@ class SearchResults:
                 ArenaConfig.load(cfg)  # a Policy strategy does not survive JSON: keep none
             except Exception:  # noqa: BLE001 (any failure means: not storable)
                 cfg = None
-        return {**self.meta, "names": self.names, "objectives": [list(o) for o in self.objectives],
-                "constraints": [list(c) for c in self.constraints], "config": cfg}
+        return {
+            **self.meta,
+            "names": self.names,
+            "objectives": [list(o) for o in self.objectives],
+            "constraints": [list(c) for c in self.constraints],
+            "config": cfg,
+        }
 
     @classmethod
     def from_parquet(cls, directory: str | Path) -> SearchResults:
@@ -101,7 +111,11 @@ class SearchResults:
             raise ValueError(f"directory: no search (history.parquet and meta.json) in {str(d)!r}")
         meta = json.loads((d / "meta.json").read_text())
         cfg = meta.pop("config", None)
-        return cls(pd.read_parquet(d / "history.parquet"), list(meta.pop("names")),
-                   [tuple(o) for o in meta.pop("objectives")],  # type: ignore[misc]
-                   [(c, op, float(b)) for c, op, b in meta.pop("constraints")],
-                   ArenaConfig.load(cfg) if cfg is not None else None, meta)
+        return cls(
+            pd.read_parquet(d / "history.parquet"),
+            list(meta.pop("names")),
+            [tuple(o) for o in meta.pop("objectives")],  # type: ignore[misc]
+            [(c, op, float(b)) for c, op, b in meta.pop("constraints")],
+            ArenaConfig.load(cfg) if cfg is not None else None,
+            meta,
+        )

@@ -138,11 +138,14 @@ def search(
                 gen = done[g]
                 stored = gen[[f"unit_{j}" for j in range(sp.dim)]].to_numpy(float)
                 if stored.shape != x.shape or not np.allclose(stored, x, rtol=1e-5, atol=1e-6):
-                    raise ValueError(f"out: generation {g} stored in {str(out)!r} is not what this search asks "
-                                     "(a different search or library version); use a fresh directory")
+                    raise ValueError(
+                        f"out: generation {g} stored in {str(out)!r} is not what this search asks "
+                        "(a different search or library version); use a fresh directory"
+                    )
             else:
-                gen = _evaluate(cfg, sp, x, g, objs, cons, population, replicates, seed, common_random, turns,
-                                history, max_batch)
+                gen = _evaluate(
+                    cfg, sp, x, g, objs, cons, population, replicates, seed, common_random, turns, history, max_batch
+                )
                 store.write(g, gen)
             f, viol = minimised(gen, objs), gen["violation"].to_numpy(float)
             opt.tell(g, x, ranks(f[:, 0], viol + sp.outside(x)), objectives=f, violation=viol)
@@ -153,32 +156,70 @@ def search(
     finally:
         if bar is not None:
             bar.close()
-    res = SearchResults(pd.concat(rows, ignore_index=True), list(sp.names), objs, cons, cfg,
-                        {"method": method, "population": population, "generations": generations,
-                         "replicates": int(replicates), "seed": int(seed), "common_random": common_random,
-                         "turns": turns, "space": {n: [float(a), float(b)]
-                                                   for n, a, b in zip(sp.names, sp.low, sp.high, strict=True)},
-                         "arena_evaluations": population * int(replicates) * generations})
+    res = SearchResults(
+        pd.concat(rows, ignore_index=True),
+        list(sp.names),
+        objs,
+        cons,
+        cfg,
+        {
+            "method": method,
+            "population": population,
+            "generations": generations,
+            "replicates": int(replicates),
+            "seed": int(seed),
+            "common_random": common_random,
+            "turns": turns,
+            "space": {n: [float(a), float(b)] for n, a, b in zip(sp.names, sp.low, sp.high, strict=True)},
+            "arena_evaluations": population * int(replicates) * generations,
+        },
+    )
     if out is not None:
         res.to_parquet(out)
     return res
 
 
-def _evaluate(cfg, sp: Space, x: np.ndarray, g: int, objs, cons, population: int, replicates: int, seed: int,
-              common_random: bool, turns, history: bool, max_batch: int) -> pd.DataFrame:
+def _evaluate(
+    cfg,
+    sp: Space,
+    x: np.ndarray,
+    g: int,
+    objs,
+    cons,
+    population: int,
+    replicates: int,
+    seed: int,
+    common_random: bool,
+    turns,
+    history: bool,
+    max_batch: int,
+) -> pd.DataFrame:
     """One generation: its candidates (padded to ``population`` rows) as one sweep; one row per
     candidate with its values, unit coordinates, point columns, violation, feasibility, rank."""
     n = len(x)
     table = sp.values(x)
     padded = table.iloc[np.minimum(np.arange(population), n - 1)].reset_index(drop=True)
-    res = sweep_module.sweep(cfg, points=padded, replicates=replicates, seed=generation_seed(seed, g),
-                             history=history, turns=turns, common_random=common_random, progress=False,
-                             max_batch=max_batch)
+    res = sweep_module.sweep(
+        cfg,
+        points=padded,
+        replicates=replicates,
+        seed=generation_seed(seed, g),
+        history=history,
+        turns=turns,
+        common_random=common_random,
+        progress=False,
+        max_batch=max_batch,
+    )
     pts = res.points.sort_values("point").iloc[:n].reset_index(drop=True)
-    gen = pd.concat([pd.DataFrame({"generation": np.full(n, g, np.int64), "candidate": np.arange(n, dtype=np.int64)}),
-                     table.reset_index(drop=True),
-                     pd.DataFrame({f"unit_{j}": x[:, j] for j in range(sp.dim)}),
-                     pts.drop(columns=["point", *sp.names])], axis=1)
+    gen = pd.concat(
+        [
+            pd.DataFrame({"generation": np.full(n, g, np.int64), "candidate": np.arange(n, dtype=np.int64)}),
+            table.reset_index(drop=True),
+            pd.DataFrame({f"unit_{j}": x[:, j] for j in range(sp.dim)}),
+            pts.drop(columns=["point", *sp.names]),
+        ],
+        axis=1,
+    )
     viol = violation(gen, cons)
     gen["violation"] = viol
     gen["feasible"] = viol <= 0
@@ -197,19 +238,28 @@ class _Store:
     ``generations/gen-<g>.parquet`` per generation done (written to a temporary name, then
     renamed: a part that exists is complete)."""
 
-    def __init__(self, out, cfg: ArenaConfig, space, objs, cons, method, population, replicates, seed,
-                 common_random, turns):
+    def __init__(
+        self, out, cfg: ArenaConfig, space, objs, cons, method, population, replicates, seed, common_random, turns
+    ):
         self.dir = None if out is None else Path(out)
         if self.dir is None:
             return
         if self.dir.exists() and not self.dir.is_dir():
             raise ValueError(f"out: {str(self.dir)!r} exists and is not a directory")
-        body = {"config": cfg.model_dump(mode="json", exclude={"players"}),
-                "players": [p.strategy_name for p in cfg.require_players()],
-                "players_full": [p.model_dump(mode="json", exclude={"strategy"}) for p in cfg.require_players()],
-                "space": {k: list(v) for k, v in space.items()}, "objectives": objs, "constraints": cons,
-                "method": method, "population": population, "replicates": replicates, "seed": seed,
-                "common_random": common_random, "turns": turns}
+        body = {
+            "config": cfg.model_dump(mode="json", exclude={"players"}),
+            "players": [p.strategy_name for p in cfg.require_players()],
+            "players_full": [p.model_dump(mode="json", exclude={"strategy"}) for p in cfg.require_players()],
+            "space": {k: list(v) for k, v in space.items()},
+            "objectives": objs,
+            "constraints": cons,
+            "method": method,
+            "population": population,
+            "replicates": replicates,
+            "seed": seed,
+            "common_random": common_random,
+            "turns": turns,
+        }
         self.digest = hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
 
     def load(self) -> list[pd.DataFrame]:

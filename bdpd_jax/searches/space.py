@@ -35,8 +35,11 @@ class Space:
             _, old = base.resolve(str(name))  # ValueError naming the path
             if isinstance(old, bool) or not isinstance(old, (int, float)):
                 raise ValueError(f"space[{name!r}]: only numeric fields can be searched; the config holds {old!r}")
-            if not (isinstance(b, (tuple, list)) and len(b) == 2
-                    and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in b)):
+            if not (
+                isinstance(b, (tuple, list))
+                and len(b) == 2
+                and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in b)
+            ):
                 raise ValueError(f"space[{name!r}]: must be (low, high), got {b!r}")
             a, z = float(b[0]), float(b[1])
             if not (math.isfinite(a) and math.isfinite(z) and a < z):

@@ -33,8 +33,19 @@ seed = 0
 survived_mean = [">=", 0.9]
 """
 
-SPEC_KEYS = {"config", "space", "objective", "constraints", "method", "population", "generations", "replicates",
-             "seed", "common_random", "turns"}
+SPEC_KEYS = {
+    "config",
+    "space",
+    "objective",
+    "constraints",
+    "method",
+    "population",
+    "generations",
+    "replicates",
+    "seed",
+    "common_random",
+    "turns",
+}
 # A spec is read from a file a user names: bound its size before parsing.
 MAX_SPEC_BYTES = 1 << 20
 

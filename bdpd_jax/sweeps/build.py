@@ -117,8 +117,11 @@ def build_separable(base, names, values, n_turns, turns, generator, round_ints):
             vals = list(values[0])
             vals[j] = values[first[j][k]][j]
             g, (lv, td) = build_at(vals)
-            if g != game0 or td != treedef or any(a.shape != b.shape or a.dtype != b.dtype
-                                                   for a, b in zip(lv, leaves0, strict=True)):
+            if (
+                g != game0
+                or td != treedef
+                or any(a.shape != b.shape or a.dtype != b.dtype for a, b in zip(lv, leaves0, strict=True))
+            ):
                 return None  # a structure or shape change: the full path explains it
             per_value.append(lv)
         variants.append(per_value)
@@ -144,7 +147,6 @@ def build_separable(base, names, values, n_turns, turns, generator, round_ints):
         if g != game0 or not all(_same(a, x[..., i]) for a, x in zip(lv, stacked, strict=True)):
             return None
     return game0, stacked, treedef
-
 
 
 def _check_one_structure(built, base, names, values, build_kw, round_ints) -> None:
@@ -189,9 +191,15 @@ def build_points(base, names, table, turns, generator, round_ints, *, separable_
     shapes0 = param_shapes(built[0][1])
     for i, (_, p) in enumerate(built):
         if param_shapes(p) != shapes0:
-            bad = shape_culprits(base, names, values[0], values[i],
-                                 lambda a, b: param_shapes(a[1]) != param_shapes(b[1]) or a[0] != b[0], build_kw,
-                                 round_ints)
+            bad = shape_culprits(
+                base,
+                names,
+                values[0],
+                values[i],
+                lambda a, b: param_shapes(a[1]) != param_shapes(b[1]) or a[0] != b[0],
+                build_kw,
+                round_ints,
+            )
             raise ValueError(
                 f"sweep: parameter(s) {bad} change the shapes of the params (point 0: "
                 f"{describe_point(names, values[0])}; point {i}: {describe_point(names, values[i])}); "

@@ -62,13 +62,13 @@ def client_of(client: Any):
     return client
 
 
-def run_chunks(client: Any, config, table: pd.DataFrame, chunks: list[int], *, info: list | None = None,
-               **kwargs: Any) -> Iterator[tuple[int, pd.DataFrame]]:
+def run_chunks(
+    client: Any, config, table: pd.DataFrame, chunks: list[int], *, info: list | None = None, **kwargs: Any
+) -> Iterator[tuple[int, pd.DataFrame]]:
     """Run the given chunks of the sweep ``(config, table, **kwargs)`` (SweepPlan's
     arguments) on the cluster; yields ``(k, rows)`` as chunks complete. ``info``: a list
     that receives each task's ``{"pid", "traces"}``."""
     from dask.distributed import as_completed  # optional dependency: the dist extra
-
 
     if not chunks:
         return
@@ -76,8 +76,9 @@ def run_chunks(client: Any, config, table: pd.DataFrame, chunks: list[int], *, i
     inputs = {"config": ArenaConfig.load(config), "table": table, "kwargs": kwargs}
     key = uuid.uuid4().hex
     [fut_inputs] = cl.scatter([inputs], broadcast=True, hash=False)  # one object, a unique key
-    futures = [cl.submit(_run_chunk_task, key, fut_inputs, k, pure=False, key=f"bdpd-sweep-{key[:8]}-{k}")
-               for k in chunks]
+    futures = [
+        cl.submit(_run_chunk_task, key, fut_inputs, k, pure=False, key=f"bdpd-sweep-{key[:8]}-{k}") for k in chunks
+    ]
     try:
         for fut in as_completed(futures):
             k, frame, where = fut.result()
@@ -98,19 +99,44 @@ def on_cluster(client: Any, info: list | None = None):
     cluster of ``client`` (each worker plans the same chunks, :meth:`SweepPlan.worker_options`)."""
 
     def chunks(plan, progress=None) -> Iterator[tuple[int, pd.DataFrame]]:
-        return run_chunks(client, plan.cfg, plan.table, list(range(plan.n_chunks)), info=info,
-                          **plan.worker_options())
+        return run_chunks(client, plan.cfg, plan.table, list(range(plan.n_chunks)), info=info, **plan.worker_options())
 
     return chunks
 
 
-def sweep_on_cluster(client: Any, config, grid=None, samples=None, points=None, *, names=None, n_samples=None,
-                     replicates: int = 1, seed: int = 0, history: bool = False, turns: int | None = None,
-                     max_batch: int = DEFAULT_MAX_BATCH, memory_budget: int | None = None, generator: str = "hash",
-                     common_random: bool = False, info: list | None = None):
+def sweep_on_cluster(
+    client: Any,
+    config,
+    grid=None,
+    samples=None,
+    points=None,
+    *,
+    names=None,
+    n_samples=None,
+    replicates: int = 1,
+    seed: int = 0,
+    history: bool = False,
+    turns: int | None = None,
+    max_batch: int = DEFAULT_MAX_BATCH,
+    memory_budget: int | None = None,
+    generator: str = "hash",
+    common_random: bool = False,
+    info: list | None = None,
+):
     """``sweep`` with its chunks run on a Dask cluster; returns the same SweepResults."""
     table = points_table(grid, samples, points, names=names, n_samples=n_samples, seed=seed)
-    return run_points(config, table, replicates=replicates, seed=seed, history=history, turns=turns,
-                      max_batch=max_batch, memory_budget=memory_budget, generator=generator,
-                      round_ints=samples is not None, common_random=common_random, progress=False,
-                      chunks=on_cluster(client, info))
+    return run_points(
+        config,
+        table,
+        replicates=replicates,
+        seed=seed,
+        history=history,
+        turns=turns,
+        max_batch=max_batch,
+        memory_budget=memory_budget,
+        generator=generator,
+        round_ints=samples is not None,
+        common_random=common_random,
+        progress=False,
+        chunks=on_cluster(client, info),
+    )

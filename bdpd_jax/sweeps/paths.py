@@ -141,14 +141,13 @@ def describe_point(names: Sequence[str], values: Sequence[Any]) -> str:
 
 def _validation_message(e: Exception) -> str:
     if isinstance(e, ValidationError):
-        return "; ".join(
-            f"{'.'.join(str(x) for x in er['loc']) or 'config'}: {er['msg']}" for er in e.errors()
-        )
+        return "; ".join(f"{'.'.join(str(x) for x in er['loc']) or 'config'}: {er['msg']}" for er in e.errors())
     return str(e)
 
 
-def apply_values(base: ConfigBase, names: Sequence[str], values: Sequence[Any], *, round_ints: bool = False,
-                 where: str = "") -> ArenaConfig:
+def apply_values(
+    base: ConfigBase, names: Sequence[str], values: Sequence[Any], *, round_ints: bool = False, where: str = ""
+) -> ArenaConfig:
     """A validated copy of the config with ``values`` set at the paths ``names``.
 
     round_ints: a float assigned where the config holds an int (e.g. ``model.maxTurns``) is
@@ -175,4 +174,5 @@ def apply_values(base: ConfigBase, names: Sequence[str], values: Sequence[Any], 
         return ArenaConfig.model_validate(d, context={"magnitudes_checked": True})
     except (ValidationError, ValueError) as e:
         raise ValueError(
-            f"sweep{where}: {describe_point(names, values)}: invalid config: {_validation_message(e)}") from None
+            f"sweep{where}: {describe_point(names, values)}: invalid config: {_validation_message(e)}"
+        ) from None

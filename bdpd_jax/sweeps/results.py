@@ -49,8 +49,9 @@ class SweepResults:
             shutil.rmtree(adir)
         per = int(self.meta.get("chunk_arenas") or max(len(self.arenas), 1))
         df = self.arenas.assign(chunk=(self.arenas["arena"].to_numpy() // per).astype(np.int64))
-        pq.write_to_dataset(pa.Table.from_pandas(df, preserve_index=False), root_path=str(adir),
-                            partition_cols=["chunk"])
+        pq.write_to_dataset(
+            pa.Table.from_pandas(df, preserve_index=False), root_path=str(adir), partition_cols=["chunk"]
+        )
         self.points.to_parquet(d / "points.parquet", index=False)
         (d / "meta.json").write_text(json.dumps({**self.meta, "names": self.names}, indent=2, default=str))
         return d
@@ -90,8 +91,11 @@ def aggregate(arenas: pd.DataFrame, names: Sequence[str], outcomes: Sequence[str
     out["replicates"] = reps
     for m in outcomes:
         col = arenas[m]
-        x = col.to_numpy(dtype=float, na_value=np.nan) if col.hasnans or col.dtype.kind not in "fiub" \
+        x = (
+            col.to_numpy(dtype=float, na_value=np.nan)
+            if col.hasnans or col.dtype.kind not in "fiub"
             else col.to_numpy(dtype=float)
+        )
         ok = ~np.isnan(x)
         cnt = np.bincount(inv, weights=ok, minlength=k).astype(np.int64)
         with np.errstate(invalid="ignore", divide="ignore"):

@@ -36,8 +36,9 @@ from .sweep import check_paths, config_base, run_points
 
 # Outputs computed from the arena rows.
 DERIVED: dict[str, Callable[[pd.DataFrame], pd.Series]] = {
-    "gini": lambda a: pd.Series(gini(pd.to_numeric(a["equality"].astype("Float64"), errors="coerce").astype(float)),
-                                index=a.index),
+    "gini": lambda a: pd.Series(
+        gini(pd.to_numeric(a["equality"].astype("Float64"), errors="coerce").astype(float)), index=a.index
+    ),
 }
 
 
@@ -133,9 +134,21 @@ def model(
             if not isinstance(table, pd.DataFrame) or len(table) != len(x):
                 raise ValueError(f"transform: must return a DataFrame of config paths with {len(x)} rows")
             table = table.reset_index(drop=True)
-        res = run_points(cfg, table, replicates=replicates, seed=seed, history=history, turns=turns,
-                         max_batch=max_batch, generator=generator, progress=progress, round_ints=True,
-                         common_random=common_random, memory_budget=memory_budget, devices=devices)
+        res = run_points(
+            cfg,
+            table,
+            replicates=replicates,
+            seed=seed,
+            history=history,
+            turns=turns,
+            max_batch=max_batch,
+            generator=generator,
+            progress=progress,
+            round_ints=True,
+            common_random=common_random,
+            memory_budget=memory_budget,
+            devices=devices,
+        )
         return _point_means(res.arenas, names, outputs, cols)
 
     return PointModel(f, names, outputs)
@@ -179,12 +192,26 @@ def sobol(
     Y = f(X)
     rows = []
     for j, out in enumerate(f.outputs):
-        si = analyze.analyze(p, Y[:, j], calc_second_order=calc_second_order, num_resamples=num_resamples,
-                             conf_level=conf_level, print_to_console=False, seed=seed)
+        si = analyze.analyze(
+            p,
+            Y[:, j],
+            calc_second_order=calc_second_order,
+            num_resamples=num_resamples,
+            conf_level=conf_level,
+            print_to_console=False,
+            seed=seed,
+        )
         for i, name in enumerate(p["names"]):
-            rows.append({"output": out, "parameter": name, "S1": float(si["S1"][i]),
-                         "S1_conf": float(si["S1_conf"][i]), "ST": float(si["ST"][i]),
-                         "ST_conf": float(si["ST_conf"][i])})
+            rows.append(
+                {
+                    "output": out,
+                    "parameter": name,
+                    "S1": float(si["S1"][i]),
+                    "S1_conf": float(si["S1_conf"][i]),
+                    "ST": float(si["ST"][i]),
+                    "ST_conf": float(si["ST_conf"][i]),
+                }
+            )
     return pd.DataFrame(rows, columns=["output", "parameter", "S1", "S1_conf", "ST", "ST_conf"])
 
 
@@ -214,10 +241,25 @@ def morris(
     Y = f(X)
     rows = []
     for j, out in enumerate(f.outputs):
-        si = analyze.analyze(p, X, Y[:, j], num_resamples=num_resamples, conf_level=conf_level,
-                             print_to_console=False, num_levels=num_levels, seed=seed)
+        si = analyze.analyze(
+            p,
+            X,
+            Y[:, j],
+            num_resamples=num_resamples,
+            conf_level=conf_level,
+            print_to_console=False,
+            num_levels=num_levels,
+            seed=seed,
+        )
         for i, name in enumerate(p["names"]):
-            rows.append({"output": out, "parameter": name, "mu": float(si["mu"][i]),
-                         "mu_star": float(si["mu_star"][i]), "mu_star_conf": float(si["mu_star_conf"][i]),
-                         "sigma": float(si["sigma"][i])})
+            rows.append(
+                {
+                    "output": out,
+                    "parameter": name,
+                    "mu": float(si["mu"][i]),
+                    "mu_star": float(si["mu_star"][i]),
+                    "mu_star_conf": float(si["mu_star_conf"][i]),
+                    "sigma": float(si["sigma"][i]),
+                }
+            )
     return pd.DataFrame(rows, columns=["output", "parameter", "mu", "mu_star", "mu_star_conf", "sigma"])

@@ -45,10 +45,29 @@ from .points import explicit_points, grid_points, points_table, sample_points
 from .results import HISTORY_OUTCOMES, POINT_OUTCOMES, Z95, SweepResults, aggregate, gini, history_totals, metric_means
 
 __all__ = [
-    "DEVICE_COPIES", "POINT_OUTCOMES", "ROW_CELL_BYTES", "SEPARABLE_MIN_POINTS", "Z95",
-    "ConfigBase", "SweepPlan", "SweepResults", "aggregate", "apply_values", "bytes_per_arena", "check_paths",
-    "config_base", "explicit_points", "grid_points", "parse_path", "points_table", "resolve", "resolve_devices",
-    "run_here", "run_points", "sample_points", "sweep",
+    "DEVICE_COPIES",
+    "POINT_OUTCOMES",
+    "ROW_CELL_BYTES",
+    "SEPARABLE_MIN_POINTS",
+    "Z95",
+    "ConfigBase",
+    "SweepPlan",
+    "SweepResults",
+    "aggregate",
+    "apply_values",
+    "bytes_per_arena",
+    "check_paths",
+    "config_base",
+    "explicit_points",
+    "grid_points",
+    "parse_path",
+    "points_table",
+    "resolve",
+    "resolve_devices",
+    "run_here",
+    "run_points",
+    "sample_points",
+    "sweep",
 ]
 
 
@@ -80,13 +99,34 @@ class SweepPlan:
     and the dask runner (bdpd_jax/sweeps/distributed.py) rely on.
     """
 
-    def __init__(self, config: ArenaConfig | dict[str, Any] | str, table: pd.DataFrame, *, replicates: int = 1,
-                 seed: int = 0, history: bool = False, turns: int | None = None, max_batch: int = DEFAULT_MAX_BATCH,
-                 memory_budget: int | None = None, generator: str = "hash", round_ints: bool = False,
-                 common_random: bool = False, devices: Any = None, chunk_width: int | None = None) -> None:
-        self.options = dict(replicates=replicates, seed=seed, history=history, turns=turns, max_batch=max_batch,
-                            memory_budget=memory_budget, generator=generator, round_ints=round_ints,
-                            common_random=common_random)  # (what another process needs to plan the same)
+    def __init__(
+        self,
+        config: ArenaConfig | dict[str, Any] | str,
+        table: pd.DataFrame,
+        *,
+        replicates: int = 1,
+        seed: int = 0,
+        history: bool = False,
+        turns: int | None = None,
+        max_batch: int = DEFAULT_MAX_BATCH,
+        memory_budget: int | None = None,
+        generator: str = "hash",
+        round_ints: bool = False,
+        common_random: bool = False,
+        devices: Any = None,
+        chunk_width: int | None = None,
+    ) -> None:
+        self.options = dict(
+            replicates=replicates,
+            seed=seed,
+            history=history,
+            turns=turns,
+            max_batch=max_batch,
+            memory_budget=memory_budget,
+            generator=generator,
+            round_ints=round_ints,
+            common_random=common_random,
+        )  # (what another process needs to plan the same)
         self.prep = prepare(config, generator=generator)  # the base config, validated and built once
         cfg = self.prep.config
         check_run_args(replicates=replicates, seed=seed, max_batch=max_batch, turns=turns, memory_budget=memory_budget)
@@ -96,7 +136,8 @@ class SweepPlan:
         base = config_base(cfg)
         check_paths(base, names)  # bad paths fail before anything is built
         cfg0, game, stacked, treedef, n_turns, yields, self.build_mode = build_points(
-            base, names, table, turns, generator, round_ints, separable_min=SEPARABLE_MIN_POINTS)
+            base, names, table, turns, generator, round_ints, separable_min=SEPARABLE_MIN_POINTS
+        )
         self.cfg, self.names, self.table = cfg, names, table.reset_index(drop=True)
         self.cfg0, self.game, self.stacked, self.treedef, self.n_turns = cfg0, game, stacked, treedef, n_turns
         self.replicates, self.seed, self.history, self.turns = int(replicates), int(seed), bool(history), turns
@@ -112,8 +153,9 @@ class SweepPlan:
         cap = int(max_batch)
         self.arena_bytes = None
         if memory_budget is not None:
-            p1 = jax.tree_util.tree_unflatten(treedef, [jax.ShapeDtypeStruct(x.shape[:-1] + (1,), x.dtype)
-                                                        for x in stacked])
+            p1 = jax.tree_util.tree_unflatten(
+                treedef, [jax.ShapeDtypeStruct(x.shape[:-1] + (1,), x.dtype) for x in stacked]
+            )
             k1 = jax.ShapeDtypeStruct((2, 1), jnp.uint32)
             self.arena_bytes = bytes_per_arena(game, p1, k1, self.chunk_turns, self.history, n_cols)
             cap = min(cap, max(1, int(memory_budget) // self.arena_bytes))
@@ -178,8 +220,9 @@ class SweepPlan:
             del state, params
         rec_np = take(rec) if self.history else None
         pts = idx // reps
-        summary = summary_columns(final, idx, self.labels,
-                                  govsim_of(final, self.yields[pts], rec_np, np.asarray(self.n_turns)[pts]))
+        summary = summary_columns(
+            final, idx, self.labels, govsim_of(final, self.yields[pts], rec_np, np.asarray(self.n_turns)[pts])
+        )
         wealth = np.asarray(final["wealth"], float)
         extra = {"wealth_mean": wealth.mean(axis=0), "gini": gini(np.asarray(summary["equality"], float))}
         if self.history:
@@ -200,11 +243,20 @@ class SweepPlan:
     def meta(self) -> dict[str, Any]:
         return {
             **self.prep.meta(),  # the base config and players
-            "replicates": self.replicates, "seed": self.seed, "n_points": self.n_points, "n_arenas": self.total,
-            "turns": self.turns, "max_turns": self.max_turns, "generator": self.generator,
-            "history": self.history, "chunk_arenas": self.chunk_width, "n_chunks": self.n_chunks,
-            "common_random": self.common_random, "n_devices": len(self.devices),
-            "memory_budget": self.memory_budget, "arena_bytes_estimate": self.arena_bytes,
+            "replicates": self.replicates,
+            "seed": self.seed,
+            "n_points": self.n_points,
+            "n_arenas": self.total,
+            "turns": self.turns,
+            "max_turns": self.max_turns,
+            "generator": self.generator,
+            "history": self.history,
+            "chunk_arenas": self.chunk_width,
+            "n_chunks": self.n_chunks,
+            "common_random": self.common_random,
+            "n_devices": len(self.devices),
+            "memory_budget": self.memory_budget,
+            "arena_bytes_estimate": self.arena_bytes,
             "build": self.build_mode,
         }
 
@@ -218,8 +270,14 @@ def cached_plan(config: ArenaConfig | dict[str, Any] | str, table: pd.DataFrame,
     before (every point's config is validated and built once; bdpd_jax/prepare/prepared.py)."""
     try:
         cells = pd.util.hash_pandas_object(table, index=True).to_numpy().tobytes()
-        key = (content_key(config), hashlib.sha1(cells).hexdigest(), repr(list(table.columns)),
-               repr(list(table.dtypes)), repr(sorted(options.items())), SEPARABLE_MIN_POINTS)
+        key = (
+            content_key(config),
+            hashlib.sha1(cells).hexdigest(),
+            repr(list(table.columns)),
+            repr(list(table.dtypes)),
+            repr(sorted(options.items())),
+            SEPARABLE_MIN_POINTS,
+        )
     except (TypeError, ValueError):  # unhashable cells or options: plan afresh
         return SweepPlan(config, table, **options)
     plan = _PLANS.get(key)
@@ -275,9 +333,20 @@ def run_points(
     """Run every row of ``table`` (columns = config paths) ``replicates`` times in one
     batched program; see :func:`sweep`. ``chunks`` runs the plan's chunks (default: here;
     ``bdpd_jax.sweeps.distributed.sweep_on_cluster`` passes a Dask cluster's)."""
-    plan = cached_plan(config, table, replicates=replicates, seed=seed, history=history, turns=turns,
-                       max_batch=max_batch, memory_budget=memory_budget, generator=generator,
-                       round_ints=round_ints, common_random=common_random, devices=devices)
+    plan = cached_plan(
+        config,
+        table,
+        replicates=replicates,
+        seed=seed,
+        history=history,
+        turns=turns,
+        max_batch=max_batch,
+        memory_budget=memory_budget,
+        generator=generator,
+        round_ints=round_ints,
+        common_random=common_random,
+        devices=devices,
+    )
     frames = dict(chunks(plan, progress))
     parts = [frames[k] for k in sorted(frames)]
     arenas = parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
@@ -332,7 +401,18 @@ def sweep(
     parameter, or the parameter that changes the static structure of the game.
     """
     table = points_table(grid, samples, points, names=names, n_samples=n_samples, seed=seed)
-    return run_points(config, table, replicates=replicates, seed=seed, history=history, turns=turns,
-                      max_batch=max_batch, generator=generator, progress=progress,
-                      round_ints=samples is not None, common_random=common_random,
-                      memory_budget=memory_budget, devices=devices)
+    return run_points(
+        config,
+        table,
+        replicates=replicates,
+        seed=seed,
+        history=history,
+        turns=turns,
+        max_batch=max_batch,
+        generator=generator,
+        progress=progress,
+        round_ints=samples is not None,
+        common_random=common_random,
+        memory_budget=memory_budget,
+        devices=devices,
+    )

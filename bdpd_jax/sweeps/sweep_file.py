@@ -59,8 +59,21 @@ history = false            # optional: per-arena means of the governance metrics
 "players[2].intensity" = [0.3, 0.9]
 """
 
-SPEC_KEYS = {"config", "grid", "samples", "n_samples", "points", "replicates", "seed", "history", "turns",
-             "max_batch", "memory_budget", "common_random", "generator"}
+SPEC_KEYS = {
+    "config",
+    "grid",
+    "samples",
+    "n_samples",
+    "points",
+    "replicates",
+    "seed",
+    "history",
+    "turns",
+    "max_batch",
+    "memory_budget",
+    "common_random",
+    "generator",
+}
 MANIFEST = "manifest.json"
 FORMAT = 1
 
@@ -102,9 +115,17 @@ class SweepFile:
     source: dict = field(default_factory=dict)
 
     def plan_kwargs(self) -> dict[str, Any]:
-        return dict(replicates=self.replicates, seed=self.seed, history=self.history, turns=self.turns,
-                    max_batch=self.max_batch, memory_budget=self.memory_budget, generator=self.generator,
-                    round_ints=self.round_ints, common_random=self.common_random)
+        return dict(
+            replicates=self.replicates,
+            seed=self.seed,
+            history=self.history,
+            turns=self.turns,
+            max_batch=self.max_batch,
+            memory_budget=self.memory_budget,
+            generator=self.generator,
+            round_ints=self.round_ints,
+            common_random=self.common_random,
+        )
 
     def digest(self) -> str:
         """A hash of everything that decides the arenas' rows (not the chunk layout, which
@@ -112,8 +133,10 @@ class SweepFile:
         body = {
             "format": FORMAT,
             "config": self.config.model_dump(mode="json", exclude={"players"}),
-            "players": [{**p.model_dump(mode="json", exclude={"strategy"}), "strategy": p.strategy_name}
-                        for p in self.config.require_players()],
+            "players": [
+                {**p.model_dump(mode="json", exclude={"strategy"}), "strategy": p.strategy_name}
+                for p in self.config.require_players()
+            ],
             "names": [str(c) for c in self.table.columns],
             "points": [[repr(x) for x in row] for row in self.table.itertuples(index=False, name=None)],
             "options": {k: v for k, v in self.plan_kwargs().items() if k not in ("max_batch", "memory_budget")},
@@ -180,19 +203,32 @@ def load_sweep_file(spec: str | Path | dict, root: str | Path | None = None) -> 
     if "grid" in d:
         table = grid_points(d["grid"])
     elif "samples" in d:
-        table = sample_points({k: tuple(v) if isinstance(v, list) else v for k, v in d["samples"].items()},
-                              d.get("n_samples"), seed)
+        table = sample_points(
+            {k: tuple(v) if isinstance(v, list) else v for k, v in d["samples"].items()}, d.get("n_samples"), seed
+        )
     else:
         table = _points_from(d["points"], root)
     for k, t in (("history", bool), ("common_random", bool), ("generator", str)):
         if k in d and not isinstance(d[k], t):
             raise ValueError(f"{k}: expected {t.__name__}, got {d[k]!r}")
-    run = dict(replicates=d.get("replicates", 1), seed=seed, turns=d.get("turns"),
-               max_batch=d.get("max_batch", DEFAULT_MAX_BATCH), memory_budget=parse_bytes(d.get("memory_budget")))
+    run = dict(
+        replicates=d.get("replicates", 1),
+        seed=seed,
+        turns=d.get("turns"),
+        max_batch=d.get("max_batch", DEFAULT_MAX_BATCH),
+        memory_budget=parse_bytes(d.get("memory_budget")),
+    )
     check_run_args(**run)
-    return SweepFile(config=cfg, table=table, history=d.get("history", False),
-                     common_random=d.get("common_random", False), generator=d.get("generator", "hash"),
-                     round_ints="samples" in d, source=d, **run)
+    return SweepFile(
+        config=cfg,
+        table=table,
+        history=d.get("history", False),
+        common_random=d.get("common_random", False),
+        generator=d.get("generator", "hash"),
+        round_ints="samples" in d,
+        source=d,
+        **run,
+    )
 
 
 def _part(out: Path, k: int) -> Path:
@@ -250,7 +286,8 @@ def _resumed_width(out: Path, digest: str, overwrite: bool) -> int | None:
     if not overwrite:
         raise ValueError(
             f"out: {str(out)!r} holds a different sweep (spec hash {str(old.get('digest'))[:12]}, this spec "
-            f"{digest[:12]}); choose another directory or pass --overwrite")
+            f"{digest[:12]}); choose another directory or pass --overwrite"
+        )
     shutil.rmtree(out / "arenas", ignore_errors=True)
     for f in ("points.parquet", "meta.json", MANIFEST):
         (out / f).unlink(missing_ok=True)
@@ -260,8 +297,14 @@ def _resumed_width(out: Path, digest: str, overwrite: bool) -> int | None:
 def _write_manifest(out: Path, digest: str, plan) -> None:
     """``out/manifest.json`` (the spec's hash and the chunk layout), written atomically."""
     out.mkdir(parents=True, exist_ok=True)
-    manifest = {"format": FORMAT, "digest": digest, "n_chunks": plan.n_chunks, "chunk_arenas": plan.chunk_width,
-                "n_arenas": plan.total, "chunks": [list(c) for c in plan.chunks]}
+    manifest = {
+        "format": FORMAT,
+        "digest": digest,
+        "n_chunks": plan.n_chunks,
+        "chunk_arenas": plan.chunk_width,
+        "n_arenas": plan.total,
+        "chunks": [list(c) for c in plan.chunks],
+    }
     tmp = out / f".{MANIFEST}.tmp"
     tmp.write_text(json.dumps(manifest, indent=2))
     os.replace(tmp, out / MANIFEST)

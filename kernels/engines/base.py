@@ -52,8 +52,9 @@ class Engine:
         """The harvestable commons stock (float[])."""
         raise NotImplementedError
 
-    def step_one(self, state: Any, demand: jax.Array, u: jax.Array,
-                 params: Any) -> tuple[Any, jax.Array, jax.Array, jax.Array]:
+    def step_one(
+        self, state: Any, demand: jax.Array, u: jax.Array, params: Any
+    ) -> tuple[Any, jax.Array, jax.Array, jax.Array]:
         """Withdraw ``demand`` (float[]) from the commons; ``u`` is one uniform draw.
 
         Returns ``(state, delivered, collapsed, reserve_drawn)``; ``delivered <= demand`` and

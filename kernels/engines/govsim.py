@@ -32,13 +32,16 @@ class GovSimState(eqx.Module):
 
 class GovSim(Engine):
     name = "govsim"
-    variables = ("commonsStock", "regenRate", "commonsCapacity", "threshold", "commonsRatio",
-                 "sustainabilityThreshold")
+    variables = ("commonsStock", "regenRate", "commonsCapacity", "threshold", "commonsRatio", "sustainabilityThreshold")
     features = frozenset({"capacity", "threshold", "regen_rate", "stock"})
 
     def params_from_model(self, model: Any) -> GovSimParams:
-        return GovSimParams(regen_rate=farr(model.regenRate), capacity=farr(model.commonsCapacity),
-                            threshold=farr(model.threshold), initial=farr(model.commonsInitial))
+        return GovSimParams(
+            regen_rate=farr(model.regenRate),
+            capacity=farr(model.commonsCapacity),
+            threshold=farr(model.threshold),
+            initial=farr(model.commonsInitial),
+        )
 
     def sustainable_yield(self, model: Any) -> float:
         """The largest harvest the capped growth sustains: K r / (1 + r), at stock K."""
@@ -75,8 +78,13 @@ class GovSim(Engine):
 
     def extra_observations(self, state: GovSimState, params: GovSimParams) -> dict[str, jax.Array]:
         k = jnp.maximum(params.capacity, jnp.finfo(state.stock.dtype).tiny)
-        return {"commonsStock": state.stock, "regenRate": params.regen_rate, "commonsCapacity": params.capacity,
-                "threshold": params.threshold, "commonsRatio": state.stock / k}
+        return {
+            "commonsStock": state.stock,
+            "regenRate": params.regen_rate,
+            "commonsCapacity": params.capacity,
+            "threshold": params.threshold,
+            "commonsRatio": state.stock / k,
+        }
 
 
 GOVSIM = register(GovSim())

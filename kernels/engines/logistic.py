@@ -51,8 +51,7 @@ def die_draw(excess, reserve, u, sides, success):
 
 class Logistic(Engine):
     name = "logistic"
-    variables = ("commonsStock", "regenRate", "commonsCapacity", "threshold", "commonsRatio",
-                 "sustainabilityThreshold")
+    variables = ("commonsStock", "regenRate", "commonsCapacity", "threshold", "commonsRatio", "sustainabilityThreshold")
     recorded = ("reserve",)
     features = frozenset({"hidden_reserve", "die", "capacity", "threshold", "regen_rate", "stock"})
 

@@ -45,9 +45,23 @@ SOLVERS: dict[str, Any] = {  # diffrax solver classes (the Runge-Kutta ones carr
 HARVEST_SCALE = 1e-4
 # Every Seneca number's default, read by the engine and by the config model alike (one place).
 DEFAULTS: dict[str, Any] = {
-    "k1": 0.03, "k2": 0.30, "l1": 0.0, "l2": 0.01, "l3": 0.0, "capitalSeed": 0.01, "pollutionSeed": 0.001,
-    "dt": 0.10, "harvestScale": HARVEST_SCALE, "collapseFraction": 1e-3, "rtol": 1e-6, "atol": 1e-9,
-    "solver": "euler", "substeps": 1, "adaptive": False, "maxSteps": 256, "integrator": "steps",
+    "k1": 0.03,
+    "k2": 0.30,
+    "l1": 0.0,
+    "l2": 0.01,
+    "l3": 0.0,
+    "capitalSeed": 0.01,
+    "pollutionSeed": 0.001,
+    "dt": 0.10,
+    "harvestScale": HARVEST_SCALE,
+    "collapseFraction": 1e-3,
+    "rtol": 1e-6,
+    "atol": 1e-9,
+    "solver": "euler",
+    "substeps": 1,
+    "adaptive": False,
+    "maxSteps": 256,
+    "integrator": "steps",
 }
 ORDER: dict[str, int] = {"euler": 1, "heun": 2, "midpoint": 2, "ralston": 2, "bosh3": 3, "tsit5": 5, "dopri5": 5}
 

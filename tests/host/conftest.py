@@ -31,11 +31,16 @@ class LiveServer:
         self.sock.bind(("127.0.0.1", 0))
         self.port: int = self.sock.getsockname()[1]
         self.base = f"http://127.0.0.1:{self.port}"
-        config = uvicorn.Config(build_app(), log_level="warning", lifespan="off",
-                                timeout_graceful_shutdown=0.3, limit_concurrency=1000, backlog=512)
+        config = uvicorn.Config(
+            build_app(),
+            log_level="warning",
+            lifespan="off",
+            timeout_graceful_shutdown=0.3,
+            limit_concurrency=1000,
+            backlog=512,
+        )
         self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]},
-                                       daemon=True)
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
 
     def start(self) -> None:
         self.thread.start()
@@ -69,5 +74,3 @@ def stub_state() -> Iterator[dict]:
     yield STATE
     STATE["requests"].clear()
     STATE["auth"].clear()
-
-

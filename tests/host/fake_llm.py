@@ -31,8 +31,9 @@ class FakeClient:
         self.requests: list[tuple[str, dict[str, Any]]] = []
         self.headers: list[dict[str, str]] = []
 
-    async def post(self, url: str, body: bytes, headers: dict[str, str], timeout_s: float,
-                   max_bytes: int) -> tuple[int, bytes]:
+    async def post(
+        self, url: str, body: bytes, headers: dict[str, str], timeout_s: float, max_bytes: int
+    ) -> tuple[int, bytes]:
         from bdpd_jax.host.agents.transport import TransportError
 
         req = json.loads(body)

@@ -29,13 +29,19 @@ async def _record(request: Request) -> bytes:
 
 async def ok(request: Request) -> Response:
     await _record(request)
-    return JSONResponse({"harvest": 1.25, "actions": [
-        {"tool": "broadcast", "text": "keep it low"},
-        {"tool": "send_private", "target": "bob", "text": "psst"},
-        {"tool": "teleport"},                       # unknown tool -> dropped
-        {"tool": "pledge", "maxHarvest": -1},       # bad value -> dropped
-        "not a dict",                               # not an object -> dropped
-    ], "announced": 1.23456})
+    return JSONResponse(
+        {
+            "harvest": 1.25,
+            "actions": [
+                {"tool": "broadcast", "text": "keep it low"},
+                {"tool": "send_private", "target": "bob", "text": "psst"},
+                {"tool": "teleport"},  # unknown tool -> dropped
+                {"tool": "pledge", "maxHarvest": -1},  # bad value -> dropped
+                "not a dict",  # not an object -> dropped
+            ],
+            "announced": 1.23456,
+        }
+    )
 
 
 async def slow(request: Request) -> Response:
@@ -123,9 +129,11 @@ async def bad(request: Request) -> Response:
     await _record(request)
     body, headers = hostile(request.query_params["kind"])
     if request.query_params.get("chunked"):  # no content-length: the cap must hold while streaming
+
         async def gen():
             for i in range(0, len(body), 65536):
-                yield body[i:i + 65536]
+                yield body[i : i + 65536]
+
         return StreamingResponse(gen(), media_type="application/json", headers=headers)
     return Response(body, media_type="application/json", headers=headers)
 
@@ -139,14 +147,15 @@ def _scripted_calls(model: str) -> tuple[list[dict[str, Any]], str | None]:
     if model == "scripted":
         return [
             _tool_call(0, "broadcast", {"text": "let's all take 1"}),
-            _tool_call(1, "send_private", '{"target": "bob", "text": '),       # malformed JSON
-            _tool_call(2, "launch_missiles", {"n": 3}),                         # unknown tool
-            _tool_call(3, "announce_intended_harvest", {"value": "lots"}),      # wrong type
+            _tool_call(1, "send_private", '{"target": "bob", "text": '),  # malformed JSON
+            _tool_call(2, "launch_missiles", {"n": 3}),  # unknown tool
+            _tool_call(3, "announce_intended_harvest", {"value": "lots"}),  # wrong type
             _tool_call(4, "pledge", {"maxHarvest": 1.5}),
-            _tool_call(5, "propose_pact", {"parties": ["alice", "bob"],
-                                           "terms": {"type": "harvest_cap", "maxHarvest": 2}}),
+            _tool_call(
+                5, "propose_pact", {"parties": ["alice", "bob"], "terms": {"type": "harvest_cap", "maxHarvest": 2}}
+            ),
             _tool_call(6, "harvest", {"amount": 0.75, "announced": 0.7}),
-            _tool_call(7, "harvest", {"amount": 9}),                            # extra harvest
+            _tool_call(7, "harvest", {"amount": 9}),  # extra harvest
         ], None
     if model == "talk-only":
         return [_tool_call(0, "broadcast", {"text": "hi"})], None
@@ -168,25 +177,45 @@ async def chat(request: Request) -> Response:
         body, headers = hostile(model.removeprefix("hostile-"))
         return Response(body, media_type="application/json", headers=headers)
     if model == "deep-args":  # tool-call arguments nested 100 000 deep
-        return JSONResponse({"choices": [{"message": {"tool_calls": [
-            _tool_call(0, "harvest", '{"amount": 1, "x": ' + "[" * 100000 + "]" * 100000 + "}")]}}]})
+        return JSONResponse(
+            {
+                "choices": [
+                    {
+                        "message": {
+                            "tool_calls": [
+                                _tool_call(0, "harvest", '{"amount": 1, "x": ' + "[" * 100000 + "]" * 100000 + "}")
+                            ]
+                        }
+                    }
+                ]
+            }
+        )
     calls, content = _scripted_calls(model)
     message: dict[str, Any] = {"role": "assistant", "content": content}
     if calls:
         message["tool_calls"] = calls
-    return JSONResponse({
-        "id": "chatcmpl-stub", "object": "chat.completion", "model": model,
-        "choices": [{"index": 0, "message": message,
-                     "finish_reason": "tool_calls" if calls else "stop"}],
-        "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110,
-                  "prompt_tokens_details": {"cached_tokens": 64}},
-    })
+    return JSONResponse(
+        {
+            "id": "chatcmpl-stub",
+            "object": "chat.completion",
+            "model": model,
+            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
+            "usage": {
+                "prompt_tokens": 100,
+                "completion_tokens": 10,
+                "total_tokens": 110,
+                "prompt_tokens_details": {"cached_tokens": 64},
+            },
+        }
+    )
 
 
 def build_app() -> Starlette:
     """The stub app (Starlette: FastAPI's routing is not needed here)."""
-    routes = [Route(f"/{fn.__name__}", fn, methods=["POST"])
-              for fn in (ok, slow, echo, garbage, nan, negative, missing, status500, trickle, bad)]
+    routes = [
+        Route(f"/{fn.__name__}", fn, methods=["POST"])
+        for fn in (ok, slow, echo, garbage, nan, negative, missing, status500, trickle, bad)
+    ]
     routes.append(Route("/v1/chat/completions", chat, methods=["POST"]))
     return Starlette(routes=routes)
 

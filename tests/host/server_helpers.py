@@ -26,8 +26,11 @@ def serve(root, port: int = 0, **kw) -> Iterator[str]:
     sock = socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", port))
-    server = uvicorn.Server(uvicorn.Config(create_app(root, **kw), log_level="warning", lifespan="off",
-                                           timeout_graceful_shutdown=0.3, backlog=1024))
+    server = uvicorn.Server(
+        uvicorn.Config(
+            create_app(root, **kw), log_level="warning", lifespan="off", timeout_graceful_shutdown=0.3, backlog=1024
+        )
+    )
     th = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     th.start()
     deadline = time.monotonic() + 10
@@ -45,8 +48,10 @@ def payload(max_turns: int = 4, players: int = 2, **model: Any) -> dict[str, Any
     """The seed's logistic payload, short, with ``players`` builtins."""
     cfg = copy.deepcopy(SEED_LOGISTIC)
     cfg["model"].update({"maxTurns": max_turns, "minPlayers": 2, **model})
-    cfg["players"] = [{"strategy": s, "name": f"b{k}"} for k, s in
-                      zip(range(players), ["conservative", "aggressive", "adaptive", "random"] * 4, strict=False)]
+    cfg["players"] = [
+        {"strategy": s, "name": f"b{k}"}
+        for k, s in zip(range(players), ["conservative", "aggressive", "adaptive", "random"] * 4, strict=False)
+    ]
     return {**cfg, "seed": 3}
 
 
@@ -59,8 +64,9 @@ def parse_sse(lines) -> Iterator[tuple[str, dict]]:
             yield ev, json.loads(line[6:])
 
 
-def read_stream(client: httpx.Client, path: str, headers: dict | None = None, until: str | None = None,
-                max_events: int = 10_000) -> list[tuple[str, dict]]:
+def read_stream(
+    client: httpx.Client, path: str, headers: dict | None = None, until: str | None = None, max_events: int = 10_000
+) -> list[tuple[str, dict]]:
     """Every event of a stream until it ends (or ``until`` arrives)."""
     out = []
     with client.stream("GET", path, headers=headers or {}) as s:
@@ -73,5 +79,8 @@ def read_stream(client: httpx.Client, path: str, headers: dict | None = None, un
 
 
 def keys_of(created: dict[str, Any]) -> tuple[dict, dict, dict]:
-    return ({"X-Owner-Key": created["ownerKey"]}, {"X-Arena-Key": created["arenaKey"]},
-            {"X-Spectator-Token": created["spectatorToken"]})
+    return (
+        {"X-Owner-Key": created["ownerKey"]},
+        {"X-Arena-Key": created["arenaKey"]},
+        {"X-Spectator-Token": created["spectatorToken"]},
+    )

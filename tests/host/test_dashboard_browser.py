@@ -19,14 +19,23 @@ import pytest
 from payloads import SEED_LOGISTIC
 from server_helpers import keys_of, read_stream, serve
 
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 AXE = Path(__file__).with_name("vendor") / "axe.min.js"
 DESKTOP = {"width": 1400, "height": 1000}
 PHONE = {"width": 390, "height": 844}
 FAILING_JS = "function decide(obs, memory) { throw new Error('boom: no model\\nsecond line'); }"
-TALKER_JS = ("function decide(obs, memory) { return {harvest: 1, actions: [{tool: 'broadcast', text: '<b>hi</b>'}, "
-             "{tool: 'send_private', target: 'p0', text: 'psst'}]}; }")
+TALKER_JS = (
+    "function decide(obs, memory) { return {harvest: 1, actions: [{tool: 'broadcast', text: '<b>hi</b>'}, "
+    "{tool: 'send_private', target: 'p0', text: 'psst'}]}; }"
+)
 
 
 def _chromium() -> str | None:
@@ -77,8 +86,10 @@ class Watch:
         page.on("pageerror", lambda e: self.errors.append(f"pageerror: {e}"))
         page.on("console", lambda m: self.errors.append(f"console: {m.text}") if m.type == "error" else None)
         page.on("request", lambda r: self.urls.append(r.url))
-        page.on("response", lambda r: self.errors.append(f"{r.status} {r.request.method} {r.url}")
-                if r.status >= 400 else None)
+        page.on(
+            "response",
+            lambda r: self.errors.append(f"{r.status} {r.request.method} {r.url}") if r.status >= 400 else None,
+        )
 
 
 def _page(browser, viewport=DESKTOP):
@@ -112,8 +123,10 @@ def no_overflow(page) -> list[str]:
 def axe_serious(page) -> list[dict]:
     """The bundled axe-core run on the page: its serious and critical violations."""
     page.add_script_tag(path=str(AXE))
-    res = page.evaluate("async () => (await axe.run(document, {resultTypes: ['violations']})).violations"
-                        ".map(v => ({id: v.id, impact: v.impact, nodes: v.nodes.slice(0, 3).map(n => n.target)}))")
+    res = page.evaluate(
+        "async () => (await axe.run(document, {resultTypes: ['violations']})).violations"
+        ".map(v => ({id: v.id, impact: v.impact, nodes: v.nodes.slice(0, 3).map(n => n.target)}))"
+    )
     return [v for v in res if v["impact"] in ("serious", "critical")]
 
 
@@ -191,8 +204,11 @@ def test_owner_flow_invite_actions_charts(browser, server, shots):
     assert tip.startswith("turn ") and "stock:" in tip
     axis = page.eval_on_selector_all("#chart-stock text.axis", "ts => ts.map(t => t.textContent)")
     assert axis == ["turn", "stock"]
-    kinds = dict(page.eval_on_selector_all("#players tbody tr",
-                                           "rs => rs.map(r => [r.cells[0].innerText.trim(), r.cells[1].innerText])"))
+    kinds = dict(
+        page.eval_on_selector_all(
+            "#players tbody tr", "rs => rs.map(r => [r.cells[0].innerText.trim(), r.cells[1].innerText])"
+        )
+    )
     assert kinds["guest"] == "built-in: adaptive" and kinds["TrendConservative"] == "JS code", kinds
     page.screenshot(path=str(shots / "arena_desktop.png"), full_page=True)
     assert axe_serious(page) == []
@@ -249,13 +265,21 @@ def _governed() -> dict:
     cfg["players"] = [
         {"strategy": "conservative", "talk": honest},
         {"strategy": "aggressive", "talk": biased},
-        {"strategy": "random", "talk": {"propose": {"turn": 2, "parties": [0, 1, 2],
-                                                     "terms": {"type": "no_aggression", "tolerance": 0.1}}}},
+        {
+            "strategy": "random",
+            "talk": {
+                "propose": {"turn": 2, "parties": [0, 1, 2], "terms": {"type": "no_aggression", "tolerance": 0.1}}
+            },
+        },
     ]
     cfg["pacts"] = [{"parties": [1, 2], "terms": {"type": "harvest_cap", "maxHarvest": 1.0}}]
     cfg["perturbations"] = [
-        {"id": "g", "type": "sanction_graduated", "trigger": {"kind": "pact_violation"},
-         "payload": {"ladder": [0.5, 2.0]}},
+        {
+            "id": "g",
+            "type": "sanction_graduated",
+            "trigger": {"kind": "pact_violation"},
+            "payload": {"ladder": [0.5, 2.0]},
+        },
         {"id": "c", "type": "commons_shock", "trigger": {"kind": "turn", "turn": 3}, "payload": {"amount": -10.0}},
     ]
     return {**cfg, "seed": 5}
@@ -271,14 +295,20 @@ def test_spectator_tables_failing_player_and_phone(browser, server, root, shots)
         aid = made["arenaId"]
         owner, player, spec = keys_of(made)
         for name, code in (("broken", FAILING_JS), ("talker", TALKER_JS)):
-            r = client.post(f"/api/arenas/{aid}/join", headers=player,
-                            json={"agentType": "code", "displayName": name, "strategyCode": code})
+            r = client.post(
+                f"/api/arenas/{aid}/join",
+                headers=player,
+                json={"agentType": "code", "displayName": name, "strategyCode": code},
+            )
             assert r.status_code == 200, r.text
         client.post(f"/api/arenas/{aid}/start", headers=owner, json={"tickMode": "manual"})
         for _ in range(5):
             assert client.post(f"/api/arenas/{aid}/tick", headers=owner).status_code == 200
-        client.post(f"/api/arenas/{aid}/perturb", headers=owner,
-                    json={"type": "wealth_shock", "payload": {"factor": 0.5, "player": 0}})
+        client.post(
+            f"/api/arenas/{aid}/perturb",
+            headers=owner,
+            json={"type": "wealth_shock", "payload": {"factor": 0.5, "player": 0}},
+        )
         assert client.get(f"/api/arenas/{aid}/dashboard", headers=player).status_code == 403
     octx, opage, owatch = _page(browser)
     use_key(opage, base, aid, made["ownerKey"])
@@ -313,10 +343,19 @@ def test_spectator_tables_failing_player_and_phone(browser, server, root, shots)
     for k in range(120):  # closed arenas on disk, as a long-running server has them
         folder = root / f"fake-{k:03d}"
         folder.mkdir()
-        (folder / "meta.json").write_text(json.dumps({
-            "arenaId": folder.name, "status": "closed", "createdAt": f"2026-11-{1 + k % 28:02d}T10:00:00+00:00",
-            "closedAt": f"2026-11-{1 + k % 28:02d}T11:{k % 60:02d}:00+00:00", "turnsPlayed": k % 30, "seed": k,
-            "config": {"model": {"name": f"study_{k % 3}", "engineMode": "seneca" if k % 2 else "logistic"}}}))
+        (folder / "meta.json").write_text(
+            json.dumps(
+                {
+                    "arenaId": folder.name,
+                    "status": "closed",
+                    "createdAt": f"2026-11-{1 + k % 28:02d}T10:00:00+00:00",
+                    "closedAt": f"2026-11-{1 + k % 28:02d}T11:{k % 60:02d}:00+00:00",
+                    "turnsPlayed": k % 30,
+                    "seed": k,
+                    "config": {"model": {"name": f"study_{k % 3}", "engineMode": "seneca" if k % 2 else "logistic"}},
+                }
+            )
+        )
     ctx, page, watch = _page(browser, viewport=PHONE)
     page.goto(base + "/")
     page.wait_for_function("document.querySelectorAll('#arenas tbody tr a').length >= 1")
@@ -346,8 +385,9 @@ def test_spectator_tables_failing_player_and_phone(browser, server, root, shots)
         order.append(page.evaluate("document.activeElement.id || document.activeElement.tagName"))
     assert order[:7] == ["seed", "payload", "createBtn", "useArena", "useKey", "BUTTON", "fText"], order
     page.select_option("#fStatus", "running")
-    page.wait_for_function("[...document.querySelectorAll('#arenas tbody tr')]"
-                           ".every(r => r.innerText.includes('running'))")
+    page.wait_for_function(
+        "[...document.querySelectorAll('#arenas tbody tr')].every(r => r.innerText.includes('running'))"
+    )
     page.screenshot(path=str(shots / "index_desktop.png"), full_page=True)
     assert axe_serious(page) == []
     assert not watch.errors, watch.errors

@@ -83,7 +83,7 @@ def test_rules_text_replaces_the_bdpd_rules_and_the_fallback_is_said():
     arena.tick()
     sent = [req for _, req in client.requests]
     assert len(sent) == 3 and all(r["messages"][0]["content"].startswith(RULES) for r in sent)
-    assert all(r["temperature"] == 0.3 for r in sent)                       # passed through as given
+    assert all(r["temperature"] == 0.3 for r in sent)  # passed through as given
 
 
 def test_fallback_harvest_replaces_the_capacity_rule_and_default_keeps_it():
@@ -101,7 +101,7 @@ def test_whole_units_floor_and_cut_to_the_pool():
     errors: list[str] = []
     assert whole_units(7.6, 100.0, errors) == 7.0 and "floored" in errors[0]
     assert whole_units(250.0, 99.7, errors) == 99.0 and "above the pool" in errors[1]
-    assert whole_units(3.0, 100.0, errors) == 3.0 and len(errors) == 2    # a whole answer is not flagged
+    assert whole_units(3.0, 100.0, errors) == 3.0 and len(errors) == 2  # a whole answer is not flagged
 
     async def decide(amount, pool):
         client = FakeClient(lambda url, req: completion([tool_call(0, "harvest", {"amount": amount})]))
@@ -110,7 +110,7 @@ def test_whole_units_floor_and_cut_to_the_pool():
 
     r = asyncio.run(decide(12.9, 40.0))
     assert r.harvest == 12.0 and not r.fallback and "floored" in r.error
-    r = asyncio.run(decide(-1, 40.0))                                        # invalid: the fallback
+    r = asyncio.run(decide(-1, 40.0))  # invalid: the fallback
     assert r.fallback
 
 
@@ -151,10 +151,10 @@ def test_next_speaker_rule_reference():
     names = ["A", "B", "C"]
     assert [first_speaker(names, t) for t in (1, 2, 3, 4)] == ["A", "B", "C", "A"]
     assert next_speaker("named", names, "A", "C") == ("C", True)
-    assert next_speaker("named", names, "A", "A") == ("B", False)             # itself: round-robin
-    assert next_speaker("named", names, "C", "z") == ("A", False)             # not a speaker
+    assert next_speaker("named", names, "A", "A") == ("B", False)  # itself: round-robin
+    assert next_speaker("named", names, "C", "z") == ("A", False)  # not a speaker
     assert next_speaker("named", names, "B", None) == ("C", False)
-    assert next_speaker("round_robin", names, "A", "C") == ("B", False)       # names are not read
+    assert next_speaker("round_robin", names, "A", "C") == ("B", False)  # names are not read
 
 
 @pytest.mark.parametrize("rule", ["named", "round_robin"])
@@ -168,13 +168,14 @@ def test_discussion_order_transcript_and_envelopes(tmp_path, rule):
         assert got == [(1, "A", "C", True), (2, "C", "A", False), (3, "A", "B", False), (4, "B", "A", True)]
     else:
         assert got == [(1, "A", "B", False), (2, "B", "C", False), (3, "C", "A", False), (4, "A", "B", False)]
-    assert all(u["turn"] == 1 and u["text"] == f"{u['speaker']} says hi at turn 1" and u["error"] is None
-               for u in rows)
-    assert r1["discussion"]["report"] == {"turn": 1, "catches": {d["playerId"]: d["actual"]
-                                                                 for d in r1["decisions"]}}
+    assert all(u["turn"] == 1 and u["text"] == f"{u['speaker']} says hi at turn 1" and u["error"] is None for u in rows)
+    assert r1["discussion"]["report"] == {"turn": 1, "catches": {d["playerId"]: d["actual"] for d in r1["decisions"]}}
     # what each speaker saw: the report and every earlier utterance
-    talk = [(r["url"], _last(r["req"])) for r in [{"url": u, "req": q} for u, q in client.requests]
-            if _last(r["req"]).get("phase") == "discussion"]
+    talk = [
+        (r["url"], _last(r["req"]))
+        for r in [{"url": u, "req": q} for u, q in client.requests]
+        if _last(r["req"]).get("phase") == "discussion"
+    ]
     assert [t["playerId"] for _, t in talk] == [u["speaker"] for u in rows]
     assert [len(t["utterances"]) for _, t in talk] == [0, 1, 2, 3]
     assert talk[-1][1]["utterances"][-1] == {"speaker": rows[2]["speaker"], "text": rows[2]["text"]}
@@ -182,16 +183,16 @@ def test_discussion_order_transcript_and_envelopes(tmp_path, rule):
     r2 = arena.tick()
     harvest_reqs = [q for _, q in client.requests[n1:] if _last(q).get("phase") != "discussion"]
     assert len(harvest_reqs) == 3
-    for q in harvest_reqs:                                                      # next turn: all read it
+    for q in harvest_reqs:  # next turn: all read it
         seen = _last(q)["discussion"]
         assert seen["report"] == r1["discussion"]["report"]
         assert [u["text"] for u in seen["utterances"]] == [u["text"] for u in rows]
-    assert r2["discussion"]["utterances"][0]["speaker"] == "B"                 # turn 2 opens with B
-    arena.run()                                                                 # the last turn: no discussion
+    assert r2["discussion"]["utterances"][0]["speaker"] == "B"  # turn 2 opens with B
+    arena.run()  # the last turn: no discussion
     recs = [r for r in load(tmp_path / rule)[1]]
     assert [("discussion" in r) for r in recs] == [True, True, False]
-    assert recs[0]["discussion"] == json.loads(json.dumps(r1["discussion"]))   # turns.jsonl
-    again = replay(tmp_path / rule)                                             # verify: every record equal
+    assert recs[0]["discussion"] == json.loads(json.dumps(r1["discussion"]))  # turns.jsonl
+    again = replay(tmp_path / rule)  # verify: every record equal
     assert [strip_volatile(r) for r in again.records] == [strip_volatile(r) for r in recs]
     df = discussion_frame(recs, arena=7)
     assert list(df.columns) == list(COLUMNS) and len(df) == 8
@@ -228,8 +229,9 @@ def test_failed_speaker_and_non_speakers():
 def test_live_equals_batch_with_a_discussion():
     """The discussion only adds talk: builtins in a talking arena play the batched arena."""
     cfg = _cfg(rounds=2, turns=4)
-    cfg["players"] = [{"strategy": s, "name": f"b{k}"}
-                      for k, s in enumerate(["conservative", "aggressive", "adaptive", "random"])]
+    cfg["players"] = [
+        {"strategy": s, "name": f"b{k}"} for k, s in enumerate(["conservative", "aggressive", "adaptive", "random"])
+    ]
     res = bdpd_jax.simulate(cfg, n_arenas=1, seed=5)
     arena = Arena(cfg, seed=5)
     recs = [arena.tick() for _ in range(4)]
@@ -245,8 +247,9 @@ class _Speaker:
         self.names = list(names)
 
     async def speak(self, context):
-        return Utterance(f"{context['playerId']}#{len(context['utterances'])}",
-                         self.names.pop(0) if self.names else None)
+        return Utterance(
+            f"{context['playerId']}#{len(context['utterances'])}", self.names.pop(0) if self.names else None
+        )
 
 
 class _Run:
@@ -255,8 +258,9 @@ class _Run:
     def __init__(self, kinds: list[str], noms: dict, rounds: int, rule: str) -> None:
         self.players = [f"p{i}" for i in range(len(kinds))]
         self.kinds = kinds
-        self.agents = [_Speaker(noms.get(p, [])) if k == "llm" else None
-                       for p, k in zip(self.players, kinds, strict=True)]
+        self.agents = [
+            _Speaker(noms.get(p, [])) if k == "llm" else None for p, k in zip(self.players, kinds, strict=True)
+        ]
         self.config = type("C", (), {"discussion": DiscussionConfig(rounds=rounds, nextSpeaker=rule)})()
         self.errors = 0
 
@@ -285,9 +289,13 @@ def _reference(kinds, noms, rounds, rule, turn):
 
 
 @settings(max_examples=60, deadline=None)
-@given(kinds=st.lists(st.sampled_from(["llm", "builtin", "http"]), min_size=1, max_size=6),
-       rounds=st.integers(0, 8), rule=st.sampled_from(["named", "round_robin"]), turn=st.integers(1, 9),
-       data=st.data())
+@given(
+    kinds=st.lists(st.sampled_from(["llm", "builtin", "http"]), min_size=1, max_size=6),
+    rounds=st.integers(0, 8),
+    rule=st.sampled_from(["named", "round_robin"]),
+    turn=st.integers(1, 9),
+    data=st.data(),
+)
 def test_discussion_order_matches_the_reference(kinds, rounds, rule, turn, data):
     names = [f"p{i}" for i in range(len(kinds))] + ["ghost", None]
     noms = {f"p{i}": data.draw(st.lists(st.sampled_from(names), max_size=rounds)) for i in range(len(kinds))}
@@ -329,7 +337,7 @@ def test_fixed_fallback_is_in_stock_units_and_replays_on_seneca(tmp_path):
     assert d["fixed"]["fallback"] and d["fixed"]["harvest"] == 1e-3
     assert d["scaled"]["harvest"] == pytest.approx(0.2 * (1 + 0.05 * 30.0) * 2.5e-3, rel=1e-6)  # float32 unit
     arena.close()
-    again = replay(tmp_path / "s")                                              # verify: every record equal
+    again = replay(tmp_path / "s")  # verify: every record equal
     assert [strip_volatile(r) for r in again.records] == [strip_volatile(r) for r in recs]
 
 

@@ -29,19 +29,30 @@ def test_server_runs_a_discussion_arena_end_to_end(tmp_path, monkeypatch):
     client = FakeClient(answer)
     monkeypatch.setattr("bdpd_jax.host.arena.own_client", lambda specs, n: client)
     body = {**payload(max_turns=3, players=1), "discussion": {"rounds": 3, "nextSpeaker": "named"}}
-    llm = {"agentType": "llm", "model": "m", "baseUrl": BASE, "rulesText": RULES, "fallbackHarvest": 0,
-           "temperature": 0.0}
+    llm = {
+        "agentType": "llm",
+        "model": "m",
+        "baseUrl": BASE,
+        "rulesText": RULES,
+        "fallbackHarvest": 0,
+        "temperature": 0.0,
+    }
     with serve(tmp_path, operator=OPERATOR) as base, httpx.Client(base_url=base, timeout=60, trust_env=False) as http:
         too_many = {**body, "discussion": {"rounds": MAX_DISCUSSION_ROUNDS + 1}}
         assert http.post("/api/arenas", json=too_many).status_code == 422
-        assert http.post("/api/arenas", json={**body, "discussion": {"rounds": 2, "nextSpeaker": "x"}}
-                         ).status_code == 422
-        assert len(list(tmp_path.iterdir())) == 0                               # a refused create leaves nothing
+        assert (
+            http.post("/api/arenas", json={**body, "discussion": {"rounds": 2, "nextSpeaker": "x"}}).status_code == 422
+        )
+        assert len(list(tmp_path.iterdir())) == 0  # a refused create leaves nothing
         c = http.post("/api/arenas", json=body).json()
         aid, (owner, akey, _) = c["arenaId"], keys_of(c)
         join = f"/api/arenas/{aid}/join"
-        assert http.post(join, headers=akey, json={**llm, "name": "L", "rulesText": "x" * (MAX_RULES_CHARS + 1)}
-                         ).status_code == 422
+        assert (
+            http.post(
+                join, headers=akey, json={**llm, "name": "L", "rulesText": "x" * (MAX_RULES_CHARS + 1)}
+            ).status_code
+            == 422
+        )
         assert http.post(join, headers=akey, json={**llm, "name": "L", "temperature": 9}).status_code == 422
         for name in ("L1", "L2"):
             assert http.post(join, headers=akey, json={**llm, "name": name}).status_code == 200
@@ -49,10 +60,13 @@ def test_server_runs_a_discussion_arena_end_to_end(tmp_path, monkeypatch):
         t1 = http.post(f"/api/arenas/{aid}/tick", headers=owner).json()["tick"]
         rows = t1["discussion"]["utterances"]
         assert [(u["speaker"], u["nextSpeaker"], u["named"]) for u in rows] == [
-            ("L1", "L2", True), ("L2", "L1", True), ("L1", "L2", True)]
+            ("L1", "L2", True),
+            ("L2", "L1", True),
+            ("L1", "L2", True),
+        ]
         assert t1["discussion"]["report"]["catches"]["L1"] == 2.0
         init = read_stream(http, f"/api/arenas/{aid}/stream", headers=akey, until="init")[-1][1]
-        assert init["history"][0]["discussion"] == t1["discussion"]            # players read it too
+        assert init["history"][0]["discussion"] == t1["discussion"]  # players read it too
         assert "stock" not in init["history"][0]
         http.post(f"/api/arenas/{aid}/tick", headers=owner).raise_for_status()
         http.post(f"/api/arenas/{aid}/tick", headers=owner).raise_for_status()

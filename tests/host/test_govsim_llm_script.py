@@ -37,9 +37,19 @@ def test_missing_endpoint_exits_naming_the_variables(script):
     assert script.endpoint(ENV) == (BASE, "m")
 
 
-@pytest.mark.parametrize("argv", [["--scenario", "moon"], ["--experiment", "x"], ["--rounds", "21"],
-                                  ["--rounds", "-1"], ["--temperature", "3"], ["--timeout-ms", "0"],
-                                  ["--rules-file", "/no/such/file"], ["--seed", "x"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--scenario", "moon"],
+        ["--experiment", "x"],
+        ["--rounds", "21"],
+        ["--rounds", "-1"],
+        ["--temperature", "3"],
+        ["--timeout-ms", "0"],
+        ["--rules-file", "/no/such/file"],
+        ["--seed", "x"],
+    ],
+)
 def test_bad_arguments_are_refused(script, argv, capsys):
     with pytest.raises(SystemExit) as exc:
         script.parse_args(argv)
@@ -60,7 +70,10 @@ def test_arguments_defaults_and_the_arena_they_build(script, tmp_path):
     spec = LivePlayerConfig.model_validate(script.player_spec("f0", "m", "the lake", 0.0, 1000))
     assert (spec.fallbackHarvest, spec.rulesText, spec.credential) == (0.0, "the lake", "govsim")
     assert script.govsim_metrics({"govsim_gain": 20.0, "govsim": {"govsim_survived": True}, "x": 1}) == {
-        **dict.fromkeys(script.METRICS), "govsim_gain": 20.0, "govsim_survived": True}
+        **dict.fromkeys(script.METRICS),
+        "govsim_gain": 20.0,
+        "govsim_survived": True,
+    }
 
 
 def test_runs_five_llm_players_through_the_live_host(script, monkeypatch, tmp_path, capsys):
@@ -94,7 +107,7 @@ def test_scenario_config_reads_the_scenarios_module(script, monkeypatch):
     import sys
     import types
 
-    monkeypatch.setitem(sys.modules, "bdpd_jax.scenarios", None)              # not importable
+    monkeypatch.setitem(sys.modules, "bdpd_jax.scenarios", None)  # not importable
     with pytest.raises(SystemExit, match="bdpd_jax.scenarios.govsim is missing"):
         script.scenario_config("fishery", "default")
     fake = types.ModuleType("bdpd_jax.scenarios")

@@ -60,11 +60,11 @@ def test_one_arena_queue_is_bounded() -> None:
     pool = JsPool(1, max_queued=2)
     pool.warm()
     try:
-        slow = CodeAgent("function decide(o, m) { if (o.bad) { for (;;) {} } return 1; }", pool=pool, owner="a",
-                         timeout_ms=200)
+        slow = CodeAgent(
+            "function decide(o, m) { if (o.bad) { for (;;) {} } return 1; }", pool=pool, owner="a", timeout_ms=200
+        )
         out: list = []
-        threads = [threading.Thread(target=lambda: out.append(slow.decide_sync({"bad": True}, 10.0)))
-                   for _ in range(5)]
+        threads = [threading.Thread(target=lambda: out.append(slow.decide_sync({"bad": True}, 10.0))) for _ in range(5)]
         for t in threads:
             t.start()
         for t in threads:
@@ -89,8 +89,9 @@ async def _late_server(delay_s: float) -> tuple[asyncio.AbstractServer, int]:
             writer.close()
             return
         body = b'{"harvest": 1}'
-        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s"
-                     % (len(body), body))
+        writer.write(
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body)
+        )
         await writer.drain()
         writer.close()
 
@@ -122,22 +123,39 @@ def test_a_deadline_of_5_s_is_exact() -> None:
 
 
 # -- URL allow-lists ---------------------------------------------------------------------------
-@pytest.mark.parametrize("url", [
-    "http://127.0.0.1:8000/v1/../admin", "http://127.0.0.1:8000/v1/%2e%2e/admin",
-    "http://127.0.0.1:8000/v1/.%2E/admin", "http://127.0.0.1:8000/v1;/../admin",
-    "http://127.0.0.1:8000/v1/..%2fadmin", "http://127.0.0.1:8000/v1%2f..%2fadmin",
-    "http://127.0.0.1:8000/v1\\..\\admin", "http://127.0.0.1:8000/v1/x//y",
-    "http://127.0.0.1:8000/v10", "http://127.0.0.1:8001/v1", "https://127.0.0.1:8000/v1",
-    "http://user@127.0.0.1:8000/v1",
-])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:8000/v1/../admin",
+        "http://127.0.0.1:8000/v1/%2e%2e/admin",
+        "http://127.0.0.1:8000/v1/.%2E/admin",
+        "http://127.0.0.1:8000/v1;/../admin",
+        "http://127.0.0.1:8000/v1/..%2fadmin",
+        "http://127.0.0.1:8000/v1%2f..%2fadmin",
+        "http://127.0.0.1:8000/v1\\..\\admin",
+        "http://127.0.0.1:8000/v1/x//y",
+        "http://127.0.0.1:8000/v10",
+        "http://127.0.0.1:8001/v1",
+        "https://127.0.0.1:8000/v1",
+        "http://user@127.0.0.1:8000/v1",
+    ],
+)
 def test_allow_list_compares_the_url_as_sent(url) -> None:
     assert not url_allowed(url, ["http://127.0.0.1:8000/v1"])
 
 
-@pytest.mark.parametrize("url", ["http://127.0.0.1:8000/v1", "http://127.0.0.1:8000/v1/",
-                                 "http://127.0.0.1:8000/v1/./chat", "http://127.0.0.1:8000/v1/x/../chat",
-                                 "http://127.0.0.1:8000/%76%31/chat", "HTTP://127.0.0.1:8000/v1/chat",
-                                 "http://127.0.0.1:8000/v1//../chat"])  # yarl sends /v1/chat
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:8000/v1",
+        "http://127.0.0.1:8000/v1/",
+        "http://127.0.0.1:8000/v1/./chat",
+        "http://127.0.0.1:8000/v1/x/../chat",
+        "http://127.0.0.1:8000/%76%31/chat",
+        "HTTP://127.0.0.1:8000/v1/chat",
+        "http://127.0.0.1:8000/v1//../chat",
+    ],
+)  # yarl sends /v1/chat
 def test_allow_list_admits_what_normalises_under_the_prefix(url) -> None:
     assert url_allowed(url, ["http://127.0.0.1:8000/v1"])
     assert canonical_url(url).path.startswith("/v1")
@@ -148,9 +166,11 @@ def test_join_with_a_dot_dot_path_is_refused_for_every_kind() -> None:
     from bdpd_jax.host.governance_agent import GovernorSpec
     from bdpd_jax.host.players import LivePlayerConfig
 
-    for spec in (LivePlayerConfig(agentType="llm", model="m", baseUrl="http://127.0.0.1:8000/v1/../admin"),
-                 LivePlayerConfig(agentType="http", url="http://127.0.0.1:8000/v1/../admin"),
-                 GovernorSpec(kind="http", url="http://127.0.0.1:8000/v1/../admin")):
+    for spec in (
+        LivePlayerConfig(agentType="llm", model="m", baseUrl="http://127.0.0.1:8000/v1/../admin"),
+        LivePlayerConfig(agentType="http", url="http://127.0.0.1:8000/v1/../admin"),
+        GovernorSpec(kind="http", url="http://127.0.0.1:8000/v1/../admin"),
+    ):
         with pytest.raises(ValueError, match="url|baseUrl"):
             op.check_player(spec)
 

@@ -27,12 +27,16 @@ DEADLINE_S = 240.0
 
 
 def _ops(base: str, owner: dict, player: dict, delete: bool) -> list[tuple[str, str, dict, dict | None]]:
-    ops = [("POST", f"{base}/join", player, {"strategy": "adaptive"}),
-           ("POST", f"{base}/start", owner, {}),
-           ("POST", f"{base}/tick", owner, None), ("POST", f"{base}/tick", owner, None),
-           ("POST", f"{base}/perturb", owner, {"type": "commons_shock", "payload": {"amount": -3.0}}),
-           ("POST", f"{base}/tick", owner, None),
-           ("POST", f"{base}/close", owner, None), ("GET", f"{base}/summary", owner, None)]
+    ops = [
+        ("POST", f"{base}/join", player, {"strategy": "adaptive"}),
+        ("POST", f"{base}/start", owner, {}),
+        ("POST", f"{base}/tick", owner, None),
+        ("POST", f"{base}/tick", owner, None),
+        ("POST", f"{base}/perturb", owner, {"type": "commons_shock", "payload": {"amount": -3.0}}),
+        ("POST", f"{base}/tick", owner, None),
+        ("POST", f"{base}/close", owner, None),
+        ("GET", f"{base}/summary", owner, None),
+    ]
     if delete:
         ops += [("DELETE", base, owner, None), ("DELETE", base, owner, None)]
     return ops

@@ -37,16 +37,40 @@ def _sanction_plugin(**kw) -> dict:
     return {"type": "voluntary_sanction", "id": "vs", "cost": 1.0, "fine": 2.0, **kw}
 
 
-@pytest.mark.parametrize("where, body", [
-    ("plugins.0.id", {"plugins": [_sanction_plugin(id="x" * (MAX_ID_CHARS + 1))]}),
-    ("perturbations.0.id", {"perturbations": [{"id": "p" * 900_000, "type": "regen_shock",
-                                               "trigger": {"kind": "turn", "turn": 2}, "payload": {"factor": 0.5}}]}),
-    ("perturbations[0].payload.reason", {"perturbations": [{
-        "id": "s", "type": "sanction", "trigger": {"kind": "pact_violation"},
-        "payload": {"amount": 1.0, "reason": "r" * (MAX_TEXT_CHARS + 1)}}]}),
-    ("model.name", {"model": {"name": "n" * 10_000}}),
-    ("plugins.0.type", {"plugins": [_sanction_plugin(type="t" * 900_000)]}),
-])
+@pytest.mark.parametrize(
+    "where, body",
+    [
+        ("plugins.0.id", {"plugins": [_sanction_plugin(id="x" * (MAX_ID_CHARS + 1))]}),
+        (
+            "perturbations.0.id",
+            {
+                "perturbations": [
+                    {
+                        "id": "p" * 900_000,
+                        "type": "regen_shock",
+                        "trigger": {"kind": "turn", "turn": 2},
+                        "payload": {"factor": 0.5},
+                    }
+                ]
+            },
+        ),
+        (
+            "perturbations[0].payload.reason",
+            {
+                "perturbations": [
+                    {
+                        "id": "s",
+                        "type": "sanction",
+                        "trigger": {"kind": "pact_violation"},
+                        "payload": {"amount": 1.0, "reason": "r" * (MAX_TEXT_CHARS + 1)},
+                    }
+                ]
+            },
+        ),
+        ("model.name", {"model": {"name": "n" * 10_000}}),
+        ("plugins.0.type", {"plugins": [_sanction_plugin(type="t" * 900_000)]}),
+    ],
+)
 def test_long_client_strings_are_refused_at_create(client, where, body) -> None:
     cfg = payload()
     for k, v in body.items():
@@ -54,18 +78,23 @@ def test_long_client_strings_are_refused_at_create(client, where, body) -> None:
     r = client.post("/api/arenas", json=cfg)
     assert r.status_code in (400, 422), r.text
     detail = r.json()["detail"]
-    assert detail.split(":")[0].replace("[", ".").replace("]", "") in where.replace("[", ".").replace("]", "") \
-        or where.split(".")[0] in detail, detail
+    assert (
+        detail.split(":")[0].replace("[", ".").replace("]", "") in where.replace("[", ".").replace("]", "")
+        or where.split(".")[0] in detail
+    ), detail
     assert len(detail) < 1000  # the refusal does not echo the string back whole
 
 
-@pytest.mark.parametrize("plugin, field", [
-    (_sanction_plugin(type=["voluntary_sanction"]), "plugins[0].type"),
-    (_sanction_plugin(type={"a": 1}), "plugins[0].type"),
-    ({"type": "governance_agent", "id": "g", "cooldown": 2**31}, "cooldown"),
-    ({"type": "governance_agent", "id": "g", "tighten": 1e15}, "tighten"),
-    (_sanction_plugin(sanctioner=["always"] * 3), "plugins[0].sanctioner"),
-])
+@pytest.mark.parametrize(
+    "plugin, field",
+    [
+        (_sanction_plugin(type=["voluntary_sanction"]), "plugins[0].type"),
+        (_sanction_plugin(type={"a": 1}), "plugins[0].type"),
+        ({"type": "governance_agent", "id": "g", "cooldown": 2**31}, "cooldown"),
+        ({"type": "governance_agent", "id": "g", "tighten": 1e15}, "tighten"),
+        (_sanction_plugin(sanctioner=["always"] * 3), "plugins[0].sanctioner"),
+    ],
+)
 def test_bad_plugin_lists_are_refused_at_create(client, plugin, field) -> None:
     """Unhashable types, int32 overflow, a runaway ladder scale, a sanctioner list no player
     count of this arena (4 players) can match: all 4xx at create, naming the field."""
@@ -82,9 +111,11 @@ def test_owner_perturbations_get_the_config_bounds_and_409_for_wrong_state(clien
     assert client.post(f"{base}/perturb", headers=owner, json=shock).status_code == 409  # waiting
     assert client.post(f"{base}/start", headers=owner).status_code == 200
     assert client.post(f"{base}/join", headers=player, json={"strategy": "adaptive"}).status_code == 409
-    for bad in ({"type": "commons_shock", "payload": {"amount": -1e308}},
-                {"type": "regen_set", "payload": {"value": 1e300}},
-                {"type": "commons_shock", "id": "i" * 900_000, "payload": {"amount": -1.0}}):
+    for bad in (
+        {"type": "commons_shock", "payload": {"amount": -1e308}},
+        {"type": "regen_set", "payload": {"value": 1e300}},
+        {"type": "commons_shock", "id": "i" * 900_000, "payload": {"amount": -1.0}},
+    ):
         r = client.post(f"{base}/perturb", headers=owner, json=bad)
         assert r.status_code in (400, 422), r.text
     assert client.post(f"{base}/perturb", headers=owner, json=shock).status_code == 200
@@ -128,8 +159,12 @@ def test_concurrent_resumes_one_wins(root, client) -> None:
     c = _interrupted(root, client)
     owner = keys_of(c)[0]
     with cf.ThreadPoolExecutor(4) as ex:
-        codes = sorted(ex.map(lambda _: client.post(f"/api/arenas/{c['arenaId']}/resume", headers=owner,
-                                                      json={}).status_code, range(4)))
+        codes = sorted(
+            ex.map(
+                lambda _: client.post(f"/api/arenas/{c['arenaId']}/resume", headers=owner, json={}).status_code,
+                range(4),
+            )
+        )
     assert codes == [200, 409, 409, 409]
     assert client.post(f"/api/arenas/{c['arenaId']}/tick", headers=owner).status_code == 200
     lines = [json.loads(x) for x in (root / c["arenaId"] / "turns.jsonl").read_text().splitlines()]

@@ -62,8 +62,12 @@ def client_models() -> list[type[BaseModel]]:
     from bdpd_jax.host import governance_agent, operator, players
 
     mods = (game, governance, perturbation_types, perturbations, plugins, players, operator, governance_agent)
-    found = [v for m in mods for v in vars(m).values()
-             if isinstance(v, type) and issubclass(v, BaseModel) and v.__module__ == m.__name__]
+    found = [
+        v
+        for m in mods
+        for v in vars(m).values()
+        if isinstance(v, type) and issubclass(v, BaseModel) and v.__module__ == m.__name__
+    ]
     found += list(plugins.PLUGIN_SPECS.values()) + list(perturbations.SPEC_TYPES.values())
     return found
 

@@ -64,18 +64,31 @@ def _spec(id_, type_, payload, turn=3):
 
 GOVERNED = {
     "players": [
-        {"strategy": "conservative",
-         "talk": {"announce": "honest", "comply": True, "pledge": {"turn": 2, "maxHarvest": 1.2}}},
-        {"strategy": "aggressive",
-         "talk": {"announce": "biased", "bias": 0.3, "accept": "min_cap", "acceptMinCap": 1.5}},
+        {
+            "strategy": "conservative",
+            "talk": {"announce": "honest", "comply": True, "pledge": {"turn": 2, "maxHarvest": 1.2}},
+        },
+        {
+            "strategy": "aggressive",
+            "talk": {"announce": "biased", "bias": 0.3, "accept": "min_cap", "acceptMinCap": 1.5},
+        },
         {"strategy": "adaptive", "privateResource": 10},
-        {"strategy": "random", "privateResource": 50, "talk": {"propose": {
-            "turn": 3, "parties": [0, 1, 2, 3], "terms": {"type": "no_aggression", "tolerance": 0.1}}}},
+        {
+            "strategy": "random",
+            "privateResource": 50,
+            "talk": {
+                "propose": {"turn": 3, "parties": [0, 1, 2, 3], "terms": {"type": "no_aggression", "tolerance": 0.1}}
+            },
+        },
     ],
     "pacts": [{"parties": [1, 2], "terms": {"type": "harvest_cap", "maxHarvest": 2.0}}],
     "perturbations": [
-        {"id": "g", "type": "sanction_graduated", "trigger": {"kind": "pact_violation"},
-         "payload": {"ladder": [0.5, 2.0]}},
+        {
+            "id": "g",
+            "type": "sanction_graduated",
+            "trigger": {"kind": "pact_violation"},
+            "payload": {"ladder": [0.5, 2.0]},
+        },
         _spec("r", "regen_shock", {"factor": 0.5}, 4),
         _spec("w", "wealth_shock", {"factor": 0.5, "player": 2}, 5),
         _spec("o", "strategy_override", {"player": 0, "strategy": "aggressive"}, 6),
@@ -120,8 +133,11 @@ def _script(seed: int, n_turns: int, talk: bool):
     out = []
     for _ in range(n_turns):
         h = float(np.round(rs.uniform(0, 4), 4))
-        acts = [{"tool": "announce_intended_harvest",
-                 "value": float(rs.uniform(0, 4))}] if talk and rs.uniform() < .5 else []
+        acts = (
+            [{"tool": "announce_intended_harvest", "value": float(rs.uniform(0, 4))}]
+            if talk and rs.uniform() < 0.5
+            else []
+        )
         out.append({"harvest": h, "actions": acts})
     return out
 
@@ -137,8 +153,11 @@ def test_external_players_equal_a_batched_step_fed_the_same_requests(scheduler):
         arena.join({"agentType": "scripted", "name": f"x{k}", "privateResource": 10.0 * (k + 1), "script": scripts[k]})
     arena.run()
     # the same requests through the kernels: idle builtins + the batched step on Actions
-    kcfg = _cfg(players=[{"strategy": "idle", "privateResource": 10.0 * (k + 1)} for k in range(4)],
-                scheduler=scheduler, maxTurns=T)
+    kcfg = _cfg(
+        players=[{"strategy": "idle", "privateResource": 10.0 * (k + 1)} for k in range(4)],
+        scheduler=scheduler,
+        maxTurns=T,
+    )
     game, params = build(ArenaConfig.load(kcfg))
     pb = broadcast_batch(params, 1)
     keys = arena_keys(9, np.arange(1))
@@ -151,8 +170,12 @@ def test_external_players_equal_a_batched_step_fed_the_same_requests(scheduler):
         if not bool(rec.played[0]):
             break
         live = arena.records[t]
-        for key, leaf in (("requested", rec.requested), ("actual", rec.actual), ("wealth", rec.wealth),
-                          ("announced", rec.announced)):
+        for key, leaf in (
+            ("requested", rec.requested),
+            ("actual", rec.actual),
+            ("wealth", rec.wealth),
+            ("announced", rec.announced),
+        ):
             got = np.asarray([_f32(d[key]) for d in live["decisions"]])
             np.testing.assert_array_equal(got, np.asarray(leaf)[:, 0], err_msg=f"turn {t + 1} {key}")
         assert _f32(live["stock"]) == np.asarray(rec.stock)[0]
@@ -175,11 +198,20 @@ def _seen(arena, name):
 
 def test_message_lag_scopes_and_deterministic_ids(tmp_path):
     scripts = {
-        "alice": [{"harvest": 1.0, "actions": [{"tool": "broadcast", "text": "hello all"},
-                                              {"tool": "send_private", "target": "bob", "text": "x" * 600}]},
-                  {"harvest": 1.0}],
-        "bob": [{"harvest": 1.0, "actions": [{"tool": "announce_intended_harvest", "value": 1.23456}]},
-                {"harvest": 1.0}],
+        "alice": [
+            {
+                "harvest": 1.0,
+                "actions": [
+                    {"tool": "broadcast", "text": "hello all"},
+                    {"tool": "send_private", "target": "bob", "text": "x" * 600},
+                ],
+            },
+            {"harvest": 1.0},
+        ],
+        "bob": [
+            {"harvest": 1.0, "actions": [{"tool": "announce_intended_harvest", "value": 1.23456}]},
+            {"harvest": 1.0},
+        ],
         "carol": [{"harvest": 1.0}],
     }
     arena = _talk_arena(scripts, tmp_path)
@@ -191,7 +223,7 @@ def test_message_lag_scopes_and_deterministic_ids(tmp_path):
     arena.tick()
     arena.tick()
     inbox = {p: [e["inbox"] for e in _seen(arena, p)] for p in scripts}
-    assert inbox["alice"][0] == [] and inbox["alice"][2] == []         # turn 1: nothing yet; turn 3: gone
+    assert inbox["alice"][0] == [] and inbox["alice"][2] == []  # turn 1: nothing yet; turn 3: gone
     assert [m["scope"] for m in inbox["alice"][1]] == ["announcement"]  # own broadcast excluded
     assert [m["scope"] for m in inbox["bob"][1]] == ["broadcast", "private"]
     assert inbox["bob"][1][1]["text"].endswith("\u2026") and len(inbox["bob"][1][1]["text"]) == 500
@@ -210,15 +242,26 @@ def test_message_lag_scopes_and_deterministic_ids(tmp_path):
 def test_pact_lifecycle_awaiting_you_and_acceptance_rules(tmp_path):
     pid0 = pact_id(5, 0, 0)
     scripts = {
-        "alice": [{"harvest": 1.0, "actions": [
-                      {"tool": "propose_pact", "parties": ["bob"], "terms": {"type": "harvest_cap", "maxHarvest": 2.1}},
-                      {"tool": "accept_pact", "pactId": pid0}]},          # own proposal: already accepted
-                  {"harvest": 3.0}],
-        "bob": [{"harvest": 1.0, "actions": [{"tool": "accept_pact", "pactId": pid0}]},   # proposed this turn
-                {"harvest": 1.0, "actions": [{"tool": "accept_pact", "pactId": pid0}]},   # ok -> active
-                {"harvest": 1.0, "actions": [{"tool": "accept_pact", "pactId": pid0}]}],  # already active
-        "carol": [{"harvest": 1.0}, {"harvest": 1.0, "actions": [{"tool": "accept_pact", "pactId": pid0}]},
-                  {"harvest": 1.0}],                                       # not a party
+        "alice": [
+            {
+                "harvest": 1.0,
+                "actions": [
+                    {"tool": "propose_pact", "parties": ["bob"], "terms": {"type": "harvest_cap", "maxHarvest": 2.1}},
+                    {"tool": "accept_pact", "pactId": pid0},
+                ],
+            },  # own proposal: already accepted
+            {"harvest": 3.0},
+        ],
+        "bob": [
+            {"harvest": 1.0, "actions": [{"tool": "accept_pact", "pactId": pid0}]},  # proposed this turn
+            {"harvest": 1.0, "actions": [{"tool": "accept_pact", "pactId": pid0}]},  # ok -> active
+            {"harvest": 1.0, "actions": [{"tool": "accept_pact", "pactId": pid0}]},
+        ],  # already active
+        "carol": [
+            {"harvest": 1.0},
+            {"harvest": 1.0, "actions": [{"tool": "accept_pact", "pactId": pid0}]},
+            {"harvest": 1.0},
+        ],  # not a party
     }
     arena = _talk_arena(scripts, tmp_path)
     r1 = arena.tick()
@@ -233,7 +276,7 @@ def test_pact_lifecycle_awaiting_you_and_acceptance_rules(tmp_path):
     seen_bob, seen_alice, seen_carol = _seen(arena, "bob")[1], _seen(arena, "alice")[1], _seen(arena, "carol")[1]
     assert seen_bob["pacts"]["proposed"][0]["awaitingYou"] is True
     assert seen_alice["pacts"]["proposed"][0]["awaitingYou"] is False
-    assert seen_carol["pacts"] == {"active": [], "proposed": []}             # not party: invisible
+    assert seen_carol["pacts"] == {"active": [], "proposed": []}  # not party: invisible
     res = {t["playerId"]: t["result"] for t in r2["tools"]}
     assert res["bob"]["ok"] and res["bob"]["status"] == "active" and res["bob"]["scope"] == "proposer + parties"
     assert not res["carol"]["ok"] and "not a party" in res["carol"]["reason"]
@@ -245,7 +288,7 @@ def test_pact_lifecycle_awaiting_you_and_acceptance_rules(tmp_path):
     view = _seen(arena, "alice")[2]["pacts"]
     assert view["proposed"] == [] and view["active"][0]["acceptedTurn"] == 2
     full = arena.registry.get(pid0)
-    assert full["violationCount"] == len(full["violations"]) == 2          # turns 2 and 3
+    assert full["violationCount"] == len(full["violations"]) == 2  # turns 2 and 3
     assert [v["turn"] for v in full["violations"]] == [2, 3]
     assert arena.registry.get("nope") is None
 
@@ -253,12 +296,15 @@ def test_pact_lifecycle_awaiting_you_and_acceptance_rules(tmp_path):
 def test_invalid_actions_return_ok_false_and_change_nothing():
     arena = _talk_arena({"alice": [{"harvest": 1.0}], "bob": [{"harvest": 1.0}], "carol": [{"harvest": 1.0}]})
     arena.tick()
-    before = (copy.deepcopy(arena.registry.compact()), len(arena.bus),
-              jax.tree_util.tree_map(np.copy, arena.registry.table))
+    before = (
+        copy.deepcopy(arena.registry.compact()),
+        len(arena.bus),
+        jax.tree_util.tree_map(np.copy, arena.registry.table),
+    )
     bad = [
         {"tool": "teleport"},
-        {"tool": "broadcast"},                                                       # no text
-        {"tool": "send_private", "target": "alice", "text": "me"},                   # to oneself
+        {"tool": "broadcast"},  # no text
+        {"tool": "send_private", "target": "alice", "text": "me"},  # to oneself
         {"tool": "propose_pact", "parties": ["bob", "zed"], "terms": {"type": "harvest_cap", "maxHarvest": 1}},
         {"tool": "propose_pact", "parties": ["bob"], "terms": {"type": "harvest_cap", "maxHarvest": -1}},
         {"tool": "propose_pact", "parties": ["bob"], "terms": {"type": "no_aggression", "tolerance": -0.5}},
@@ -292,9 +338,10 @@ def test_invalid_actions_return_ok_false_and_change_nothing():
 
 def test_pledge_sanction_table_full_and_override():
     cfg = _cfg(players=[{"strategy": "conservative", "name": "dave"}], maxTurns=4, minPlayers=2)
-    cfg["perturbations"] = [{"id": "s", "type": "sanction", "trigger": {"kind": "pact_violation"},
-                             "payload": {"amount": 0.5}},
-                            _spec("o", "strategy_override", {"player": 1, "strategy": "aggressive"}, 3)]
+    cfg["perturbations"] = [
+        {"id": "s", "type": "sanction", "trigger": {"kind": "pact_violation"}, "payload": {"amount": 0.5}},
+        _spec("o", "strategy_override", {"player": 1, "strategy": "aggressive"}, 3),
+    ]
     arena = Arena(cfg, seed=1, pact_slots=2)
     pledges = [{"tool": "pledge", "maxHarvest": 0.5}] * 3
     arena.join({"agentType": "scripted", "name": "alice", "script": [{"harvest": 2.0, "actions": pledges}]})
@@ -302,10 +349,12 @@ def test_pledge_sanction_table_full_and_override():
     res = [t["result"] for t in r1["tools"]]
     assert [r["ok"] for r in res] == [True, True, False] and "full" in res[2]["reason"]
     assert res[0]["status"] == "active" and res[0]["scope"] == "self-only"
-    assert len(r1["violations"]) == 2                                  # two pledges broken
+    assert len(r1["violations"]) == 2  # two pledges broken
     # one sanction row per (spec, violation event), with its provenance (issue 17)
     assert [(s["specId"], s["playerId"], s["pactId"], s["ordinal"], s["amount"]) for s in r1["sanctions"]] == [
-        ("s", "alice", res[0]["pactId"], 1, 0.5), ("s", "alice", res[1]["pactId"], 2, 0.5)]
+        ("s", "alice", res[0]["pactId"], 1, 0.5),
+        ("s", "alice", res[1]["pactId"], 2, 0.5),
+    ]
     assert r1["decisions"][1]["wealth"] == 30.0 + 2.0 - 1.0
     # from turn 3 a strategy_override hands alice to the builtin: her agent is not asked
     arena.run()
@@ -321,18 +370,25 @@ def test_no_talk_removes_tools_and_announced_keeps_observations():
     cfg = _cfg(players=[{"strategy": "conservative"}], minPlayers=2, maxTurns=3)
     cfg["pacts"] = [{"parties": ["p0", "alice"], "terms": {"type": "harvest_cap", "maxHarvest": 1.1}}]
     arena = Arena(cfg, seed=2, no_talk=True)
-    arena.join({"agentType": "scripted", "name": "alice", "script": [
-        {"harvest": 1.0, "actions": [{"tool": "broadcast", "text": "hi"}, {"tool": "pledge", "maxHarvest": 1}]}]})
+    arena.join(
+        {
+            "agentType": "scripted",
+            "name": "alice",
+            "script": [
+                {"harvest": 1.0, "actions": [{"tool": "broadcast", "text": "hi"}, {"tool": "pledge", "maxHarvest": 1}]}
+            ],
+        }
+    )
     r1 = arena.tick()
     assert r1["tools"] == [] and "dropped" in r1["decisions"][1]["error"]
     assert arena.dispatch("alice", {"tool": "broadcast", "text": "hi"})["ok"] is False
     arena.tick()
     env = _seen(arena, "alice")[1]
     assert "inbox" not in env and env["commonsStock"] is not None and env["othersHarvest"]["p0"] is not None
-    assert env["regenRate"] is None                                    # hidden -> null
+    assert env["regenRate"] is None  # hidden -> null
     assert len(arena.bus) == 0
     assert env["pacts"]["active"][0]["terms"] == {"type": "harvest_cap", "maxHarvest": 1.1}
-    assert [v["partyId"] for v in r1["violations"]] == ["p0"]          # 0.6 x 2.5 > 1.1 >= alice's 1.0
+    assert [v["partyId"] for v in r1["violations"]] == ["p0"]  # 0.6 x 2.5 > 1.1 >= alice's 1.0
 
 
 def test_join_validation():
@@ -363,15 +419,30 @@ def test_close_writes_summary_and_meta(tmp_path):
 def test_builtins_answer_external_proposals_by_their_script():
     """A builtin without talk config accepts at t + 1 (the batched default); external
     players accept only through the tool."""
-    arena = _talk_arena({
-        "alice": [{"harvest": 1.0, "actions": [
-            {"tool": "propose_pact", "parties": ["dave"], "terms": {"type": "no_aggression", "tolerance": 0.5}},
-            {"tool": "propose_pact", "parties": ["bob"], "terms": {"type": "harvest_cap", "maxHarvest": 3}}]},
-            {"harvest": 1.0}],
-        "bob": [{"harvest": 1.0}], "carol": [{"harvest": 1.0}]})
+    arena = _talk_arena(
+        {
+            "alice": [
+                {
+                    "harvest": 1.0,
+                    "actions": [
+                        {
+                            "tool": "propose_pact",
+                            "parties": ["dave"],
+                            "terms": {"type": "no_aggression", "tolerance": 0.5},
+                        },
+                        {"tool": "propose_pact", "parties": ["bob"], "terms": {"type": "harvest_cap", "maxHarvest": 3}},
+                    ],
+                },
+                {"harvest": 1.0},
+            ],
+            "bob": [{"harvest": 1.0}],
+            "carol": [{"harvest": 1.0}],
+        }
+    )
     r1 = arena.tick()
-    assert [p["status"] for p in r1["pacts"]] == ["proposed", "proposed"]   # not before t + 1
+    assert [p["status"] for p in r1["pacts"]] == ["proposed", "proposed"]  # not before t + 1
     r2 = arena.tick()
     assert [(p["parties"], p["status"], p["acceptedTurn"]) for p in r2["pacts"]] == [
-        (["dave", "alice"], "active", 2), (["alice", "bob"], "proposed", None)]
-
+        (["dave", "alice"], "active", 2),
+        (["alice", "bob"], "proposed", None),
+    ]

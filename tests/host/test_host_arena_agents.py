@@ -41,13 +41,14 @@ def test_many_http_and_llm_players_are_asked_concurrently(live_server, stub_stat
         def wrapped(*args):
             calls[name] += 1
             return fn(*args)
+
         return wrapped
 
     inner._decide, inner._step = count("decide", dec), count("step", stp)
     t0 = time.perf_counter()
     recs = batch.tick()
     wall = time.perf_counter() - t0
-    assert wall < 4 * delay, wall                                    # serial would be 9 s
+    assert wall < 4 * delay, wall  # serial would be 9 s
     assert calls == {"decide": 1, "step": 1}
     for rec in recs:
         assert [d["harvest"] for d in rec["decisions"]] == [0.1, 0.2, 0.3, 0.5]
@@ -75,9 +76,11 @@ def test_http_failures_fall_back_and_are_recorded(live_server):
 
 
 def test_llm_player_tool_calls_reach_the_arena(live_server, stub_state):
-    a = Arena(_cfg(maxTurns=3, minPlayers=2), seed=0,
-              operator={"credentials": {"stub": {"baseUrl": f"{live_server.base}/v1",
-                                                 "apiKeyEnv": "BDPD_TEST_NO_SUCH_KEY"}}})
+    a = Arena(
+        _cfg(maxTurns=3, minPlayers=2),
+        seed=0,
+        operator={"credentials": {"stub": {"baseUrl": f"{live_server.base}/v1", "apiKeyEnv": "BDPD_TEST_NO_SUCH_KEY"}}},
+    )
     a.join({"agentType": "llm", "name": "alice", "credential": "stub", "model": "scripted"})
     a.join({"agentType": "http", "name": "bob", "url": f"{live_server.base}/slow?d=0&h=0.5"})
     r1 = a.tick()
@@ -85,8 +88,7 @@ def test_llm_player_tool_calls_reach_the_arena(live_server, stub_state):
     # the kernel's float32 round-to-3-decimals (docs/semantics.md §13): within one ulp of 0.7
     assert alice["harvest"] == 0.75 and abs(alice["announced"] - 0.7) < 1e-6 and not alice["fallback"]
     tools = [(t["action"]["tool"], t["result"]["ok"]) for t in r1["tools"]]
-    assert tools == [("broadcast", True), ("pledge", True), ("propose_pact", True),
-                     ("announce_intended_harvest", True)]
+    assert tools == [("broadcast", True), ("pledge", True), ("propose_pact", True), ("announce_intended_harvest", True)]
     assert {p["status"] for p in r1["pacts"]} == {"active", "proposed"}
     r2 = a.tick()
     # turn 2: the LLM saw last turn's inbox (nothing from bob) and its pacts; it proposes again

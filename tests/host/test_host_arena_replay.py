@@ -32,9 +32,13 @@ CODE = """function decide(obs, memory) {
 }"""
 
 SCRIPT = [
-    {"harvest": 1.5,
-     "actions": [{"tool": "propose_pact", "parties": ["js"], "terms": {"type": "harvest_cap", "maxHarvest": 1.2}},
-                                 {"tool": "broadcast", "text": "cap 1.2?"}]},
+    {
+        "harvest": 1.5,
+        "actions": [
+            {"tool": "propose_pact", "parties": ["js"], "terms": {"type": "harvest_cap", "maxHarvest": 1.2}},
+            {"tool": "broadcast", "text": "cap 1.2?"},
+        ],
+    },
     {"harvest": 1.1, "actions": [{"tool": "announce_intended_harvest", "value": 1.0}]},
     {"harvest": 2.0, "actions": [{"tool": "pledge", "maxHarvest": 1.8}]},
     {"harvest": 1.3},
@@ -45,12 +49,16 @@ def _config() -> dict:
     cfg = copy.deepcopy(SEED_LOGISTIC)
     cfg["model"]["maxTurns"] = 40
     cfg["observability"]["commonsStock"]["noise"] = 0.1
-    cfg["perturbations"] = [{"id": "s", "type": "sanction_graduated", "trigger": {"kind": "pact_violation"},
-                             "payload": {"ladder": [0.5, 1.0]}},
-                            {"id": "drought", "type": "regen_shock", "trigger": {"kind": "turn", "turn": 2},
-                             "payload": {"factor": 0.5}},
-                            {"id": "gift", "type": "wealth_shock", "trigger": {"kind": "manual"},
-                             "payload": {"amount": 5.0, "player": 2}}]
+    cfg["perturbations"] = [
+        {
+            "id": "s",
+            "type": "sanction_graduated",
+            "trigger": {"kind": "pact_violation"},
+            "payload": {"ladder": [0.5, 1.0]},
+        },
+        {"id": "drought", "type": "regen_shock", "trigger": {"kind": "turn", "turn": 2}, "payload": {"factor": 0.5}},
+        {"id": "gift", "type": "wealth_shock", "trigger": {"kind": "manual"}, "payload": {"amount": 5.0, "player": 2}},
+    ]
     cfg["players"] = [{"strategy": "adaptive", "name": "ada"}, {"strategy": "random", "name": "rand"}]
     return cfg
 
@@ -86,8 +94,14 @@ def _same_state(x, y) -> bool:
 def test_killed_run_replays_to_the_uninterrupted_state(tmp_path):
     out = tmp_path / "killed"
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
-    child = subprocess.Popen([sys.executable, "-c", CHILD.format(tests=str(Path(__file__).parent), out=str(out))],
-                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD.format(tests=str(Path(__file__).parent), out=str(out))],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         reached = 0
         deadline = time.monotonic() + 60
@@ -107,14 +121,14 @@ def test_killed_run_replays_to_the_uninterrupted_state(tmp_path):
             child.wait(timeout=10)
     logged = read_jsonl(out / "turns.jsonl")
     k = len(logged)
-    assert reached <= k <= reached + 1           # at most the turn in flight is lost
+    assert reached <= k <= reached + 1  # at most the turn in flight is lost
     meta = json.loads((out / "meta.json").read_text())
     assert meta["status"] == "running" and not (out / "summary.json").exists()
 
     # a torn line left by a kill mid-write is skipped
     with open(out / "turns.jsonl", "a") as fh:
         fh.write('{"arenaId": "x", "turn": ')
-    replayed = replay(out)                       # verify=True: every record re-derived equal
+    replayed = replay(out)  # verify=True: every record re-derived equal
     assert replayed.turn == k
 
     # the uninterrupted run, stopped at the same turn: bit-identical state and records
@@ -130,13 +144,18 @@ def test_killed_run_replays_to_the_uninterrupted_state(tmp_path):
     # resume: the killed run goes on in its own folder with live players, to the end
     with pytest.raises(ValueError, match="missing"):
         replay(out, resume={"js": {"agentType": "code", "strategyCode": CODE}})
-    resumed = replay(out, resume={"js": {"agentType": "code", "strategyCode": CODE, "rngSeed": 5},
-                                  "scr": {"agentType": "scripted", "script": SCRIPT[-1:]}})
+    resumed = replay(
+        out,
+        resume={
+            "js": {"agentType": "code", "strategyCode": CODE, "rngSeed": 5},
+            "scr": {"agentType": "scripted", "script": SCRIPT[-1:]},
+        },
+    )
     resumed.run()
     full = read_jsonl(out / "turns.jsonl")
     assert [r["turn"] for r in full] == list(range(1, resumed.turn + 1)) and resumed.turn > k
     assert json.loads((out / "meta.json").read_text())["status"] == "closed"
-    assert _same_state(replay(out).state, resumed.state)   # the whole folder replays
+    assert _same_state(replay(out).state, resumed.state)  # the whole folder replays
 
 
 def test_replay_of_a_closed_run(tmp_path):
@@ -152,7 +171,7 @@ def test_replay_detects_a_doctored_log(tmp_path):
     a.run(max_ticks=3)
     lines = (tmp_path / "turns.jsonl").read_text().splitlines()
     rec = json.loads(lines[1])
-    rec["decisions"][0]["actual"] += 1.0         # a builtin's outcome that the kernels will not reproduce
+    rec["decisions"][0]["actual"] += 1.0  # a builtin's outcome that the kernels will not reproduce
     lines[1] = json.dumps(rec)
     (tmp_path / "turns.jsonl").write_text("\n".join(lines) + "\n")
     with pytest.raises(ValueError, match="turn 2"):
@@ -167,10 +186,16 @@ def test_owner_fired_perturbations_are_logged_and_replayed(tmp_path):
         a.perturb("nope")
     before = float(a.state.wealth[2])
     out = a.perturb("gift")
-    assert out == {"turn": 2, "spec": out["spec"], "type": "wealth_shock", "target": "wealth[2]",
-                   "value": num(np.float32(before) + np.float32(5.0))}
-    shock = a.perturb({"id": "boom", "type": "commons_shock", "trigger": {"kind": "manual"},
-                       "payload": {"amount": -30.0}})
+    assert out == {
+        "turn": 2,
+        "spec": out["spec"],
+        "type": "wealth_shock",
+        "target": "wealth[2]",
+        "value": num(np.float32(before) + np.float32(5.0)),
+    }
+    shock = a.perturb(
+        {"id": "boom", "type": "commons_shock", "trigger": {"kind": "manual"}, "payload": {"amount": -30.0}}
+    )
     assert shock["target"] == "stock"
     r2 = a.tick()
     assert [p["type"] for p in r2["ownerPerturbations"]] == ["wealth_shock", "commons_shock"]
@@ -178,7 +203,7 @@ def test_owner_fired_perturbations_are_logged_and_replayed(tmp_path):
     a.run()
     b = replay(tmp_path)
     assert b.turn == a.turn == 6 and _same_state(a.state, b.state)
-    plain = Arena(_config(), seed=2)              # not perturbable: only the config's types
+    plain = Arena(_config(), seed=2)  # not perturbable: only the config's types
     plain.join({"agentType": "scripted", "name": "scr", "script": SCRIPT})
     plain.join({"agentType": "scripted", "name": "s2", "script": [{"harvest": 0.5}]})
     plain.start()
@@ -198,7 +223,7 @@ def test_replay_reproduces_summary_with_owner_events(tmp_path):
     a.tick()
     a.perturb("gift")
     a.perturb({"id": "late", "type": "commons_shock", "trigger": {"kind": "manual"}, "payload": {"amount": -100.0}})
-    summary = a.close()                             # closed before the perturbations' next turn
+    summary = a.close()  # closed before the perturbations' next turn
     on_disk = json.loads((tmp_path / "summary.json").read_text())
     assert on_disk == json.loads(json.dumps(summary))
     assert not any("event" in r for r in read_jsonl(tmp_path / "turns.jsonl"))  # one line per turn (issue 23)
@@ -207,5 +232,5 @@ def test_replay_reproduces_summary_with_owner_events(tmp_path):
     b = replay(tmp_path)
     assert _same_state(a.state, b.state)
     assert json.loads(json.dumps(b.close())) == on_disk
-    c = replay(tmp_path, turns=2)                   # the firings after turn 2's record are left out
+    c = replay(tmp_path, turns=2)  # the firings after turn 2's record are left out
     assert c.turn == 2 and float(c.state.wealth[2]) != float(a.state.wealth[2])

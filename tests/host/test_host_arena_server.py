@@ -23,8 +23,9 @@ def api(tmp_path_factory):
     sock = socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(create_app(root), log_level="warning", lifespan="off",
-                                           timeout_graceful_shutdown=0.3))
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(root), log_level="warning", lifespan="off", timeout_graceful_shutdown=0.3)
+    )
     th = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     th.start()
     deadline = time.monotonic() + 10
@@ -53,15 +54,26 @@ def test_lifecycle_join_tick_stream_close(api, live_server):
     akey = {"X-Arena-Key": created["arenaKey"]}
     # join: arena key required, bad code rejected with the parser's message
     assert client.post(f"/api/arenas/{aid}/join", json={"agentType": "builtin"}).status_code == 403
-    bad = client.post(f"/api/arenas/{aid}/join", headers=akey,
-                      json={"agentType": "code", "strategyCode": "function decide( {"})
+    bad = client.post(
+        f"/api/arenas/{aid}/join", headers=akey, json={"agentType": "code", "strategyCode": "function decide( {"}
+    )
     assert bad.status_code == 400 and "strategyCode" in bad.json()["detail"]
-    r = client.post(f"/api/arenas/{aid}/join", headers=akey, json={
-        "agentType": "code", "displayName": "js", "privateResource": 30,
-        "strategyCode": "function decide(obs, memory) { memory.t = (memory.t || 0) + 1; return 0.5; }"})
+    r = client.post(
+        f"/api/arenas/{aid}/join",
+        headers=akey,
+        json={
+            "agentType": "code",
+            "displayName": "js",
+            "privateResource": 30,
+            "strategyCode": "function decide(obs, memory) { memory.t = (memory.t || 0) + 1; return 0.5; }",
+        },
+    )
     assert r.json()["playerId"] == "js"
-    r = client.post(f"/api/arenas/{aid}/join", headers=akey,
-                    json={"agentType": "http", "name": "web", "url": f"{live_server.base}/ok"})
+    r = client.post(
+        f"/api/arenas/{aid}/join",
+        headers=akey,
+        json={"agentType": "http", "name": "web", "url": f"{live_server.base}/ok"},
+    )
     assert r.json()["players"] == ["cons", "aggr", "js", "web"]
     assert client.post(f"/api/arenas/{aid}/start").status_code == 403
     assert client.post(f"/api/arenas/{aid}/start", headers=owner).json()["status"] == "running"
@@ -86,8 +98,13 @@ def test_lifecycle_join_tick_stream_close(api, live_server):
     while not events and time.monotonic() < deadline:
         time.sleep(0.02)
     ticks = [client.post(f"/api/arenas/{aid}/tick", headers=owner).json()]
-    fired = client.post(f"/api/arenas/{aid}/perturb", headers=owner, json={"spec": {
-        "id": "cut", "type": "commons_shock", "trigger": {"kind": "manual"}, "payload": {"amount": -20.0}}})
+    fired = client.post(
+        f"/api/arenas/{aid}/perturb",
+        headers=owner,
+        json={
+            "spec": {"id": "cut", "type": "commons_shock", "trigger": {"kind": "manual"}, "payload": {"amount": -20.0}}
+        },
+    )
     assert fired.json()["target"] == "stock" and fired.json()["turn"] == 2
     assert client.post(f"/api/arenas/{aid}/perturb", headers=owner, json={"specId": "none"}).status_code == 400
     ticks.append(client.post(f"/api/arenas/{aid}/tick", headers=owner).json())
@@ -118,9 +135,18 @@ def test_lifecycle_join_tick_stream_close(api, live_server):
 
 def test_auto_tick_runs_to_the_end(api):
     client, _ = api
-    created = client.post("/api/arenas", json={**_payload(max_turns=3), "players": [
-        {"strategy": "conservative"}, {"strategy": "adaptive"}, {"strategy": "random"},
-        {"strategy": "aggressive"}]}).json()
+    created = client.post(
+        "/api/arenas",
+        json={
+            **_payload(max_turns=3),
+            "players": [
+                {"strategy": "conservative"},
+                {"strategy": "adaptive"},
+                {"strategy": "random"},
+                {"strategy": "aggressive"},
+            ],
+        },
+    ).json()
     aid, owner = created["arenaId"], {"X-Owner-Key": created["ownerKey"]}
     client.post(f"/api/arenas/{aid}/start", headers=owner, json={"tickMode": "auto", "tickIntervalMs": 1})
     deadline = time.monotonic() + 30

@@ -89,7 +89,7 @@ def _worked_example() -> str:
     if path:
         text = Path(path[0]).read_text(encoding="utf-8")
         start = text.index("function decide", text.index("A.4 Worked Example"))
-        assert text[start: text.index("\n}\n", start) + 2] == WORKED_EXAMPLE_JS
+        assert text[start : text.index("\n}\n", start) + 2] == WORKED_EXAMPLE_JS
     return WORKED_EXAMPLE_JS
 
 
@@ -126,37 +126,41 @@ def test_worked_example_runs_unchanged_with_memory() -> None:
         assert r.harvest == pytest.approx(expected[t - 1], rel=1e-12)
         mem = agent.memory
         assert mem["turn"] == t
-        assert mem["stockHistory"] == stocks[max(0, t - 5): t]
+        assert mem["stockHistory"] == stocks[max(0, t - 5) : t]
         assert mem["harvestHistory"] == [round(x, 3) for x in expected[:t]]
     assert mem["lastTrend"] < -2  # the falling stock is seen through memory
 
 
 def test_sandbox_has_no_host_objects() -> None:
-    agent = CodeAgent("function decide(o, m) { return [typeof require, typeof process, typeof fetch,"
-                      " typeof setTimeout, typeof XMLHttpRequest].every(t => t === 'undefined') ? 1 : 0 }")
+    agent = CodeAgent(
+        "function decide(o, m) { return [typeof require, typeof process, typeof fetch,"
+        " typeof setTimeout, typeof XMLHttpRequest].every(t => t === 'undefined') ? 1 : 0 }"
+    )
     assert agent.decide_sync({}, 0).harvest == 1
 
 
-@pytest.mark.parametrize("body,needle", [
-    ("while (true) {}", "timeout"),
-    # out of memory inside QuickJS, or killed at the deadline while still allocating
-    ("const a = []; for (;;) a.push(new Array(1e6).fill(1));", "memory|timeout"),
-    ("return 'x'.repeat(2 ** 28).length;", "memory"),
-    ("require('fs'); return 1;", "require"),
-    ("process.exit(); return 1;", "process"),
-    ("fetch('http://127.0.0.1:9/'); return 1;", "fetch"),
-    ("throw new Error('boom');", "boom"),
-    ("return NaN;", "invalid result"),
-    ("return Infinity;", "invalid result"),
-    ("return -1;", "invalid result"),
-    ("return '1.5';", "string"),
-    ("return undefined;", "undefined"),
-    ("m.self = m; return 1;", "serialisable"),
-    ("function f() { f() } f();", "stack"),
-])
+@pytest.mark.parametrize(
+    "body,needle",
+    [
+        ("while (true) {}", "timeout"),
+        # out of memory inside QuickJS, or killed at the deadline while still allocating
+        ("const a = []; for (;;) a.push(new Array(1e6).fill(1));", "memory|timeout"),
+        ("return 'x'.repeat(2 ** 28).length;", "memory"),
+        ("require('fs'); return 1;", "require"),
+        ("process.exit(); return 1;", "process"),
+        ("fetch('http://127.0.0.1:9/'); return 1;", "fetch"),
+        ("throw new Error('boom');", "boom"),
+        ("return NaN;", "invalid result"),
+        ("return Infinity;", "invalid result"),
+        ("return -1;", "invalid result"),
+        ("return '1.5';", "string"),
+        ("return undefined;", "undefined"),
+        ("m.self = m; return 1;", "serialisable"),
+        ("function f() { f() } f();", "stack"),
+    ],
+)
 def test_failures_fall_back_and_roll_back_memory(body: str, needle: str) -> None:
-    agent = CodeAgent("function decide(obs, m) { m.n = (m.n || 0) + 1; if (obs.bad) { " + body
-                      + " } return 0.5; }")
+    agent = CodeAgent("function decide(obs, m) { m.n = (m.n || 0) + 1; if (obs.bad) { " + body + " } return 0.5; }")
     assert asyncio.run(agent.decide({"bad": False}, 20.0)).harvest == 0.5
     t0 = time.perf_counter()
     r = asyncio.run(agent.decide({"bad": True}, 20.0))
@@ -164,9 +168,9 @@ def test_failures_fall_back_and_roll_back_memory(body: str, needle: str) -> None
     assert r.fallback and r.harvest == pytest.approx(fallback_harvest(20.0)) == pytest.approx(0.4)
     assert r.error and any(n in r.error.lower() for n in needle.lower().split("|")), r.error
     assert wall < 0.05 + 0.25
-    assert agent.memory == {"n": 1}                        # rolled back to the last good state
+    assert agent.memory == {"n": 1}  # rolled back to the last good state
     assert asyncio.run(agent.decide({"bad": False}, 20.0)).harvest == 0.5
-    assert agent.memory == {"n": 2}                        # and it keeps persisting
+    assert agent.memory == {"n": 2}  # and it keeps persisting
 
 
 def test_timeout_is_about_50ms_and_memory_survives() -> None:
@@ -176,8 +180,8 @@ def test_timeout_is_about_50ms_and_memory_survives() -> None:
     r = agent.decide_sync({"spin": True}, 0)
     elapsed = time.perf_counter() - t0
     assert r.fallback and "timeout" in r.error and 0.045 <= elapsed < 0.2
-    assert agent.memory == {"k": 1}                 # the timed-out increment was dropped
-    assert agent.decide_sync({}, 0).harvest == 2    # and memory keeps persisting afterwards
+    assert agent.memory == {"k": 1}  # the timed-out increment was dropped
+    assert agent.decide_sync({}, 0).harvest == 2  # and memory keeps persisting afterwards
     assert agent.memory == {"k": 2}
 
 

@@ -33,8 +33,9 @@ def pool():
 
 @pytest.mark.parametrize("case", sorted(HOSTILE))
 def test_hostile_call_times_out_and_next_call_works(pool, case) -> None:
-    agent = CodeAgent("function decide(o, m) { m.n = (m.n || 0) + 1; if (o.bad) { " + HOSTILE[case]
-                      + " } return 0.5; }", pool=pool)
+    agent = CodeAgent(
+        "function decide(o, m) { m.n = (m.n || 0) + 1; if (o.bad) { " + HOSTILE[case] + " } return 0.5; }", pool=pool
+    )
     assert agent.decide_sync({}, 20.0).harvest == 0.5
     t0 = time.perf_counter()
     r = agent.decide_sync({"bad": True}, 20.0)
@@ -42,16 +43,18 @@ def test_hostile_call_times_out_and_next_call_works(pool, case) -> None:
     assert r.fallback and r.harvest == pytest.approx(fallback_harvest(20.0))
     assert r.error and ("timeout" in r.error or "memory" in r.error), r.error
     assert wall < WALL_S, (case, wall, r.error)
-    assert agent.memory == {"n": 1}                          # the failed call's write is dropped
+    assert agent.memory == {"n": 1}  # the failed call's write is dropped
     t0 = time.perf_counter()
-    assert agent.decide_sync({}, 20.0).harvest == 0.5       # the next call works (a spare worker)
+    assert agent.decide_sync({}, 20.0).harvest == 0.5  # the next call works (a spare worker)
     assert agent.memory == {"n": 2}
 
 
 def test_event_loop_is_never_held(pool) -> None:
     """A ticker on the loop keeps ticking every ~5 ms while hostile agents run."""
-    agents = [CodeAgent("function decide(o, m) { " + HOSTILE[k] + " return 1; }", pool=pool)
-              for k in ("bigint", "normalize", "alloc", "loop")]
+    agents = [
+        CodeAgent("function decide(o, m) { " + HOSTILE[k] + " return 1; }", pool=pool)
+        for k in ("bigint", "normalize", "alloc", "loop")
+    ]
 
     async def main() -> tuple[float, list]:
         gaps, stop = [], False

@@ -27,14 +27,16 @@ def _cfg(**model):
     return cfg
 
 
-@pytest.mark.parametrize("spec,field", [
-    ({"agentType": "http", "url": "http://127.0.0.1:9/d", "timeoutMs": 60000}, "timeoutMs"),
-    ({"agentType": "code", "strategyCode": "function decide(){return 1}", "timeoutMs": 3000}, "timeoutMs"),
-    ({"agentType": "http", "url": "http://127.0.0.1:9/d", "name": "n" * (MAX_NAME_CHARS + 1)}, "name"),
-    ({"agentType": "code", "strategyCode": "function decide(){return 1}//" + "x" * MAX_CODE_CHARS},
-     "strategyCode"),
-    ({"agentType": "http", "url": "http://127.0.0.1:9/" + "p" * 3000}, "url"),
-])
+@pytest.mark.parametrize(
+    "spec,field",
+    [
+        ({"agentType": "http", "url": "http://127.0.0.1:9/d", "timeoutMs": 60000}, "timeoutMs"),
+        ({"agentType": "code", "strategyCode": "function decide(){return 1}", "timeoutMs": 3000}, "timeoutMs"),
+        ({"agentType": "http", "url": "http://127.0.0.1:9/d", "name": "n" * (MAX_NAME_CHARS + 1)}, "name"),
+        ({"agentType": "code", "strategyCode": "function decide(){return 1}//" + "x" * MAX_CODE_CHARS}, "strategyCode"),
+        ({"agentType": "http", "url": "http://127.0.0.1:9/" + "p" * 3000}, "url"),
+    ],
+)
 def test_join_refuses_players_setting_their_own_limits(spec, field) -> None:
     a = Arena(_cfg(minPlayers=1), seed=0)
     with pytest.raises(ValueError, match=field):
@@ -51,7 +53,7 @@ def test_shorter_timeouts_are_kept() -> None:
     b = Arena(_cfg(minPlayers=1, maxPlayers=1), seed=0)
     b.join({"agentType": "http", "name": "h", "url": "http://127.0.0.1:9/d"})
     b.start()
-    assert b.agents[0].timeout_ms == 500                     # the arena's agentTimeout
+    assert b.agents[0].timeout_ms == 500  # the arena's agentTimeout
 
 
 def test_action_lists_are_capped_before_validation() -> None:
@@ -68,10 +70,10 @@ def test_action_budget_counts_per_player_and_turn() -> None:
     b = ActionBudget()
     got = [b.take("p", "broadcast", 1) for _ in range(MAX_MESSAGES_PER_TURN + 2)]
     assert got[:MAX_MESSAGES_PER_TURN] == [None] * MAX_MESSAGES_PER_TURN and "messages" in got[-1]
-    assert b.take("q", "broadcast", 1) is None               # another player has its own budget
+    assert b.take("q", "broadcast", 1) is None  # another player has its own budget
     got = [b.take("p", "pledge", 1) for _ in range(MAX_ACTIONS_PER_TURN)]
     assert "tool actions" in got[-1]
-    assert b.take("p", "broadcast", 2) is None               # a new turn, a new budget
+    assert b.take("p", "broadcast", 2) is None  # a new turn, a new budget
 
 
 def test_truncate_error() -> None:
@@ -86,7 +88,7 @@ def test_clean_stale_tmp(tmp_path) -> None:
     for p in (tmp_path / ".meta.json.x1.tmp", tmp_path / "a1" / ".summary.json.y2.tmp"):
         p.write_text("{")
     atomic_write_json(tmp_path / "a1" / "meta.json", {"ok": 1})
-    (tmp_path / "a1" / "notes.tmp").write_text("mine")       # not an atomic-write temp file
+    (tmp_path / "a1" / "notes.tmp").write_text("mine")  # not an atomic-write temp file
     removed = clean_stale_tmp(tmp_path)
     assert sorted(p.name for p in removed) == [".meta.json.x1.tmp", ".summary.json.y2.tmp"]
     assert sorted(p.name for p in (tmp_path / "a1").iterdir()) == ["meta.json", "notes.tmp"]
@@ -97,10 +99,13 @@ def test_spammer_is_capped_records_and_messages_bounded(tmp_path) -> None:
     through, the rest is refused; the error is cut to 2 kB on disk; the arena keeps 3 records
     and 3 turns of messages in memory while turns.jsonl keeps everything."""
     cfg = _cfg(minPlayers=2, maxPlayers=2, maxTurns=6)
-    (tmp_path / ".meta.json.dead.tmp").write_text("{")       # left by a killed write
+    (tmp_path / ".meta.json.dead.tmp").write_text("{")  # left by a killed write
     a = Arena(cfg, seed=3, out_dir=tmp_path, keep_records=3, fsync=False)
-    turn = {"harvest": 0.1, "error": "E" * 8_000_000,
-            "actions": [{"tool": "broadcast", "text": f"m{i}"} for i in range(20)]}
+    turn = {
+        "harvest": 0.1,
+        "error": "E" * 8_000_000,
+        "actions": [{"tool": "broadcast", "text": f"m{i}"} for i in range(20)],
+    }
     a.join({"agentType": "scripted", "name": "spam", "script": [turn]})
     a.join({"agentType": "builtin", "name": "b", "strategy": "conservative"})
     summary = a.run()

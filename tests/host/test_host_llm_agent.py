@@ -25,16 +25,26 @@ def _run_turns(agent: LLMAgent, turns: list[tuple[dict, list]], wealth: float = 
 
 
 def _agent(live_server, model: str, **kw) -> LLMAgent:
-    return LLMAgent(f"{live_server.base}/v1", model, api_key_env="BDPD_TEST_NO_SUCH_KEY",
-                    player_id="alice", timeout_ms=kw.pop("timeout_ms", 2000), **kw)
+    return LLMAgent(
+        f"{live_server.base}/v1",
+        model,
+        api_key_env="BDPD_TEST_NO_SUCH_KEY",
+        player_id="alice",
+        timeout_ms=kw.pop("timeout_ms", 2000),
+        **kw,
+    )
 
 
 TURNS = [
     ({"turn": 1, "commonsStock": 150.0, "myWealth": 10.0}, []),
-    ({"turn": 2, "commonsStock": 141.2, "myWealth": 10.8},
-     [{"id": "m1", "turn": 1, "fromId": "bob", "scope": "broadcast", "text": "take 1 each?"}]),
-    ({"turn": 3, "commonsStock": 133.0, "myWealth": 11.5},
-     [{"id": "m2", "turn": 2, "fromId": "carol", "scope": "announcement", "value": 1.8}]),
+    (
+        {"turn": 2, "commonsStock": 141.2, "myWealth": 10.8},
+        [{"id": "m1", "turn": 1, "fromId": "bob", "scope": "broadcast", "text": "take 1 each?"}],
+    ),
+    (
+        {"turn": 3, "commonsStock": 133.0, "myWealth": 11.5},
+        [{"id": "m2", "turn": 2, "fromId": "carol", "scope": "announcement", "value": 1.8}],
+    ),
 ]
 
 
@@ -45,8 +55,7 @@ def test_scripted_tool_calls_parsed_and_malformed_survive(live_server, stub_stat
         assert r.actions == [
             {"tool": "broadcast", "text": "let's all take 1"},
             {"tool": "pledge", "maxHarvest": 1.5},
-            {"tool": "propose_pact", "parties": ["alice", "bob"],
-             "terms": {"type": "harvest_cap", "maxHarvest": 2.0}},
+            {"tool": "propose_pact", "parties": ["alice", "bob"], "terms": {"type": "harvest_cap", "maxHarvest": 2.0}},
             {"tool": "announce_intended_harvest", "value": 0.7},
         ]
         errors = r.error.split("; ")
@@ -65,12 +74,12 @@ def test_prefix_is_byte_identical_across_turns(live_server, stub_state) -> None:
     assert len(bodies) == 3
     prefixes = {json.dumps(b["messages"][:-1], ensure_ascii=False).encode() for b in bodies}
     tools = {json.dumps(b["tools"]).encode() for b in bodies}
-    assert len(prefixes) == 1 and len(tools) == 1                   # cache-stable prefix
+    assert len(prefixes) == 1 and len(tools) == 1  # cache-stable prefix
     assert json.dumps(agent.prefix_messages()) == before == json.dumps(bodies[0]["messages"][:-1])
     assert bodies[0]["tools"] == tool_schemas()
     tails = [b["messages"][-1] for b in bodies]
     assert all(t["role"] == "user" for t in tails) and len({t["content"] for t in tails}) == 3
-    second = json.loads(tails[1]["content"])                         # volatile tail only
+    second = json.loads(tails[1]["content"])  # volatile tail only
     assert second["turn"] == 2 and second["inbox"] == TURNS[1][1]
     assert second["observation"]["commonsStock"] == 141.2
     assert "alice" in bodies[0]["messages"][0]["content"]
@@ -82,13 +91,18 @@ def test_no_talk_exposes_harvest_only(live_server, stub_state) -> None:
     body = json.loads(stub_state["requests"][-1][1])
     assert [t["function"]["name"] for t in body["tools"]] == ["harvest"]
     assert "inbox" not in json.loads(body["messages"][-1]["content"])
-    assert r.harvest == 0.75 and r.actions == []                  # talk calls now rejected
+    assert r.harvest == 0.75 and r.actions == []  # talk calls now rejected
     assert r.error.count("dropped") == 7
 
 
-@pytest.mark.parametrize("model,needle", [
-    ("talk-only", "no valid harvest"), ("bad-harvest", "amount"), ("broken", "invalid JSON"),
-])
+@pytest.mark.parametrize(
+    "model,needle",
+    [
+        ("talk-only", "no valid harvest"),
+        ("bad-harvest", "amount"),
+        ("broken", "invalid JSON"),
+    ],
+)
 def test_missing_or_bad_harvest_falls_back(live_server, model: str, needle: str) -> None:
     r = _run_turns(_agent(live_server, model), TURNS[:1], wealth=20.0)[0]
     assert r.fallback and r.harvest == pytest.approx(fallback_harvest(20.0))
@@ -120,10 +134,9 @@ def test_api_key_header_from_env(live_server, monkeypatch, stub_state) -> None:
 def test_parse_completion_edge_cases() -> None:
     assert parse_completion({})[0] is None
     assert parse_completion({"choices": []})[2] == ["response: no choices[0].message in completion"]
-    call = {"function": {"name": "harvest", "arguments": {"amount": 1}}}   # dict args tolerated
+    call = {"function": {"name": "harvest", "arguments": {"amount": 1}}}  # dict args tolerated
     assert parse_completion({"choices": [{"message": {"tool_calls": [call]}}]})[0] == 1.0
-    bad = {"choices": [{"message": {"tool_calls": [None, {"function": {"name": "harvest",
-                                                                       "arguments": "[1]"}}]}}]}
+    bad = {"choices": [{"message": {"tool_calls": [None, {"function": {"name": "harvest", "arguments": "[1]"}}]}}]}
     h, actions, errors = parse_completion(bad)
     assert h is None and len(errors) == 3
 

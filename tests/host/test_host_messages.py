@@ -54,7 +54,7 @@ def test_one_turn_lag() -> None:
     bus.broadcast("alice", "t3", 3)
     bus.broadcast("alice", "t4", 4)
     assert bus.inbox_at("bob", 4) == bus.inbox_for("bob", 3)[:1]
-    assert [m["text"] for m in bus.inbox_at("bob", 4)] == ["t3"]   # sent at 3, read at 4
+    assert [m["text"] for m in bus.inbox_at("bob", 4)] == ["t3"]  # sent at 3, read at 4
     assert [m["text"] for m in bus.inbox_at("bob", 5)] == ["t4"]
     assert bus.inbox_at("bob", 3) == [] and bus.inbox_at("bob", 0) == []
     assert [m["text"] for m in bus.inbox_for("bob", 3)] == ["t3", "t4"]  # since_turn is inclusive
@@ -89,12 +89,15 @@ def test_announcement_rejects_bad_values(value: object) -> None:
         MessageBus().announce("a", value, 0)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("call,field", [
-    (lambda b: b.broadcast("", "x", 0), "fromId"),
-    (lambda b: b.broadcast("a", 3, 0), "text"),
-    (lambda b: b.broadcast("a", "x", -1), "turn"),
-    (lambda b: b.send_private("a", None, "x", 0), "target"),
-])
+@pytest.mark.parametrize(
+    "call,field",
+    [
+        (lambda b: b.broadcast("", "x", 0), "fromId"),
+        (lambda b: b.broadcast("a", 3, 0), "text"),
+        (lambda b: b.broadcast("a", "x", -1), "turn"),
+        (lambda b: b.send_private("a", None, "x", 0), "target"),
+    ],
+)
 def test_field_errors(call, field: str) -> None:
     with pytest.raises(ValueError, match=field):
         call(MessageBus())
@@ -127,8 +130,8 @@ def test_foreign_target_stored_for_audit_but_unread() -> None:
     bus = MessageBus(seed=1, known_players={"alice", "bob"})
     assert not bus.is_known("zed") and bus.is_known("bob")
     bus.send_private("alice", "zed", "hello?", 2)
-    assert len(bus.messages_for_turn(2)) == 1              # logged for audit
-    assert bus.inbox_for("bob", 0) == []                    # nobody else reads it
-    assert MessageBus().is_known("anyone")                  # no roster -> caller decides
+    assert len(bus.messages_for_turn(2)) == 1  # logged for audit
+    assert bus.inbox_for("bob", 0) == []  # nobody else reads it
+    assert MessageBus().is_known("anyone")  # no roster -> caller decides
     bus.add_player("zed")
     assert bus.is_known("zed")

@@ -12,8 +12,13 @@ from bdpd_jax.host.registry import num, nums
 
 
 @settings(max_examples=200, deadline=None)
-@given(arrays(st.sampled_from([np.float32, np.float64]), st.integers(0, 12),
-              elements=st.floats(allow_nan=True, allow_infinity=True, width=32)))
+@given(
+    arrays(
+        st.sampled_from([np.float32, np.float64]),
+        st.integers(0, 12),
+        elements=st.floats(allow_nan=True, allow_infinity=True, width=32),
+    )
+)
 def test_nums_equals_num(a) -> None:
     got, want = nums(a), [num(v) for v in a]
     assert got == want
@@ -25,5 +30,3 @@ def test_nums_nested_and_special_values() -> None:
     assert nums(x) == [[0.1, None], [None, -3.4028235e38]]
     assert nums(np.float32(2.1)) == 2.1 == num(np.float32(2.1))
     assert nums(np.array([3, -1], np.int32)) == [3.0, -1.0] == [num(v) for v in np.array([3, -1], np.int32)]
-
-

@@ -41,14 +41,17 @@ def test_url_allowed_matches_origin_and_path_not_prefix_text() -> None:
     assert not url_allowed("http://u:p@127.0.0.1:8000/v1", allow)
 
 
-@pytest.mark.parametrize("spec,field", [
-    ({"baseUrl": "http://127.0.0.1:1/v1", "model": "m", "apiKeyEnv": "HOME"}, "apiKeyEnv"),
-    ({"baseUrl": "http://127.0.0.1:1/v1", "model": "m"}, "baseUrl"),          # not allowed
-    ({"model": "m"}, "credential"),                                          # neither
-    ({"credential": "nope", "model": "m"}, "credential"),                   # unknown name
-    ({"credential": "stub", "model": "m", "baseUrl": "http://127.0.0.1:2/v1"}, "baseUrl"),  # key elsewhere
-    ({"credential": "stub", "model": "gpt-5"}, "model"),                    # model not offered
-])
+@pytest.mark.parametrize(
+    "spec,field",
+    [
+        ({"baseUrl": "http://127.0.0.1:1/v1", "model": "m", "apiKeyEnv": "HOME"}, "apiKeyEnv"),
+        ({"baseUrl": "http://127.0.0.1:1/v1", "model": "m"}, "baseUrl"),  # not allowed
+        ({"model": "m"}, "credential"),  # neither
+        ({"credential": "nope", "model": "m"}, "credential"),  # unknown name
+        ({"credential": "stub", "model": "m", "baseUrl": "http://127.0.0.1:2/v1"}, "baseUrl"),  # key elsewhere
+        ({"credential": "stub", "model": "gpt-5"}, "model"),  # model not offered
+    ],
+)
 def test_llm_join_refuses_player_chosen_secrets_and_endpoints(spec, field) -> None:
     op = {"credentials": {"stub": {"baseUrl": "http://127.0.0.1:9/v1", "apiKeyEnv": "K", "models": ["m"]}}}
     a = Arena(_cfg(minPlayers=1), seed=0, operator=op)
@@ -74,9 +77,15 @@ def test_key_goes_only_to_the_credentials_endpoint(live_server, stub_state, monk
     monkeypatch.setenv("BDPD_TEST_OP_KEY", "sk-operator")
     monkeypatch.setenv("BDPD_TEST_OTHER", "sk-never")
     base = f"{live_server.base}/v1"
-    op = Operator.model_validate({"credentials": {"stub": {"baseUrl": base, "apiKeyEnv": "BDPD_TEST_OP_KEY"},
-                                                  "lit": {"baseUrl": base, "apiKey": "sk-literal"}},
-                                  "llmBaseUrls": [live_server.base]})
+    op = Operator.model_validate(
+        {
+            "credentials": {
+                "stub": {"baseUrl": base, "apiKeyEnv": "BDPD_TEST_OP_KEY"},
+                "lit": {"baseUrl": base, "apiKey": "sk-literal"},
+            },
+            "llmBaseUrls": [live_server.base],
+        }
+    )
     a = Arena(_cfg(minPlayers=3, maxPlayers=3, maxTurns=1), seed=0, operator=op, out_dir=tmp_path)
     a.join({"agentType": "llm", "name": "named", "credential": "stub", "model": "default"})
     a.join({"agentType": "llm", "name": "lit", "credential": "lit", "model": "default"})
@@ -100,8 +109,9 @@ def test_key_goes_only_to_the_credentials_endpoint(live_server, stub_state, monk
 
 def test_meta_json_stores_redacted_http_urls(tmp_path) -> None:
     a = Arena(_cfg(minPlayers=1, maxPlayers=1, maxTurns=1), seed=0, out_dir=tmp_path)
-    a.join({"agentType": "http", "name": "h", "url": "http://me:pw@127.0.0.1:9/d?access_token=tok42&x=1",
-            "timeoutMs": 50})
+    a.join(
+        {"agentType": "http", "name": "h", "url": "http://me:pw@127.0.0.1:9/d?access_token=tok42&x=1", "timeoutMs": 50}
+    )
     a.start()
     meta = (tmp_path / "meta.json").read_text()
     assert "tok42" not in meta and "me:pw" not in meta and "x=1" in meta

@@ -38,10 +38,16 @@ JS_BAD = {
     "stack overflow": "function f() { f() } f();",
     "8 MB error": "throw new Error('x'.repeat(8e6));",
     "huge string": "return 'x'.repeat(2 ** 28).length;",
-    "NaN": "return NaN;", "Infinity": "return Infinity;", "negative": "return -1;",
-    "string": "return '1.5';", "undefined": "return undefined;", "object": "return {h: 1};",
-    "cyclic memory": "m.self = m; return 1;", "memory > 1 MiB": "m.big = 'x'.repeat(2e6); return 1;",
-    "require": "require('fs'); return 1;", "process": "process.exit(); return 1;",
+    "NaN": "return NaN;",
+    "Infinity": "return Infinity;",
+    "negative": "return -1;",
+    "string": "return '1.5';",
+    "undefined": "return undefined;",
+    "object": "return {h: 1};",
+    "cyclic memory": "m.self = m; return 1;",
+    "memory > 1 MiB": "m.big = 'x'.repeat(2e6); return 1;",
+    "require": "require('fs'); return 1;",
+    "process": "process.exit(); return 1;",
     "fetch": "fetch('http://127.0.0.1:9/'); return 1;",
     "harness tamper": "globalThis.__bdpd.S = () => 'nope'; return 1;",
 }
@@ -54,8 +60,19 @@ JS_JOIN_BAD = {
 }
 HTTP_BAD = ["gzipbomb", "gzipbomb&chunked=1", "brotli", "huge", "huge&chunked=1", "deep", "bignum", "overflow"]
 HTTP_ROUTES = ["garbage", "nan", "negative", "missing", "status500", "trickle", "slow?d=5"]
-LLM_BAD = ["hostile-gzipbomb", "hostile-brotli", "hostile-huge", "hostile-deep", "hostile-bignum",
-           "hostile-overflow", "deep-args", "broken", "bad-harvest", "talk-only", "slow"]
+LLM_BAD = [
+    "hostile-gzipbomb",
+    "hostile-brotli",
+    "hostile-huge",
+    "hostile-deep",
+    "hostile-bignum",
+    "hostile-overflow",
+    "deep-args",
+    "broken",
+    "bad-harvest",
+    "talk-only",
+    "slow",
+]
 
 
 class Tally:
@@ -80,8 +97,9 @@ def _fallback_ok(r, wall: float) -> str:
 def js_cases(t: Tally, pool: JsPool) -> None:
     for name, body in JS_BAD.items():
         try:
-            a = CodeAgent("function decide(o, m) { m.n = (m.n || 0) + 1; if (o.bad) { " + body
-                          + " } return 0.5; }", pool=pool)
+            a = CodeAgent(
+                "function decide(o, m) { m.n = (m.n || 0) + 1; if (o.bad) { " + body + " } return 0.5; }", pool=pool
+            )
             a.decide_sync({}, 1.0)
             t0 = time.perf_counter()
             r = a.decide_sync({"bad": True}, 1.0)
@@ -125,8 +143,11 @@ def http_cases(t: Tally, base: str) -> None:
             outcome = "crashed"
         t.add("HTTP players", kind, outcome)
     acts, errors = validate_actions([{"tool": "broadcast", "text": "x" * 1_000_000}] * 5000)
-    t.add("HTTP players", "5000 actions of 1 MB", "clean" if len(acts) == MAX_ACTIONS_PER_TURN
-          and len(acts[0]["text"]) == 500 and errors else "nonsense")
+    t.add(
+        "HTTP players",
+        "5000 actions of 1 MB",
+        "clean" if len(acts) == MAX_ACTIONS_PER_TURN and len(acts[0]["text"]) == 500 and errors else "nonsense",
+    )
 
 
 def llm_cases(t: Tally, base: str) -> None:
@@ -151,8 +172,11 @@ def join_cases(t: Tally) -> None:
         "url 1 MB": {**http, "url": "http://127.0.0.1:9/" + "p" * 1_000_000},
         "systemPrompt 1 MB": {**llm, "credential": "ok", "systemPrompt": "p" * 1_000_000},
         "timeoutMs 60000 (http)": {**http, "timeoutMs": 60000},
-        "timeoutMs 3000 (code)": {"agentType": "code", "strategyCode": "function decide(){return 1}",
-                                  "timeoutMs": 3000},
+        "timeoutMs 3000 (code)": {
+            "agentType": "code",
+            "strategyCode": "function decide(){return 1}",
+            "timeoutMs": 3000,
+        },
         "apiKeyEnv": {**llm, "baseUrl": "http://127.0.0.1:9/v1", "apiKeyEnv": "HOME"},
         "own baseUrl": {**llm, "baseUrl": "http://169.254.169.254/v1"},
         "unknown credential": {**llm, "credential": "root"},
@@ -170,8 +194,11 @@ def join_cases(t: Tally) -> None:
         t.add("Sizes and secrets (join)", name, outcome)
     b = ActionBudget()
     refused = [b.take("p", "broadcast", 1) for _ in range(5000)]
-    t.add("Sizes and secrets (join)", "5000 broadcasts in a turn",
-          "clean" if sum(r is None for r in refused) == 8 else "nonsense")
+    t.add(
+        "Sizes and secrets (join)",
+        "5000 broadcasts in a turn",
+        "clean" if sum(r is None for r in refused) == 8 else "nonsense",
+    )
 
 
 @pytest.fixture(scope="module")

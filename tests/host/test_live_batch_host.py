@@ -18,8 +18,15 @@ def test_nums_equals_num_on_every_kind_of_float():
     rng = np.random.default_rng(0)
     bits = rng.integers(0, 2**32, 20000, dtype=np.uint64).astype(np.uint32).view(np.float32)  # NaNs, infs, subnormals
     special = np.asarray([0.0, -0.0, 2.1, 1e-45, 3.4e38, np.nan, np.inf, -np.inf, 1e-5, 0.1], np.float32)
-    cases = [bits, special, np.zeros(5, np.float32), np.asarray([-0.0, 0.0], np.float32),
-             np.full((2, 3), np.nan, np.float32), rng.standard_normal(9), np.zeros((0,), np.float32)]
+    cases = [
+        bits,
+        special,
+        np.zeros(5, np.float32),
+        np.asarray([-0.0, 0.0], np.float32),
+        np.full((2, 3), np.nan, np.float32),
+        rng.standard_normal(9),
+        np.zeros((0,), np.float32),
+    ]
     for arr in cases:
         got, want = nums(arr), [num(x) for x in np.asarray(arr).ravel()]
         flat = [v for row in got for v in row] if np.ndim(arr) == 2 else got
@@ -27,8 +34,10 @@ def test_nums_equals_num_on_every_kind_of_float():
     assert nums(np.float32(2.1)) == 2.1 and np.shape(nums(np.zeros((2, 3), np.float32))) == (2, 3)
 
 
-CFG = {"model": {"maxPlayers": 2, "minPlayers": 2, "maxTurns": 6},
-       "observability": {"commonsStock": {"visible": True, "noise": 0.05}}}
+CFG = {
+    "model": {"maxPlayers": 2, "minPlayers": 2, "maxTurns": 6},
+    "observability": {"commonsStock": {"visible": True, "noise": 0.05}},
+}
 
 
 def _arenas(n):

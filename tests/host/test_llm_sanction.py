@@ -13,8 +13,11 @@ from payloads import SEED_LOGISTIC
 from bdpd_jax.host.arena import Arena
 from bdpd_jax.host.replay import replay, strip_volatile
 
-CALLS = [{"tool": "sanction", "target": "a", "reason": "greedy"}, {"tool": "sanction", "target": "i"},
-         {"tool": "sanction", "target": "s"}]
+CALLS = [
+    {"tool": "sanction", "target": "a", "reason": "greedy"},
+    {"tool": "sanction", "target": "i"},
+    {"tool": "sanction", "target": "s"},
+]
 
 
 def _cfg(plugin: bool) -> dict:
@@ -31,9 +34,11 @@ def _llm_answer(url, req):
     return completion(calls + [tool_call(9, "harvest", {"amount": 0.0})])
 
 
-JS = ("function decide(obs, memory) { return {harvest: 0, actions: ["
-      "{tool: 'sanction', target: 'a', reason: 'greedy'}, {tool: 'sanction', target: 'i'}, "
-      "{tool: 'sanction', target: 's'}]}; }")
+JS = (
+    "function decide(obs, memory) { return {harvest: 0, actions: ["
+    "{tool: 'sanction', target: 'a', reason: 'greedy'}, {tool: 'sanction', target: 'i'}, "
+    "{tool: 'sanction', target: 's'}]}; }"
+)
 
 
 def _arena(plugin: bool, llm: bool | str, **kw) -> tuple[Arena, FakeClient]:
@@ -57,7 +62,7 @@ def test_llm_player_gets_the_sanction_tool_only_with_the_plugin():
     arena.tick()
     url, req = client.requests[0]
     assert url == f"{BASE}/chat/completions"
-    assert _tool_names(req) == ["harvest", "sanction"]             # --no-talk keeps it: not talk
+    assert _tool_names(req) == ["harvest", "sanction"]  # --no-talk keeps it: not talk
     assert "`sanction`" in req["messages"][0]["content"]
     # without the plugin: not offered (the agent's fixed tool list and prompt, no turn needed),
     # and a call anyway is refused as any player's is
@@ -79,12 +84,13 @@ def test_llm_sanction_calls_take_the_scripted_players_path_and_replay(tmp_path):
     r1 = got[0]
     assert [t["result"]["ok"] for t in r1["tools"]] == [True, True, False]
     assert [(r["playerId"], r["paidBy"], r["amount"], r["cost"], r["reason"]) for r in r1["sanctions"]] == [
-        ("a", "s", 2.0, 0.5, "over_harvest")]                      # i harvested nothing: no fine, no cost
-    assert r1["decisions"][2]["wealth"] == 30.0 - 0.5            # s paid one cost
+        ("a", "s", 2.0, 0.5, "over_harvest")
+    ]  # i harvested nothing: no fine, no cost
+    assert r1["decisions"][2]["wealth"] == 30.0 - 0.5  # s paid one cost
     live.close()
-    again = replay(tmp_path / "llm")                             # verify=True: every record equal
+    again = replay(tmp_path / "llm")  # verify=True: every record equal
     assert [strip_volatile(r) for r in again.records] == [strip_volatile(r) for r in got]
-    js, _ = _arena(True, "code", no_talk=True)                   # a JS player's {harvest, actions}
+    js, _ = _arena(True, "code", no_talk=True)  # a JS player's {harvest, actions}
     assert [strip_volatile(js.tick()) for _ in range(3)] == [strip_volatile(w) for w in want]
     js.close()
 
@@ -97,12 +103,18 @@ def test_js_object_result_is_read_by_the_http_rule():
 
     out = ans('{"harvest": 1.5, "actions": [{"tool": "sanction", "target": "a"}, {"tool": "nuke"}], "announced": 1}')
     assert out["ok"] and out["harvest"] == 1.5
-    assert out["actions"] == [{"tool": "sanction", "target": "a", "reason": None},
-                              {"tool": "announce_intended_harvest", "value": 1.0}]
+    assert out["actions"] == [
+        {"tool": "sanction", "target": "a", "reason": None},
+        {"tool": "announce_intended_harvest", "value": 1.0},
+    ]
     assert len(out["errors"]) == 1 and "nuke" in out["errors"][0]
     assert ans(2.0, "number") == {"ok": True, "harvest": 2.0, "actions": [], "errors": [], "memory": "{}"}
-    for bad, needle in (('{"actions": []}', "harvest"), ('[1, 2]', "JSON object"), ('{"harvest": -1}', "harvest"),
-                        ('{"harvest": 1, "pad": "' + "x" * MAX_RESULT_CHARS + '"}', "over")):
+    for bad, needle in (
+        ('{"actions": []}', "harvest"),
+        ("[1, 2]", "JSON object"),
+        ('{"harvest": -1}', "harvest"),
+        ('{"harvest": 1, "pad": "' + "x" * MAX_RESULT_CHARS + '"}', "over"),
+    ):
         out = ans(bad)
         assert not out["ok"] and needle in out["error"], (bad, out)
     assert not ans("x", "string")["ok"]

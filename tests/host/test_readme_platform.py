@@ -30,13 +30,14 @@ def test_readme_platform_commands(tmp_path):
     block = _block()
     assert "http://localhost:3000/api/arenas/$ARENA_ID/join" in block and '"agentType\\": \\"code\\"' in block
     with serve(tmp_path) as base:
-        script = block.replace("http://localhost:3000", base).replace('"agentTimeout": 30000,',
-                                                                      '"agentTimeout": 30000, "seed": 7,')
+        script = block.replace("http://localhost:3000", base).replace(
+            '"agentTimeout": 30000,', '"agentTimeout": 30000, "seed": 7,'
+        )
         assert '"seed": 7' in script
         out = subprocess.run(["bash", "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=240)
     assert out.returncode == 0, out.stderr
     assert '{"ok":true' in out.stdout
     assert '"playerId":"TrendConservative"' in out.stdout  # the A.4 agent joined
     assert "event: init" in out.stdout
-    summary_head = out.stdout[out.stdout.index('{\n    "arenaId"'):]
+    summary_head = out.stdout[out.stdout.index('{\n    "arenaId"') :]
     assert '"victory"' in summary_head and '"status": "closed"' in summary_head

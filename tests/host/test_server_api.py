@@ -25,16 +25,19 @@ def _created(client, **kw):
     return r.json()
 
 
-@pytest.mark.parametrize("body, status, needle", [
-    ({"noTalk": "false"}, 422, "noTalk"),
-    ({"pactSlots": "x"}, 422, "pactSlots: Input should be a valid integer"),
-    ({"seed": 2**32}, 422, "seed"),
-    ({"seed": -1}, 422, "seed"),
-    ({"model": {"engineMode": "nope"}}, 400, "model.engineMode: unknown engine 'nope'"),
-    ({"model": {"regenRate": "fast"}}, 422, "model.regenRate"),
-    ({"players": [{"strategy": "sneaky"}]}, 400, "sneaky"),
-    ({"bogus": 1}, 422, "bogus"),
-])
+@pytest.mark.parametrize(
+    "body, status, needle",
+    [
+        ({"noTalk": "false"}, 422, "noTalk"),
+        ({"pactSlots": "x"}, 422, "pactSlots: Input should be a valid integer"),
+        ({"seed": 2**32}, 422, "seed"),
+        ({"seed": -1}, 422, "seed"),
+        ({"model": {"engineMode": "nope"}}, 400, "model.engineMode: unknown engine 'nope'"),
+        ({"model": {"regenRate": "fast"}}, 422, "model.regenRate"),
+        ({"players": [{"strategy": "sneaky"}]}, 400, "sneaky"),
+        ({"bogus": 1}, 422, "bogus"),
+    ],
+)
 def test_create_errors_are_one_line_naming_field_and_value(client, body, status, needle):
     before = client.get("/api/arenas").json()["arenas"]
     r = client.post("/api/arenas", json=body)
@@ -49,15 +52,21 @@ def test_failed_requests_change_nothing(client):
     c = _created(client)
     aid = c["arenaId"]
     owner, akey, _ = keys_of(c)
-    for body in ({"tickMode": "auto", "tickIntervalMs": "fast"}, {"tickMode": "turbo"},
-                 {"tickMode": "auto", "tickIntervalMs": float("1e308")}, {"tickIntervalMs": -1}):
+    for body in (
+        {"tickMode": "auto", "tickIntervalMs": "fast"},
+        {"tickMode": "turbo"},
+        {"tickMode": "auto", "tickIntervalMs": float("1e308")},
+        {"tickIntervalMs": -1},
+    ):
         r = client.post(f"/api/arenas/{aid}/start", headers=owner, json=body)
         assert r.status_code == 422 and "tick" in r.json()["detail"], r.text
         assert client.get(f"/api/arenas/{aid}").json()["status"] == "waiting"
     bad = client.post(f"/api/arenas/{aid}/join", headers=akey, json={"agentType": "code", "strategyCode": "function ("})
     assert bad.status_code == 400 and bad.json()["detail"].startswith("strategyCode")
-    assert client.post(f"/api/arenas/{aid}/join", headers=akey,
-                       json={"agentType": "builtin", "nme": "x"}).status_code == 422
+    assert (
+        client.post(f"/api/arenas/{aid}/join", headers=akey, json={"agentType": "builtin", "nme": "x"}).status_code
+        == 422
+    )
     assert [p["playerId"] for p in client.get(f"/api/arenas/{aid}").json()["players"]] == ["b0", "b1"]
     assert client.post(f"/api/arenas/{aid}/start", headers=akey).status_code == 403  # arena key is not the owner's
     r = client.post(f"/api/arenas/{aid}/start", headers=owner, json={"tickMode": "manual"})
@@ -66,14 +75,17 @@ def test_failed_requests_change_nothing(client):
 
 def test_perturb_accepts_bare_spec_spec_and_spec_id(client):
     cfg = payload()
-    cfg["perturbations"] = [{"id": "drought", "type": "regen_shock", "trigger": {"kind": "turn", "turn": 99},
-                             "payload": {"factor": 0.5}}]
+    cfg["perturbations"] = [
+        {"id": "drought", "type": "regen_shock", "trigger": {"kind": "turn", "turn": 99}, "payload": {"factor": 0.5}}
+    ]
     c = client.post("/api/arenas", json=cfg).json()
     aid, (owner, _, _) = c["arenaId"], keys_of(c)
     client.post(f"/api/arenas/{aid}/start", headers=owner)
     shock = {"type": "commons_shock", "payload": {"amount": -3.0}}
-    fired = [client.post(f"/api/arenas/{aid}/perturb", headers=owner, json=b) for b in
-             (shock, {"spec": {**shock, "id": "cut", "trigger": {"kind": "manual"}}}, {"specId": "drought"})]
+    fired = [
+        client.post(f"/api/arenas/{aid}/perturb", headers=owner, json=b)
+        for b in (shock, {"spec": {**shock, "id": "cut", "trigger": {"kind": "manual"}}}, {"specId": "drought"})
+    ]
     assert [r.status_code for r in fired] == [200, 200, 200], [r.text for r in fired]
     assert [r.json()["type"] for r in fired] == ["commons_shock", "commons_shock", "regen_shock"]
     for bad in ({}, {"specId": "nope"}, {"specId": "drought", "spec": shock}, {"type": "volcano"}):
@@ -91,6 +103,7 @@ def test_body_limit_before_parsing(client):
     def chunks():
         for _ in range(100):
             yield b" " * 1000
+
     r = client.post("/api/arenas", content=chunks(), headers={"content-type": "application/json"})
     assert r.status_code == 413
 
@@ -98,11 +111,20 @@ def test_body_limit_before_parsing(client):
 def test_openapi_documents_models_and_docs_work_offline(client):
     spec = client.get("/openapi.json").json()
     schemas = spec["components"]["schemas"]
-    for name in ("CreateArena", "StartArena", "Perturb", "LivePlayerConfig", "PublicView", "OwnerView", "Summary",
-                 "Created"):
+    for name in (
+        "CreateArena",
+        "StartArena",
+        "Perturb",
+        "LivePlayerConfig",
+        "PublicView",
+        "OwnerView",
+        "Summary",
+        "Created",
+    ):
         assert name in schemas, name
-    assert {"seed", "noTalk", "pactSlots", "turns", "model",
-            "observability"} <= set(schemas["CreateArena"]["properties"])
+    assert {"seed", "noTalk", "pactSlots", "turns", "model", "observability"} <= set(
+        schemas["CreateArena"]["properties"]
+    )
     assert {"agentType", "strategyCode", "url", "baseUrl", "model"} <= set(schemas["LivePlayerConfig"]["properties"])
     body = spec["paths"]["/api/arenas/{arena_id}/start"]["post"]["requestBody"]["content"]["application/json"]
     assert "StartArena" in str(body)
@@ -113,11 +135,18 @@ def test_openapi_documents_models_and_docs_work_offline(client):
 
 
 def test_cors_configurable(client):
-    r = client.options("/api/arenas", headers={"Origin": "http://lab.example", "Access-Control-Request-Method": "POST",
-                                               "Access-Control-Request-Headers": "x-owner-key,content-type"})
+    r = client.options(
+        "/api/arenas",
+        headers={
+            "Origin": "http://lab.example",
+            "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "x-owner-key,content-type",
+        },
+    )
     assert r.status_code == 200 and r.headers["access-control-allow-origin"] == "http://lab.example"
-    r = client.options("/api/arenas",
-                       headers={"Origin": "http://evil.example", "Access-Control-Request-Method": "POST"})
+    r = client.options(
+        "/api/arenas", headers={"Origin": "http://evil.example", "Access-Control-Request-Method": "POST"}
+    )
     assert "access-control-allow-origin" not in r.headers
 
 
@@ -136,7 +165,10 @@ def test_serve_refuses_bad_options():
 
     from bdpd_jax.cli import app
 
-    for args, needle in ((["--port", "0"], "--port"), (["--workers", "0"], "--workers"),
-                         (["--switch-ms", "0"], "--switch-ms")):
+    for args, needle in (
+        (["--port", "0"], "--port"),
+        (["--workers", "0"], "--workers"),
+        (["--switch-ms", "0"], "--switch-ms"),
+    ):
         r = CliRunner().invoke(app, ["serve", *args])
         assert r.exit_code == 2 and needle in r.output, r.output

@@ -25,6 +25,7 @@ def test_perturbation_types_follow_the_registry(client, monkeypatch):
     assert [t["type"] for t in got] == list(specs.ARENA_SPECS)
     for t in got:  # every example fits its payload schema's fields
         assert set(t["example"]) <= set(t["payloadSchema"]["properties"]), t["type"]
+
     def supported(engine: str) -> dict[str, bool]:
         got = client.get(f"/api/perturbation-types?engine={engine}").json()["types"]
         return {t["type"]: t["supported"] for t in got}
@@ -67,14 +68,17 @@ def test_owner_and_spectator_share_the_tables(client):
     client.post(f"/api/arenas/{aid}/start", headers=owner)
     for _ in range(2):
         client.post(f"/api/arenas/{aid}/tick", headers=owner)
-    fired = client.post(f"/api/arenas/{aid}/perturb", headers=owner,
-                        json={"type": "commons_shock", "payload": {"amount": -5}}).json()
+    fired = client.post(
+        f"/api/arenas/{aid}/perturb", headers=owner, json={"type": "commons_shock", "payload": {"amount": -5}}
+    ).json()
     views = [client.get(f"/api/arenas/{aid}/dashboard", headers=h) for h in (owner, spec, player, {})]
     assert [v.status_code for v in views] == [200, 200, 403, 403]
     own, spc = views[0].json(), views[1].json()
     assert own == spc
-    assert own["players"] == [{"playerId": f"b{k}", "agentType": "builtin", "strategy": s}
-                              for k, s in enumerate(["conservative", "aggressive", "adaptive"])]
+    assert own["players"] == [
+        {"playerId": f"b{k}", "agentType": "builtin", "strategy": s}
+        for k, s in enumerate(["conservative", "aggressive", "adaptive"])
+    ]
     # a firing after the last tick is listed at once (it is in no record yet), then once
     assert own["perturbations"] == [{**fired, "owner": True}] and fired["turn"] == 3
     client.post(f"/api/arenas/{aid}/tick", headers=owner)

@@ -48,8 +48,11 @@ def test_grouped_arenas_play_as_alone(tmp_path, monkeypatch):
 
     monkeypatch.setattr(ticker_mod, "Arena", Counting)
     # 6 arenas, 2 compiled games (2 and 3 players); different seeds and stocks (numbers, not shapes)
-    bodies = [payload(max_turns=TURNS, players=2 + k % 2, commonsCapacity=1e6, commonsInitial=5e5 + 1e4 * k)
-              | {"seed": 10 + k} for k in range(6)]
+    bodies = [
+        payload(max_turns=TURNS, players=2 + k % 2, commonsCapacity=1e6, commonsInitial=5e5 + 1e4 * k)
+        | {"seed": 10 + k}
+        for k in range(6)
+    ]
     fire = {"type": "commons_shock", "payload": {"amount": -3.0}}
     with serve(tmp_path) as base, httpx.Client(base_url=base, timeout=120, trust_env=False) as client:
         made = []
@@ -79,7 +82,7 @@ def test_grouped_arenas_play_as_alone(tmp_path, monkeypatch):
         got = _served(tmp_path, aid)
         want = _alone(bodies[k], bodies[k]["seed"], spec if k == 0 else None, at if k == 0 else None)
         if k == 5:  # closed mid-run: a prefix of its game
-            assert len(got) == closed["turnsPlayed"] and got == want[:len(got)]
+            assert len(got) == closed["turnsPlayed"] and got == want[: len(got)]
         else:
             assert got == want, k
     assert manual is not None and manual["turn"] <= TURNS
@@ -98,14 +101,20 @@ def test_arenas_with_external_players_tick_alone():
 def test_ungrouped_server_ticks_each_arena_alone(tmp_path):
     """``group_ticks=False``: every auto arena is a group of one (the path of arenas with
     external players), ticked by its own Arena; records as alone."""
-    bodies = [payload(max_turns=8, players=2, commonsCapacity=1e6, commonsInitial=5e5) | {"seed": 20 + k}
-              for k in range(2)]
-    with serve(tmp_path, group_ticks=False) as base, \
-            httpx.Client(base_url=base, timeout=120, trust_env=False) as client:
+    bodies = [
+        payload(max_turns=8, players=2, commonsCapacity=1e6, commonsInitial=5e5) | {"seed": 20 + k} for k in range(2)
+    ]
+    with (
+        serve(tmp_path, group_ticks=False) as base,
+        httpx.Client(base_url=base, timeout=120, trust_env=False) as client,
+    ):
         made = [client.post("/api/arenas", json=b).json() for b in bodies]
         for c in made:
-            r = client.post(f"/api/arenas/{c['arenaId']}/start", headers=keys_of(c)[0],
-                            json={"tickMode": "auto", "tickIntervalMs": 0})
+            r = client.post(
+                f"/api/arenas/{c['arenaId']}/start",
+                headers=keys_of(c)[0],
+                json={"tickMode": "auto", "tickIntervalMs": 0},
+            )
             assert r.status_code == 200, r.text
         deadline = time.monotonic() + 60
         while client.get("/api/arenas").json()["arenas"]:

@@ -57,13 +57,19 @@ def registered():
     """Both types for this module only; unregistered after it (other tests see the registries
     as they were)."""
     before = (P.term_names(), pk.type_names(), set(SPEC_TYPES))
-    P.register_term("per_player_quota", _quota,
-                    [P.TermField("quota", "max_harvest", 0.0, exclusive=True, description="per party per turn"),
-                     P.TermField("grace", "tolerance", 0.0, default=0.0, description="allowed excess, a fraction")],
-                    detail="harvested {actual:.3f} > quota {limit:.3f}",
-                    description="each party harvests at most quota x (1 + grace)")
-    register_perturbation("stock_set", _stock_set, StockSetSpec, requires="stock", label="stock",
-                          description="S <- max(level, 0)")
+    P.register_term(
+        "per_player_quota",
+        _quota,
+        [
+            P.TermField("quota", "max_harvest", 0.0, exclusive=True, description="per party per turn"),
+            P.TermField("grace", "tolerance", 0.0, default=0.0, description="allowed excess, a fraction"),
+        ],
+        detail="harvested {actual:.3f} > quota {limit:.3f}",
+        description="each party harvests at most quota x (1 + grace)",
+    )
+    register_perturbation(
+        "stock_set", _stock_set, StockSetSpec, requires="stock", label="stock", description="S <- max(level, 0)"
+    )
     yield
     unregister_perturbation("stock_set")
     P.unregister_term("per_player_quota")
@@ -76,12 +82,22 @@ def client(tmp_path_factory):
         yield c
 
 
-SANCTION = {"id": "fine", "type": "sanction", "trigger": {"kind": "pact_violation", "termType": "per_player_quota"},
-            "payload": {"amount": 1.0, "reason": "over quota"}}
+SANCTION = {
+    "id": "fine",
+    "type": "sanction",
+    "trigger": {"kind": "pact_violation", "termType": "per_player_quota"},
+    "payload": {"amount": 1.0, "reason": "over quota"},
+}
 RESET = {"id": "reset", "type": "stock_set", "trigger": {"kind": "turn", "turn": 2}, "payload": {"level": 40.0}}
-SCRIPT = [{"harvest": 1.0, "actions": [{"tool": "propose_pact", "parties": ["c"],
-                                        "terms": {"type": "per_player_quota", "quota": 1.2}}]},
-          {"harvest": 5.0}, {"harvest": 0.1}, {"harvest": 0.1}]
+SCRIPT = [
+    {
+        "harvest": 1.0,
+        "actions": [{"tool": "propose_pact", "parties": ["c"], "terms": {"type": "per_player_quota", "quota": 1.2}}],
+    },
+    {"harvest": 5.0},
+    {"harvest": 0.1},
+    {"harvest": 0.1},
+]
 
 
 def _body(**extra) -> dict:
@@ -93,12 +109,14 @@ def _body(**extra) -> dict:
 
 def test_create_refuses_bad_numbers_of_the_new_types_naming_the_field(client):
     before = client.get("/api/arenas").json()["arenas"]
-    for body, needle in ((_body(pacts=[{"parties": [0], "terms": {"type": "per_player_quota", "quota": 0}}]),
-                          "terms.quota"),
-                         (_body(pacts=[{"parties": [0], "terms": {"type": "per_player_quota", "quota": 1,
-                                                                   "grace": -0.5}}]), "terms.grace"),
-                         (_body(perturbations=[{**RESET, "payload": {"level": -1}}]),
-                          "perturbations[0].payload.level")):
+    for body, needle in (
+        (_body(pacts=[{"parties": [0], "terms": {"type": "per_player_quota", "quota": 0}}]), "terms.quota"),
+        (
+            _body(pacts=[{"parties": [0], "terms": {"type": "per_player_quota", "quota": 1, "grace": -0.5}}]),
+            "terms.grace",
+        ),
+        (_body(perturbations=[{**RESET, "payload": {"level": -1}}]), "perturbations[0].payload.level"),
+    ):
         r = client.post("/api/arenas", json=body)
         assert r.status_code == 400 and needle in r.json()["detail"], r.text
     assert client.get("/api/arenas").json()["arenas"] == before
@@ -112,8 +130,11 @@ def test_an_arena_uses_both_new_types_over_the_api(client):
     assert created.status_code == 200, created.text
     c = created.json()
     aid, (owner, akey, _) = c["arenaId"], keys_of(c)
-    joined = client.post(f"/api/arenas/{aid}/join", headers=akey,
-                         json={"agentType": "scripted", "name": "s", "privateResource": 20, "script": SCRIPT})
+    joined = client.post(
+        f"/api/arenas/{aid}/join",
+        headers=akey,
+        json={"agentType": "scripted", "name": "s", "privateResource": 20, "script": SCRIPT},
+    )
     assert joined.status_code == 200, joined.text
     assert client.post(f"/api/arenas/{aid}/start", headers=owner, json={"tickMode": "manual"}).status_code == 200
 
@@ -125,7 +146,8 @@ def test_an_arena_uses_both_new_types_over_the_api(client):
     assert r2["pacts"][0]["status"] == "active"  # c (conservative) accepted on turn 2
     # the new perturbation fired at the start of turn 2: the stock was 40 before the harvests
     assert [(f["id"], f["type"], f["target"], f["value"]) for f in r2["perturbations"]] == [
-        ("reset", "stock_set", "stock", 40.0)]
+        ("reset", "stock_set", "stock", 40.0)
+    ]
     harvested = sum(d["actual"] for d in r2["decisions"])
     assert r2["stock"] == pytest.approx(40.0 - harvested + r2["regen"], rel=1e-5)
     # s took 5 > 1.2 x (1 + 0): a violation of the new term, with its detail string, and the fine
@@ -133,14 +155,16 @@ def test_an_arena_uses_both_new_types_over_the_api(client):
     assert [(v["termType"], v["detail"]) for v in viol] == [("per_player_quota", "harvested 5.000 > quota 1.200")]
     fines = [x for x in r2["sanctions"] if x["playerId"] == "s"]
     assert [(x["specId"], x["termType"], x["amount"], x["reason"]) for x in fines] == [
-        ("fine", "per_player_quota", 1.0, "over quota")]
+        ("fine", "per_player_quota", 1.0, "over quota")
+    ]
     # c complied: its harvest is within the limit (plain-Python rule)
     c_actual = next(d["actual"] for d in r2["decisions"] if d["playerId"] == "c")
     assert c_actual <= 1.2 + EPS and not [v for v in r2["violations"] if v["partyId"] == "c"]
 
     # the owner fires the new type ad hoc: applied before turn 3, logged in its record
-    fired = client.post(f"/api/arenas/{aid}/perturb", headers=owner,
-                        json={"type": "stock_set", "payload": {"level": 12.5}})
+    fired = client.post(
+        f"/api/arenas/{aid}/perturb", headers=owner, json={"type": "stock_set", "payload": {"level": 12.5}}
+    )
     assert fired.status_code == 200, fired.text
     assert (fired.json()["type"], fired.json()["target"], fired.json()["value"]) == ("stock_set", "stock", 12.5)
     r3 = client.post(f"/api/arenas/{aid}/tick", headers=owner).json()["tick"]

@@ -11,8 +11,22 @@ from server_helpers import keys_of, payload
 from bdpd_jax.host.server import create_app
 
 SECRET = "SECRET-7f3a"
-HIDDEN_KEYS = {"stock", "decisions", "wealth", "actual", "requested", "metrics", "engine", "lastTick", "pacts",
-               "regen", "reserveDrawn", "sanctions", "violations", "tools"}
+HIDDEN_KEYS = {
+    "stock",
+    "decisions",
+    "wealth",
+    "actual",
+    "requested",
+    "metrics",
+    "engine",
+    "lastTick",
+    "pacts",
+    "regen",
+    "reserveDrawn",
+    "sanctions",
+    "violations",
+    "tools",
+}
 
 
 def _keys(obj) -> set[str]:
@@ -39,24 +53,45 @@ def _events(client, aid, headers):
 
 def test_player_and_public_learn_nothing_hidden(tmp_path):
     cfg = payload(max_turns=6)
-    cfg["observability"] = {"commonsStock": {"visible": False}, "regenRate": {"visible": False},
-                            "othersWealth": {"visible": False}, "othersHarvest": {"visible": False}}
-    script = [{"harvest": 1.0, "actions": [{"tool": "send_private", "target": "b0", "text": SECRET},
-                                           {"tool": "broadcast", "text": "hello all"}]}]
+    cfg["observability"] = {
+        "commonsStock": {"visible": False},
+        "regenRate": {"visible": False},
+        "othersWealth": {"visible": False},
+        "othersHarvest": {"visible": False},
+    }
+    script = [
+        {
+            "harvest": 1.0,
+            "actions": [
+                {"tool": "send_private", "target": "b0", "text": SECRET},
+                {"tool": "broadcast", "text": "hello all"},
+            ],
+        }
+    ]
     with TestClient(create_app(tmp_path)) as client:
         c = client.post("/api/arenas", json=cfg).json()
         aid, (owner, akey, spec) = c["arenaId"], keys_of(c)
-        assert client.post(f"/api/arenas/{aid}/join", headers=akey,
-                           json={"agentType": "scripted", "name": "x", "script": script}).status_code == 200
+        assert (
+            client.post(
+                f"/api/arenas/{aid}/join", headers=akey, json={"agentType": "scripted", "name": "x", "script": script}
+            ).status_code
+            == 200
+        )
         client.post(f"/api/arenas/{aid}/start", headers=owner)
         ticks = [client.post(f"/api/arenas/{aid}/tick", headers=owner).json()["tick"] for _ in range(3)]
         stocks = {t["stock"] for t in ticks}
         wealth = {d["wealth"] for t in ticks for d in t["decisions"]}
         seen: dict[str, str] = {}
         for role, h in (("player", akey), ("public", {})):
-            for path in ("/api/arenas", f"/api/arenas/{aid}", f"/api/arenas/{aid}/owner", f"/api/arenas/{aid}/summary",
-                         f"/api/arenas/{aid}/perturbations", "/api/arenas/history",
-                         f"/api/arenas/history/{aid}/summary"):
+            for path in (
+                "/api/arenas",
+                f"/api/arenas/{aid}",
+                f"/api/arenas/{aid}/owner",
+                f"/api/arenas/{aid}/summary",
+                f"/api/arenas/{aid}/perturbations",
+                "/api/arenas/history",
+                f"/api/arenas/history/{aid}/summary",
+            ):
                 r = client.get(path, headers=h)
                 if path.endswith(("/owner", "/summary", "/perturbations")):
                     assert r.status_code in (403, 404), (role, path, r.status_code)

@@ -33,8 +33,9 @@ def test_health_answers_while_a_tick_compiles(tmp_path, monkeypatch):
         owner = keys_of(c)[0]
         client.post(f"/api/arenas/{c['arenaId']}/start", headers=owner)
         done = threading.Event()
-        th = threading.Thread(target=lambda: (client.post(f"/api/arenas/{c['arenaId']}/tick", headers=owner),
-                                              done.set()))
+        th = threading.Thread(
+            target=lambda: (client.post(f"/api/arenas/{c['arenaId']}/tick", headers=owner), done.set())
+        )
         th.start()
         answered_during = 0
         with httpx.Client(base_url=base, timeout=60, trust_env=False) as probe:
@@ -55,8 +56,10 @@ def test_fanout_every_tick_once_in_order_then_end(tmp_path):
 
         async def listen(k: int, ready: asyncio.Event, counter: list[int]):
             headers = [owner, akey, spec][k % 3]
-            async with (httpx.AsyncClient(base_url=base, timeout=60, trust_env=False) as ac,
-                        ac.stream("GET", f"/api/arenas/{aid}/stream", headers=headers) as s):
+            async with (
+                httpx.AsyncClient(base_url=base, timeout=60, trust_env=False) as ac,
+                ac.stream("GET", f"/api/arenas/{aid}/stream", headers=headers) as s,
+            ):
                 evs = []
                 lines = s.aiter_lines()
                 async for line in lines:
@@ -75,8 +78,9 @@ def test_fanout_every_tick_once_in_order_then_end(tmp_path):
             tasks = [asyncio.create_task(listen(k, ready, counter)) for k in range(n_clients)]
             await asyncio.wait_for(ready.wait(), 60)
             async with httpx.AsyncClient(base_url=base, timeout=60, trust_env=False) as ac:
-                r = await ac.post(f"/api/arenas/{aid}/start", headers=owner,
-                                  json={"tickMode": "auto", "tickIntervalMs": 5})
+                r = await ac.post(
+                    f"/api/arenas/{aid}/start", headers=owner, json={"tickMode": "auto", "tickIntervalMs": 5}
+                )
                 assert r.status_code == 200
             await asyncio.wait_for(asyncio.gather(*tasks), 120)
 

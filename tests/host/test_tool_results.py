@@ -22,9 +22,19 @@ def test_players_get_their_tool_results_next_turn(live_server, stub_state):
     a = Arena(_cfg(), seed=1)
     a.join({"agentType": "builtin", "name": "b0"})
     a.join({"agentType": "http", "name": "web", "url": f"{live_server.base}/ok"})
-    a.join({"agentType": "scripted", "name": "s", "script": [
-        {"harvest": 1.0, "actions": [{"tool": "pledge", "maxHarvest": 2.0}, {"tool": "accept_pact", "pactId": "nope"}]},
-        {"harvest": 1.0}]})
+    a.join(
+        {
+            "agentType": "scripted",
+            "name": "s",
+            "script": [
+                {
+                    "harvest": 1.0,
+                    "actions": [{"tool": "pledge", "maxHarvest": 2.0}, {"tool": "accept_pact", "pactId": "nope"}],
+                },
+                {"harvest": 1.0},
+            ],
+        }
+    )
     r1 = a.tick()
     a.tick()
     # HTTP: the request body of turn 2 carries what turn 1's calls returned
@@ -39,7 +49,9 @@ def test_players_get_their_tool_results_next_turn(live_server, stub_state):
     seen = a.agents[2].seen
     assert seen[0]["toolResults"] == []
     assert [(r["tool"], r["ok"], r["scope"]) for r in seen[1]["toolResults"]] == [
-        ("pledge", True, "self-only"), ("accept_pact", False, "proposer + parties")]
+        ("pledge", True, "self-only"),
+        ("accept_pact", False, "proposer + parties"),
+    ]
     llm = LLMAgent("http://127.0.0.1:9/v1", "m", player_id="s")
     tail = json.loads(llm.volatile_message(seen[1], None)["content"])
     assert tail["toolResults"] == seen[1]["toolResults"] and "toolResults" not in tail["observation"]

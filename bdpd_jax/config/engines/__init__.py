@@ -51,11 +51,18 @@ def engine_config_model(name: str) -> type[EngineConfig]:
     try:
         return ENGINE_CONFIGS[name]
     except KeyError:
-        raise ValueError(f"model.engineMode: engine {name!r} has no config model; "
-                         f"known: {sorted(ENGINE_CONFIGS)}") from None
+        raise ValueError(
+            f"model.engineMode: engine {name!r} has no config model; known: {sorted(ENGINE_CONFIGS)}"
+        ) from None
 
 
 from . import govsim, logistic, seneca  # noqa: E402,F401  (register the shipped engines' models)
 
-__all__ = ["ENGINE_CONFIGS", "EngineConfig", "STRICT", "engine_config_model", "register_engine",
-           "register_engine_config"]
+__all__ = [
+    "ENGINE_CONFIGS",
+    "EngineConfig",
+    "STRICT",
+    "engine_config_model",
+    "register_engine",
+    "register_engine_config",
+]

@@ -24,8 +24,10 @@ class GovSimConfig(EngineConfig):
         if self.threshold > self.commonsCapacity:
             raise ValueError(f"model.threshold: {self.threshold} is above commonsCapacity={self.commonsCapacity}")
         if self.commonsInitial > self.commonsCapacity:
-            raise ValueError(f"model.commonsInitial: {self.commonsInitial} is above "
-                             f"commonsCapacity={self.commonsCapacity} (the pool starts at most full)")
+            raise ValueError(
+                f"model.commonsInitial: {self.commonsInitial} is above "
+                f"commonsCapacity={self.commonsCapacity} (the pool starts at most full)"
+            )
         return self
 
 

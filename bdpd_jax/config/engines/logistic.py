@@ -38,8 +38,10 @@ class LogisticConfig(EngineConfig):
     @model_validator(mode="after")
     def _threshold_below_capacity(self) -> LogisticConfig:
         if self.threshold > self.commonsCapacity:
-            raise ValueError(f"model.threshold: {self.threshold} is above commonsCapacity={self.commonsCapacity} "
-                             "(the commons would count as collapsed at any stock it can hold)")
+            raise ValueError(
+                f"model.threshold: {self.threshold} is above commonsCapacity={self.commonsCapacity} "
+                "(the commons would count as collapsed at any stock it can hold)"
+            )
         return self
 
 

@@ -56,8 +56,10 @@ class SenecaBlock(BaseModel):
 
         if self.adaptive and not issubclass(SOLVERS[self.solver], diffrax.AbstractAdaptiveSolver):
             ok = [k for k, v in SOLVERS.items() if issubclass(v, diffrax.AbstractAdaptiveSolver)]
-            raise ValueError(f"seneca.solver: adaptive step control needs a solver with an error estimate, "
-                             f"got {self.solver!r} with adaptive=true; use one of {ok}")
+            raise ValueError(
+                f"seneca.solver: adaptive step control needs a solver with an error estimate, "
+                f"got {self.solver!r} with adaptive=true; use one of {ok}"
+            )
         return self
 
 

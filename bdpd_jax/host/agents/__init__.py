@@ -11,5 +11,4 @@ from bdpd_jax.host.agents.code import CodeAgent
 from bdpd_jax.host.agents.http import HttpAgent, make_client
 from bdpd_jax.host.agents.llm import LLMAgent
 
-__all__ = ["AgentResult", "CodeAgent", "HttpAgent", "LLMAgent", "capacity", "fallback_harvest",
-           "make_client"]
+__all__ = ["AgentResult", "CodeAgent", "HttpAgent", "LLMAgent", "capacity", "fallback_harvest", "make_client"]

@@ -21,7 +21,7 @@ def truncate_error(text: str | None) -> str | None:
     if text is None or len(text) <= MAX_ERROR_CHARS:
         return text
     note = f"... [{len(text)} chars]"
-    return text[:MAX_ERROR_CHARS - len(note)] + note
+    return text[: MAX_ERROR_CHARS - len(note)] + note
 
 
 def capacity(wealth: float) -> float:

@@ -83,8 +83,10 @@ def check_answer(out: dict[str, Any], max_memory_bytes: int, *, no_talk: bool = 
         if harvest is None:
             return {"ok": False, "error": "invalid result: " + "; ".join(errors)}
     elif kind != "number":
-        return {"ok": False, "error": f"invalid result: decide returned {kind}, expected a number or "
-                                      "{harvest, actions}"}
+        return {
+            "ok": False,
+            "error": f"invalid result: decide returned {kind}, expected a number or {{harvest, actions}}",
+        }
     else:
         harvest = valid_harvest(value)
     if harvest is None:
@@ -125,8 +127,13 @@ def _syntax_candidates(code: str, memory_limit: int) -> tuple[list[str], str | N
     return candidates, first_error
 
 
-def compile_strategy(code: str, *, memory_limit: int = DEFAULT_MEMORY_LIMIT,
-                     timeout_s: float = DEFAULT_TIMEOUT_MS / 1000.0, pool: JsPool | None = None) -> str:
+def compile_strategy(
+    code: str,
+    *,
+    memory_limit: int = DEFAULT_MEMORY_LIMIT,
+    timeout_s: float = DEFAULT_TIMEOUT_MS / 1000.0,
+    pool: JsPool | None = None,
+) -> str:
     """Validate strategy code at join time; return the script that defines global ``decide``.
 
     Raises ValueError (field ``strategyCode``) with the parser's message on a syntax error, or
@@ -145,8 +152,9 @@ def compile_strategy(code: str, *, memory_limit: int = DEFAULT_MEMORY_LIMIT,
             return script
         if not out.get("ok"):
             first_error = first_error or str(out.get("error"))
-    raise ValueError("strategyCode: must define function decide(obs, memory)"
-                     + (f" ({first_error})" if first_error else ""))
+    raise ValueError(
+        "strategyCode: must define function decide(obs, memory)" + (f" ({first_error})" if first_error else "")
+    )
 
 
 class CodeAgent:
@@ -155,11 +163,19 @@ class CodeAgent:
     Calls on one agent are meant to be sequential (one per turn); memory commits in call order.
     """
 
-    def __init__(self, code: str, *, timeout_ms: float = DEFAULT_TIMEOUT_MS,
-                 memory_limit: int = DEFAULT_MEMORY_LIMIT,
-                 max_memory_bytes: int = DEFAULT_MAX_MEMORY_BYTES, rng_seed: int | None = None,
-                 pool: JsPool | None = None, queue_timeout_s: float = 10.0, no_talk: bool = False,
-                 owner: str | None = None) -> None:
+    def __init__(
+        self,
+        code: str,
+        *,
+        timeout_ms: float = DEFAULT_TIMEOUT_MS,
+        memory_limit: int = DEFAULT_MEMORY_LIMIT,
+        max_memory_bytes: int = DEFAULT_MAX_MEMORY_BYTES,
+        rng_seed: int | None = None,
+        pool: JsPool | None = None,
+        queue_timeout_s: float = 10.0,
+        no_talk: bool = False,
+        owner: str | None = None,
+    ) -> None:
         if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, (int, float)) or not timeout_ms > 0:
             raise ValueError(f"timeout_ms: must be a number > 0, got {timeout_ms!r}")
         if isinstance(memory_limit, bool) or not isinstance(memory_limit, int) or memory_limit < 1 << 20:
@@ -173,8 +189,11 @@ class CodeAgent:
         self.memory_limit = memory_limit
         self.max_memory_bytes = max_memory_bytes
         self.rng_seed = rng_seed
-        if (isinstance(queue_timeout_s, bool) or not isinstance(queue_timeout_s, (int, float))
-                or not queue_timeout_s > 0):
+        if (
+            isinstance(queue_timeout_s, bool)
+            or not isinstance(queue_timeout_s, (int, float))
+            or not queue_timeout_s > 0
+        ):
             raise ValueError(f"queue_timeout_s: must be a number > 0, got {queue_timeout_s!r}")
         if pool is not None and not isinstance(pool, JsPool):
             raise ValueError(f"pool: must be a JsPool or None, got {type(pool).__name__}")
@@ -208,18 +227,24 @@ class CodeAgent:
     def _job(self, obs: dict[str, Any]) -> dict[str, Any]:
         seed = None if self.rng_seed is None else _call_seed(self.rng_seed, self._calls)
         self._calls += 1
-        return {"op": "decide", "script": self._script, "obs": dumps_compact(obs), "mem": self._memory_json,
-                "memoryLimit": self.memory_limit, "seed": seed}
+        return {
+            "op": "decide",
+            "script": self._script,
+            "obs": dumps_compact(obs),
+            "mem": self._memory_json,
+            "memoryLimit": self.memory_limit,
+            "seed": seed,
+        }
 
     def _finish(self, out: dict[str, Any], wealth: float, t0: float) -> AgentResult:
         out = check_answer(out, self.max_memory_bytes, no_talk=self.no_talk)
         elapsed = (time.perf_counter() - t0) * 1000.0
         if out["ok"]:
             self._memory_json = out["memory"]
-            return AgentResult(harvest=out["harvest"], error=join_errors(out["errors"]), actions=out["actions"],
-                               elapsed_ms=elapsed)
-        return AgentResult(harvest=fallback_harvest(wealth), error=out["error"],
-                           elapsed_ms=elapsed, fallback=True)
+            return AgentResult(
+                harvest=out["harvest"], error=join_errors(out["errors"]), actions=out["actions"], elapsed_ms=elapsed
+            )
+        return AgentResult(harvest=fallback_harvest(wealth), error=out["error"], elapsed_ms=elapsed, fallback=True)
 
     def decide_sync(self, obs: dict[str, Any], wealth: float) -> AgentResult:
         """Blocking decision (the calling thread waits; the JS runs in a worker process)."""
@@ -229,8 +254,9 @@ class CodeAgent:
             job = self._job(obs)
         except (TypeError, ValueError) as exc:
             return self._finish({"ok": False, "error": f"obs: not serialisable ({exc})"}, w, t0)
-        return self._finish(self.pool.call(job, self.timeout_s, queue_timeout_s=self.queue_timeout_s, owner=self.owner),
-                            w, t0)
+        return self._finish(
+            self.pool.call(job, self.timeout_s, queue_timeout_s=self.queue_timeout_s, owner=self.owner), w, t0
+        )
 
     async def decide(self, obs: dict[str, Any], wealth: float) -> AgentResult:
         """Decide without blocking the event loop; never raises on guest faults, never waits

@@ -27,8 +27,9 @@ class HttpGovernor:
         self.url, self.timeout_ms, self.client = url, timeout_ms, client
 
     async def answer(self, obs: dict[str, Any]) -> Any:
-        status, raw = await self.client.post(self.url, dumps_bytes(obs), {}, self.timeout_ms / 1000.0,
-                                             MAX_GOV_RESPONSE_BYTES)
+        status, raw = await self.client.post(
+            self.url, dumps_bytes(obs), {}, self.timeout_ms / 1000.0, MAX_GOV_RESPONSE_BYTES
+        )
         if not 200 <= status < 300:
             raise TransportError(f"http: status {status}")
         return loads_capped(raw)
@@ -49,25 +50,49 @@ of the coming turn, before the players decide. Calling no tool changes nothing.
 
 
 def _tool(name: str, description: str, properties: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "function", "function": {"name": name, "description": description, "parameters": {
-        "type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}}}
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {
+                "type": "object",
+                "properties": properties,
+                "required": list(properties),
+                "additionalProperties": False,
+            },
+        },
+    }
 
 
 def governor_tools() -> list[dict[str, Any]]:
     """The LLM regulator's tools (the GovAction vocabulary)."""
     return [
-        _tool("propose_cap", "Impose a harvest cap on every player from the coming turn.",
-              {"maxHarvest": {"type": "number", "exclusiveMinimum": 0}}),
+        _tool(
+            "propose_cap",
+            "Impose a harvest cap on every player from the coming turn.",
+            {"maxHarvest": {"type": "number", "exclusiveMinimum": 0}},
+        ),
         _tool("lift_cap", "Remove your harvest cap from the coming turn.", {}),
-        _tool("scale_ladder", "Multiply every sanction amount by factor (absolute, 1 = as configured).",
-              {"factor": {"type": "number", "minimum": 0}}),
-        _tool("set_regen", "Set the commons' regeneration rate from the coming turn.",
-              {"value": {"type": "number", "minimum": 0}}),
+        _tool(
+            "scale_ladder",
+            "Multiply every sanction amount by factor (absolute, 1 = as configured).",
+            {"factor": {"type": "number", "minimum": 0}},
+        ),
+        _tool(
+            "set_regen",
+            "Set the commons' regeneration rate from the coming turn.",
+            {"value": {"type": "number", "minimum": 0}},
+        ),
     ]
 
 
-_TOOL_FIELDS = {"propose_cap": ("cap", "maxHarvest"), "lift_cap": ("cap", None),
-                "scale_ladder": ("ladder_scale", "factor"), "set_regen": ("regen", "value")}
+_TOOL_FIELDS = {
+    "propose_cap": ("cap", "maxHarvest"),
+    "lift_cap": ("cap", None),
+    "scale_ladder": ("ladder_scale", "factor"),
+    "set_regen": ("regen", "value"),
+}
 
 
 class LLMGovernor(LLMAgent):
@@ -94,7 +119,7 @@ class LLMGovernor(LLMAgent):
             raise TransportError("response: no choices[0].message in completion") from None
         body: dict[str, Any] = {}
         errors: list[str] = []
-        for i, call in enumerate(calls[:len(_TOOL_FIELDS) * 2] if isinstance(calls, list) else []):
+        for i, call in enumerate(calls[: len(_TOOL_FIELDS) * 2] if isinstance(calls, list) else []):
             try:
                 fn = call.get("function") if isinstance(call, dict) else None
                 fn = fn if isinstance(fn, dict) else {}

@@ -65,8 +65,15 @@ def parse_response(body: Any, *, no_talk: bool = False) -> tuple[float | None, l
 class HttpAgent:
     """A player decided by an external HTTP endpoint, under a hard per-call deadline."""
 
-    def __init__(self, url: str, timeout_ms: float, *, client: HttpClient | None = None,
-                 no_talk: bool = False, headers: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        timeout_ms: float,
+        *,
+        client: HttpClient | None = None,
+        no_talk: bool = False,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         self.url = check_url(url)
         self.timeout_ms = check_timeout_ms(timeout_ms)
         self.no_talk = bool(no_talk)
@@ -94,8 +101,9 @@ class HttpAgent:
         except (TypeError, ValueError) as exc:
             return self._fail(w, t0, f"obs: not serialisable ({exc})")
         try:
-            status, raw = await self._get_client().post(self.url, payload, self.headers, self.timeout_ms / 1000.0,
-                                                        MAX_RESPONSE_BYTES)
+            status, raw = await self._get_client().post(
+                self.url, payload, self.headers, self.timeout_ms / 1000.0, MAX_RESPONSE_BYTES
+            )
             if not 200 <= status < 300:
                 raise TransportError(f"http: status {status}")
             body = loads_capped(raw)
@@ -104,14 +112,20 @@ class HttpAgent:
         harvest, actions, errors = parse_response(body, no_talk=self.no_talk)
         elapsed = (time.perf_counter() - t0) * 1000.0
         if harvest is None:
-            return AgentResult(harvest=fallback_harvest(w), error=join_errors(errors), actions=actions,
-                               elapsed_ms=elapsed, fallback=True)
+            return AgentResult(
+                harvest=fallback_harvest(w),
+                error=join_errors(errors),
+                actions=actions,
+                elapsed_ms=elapsed,
+                fallback=True,
+            )
         return AgentResult(harvest=harvest, error=join_errors(errors), actions=actions, elapsed_ms=elapsed)
 
     @staticmethod
     def _fail(w: float, t0: float, msg: str) -> AgentResult:
-        return AgentResult(harvest=fallback_harvest(w), error=msg, elapsed_ms=(time.perf_counter() - t0) * 1000.0,
-                           fallback=True)
+        return AgentResult(
+            harvest=fallback_harvest(w), error=msg, elapsed_ms=(time.perf_counter() - t0) * 1000.0, fallback=True
+        )
 
 
 __all__ = ["HttpAgent", "make_client", "parse_response", "check_timeout_ms", "check_url"]

@@ -68,9 +68,15 @@ class _Worker:
     """One worker process and its pipes; ``ready`` once it wrote its start byte."""
 
     def __init__(self) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-P", "-u", str(WORKER)], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env={},
-                                     close_fds=True, start_new_session=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-P", "-u", str(WORKER)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env={},
+            close_fds=True,
+            start_new_session=True,
+        )
         self.stdin, self.stdout = cast(IO[bytes], self.proc.stdin), cast(IO[bytes], self.proc.stdout)  # pipes
         self.ready = False
 
@@ -108,8 +114,15 @@ def _read(fd: int, n: int, deadline: float) -> bytes | None:
 class JsPool:
     """A pool of killable JS worker processes. ``call(job, timeout_s)`` / ``await acall(...)``."""
 
-    def __init__(self, size: int | None = None, *, slack_s: float = DEFAULT_SLACK_S,
-                 start_timeout_s: float = 30.0, max_queued: int = MAX_QUEUED, penalty_s: float = PENALTY_S) -> None:
+    def __init__(
+        self,
+        size: int | None = None,
+        *,
+        slack_s: float = DEFAULT_SLACK_S,
+        start_timeout_s: float = 30.0,
+        max_queued: int = MAX_QUEUED,
+        penalty_s: float = PENALTY_S,
+    ) -> None:
         if size is None:
             size = max(2, min(8, os.cpu_count() or 2))
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
@@ -276,8 +289,15 @@ class JsPool:
             self._dispatch()
 
     # -- calls ----------------------------------------------------------------------------
-    def call(self, job: dict[str, Any], timeout_s: float, *, queue_timeout_s: float = 10.0,
-             submitted: float | None = None, owner: str | None = None) -> dict[str, Any]:
+    def call(
+        self,
+        job: dict[str, Any],
+        timeout_s: float,
+        *,
+        queue_timeout_s: float = 10.0,
+        submitted: float | None = None,
+        owner: str | None = None,
+    ) -> dict[str, Any]:
         """Run one job (see js_worker) with the guest's budget ``timeout_s``; blocking.
         ``owner``: the arena the call is for (fairness; None: the shared anonymous owner).
 
@@ -287,8 +307,10 @@ class JsPool:
         start = time.perf_counter() if submitted is None else submitted
         w = self._acquire(start + queue_timeout_s, owner) if time.perf_counter() - start < queue_timeout_s else None
         if w == "full":
-            return {"ok": False, "error": f"timeout: {self.max_queued} calls of this arena already wait for a "
-                                          "sandbox worker"}
+            return {
+                "ok": False,
+                "error": f"timeout: {self.max_queued} calls of this arena already wait for a sandbox worker",
+            }
         if w is None:
             return {"ok": False, "error": "timeout: no sandbox worker free before the deadline"}
         if not w.wait_ready(max(self.start_timeout_s - (time.perf_counter() - start), 0.0)):
@@ -318,13 +340,16 @@ class JsPool:
             out = None
         return out if isinstance(out, dict) else {"ok": False, "error": "worker failure: unreadable answer"}
 
-    async def acall(self, job: dict[str, Any], timeout_s: float, *, queue_timeout_s: float = 10.0,
-                    owner: str | None = None) -> dict[str, Any]:
+    async def acall(
+        self, job: dict[str, Any], timeout_s: float, *, queue_timeout_s: float = 10.0, owner: str | None = None
+    ) -> dict[str, Any]:
         """:meth:`call` on the pool's threads: the event loop never waits on JS."""
         loop = asyncio.get_running_loop()
         submitted = time.perf_counter()
-        return await loop.run_in_executor(self._threads, lambda: self.call(
-            job, timeout_s, queue_timeout_s=queue_timeout_s, submitted=submitted, owner=owner))
+        return await loop.run_in_executor(
+            self._threads,
+            lambda: self.call(job, timeout_s, queue_timeout_s=queue_timeout_s, submitted=submitted, owner=owner),
+        )
 
     def close(self) -> None:
         """Kill every worker; the pool refuses further calls."""

@@ -60,16 +60,25 @@ def error_text(exc: BaseException) -> str:
     if isinstance(exc, jsbox.JavaScriptError):
         name = getattr(exc, "name", None) or "Error"
         message = getattr(exc, "message", None) or str(exc).split("\n", 1)[0]
-        frames = [ln.strip() for ln in str(getattr(exc, "stack", None) or exc).splitlines()
-                  if ln.strip().startswith("at ")]
+        frames = [
+            ln.strip() for ln in str(getattr(exc, "stack", None) or exc).splitlines() if ln.strip().startswith("at ")
+        ]
         text = f"{name}: {message}" + (f" ({frames[0]})" if frames else "")
     else:
         text = f"{type(exc).__name__}: {exc}"
     return text if len(text) <= MAX_ERROR_CHARS else text[:MAX_ERROR_CHARS] + f"... ({len(text)} chars)"
 
 
-_FAULTS = (jsbox.JsTimeoutError, jsbox.JavaScriptError, TypeError, ValueError, RuntimeError, MemoryError,
-           OverflowError, RecursionError)
+_FAULTS = (
+    jsbox.JsTimeoutError,
+    jsbox.JavaScriptError,
+    TypeError,
+    ValueError,
+    RuntimeError,
+    MemoryError,
+    OverflowError,
+    RecursionError,
+)
 
 
 def run(job: dict) -> dict:

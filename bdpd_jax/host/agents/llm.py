@@ -91,9 +91,17 @@ fine that player, if it broke a pact or over-harvested this turn (applied at the
 no fine and no cost otherwise, and none at all if you cannot pay for every player you fine)."""
 
 
-def render_system_prompt(player_id: str | None, no_talk: bool, extra: str | None = None,
-                         sanction: bool = False, *, rules: str | None = None, fallback: float | None = None,
-                         whole_units: bool = False, discussion: bool = False) -> str:
+def render_system_prompt(
+    player_id: str | None,
+    no_talk: bool,
+    extra: str | None = None,
+    sanction: bool = False,
+    *,
+    rules: str | None = None,
+    fallback: float | None = None,
+    whole_units: bool = False,
+    discussion: bool = False,
+) -> str:
     """The fixed system text of one agent (identical for every call of the run). ``rules``
     replaces the BDPD rules (a scenario's own wording); ``fallback``: the harvest of a
     missing or invalid answer, in stock units (None: 0.2 x capacity)."""
@@ -131,8 +139,7 @@ def decode_arguments(raw: Any) -> dict[str, Any]:
     return args
 
 
-def parse_completion(data: Any, *, no_talk: bool = False
-                     ) -> tuple[float | None, list[dict[str, Any]], list[str]]:
+def parse_completion(data: Any, *, no_talk: bool = False) -> tuple[float | None, list[dict[str, Any]], list[str]]:
     """Turn a chat-completion response into ``(harvest or None, actions, errors)``."""
     try:
         message = data["choices"][0]["message"]
@@ -147,17 +154,18 @@ def parse_completion(data: Any, *, no_talk: bool = False
     actions: list[dict[str, Any]] = []
     errors: list[str] = []
     if len(calls) > MAX_ACTIONS_PER_TURN + 1:  # the talk actions and one harvest
-        errors.append(f"tool_calls: {len(calls) - MAX_ACTIONS_PER_TURN - 1} past the first "
-                      f"{MAX_ACTIONS_PER_TURN + 1} dropped unread")
-        calls = calls[:MAX_ACTIONS_PER_TURN + 1]
+        errors.append(
+            f"tool_calls: {len(calls) - MAX_ACTIONS_PER_TURN - 1} past the first "
+            f"{MAX_ACTIONS_PER_TURN + 1} dropped unread"
+        )
+        calls = calls[: MAX_ACTIONS_PER_TURN + 1]
     for i, call in enumerate(calls):
         try:
             fn = call.get("function") if isinstance(call, dict) else None
             if not isinstance(fn, dict):
                 raise ValueError(f"function: missing in tool call {call!r:.80}")
             name = fn.get("name")
-            action = validate_action({**decode_arguments(fn.get("arguments")), "tool": name},
-                                     no_talk=no_talk)
+            action = validate_action({**decode_arguments(fn.get("arguments")), "tool": name}, no_talk=no_talk)
         except ValueError as exc:
             errors.append(f"tool_calls[{i}] dropped: {exc}")
             continue
@@ -191,7 +199,7 @@ def parse_utterance(data: Any) -> Utterance:
         return Utterance(None, None, "response: no choices[0].message in completion")
     calls = message.get("tool_calls") or []
     errors: list[str] = []
-    for i, call in enumerate(calls[:MAX_ACTIONS_PER_TURN + 1] if isinstance(calls, list) else []):
+    for i, call in enumerate(calls[: MAX_ACTIONS_PER_TURN + 1] if isinstance(calls, list) else []):
         fn = call.get("function") if isinstance(call, dict) else None
         if not isinstance(fn, dict) or fn.get("name") != SPEAK_TOOL:
             errors.append(f"tool_calls[{i}] ignored: only `speak` is read in the discussion")
@@ -219,14 +227,28 @@ def parse_utterance(data: Any) -> Utterance:
 class LLMAgent:
     """A player driven by a chat model through tool calls, with a cache-stable prompt prefix."""
 
-    def __init__(self, base_url: str, model: str, api_key_env: str | None = None, *,
-                 api_key: str | None = None,
-                 player_id: str | None = None, timeout_ms: float = DEFAULT_TIMEOUT_MS,
-                 no_talk: bool = False, client: HttpClient | None = None,
-                 system_prompt: str | None = None, temperature: float | None = None,
-                 max_tokens: int | None = None, tool_choice: str | None = "auto",
-                 extra_body: dict[str, Any] | None = None, sanction: bool = False, rules_text: str | None = None,
-                 fallback: float | None = None, whole_units: bool = False, discussion: bool = False) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key_env: str | None = None,
+        *,
+        api_key: str | None = None,
+        player_id: str | None = None,
+        timeout_ms: float = DEFAULT_TIMEOUT_MS,
+        no_talk: bool = False,
+        client: HttpClient | None = None,
+        system_prompt: str | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        tool_choice: str | None = "auto",
+        extra_body: dict[str, Any] | None = None,
+        sanction: bool = False,
+        rules_text: str | None = None,
+        fallback: float | None = None,
+        whole_units: bool = False,
+        discussion: bool = False,
+    ) -> None:
         self.base_url = check_url(base_url).rstrip("/")
         if not isinstance(model, str) or not model:
             raise ValueError(f"model: must be a non-empty string, got {model!r}")
@@ -251,13 +273,14 @@ class LLMAgent:
             raise ValueError(f"fallback: must be a finite number >= 0 or None, got {fallback!r}")
         if temperature is not None and valid_harvest(temperature) is None:
             raise ValueError(f"temperature: must be a finite number >= 0 or None, got {temperature!r}")
-        self.rules_text = rules_text      # replaces the BDPD rules in the prompt (a scenario's wording)
+        self.rules_text = rules_text  # replaces the BDPD rules in the prompt (a scenario's wording)
         self.fallback = None if fallback is None else float(fallback)  # stock units; None: 0.2 x capacity
         self.whole_units = bool(whole_units)  # answers read as whole units from 0 to the pool
         self.discussion = bool(discussion)  # the arena talks between harvests: the speak tool
         # Frozen as JSON text: every call re-emits exactly these bytes.
-        self._prefix_json = json.dumps([{"role": "system", "content": self.system_text(player_id, system_prompt)}],
-                                       ensure_ascii=False)
+        self._prefix_json = json.dumps(
+            [{"role": "system", "content": self.system_text(player_id, system_prompt)}], ensure_ascii=False
+        )
         self._tools_json = json.dumps(self.tool_list(), ensure_ascii=False)
         params: dict[str, Any] = {}
         if temperature is not None:
@@ -270,8 +293,16 @@ class LLMAgent:
 
     def system_text(self, player_id: str | None, extra: str | None) -> str:
         """The fixed system prompt (rendered once, at construction)."""
-        return render_system_prompt(player_id, self.no_talk, extra, sanction=self.sanction, rules=self.rules_text,
-                                    fallback=self.fallback, whole_units=self.whole_units, discussion=self.discussion)
+        return render_system_prompt(
+            player_id,
+            self.no_talk,
+            extra,
+            sanction=self.sanction,
+            rules=self.rules_text,
+            fallback=self.fallback,
+            whole_units=self.whole_units,
+            discussion=self.discussion,
+        )
 
     def tool_list(self) -> list[dict[str, Any]]:
         """The tool schemas (rendered once, at construction): one list for both phases, so the
@@ -301,12 +332,12 @@ class LLMAgent:
         tail["observation"] = {k: v for k, v in obs.items() if k not in ("inbox", "toolResults", "discussion")}
         return {"role": "user", "content": dumps_compact(tail)}
 
-    def request_body(self, obs: dict[str, Any], inbox: list[dict[str, Any]] | None = None,
-                     tail: dict[str, str] | None = None) -> dict[str, Any]:
+    def request_body(
+        self, obs: dict[str, Any], inbox: list[dict[str, Any]] | None = None, tail: dict[str, str] | None = None
+    ) -> dict[str, Any]:
         """The full chat-completions request for one turn (``tail``: another last message)."""
         last = tail if tail is not None else self.volatile_message(obs, inbox)
-        return {"model": self.model, "messages": self.prefix_messages() + [last], "tools": self.tools,
-                **self._params}
+        return {"model": self.model, "messages": self.prefix_messages() + [last], "tools": self.tools, **self._params}
 
     def _get_client(self) -> HttpClient:
         if self._client is None:
@@ -323,8 +354,9 @@ class LLMAgent:
         key = self._api_key or (os.environ.get(self.api_key_env) if self.api_key_env else None)
         return {"authorization": f"Bearer {key}"} if key else {}
 
-    async def complete(self, obs: dict[str, Any], inbox: list[dict[str, Any]] | None = None,
-                       tail: dict[str, str] | None = None) -> Any:
+    async def complete(
+        self, obs: dict[str, Any], inbox: list[dict[str, Any]] | None = None, tail: dict[str, str] | None = None
+    ) -> Any:
         """POST this turn's request under the deadline; the decoded completion, capped while it
         streams in. Any failure raises TransportError (its text is the recorded error)."""
         try:
@@ -332,16 +364,21 @@ class LLMAgent:
         except (TypeError, ValueError) as exc:
             raise TransportError(f"obs: not serialisable ({exc})") from None
         status, raw = await self._get_client().post(
-            f"{self.base_url}/chat/completions", body_text.encode(), self._headers(), self.timeout_ms / 1000.0,
-            MAX_COMPLETION_BYTES)
+            f"{self.base_url}/chat/completions",
+            body_text.encode(),
+            self._headers(),
+            self.timeout_ms / 1000.0,
+            MAX_COMPLETION_BYTES,
+        )
         if not 200 <= status < 300:
             raise TransportError(f"http: status {status}")
         data = loads_capped(raw)
         self.last_usage = data.get("usage") if isinstance(data, dict) else None
         return data
 
-    async def decide(self, obs: dict[str, Any], wealth: float, inbox: list[dict[str, Any]] | None = None,
-                     pool: float | None = None) -> AgentResult:
+    async def decide(
+        self, obs: dict[str, Any], wealth: float, inbox: list[dict[str, Any]] | None = None, pool: float | None = None
+    ) -> AgentResult:
         """Ask the model for this turn's tool calls; the fallback harvest on any failure.
         ``pool``: the stock before harvesting, the cap of a whole-unit answer."""
         w = check_wealth(wealth)

@@ -56,10 +56,10 @@ def canonical_url(url: Any, field: str = "url") -> yarl.URL:
         raise ValueError(f"{field}: must be an absolute http(s) URL, got scheme {u.scheme[:16]!r}")
     raw = u.raw_path
     segments = raw.split("/")[1:-1]  # a trailing slash is fine; an empty segment inside is not
-    if "//" in raw or any(s in (".", "..") for s in segments) or re.search(r"%(2f|5c)", raw, re.I) \
-            or "\\" in u.path:
-        raise ValueError(f"{field}: the path must not contain empty segments, dot segments or encoded slashes, "
-                         f"got {raw[:200]!r}")
+    if "//" in raw or any(s in (".", "..") for s in segments) or re.search(r"%(2f|5c)", raw, re.I) or "\\" in u.path:
+        raise ValueError(
+            f"{field}: the path must not contain empty segments, dot segments or encoded slashes, got {raw[:200]!r}"
+        )
     return u
 
 
@@ -114,15 +114,22 @@ class HttpClient:
     def _get(self) -> aiohttp.ClientSession:
         loop = asyncio.get_running_loop()
         if self._session is None or self._loop is not loop or self._session.closed:
-            conn = aiohttp.TCPConnector(limit=self.max_connections, limit_per_host=self.max_connections,
-                                        enable_cleanup_closed=True)
-            self._session = aiohttp.ClientSession(connector=conn, auto_decompress=False, trust_env=False,
-                                                  skip_auto_headers=("User-Agent",), headers=_HEADERS)
+            conn = aiohttp.TCPConnector(
+                limit=self.max_connections, limit_per_host=self.max_connections, enable_cleanup_closed=True
+            )
+            self._session = aiohttp.ClientSession(
+                connector=conn,
+                auto_decompress=False,
+                trust_env=False,
+                skip_auto_headers=("User-Agent",),
+                headers=_HEADERS,
+            )
             self._loop = loop
         return self._session
 
-    async def post(self, url: str, body: bytes, headers: dict[str, str], timeout_s: float,
-                   max_bytes: int) -> tuple[int, bytes]:
+    async def post(
+        self, url: str, body: bytes, headers: dict[str, str], timeout_s: float, max_bytes: int
+    ) -> tuple[int, bytes]:
         """POST ``body``; ``(status, decoded body bytes)`` within ``timeout_s`` and ``max_bytes``."""
         try:  # one hard deadline over connect, send and the whole read: asyncio's own timer, exact to the
             # loop's clock (aiohttp's ClientTimeout rounds deadlines >= 5 s up to the next whole second)
@@ -140,12 +147,12 @@ class HttpClient:
         target = self._urls.get(url)
         if target is None:  # parsed once per URL, not per request
             target = self._urls[url] = yarl.URL(url)
-        async with session.request("POST", target, data=body, headers=headers or None, allow_redirects=False,
-                                   timeout=_NO_TIMEOUT) as resp:
+        async with session.request(
+            "POST", target, data=body, headers=headers or None, allow_redirects=False, timeout=_NO_TIMEOUT
+        ) as resp:
             if resp.content_length is not None and resp.content_length > max_bytes:
                 resp.close()
-                raise TransportError(f"response: body exceeds {max_bytes} bytes (content-length "
-                                     f"{resp.content_length})")
+                raise TransportError(f"response: body exceeds {max_bytes} bytes (content-length {resp.content_length})")
             chunks, n = [], 0
             while True:
                 chunk = await resp.content.read(65536)

@@ -32,9 +32,16 @@ from bdpd_jax.host.server import errors, routes_arenas, routes_dashboard, routes
 from bdpd_jax.host.server.store import Hub
 
 
-def create_app(root: str | Path = "arenas", operator: Operator | dict | None = None, *, cors: Sequence[str] = (),
-               no_talk: bool = False, max_body_bytes: int = errors.MAX_BODY_BYTES, workers: int = 2,
-               group_ticks: bool = True) -> FastAPI:
+def create_app(
+    root: str | Path = "arenas",
+    operator: Operator | dict | None = None,
+    *,
+    cors: Sequence[str] = (),
+    no_talk: bool = False,
+    max_body_bytes: int = errors.MAX_BODY_BYTES,
+    workers: int = 2,
+    group_ticks: bool = True,
+) -> FastAPI:
     """The API app; arenas persist under ``root``.
 
     operator: the LLM credentials and endpoints joining players may use
@@ -44,8 +51,13 @@ def create_app(root: str | Path = "arenas", operator: Operator | dict | None = N
     on HTTP / LLM players are not counted). group_ticks: auto-ticking arenas of built-in players
     that share a compiled game and an interval are ticked together, one batched kernel call per
     phase (:mod:`.ticker`)."""
-    app = FastAPI(title="BDPD Arena (bdpd_jax live host)", version="1", docs_url=None, redoc_url=None,
-                  description="004_* A.2 over JAX kernels. Keys: X-Owner-Key, X-Arena-Key, X-Spectator-Token.")
+    app = FastAPI(
+        title="BDPD Arena (bdpd_jax live host)",
+        version="1",
+        docs_url=None,
+        redoc_url=None,
+        description="004_* A.2 over JAX kernels. Keys: X-Owner-Key, X-Arena-Key, X-Spectator-Token.",
+    )
     operator = operator if isinstance(operator, Operator) else Operator.model_validate(operator or {})
     clean_stale_tmp(Path(root))
     default_pool().warm(wait=False)  # code agents' JS workers start now, not at the first join
@@ -59,8 +71,9 @@ def create_app(root: str | Path = "arenas", operator: Operator | dict | None = N
     app.include_router(web.router)
     app.add_middleware(errors.BodyLimit, max_bytes=max_body_bytes)
     if cors:
-        app.add_middleware(CORSMiddleware, allow_origins=list(cors), allow_methods=["*"], allow_headers=["*"],
-                           expose_headers=["*"])
+        app.add_middleware(
+            CORSMiddleware, allow_origins=list(cors), allow_methods=["*"], allow_headers=["*"], expose_headers=["*"]
+        )
     app.router.on_shutdown.append(hub.shutdown)
     return app
 

@@ -43,17 +43,24 @@ def hub_of(request: Request) -> Hub:
     return request.app.state.hub
 
 
-_HINT = {"owner": "X-Owner-Key: missing or wrong owner key",
-         "player": "X-Arena-Key: missing or wrong arena key",
-         "spectator": "token: a spectator token, arena key or owner key is required"}
+_HINT = {
+    "owner": "X-Owner-Key: missing or wrong owner key",
+    "player": "X-Arena-Key: missing or wrong arena key",
+    "spectator": "token: a spectator token, arena key or owner key is required",
+}
 
 
 def access(*roles: str):
     """A dependency admitting callers whose role is one of ``roles`` ('public' admits anyone)."""
 
-    def dep(arena_id: ArenaId, hub: Hub = Depends(hub_of), token: TokenQuery = None,
-            x_owner_key: KeyHeader = None, x_arena_key: KeyHeader = None,
-            x_spectator_token: KeyHeader = None) -> Access:
+    def dep(
+        arena_id: ArenaId,
+        hub: Hub = Depends(hub_of),
+        token: TokenQuery = None,
+        x_owner_key: KeyHeader = None,
+        x_arena_key: KeyHeader = None,
+        x_spectator_token: KeyHeader = None,
+    ) -> Access:
         arena = hub.find(arena_id)
         if arena is None:
             raise HTTPException(404, f"arenaId: no arena {arena_id!r}")

@@ -64,7 +64,7 @@ def install(app: FastAPI) -> None:
         if callable(errs):  # a pydantic ValidationError raised inside a route
             return JSONResponse({"detail": _scrub(request, one_line(list(errs()))[1])}, status_code=400)
         text = _scrub(request, " ".join(str(exc).split()))
-        text = text if len(text) <= MAX_DETAIL_CHARS else text[:MAX_DETAIL_CHARS - 3] + "..."
+        text = text if len(text) <= MAX_DETAIL_CHARS else text[: MAX_DETAIL_CHARS - 3] + "..."
         # a lifecycle step refused for the arena's status (the Arena's own check): 409, as the routes'
         return JSONResponse({"detail": text}, status_code=409 if text.startswith("status:") else 400)
 
@@ -141,8 +141,13 @@ class BodyLimit:
 
     async def _refuse(self, send) -> None:
         body = json.dumps({"detail": f"body: larger than the limit of {self.max_bytes} bytes"}).encode()
-        await send({"type": "http.response.start", "status": 413,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 413,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+            }
+        )
         await send({"type": "http.response.body", "body": body})
 
 

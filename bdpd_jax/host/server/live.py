@@ -35,8 +35,11 @@ def key_hash(key: str) -> str:
 
 def new_keys() -> dict[str, str]:
     """Fresh random keys of an arena: role -> key (004_* A.2 prefixes)."""
-    return {"owner": "owner_" + secrets.token_urlsafe(18), "player": "arena_" + secrets.token_urlsafe(18),
-            "spectator": "spec_" + secrets.token_urlsafe(18)}
+    return {
+        "owner": "owner_" + secrets.token_urlsafe(18),
+        "player": "arena_" + secrets.token_urlsafe(18),
+        "spectator": "spec_" + secrets.token_urlsafe(18),
+    }
 
 
 def role_of(hashes: dict[str, str], *keys: str | None) -> str | None:

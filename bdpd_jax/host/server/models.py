@@ -48,22 +48,28 @@ class CreateArena(BaseModel):
     perturbations: list[dict[Id, Any]] = Field(default_factory=list)
     plugins: list[dict[Id, Any]] = Field(default_factory=list, description="governance plugins (issue 17)")
     discussion: DiscussionConfig | None = Field(
-        None, description="talk between harvests: a report of every catch, then up to `rounds` utterances "
-                          "(docs/semantics/live.md §14)")
+        None,
+        description="talk between harvests: a report of every catch, then up to `rounds` utterances "
+        "(docs/semantics/live.md §14)",
+    )
     seed: int | None = Field(None, ge=0, lt=2**32, description="random in [0, 2**32) when absent")
     noTalk: StrictBool | None = Field(None, description="default: the server's --no-talk")
     pactSlots: int = Field(DEFAULT_PACT_SLOTS, ge=1, description="bounded by bdpd_jax/config/limits.py MAX_PACT_SLOTS")
     turns: int | None = Field(None, ge=1, description="turns to play (default model.maxTurns)")
     perturbable: StrictBool = True
     governanceAgent: GovernorSpec | None = Field(
-        None, description="the owner's HTTP / LLM governance agent, driving an external governance_agent plugin "
-                          "(docs/semantics.md, Governance plugins)")
+        None,
+        description="the owner's HTTP / LLM governance agent, driving an external governance_agent plugin "
+        "(docs/semantics.md, Governance plugins)",
+    )
 
     def config(self) -> dict[str, Any]:
         """The arena configuration (what ``Arena`` validates), as given."""
-        out = self.model_dump(mode="json", exclude_unset=True,
-                              exclude={"seed", "noTalk", "pactSlots", "turns", "perturbable",
-                                                                 "governanceAgent"})
+        out = self.model_dump(
+            mode="json",
+            exclude_unset=True,
+            exclude={"seed", "noTalk", "pactSlots", "turns", "perturbable", "governanceAgent"},
+        )
         if self.players is not None:
             out["players"] = [p.model_dump(mode="json", exclude_unset=True) for p in self.players]
         return out

@@ -79,18 +79,33 @@ async def create(body: M.CreateArena, hub: Hub = Depends(hub_of)):
     hashes = {r: key_hash(k) for r, k in keys.items()}
 
     def make() -> Arena:
-        arena = Arena(body.config(), seed=seed, no_talk=no_talk, pact_slots=body.pactSlots, turns=body.turns,
-                      arena_id=arena_id, out_dir=hub.root / arena_id, perturbable=body.perturbable,
-                      operator=hub.operator, governance_agent=body.governanceAgent,
-                      fsync=False)  # the ticker syncs each tick's lines (durable.py)
+        arena = Arena(
+            body.config(),
+            seed=seed,
+            no_talk=no_talk,
+            pact_slots=body.pactSlots,
+            turns=body.turns,
+            arena_id=arena_id,
+            out_dir=hub.root / arena_id,
+            perturbable=body.perturbable,
+            operator=hub.operator,
+            governance_agent=body.governanceAgent,
+            fsync=False,
+        )  # the ticker syncs each tick's lines (durable.py)
         hub.write_auth(arena_id, hashes)  # only once the config is valid: a refused create leaves nothing
         return arena
 
     async with hub.lifecycle(arena_id):
         arena = await asyncio.get_running_loop().run_in_executor(hub.executor, make)
         hub.add(LiveArena(arena, hub.workers, hashes))
-    return {"arenaId": arena_id, "ownerKey": keys["owner"], "arenaKey": keys["player"],
-            "spectatorToken": keys["spectator"], "seed": seed, "status": arena.status}
+    return {
+        "arenaId": arena_id,
+        "ownerKey": keys["owner"],
+        "arenaKey": keys["player"],
+        "spectatorToken": keys["spectator"],
+        "seed": seed,
+        "status": arena.status,
+    }
 
 
 @router.post("/{arena_id}/join", response_model=M.Joined, summary="Add a player (arena key)")
@@ -125,8 +140,9 @@ async def tick(acc: Access = Depends(owner), hub: Hub = Depends(hub_of)):
         return {"tick": rec, **lv.public()}
 
 
-@router.post("/{arena_id}/perturb", response_model=M.Fired,
-             summary="Fire a perturbation (bare spec, {spec} or {specId})")
+@router.post(
+    "/{arena_id}/perturb", response_model=M.Fired, summary="Fire a perturbation (bare spec, {spec} or {specId})"
+)
 async def perturb(body: M.Perturb, acc: Access = Depends(owner), hub: Hub = Depends(hub_of)):
     async with locked(hub, acc) as acc:
         lv = acc.live
@@ -188,8 +204,10 @@ async def resume(body: M.Resume, acc: Access = Depends(owner), hub: Hub = Depend
         if a.meta.get("arenaId") != a.arena_id:
             raise HTTPException(400, "meta.json: arenaId does not match the arena's folder; it cannot resume")
         loop = asyncio.get_running_loop()
-        arena = await loop.run_in_executor(hub.executor, lambda: replay(
-            a.folder, resume=body.players, operator=hub.operator, governance_agent=body.governanceAgent))
+        arena = await loop.run_in_executor(
+            hub.executor,
+            lambda: replay(a.folder, resume=body.players, operator=hub.operator, governance_agent=body.governanceAgent),
+        )
         if arena.arena_id != a.arena_id or arena.arena_id in hub.live:
             raise HTTPException(409, f"status: arena {a.arena_id!r} is live; it cannot be resumed over")
         lv = LiveArena(arena, hub.workers, a.hashes)

@@ -25,8 +25,11 @@ Viewer = Annotated[Access, Depends(access("spectator"))]  # owner or spectator
 HubDep = Annotated[Hub, Depends(hub_of)]
 
 
-@router.get("/api/perturbation-types", response_model=M.PerturbationTypes,
-            summary="Registered Table A.1 perturbation types: payload schema and an example")
+@router.get(
+    "/api/perturbation-types",
+    response_model=M.PerturbationTypes,
+    summary="Registered Table A.1 perturbation types: payload schema and an example",
+)
 async def perturbation_types(engine: Annotated[str | None, Query(max_length=64)] = None):
     """Read from the registry when called, so a type registered later is listed. ``engine``:
     say which types that engine supports (``supported``)."""
@@ -36,9 +39,15 @@ async def perturbation_types(engine: Annotated[str | None, Query(max_length=64)]
     for name, model in specs.ARENA_SPECS.items():
         payload = model.model_fields["payload"].annotation
         schema = payload.model_json_schema() if isinstance(payload, type) and issubclass(payload, BaseModel) else {}
-        out.append({"type": name, "description": (model.__doc__ or "").strip().split("\n")[0],
-                    "example": dict(model.example), "payloadSchema": schema,
-                    "supported": None if engine is None else pk.supported(ENGINES[engine], name)})
+        out.append(
+            {
+                "type": name,
+                "description": (model.__doc__ or "").strip().split("\n")[0],
+                "example": dict(model.example),
+                "payloadSchema": schema,
+                "supported": None if engine is None else pk.supported(ENGINES[engine], name),
+            }
+        )
     return {"types": out}
 
 
@@ -47,8 +56,11 @@ def _interval_ms(hub: Hub, lv: LiveArena) -> float | None:
     return None if g is None else g.interval_s * 1000.0
 
 
-@router.post("/api/arenas/{arena_id}/mode", response_model=M.TickModeView,
-             summary="Switch a running arena between manual and auto ticks (or change the interval)")
+@router.post(
+    "/api/arenas/{arena_id}/mode",
+    response_model=M.TickModeView,
+    summary="Switch a running arena between manual and auto ticks (or change the interval)",
+)
 async def set_tick_mode(body: M.SetTickMode, acc: Owner, hub: HubDep):
     lv = acc.live
     if lv.arena.status != "running":
@@ -60,14 +72,22 @@ async def set_tick_mode(body: M.SetTickMode, acc: Owner, hub: HubDep):
 
 
 def _players(a: LiveArena | DiskArena) -> list[dict[str, Any]]:
-    rows = ([s.model_dump(mode="json") for s in a.arena.specs] if isinstance(a, LiveArena)
-            else a.meta.get("players", []))
-    return [{"playerId": p.get("name") or p.get("displayName") or "", "agentType": p.get("agentType", "builtin"),
-             "strategy": p.get("strategy") if p.get("agentType", "builtin") == "builtin" else None} for p in rows]
+    rows = [s.model_dump(mode="json") for s in a.arena.specs] if isinstance(a, LiveArena) else a.meta.get("players", [])
+    return [
+        {
+            "playerId": p.get("name") or p.get("displayName") or "",
+            "agentType": p.get("agentType", "builtin"),
+            "strategy": p.get("strategy") if p.get("agentType", "builtin") == "builtin" else None,
+        }
+        for p in rows
+    ]
 
 
-@router.get("/api/arenas/{arena_id}/dashboard", response_model=M.DashboardTables,
-            summary="The dashboard's tables (owner and spectator): messages, pacts, perturbations, sanctions")
+@router.get(
+    "/api/arenas/{arena_id}/dashboard",
+    response_model=M.DashboardTables,
+    summary="The dashboard's tables (owner and spectator): messages, pacts, perturbations, sanctions",
+)
 async def dashboard_tables(acc: Viewer, hub: HubDep):
     """Owner and spectator see the same rows (docs/semantics/live.md: both see every tick in
     full); no key and no meta leave here."""
@@ -87,10 +107,19 @@ async def dashboard_tables(acc: Viewer, hub: HubDep):
         mode = {"tickMode": "manual", "tickIntervalMs": None}
     sanctions = [s for r in recs for s in r.get("sanctions", [])]
     last = recs[-1]["turn"] if recs else 0  # owner firings after the last tick: in no record yet
-    pending = [{k: v for k, v in ln.items() if k not in ("arenaId", "event")} for ln in lines
-               if ln.get("event") == "ownerPerturbation" and ln.get("turn", 0) > last]
-    return {"players": _players(a), "messages": msgs, "pacts": pacts, "sanctions": sanctions,
-            "perturbations": views.perturbation_log(recs, pending), **mode}
+    pending = [
+        {k: v for k, v in ln.items() if k not in ("arenaId", "event")}
+        for ln in lines
+        if ln.get("event") == "ownerPerturbation" and ln.get("turn", 0) > last
+    ]
+    return {
+        "players": _players(a),
+        "messages": msgs,
+        "pacts": pacts,
+        "sanctions": sanctions,
+        "perturbations": views.perturbation_log(recs, pending),
+        **mode,
+    }
 
 
 __all__ = ["router"]

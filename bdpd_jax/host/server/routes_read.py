@@ -61,10 +61,15 @@ async def public_view(acc: Access = Depends(access("public"))):
 def _disk_owner(d: DiskArena) -> dict[str, Any]:
     recs = d.records()
     last = recs[-1] if recs else None
-    return {**views.public_meta_view(d.meta, d.status, turn=d.turns_played()), "stock": last["stock"] if last else None,
-            "collapsed": last["collapsed"] if last else False, "meta": d.meta, "lastTick": last,
-            "pacts": last["pacts"] if last else [],
-            "messages": [m for r in recs for m in r["messages"]]}
+    return {
+        **views.public_meta_view(d.meta, d.status, turn=d.turns_played()),
+        "stock": last["stock"] if last else None,
+        "collapsed": last["collapsed"] if last else False,
+        "meta": d.meta,
+        "lastTick": last,
+        "pacts": last["pacts"] if last else [],
+        "messages": [m for r in recs for m in r["messages"]],
+    }
 
 
 @router.get("/api/arenas/{arena_id}/owner", response_model=M.OwnerView, summary="Owner view (full state)")
@@ -73,8 +78,11 @@ async def owner_view(acc: Access = Depends(owner)):
     return a.owner() if isinstance(a, LiveArena) else _disk_owner(a)
 
 
-@router.get("/api/arenas/{arena_id}/perturbations", response_model=M.PerturbationLog,
-            summary="Perturbation specs and the log of firings")
+@router.get(
+    "/api/arenas/{arena_id}/perturbations",
+    response_model=M.PerturbationLog,
+    summary="Perturbation specs and the log of firings",
+)
 async def perturbations(acc: Access = Depends(owner)):
     a = acc.arena
     if isinstance(a, LiveArena):
@@ -113,8 +121,10 @@ async def _events(sub: Subscriber):
 def _disk_stream(d: DiskArena, role: str):
     full = role in ("owner", "spectator")
     recs = d.records()
-    init = {**views.public_meta_view(d.meta, d.status, turn=recs[-1]["turn"] if recs else 0),
-            "history": [views.compact_tick(r) if full else views.public_tick(r) for r in recs]}
+    init = {
+        **views.public_meta_view(d.meta, d.status, turn=recs[-1]["turn"] if recs else 0),
+        "history": [views.compact_tick(r) if full else views.public_tick(r) for r in recs],
+    }
     out = [sse("init", init)]
     summ = d.summary()
     if summ is not None:
@@ -129,9 +139,12 @@ def _disk_stream(d: DiskArena, role: str):
     return gen()
 
 
-@router.get("/api/arenas/{arena_id}/stream", summary="SSE: init, player_joined, arena_started, tick, "
-            "perturbation, arena_closed (then the end)", response_class=StreamingResponse,
-            responses={200: {"content": {"text/event-stream": {}}, "description": "Server-Sent Events"}})
+@router.get(
+    "/api/arenas/{arena_id}/stream",
+    summary="SSE: init, player_joined, arena_started, tick, perturbation, arena_closed (then the end)",
+    response_class=StreamingResponse,
+    responses={200: {"content": {"text/event-stream": {}}, "description": "Server-Sent Events"}},
+)
 async def stream(acc: Access = Depends(access("public"))):
     """Owner and spectator get every tick in full; the arena key (a player) the public view.
     A closed arena is history: anyone gets its full record (init, arena_closed, end), as

@@ -77,8 +77,15 @@ class Hub:
     (``ticker``: arenas sharing a compiled game ticked in groups unless ``group_ticks=False``)
     and the arena folders."""
 
-    def __init__(self, root: str | Path, *, workers: int = 2, no_talk: bool = False,
-                 operator: Operator | None = None, group_ticks: bool = True) -> None:
+    def __init__(
+        self,
+        root: str | Path,
+        *,
+        workers: int = 2,
+        no_talk: bool = False,
+        operator: Operator | None = None,
+        group_ticks: bool = True,
+    ) -> None:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self.live: dict[str, LiveArena] = {}
@@ -158,9 +165,18 @@ class Hub:
                 continue
             m = d.meta
             model = m.get("config", {}).get("model", {})
-            out.append({"arenaId": d.arena_id, "status": d.status, "createdAt": m.get("createdAt"),
-                        "closedAt": m.get("closedAt"), "turnsPlayed": d.turns_played(), "seed": m.get("seed"),
-                        "name": model.get("name"), "engineMode": model.get("engineMode")})
+            out.append(
+                {
+                    "arenaId": d.arena_id,
+                    "status": d.status,
+                    "createdAt": m.get("createdAt"),
+                    "closedAt": m.get("closedAt"),
+                    "turnsPlayed": d.turns_played(),
+                    "seed": m.get("seed"),
+                    "name": model.get("name"),
+                    "engineMode": model.get("engineMode"),
+                }
+            )
         return sorted(out, key=lambda r: r["createdAt"] or "")
 
     def delete_folder(self, arena_id: str) -> None:

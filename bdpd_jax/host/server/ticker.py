@@ -114,8 +114,9 @@ class Ticker:
     """The auto-tick scheduler of a :class:`~bdpd_jax.host.server.store.Hub`: ticks run on
     ``workers``; ``finish(lv, summary)`` is called for an arena whose game ended with a tick."""
 
-    def __init__(self, workers: Workers, finish: Callable[[LiveArena, dict[str, Any]], None],
-                 grouping: bool = True) -> None:
+    def __init__(
+        self, workers: Workers, finish: Callable[[LiveArena, dict[str, Any]], None], grouping: bool = True
+    ) -> None:
         self.workers = workers
         self.finish = finish
         self.grouping = grouping
@@ -270,8 +271,10 @@ class Ticker:
 
     # -- a group -----------------------------------------------------------------------------
     def _live(self, g: Group) -> list[LiveArena]:
-        return sorted((lv for lv in g.members.values() if lv.arena.status == "running" and not lv.arena.done),
-                      key=lambda lv: lv.arena_id)
+        return sorted(
+            (lv for lv in g.members.values() if lv.arena.status == "running" and not lv.arena.done),
+            key=lambda lv: lv.arena_id,
+        )
 
     async def _tick_group(self, g: Group) -> None:
         lvs = self._live(g)

@@ -28,17 +28,27 @@ COMPACT_DECISION = ("playerId", "requested", "actual", "wealth", "announced", "s
 
 def public_view(a: Arena) -> dict[str, Any]:
     """``GET /api/arenas/:id`` without a key."""
-    return {"arenaId": a.arena_id, "name": a.config.model.name, "engineMode": a.config.model.engineMode,
-            "status": a.status, "turn": a.turn,
-            "maxTurns": int(a.max_turns or a.turns or a.config.model.maxTurns),
-            "players": [{"playerId": s.name, "agentType": s.agentType} for s in a.specs]}
+    return {
+        "arenaId": a.arena_id,
+        "name": a.config.model.name,
+        "engineMode": a.config.model.engineMode,
+        "status": a.status,
+        "turn": a.turn,
+        "maxTurns": int(a.max_turns or a.turns or a.config.model.maxTurns),
+        "players": [{"playerId": s.name, "agentType": s.agentType} for s in a.specs],
+    }
 
 
 def owner_view(a: Arena) -> dict[str, Any]:
     """``GET /api/arenas/:id/owner``: the true state, pacts and every message."""
     last = a.records[-1] if a.records else None
-    out = {**public_view(a), "stock": last["stock"] if last else None,
-           "collapsed": last["collapsed"] if last else False, "meta": a.meta(), "lastTick": last}
+    out = {
+        **public_view(a),
+        "stock": last["stock"] if last else None,
+        "collapsed": last["collapsed"] if last else False,
+        "meta": a.meta(),
+        "lastTick": last,
+    }
     if a.status != "waiting":
         out["pacts"] = a.registry.compact() if a.registry is not None else []
         out["messages"] = a.bus.to_json()["messages"]
@@ -47,12 +57,18 @@ def owner_view(a: Arena) -> dict[str, Any]:
 
 def compact_tick(rec: dict[str, Any]) -> dict[str, Any]:
     """A tick as the dashboard keeps it (``init`` history of owner / spectator streams)."""
-    return {"turn": rec["turn"], "stock": rec["stock"], "collapsed": rec["collapsed"],
-            "engine": rec.get("engine", {}), "metrics": rec.get("metrics", {}),
-            "decisions": [{k: d.get(k) for k in COMPACT_DECISION} for d in rec["decisions"]],
-            "violations": len(rec["violations"]), "messages": len(rec["messages"]),
-            **({"discussion": len(rec["discussion"]["utterances"])} if "discussion" in rec else {}),
-            **({"governance": rec["governance"]} if "governance" in rec else {})}
+    return {
+        "turn": rec["turn"],
+        "stock": rec["stock"],
+        "collapsed": rec["collapsed"],
+        "engine": rec.get("engine", {}),
+        "metrics": rec.get("metrics", {}),
+        "decisions": [{k: d.get(k) for k in COMPACT_DECISION} for d in rec["decisions"]],
+        "violations": len(rec["violations"]),
+        "messages": len(rec["messages"]),
+        **({"discussion": len(rec["discussion"]["utterances"])} if "discussion" in rec else {}),
+        **({"governance": rec["governance"]} if "governance" in rec else {}),
+    }
 
 
 def public_tick(rec: dict[str, Any]) -> dict[str, Any]:
@@ -69,8 +85,11 @@ def public_event(event: str, data: dict[str, Any]) -> dict[str, Any]:
     if event == "tick":
         return public_tick(data)
     if event in ("arena_started", "player_joined"):
-        return {k: data[k] for k in ("arenaId", "status", "turn", "maxTurns", "players", "playerId", "agentType",
-                                     "name", "engineMode") if k in data}
+        return {
+            k: data[k]
+            for k in ("arenaId", "status", "turn", "maxTurns", "players", "playerId", "agentType", "name", "engineMode")
+            if k in data
+        }
     if event == "error":
         return {"detail": "auto ticks stopped"}  # the cause is the owner's to read
     if event == "perturbation":
@@ -83,11 +102,17 @@ def public_meta_view(meta: dict[str, Any], status: str, turn: int | None = None)
     ``turn``: the turns played as its records say (meta.json's ``turnsPlayed`` is written at
     close only, so an interrupted arena's meta says 0 there)."""
     model = meta.get("config", {}).get("model", {})
-    return {"arenaId": meta["arenaId"], "name": model.get("name", ""), "engineMode": model.get("engineMode", ""),
-            "status": status, "turn": int(turn if turn is not None else meta.get("turnsPlayed") or 0),
-            "maxTurns": int(meta.get("maxTurns") or meta.get("turns") or model.get("maxTurns") or 0),
-            "players": [{"playerId": p.get("name"), "agentType": p.get("agentType", "builtin")}
-                        for p in meta.get("players", [])]}
+    return {
+        "arenaId": meta["arenaId"],
+        "name": model.get("name", ""),
+        "engineMode": model.get("engineMode", ""),
+        "status": status,
+        "turn": int(turn if turn is not None else meta.get("turnsPlayed") or 0),
+        "maxTurns": int(meta.get("maxTurns") or meta.get("turns") or model.get("maxTurns") or 0),
+        "players": [
+            {"playerId": p.get("name"), "agentType": p.get("agentType", "builtin")} for p in meta.get("players", [])
+        ],
+    }
 
 
 def perturbation_log(recs: list[dict[str, Any]], pending: Iterable[dict[str, Any]] = ()) -> list[dict[str, Any]]:
@@ -99,5 +124,12 @@ def perturbation_log(recs: list[dict[str, Any]], pending: Iterable[dict[str, Any
     return sorted(log, key=lambda e: e["turn"])
 
 
-__all__ = ["public_view", "owner_view", "compact_tick", "public_tick", "public_event", "public_meta_view",
-           "perturbation_log"]
+__all__ = [
+    "public_view",
+    "owner_view",
+    "compact_tick",
+    "public_tick",
+    "public_event",
+    "public_meta_view",
+    "perturbation_log",
+]

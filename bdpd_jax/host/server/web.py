@@ -44,8 +44,9 @@ async def arena_html():
 @router.get("/favicon.svg")
 async def favicon():
     """The tab icon (browsers ask for /favicon.ico on their own: an SVG answers both)."""
-    return FileResponse(str(_asset("favicon.svg")), media_type="image/svg+xml",
-                        headers={"cache-control": "max-age=86400"})
+    return FileResponse(
+        str(_asset("favicon.svg")), media_type="image/svg+xml", headers={"cache-control": "max-age=86400"}
+    )
 
 
 @router.get("/docs")
