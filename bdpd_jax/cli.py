@@ -134,7 +134,7 @@ def run(
 
 
 def _example_help(text: str, example: str) -> str:
-    """A command's help with an example spec, kept verbatim (typer's ``\\b`` paragraph)."""
+    r"""A command's help with an example spec, kept verbatim (typer's ``\b`` paragraph)."""
     return text + "\n\nExample spec:\n\n\b\n" + _escape(example)
 
 
@@ -198,7 +198,7 @@ def search(
         t0 = time.perf_counter()
         res = run_search(sp.config, out=out, progress=True, **sp.kwargs)
     except (ValueError, OSError) as e:
-        raise fail(e)
+        raise fail(e) from None
     best = res.best
     m = best["metrics"]
     shown = {c: m[c] for c in m if c.endswith("_mean") or c in ("feasible", "violation")}
@@ -248,7 +248,7 @@ def serve(
         op = Operator.load(operator) if operator is not None else None
     except ValueError as e:
         console.print(f"[red]error:[/red] --operator: {e}")
-        raise typer.Exit(2)
+        raise typer.Exit(2) from None
     import sys
 
     if arenas.exists() and not arenas.is_dir():

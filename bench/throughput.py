@@ -390,7 +390,8 @@ def main() -> None:
         target_share=0.9,
     )
     print(
-        f"\nsimulate at B={b}, T={t} (kernel, simulate and a sweep interleaved, best of 7): kernel {k * 1e3:.2f} ms ({b * t / k:.3e} arena-turns/s)"
+        f"\nsimulate at B={b}, T={t} (kernel, simulate and a sweep interleaved, best of 7): "
+        f"kernel {k * 1e3:.2f} ms ({b * t / k:.3e} arena-turns/s)"
     )
     print(
         f"  simulate(history=False): {sm['simulate'] * 1e3:.2f} ms ({b * t / sm['simulate']:.3e} arena-turns/s): "
@@ -435,7 +436,8 @@ def main() -> None:
             )
         print(
             f"  half ended costs {mx['mixed'] / mx['none_end']:.0%} of none ended (target <= 60%); the 8192 live "
-            f"arenas run in {lab.lanes_for(8192, 2900)} lane(s); first runs (compiling): mixed {mx['mixed_first']:.2f} s, "
+            f"arenas run in {lab.lanes_for(8192, 2900)} lane(s); "
+            f"first runs (compiling): mixed {mx['mixed_first']:.2f} s, "
             f"none ended {mx['none_end_first']:.2f} s"
         )
     py_arenas = 200

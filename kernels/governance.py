@@ -51,9 +51,9 @@ class GovParams(eqx.Module):
 
 class GovState(eqx.Module):
     pacts: P.Pacts
-    prior: (
-        tuple | jax.Array
-    )  # [T][N] of int32[] (sanctions.Table), int32[T, N] above unroll.MAX_PLAYERS: violations so far per (termType, player)
+    # [T][N] of int32[] (sanctions.Table), int32[T, N] above unroll.MAX_PLAYERS:
+    # violations so far per (termType, player)
+    prior: tuple | jax.Array
     over: jax.Array  # int32[N], turns with actual > share + eps (share defined)
     judged: jax.Array  # int32[], turns with a defined share (kernels/metrics.py), ex_post_over_usage's denominator
     scale: jax.Array  # float[], factor on every sanction spec's amounts (a regulator's ladder_scale; 1 without one)

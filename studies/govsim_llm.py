@@ -1,11 +1,11 @@
-"""GovSim with LLM players, for an operator with a real OpenAI-compatible endpoint.
+r"""GovSim with LLM players, for an operator with a real OpenAI-compatible endpoint.
 
 Runs one GovSim-style arena (``bdpd_jax.scenarios.govsim(scenario, experiment)``) with 5 LLM
 players through the live host (whole-unit answers, fallback 0, a discussion of up to 9
 utterances after each harvest, the scenario's rules text) and prints GovSim's six metrics
 from the arena's report. Not a CI notebook: it needs a model, so CI tests its arguments only.
 
-    BDPD_LLM_BASE_URL=https://api.example.com/v1 BDPD_LLM_MODEL=some-model BDPD_LLM_API_KEY=... \\
+    BDPD_LLM_BASE_URL=https://api.example.com/v1 BDPD_LLM_MODEL=some-model BDPD_LLM_API_KEY=... \
         .venv/bin/python studies/govsim_llm.py --scenario fishery --experiment default --out runs/g1
 
 The key is read from the environment at every call and never written anywhere; the arena's

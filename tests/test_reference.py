@@ -35,11 +35,14 @@ def _draw_fn(n: int, x64: bool):
     def f(key, turn):
         players = jnp.arange(n)
         scal = jnp.stack(
-            [jax.vmap(lambda p: rng.normal(key, turn, p, rng.obs_purpose(NOISE_STREAM[nm])))(players) for nm in names]
+            [
+                jax.vmap(lambda p, nm=nm: rng.normal(key, turn, p, rng.obs_purpose(NOISE_STREAM[nm])))(players)
+                for nm in names
+            ]
         )
         peers = jnp.stack(
             [
-                jax.vmap(lambda p: rng.normal(key, turn, p, rng.obs_purpose(NOISE_STREAM[nm]), (n,)))(players)
+                jax.vmap(lambda p, nm=nm: rng.normal(key, turn, p, rng.obs_purpose(NOISE_STREAM[nm]), (n,)))(players)
                 for nm in ("othersWealth", "othersHarvest")
             ]
         )

@@ -208,7 +208,7 @@ class LockstepBatch:
                 where.append((b, i))
         results = await asyncio.gather(*jobs)
         by_arena: list[dict[int, AgentResult]] = [{} for _ in runs]
-        for (b, i), res in zip(where, results):
+        for (b, i), res in zip(where, results, strict=True):
             if res.fallback and not res.stock_units and self.units[b] != 1.0:
                 res = dataclasses.replace(res, harvest=res.harvest * float(self.units[b]))
             by_arena[b][i] = res

@@ -67,7 +67,7 @@ def plugin_sanction_rows(run: ArenaRun, t: int, g: dict) -> list[dict[str, Any]]
     rows = []
     for spec, r in zip(run.config.plugins, g.get("plugins", ()), strict=False):
         fines, costs = np.asarray(r["fines"]), np.asarray(r["costs"])  # [payer, target]
-        for i, j in zip(*np.nonzero(((fines > 0) | (costs > 0)).T)):  # by target, then payer
+        for i, j in zip(*np.nonzero(((fines > 0) | (costs > 0)).T), strict=True):  # by target, then payer
             rows.append(
                 schema.wire_row(
                     schema.SANCTIONS,

@@ -207,7 +207,7 @@ def build_points(base, names, table, turns, generator, round_ints, *, separable_
             )
     leaves_per_point = []
     treedef = None
-    for (_, p), nt in zip(built, n_turns):
+    for (_, p), nt in zip(built, n_turns, strict=True):
         leaves, treedef = param_leaves(p, nt)
         leaves_per_point.append(leaves)
     stacked = [np.stack([pl[j] for pl in leaves_per_point], axis=-1) for j in range(len(leaves_per_point[0]))]

@@ -40,10 +40,10 @@ _HEADERS = {"content-type": "application/json", "accept-encoding": "identity"}
 
 
 def canonical_url(url: Any, field: str = "url") -> yarl.URL:
-    """``url`` exactly as this client sends it (yarl: ``.`` and ``..`` resolved, percent-encoding
+    r"""``url`` exactly as this client sends it (yarl: ``.`` and ``..`` resolved, percent-encoding
     normalised, host lower-cased, default port filled in); ValueError naming ``field`` for
     anything but an absolute http(s) URL whose path has no empty segment,
-    no dot segment left and no encoded ``/`` or ``\\`` (a server may decode those into a
+    no dot segment left and no encoded ``/`` or ``\`` (a server may decode those into a
     path other than the one checked). Allow-lists compare this form (``operator.url_allowed``)."""
     if not isinstance(url, str):
         raise ValueError(f"{field}: must be a string, got {type(url).__name__}")
