@@ -114,20 +114,17 @@ def test_whole_units_floor_and_cut_to_the_pool():
     assert r.fallback
 
 
-def test_whole_units_read_from_the_models_config(monkeypatch):
-    """The arena reads ``model.wholeUnits`` when the config has it (the GovSim engine's
-    branch adds it); here a model class with the key stands in for it."""
-    from bdpd_jax.config.game import ModelConfig
-
-    class WholeModel(ModelConfig):
-        wholeUnits: bool = True
-
-    arena, _ = _arena(_cfg(), Script(1e6))
-    arena.config = arena.config.model_copy(update={"model": WholeModel(**arena.config.model.model_dump())})
+def test_whole_units_read_from_the_models_config():
+    """The arena reads ``model.wholeUnits``: an LLM's answer above the pool is cut to it (in
+    whole units) and flagged, not punished."""
+    cfg = _cfg()
+    cfg["model"]["wholeUnits"] = True
+    arena, _ = _arena(cfg, Script(1e6))
+    arena.start()
     rec = arena.tick()
     pool = SEED_LOGISTIC["model"]["commonsInitial"]
     d = [d for d in rec["decisions"] if d["playerId"] in LLMS]
-    assert all(x["harvest"] == pool and "above the pool" in x["error"] and not x["fallback"] for x in d)
+    assert d and all(x["harvest"] == pool and "above the pool" in x["error"] and not x["fallback"] for x in d)
 
 
 def test_options_are_bounded_and_llm_only():
