@@ -14,13 +14,14 @@ from typing import TYPE_CHECKING, Any
 from ._env import configure
 
 if TYPE_CHECKING:
-    from . import kernels, lab, scenarios, sensitivity
+    from . import kernels, lab, scenarios
     from .config.game import ArenaConfig, default_config
     from .kernels.policies import Policy
     from .prepare import LiveOptions, PreparedRun, prepare
     from .results.frames import Results
     from .run.simulate import simulate
     from .searches import SearchResults, search
+    from .sweeps import sensitivity
     from .sweeps.sweep import SweepResults, sweep
 
 # public name -> (module, attribute; None: the module itself)

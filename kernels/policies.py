@@ -134,7 +134,7 @@ def _idle(obs: Obs, memory: jax.Array, ctx: Ctx) -> tuple[jax.Array, jax.Array]:
     return jnp.zeros_like(ctx["wealth"]), memory
 
 
-def _threshold_taker(obs, memory, ctx):
+def _threshold_taker(obs: Obs, memory: jax.Array, ctx: Ctx) -> tuple[jax.Array, jax.Array]:
     # a rule, not a guess: its share of the true sustainability threshold (kernels/sustainability.py),
     # like the engine's reference and unit in ctx; 0 where the engine defines none (Seneca)
     f = ctx["threshold"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import (
     BaseModel,
@@ -107,7 +107,7 @@ class ModelConfig(BaseModel):
     @property
     def engine(self) -> EngineConfig:
         """The engine's validated config model (its own fields, defaults applied)."""
-        return self._engine
+        return cast(EngineConfig, self._engine)
 
 
 class ObsVar(BaseModel):
@@ -212,7 +212,7 @@ class ArenaConfig(BaseModel):
         return self
 
     @classmethod
-    def load(cls, source: ArenaConfig | dict | str | Path) -> ArenaConfig:
+    def load(cls, source: ArenaConfig | dict[str, Any] | str | Path) -> ArenaConfig:
         """Accept a config, a dict, a JSON string or a path to a JSON file."""
         if isinstance(source, ArenaConfig):
             return source

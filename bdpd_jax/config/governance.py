@@ -117,7 +117,7 @@ def check_governance(players: list[Any], pacts: list[PactConfig], n_slots_hint: 
                 player_index(r, names, f"players[{i}].talk.propose.parties[{j}]")
 
 
-def needed_slots(config) -> int:
+def needed_slots(config: Any) -> int:
     """Pact slots enough for every pre-declared pact and every scripted pledge/proposal (a
     count over the config: the limit check here and the layer's shapes in prepare/ read it)."""
     n = len(config.pacts)
@@ -127,7 +127,7 @@ def needed_slots(config) -> int:
     return max(n, 1)
 
 
-def without_talk(config):
+def without_talk(config: Any) -> Any:
     """003_* ``--no-talk`` for a batch run: every player's scripted ``talk`` removed (no
     announcements, pledges, proposals, compliance; proposals are answered by the default
     rule). The config's pre-declared ``pacts`` and sanction specs stay: the flag removes

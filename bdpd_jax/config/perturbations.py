@@ -14,7 +14,7 @@ compiles specs into the perturbation layer's slots; a Table A.1 type added later
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import jax
 import jax.numpy as jnp
@@ -232,7 +232,8 @@ def compile_specs(
 
 def compile_spec(spec: BaseModel | dict[str, Any], config: Config, policies: tuple[Any, ...]) -> _pk.PerturbParams:
     """One owner-fired spec (scalar leaves) for kernels.perturb.apply_perturbation."""
-    spec = parse_perturbation(spec) if not isinstance(spec, BaseModel) else spec
+    # a Table A.1 spec once the check below passes (every ARENA_SPECS model is an ArenaSpec)
+    spec = cast(ArenaSpec, parse_perturbation(spec) if not isinstance(spec, BaseModel) else spec)
     if spec.type not in ARENA_SPECS:
         raise ValueError(f"spec.type: {spec.type!r} cannot be fired ad hoc; known: {list(ARENA_SPECS)}")
     check_magnitudes(spec, "spec")  # owner firings get the bound a config's specs get
@@ -249,8 +250,12 @@ def compile_spec(spec: BaseModel | dict[str, Any], config: Config, policies: tup
 
 
 def perturb_layer(
-    config, perturbable: bool = False, n_slots: int | None = None, types: tuple | None = None, specs: list | None = None
-):
+    config: Config,
+    perturbable: bool = False,
+    n_slots: int | None = None,
+    types: tuple[str, ...] | None = None,
+    specs: list[ArenaSpec] | None = None,
+) -> _pk.PerturbLayer | None:
     """The static PerturbLayer of a config (None when it has no Table A.1 specs and not
     ``perturbable``). ``types``/``n_slots``: a sweep's union/largest, to share one program;
     ``specs``: the config's arena_specs when the caller has them."""
@@ -264,3 +269,47 @@ def perturb_layer(
         present |= {t for t in _pk.type_names() if _pk.supported(eng, t)}
     ordered = tuple(t for t in _pk.type_names() if t in present)
     return _pk.PerturbLayer(types=ordered, n_slots=len(specs) if n_slots is None else n_slots)
+
+
+__all__ = [
+    "ARENA_SPECS",
+    "SANCTION_TYPES",
+    "SPEC_TYPES",
+    "STRICT",
+    "ArenaSpec",
+    "CapacityShockSpec",
+    "CommonsPayload",
+    "CommonsShockSpec",
+    "FactorPayload",
+    "FlipPayload",
+    "GraduatedPayload",
+    "GraduatedSanctionSpec",
+    "ManualTrigger",
+    "ObservabilityFlipSpec",
+    "OverridePayload",
+    "PactViolationTrigger",
+    "RegenSetPayload",
+    "RegenSetSpec",
+    "RegenShockSpec",
+    "SanctionPayload",
+    "SanctionSpec",
+    "StandardTrigger",
+    "StrategyOverrideSpec",
+    "ThresholdPayload",
+    "ThresholdShiftSpec",
+    "ThresholdTrigger",
+    "TurnTrigger",
+    "WealthPayload",
+    "WealthShockSpec",
+    "arena_specs",
+    "check_perturbations",
+    "compile_spec",
+    "compile_specs",
+    "override_strategies",
+    "parse_perturbation",
+    "parse_perturbations",
+    "perturb_layer",
+    "register_perturbation",
+    "register_spec",
+    "unregister_perturbation",
+]

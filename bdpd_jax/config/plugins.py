@@ -71,7 +71,7 @@ class PluginSpec(BaseModel):
         """A live arena at create: its players are not all known yet, only that they will be
         ``lo`` to ``hi``; refuse what no such count can satisfy (ValueError naming the field)."""
 
-    def params(self, config):
+    def params(self, config: Config) -> Any:
         raise NotImplementedError
 
     def perturbation_types(self, config: Config) -> tuple[str, ...]:
@@ -112,7 +112,7 @@ class VoluntarySanctionSpec(PluginSpec):
                 f"{hi} players, got {len(self.sanctioner)} rules"
             )
 
-    def params(self, config) -> V.VoluntaryParams:
+    def params(self, config: Config) -> V.VoluntaryParams:
         rules = self.rules(len(config.players))
         code = [V.IF_RICHER if isinstance(r, IfRicherThan) else V.RULES.index(r) for r in rules]
         thr = [r.if_richer_than if isinstance(r, IfRicherThan) else 0.0 for r in rules]

@@ -183,6 +183,10 @@ class LockstepBatch:
             r.new_turn()
             if r.registry is not None:
                 r.registry.sync(slice_batch(pk_b, b))
+            if not self._external[b]:  # no player of this arena is asked from outside
+                continue
+            if strategy is None or wealth is None:  # read whenever any arena has external players
+                raise ValueError("strategy: external players to ask, but the observations were not read")
             asked = []
             for i in self._external[b]:
                 if strategy[i, b] != r.external_index:  # strategy_override: a builtin decides
@@ -199,7 +203,7 @@ class LockstepBatch:
                 jobs.append(
                     ask_agent(
                         r.agents[i],
-                        envs[s.name],
+                        envs[s.player_id],
                         float(wealth[i, b]),
                         s.agentType,
                         pool=None if pool is None else float(pool[b]),

@@ -237,7 +237,12 @@ def make_agent(
     tmo = player_timeout_ms(spec, timeout_ms)
     if t == "code":
         return CodeAgent(
-            spec.strategyCode, rng_seed=spec.rngSeed, pool=executor, timeout_ms=tmo, no_talk=no_talk, owner=owner
+            cast(str, spec.strategyCode),
+            rng_seed=spec.rngSeed,
+            pool=executor,
+            timeout_ms=tmo,
+            no_talk=no_talk,
+            owner=owner,
         )
     if t == "http":
         return HttpAgent(cast(str, spec.url), tmo, no_talk=no_talk, client=client)
@@ -259,7 +264,7 @@ def make_agent(
             discussion=discussion,
             whole_units=whole_units,
         )
-    return ScriptedAgent(spec.script, no_talk=no_talk)
+    return ScriptedAgent(cast(list[dict], spec.script), no_talk=no_talk)
 
 
 __all__ = [

@@ -40,9 +40,12 @@ def sanction_rows(run: ArenaRun, t: int, g: dict, rec_extra: dict) -> list[dict[
         return plugin_sanction_rows(run, t, layer_record(rec_extra, PLUGINS) or {})
     fired = np.asarray(g["spec_fired"])
     amount = np.asarray(g["spec_amount"])
+    registry = run.registry
     rows = []
     for n, p, k in zip(*np.nonzero(fired.transpose(2, 1, 0)), strict=True):  # by player, pact, spec
         sp = specs[k]
+        if registry is None:  # turn_record reads a governance record only with the arena's registry
+            raise ValueError("registry: a sanction fired in an arena without a pact registry")
         rows.append(
             schema.wire_row(
                 schema.SANCTIONS,
@@ -50,7 +53,7 @@ def sanction_rows(run: ArenaRun, t: int, g: dict, rec_extra: dict) -> list[dict[
                 id=sp.id,
                 type=sp.type,
                 player=run.players[int(n)],
-                pact=run.registry.id_of(int(p)),
+                pact=registry.id_of(int(p)),
                 term_type=P.term_names()[int(g["term"][p])],
                 ordinal=int(g["ordinal"][p, n]),
                 amount=num(amount[k, p, n]),
@@ -180,7 +183,7 @@ def turn_record(
             run.count(s.player_id, "fallbacks", int(r.fallback))
         elif i in overridden:
             d.update(schema.wire_row(schema.PLAYERS, overridden=True))
-        run.count(s.name, "totalHarvest", d["actual"] or 0.0)
+        run.count(s.player_id, "totalHarvest", d["actual"] or 0.0)
         decisions.append(d)
     violations, sanctions = [], []
     g = layer_record(rec.extra, GOV) if rec.extra else None
@@ -196,15 +199,15 @@ def turn_record(
     fired = []
     pr = perturb_record(rec.extra) if rec.extra and isinstance(rec.extra, dict) else None
     if pr:
-        for p in np.flatnonzero(np.asarray(pr["fired"])):
-            kind = pk.type_names()[int(pr["code"][p])]
+        for slot in np.flatnonzero(np.asarray(pr["fired"])):
+            kind = pk.type_names()[int(pr["code"][slot])]
             fired.append(
                 schema.wire_row(
                     schema.PERTURBATIONS,
-                    id=run.spec_ids[p] if p < len(run.spec_ids) else None,
+                    id=run.spec_ids[slot] if slot < len(run.spec_ids) else None,
                     type=kind,
-                    target=target_label(kind, int(pr["target"][p])),
-                    value=num(pr["value"][p]),
+                    target=target_label(kind, int(pr["target"][slot])),
+                    value=num(pr["value"][slot]),
                 )
             )
     owner = run.take_owner_fired()

@@ -51,7 +51,7 @@ def summary(run: ArenaRun, st, status: str) -> dict[str, Any]:
                 "strategy": s.strategy if not s.external else None,
                 "wealth": num(wealth[i]),
                 "rank": rank[i],
-                **run.stats[s.name],
+                **run.stats[s.player_id],
             }
             for i, s in enumerate(run.specs)
         ],

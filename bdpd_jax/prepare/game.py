@@ -110,8 +110,8 @@ def build(
         candidates=candidates,
     )
     params = Params(
-        max_turns=np.asarray(model.maxTurns, np.int32),
-        whole_units=np.asarray(bool(model.wholeUnits)),
+        max_turns=cast(jax.Array, np.asarray(model.maxTurns, np.int32)),
+        whole_units=cast(jax.Array, np.asarray(bool(model.wholeUnits))),
         engine=engine.params_from_model(model),
         obs=obs_params(config),
         players=PlayerParams(

@@ -239,7 +239,8 @@ def _by_arena(x: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
     y = np.moveaxis(x, -1, 0)  # (B, T, ...): a view
     if mask is None:
         return y.reshape(-1)
-    return y[mask].reshape(-1)
+    played: np.ndarray = y[mask]
+    return played.reshape(-1)
 
 
 def _played(rec: dict[str, Any]) -> tuple[np.ndarray | None, np.ndarray]:
@@ -304,7 +305,7 @@ def summary_frame(
 
 
 def summary_columns(
-    final: dict[str, np.ndarray],
+    final: dict[str, Any],
     arenas: np.ndarray,
     player_labels: list[str],
     more: dict[str, np.ndarray] | None = None,

@@ -88,7 +88,7 @@ def _spec_rows(rec: dict, arenas: np.ndarray, specs: list) -> pd.DataFrame:
     )
 
 
-def _plugin_rows(rec: dict, arenas: np.ndarray, plugins: list) -> pd.DataFrame:
+def _plugin_rows(rec: dict, arenas: np.ndarray, plugins: Sequence[Any]) -> pd.DataFrame:
     from ..config.plugins import reason_name
     from ..kernels.plugins import NAME as PLUGINS
 

@@ -53,7 +53,7 @@ from .runner import (  # noqa: F401 (re-exported)
 
 PERTURB = PerturbLayer.name  # the perturbation layer's record key
 
-__all__ = ["TRACES", "arena_keys", "compiled_init", "compiled_run", "run_batch", "simulate", "to_numpy"]
+__all__ = ["TRACES", "arena_keys", "compiled_init", "compiled_run", "key_words", "run_batch", "simulate", "to_numpy"]
 
 
 def final_numbers(game: Game, state: Any, params: Any) -> dict[str, Any]:
@@ -99,7 +99,9 @@ def compiled_whole(game: Game, n_turns: int) -> Callable[..., dict[str, Any]]:
     return jax.jit(functools.partial(_counted_whole, game, n_turns))
 
 
-def _counted_whole_history(game: Game, n_turns: int, every: int, seed, arenas, params):
+def _counted_whole_history(
+    game: Game, n_turns: int, every: int, seed: jax.Array, arenas: jax.Array, params: Any
+) -> tuple[dict[str, Any], Any]:
     TRACES["run"] += 1
     keys = keys_of(seed, arenas)
     pb = broadcast_batch(params, arenas.shape[0])
@@ -113,7 +115,7 @@ def _counted_whole_history(game: Game, n_turns: int, every: int, seed, arenas, p
 
 
 @functools.lru_cache(maxsize=64)
-def compiled_whole_history(game: Game, n_turns: int, every: int = 1):
+def compiled_whole_history(game: Game, n_turns: int, every: int = 1) -> Callable[..., tuple[dict[str, Any], Any]]:
     """A run of one turn chunk WITH history as one program (keys, params, init, turns,
     final numbers and the GovSim counts the records give): the records come back in the
     scan's layout (T, B, ...), without the copy that moves the batch axis last (the frames
@@ -121,7 +123,9 @@ def compiled_whole_history(game: Game, n_turns: int, every: int = 1):
     return jax.jit(functools.partial(_counted_whole_history, game, n_turns, every))
 
 
-def run_whole_history(game: Game, n_turns: int, every: int, seed: int, arenas: np.ndarray, params):
+def run_whole_history(
+    game: Game, n_turns: int, every: int, seed: int, arenas: np.ndarray, params: Any
+) -> tuple[dict[str, Any], Any]:
     """``compiled_whole_history``'s (final numbers, records) as numpy; the records' leaves
     are views (T, ..., B) of the program's (T, B, ...) buffers."""
     final, rec = to_numpy(compiled_whole_history(game, n_turns, every)(*key_words(seed, arenas), params))
@@ -129,7 +133,9 @@ def run_whole_history(game: Game, n_turns: int, every: int, seed: int, arenas: n
     return final, jax.tree_util.tree_map(lambda x: np.moveaxis(x, 1, -1), rec)
 
 
-def run_whole(game: Game, n_turns: int, seed: int, arenas: np.ndarray, params, point_of=None) -> dict:
+def run_whole(
+    game: Game, n_turns: int, seed: int, arenas: np.ndarray, params: Any, point_of: np.ndarray | None = None
+) -> dict[str, Any]:
     """``compiled_whole``'s final numbers (numpy) for the given global arena indices (their
     keys); ``point_of`` int[B]: each arena's point in a sweep's stacked params."""
     words = key_words(seed, arenas)
@@ -266,15 +272,15 @@ def _parquet_sink(out_dir: Path, arenas: np.ndarray, a0: int, names: list[str]) 
 
 def _arena_chunk(
     prep: PreparedRun,
-    params,
+    params: Any,
     seed: int,
     arenas: np.ndarray,
     n_turns: int,
     chunk: int,
     history: bool,
     every: int,
-    bar,
-    sink,
+    bar: Any,
+    sink: Callable[[Any], None] | None,
 ) -> dict[str, Any]:
     """One chunk of arenas: run, then its frames by name: ``summary`` always; with history
     kept in memory (no ``sink``) builders of ``turns``, ``players`` and the layers'
@@ -305,7 +311,7 @@ def _arena_chunk(
     return out | record_frames(prep, game_layer_names(game), flatten_record(rec), arenas)
 
 
-def record_frames(prep, layers: set[str], flat: dict, arenas: np.ndarray) -> dict[str, Any]:
+def record_frames(prep: PreparedRun, layers: set[str], flat: dict[str, Any], arenas: np.ndarray) -> dict[str, Any]:
     """Builders (no-argument callables) of a batch's record frames, by name."""
     names = list(prep.names)
     out: dict[str, Any] = {
@@ -323,12 +329,12 @@ def record_frames(prep, layers: set[str], flat: dict, arenas: np.ndarray) -> dic
     return out
 
 
-def _results(frames: dict[str, list], meta: dict, out: str | None) -> Results:
+def _results(frames: dict[str, list[Any]], meta: dict[str, Any], out: str | None) -> Results:
     """The run's Results from each chunk's summary and record-frame builders (the record
     frames built on first access; written to ``out`` when streaming)."""
     import pandas as pd
 
-    def cat(fs: list):
+    def cat(fs: list[pd.DataFrame]) -> pd.DataFrame:
         return fs[0] if len(fs) == 1 else pd.concat(fs, ignore_index=True)
 
     summary = cat(frames["summary"])
@@ -367,7 +373,9 @@ def game_layer_names(game: Game) -> set[str]:
     return {layer.name for layer in game.layers}
 
 
-def govsim_of(final: dict, max_yield, rec, n_turns) -> dict:
+def govsim_of(
+    final: dict[str, Any], max_yield: float | np.ndarray, rec: Any, n_turns: int | np.ndarray
+) -> dict[str, Any]:
     """The outcome columns (bdpd_jax/results/govsim.py: GovSim's and the project's) of one
     batch, from its final numbers (``compiled_final``, numpy) and its records when kept (None
     otherwise; only the project's ex-post over-usage reads them, when there is no governance

@@ -114,7 +114,7 @@ class SearchResults:
         return cls(
             pd.read_parquet(d / "history.parquet"),
             list(meta.pop("names")),
-            [tuple(o) for o in meta.pop("objectives")],  # type: ignore[misc]
+            [tuple(o) for o in meta.pop("objectives")],
             [(c, op, float(b)) for c, op, b in meta.pop("constraints")],
             ArenaConfig.load(cfg) if cfg is not None else None,
             meta,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import equinox as eqx
 import jax
@@ -62,7 +62,7 @@ class Logistic(Engine):
             capacity=farr(model.commonsCapacity),
             threshold=farr(model.threshold),
             initial=farr(model.commonsInitial),
-            use_reserve=np.asarray(bool(model.useHiddenReserve)),
+            use_reserve=cast(jax.Array, np.asarray(bool(model.useHiddenReserve))),
             reserve0=farr(model.hiddenReserveInitial),
             die_sides=farr(die.sides),
             die_success=farr(die.successThreshold),

@@ -41,7 +41,7 @@ import time
 from collections import Counter, deque
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, Any, Literal, cast
 
 WORKER = Path(__file__).with_name("js_worker.py")
 DEFAULT_SLACK_S: float = 0.010  # on top of the guest's budget: the kill comes ~60 ms after a 50 ms start
@@ -227,7 +227,7 @@ class JsPool:
             self._idle[:0] = fresh  # starting: taken only when no ready worker is idle
             self._dispatch()
 
-    def _acquire(self, until: float, owner: str = "") -> _Worker | None | str:
+    def _acquire(self, until: float, owner: str = "") -> _Worker | None | Literal["full"]:
         """A worker for ``owner`` before ``until``; None when none came in time, ``"full"``
         when the owner already has ``max_queued`` calls waiting."""
         if self._count < self.size:

@@ -140,7 +140,9 @@ class Hub:
         if arena_id in self.live:
             return None
         f = self.folder(arena_id)
-        meta_path = None if f is None else data_file(f, "meta.json")
+        if f is None:
+            return None
+        meta_path = data_file(f, "meta.json")
         if meta_path is None:
             return None
         auth = data_file(f, "auth.json")
