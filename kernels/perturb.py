@@ -43,6 +43,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
+from . import perturb_types as _builtin  # noqa: F401  (the eight built-in types register on import)
 from .bounds import MAX_MAGNITUDE
 from .layers import Layer
 from .metrics import gini
