@@ -145,4 +145,20 @@ def govsim(scenario: str = "fishery", experiment: str = "default", *, players: l
     return cfg
 
 
-__all__ = ["EXPERIMENTS", "GOVSIM_SCENARIOS", "GovSimScenario", "govsim"]
+def govsim_rules(scenario: str = "fishery", experiment: str = "default") -> str:
+    """The rules text an LLM player of a GovSim cell reads (its ``rulesText``): the scenario's
+    wording, and under ``universalization`` the sentence about everyone taking more than the
+    per-player threshold, stated with month 1's threshold ((POOL // 2) // PLAYERS = 10; the
+    month's own threshold is the observation ``sustainabilityThreshold``, visible in that
+    experiment)."""
+    if scenario not in GOVSIM_SCENARIOS:
+        raise ValueError(f"scenario: unknown GovSim scenario {scenario!r}; known: {sorted(GOVSIM_SCENARIOS)}")
+    if experiment not in EXPERIMENTS:
+        raise ValueError(f"experiment: unknown GovSim experiment {experiment!r}; known: {list(EXPERIMENTS)}")
+    sc = GOVSIM_SCENARIOS[scenario]
+    if experiment != "universalization":
+        return sc.rules_text
+    return f"{sc.rules_text} {sc.universalization_text((POOL // 2) // PLAYERS)}"
+
+
+__all__ = ["EXPERIMENTS", "GOVSIM_SCENARIOS", "GovSimScenario", "govsim", "govsim_rules"]

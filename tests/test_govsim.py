@@ -268,3 +268,19 @@ def test_gains_are_catches_not_wealth_under_a_wealth_shock():
     for c in ("total_gain", "govsim_total_gain", "govsim_equality", "equality", "efficiency"):
         np.testing.assert_array_equal(s[c].to_numpy(), plain[c].to_numpy(), err_msg=c)
     assert (s.wealth_1 != plain.wealth_1).all()  # the shock did hit the wealth
+
+
+def test_govsim_rules_text_per_experiment():
+    """An LLM player's rules: the scenario's wording; universalization adds the sentence with
+    month 1's per-player threshold (10 of a pool of 100 among 5)."""
+    from bdpd_jax.scenarios import EXPERIMENTS, GOVSIM_SCENARIOS, govsim_rules
+
+    for name, sc in GOVSIM_SCENARIOS.items():
+        for exp in EXPERIMENTS:
+            text = govsim_rules(name, exp)
+            assert text.startswith(sc.rules_text)
+            assert (sc.universalization_text(10) in text) == (exp == "universalization")
+    with pytest.raises(ValueError, match="scenario"):
+        govsim_rules("ocean")
+    with pytest.raises(ValueError, match="experiment"):
+        govsim_rules("fishery", "silence")
