@@ -215,4 +215,6 @@ def test_symlinks_are_never_followed(root, client, tmp_path) -> None:
     assert client.get(f"/api/arenas/{c['arenaId']}").status_code == 404
     assert client.delete(f"/api/arenas/{c['arenaId']}", headers=owner).status_code == 404
     assert (moved / "meta.json").is_file() and (outside / "secret.txt").is_file()
-    assert c["arenaId"] not in {h["arenaId"] for h in client.get("/api/arenas/history").json()["arenas"]}
+    hist = client.get("/api/arenas/history")
+    assert hist.status_code == 200, hist.text
+    assert c["arenaId"] not in {h["arenaId"] for h in hist.json()["arenas"]}

@@ -50,12 +50,16 @@ class DiskArena:
         p = data_file(self.folder, "turns.jsonl")
         return [] if p is None else turn_records(read_jsonl(p))
 
-    def turns_played(self) -> int:
+    def turns_played(self) -> int | None:
         """Turns played: meta.json's count once closed; for an interrupted arena (whose meta
-        was last written at start) the last record of turns.jsonl."""
+        was last written at start) the last record of turns.jsonl; None when that file is
+        unreadable (a damaged folder must not break the listing of the others)."""
         if self.status == "closed" and self.meta.get("turnsPlayed") is not None:
             return int(self.meta["turnsPlayed"])
-        recs = self.records()
+        try:
+            recs = self.records()
+        except (OSError, ValueError):
+            return None
         return int(recs[-1]["turn"]) if recs else 0
 
     def summary(self) -> dict[str, Any] | None:
