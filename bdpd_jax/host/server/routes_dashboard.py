@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, HTTPException, Query
 from pydantic import BaseModel
 
 from bdpd_jax.config import perturbations as specs
-from bdpd_jax.host.persist import read_jsonl
+from bdpd_jax.host.replay import load_lines
 from bdpd_jax.host.server import models as M
 from bdpd_jax.host.server import views
 from bdpd_jax.host.server.deps import Access, access, hub_of
@@ -93,7 +93,10 @@ async def dashboard_tables(acc: Viewer, hub: HubDep):
     full); no key and no meta leave here."""
     a = acc.arena
     folder = a.arena.out_dir if isinstance(a, LiveArena) else a.folder
-    lines = read_jsonl(folder / "turns.jsonl") if folder is not None and (folder / "turns.jsonl").is_file() else []
+    try:  # the owner's event lines (events.jsonl; turns.jsonl in folders from before it)
+        lines = load_lines(folder)[1] if folder is not None else []
+    except (OSError, ValueError):
+        lines = []
     if isinstance(a, LiveArena):
         recs = a.history()
         started = a.arena.status != "waiting"  # bus and registry exist from the start on
