@@ -10,12 +10,12 @@ as each generation ends (a re-run resumes after the last), then ``history.parque
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..config.game import ArenaConfig
+from ..sweeps.sweep_file import read_spec
 
 EXAMPLE = """\
 config = "arena.json"          # a JSON config (relative to this file), or a [config] table
@@ -69,25 +69,7 @@ def _objective(v: Any) -> Any:
 def load_search_spec(spec: str | Path | dict, root: str | Path | None = None) -> SearchSpec:
     """Parse a spec (a TOML path, or its dict); ValueError naming the key on anything wrong.
     Values are checked by ``search`` itself."""
-    if isinstance(spec, (str, Path)):
-        p = Path(spec)
-        if not p.is_file():
-            raise ValueError(f"spec: no file {str(p)!r}")
-        if p.stat().st_size > MAX_SPEC_BYTES:
-            raise ValueError(f"spec: {str(p)!r} is larger than {MAX_SPEC_BYTES} bytes")
-        try:
-            d = tomllib.loads(p.read_text())
-        except tomllib.TOMLDecodeError as e:
-            raise ValueError(f"spec {str(p)!r}: invalid TOML: {e}") from None
-        root = p.resolve().parent if root is None else Path(root)
-    elif isinstance(spec, dict):
-        d = spec
-        root = Path(root or ".")
-    else:
-        raise ValueError(f"spec: a TOML path or a dict, got {spec!r}")
-    unknown = set(d) - SPEC_KEYS
-    if unknown:
-        raise ValueError(f"spec: unknown key(s) {sorted(unknown)}; known: {sorted(SPEC_KEYS)}")
+    d, root = read_spec(spec, root, SPEC_KEYS, MAX_SPEC_BYTES)
     for k in ("config", "space", "objective"):
         if k not in d:
             raise ValueError(f"spec: {k!r} is required")

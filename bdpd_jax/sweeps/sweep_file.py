@@ -172,26 +172,37 @@ def _points_from(v: Any, root: Path) -> pd.DataFrame:
     raise ValueError(f"points: a table of path -> values or a CSV/parquet path, got {v!r}")
 
 
-def load_sweep_file(spec: str | Path | dict, root: str | Path | None = None) -> SweepFile:
-    """Parse a spec (a TOML path, TOML text's dict) into a :class:`SweepFile`; ValueError
-    naming the key on anything wrong."""
+def read_spec(
+    spec: str | Path | dict, root: str | Path | None, keys: frozenset[str] | set[str], max_bytes: int | None = None
+) -> tuple[dict[str, Any], Path]:
+    """(the spec's table, the folder its relative paths start from) of a TOML path or its
+    dict, shared by sweep and search specs; ValueError on a missing, too large or invalid
+    file, or on a key not in ``keys``."""
     if isinstance(spec, (str, Path)):
         p = Path(spec)
         if not p.is_file():
             raise ValueError(f"spec: no file {str(p)!r}")
+        if max_bytes is not None and p.stat().st_size > max_bytes:
+            raise ValueError(f"spec: {str(p)!r} is larger than {max_bytes} bytes")
         try:
             d = tomllib.loads(p.read_text())
         except tomllib.TOMLDecodeError as e:
             raise ValueError(f"spec {str(p)!r}: invalid TOML: {e}") from None
-        root = p.resolve().parent if root is None else Path(root)
+        base = p.resolve().parent if root is None else Path(root)
     elif isinstance(spec, dict):
-        d = spec
-        root = Path(root or ".")
+        d, base = spec, Path(root or ".")
     else:
         raise ValueError(f"spec: a TOML path or a dict, got {spec!r}")
-    unknown = set(d) - SPEC_KEYS
+    unknown = set(d) - set(keys)
     if unknown:
-        raise ValueError(f"spec: unknown key(s) {sorted(unknown)}; known: {sorted(SPEC_KEYS)}")
+        raise ValueError(f"spec: unknown key(s) {sorted(unknown)}; known: {sorted(keys)}")
+    return d, base
+
+
+def load_sweep_file(spec: str | Path | dict, root: str | Path | None = None) -> SweepFile:
+    """Parse a spec (a TOML path, TOML text's dict) into a :class:`SweepFile`; ValueError
+    naming the key on anything wrong."""
+    d, root = read_spec(spec, root, SPEC_KEYS)
     if "config" not in d:
         raise ValueError("spec: 'config' is required (a JSON config path or a [config] table)")
     cfg = _load_config(d["config"], root)
