@@ -137,6 +137,19 @@ class Engine:
         return type(self) is type(other)
 
 
+def capped_stock_observations(stock: jax.Array, params: Any) -> dict[str, jax.Array]:
+    """The observation variables of an engine with a capped stock and a collapse threshold
+    (params fields ``regen_rate``, ``capacity``, ``threshold``): logistic and govsim."""
+    k = jnp.maximum(params.capacity, jnp.finfo(stock.dtype).tiny)
+    return {
+        "commonsStock": stock,
+        "regenRate": params.regen_rate,
+        "commonsCapacity": params.capacity,
+        "threshold": params.threshold,
+        "commonsRatio": stock / k,
+    }
+
+
 ENGINES: dict[str, Engine] = {}
 
 

@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 
 from ..params import farr
-from .base import Engine, register
+from .base import Engine, capped_stock_observations, register
 
 #: GovSim's numbers (its code and paper), read by the engine's config model as defaults.
 DEFAULTS: dict[str, float] = {"commonsInitial": 100.0, "commonsCapacity": 100.0, "regenRate": 1.0, "threshold": 5.0}
@@ -77,14 +77,7 @@ class GovSim(Engine):
         return params.capacity
 
     def extra_observations(self, state: GovSimState, params: GovSimParams) -> dict[str, jax.Array]:
-        k = jnp.maximum(params.capacity, jnp.finfo(state.stock.dtype).tiny)
-        return {
-            "commonsStock": state.stock,
-            "regenRate": params.regen_rate,
-            "commonsCapacity": params.capacity,
-            "threshold": params.threshold,
-            "commonsRatio": state.stock / k,
-        }
+        return capped_stock_observations(state.stock, params)
 
 
 GOVSIM = register(GovSim())

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..params import farr
-from .base import Engine, register
+from .base import Engine, capped_stock_observations, register
 
 # The collapse die's defaults (000_* "a six-sided die; 1-4 draws a unit"), read by the engine and the config.
 DIE_DEFAULTS: dict[str, int] = {"sides": 6, "successThreshold": 4}
@@ -117,14 +117,7 @@ class Logistic(Engine):
         return params.capacity
 
     def extra_observations(self, state: LogisticState, params: LogisticParams) -> dict[str, jax.Array]:
-        k = jnp.maximum(params.capacity, jnp.finfo(state.stock.dtype).tiny)
-        return {
-            "commonsStock": state.stock,
-            "regenRate": params.regen_rate,
-            "commonsCapacity": params.capacity,
-            "threshold": params.threshold,
-            "commonsRatio": state.stock / k,
-        }
+        return capped_stock_observations(state.stock, params)
 
     def recorded_values(self, state: LogisticState) -> dict[str, jax.Array]:
         return {"reserve": state.reserve}
