@@ -18,7 +18,6 @@ from rich.table import Table
 import bdpd_jax
 from bdpd_jax.config.game import ArenaConfig, default_config
 from bdpd_jax.config.governance import without_talk
-from bdpd_jax.host.operator import Operator
 
 from ._env import configure, enable_compile_cache
 
@@ -245,6 +244,8 @@ def serve(
         console.print(f"[red]error:[/red] --workers: must be >= 1, got {workers}")
         raise typer.Exit(2)
     try:
+        from bdpd_jax.host.operator import Operator  # optional dependency: the host extra (aiohttp, jsbox)
+
         op = Operator.load(operator) if operator is not None else None
     except ValueError as e:
         console.print(f"[red]error:[/red] --operator: {e}")
