@@ -15,6 +15,7 @@ from bdpd_jax.host.server import models as M
 from bdpd_jax.host.server import views
 from bdpd_jax.host.server.deps import Access, access, hub_of
 from bdpd_jax.host.server.live import LiveArena
+from bdpd_jax.host.server.routes_arenas import locked, start_auto, stop_auto
 from bdpd_jax.host.server.store import DiskArena, Hub
 from bdpd_jax.kernels import perturb as pk
 from bdpd_jax.kernels.engines import ENGINES
@@ -62,13 +63,16 @@ def _interval_ms(hub: Hub, lv: LiveArena) -> float | None:
     summary="Switch a running arena between manual and auto ticks (or change the interval)",
 )
 async def set_tick_mode(body: M.SetTickMode, acc: Owner, hub: HubDep):
-    lv = acc.live
-    if lv.arena.status != "running":
-        raise HTTPException(409, f"status: the arena is {lv.arena.status!r}")
-    await hub.ticker.remove(lv)
-    if body.tickMode == "auto" and lv.arena_id in hub.live:
-        hub.ticker.add(lv, body.tickIntervalMs)
-    return {"tickMode": lv.tick_mode, "tickIntervalMs": _interval_ms(hub, lv)}
+    """Under the arena's lifecycle lock, like every other change of its life (a close or a
+    delete cannot slip between the status check and the ticker's change)."""
+    async with locked(hub, acc) as acc:
+        lv = acc.live
+        if lv.arena.status != "running":
+            raise HTTPException(409, f"status: the arena is {lv.arena.status!r}")
+        await stop_auto(hub, lv)
+        if body.tickMode == "auto":
+            start_auto(hub, lv, body.tickIntervalMs)
+        return {"tickMode": lv.tick_mode, "tickIntervalMs": _interval_ms(hub, lv)}
 
 
 def _players(a: LiveArena | DiskArena) -> list[dict[str, Any]]:
