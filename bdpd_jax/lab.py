@@ -109,7 +109,7 @@ def outcomes(
     n_turns = int(turns or run.config.model.maxTurns)
     p = run.params_for(n_turns) if params is None else params
     final = run_whole(run.game, n_turns, int(seed), np.arange(int(n_arenas), dtype=np.int64), p)
-    return govsim_of(final, run.max_yield, None, n_turns)
+    return govsim_of(final, run.max_yield, n_turns)
 
 
 __all__ = [

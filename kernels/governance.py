@@ -7,9 +7,8 @@ players and fills their announcements. End of turn
 (``after_harvest``): the violation check of kernels/pacts.py, then every sanction spec
 whose ``pact_violation`` trigger matches fires once per violation (kernels/sanctions.py),
 deducting from the violator's wealth, every amount times ``GovState.scale`` (1 unless a
-governance agent scaled the ladders, kernels/governance_agent.py). It also accumulates what the project's ex-post
-over-usage needs (counts over the share, judged turns) so a run without history can report it
-(the catches themselves are the turn's tally: kernels/sustainability.py).
+governance agent scaled the ladders, kernels/governance_agent.py). The over-usage counts are
+the turn's tally, with or without this layer (kernels/sustainability.py).
 
 Dynamic numbers: ``params.extra["governance"]`` (:class:`GovParams`); state:
 ``state.extra["governance"]`` (:class:`GovState`); per-turn output:
@@ -37,7 +36,6 @@ from .actions import Actions
 from .barrier import materialize
 from .bounds import MAX_MAGNITUDE
 from .layers import Layer
-from .metrics import over_share
 from .state import still_playing
 
 NAME = "governance"
@@ -54,8 +52,6 @@ class GovState(eqx.Module):
     # [T][N] of int32[] (sanctions.Table), int32[T, N] above unroll.MAX_PLAYERS:
     # violations so far per (termType, player)
     prior: tuple | jax.Array
-    over: jax.Array  # int32[N], turns with actual > share + eps (share defined)
-    judged: jax.Array  # int32[], turns with a defined share (kernels/metrics.py), ex_post_over_usage's denominator
     scale: jax.Array  # float[], factor on every sanction spec's amounts (a regulator's ladder_scale; 1 without one)
 
 
@@ -80,8 +76,6 @@ class GovernanceLayer(Layer):
                 if unroll.players(n)
                 else jnp.zeros((len(P.term_names()), n), jnp.int32)
             ),
-            over=jnp.zeros((n,), jnp.int32),
-            judged=jnp.zeros((), jnp.int32),
             scale=jnp.ones((), dt),
         )
 
@@ -127,12 +121,9 @@ class GovernanceLayer(Layer):
         # read by wealth, the sanction column and the metrics; clamped so no amount is ever non-finite
         amount = materialize(jnp.minimum(amount * gs.scale, MAX_MAGNITUDE))
         k, _ = S.ordinals(S.table(gs.prior), violated, pk.term, len(P.term_names()))  # the record's event ordinals
-        judged = ctx.get("share_defined", jnp.ones((), bool))
         new_gs = GovState(
             pacts=pk,
             prior=prior,
-            over=gs.over + (judged & over_share(actual, ctx["regen"], n)).astype(jnp.int32),
-            judged=gs.judged + judged.astype(jnp.int32),
             scale=gs.scale,
         )
         # the wealth floor (docs/semantics.md §11): a deduction takes at most what the player holds

@@ -12,16 +12,27 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
+from .metrics import over_share
+
 
 class Tally(eqx.Module):
-    """Per-arena totals kept every turn, so runs without history get GovSim's metrics."""
+    """Per-arena totals kept every turn, so every run (with or without history, thinned or
+    streamed) gets GovSim's metrics and the project's ex-post over-usage from its state."""
 
     gains: jax.Array  # float[N], each player's total catch (what it received, never wealth)
     over: jax.Array  # int32[], (player, turn) catches above the per-player threshold
+    share_over: jax.Array  # int32[N], turns with a catch over the ex-post share regen / N (share defined)
+    share_judged: jax.Array  # int32[], turns with a defined share: ex_post_over_usage's denominator
 
 
 def init_tally(n_players: int, dtype) -> Tally:
-    return Tally(gains=jnp.zeros((n_players,), dtype), over=jnp.zeros((), jnp.int32))
+    zero = jnp.zeros((), jnp.int32)
+    return Tally(
+        gains=jnp.zeros((n_players,), dtype),
+        over=zero,
+        share_over=jnp.zeros((n_players,), jnp.int32),
+        share_judged=zero,
+    )
 
 
 def per_player(f: jax.Array, n_players, whole_units: jax.Array) -> jax.Array:
@@ -44,8 +55,18 @@ def f0(game, params) -> jax.Array:
     return jnp.where(params.whole_units, jnp.floor(f), f)
 
 
-def add(tally: Tally, actual: jax.Array, threshold: jax.Array, live: jax.Array) -> Tally:
-    """One turn's catches (float[N]) against the threshold from the stock before the harvest;
-    the collapse turn counts (GovSim's over-usage)."""
+def add(
+    tally: Tally, actual: jax.Array, threshold: jax.Array, regen: jax.Array, share_defined: jax.Array, live: jax.Array
+) -> Tally:
+    """One turn's catches (float[N]) against the threshold from the stock before the harvest,
+    the collapse turn counted (GovSim's over-usage), and against the ex-post share regen / N
+    on turns where that share is defined (kernels/metrics.py's rule)."""
     over = jnp.sum((actual > threshold) & live).astype(jnp.int32)
-    return Tally(gains=tally.gains + jnp.where(live, actual, 0.0), over=tally.over + over)
+    judged = share_defined & live
+    share_over = judged & over_share(actual, regen, actual.shape[0])
+    return Tally(
+        gains=tally.gains + jnp.where(live, actual, 0.0),
+        over=tally.over + over,
+        share_over=tally.share_over + share_over.astype(jnp.int32),
+        share_judged=tally.share_judged + judged.astype(jnp.int32),
+    )

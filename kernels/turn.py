@@ -87,7 +87,7 @@ def step(game: Game, key: jax.Array, state: ArenaState, actions: Actions, params
         turn=turn,
         collapsed=ended,
         collapse_turn=jnp.where(ended, turn, 0).astype(jnp.int32),
-        tally=add_tally(state.tally, served.actual, threshold, live),
+        tally=add_tally(state.tally, served.actual, threshold, regen, share_defined, live),
         extra=state.extra,
     )
     announced = jnp.where(live, announcement(jnp.asarray(actions.announced, dt)), jnp.nan)

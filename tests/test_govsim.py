@@ -80,7 +80,7 @@ def batched_run(kernel, seq):
         if bool(rec.played[0]):
             catches.append(np.asarray(rec.actual)[:, 0].tolist())
     final = to_numpy(compiled_final(game)(state, pb))
-    cols = govsim_of(final, float("nan"), None, T)
+    cols = govsim_of(final, float("nan"), T)
     return catches, {c: cols[c][0].item() for c in COLS}
 
 

@@ -210,15 +210,23 @@ def test_logistic_collapse_turn_null_and_over_usage_without_it():
 
 
 def test_ex_post_over_usage_counts_judged_turns_only():
+    import jax.numpy as jnp
+
+    from bdpd_jax.kernels import sustainability
     from bdpd_jax.results import govsim
 
-    actual = np.asarray([[[1.0], [0.0]], [[1.0], [1.0]], [[2.0], [2.0]]])  # [T=3, N=2, B=1]
-    regen = np.asarray([[4.0], [0.0], [0.0]])
-    played = np.ones((3, 1), bool)
-    defined = np.asarray([[True], [True], [False]])  # turn 3: a collapse turn, no share
-    over, judged = govsim.from_records(actual, regen, played, defined)
-    gains = actual.sum(axis=0)
-    assert over.tolist() == [[1], [1]] and judged.tolist() == [2]
+    actual = np.asarray([[1.0, 0.0], [1.0, 1.0], [2.0, 2.0], [5.0, 5.0]], np.float32)  # [T=4, N=2]
+    regen = np.asarray([4.0, 0.0, 0.0, 0.0], np.float32)
+    defined = [True, True, False, True]  # turn 3: a collapse turn, no share
+    live = [True, True, True, False]  # turn 4: the game had ended (frozen), not counted
+    t = sustainability.init_tally(2, jnp.float32)
+    for k in range(4):
+        t = sustainability.add(
+            t, jnp.asarray(actual[k]), jnp.inf, regen[k], jnp.asarray(defined[k]), jnp.asarray(live[k])
+        )
+    over, judged = np.asarray(t.share_over)[:, None], np.asarray(t.share_judged)[None]
+    gains = np.asarray(t.gains)[:, None]
+    assert over.tolist() == [[1], [1]] and judged.tolist() == [2] and gains[:, 0].tolist() == [4.0, 3.0]
     cols = govsim.project_metrics(np.asarray([3]), 3, float("nan"), gains, over, judged)
     assert cols["ex_post_over_usage"].tolist() == [0.5]
     none = govsim.project_metrics(np.asarray([3]), 3, float("nan"), gains, over * 0, np.asarray([0]))

@@ -19,17 +19,14 @@ The project's own: ``survival_time`` (= m), ``total_gain`` (= sum_i R_i), ``effi
 (relative to the engine's maximum sustainable yield, ``Engine.sustainable_yield``: r K / 4 for
 logistic), ``equality`` (1 - Gini, 1 when nobody caught anything) and ``ex_post_over_usage``
 (catches above the share regen/N, regen measured *after* the harvest, over the turns where
-that share is defined: kernels/metrics.py; needs every turn's records or the governance
-layer's accumulators, else NaN).
+that share is defined: kernels/metrics.py; counted by the kernel's tally every turn).
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
-from ..kernels.metrics import gini, over_share
+from ..kernels.metrics import gini
 from . import schema
 
 GOVSIM_COLUMNS = schema.names(schema.GOVSIM)
@@ -99,15 +96,3 @@ def project_metrics(
         "equality": equality(gains),
         "ex_post_over_usage": np.where(judged > 0, ou, np.nan),
     }
-
-
-def from_records(actual: Any, regen: Any, played: Any, defined: Any = None, player_axis: int = 1) -> tuple[Any, Any]:
-    """The ex-post over-usage inputs: actual float[T, N, B], regen float[T, B], played
-    bool[T, B], defined bool[T, B] (the share was defined; None = every turn) -> (over
-    int[N, B], judged int[B]). ``player_axis`` 2: actual is float[T, B, N] (the scan's
-    layout; over then [B, N]). numpy or jax.numpy arrays alike (inside a run program)."""
-    n = actual.shape[player_axis]
-    ok = played if defined is None else played & defined
-    each = (lambda x: x[:, None, :]) if player_axis == 1 else (lambda x: x[:, :, None])  # noqa: E731
-    over = (each(ok) & over_share(actual, each(regen), n)).sum(axis=0)
-    return over, ok.sum(axis=0)

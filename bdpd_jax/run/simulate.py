@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
@@ -62,9 +61,8 @@ def final_numbers(game: Game, state: Any, params: Any) -> dict[str, Any]:
     run program)."""
     out = dict(summary_of(state))
     out["extra"] = _summary_extra(game, state)
-    gov = state.extra.get(GOV)
-    out["gov"] = None if gov is None else {"over": gov.over, "judged": gov.judged}
-    out["tally"] = {"gains": state.tally.gains, "over": state.tally.over}
+    t = state.tally
+    out["tally"] = {"gains": t.gains, "over": t.over, "share_over": t.share_over, "share_judged": t.share_judged}
     out["govsim_f0"] = jax.vmap(functools.partial(sustainability.f0, game), in_axes=-1)(params)
     return out
 
@@ -106,12 +104,7 @@ def _counted_whole_history(
     keys = keys_of(seed, arenas)
     pb = broadcast_batch(params, arenas.shape[0])
     state, rec = run_turns(game, n_turns, True, keys, init_batch(game, pb), pb, every, False, 1, record_axis=1)
-    final = final_numbers(game, state, pb)
-    if final["gov"] is None and every == 1:  # GovSim's over-usage counts, from the records as laid out
-        defined = ~jnp.isnan(rec.metrics["cooperation_index"])
-        over, judged = govsim.from_records(rec.actual, rec.regen, rec.played, defined, player_axis=2)
-        final["over"] = (over.T, judged)
-    return final, rec
+    return final_numbers(game, state, pb), rec
 
 
 @functools.lru_cache(maxsize=64)
@@ -291,9 +284,7 @@ def _arena_chunk(
         final = run_whole(game, chunk, seed, arenas, params)
         if bar is not None:
             bar.update(1)
-        return {
-            "summary": summary_frame(final, arenas, list(prep.labels), govsim_of(final, prep.max_yield, None, n_turns))
-        }
+        return {"summary": summary_frame(final, arenas, list(prep.labels), govsim_of(final, prep.max_yield, n_turns))}
     if history and sink is None and chunk >= n_turns:
         final, rec = run_whole_history(game, chunk, every, seed, arenas, params)
         if bar is not None:
@@ -302,9 +293,8 @@ def _arena_chunk(
         pb = batch_params(params, len(arenas))
         state, rec = run_batch(game, pb, arena_keys(seed, arenas), n_turns, chunk, history, bar, every, sink)
         final = to_numpy(compiled_final(game)(state, pb))
-    full = rec if every == 1 else None  # thinned records cannot give the GovSim totals
     out: dict[str, Any] = {
-        "summary": summary_frame(final, arenas, list(prep.labels), govsim_of(final, prep.max_yield, full, n_turns))
+        "summary": summary_frame(final, arenas, list(prep.labels), govsim_of(final, prep.max_yield, n_turns))
     }
     if not history or sink is not None:
         return out
@@ -373,27 +363,16 @@ def game_layer_names(game: Game) -> set[str]:
     return {layer.name for layer in game.layers}
 
 
-def govsim_of(
-    final: dict[str, Any], max_yield: float | np.ndarray, rec: Any, n_turns: int | np.ndarray
-) -> dict[str, Any]:
+def govsim_of(final: dict[str, Any], max_yield: float | np.ndarray, n_turns: int | np.ndarray) -> dict[str, Any]:
     """The outcome columns (bdpd_jax/results/govsim.py: GovSim's and the project's) of one
-    batch, from its final numbers (``compiled_final``, numpy) and its records when kept (None
-    otherwise; only the project's ex-post over-usage reads them, when there is no governance
-    layer). ``max_yield`` and ``n_turns``: one for the batch, or one per arena (a sweep's
-    points). Gains are always the catches (the kernel's tally), never a change of wealth."""
-    gains, tally = final["tally"]["gains"], final["tally"]
-    gov = final["gov"]
-    over = judged = None
-    if gov is not None:
-        over, judged = gov["over"], gov["judged"]
-    elif "over" in final:  # counted by the run program (compiled_whole_history)
-        over, judged = final["over"]
-    elif rec is not None:  # a NaN cooperation_index on a played turn: no share (kernels/metrics.py)
-        defined = ~np.isnan(np.asarray(rec.metrics["cooperation_index"]))
-        over, judged = govsim.from_records(rec.actual, rec.regen, rec.played, defined)
-    turns = final["turns_played"]
+    batch, from its final numbers (``compiled_final``, numpy): every count is the kernel's
+    tally, so they are the same with or without history. ``max_yield`` and ``n_turns``: one
+    for the batch, or one per arena (a sweep's points). Gains are always the catches, never a
+    change of wealth."""
+    tally = final["tally"]
+    gains, turns = tally["gains"], final["turns_played"]
     return {
-        **govsim.project_metrics(turns, n_turns, max_yield, gains, over, judged),
+        **govsim.project_metrics(turns, n_turns, max_yield, gains, tally["share_over"], tally["share_judged"]),
         **govsim.govsim_metrics(turns, n_turns, final["govsim_f0"], gains, tally["over"]),
     }
 

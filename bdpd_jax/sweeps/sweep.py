@@ -221,7 +221,7 @@ class SweepPlan:
         rec_np = take(rec) if self.history else None
         pts = idx // reps
         summary = summary_columns(
-            final, idx, self.labels, govsim_of(final, self.yields[pts], rec_np, np.asarray(self.n_turns)[pts])
+            final, idx, self.labels, govsim_of(final, self.yields[pts], np.asarray(self.n_turns)[pts])
         )
         wealth = np.asarray(final["wealth"], float)
         extra = {"wealth_mean": wealth.mean(axis=0), "gini": gini(np.asarray(summary["equality"], float))}
