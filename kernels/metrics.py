@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import jax
 import jax.numpy as jnp
+import numpy as np
 
 from . import unroll
 
@@ -63,33 +63,69 @@ def gini(w, axis: int = -1, xp=jnp):
     return xp.where(tot > 0, g, 0.0)
 
 
+def _over_players(x, axis: int, xp):
+    """Sum over the players' ``axis``, one player after the other (unrolled: the same float
+    order whatever the array library or layout, so host and kernel give the same numbers)."""
+    n = x.shape[axis]
+    if not unroll.players(n):
+        return xp.sum(x, axis=axis)
+    total = xp.take(x, 0, axis=axis)
+    for i in range(1, n):
+        total = total + xp.take(x, i, axis=axis)
+    return total
+
+
 def governance_metrics(
-    actual: jax.Array,
-    announced: jax.Array,
-    sanction_count: jax.Array,
-    regen: jax.Array,
-    playing: jax.Array,
-    share_defined: jax.Array | bool = True,
-) -> dict[str, jax.Array]:
+    actual: Any,
+    announced: Any,
+    sanction_count: Any,
+    regen: Any,
+    playing: Any,
+    share_defined: Any = True,
+    axis: int = -1,
+    xp: Any = jnp,
+) -> dict[str, Any]:
     """actual, announced: float[N] (announced NaN = null); sanction_count: float[] fired this
     turn; playing: bool[N] players taking part this turn (N in the denominators);
-    share_defined: bool[], whether regen / N is a sustainable share this turn."""
-    n = jnp.sum(playing)
-    nf = n.astype(actual.dtype)
-    has_n = n > 0
-    over = over_share(actual, regen, jnp.where(has_n, nf, 1.0))
-    said = ~jnp.isnan(announced) & playing
-    n_said = jnp.sum(said)
-    gap = jnp.where(said, jnp.abs(jnp.where(said, announced, 0.0) - actual), 0.0)
+    share_defined: bool[], whether regen / N is a sustainable share this turn. ``axis``: the
+    players' axis of actual, announced and playing (the others have none: leading turn and
+    trailing batch axes broadcast); ``xp``: jax.numpy in the kernels, numpy for records on
+    the host (:func:`record_metrics`)."""
+    dt = actual.dtype
+
+    def count(mask):  # players where mask holds, as a float of the records' dtype
+        return _over_players(mask.astype(dt), axis, xp)
+
+    nf = count(playing)
+    has_n = nf > 0
+    n_safe = xp.where(has_n, nf, xp.ones_like(nf))
+    over = over_share(actual, xp.expand_dims(xp.asarray(regen, dt), axis), xp.expand_dims(n_safe, axis))
+    said = ~xp.isnan(announced) & playing
+    n_said = count(said)
+    gap = xp.where(said, xp.abs(xp.where(said, announced, 0.0) - actual), 0.0).astype(dt)
+    nan = xp.asarray(xp.nan, dt)
 
     def frac(mask):
-        return jnp.where(has_n, jnp.sum(mask & playing) / jnp.where(has_n, nf, 1.0), jnp.nan)
+        return xp.where(has_n, count(mask & playing) / n_safe, nan)
 
-    shared = jnp.asarray(share_defined)
+    shared = xp.asarray(share_defined)
     return {
-        "cooperation_index": jnp.where(shared, frac(~over), jnp.nan),
-        "lie_score": jnp.where(n_said > 0, jnp.sum(gap) / jnp.maximum(n_said, 1), jnp.nan),
+        "cooperation_index": xp.where(shared, frac(~over), nan),
+        "lie_score": xp.where(n_said > 0, _over_players(gap, axis, xp) / xp.maximum(n_said, 1.0), nan),
         "announce_frequency": frac(said),
-        "silent_defection": jnp.where(shared, frac(~said & over), jnp.nan),
-        "sanction_rate": jnp.where(has_n, sanction_count / jnp.where(has_n, nf, 1.0), jnp.nan),
+        "silent_defection": xp.where(shared, frac(~said & over), nan),
+        "sanction_rate": xp.where(has_n, xp.asarray(sanction_count, dt) / n_safe, nan),
     }
+
+
+def record_metrics(actual: Any, announced: Any, sanctioned: Any, regen: Any, played: Any, share_defined: Any) -> dict:
+    """The five metrics of turn records (derived from the record, never stored): one arena's
+    turn (actual float[N], regen float[]) or records with the batch axis last (actual
+    float[..., N, B], regen float[..., B]), as jax or numpy arrays (the result is of the same
+    library). A player takes part in a turn its arena played; the sanction rate counts the
+    players a sanction fired on."""
+    xp = np if isinstance(actual, np.ndarray) else jnp
+    axis = -1 if np.ndim(actual) == 1 else -2
+    playing = xp.expand_dims(xp.asarray(played), axis) & xp.ones(actual.shape, bool)
+    sanctions = _over_players((xp.asarray(sanctioned) & playing).astype(actual.dtype), axis, xp)
+    return governance_metrics(actual, announced, sanctions, regen, playing, share_defined, axis, xp)

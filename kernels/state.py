@@ -7,6 +7,8 @@ from typing import Any
 import equinox as eqx
 import jax
 
+from .metrics import record_metrics
+
 
 class ArenaState(eqx.Module):
     """What changes from turn to turn. Derived values (capacity, ratio) are never stored."""
@@ -46,6 +48,13 @@ class TurnRecord(eqx.Module):
     sanction: jax.Array  # float[N], sanction amount deducted this turn
     invalid: jax.Array  # bool[N], request was NaN, infinite or negative and was treated as 0
     strategy: jax.Array  # int32[N], decision function in force
-    metrics: dict  # name -> float[], the five governance metrics (NaN where the seed says null)
+    sanctioned: jax.Array  # bool[N], a sanction fired on the player this turn (even one the wealth floor emptied)
+    share_defined: jax.Array  # bool[], whether regen / N was a sustainable share this turn (kernels/metrics.py)
     engine_extra: dict  # name -> float[], engine observables recorded each turn (capital, ...)
     extra: dict  # optional layers' per-turn records
+
+    @property
+    def metrics(self) -> dict[str, Any]:
+        """name -> float[], the five governance metrics of these records (NaN where the seed
+        says null): derived from the record when asked, never stored (kernels/metrics.py)."""
+        return record_metrics(self.actual, self.announced, self.sanctioned, self.regen, self.played, self.share_defined)

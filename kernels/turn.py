@@ -27,7 +27,6 @@ from . import rng, unroll
 from .actions import Actions, announcement, as_actions, of
 from .game import Game
 from .layers import effective_params, has_hook
-from .metrics import governance_metrics
 from .observe import noise_draws, observe, prev_values
 from .params import Params
 from .policies import decide_all
@@ -150,17 +149,11 @@ def _after_harvest(game: Game, key, turn, state: ArenaState, ctx: dict, params: 
 def _record(
     game: Game, turn, live, new: ArenaState, ctx: dict, after: dict, drawn, invalid, layer_records: dict
 ) -> TurnRecord:
-    """The turn's record, with the five metrics on its decisions. ctx: the harvest as served
-    (before the layers); after: the ctx the layers left (announced, sanction, sanctioned)."""
-    n = game.n_players
-    dt = new.wealth.dtype
+    """The turn's record (the five metrics are derived from it: ``TurnRecord.metrics``). ctx:
+    the harvest as served (before the layers); after: the ctx the layers left (announced,
+    sanction, sanctioned)."""
     actual, regen = ctx["actual"], ctx["regen"]
     announced, sanction = after["announced"], after["sanction"]
-    playing = jnp.ones((n,), bool) & live
-    sanctioned = after.get("sanctioned", sanction > 0)  # players with a sanction fired this turn
-    metrics = governance_metrics(
-        actual, announced, jnp.sum(sanctioned & playing).astype(dt), regen, playing, ctx["share_defined"]
-    )
     return TurnRecord(
         turn=turn,
         played=live,
@@ -175,7 +168,8 @@ def _record(
         sanction=sanction,
         invalid=invalid,
         strategy=new.strategy,
-        metrics=metrics,
+        sanctioned=after.get("sanctioned", sanction > 0) & live,
+        share_defined=ctx["share_defined"] & live,
         engine_extra=game.engine.recorded_values(new.engine),
         extra={name: {"end": r} for name, r in layer_records.items()},
     )

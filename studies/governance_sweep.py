@@ -83,9 +83,10 @@ print(f"{len(cells)} cells x {SIZE} arenas = {B} arenas, {lab.TRACES['run'] - be
 # %%
 survived = np.asarray(~state.collapsed).reshape(len(cells), SIZE).mean(axis=1)
 played = rec.played  # [T, B]
+metrics = rec.metrics  # derived from the records when asked (kernels/metrics.py)
 per_metric = {}
 for name in METRICS:
-    v = np.where(played, rec.metrics[name], np.nan)  # [T, B]
+    v = np.where(played, metrics[name], np.nan)  # [T, B]
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         per_arena = np.nanmean(v, axis=0)  # NaN where the metric was null every turn

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..kernels.metrics import record_metrics
 from . import schema
 from .victory import evaluate
 
@@ -263,14 +264,22 @@ def _str_column(codes: np.ndarray, labels: list[str]) -> Any:
     return pd.array(np.asarray(labels, dtype=object)[codes], dtype=dtype)
 
 
+def flat_metrics(rec: dict[str, Any]) -> dict[str, np.ndarray]:
+    """The five governance metrics of flattened records (numpy leaves, batch axis last),
+    derived when a frame asks for them (kernels/metrics.py: never stored by the run)."""
+    keys = ("actual", "announced", "sanctioned", "regen", "played", "share_defined")
+    return record_metrics(*(np.asarray(rec[k]) for k in keys))
+
+
 def turns_frame(rec: dict[str, Any], arenas: np.ndarray) -> pd.DataFrame:
     """rec leaves have shape (T, B) (scalars per arena and turn); built column by column
     (schema.TURNS, the engine's observables, schema.METRICS, the layers' turn columns)."""
     mask, counts = _played(rec)
+    metrics = flat_metrics(rec)
     leaves = {
         **{c.name: rec[c.name] for c in schema.TURNS[1:]},
         **rec["engine_extra"],
-        **{c.name: rec["metrics"][c.name] for c in schema.METRICS},
+        **{c.name: metrics[c.name] for c in schema.METRICS},
         **rec.get("turn_extra", {}),
     }
     cols: dict[str, Any] = {"arena": np.repeat(np.asarray(arenas), counts)}

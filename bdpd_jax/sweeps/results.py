@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ..kernels.metrics import METRICS
+from ..results.frames import flat_metrics
 from ..results.govsim import GOVSIM_COLUMNS
 
 Z95 = 1.96
@@ -126,9 +127,10 @@ def history_totals(flat: dict) -> dict[str, np.ndarray]:
 
 def metric_means(flat: dict) -> dict[str, np.ndarray]:
     played = np.asarray(flat["played"])
+    metrics = flat_metrics(flat)
     out = {}
     for m in METRICS:
-        x = np.where(played, np.asarray(flat["metrics"][m], dtype=float), np.nan)
+        x = np.where(played, np.asarray(metrics[m], dtype=float), np.nan)
         cnt = np.sum(~np.isnan(x), axis=0)
         out[f"mean_{m}"] = np.where(cnt > 0, np.nansum(x, axis=0) / np.maximum(cnt, 1), np.nan)
     return out
