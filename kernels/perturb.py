@@ -110,7 +110,7 @@ def compare(x: jax.Array, op: jax.Array, level: jax.Array) -> jax.Array:
 class PerturbLayer(Layer):
     """The perturbation layer: ``n_slots`` padded slots of the static set ``types``."""
 
-    types: tuple[str, ...] = ()  # the registered types compiled in (specs.perturb_layer)
+    types: tuple[str, ...] = ()  # the registered types compiled in (bdpd_jax.prepare.perturbations.perturb_layer)
     n_slots: int = 0
     name: str = "perturb"
 
@@ -223,7 +223,7 @@ def layer_of(game) -> PerturbLayer:
 def apply_perturbation(game, state, spec: PerturbParams, params):
     """Fire one perturbation now, whatever its trigger (the owner's ``POST .../perturb``).
 
-    ``spec`` is one slot (scalar leaves; :func:`bdpd_jax.config.perturbations.compile_spec` makes it from a
+    ``spec`` is one slot (scalar leaves; :func:`bdpd_jax.prepare.perturbations.compile_spec` makes it from a
     config spec). Pure: returns ``(state, record)`` with ``record = {code, target, value}``;
     the slot's fired flag is not touched (owner firings are not deduplicated). Its type must
     be among the layer's static types (a ValueError at trace time otherwise is not possible

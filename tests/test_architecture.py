@@ -4,7 +4,11 @@
 - no module imports another module's ``_private`` name;
 - no import cycles among the host's modules, ``TYPE_CHECKING`` edges included;
 - the live host sets no attribute from outside its class, and each class's ``__init__`` sets
-  every attribute its methods set.
+  every attribute its methods set;
+- the spine: config imports nothing from prepare, run, sweeps, results or host, and builds no
+  kernel layer; prepare imports nothing from run, sweeps, results or host.
+
+No engine named outside its own files: tests/test_engine_names.py.
 """
 
 from __future__ import annotations
@@ -302,6 +306,45 @@ def test_prepare_imports_nothing_from_run_sweeps_results_or_host() -> None:
     hit = _reaches([f"bdpd_jax.{p}" for p in ("run", "sweeps", "results", "host")])
     bad = [f"{m}:{line} imports {t}" for m, t, line in _imports_of_package("bdpd_jax.prepare") if hit(t)]
     assert not bad, "\n".join(bad)
+
+
+#: kernel objects only prepare/ builds from a config: the static game, its params and its layers
+KERNEL_BUILDS = ("Game", "Params", "PerturbParams")
+
+
+def _kernel_builds(module: str) -> list[str]:
+    """Calls in ``module`` that construct a kernel ``Game``, ``Params``, ``PerturbParams`` or any
+    ``*Layer`` (by the called name, plain or ``module.Name``)."""
+    tree = ast.parse(MODULES[module].read_text(), str(MODULES[module]))
+    bad = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            f = node.func
+            name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+            if name in KERNEL_BUILDS or name.endswith("Layer"):
+                bad.append(f"{module}:{node.lineno} builds {ast.unparse(f)}")
+    return bad
+
+
+def test_config_builds_no_kernel_layer() -> None:
+    """config/ validates; turning a config into the kernels' game, params and layers is
+    prepare/'s job (prepare/perturbations.py, prepare/plugins.py, prepare/game.py)."""
+    bad = [b for m in MODULES if m.startswith("bdpd_jax.config") for b in _kernel_builds(m)]
+    assert not bad, "\n".join(bad)
+
+
+def test_the_kernel_build_guard_sees_what_it_forbids(tmp_path) -> None:
+    src = tmp_path / "m.py"
+    src.write_text("def f(K, pk):\n    return K.PluginLayer(types=()), pk.PerturbParams(), Params(), len([])\n")
+    MODULES["bdpd_jax.config.probe"] = src
+    try:
+        assert _kernel_builds("bdpd_jax.config.probe") == [
+            "bdpd_jax.config.probe:2 builds K.PluginLayer",
+            "bdpd_jax.config.probe:2 builds pk.PerturbParams",
+            "bdpd_jax.config.probe:2 builds Params",
+        ]
+    finally:
+        del MODULES["bdpd_jax.config.probe"]
 
 
 def test_build_is_called_only_through_prepare_by_run_and_host() -> None:

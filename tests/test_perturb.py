@@ -15,11 +15,11 @@ from test_reference import draws, successes
 
 from bdpd_jax import simulate
 from bdpd_jax.config.game import ArenaConfig
-from bdpd_jax.config.perturbations import compile_spec
 from bdpd_jax.kernels import rng
 from bdpd_jax.kernels.perturb import TYPES, apply_perturbation
 from bdpd_jax.kernels.turn import begin, decide, step
 from bdpd_jax.prepare.game import broadcast_batch, build
+from bdpd_jax.prepare.perturbations import compile_spec
 
 PLAYERS = [
     {"strategy": "conservative", "privateResource": 30},

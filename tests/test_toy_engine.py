@@ -1,6 +1,7 @@
 """A new engine as one file: a toy engine (constant regrowth) and its config model, registered
 here with one call and no edit anywhere else, runs in ``simulate``, ``sweep`` (its own
-parameter swept, one compile), a live ``Arena`` and the server (create, join, tick, summary)."""
+parameter swept, one compile), a live ``Arena`` and the server (create, join, tick, summary);
+tests/host/test_dashboard_toy_engine.py draws it on the dashboard in a real browser."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ class ConstParams(eqx.Module):
 
 class ConstState(eqx.Module):
     stock: jax.Array  # float[]
+    regrown: jax.Array  # float[], units regrown so far (the engine's own recorded variable)
 
 
 class ConstantRegrowth(Engine):
@@ -35,7 +37,9 @@ class ConstantRegrowth(Engine):
 
     name = "toy_constant"
     variables = ("commonsStock", "sustainabilityThreshold")
+    recorded = ("regrown",)
     features = frozenset({"stock"})
+    stock_label = "biomass"
 
     def params_from_model(self, model):
         return ConstParams(farr(model.commonsInitial), farr(model.regrowth), farr(model.floor))
@@ -47,17 +51,17 @@ class ConstantRegrowth(Engine):
         return jnp.broadcast_to(params.regrowth, jnp.shape(stock))
 
     def init(self, p):
-        return ConstState(stock=p.initial)
+        return ConstState(stock=p.initial, regrown=jnp.zeros_like(p.initial))
 
     def stock(self, s):
         return s.stock
 
     def step_one(self, s, demand, u, p):
         got = jnp.clip(demand, 0.0, s.stock)
-        return ConstState(stock=s.stock - got), got, jnp.zeros((), bool), jnp.zeros_like(got)
+        return ConstState(stock=s.stock - got, regrown=s.regrown), got, jnp.zeros((), bool), jnp.zeros_like(got)
 
     def step(self, s, p):
-        return ConstState(stock=s.stock + p.regrowth), p.regrowth
+        return ConstState(stock=s.stock + p.regrowth, regrown=s.regrown + p.regrowth), p.regrowth
 
     def check_end(self, s, p):
         return s.stock < p.floor
@@ -67,6 +71,9 @@ class ConstantRegrowth(Engine):
 
     def extra_observations(self, s, p):
         return {"commonsStock": s.stock}
+
+    def recorded_values(self, s):
+        return {"regrown": s.regrown}
 
 
 class ConstantConfig(EngineConfig):
@@ -124,6 +131,7 @@ def test_live_arena_equals_simulate(toy):
     arena.run()
     res = bj.simulate(cfg, n_arenas=1, seed=3)
     assert [r["stock"] for r in arena.records] == pytest.approx(res.turns.stock.tolist())
+    assert [r["engine"]["regrown"] for r in arena.records] == pytest.approx(res.turns.regrown.tolist())
     assert arena.summary()["govsim"]["govsim_total_gain"] == res.summary.govsim_total_gain.iloc[0]
 
 

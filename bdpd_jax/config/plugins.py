@@ -210,14 +210,6 @@ def check_plugins(config: Config) -> None:
         s.check(config, f"plugins[{i}]")
 
 
-def plugin_layer(config: Config) -> tuple[K.PluginLayer, tuple[Any, ...]] | None:
-    """The static layer and its params (a tuple, one per plugin), or None without plugins."""
-    specs = list(getattr(config, "plugins", []) or [])
-    if not specs:
-        return None
-    return K.PluginLayer(types=tuple(s.type for s in specs)), tuple(s.params(config) for s in specs)
-
-
 def reserved_slots(config: Config) -> int:
     """Pact slots the config's plugins reserve (one per regulator), after the players' slots."""
     return sum(K.plugin_type(s.type).reserves_pact for s in getattr(config, "plugins", []) or [])
@@ -240,7 +232,6 @@ __all__ = [
     "GovernanceAgentSpec",
     "parse_plugins",
     "check_plugins",
-    "plugin_layer",
     "reserved_slots",
     "perturbation_types",
 ]

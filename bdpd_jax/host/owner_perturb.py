@@ -18,11 +18,12 @@ import jax.numpy as jnp
 from pydantic import BaseModel
 
 from bdpd_jax.config.game import ArenaConfig
-from bdpd_jax.config.perturbations import arena_specs, compile_spec
+from bdpd_jax.config.perturbations import arena_specs
 from bdpd_jax.host.batch_runner import LockstepBatch, slice_batch
 from bdpd_jax.host.registry import num
 from bdpd_jax.kernels import perturb as pk
 from bdpd_jax.kernels.perturb import PerturbLayer
+from bdpd_jax.prepare.perturbations import compile_spec
 from bdpd_jax.results.perturbations import target_label
 
 if TYPE_CHECKING:

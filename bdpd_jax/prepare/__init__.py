@@ -1,5 +1,5 @@
 """Prepare: a validated config becomes the kernels' static ``Game`` and array ``Params``
-(plus the governance layer), once per config content: ``prepare(config) -> PreparedRun``.
+(plus the governance, perturbation and plugin layers), once per config content: ``prepare(config) -> PreparedRun``.
 
 The package itself is callable, ``bdpd_jax.prepare(config, ...)`` being
 ``bdpd_jax.prepare.prepare(config, ...)``: one public name for the step, while its modules

@@ -10,8 +10,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..config.game import ArenaConfig
-from ..config.perturbations import arena_specs, compile_specs, override_strategies, perturb_layer
-from ..config.plugins import perturbation_types, plugin_layer
+from ..config.perturbations import arena_specs, override_strategies
+from ..config.plugins import perturbation_types
 from ..config.policy_check import check_policy_outputs
 from ..kernels.engines import get_engine
 from ..kernels.game import Game
@@ -20,6 +20,8 @@ from ..kernels.policies import BUILTINS, Policy
 from ..kernels.rng import Generator
 from .governance import governance as governance_layer
 from .governance import sanction_specs, uses_governance
+from .perturbations import compile_specs, perturb_layer
+from .plugins import plugin_layer
 
 
 def policies_of(config: ArenaConfig, extra: tuple = ()) -> tuple[tuple, list[int]]:
@@ -76,7 +78,7 @@ def build(
     ``n_specs``) and a live arena's ``registry`` flag, e.g. a sweep's largest shapes, so every
     cell shares one compiled program (prepare/governance.py).
     perturb: static shape of the perturbation layer (``n_slots``, ``types``, ``perturbable``:
-    include every type the engine supports, for owner-fired perturbations), see specs.perturb_layer.
+    include every type the engine supports, for owner-fired perturbations), see prepare/perturbations.py.
     external: bool[N], a live arena's players asked from outside (their pact answers are theirs).
     """
     players = config.require_players()

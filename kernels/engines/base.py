@@ -28,6 +28,11 @@ class Engine:
     #: ``with_stock``), ``hidden_reserve``, ``die`` (the collapse die). kernels/perturb.py
     #: REQUIRES maps types to them.
     features: ClassVar[frozenset[str]] = frozenset()
+    #: what charts call the stock (the dashboard's stock axis); read by name, never branched on
+    stock_label: ClassVar[str] = "stock"
+    #: why this engine's sustainable share can be undefined while the commons stands (the
+    #: dashboard's note on a null cooperation_index); None: only a collapse leaves it undefined
+    no_share_note: ClassVar[str | None] = None
 
     @property
     def hidden_reserve(self) -> bool:

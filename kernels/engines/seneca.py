@@ -208,6 +208,8 @@ class Seneca(Engine):
     variables = ("commonsStock", "commonsRatio", "capitalStock", "pollutionLevel")
     recorded = ("capital", "pollution", "solver_failed")
     features = frozenset({"stock"})  # commons_shock moves R; no regen_rate/capacity/threshold/reserve
+    stock_label = "resource R"
+    no_share_note = "Seneca: no regrowth"
 
     def params_from_model(self, model: Any) -> SenecaParams:
         s = model.seneca

@@ -154,6 +154,8 @@ class PublicView(BaseModel):
     arenaId: str
     name: str
     engineMode: str
+    stockLabel: str = "stock"  # the engine's name for its stock (Engine.stock_label)
+    noShareNote: str | None = None  # why its share may be null (Engine.no_share_note)
     status: Literal["waiting", "running", "closed", "interrupted"]
     turn: int
     maxTurns: int

@@ -19,11 +19,22 @@ from collections.abc import Iterable
 from typing import Any
 
 from bdpd_jax.host.arena import Arena
+from bdpd_jax.kernels.engines import ENGINES
 
 #: message scopes every player receives
 PUBLIC_SCOPES = ("broadcast", "announcement")
 #: the ``tick`` fields the dashboard charts (owner / spectator)
 COMPACT_DECISION = ("playerId", "requested", "actual", "wealth", "announced", "sanction", "fallback", "error")
+
+
+def engine_labels(engine_mode: str) -> dict[str, Any]:
+    """How the dashboard names the engine's stock and a null share, as the engine declares them
+    (the page never branches on engine names); defaults for an engine no longer registered."""
+    eng = ENGINES.get(engine_mode)
+    return {
+        "stockLabel": eng.stock_label if eng is not None else "stock",
+        "noShareNote": eng.no_share_note if eng is not None else None,
+    }
 
 
 def public_view(a: Arena) -> dict[str, Any]:
@@ -32,6 +43,7 @@ def public_view(a: Arena) -> dict[str, Any]:
         "arenaId": a.arena_id,
         "name": a.config.model.name,
         "engineMode": a.config.model.engineMode,
+        **engine_labels(a.config.model.engineMode),
         "status": a.status,
         "turn": a.turn,
         "maxTurns": int(a.max_turns or a.turns or a.config.model.maxTurns),
@@ -106,6 +118,7 @@ def public_meta_view(meta: dict[str, Any], status: str, turn: int | None = None)
         "arenaId": meta["arenaId"],
         "name": model.get("name", ""),
         "engineMode": model.get("engineMode", ""),
+        **engine_labels(model.get("engineMode", "")),
         "status": status,
         "turn": int(turn if turn is not None else meta.get("turnsPlayed") or 0),
         "maxTurns": int(meta.get("maxTurns") or meta.get("turns") or model.get("maxTurns") or 0),

@@ -13,7 +13,7 @@ function series(field) {
 function metricGap(name) {
   const last = S.ticks[S.ticks.length - 1] || {};
   if (name === "cooperation_index" || name === "silent_defection") {
-    if ((S.view || {}).engineMode === "seneca") return "Seneca: no regrowth";
+    if ((S.view || {}).noShareNote) return S.view.noShareNote;  // the engine's own (Engine.no_share_note)
     return last.collapsed ? "no share: collapse turn" : "no share";
   }
   if (name === "lie_score") return "no announcements";
@@ -34,18 +34,19 @@ function draw() {
 }
 
 function drawAll() {
-  const seneca = S.view && S.view.engineMode === "seneca";
-  $("stockTitle").textContent = seneca ? "Resource R (Seneca)" : "Commons stock";
+  // the stock as the engine names it (Engine.stock_label): the page names no engine
+  const label = (S.view && S.view.stockLabel) || "stock";
+  $("stockTitle").textContent = label === "stock" ? "Commons stock" : `Commons stock: ${label} (${S.view.engineMode})`;
   const stock = [{ name: "stock", points: S.ticks.map(t => [t.turn, t.stock]) }];
   const names = S.ticks.length ? Object.keys(S.ticks[S.ticks.length - 1].metrics || {}) : [];
   const metrics = names.map(m => ({ name: m, points: S.ticks.map(t => [t.turn, (t.metrics || {})[m] ?? null]) }));
   S.charts = { stock, metrics, requested: series("requested"), actual: series("actual"), wealth: series("wealth") };
-  const yTitle = { stock: seneca ? "resource R" : "stock", metrics: "share / score", requested: "requested",
+  const yTitle = { stock: label, metrics: "share / score", requested: "requested",
     actual: "harvest", wealth: "wealth" };
   for (const k in S.charts) {
     lineChart($("chart-" + k), S.charts[k], { x: "turn", y: yTitle[k], gap: k === "metrics" ? s => metricGap(s.name) : null });
   }
-  // engine variables (Seneca's capital C and pollution P, the logistic reserve): one axis each
+  // the engine's recorded variables (Engine.recorded, whatever the engine): one axis each
   const evars = [...new Set(S.ticks.flatMap(t => Object.keys(t.engine || {})))];
   const box = $("chart-engine");
   $("engineCard").hidden = !evars.length;
