@@ -28,6 +28,7 @@ from .game import Game
 from .layers import has_hook
 from .params import Params
 from .state import ArenaState, still_playing
+from .stored import stored
 from .turn import play, prepare, prewrite, prewrite_busy
 
 BATCH_AXIS = -1
@@ -59,7 +60,9 @@ def run_turns(
     Without history (and with ``stop_when_ended``, static) the loop stops once every arena
     has ended: the turns left are frozen no-ops, so the final state is the same.
 
-    Records are stacked on a leading turn axis: leaf shapes (T, ..., B). With ``every = k``
+    Records are stacked on a leading turn axis: leaf shapes (T, ..., B), the leaves the game
+    never changes left out (None: kernels/stored.py; ``restored`` puts them back on the
+    host). With ``every = k``
     (``n_turns`` a multiple of k) only every k-th turn's record is kept, inside the scan (an
     inner scan of k turns emits its last record), so memory holds T/k records.
 
@@ -81,7 +84,7 @@ def run_turns(
             st = prewrite_fn(k, st, p)
             st, rec = turn_fn(k, st, p, z)
             out.append((st, prepare_fn(k, st, p)))
-            recs.append(rec if history else None)
+            recs.append(stored(game, rec) if history else None)
         return tuple(out), tuple(recs)
 
     carry = tuple((st, prepare_fn(k, st, p)) for k, st, p in zip(ks, _split(state, cuts), ps, strict=True))

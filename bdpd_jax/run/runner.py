@@ -30,6 +30,7 @@ from ..kernels import rng
 from ..kernels.game import Game
 from ..kernels.rollout import init_batch, run_turns
 from ..kernels.state import still_playing
+from ..kernels.stored import restored
 
 TRACES: dict[str, int] = {"run": 0, "init": 0}
 # Arena-turns the chunk programs were given (batch width x chunk length; without history a
@@ -212,7 +213,7 @@ def run_batch(
             SCANNED["arena_turns"] += width * chunk_turns
             sub = (sub[0], st, sub[2])
             if history:
-                one = to_numpy(rec)
+                one = restored(game, to_numpy(rec), np.asarray(sub[2].players.strategy))
                 if compacted:
                     one = _widen(one, frozen, pos[:n_live], n_live, full_width)
                 emit(one)

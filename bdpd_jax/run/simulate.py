@@ -30,6 +30,7 @@ from ..kernels.governance import NAME as GOV
 from ..kernels.perturb import PerturbLayer
 from ..kernels.plugins import NAME as PLUGINS
 from ..kernels.rollout import init_batch, run_turns, summary_of
+from ..kernels.stored import restored
 from ..prepare.game import broadcast_batch
 from ..prepare.prepared import PreparedRun, prepare
 from ..results import govsim
@@ -120,10 +121,12 @@ def run_whole_history(
     game: Game, n_turns: int, every: int, seed: int, arenas: np.ndarray, params: Any
 ) -> tuple[dict[str, Any], Any]:
     """``compiled_whole_history``'s (final numbers, records) as numpy; the records' leaves
-    are views (T, ..., B) of the program's (T, B, ...) buffers."""
+    are views (T, ..., B) of the program's (T, B, ...) buffers, the ones the game never
+    changes restored as broadcast views (kernels/stored.py)."""
     final, rec = to_numpy(compiled_whole_history(game, n_turns, every)(*key_words(seed, arenas), params))
     SCANNED["arena_turns"] += len(arenas) * n_turns
-    return final, jax.tree_util.tree_map(lambda x: np.moveaxis(x, 1, -1), rec)
+    rec = jax.tree_util.tree_map(lambda x: np.moveaxis(x, 1, -1), rec)
+    return final, restored(game, rec, np.asarray(params.players.strategy))
 
 
 def run_whole(
