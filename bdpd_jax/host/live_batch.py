@@ -9,7 +9,8 @@ The arenas must share one :class:`~bdpd_jax.kernels.game.Game` (the same players
 strategies, engine, scheduler and layers; numbers such as seeds, stocks or wealth may
 differ) and start together. An arena that ends early is frozen by the kernel and skipped by
 the host while the others play on. Each arena keeps its own bus, pact registry, records
-and folder; ``arena.state`` slices the batch.
+and folder, and its kernel state (``arena.state``): each tick stacks them into the batch and
+writes each new state back.
 """
 
 from __future__ import annotations
@@ -33,7 +34,9 @@ class LiveBatch:
             for a in arenas:
                 a.use_client(client)
         self.arenas = arenas
-        self._batch: LockstepBatch = Arena.lockstep(arenas)
+        self._batch: LockstepBatch = Arena.lockstep(arenas)  # keys, params, programs: no state
+        if len({a.turn for a in arenas}) > 1:
+            raise ValueError(f"arenas: at turns {[a.turn for a in arenas]}; a LiveBatch starts them together")
         self._own_loop: asyncio.AbstractEventLoop | None = None
         self._gc_freeze = gc_freeze
 

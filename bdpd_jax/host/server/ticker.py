@@ -3,14 +3,15 @@
 Auto-ticking arenas whose players are all built-in and that share a compiled game
 (``arena.game``: players' kinds and strategies, engine, scheduler, layers; numbers may
 differ) and a ``tickIntervalMs`` form one **group**. A group tick is ONE batched kernel call
-per phase for all its members (:meth:`Arena.regroup`, the machinery of ``LiveBatch``): each
-arena goes on from its own state, key and params, at its own turn, so its records are those
-it plays ticked alone, bit for bit. A group is due ``tickIntervalMs`` after its previous
+per phase for all its members (:meth:`Arena.regroup`, the machinery of ``LiveBatch``): the
+members' states, which each arena owns, are stacked in and the new ones written back, so each
+arena goes on from its own state at its own turn and its records are those it plays ticked
+alone, bit for bit. A group is due ``tickIntervalMs`` after its previous
 tick ended (as one arena was before); an arena that starts auto-ticking joins its group's
 next tick (at once when the group is new). The batch is padded to the next power of two (at
 least 4, :func:`batch_width`), so a growing group compiles a few widths. Membership changes
 (start, stop, close, delete, a manual tick, the game's end) take effect at the next group
-tick, which regathers the batch (one indexing per leaf and source batch).
+tick, which rebuilds the batch (its keys and params; the batch never holds a state).
 
 Arenas with an external player (code, HTTP, LLM) or a live governance agent are groups of
 one, ticked by their own Arena as before: their ticks wait on players (up to ``agentTimeout``) and would hold up every
@@ -76,7 +77,7 @@ class Group:
         self.members: dict[str, LiveArena] = {}
         self.due = time.monotonic()
         self.task: asyncio.Task | None = None
-        self.batch: Any = None  # the group's LockstepBatch
+        self.batch: Any = None  # the group's LockstepBatch (keys, params, programs; no state)
         self.batch_ids: tuple[str, ...] = ()
         self.paths: list = []  # the members' turns.jsonl, in batch order
         self.loop: asyncio.AbstractEventLoop | None = None  # drives the batch's tick in a worker
@@ -122,9 +123,6 @@ class Ticker:
         self.grouping = grouping
         self.groups: dict[Hashable, Group] = {}
         self.where: dict[str, Group] = {}
-        # ids of arenas whose kernel state sits in a batch shared with other arenas (a group's):
-        # read and written only under the arena's thread lock
-        self.shared: set[str] = set()
         self._heap: list[tuple[float, int, Group]] = []
         self._seq = itertools.count()
         self._wake: asyncio.Event | None = None
@@ -189,10 +187,6 @@ class Ticker:
             del self.groups[g.key]
             g.close()
 
-    def forget(self, arena_id: str) -> None:
-        """The arena left memory (closed): drop what the ticker knew of it."""
-        self.shared.discard(arena_id)
-
     # -- scheduling --------------------------------------------------------------------------
     def _schedule(self, g: Group) -> None:
         heapq.heappush(self._heap, (g.due, next(self._seq), g))
@@ -245,14 +239,10 @@ class Ticker:
     # -- one arena ---------------------------------------------------------------------------
     def step(self, lv: LiveArena) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
         """One tick of one arena in a worker thread (its thread lock held): the record, and
-        the summary when the game ended with it. An arena whose state sits in a group's batch
-        is first given a batch of its own."""
+        the summary when the game ended with it."""
         a = lv.arena
         if a.status != "running" or a.done:
             return None, None
-        if lv.arena_id in self.shared:
-            Arena.regroup([a])
-            self.shared.discard(lv.arena_id)
         rec = a.tick()
         sync_files([records_path(a)])
         out = rec, (a.close() if a.done else None)
@@ -311,9 +301,8 @@ class Ticker:
                 locks.enter_context(lv.thread_lock)
             arenas = [lv.arena for lv in lvs]
             ids = tuple(lv.arena_id for lv in lvs)
-            if g.batch is None or ids != g.batch_ids or not self.shared.issuperset(ids):
+            if g.batch is None or ids != g.batch_ids:
                 g.batch_for(arenas, ids, [records_path(a) for a in arenas])
-                self.shared.update(ids)
             before = [a.turn for a in arenas]
             g.worker_loop().run_until_complete(g.batch.tick())
             sync_files(g.paths)
