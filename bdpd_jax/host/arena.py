@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -35,7 +36,7 @@ from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.host.agent_calls import live_player_config_of, own_client
 from bdpd_jax.host.arena_args import arena_inputs, joining_player
 from bdpd_jax.host.arena_run import ArenaRun, shown_kind, utc_now
-from bdpd_jax.host.batch_runner import LockstepBatch
+from bdpd_jax.host.batch_runner import LockstepBatch, drive
 from bdpd_jax.host.dispatch import TOOL_SCOPES, dispatch_tool, sanction_offered
 from bdpd_jax.host.envelope import envelopes
 from bdpd_jax.host.governance_agent import GovernorSpec
@@ -51,6 +52,7 @@ from bdpd_jax.kernels import rng
 DEFAULT_PACT_SLOTS = 16  # a live arena's pact table when the create names none (bound: limits.MAX_PACT_SLOTS)
 DEFAULT_KEEP_RECORDS = 100  # turn records (and turns of messages) an arena keeps in memory
 _NOT_STARTED = object()
+T = TypeVar("T")
 
 
 def _of_run(name: str, doc: str, before_start: Any = _NOT_STARTED) -> property:
@@ -125,7 +127,7 @@ class Arena:
         self.keep_records = keep_records
         self._run: ArenaRun | None = None  # built by start()
         self._alone: LockstepBatch | None = None  # its batch of one (holds no state)
-        self._own_loop: asyncio.AbstractEventLoop | None = None  # tick() / run() / close()
+        self._own_loop: asyncio.AbstractEventLoop | None = None  # tick() / run() / close() with external players
         for i, p in enumerate(config_players):
             self.join(live_player_config_of(i, p))
 
@@ -375,8 +377,8 @@ class Arena:
         return self.records[-1] if self.records and self.records[-1]["turn"] == self.turn else None
 
     def tick(self) -> dict[str, Any] | None:
-        """``atick`` on the arena's own event loop (not from inside a running loop)."""
-        return self._loop().run_until_complete(self.atick())
+        """``atick`` run to its end (:meth:`_drive`)."""
+        return self._drive(self.atick())
 
     async def arun(self, max_ticks: int | None = None) -> dict[str, Any]:
         """Tick until the game is over (or ``max_ticks``); then close. Returns the summary."""
@@ -391,12 +393,17 @@ class Arena:
         return self.summary()
 
     def run(self, max_ticks: int | None = None) -> dict[str, Any]:
-        return self._loop().run_until_complete(self.arun(max_ticks))
+        return self._drive(self.arun(max_ticks))
 
-    def _loop(self) -> asyncio.AbstractEventLoop:
+    def _drive(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run ``coro`` to its end: with built-in players only (no one to wait on) without an
+        event loop, else on the arena's own loop (its HTTP clients bind to it; not from inside a
+        running loop)."""
+        if not (any(s.external for s in self.specs) or self.governor is not None):
+            return drive(coro)
         if self._own_loop is None:
             self._own_loop = asyncio.new_event_loop()
-        return self._own_loop
+        return self._own_loop.run_until_complete(coro)
 
     # -- closing ----------------------------------------------------------------------------
     def summary(self) -> dict[str, Any]:
@@ -428,10 +435,10 @@ class Arena:
         return summ
 
     def close(self) -> dict[str, Any]:
-        loop = self._loop()
-        out = loop.run_until_complete(self.aclose())
-        loop.close()
-        self._own_loop = None
+        out = self._drive(self.aclose())
+        if self._own_loop is not None:
+            self._own_loop.close()
+            self._own_loop = None
         return out
 
 

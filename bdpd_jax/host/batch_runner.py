@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from typing import TYPE_CHECKING
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -45,6 +46,21 @@ from bdpd_jax.kernels.state import still_playing
 
 if TYPE_CHECKING:
     from bdpd_jax.host.arena_run import ArenaRun
+
+
+T = TypeVar("T")
+
+
+def drive(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` to its end without an event loop. For a tick that waits on no one (built-in
+    players only, no governance agent: :attr:`LockstepBatch.waits` False): it never suspends, so
+    it needs no loop of its own. RuntimeError if it does suspend."""
+    try:
+        coro.send(None)
+    except StopIteration as stop:
+        return stop.value
+    coro.close()
+    raise RuntimeError("drive: the coroutine waited on something; run it on an event loop")
 
 
 def slice_batch(tree, b: int):
@@ -89,6 +105,9 @@ class LockstepBatch:
         self.units = np.asarray([r.units for r in self.runs], np.float64)
         # per arena, the players asked from outside (specs are fixed once an arena starts)
         self._external = [[i for i, s in enumerate(r.specs) if s.external] for r in self.runs]
+        #: whether a tick can wait on anyone (an external player, a governance agent); if not,
+        #: it runs without an event loop (:func:`drive`)
+        self.waits = any(self._external) or any(r.governor is not None for r in self.runs)
 
     def _padded(self, items: list) -> list:
         return items + items[-1:] * (self.width - len(items))
@@ -186,7 +205,7 @@ class LockstepBatch:
                     )
                 )
                 where.append((b, i))
-        results = await asyncio.gather(*jobs)
+        results = await asyncio.gather(*jobs) if jobs else []
         by_arena: list[dict[int, AgentResult]] = [{} for _ in runs]
         for (b, i), res in zip(where, results, strict=True):
             if res.fallback and not res.stock_units and self.units[b] != 1.0:
@@ -245,7 +264,11 @@ class LockstepBatch:
                 r.finish()
                 continue
             lines.append((r, turn_record(r, row.turn, row, by_arena[b], tools[b], overridden[b]), bool(ended[b])))
-        await asyncio.gather(*(discuss(r, line) for r, line, end in lines if not end))
+        talks = [discuss(r, line) for r, line, end in lines if not end]
+        if self.waits:  # speakers are asked at once
+            await asyncio.gather(*talks)
+        for talk in talks if not self.waits else ():  # no speaker: nothing to wait on, no loop needed
+            await talk
         for r, line, end in lines:
             r.end_turn(line, end)
 
@@ -267,4 +290,4 @@ def with_sanction_intents(sb, runs: list[ArenaRun]):
     return dataclasses.replace(sb, extra={**sb.extra, NAME: tuple(mems)})
 
 
-__all__ = ["LockstepBatch", "slice_batch", "with_sanction_intents"]
+__all__ = ["drive", "LockstepBatch", "slice_batch", "with_sanction_intents"]

@@ -4,6 +4,7 @@ the record built once per arena and tick."""
 
 from __future__ import annotations
 
+import asyncio
 import copy
 
 import jax
@@ -12,6 +13,7 @@ from payloads import MIXED_PLAYERS, SEED_LOGISTIC
 
 from bdpd_jax.host import batch_runner, dispatch, players, tools
 from bdpd_jax.host.arena import Arena
+from bdpd_jax.host.batch_runner import drive
 from bdpd_jax.host.live_batch import LiveBatch
 from bdpd_jax.host.registry import PactRegistry
 
@@ -56,16 +58,15 @@ def test_an_arena_owns_its_state_through_group_and_solo_ticks():
         ref.tick()
     a, b = _arena(3), _arena(4)
     batch = Arena.regroup([a, b], 4)  # padded, as the server's groups are
-    loop = a._loop()  # noqa: SLF001 - the arena's own loop drives the group here
     for _ in range(2):
-        loop.run_until_complete(batch.tick())
+        drive(batch.tick())
     assert not any(_is_state(v) for v in vars(batch).values())  # keys, params, programs only
     assert a.state is a._run.state  # noqa: SLF001 - the run owns it
     a.tick()  # alone now, no regroup
     assert a.turn == ref.turn == 3 and _same(a.state, ref.state)
     drop = lambda r: {k: v for k, v in r.items() if k != "arenaId"}  # noqa: E731
     assert [drop(r) for r in a.records] == [drop(r) for r in ref.records]
-    loop.run_until_complete(batch.tick())  # the group again: b goes on, a from turn 3
+    drive(batch.tick())  # the group again: b goes on, a from turn 3
     assert (a.turn, b.turn) == (4, 3)
 
 
@@ -108,3 +109,17 @@ def test_an_owner_pact_write_between_ticks_goes_into_the_owners_state():
     slot = a.registry.slot_of(out["pactId"])
     assert int(a.state.extra["governance"].pacts.status[slot]) == int(a.registry.table.status[slot])
     a.close()
+
+
+def test_built_in_arenas_tick_without_an_event_loop(monkeypatch):
+    """Nothing to wait on (built-in players only): tick, run and close make no event loop."""
+
+    def refused():
+        raise AssertionError("an event loop was made")
+
+    monkeypatch.setattr(asyncio, "new_event_loop", refused)
+    a = _arena(6)
+    assert a.tick()["turn"] == 1
+    batch = LiveBatch([_arena(7), _arena(8)])
+    assert [r["turn"] for r in batch.tick()] == [1, 1]
+    assert a.run()["turnsPlayed"] == 6 and batch.run()

@@ -19,7 +19,8 @@ member, and their HTTP clients are bound to the arena's own event loop. With
 ``grouping=False`` every arena is a group of one (the baseline of bench/server.py).
 
 The scheduler is one task on the server's event loop; kernel work runs in the hub's worker
-threads (a group tick holds one ``--workers`` slot), so ``/api/health`` is never queued behind
+threads (a group tick holds one ``--workers`` slot; it waits on no player, so it runs without
+an event loop, ``batch_runner.drive``), so ``/api/health`` is never queued behind
 a tick. A group tick holds every member's locks (taken in arena-id order) while it runs, so
 owner requests (perturb, summary, close) on a member wait for it, as for one arena.
 """
@@ -38,6 +39,7 @@ from contextlib import ExitStack
 from typing import Any
 
 from bdpd_jax.host.arena import Arena
+from bdpd_jax.host.batch_runner import drive
 from bdpd_jax.host.live_batch import freeze_history
 from bdpd_jax.host.server.durable import sync_files
 from bdpd_jax.host.server.live import LiveArena, Workers
@@ -80,7 +82,6 @@ class Group:
         self.batch: Any = None  # the group's LockstepBatch (keys, params, programs; no state)
         self.batch_ids: tuple[str, ...] = ()
         self.paths: list = []  # the members' turns.jsonl, in batch order
-        self.loop: asyncio.AbstractEventLoop | None = None  # drives the batch's tick in a worker
         self.solo = isinstance(key, tuple) and key[0] == "solo"
 
     def start(self, task: asyncio.Task) -> None:
@@ -98,16 +99,7 @@ class Group:
         self.batch_ids, self.paths = ids, paths
         return self.batch
 
-    def worker_loop(self) -> asyncio.AbstractEventLoop:
-        """The event loop that drives the batch's tick in a worker thread (made once)."""
-        if self.loop is None:
-            self.loop = asyncio.new_event_loop()
-        return self.loop
-
     def close(self) -> None:
-        if self.loop is not None:
-            self.loop.close()
-            self.loop = None
         self.batch = None
 
 
@@ -304,7 +296,7 @@ class Ticker:
             if g.batch is None or ids != g.batch_ids:
                 g.batch_for(arenas, ids, [records_path(a) for a in arenas])
             before = [a.turn for a in arenas]
-            g.worker_loop().run_until_complete(g.batch.tick())
+            drive(g.batch.tick())  # built-in players only: nothing to wait on, no event loop
             sync_files(g.paths)
             out = []
             for lv, a, t0 in zip(lvs, arenas, before, strict=True):
