@@ -419,8 +419,8 @@ def _self_stores(module: str, cls_name: str) -> set[str]:
 def test_the_tick_path_keeps_its_rules() -> None:
     runner = "bdpd_jax.host.batch_runner"
     # one owner of an arena's kernel state (its ArenaRun): no batch keeps one, no arena binds to a batch
-    assert "state" not in _self_stores(runner, "LockstepBatch")
-    assert "state" in _self_stores("bdpd_jax.host.arena_run", "ArenaRun")
+    assert not {"state", "kernel_leaves"} & _self_stores(runner, "LockstepBatch")
+    assert "kernel_leaves" in _self_stores("bdpd_jax.host.arena_run", "ArenaRun")
     assert not {"_batch", "_b"} & _self_stores("bdpd_jax.host.arena", "Arena")
     assert "shared" not in _self_stores("bdpd_jax.host.server.ticker", "Ticker")
     # the pact table: one kernel -> host sync per tick, in the batch's tick only

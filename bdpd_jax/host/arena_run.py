@@ -93,23 +93,39 @@ class ArenaRun:
     sanction_intents: dict[tuple[int, int], str | None] = dataclasses.field(default_factory=dict)
     owner_fired: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # before the next record
     governor: Governor | None = None  # the owner's governance agent (Arena starts and closes it)
-    state: Any = None  # the arena's kernel state (numpy leaves, no batch axis): owned here only
+    # the arena's kernel state, owned here only: its numpy leaves (no batch axis; a batch stacks
+    # and splits these) and tree structure; ``state`` is the tree, built when read
+    kernel_leaves: list[np.ndarray] = dataclasses.field(default_factory=list)
+    kernel_tree: Any = None
+    _state: Any = None  # the tree of kernel_leaves, once read
     units: float = 1.0  # stock units per harvest unit (an agent's fallback is scaled by it)
 
     def __post_init__(self) -> None:
         self.stats = {s.player_id: dict(STAT_KEYS) for s in self.specs}
-        if self.state is None:  # the kernel's initial state (the batched program, one arena wide)
+        if self.kernel_tree is None:  # the kernel's initial state (the batched program, one arena wide)
             init = programs(self.game)[0]
             one = jax.tree_util.tree_map(lambda x: jnp.asarray(x)[..., None], self.params)
-            self.state = unbatch(init(one), 0)
+            self.set_state(unbatch(init(one), 0))
         self.units = float(np.asarray(self.game.engine.harvest_unit(self.params.engine), np.float64))
         if self.registry is not None:
             self.registry.bind(self.pacts, self.set_pacts)
 
     # -- the kernel state (its one owner) ----------------------------------------------------------
+    @property
+    def state(self) -> Any:
+        """The arena's kernel state (numpy leaves, no batch axis)."""
+        if self._state is None:
+            self._state = self.kernel_tree.unflatten(self.kernel_leaves)
+        return self._state
+
     def set_state(self, state: Any) -> None:
         """Adopt ``state`` (one arena's, numpy leaves, no batch axis) as the arena's kernel state."""
-        self.state = state
+        self.kernel_leaves, self.kernel_tree = jax.tree_util.tree_flatten(state)
+        self._state = state
+
+    def set_leaves(self, leaves: list[np.ndarray]) -> None:
+        """Adopt new leaves of the same structure (a batch's tick writing its slice back)."""
+        self.kernel_leaves, self._state = leaves, None
 
     def pacts(self) -> Any:
         """The pact table of the kernel state (governance layer only)."""
@@ -117,9 +133,11 @@ class ArenaRun:
 
     def set_pacts(self, table: Any) -> None:
         """Write ``table`` into the kernel state (a pact tool used between ticks)."""
-        gs = self.state.extra[GOV]
-        extra = {**self.state.extra, GOV: dataclasses.replace(gs, pacts=jax.tree_util.tree_map(np.asarray, table))}
-        self.state = dataclasses.replace(self.state, extra=extra)
+        st = self.state
+        pacts = jax.tree_util.tree_map(np.asarray, table)
+        self.set_state(
+            dataclasses.replace(st, extra={**st.extra, GOV: dataclasses.replace(st.extra[GOV], pacts=pacts)})
+        )
 
     @property
     def max_turns(self) -> int:

@@ -114,13 +114,14 @@ class LockstepBatch:
 
     def stacked_state(self):
         """The members' states stacked on a trailing batch axis (padded to ``width``)."""
-        return _stack(self._padded([r.state for r in self.runs]))
+        flat = self._padded([r.kernel_leaves for r in self.runs])  # (no flatten per arena)
+        return self.runs[0].kernel_tree.unflatten([np.moveaxis(np.array(xs), 0, -1) for xs in zip(*flat, strict=True)])
 
     def _write_back(self, state) -> None:
         """Each member's new state, split out of the batch state, written into its owner."""
-        leaves, tree = jax.tree_util.tree_flatten(jax.tree_util.tree_map(np.asarray, state))
+        leaves = [np.asarray(x) for x in jax.tree_util.tree_leaves(state)]
         for b, r in enumerate(self.runs):
-            r.set_state(tree.unflatten([x[..., b] for x in leaves]))
+            r.set_leaves([x[..., b] for x in leaves])
 
     async def tick(self) -> None:
         """One turn of every arena still playing."""
