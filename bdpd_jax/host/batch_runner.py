@@ -3,22 +3,13 @@ phase per turn; shared by :class:`~bdpd_jax.host.arena.Arena` and
 :class:`~bdpd_jax.host.live_batch.LiveBatch`. It works on each arena's run state
 (:class:`~bdpd_jax.host.arena_run.ArenaRun`), never on the Arena.
 
-One turn (:meth:`LockstepBatch.tick`):
-
-1. kernel ``decide_phase`` (one jitted call for the whole batch): begin hooks, every
-   player's observation, the builtins' decisions (placeholders for external players);
-2. every external player of every arena is asked at once (``asyncio.gather``) with its
-   observation envelope: the kernel observation (NaN -> null), ``pacts`` (``view_for``) and
-   ``inbox`` (``inbox_at``: last turn's messages);
-3. their tool actions are dispatched in player order
-   (:func:`~bdpd_jax.host.dispatch.dispatch_tool`): messages on the
-   :class:`~bdpd_jax.host.messages.MessageBus`, pact writes through the kernel's pure pact
-   functions;
-4. kernel ``step_phase`` (ONE jitted call for the batch): the step with the external
-   requests and announcements, the host's pact table, violations and sanctions;
-5. the discussion of an arena that talks between harvests and goes on
-   (:mod:`~bdpd_jax.host.discussion`), all arenas at once;
-6. the turn record is appended to ``turns.jsonl`` (flushed and fsynced) and returned.
+It holds no arena's kernel state: each tick stacks the owners' states in and writes each new
+one back (stack in, split out). One tick, :meth:`LockstepBatch.tick`, is the path written in
+docs/semantics/live.md "The tick path": stack in, kernel ``decide_phase`` (one jitted call),
+each pact table adopted once, every external player asked at once (``asyncio.gather``), their
+validated tool actions dispatched in player order (:func:`~bdpd_jax.host.dispatch.dispatch_tool`),
+kernel ``step_phase`` (one jitted call), split out, one turn record per arena (with its
+discussion), appended to ``turns.jsonl`` and returned.
 """
 
 from __future__ import annotations
