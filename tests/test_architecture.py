@@ -431,3 +431,52 @@ def test_the_lab_guard_sees_what_it_forbids(tmp_path) -> None:
         "bdpd_jax._private",
         "bdpd_jax.config.game",
     ]
+
+
+# -- the tick path (issue 24 item 4; docs/semantics/live.md "The tick path") -------------------
+def _calls(module: str, name: str) -> list[ast.Call]:
+    """The calls of ``name`` (a function or a method of any object; every call when empty) in ``module``."""
+    tree = ast.parse(MODULES[module].read_text(), str(MODULES[module]))
+    return [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call)
+        and (not name or name in (getattr(n.func, "attr", None), getattr(n.func, "id", None)))
+    ]
+
+
+def _self_stores(module: str, cls_name: str) -> set[str]:
+    """The attributes ``self.x = ...`` of class ``cls_name`` in ``module``."""
+    tree = ast.parse(MODULES[module].read_text(), str(MODULES[module]))
+    cls = next(n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == cls_name)
+    return {
+        n.attr
+        for n in ast.walk(cls)
+        if isinstance(n, ast.Attribute)
+        and isinstance(n.ctx, ast.Store)
+        and isinstance(n.value, ast.Name)
+        and n.value.id == "self"
+    }
+
+
+def test_the_tick_path_keeps_its_rules() -> None:
+    runner = "bdpd_jax.host.batch_runner"
+    # one owner of an arena's kernel state (its ArenaRun): no batch keeps one, no arena binds to a batch
+    assert not {"state", "kernel_leaves"} & _self_stores(runner, "LockstepBatch")
+    assert "kernel_leaves" in _self_stores("bdpd_jax.host.arena_run", "ArenaRun")
+    assert not {"_batch", "_b"} & _self_stores("bdpd_jax.host.arena", "Arena")
+    assert "shared" not in _self_stores("bdpd_jax.host.server.ticker", "Ticker")
+    # the pact table: one kernel -> host sync per tick, in the batch's tick only
+    assert [m for m in _live_host() if _calls(m, "sync")] == [runner] and len(_calls(runner, "sync")) == 1
+    # actions validated once: the tick dispatches what the agents validated
+    assert not _calls(runner, "validate_action")
+    assert all(any(k.arg == "validated" for k in c.keywords) for c in _calls(runner, "dispatch_tool"))
+    bus_calls = {
+        c.func.attr
+        for c in _calls("bdpd_jax.host.dispatch", "")
+        if isinstance(c.func, ast.Attribute) and getattr(c.func.value, "attr", None) == "bus"
+    }
+    assert bus_calls == {"post", "is_known"}, bus_calls  # the bus stores validated actions unchecked
+    # nothing re-derived from the config per tick; no event loop made by the tick
+    assert not _calls("bdpd_jax.host.records", "sanction_specs")
+    assert not _calls(runner, "new_event_loop")

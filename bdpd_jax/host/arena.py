@@ -6,8 +6,10 @@ kernel game, writes ``meta.json``; status ``running``) -> ``tick()`` (one turn) 
 (to the end) -> ``close()`` (``summary.json`` and ``meta.json``, atomically; status
 ``closed``). ``await atick()`` / ``await arun()`` are the same from inside an event loop.
 
-One turn is one ``LockstepBatch.tick`` (:mod:`~bdpd_jax.host.batch_runner`, shared with
-:class:`~bdpd_jax.host.live_batch.LiveBatch`): the owner's governance agent, if attached
+The arena's run (:class:`~bdpd_jax.host.arena_run.ArenaRun`) owns its kernel state for its
+whole life. One turn is one ``LockstepBatch.tick`` (:mod:`~bdpd_jax.host.batch_runner`, shared
+with :class:`~bdpd_jax.host.live_batch.LiveBatch` and the server's groups), which stacks the
+members' states in and writes each new one back: the owner's governance agent, if attached
 (:mod:`~bdpd_jax.host.governance_agent`), decide phase, external players asked at once, their
 tool actions, step phase, the turn record appended to ``turns.jsonl``.
 
@@ -24,8 +26,9 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -33,7 +36,7 @@ from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.host.agent_calls import live_player_config_of, own_client
 from bdpd_jax.host.arena_args import arena_inputs, joining_player
 from bdpd_jax.host.arena_run import ArenaRun, shown_kind, utc_now
-from bdpd_jax.host.batch_runner import LockstepBatch, slice_batch
+from bdpd_jax.host.batch_runner import LockstepBatch, drive
 from bdpd_jax.host.dispatch import TOOL_SCOPES, dispatch_tool, sanction_offered
 from bdpd_jax.host.envelope import envelopes
 from bdpd_jax.host.governance_agent import GovernorSpec
@@ -49,6 +52,7 @@ from bdpd_jax.kernels import rng
 DEFAULT_PACT_SLOTS = 16  # a live arena's pact table when the create names none (bound: limits.MAX_PACT_SLOTS)
 DEFAULT_KEEP_RECORDS = 100  # turn records (and turns of messages) an arena keeps in memory
 _NOT_STARTED = object()
+T = TypeVar("T")
 
 
 def _of_run(name: str, doc: str, before_start: Any = _NOT_STARTED) -> property:
@@ -122,9 +126,8 @@ class Arena:
         # the last keep_records turn records (all when None); the full log is turns.jsonl
         self.keep_records = keep_records
         self._run: ArenaRun | None = None  # built by start()
-        self._batch: LockstepBatch | None = None  # the lockstep batch this arena is arena _b of
-        self._b = 0
-        self._own_loop: asyncio.AbstractEventLoop | None = None  # tick() / run() / close()
+        self._alone: LockstepBatch | None = None  # its batch of one (holds no state)
+        self._own_loop: asyncio.AbstractEventLoop | None = None  # tick() / run() / close() with external players
         for i, p in enumerate(config_players):
             self.join(live_player_config_of(i, p))
 
@@ -294,56 +297,32 @@ class Arena:
         return self._run
 
     @staticmethod
-    def lockstep(arenas: list[Arena]) -> LockstepBatch:
-        """One :class:`LockstepBatch` of ``arenas`` (a waiting one is started first); each
-        arena then plays as its slot of the batch (``state``, ``perturb``, ``dispatch``)."""
+    def lockstep(arenas: list[Arena], width: int | None = None) -> LockstepBatch:
+        """One :class:`LockstepBatch` of ``arenas`` (a waiting one is started first; all must
+        be running); ``width`` pads it (see LockstepBatch). The batch holds no state: each
+        arena keeps its own (``state``) and goes on from it, at its own turn."""
         if not arenas:
             raise ValueError("arenas: need at least one arena")
         for a in arenas:
             if a.status == "waiting":
                 a.start()
-            if a._batch is not None:
-                raise ValueError(f"arenas: arena {a.arena_id!r} is already in another batch")
-        batch = LockstepBatch([a._started() for a in arenas])
-        for b, a in enumerate(arenas):
-            a._bind(batch, b)
-        return batch
+            if a.status != "running":
+                raise ValueError(f"status: arena {a.arena_id!r} is {a.status!r}")
+        return LockstepBatch([a._started() for a in arenas], width)
 
-    @staticmethod
-    def regroup(arenas: list[Arena], width: int | None = None) -> LockstepBatch:
-        """One batch of running arenas of one Game that may sit in other batches and be at
-        different turns, each going on from its own slot (the server's auto-tick groups);
-        ``width`` (>= the arenas) pads it with copies of the last arena, played and ignored."""
-        width = len(arenas) if width is None else width
-        if not arenas or isinstance(width, bool) or not isinstance(width, int) or width < len(arenas):
-            raise ValueError(f"width: must be an integer >= {len(arenas)} (the arenas, at least one), got {width!r}")
-        batches = [a._ensure_batch() for a in arenas]
-        slots = [(bt, a._b) for bt, a in zip(batches, arenas, strict=True)] + [(batches[-1], arenas[-1]._b)] * (
-            width - len(arenas)
-        )
-        batch = LockstepBatch.gather(slots, [a._started() for a in arenas])
-        for b, a in enumerate(arenas):
-            a._bind(batch, b)
-        return batch
+    #: the server's auto-tick groups (arenas at different turns): the same call
+    regroup = lockstep
 
-    def _bind(self, batch: LockstepBatch, b: int) -> None:
-        self._batch, self._b = batch, b
-
-    def _ensure_batch(self) -> LockstepBatch:
-        if self.status == "waiting":
-            self.start()
-        if self.status != "running":
-            raise ValueError(f"status: the arena is {self.status!r}")
-        return self._batch if self._batch is not None else Arena.lockstep([self])  # (lockstep binds it)
+    def _solo(self) -> LockstepBatch:
+        """The batch of this arena alone (its keys, params and programs; made once)."""
+        if self._alone is None:
+            self._alone = Arena.lockstep([self])
+        return self._alone
 
     @property
     def state(self):
-        """This arena's kernel state (numpy leaves, no batch axis)."""
-        if self._batch is None:
-            if self.status == "waiting":
-                raise ValueError("status: the arena has not started")
-            self._ensure_batch()
-        return slice_batch(self._batch.state, self._b)
+        """This arena's kernel state (numpy leaves, no batch axis), owned by its run."""
+        return self._started().state
 
     def observation(self, player: str, obs: dict[str, np.ndarray], turn: int) -> dict[str, Any]:
         """The envelope ``player`` decides on: kernel observation + ``pacts`` + ``inbox``."""
@@ -366,14 +345,7 @@ class Arena:
         out = dispatch_tool(run, player, action, turn)
         if not run.in_tick:  # an owner action between ticks: logged so replay repeats it
             run.log_event("ownerAction", {"turn": run.turn + 1, "atTurn": turn, "playerId": player, "action": action})
-        if (
-            out["ok"]
-            and not run.in_tick
-            and run.registry is not None
-            and out["tool"] in ("propose_pact", "pledge", "accept_pact")
-        ):
-            self._ensure_batch().set_pacts(self._b, run.registry.table)
-        return out
+        return out  # (a pact write between ticks went straight into the run's kernel state)
 
     def add_sanction_intent(self, player: str, target: str, reason: str | None) -> None:
         """Record ``player``'s ``sanction(target, reason)`` call of this turn (``ArenaRun``)."""
@@ -390,27 +362,28 @@ class Arena:
         if run.done:
             raise ValueError("status: the game is over")
         spec, slot = owner_slot(run, self.kernel_config(), spec)
-        batch = self._ensure_batch()
-        return fire_perturbation(run, batch, self._b, spec, slot)
+        return fire_perturbation(run, spec, slot)
 
     # -- running ----------------------------------------------------------------------------
     async def atick(self) -> dict[str, Any] | None:
         """Play one turn; returns its record (None once the game is over)."""
-        if self._batch is not None and len(self._batch.runs) > 1:
-            raise ValueError("status: this arena is part of a LiveBatch; tick the batch")
-        batch = self._ensure_batch()
+        if self.status == "waiting":
+            self.start()
+        if self.status != "running":
+            raise ValueError(f"status: the arena is {self.status!r}")
         if self.done:
             return None
-        await batch.tick()
+        await self._solo().tick()
         return self.records[-1] if self.records and self.records[-1]["turn"] == self.turn else None
 
     def tick(self) -> dict[str, Any] | None:
-        """``atick`` on the arena's own event loop (not from inside a running loop)."""
-        return self._loop().run_until_complete(self.atick())
+        """``atick`` run to its end (:meth:`_drive`)."""
+        return self._drive(self.atick())
 
     async def arun(self, max_ticks: int | None = None) -> dict[str, Any]:
         """Tick until the game is over (or ``max_ticks``); then close. Returns the summary."""
-        self._ensure_batch()
+        if self.status == "waiting":
+            self.start()
         k = 0
         while not self.done and (max_ticks is None or k < max_ticks):
             await self.atick()
@@ -420,12 +393,17 @@ class Arena:
         return self.summary()
 
     def run(self, max_ticks: int | None = None) -> dict[str, Any]:
-        return self._loop().run_until_complete(self.arun(max_ticks))
+        return self._drive(self.arun(max_ticks))
 
-    def _loop(self) -> asyncio.AbstractEventLoop:
+    def _drive(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run ``coro`` to its end: with built-in players only (no one to wait on) without an
+        event loop, else on the arena's own loop (its HTTP clients bind to it; not from inside a
+        running loop)."""
+        if not (any(s.external for s in self.specs) or self.governor is not None):
+            return drive(coro)
         if self._own_loop is None:
             self._own_loop = asyncio.new_event_loop()
-        return self._own_loop
+        return self._own_loop.run_until_complete(coro)
 
     # -- closing ----------------------------------------------------------------------------
     def summary(self) -> dict[str, Any]:
@@ -439,7 +417,6 @@ class Arena:
             return self.summary()
         if self.status == "waiting":
             raise ValueError("status: the arena never started")
-        self._ensure_batch()  # an arena closed before its first tick still has a state to report
         self.status = "closed"
         summ = self.summary()
         if self.out_dir is not None:
@@ -458,10 +435,10 @@ class Arena:
         return summ
 
     def close(self) -> dict[str, Any]:
-        loop = self._loop()
-        out = loop.run_until_complete(self.aclose())
-        loop.close()
-        self._own_loop = None
+        out = self._drive(self.aclose())
+        if self._own_loop is not None:
+            self._own_loop.close()
+            self._own_loop = None
         return out
 
 

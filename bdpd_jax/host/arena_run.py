@@ -1,5 +1,9 @@
 """``ArenaRun``: everything ``Arena.start()`` builds, in one object the arena owns.
 
+It is the ONE owner of the arena's kernel state (``state``: numpy leaves, no batch axis) for
+the arena's whole life: a lockstep batch stacks its members' states into one kernel call and
+writes each new state back here (stack in, split out); nothing keeps it between ticks.
+
 The collaborators of a live arena take it as an explicit input, never the Arena:
 :class:`~bdpd_jax.host.batch_runner.LockstepBatch` (the turn),
 :func:`~bdpd_jax.host.dispatch.dispatch_tool` (the tools),
@@ -19,6 +23,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from bdpd_jax.config.game import ArenaConfig
@@ -27,12 +32,13 @@ from bdpd_jax.host.action_budget import ActionBudget
 from bdpd_jax.host.messages import MessageBus
 from bdpd_jax.host.persist import JsonlWriter
 from bdpd_jax.host.players import LivePlayerConfig
-from bdpd_jax.host.programs import EXTERNAL, has_governance
+from bdpd_jax.host.programs import EXTERNAL, has_governance, programs
 from bdpd_jax.host.registry import PactRegistry
 from bdpd_jax.kernels import rng
 from bdpd_jax.kernels.game import Game
 from bdpd_jax.kernels.governance import NAME as GOV
 from bdpd_jax.kernels.params import Params
+from bdpd_jax.prepare.governance import sanction_specs
 
 if TYPE_CHECKING:
     from bdpd_jax.host.governance_agent import Governor
@@ -87,14 +93,61 @@ class ArenaRun:
     sanction_intents: dict[tuple[int, int], str | None] = dataclasses.field(default_factory=dict)
     owner_fired: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # before the next record
     governor: Governor | None = None  # the owner's governance agent (Arena starts and closes it)
+    # the arena's kernel state, owned here only: its numpy leaves (no batch axis; a batch stacks
+    # and splits these) and tree structure; ``state`` is the tree, built when read
+    kernel_leaves: list[np.ndarray] = dataclasses.field(default_factory=list)
+    kernel_tree: Any = None
+    _state: Any = None  # the tree of kernel_leaves, once read
+    units: float = 1.0  # stock units per harvest unit (an agent's fallback is scaled by it)
 
     def __post_init__(self) -> None:
         self.stats = {s.player_id: dict(STAT_KEYS) for s in self.specs}
+        if self.kernel_tree is None:  # the kernel's initial state (the batched program, one arena wide)
+            init = programs(self.game)[0]
+            one = jax.tree_util.tree_map(lambda x: jnp.asarray(x)[..., None], self.params)
+            self.set_state(unbatch(init(one), 0))
+        self.units = float(np.asarray(self.game.engine.harvest_unit(self.params.engine), np.float64))
+        if self.registry is not None:
+            self.registry.bind(self.pacts, self.set_pacts)
+
+    # -- the kernel state (its one owner) ----------------------------------------------------------
+    @property
+    def state(self) -> Any:
+        """The arena's kernel state (numpy leaves, no batch axis)."""
+        if self._state is None:
+            self._state = self.kernel_tree.unflatten(self.kernel_leaves)
+        return self._state
+
+    def set_state(self, state: Any) -> None:
+        """Adopt ``state`` (one arena's, numpy leaves, no batch axis) as the arena's kernel state."""
+        self.kernel_leaves, self.kernel_tree = jax.tree_util.tree_flatten(state)
+        self._state = state
+
+    def set_leaves(self, leaves: list[np.ndarray]) -> None:
+        """Adopt new leaves of the same structure (a batch's tick writing its slice back)."""
+        self.kernel_leaves, self._state = leaves, None
+
+    def pacts(self) -> Any:
+        """The pact table of the kernel state (governance layer only)."""
+        return self.state.extra[GOV].pacts
+
+    def set_pacts(self, table: Any) -> None:
+        """Write ``table`` into the kernel state (a pact tool used between ticks)."""
+        st = self.state
+        pacts = jax.tree_util.tree_map(np.asarray, table)
+        self.set_state(
+            dataclasses.replace(st, extra={**st.extra, GOV: dataclasses.replace(st.extra[GOV], pacts=pacts)})
+        )
 
     @property
     def max_turns(self) -> int:
         """The turn the game ends at (the kernel params' ``max_turns``)."""
         return int(self.params.max_turns)
+
+    @functools.cached_property
+    def sanction_specs(self) -> tuple[Any, ...]:
+        """The config's sanction specs (the record's provenance), listed once per run."""
+        return tuple(sanction_specs(self.config))
 
     @functools.cached_property
     def external_index(self) -> int:
@@ -227,4 +280,9 @@ class ArenaRun:
                 w.close()
 
 
-__all__ = ["ArenaRun", "EVENTS_FILE", "STAT_KEYS", "shown_kind", "utc_now"]
+def unbatch(tree: Any, b: int) -> Any:
+    """Arena ``b``'s numpy slice of every leaf of a batched tree (batch axis last)."""
+    return jax.tree_util.tree_map(lambda x: np.asarray(x)[..., b], tree)
+
+
+__all__ = ["ArenaRun", "unbatch", "EVENTS_FILE", "STAT_KEYS", "shown_kind", "utc_now"]

@@ -3,29 +3,21 @@ phase per turn; shared by :class:`~bdpd_jax.host.arena.Arena` and
 :class:`~bdpd_jax.host.live_batch.LiveBatch`. It works on each arena's run state
 (:class:`~bdpd_jax.host.arena_run.ArenaRun`), never on the Arena.
 
-One turn (:meth:`LockstepBatch.tick`):
-
-1. kernel ``decide_phase`` (one jitted call for the whole batch): begin hooks, every
-   player's observation, the builtins' decisions (placeholders for external players);
-2. every external player of every arena is asked at once (``asyncio.gather``) with its
-   observation envelope: the kernel observation (NaN -> null), ``pacts`` (``view_for``) and
-   ``inbox`` (``inbox_at``: last turn's messages);
-3. their tool actions are dispatched in player order
-   (:func:`~bdpd_jax.host.dispatch.dispatch_tool`): messages on the
-   :class:`~bdpd_jax.host.messages.MessageBus`, pact writes through the kernel's pure pact
-   functions;
-4. kernel ``step_phase`` (ONE jitted call for the batch): the step with the external
-   requests and announcements, the host's pact table, violations and sanctions;
-5. the discussion of an arena that talks between harvests and goes on
-   (:mod:`~bdpd_jax.host.discussion`), all arenas at once;
-6. the turn record is appended to ``turns.jsonl`` (flushed and fsynced) and returned.
+It holds no arena's kernel state: each tick stacks the owners' states in and writes each new
+one back (stack in, split out). One tick, :meth:`LockstepBatch.tick`, is the path written in
+docs/semantics/live.md "The tick path": stack in, kernel ``decide_phase`` (one jitted call),
+each pact table adopted once, every external player asked at once (``asyncio.gather``), their
+validated tool actions dispatched in player order (:func:`~bdpd_jax.host.dispatch.dispatch_tool`),
+kernel ``step_phase`` (one jitted call), split out, one turn record per arena (with its
+discussion), appended to ``turns.jsonl`` and returned.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-from typing import TYPE_CHECKING
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -33,13 +25,13 @@ import numpy as np
 
 from bdpd_jax.host.agent_calls import ask_agent
 from bdpd_jax.host.agents.base import AgentResult
+from bdpd_jax.host.arena_run import unbatch
 from bdpd_jax.host.discussion import discuss
 from bdpd_jax.host.dispatch import dispatch_tool
 from bdpd_jax.host.envelope import envelopes
 from bdpd_jax.host.governance_agent import govern
 from bdpd_jax.host.programs import has_governance, programs
 from bdpd_jax.host.records import record_rows, turn_record
-from bdpd_jax.kernels.governance import NAME as GOV
 from bdpd_jax.kernels.plugins import NAME
 from bdpd_jax.kernels.state import still_playing
 
@@ -47,8 +39,24 @@ if TYPE_CHECKING:
     from bdpd_jax.host.arena_run import ArenaRun
 
 
+T = TypeVar("T")
+
+
+def drive(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` to its end without an event loop. For a tick that waits on no one (built-in
+    players only, no governance agent: :attr:`LockstepBatch.waits` False): it never suspends, so
+    it needs no loop of its own. RuntimeError if it does suspend."""
+    try:
+        coro.send(None)
+    except StopIteration as stop:
+        return stop.value
+    coro.close()
+    raise RuntimeError("drive: the coroutine waited on something; run it on an event loop")
+
+
 def slice_batch(tree, b: int):
-    return jax.tree_util.tree_map(lambda x: np.asarray(x)[..., b], tree)
+    """Arena ``b``'s numpy slice of a batched tree (``arena_run.unbatch``)."""
+    return unbatch(tree, b)
 
 
 def _stack(trees: list):
@@ -57,11 +65,15 @@ def _stack(trees: list):
 
 class LockstepBatch:
     """Arenas of one Game advanced in lockstep: one batched kernel call per phase per turn.
-    ``runs``: the started arenas' run states, all at the same turn."""
+    ``runs``: the started arenas' run states (each at its own turn); ``width`` (>= the runs)
+    pads the batch with copies of the last arena, played and ignored. It holds the members'
+    keys and params (fixed for an arena's life) and the compiled programs, never their
+    states: each tick stacks the owners' states in and writes the new ones back."""
 
-    def __init__(self, runs: list[ArenaRun]) -> None:
-        if not runs:
-            raise ValueError("arenas: need at least one arena")
+    def __init__(self, runs: list[ArenaRun], width: int | None = None) -> None:
+        width = len(runs) if width is None else width
+        if not runs or isinstance(width, bool) or not isinstance(width, int) or width < len(runs):
+            raise ValueError(f"width: must be an integer >= {len(runs)} (the arenas, at least one), got {width!r}")
         game = runs[0].game
         for k, r in enumerate(runs):
             if r.game != game:
@@ -69,70 +81,38 @@ class LockstepBatch:
                     f"arenas[{k}]: its game (players, strategies, engine, layers) differs from "
                     "arenas[0]'s; a batch runs one compiled program"
                 )
-            if r.turn != runs[0].turn:
-                raise ValueError(f"arenas[{k}]: at turn {r.turn}, arenas[0] at {runs[0].turn}")
-        self.runs = runs
+        self.runs = list(runs)
+        self.width = width
         self.game = game
         self.gov = has_governance(game)
-        init, self._decide, self._step = programs(game)
-        self.keys = jnp.stack([r.key for r in runs], axis=-1)
+        _, self._decide, self._step = programs(game)
+        padded = self._padded(self.runs)
+        self.keys = jnp.stack([r.key for r in padded], axis=-1)
         self.params = jax.tree_util.tree_map(
-            lambda *xs: jnp.stack([jnp.asarray(x) for x in xs], axis=-1), *[r.params for r in runs]
+            lambda *xs: jnp.stack([jnp.asarray(x) for x in xs], axis=-1), *[r.params for r in padded]
         )
-        self.state = init(self.params)
         # stock units per harvest unit, per arena: an agent's fallback harvest (0.2 x capacity,
         # agents/base.py) is in the heuristics' units and is scaled as the built-ins' is
-        self.units = np.broadcast_to(np.asarray(game.engine.harvest_unit(self.params.engine), np.float64), (len(runs),))
+        self.units = np.asarray([r.units for r in self.runs], np.float64)
         # per arena, the players asked from outside (specs are fixed once an arena starts)
-        self._external = [[i for i, s in enumerate(r.specs) if s.external] for r in runs]
+        self._external = [[i for i, s in enumerate(r.specs) if s.external] for r in self.runs]
+        #: whether a tick can wait on anyone (an external player, a governance agent); if not,
+        #: it runs without an event loop (:func:`drive`)
+        self.waits = any(self._external) or any(r.governor is not None for r in self.runs)
 
-    @classmethod
-    def gather(cls, slots: list[tuple[LockstepBatch, int]], runs: list[ArenaRun]) -> LockstepBatch:
-        """A batch whose k-th arena goes on from slot ``slots[k]`` (batch, index) of existing
-        batches of one Game: its state, key and params, at its own turn (``Arena.regroup``).
-        ``runs``: the arenas' run states; slots past them are padding, played and ignored.
-        One indexing per leaf and source batch, not per arena."""
-        if not runs or len(slots) < len(runs):
-            raise ValueError(f"slots: need at least one per arena ({len(runs)}), got {len(slots)}")
-        sources: dict[int, tuple[LockstepBatch, list[int], list[int]]] = {}
-        for k, (src, b) in enumerate(slots):
-            if src.game != runs[0].game:
-                raise ValueError(f"slots[{k}]: its game differs from arenas[0]'s; a batch runs one compiled program")
-            e = sources.setdefault(id(src), (src, [], []))
-            e[1].append(b)
-            e[2].append(k)
-        order = np.argsort(np.concatenate([np.asarray(pos) for _, _, pos in sources.values()]), kind="stable")
-        index = [np.asarray(idx) for _, idx, _ in sources.values()]
+    def _padded(self, items: list) -> list:
+        return items + items[-1:] * (self.width - len(items))
 
-        def take(name: str):
-            def one(*leaves):
-                parts = [np.asarray(x)[..., i] for x, i in zip(leaves, index, strict=True)]
-                return jnp.asarray(np.concatenate(parts, -1)[..., order])
+    def stacked_state(self):
+        """The members' states stacked on a trailing batch axis (padded to ``width``)."""
+        flat = self._padded([r.kernel_leaves for r in self.runs])  # (no flatten per arena)
+        return self.runs[0].kernel_tree.unflatten([np.moveaxis(np.array(xs), 0, -1) for xs in zip(*flat, strict=True)])
 
-            return jax.tree_util.tree_map(one, *[getattr(src, name) for src, _, _ in sources.values()])
-
-        self = cls.__new__(cls)
-        self.runs = list(runs)
-        self.game = runs[0].game
-        self.gov = has_governance(self.game)
-        _, self._decide, self._step = programs(self.game)
-        self.keys, self.params, self.state = take("keys"), take("params"), take("state")
-        units = [np.asarray(src.units)[i] for (src, _, _), i in zip(sources.values(), index, strict=True)]
-        self.units = np.concatenate(units)[order]
-        self._external = [[i for i, s in enumerate(r.specs) if s.external] for r in runs]
-        return self
-
-    def set_state(self, b: int, state) -> None:
-        """Write arena b's (unbatched) state into the batch state."""
-        self.state = jax.tree_util.tree_map(
-            lambda x, v: jnp.asarray(x).at[..., b].set(jnp.asarray(v)), self.state, state
-        )
-
-    def set_pacts(self, b: int, table) -> None:
-        """Write arena b's pact table into the batch state (a tool used between ticks)."""
-        gs = self.state.extra[GOV]
-        pk = jax.tree_util.tree_map(lambda x, v: jnp.asarray(x).at[..., b].set(jnp.asarray(v)), gs.pacts, table)
-        self.state = dataclasses.replace(self.state, extra={**self.state.extra, GOV: dataclasses.replace(gs, pacts=pk)})
+    def _write_back(self, state) -> None:
+        """Each member's new state, split out of the batch state, written into its owner."""
+        leaves = [np.asarray(x) for x in jax.tree_util.tree_leaves(state)]
+        for b, r in enumerate(self.runs):
+            r.set_leaves([x[..., b] for x in leaves])
 
     async def tick(self) -> None:
         """One turn of every arena still playing."""
@@ -146,35 +126,42 @@ class LockstepBatch:
         finally:
             for r in runs:
                 r.set_in_tick(False)
+                if r.registry is not None:
+                    r.registry.release()
 
     async def _tick(self) -> None:
+        state = self.stacked_state()  # stack in
         if any(r.governor is not None for r in self.runs):  # the owners' governance agents act first
-            self.state = await govern(self.state, self.runs)
-        sb, begun, obs, pacts_d, ahead = self._decide(self.keys, self.state, self.params)
-        by_arena, overridden = await self._ask(sb, obs)
-        ext, ext_req, ext_ann, tools = self._act(pacts_d, by_arena, sb.wealth.shape)
+            state = await govern(state, self.runs)
+        sb, begun, obs, pacts_d, ahead = self._decide(self.keys, state, self.params)
+        by_arena, overridden = await self._ask(sb, obs, pacts_d)
+        ext, ext_req, ext_ann, tools = self._act(by_arena, sb.wealth.shape)
         pacts = None
-        if self.gov:  # a batch padded past its arenas (``gather``) repeats the last table
-            tables = [r.registry.table for r in self.runs if r.registry is not None]  # (all of them)
-            pacts = _stack(tables + tables[-1:] * (self.state.wealth.shape[-1] - len(tables)))
+        if self.gov:  # the tick's tables, after the tool writes (padding repeats the last)
+            pacts = _stack(self._padded([r.registry.table for r in self.runs if r.registry is not None]))
         sb = with_sanction_intents(sb, self.runs)
         dt = np.dtype(sb.wealth.dtype)  # numpy arguments: no eager jax op per array (same rounding)
         state, rec = self._step(
             self.keys, sb, begun, ext, ext_req.astype(dt), ext_ann.astype(dt), pacts, ahead, self.params
         )
-        self.state = state
-        await self._end(state, rec, by_arena, tools, overridden)
+        ended = ~np.asarray(still_playing(state, self.params))  # the kernel's rule, per arena
+        self._write_back(state)  # split out: every owner holds its new state (pacts included)
+        for r in self.runs:
+            if r.registry is not None:
+                r.registry.release()
+        await self._end(rec, ended, by_arena, tools, overridden)
 
-    async def _ask(self, sb, obs) -> tuple[list[dict[int, AgentResult]], list[set]]:
+    async def _ask(self, sb, obs, pacts_d) -> tuple[list[dict[int, AgentResult]], list[set]]:
         """Every external player of every arena still playing, asked at once: (per arena,
-        player -> answer; per arena, the external players a builtin decides for this turn)."""
+        player -> answer; per arena, the external players a builtin decides for this turn).
+        Each registry adopts its arena's table of ``pacts_d`` (the tick's one sync)."""
         runs = self.runs
         asking = any(self._external)  # observations are read only for players asked from outside
         obs_np = jax.tree_util.tree_map(np.asarray, obs) if asking else {}
         wealth = np.asarray(sb.wealth) if asking else None
         strategy = np.asarray(sb.strategy) if asking else None
         pool = self._pools(sb) if asking else None
-        pk_b = jax.tree_util.tree_map(np.asarray, sb.extra[GOV].pacts) if self.gov else None
+        pk_d = jax.tree_util.tree_map(np.asarray, pacts_d) if self.gov else None
         jobs, where = [], []
         overridden: list[set] = [set() for _ in runs]
         for b, r in enumerate(runs):
@@ -182,7 +169,7 @@ class LockstepBatch:
                 continue
             r.new_turn()
             if r.registry is not None:
-                r.registry.sync(slice_batch(pk_b, b))
+                r.registry.sync(slice_batch(pk_d, b))
             if not self._external[b]:  # no player of this arena is asked from outside
                 continue
             if strategy is None or wealth is None:  # read whenever any arena has external players
@@ -210,7 +197,7 @@ class LockstepBatch:
                     )
                 )
                 where.append((b, i))
-        results = await asyncio.gather(*jobs)
+        results = await asyncio.gather(*jobs) if jobs else []
         by_arena: list[dict[int, AgentResult]] = [{} for _ in runs]
         for (b, i), res in zip(where, results, strict=True):
             if res.fallback and not res.stock_units and self.units[b] != 1.0:
@@ -225,18 +212,15 @@ class LockstepBatch:
             return None
         return np.asarray(jax.vmap(self.game.engine.stock, in_axes=-1)(sb.engine), np.float64)
 
-    def _act(self, pacts_d, by_arena: list[dict[int, AgentResult]], shape: tuple[int, int]):
+    def _act(self, by_arena: list[dict[int, AgentResult]], shape: tuple[int, int]):
         """The answers' tool actions dispatched in player order on the table after the
         builtins' scripted talk; (ext bool[N, B], ext_req f64[N, B], ext_ann f64[N, B] (NaN:
         none), per arena the tool log)."""
-        pk_d = jax.tree_util.tree_map(np.asarray, pacts_d) if self.gov else None
         ext = np.zeros(shape, bool)
         ext_req = np.zeros(shape, np.float64)
         ext_ann = np.full(shape, np.nan)
         tools: list[list] = [[] for _ in self.runs]
         for b, r in enumerate(self.runs):
-            if r.registry is not None:
-                r.registry.sync(slice_batch(pk_d, b))
             if r.done:
                 continue
             t = r.turn + 1
@@ -246,31 +230,37 @@ class LockstepBatch:
                 ext[i, b] = True
                 ext_req[i, b] = res.harvest
                 for act in res.actions:
-                    tools[b].append({"playerId": name, "action": act, "result": dispatch_tool(r, name, act, t)})
+                    out = dispatch_tool(r, name, act, t, validated=True)  # the agent validated it
+                    tools[b].append({"playerId": name, "action": act, "result": out})
                 if name in r.announced:
                     ext_ann[i, b] = r.announced[name]
         return ext, ext_req, ext_ann, tools
 
     async def _end(
-        self, state, rec, by_arena: list[dict[int, AgentResult]], tools: list[list], overridden: list[set]
+        self,
+        rec,
+        ended: np.ndarray,
+        by_arena: list[dict[int, AgentResult]],
+        tools: list[list],
+        overridden: list[set],
     ) -> None:
         """Each arena's turn record with its discussion (arenas that go on talk at once), kept
         and written; the game ends where the kernel played no turn."""
         rows = record_rows(jax.tree_util.tree_map(np.asarray, rec))  # converted once for all arenas
-        pk_new = jax.tree_util.tree_map(np.asarray, state.extra[GOV].pacts) if self.gov else None
-        ended = ~np.asarray(still_playing(state, self.params))  # the kernel's rule, per arena
         lines = []
         for b, r in enumerate(self.runs):
             if r.done:
                 continue
             row = rows[b]
-            if r.registry is not None:
-                r.registry.sync(slice_batch(pk_new, b))
             if not row.played:
                 r.finish()
                 continue
             lines.append((r, turn_record(r, row.turn, row, by_arena[b], tools[b], overridden[b]), bool(ended[b])))
-        await asyncio.gather(*(discuss(r, line) for r, line, end in lines if not end))
+        talks = [discuss(r, line) for r, line, end in lines if not end]
+        if self.waits:  # speakers are asked at once
+            await asyncio.gather(*talks)
+        for talk in talks if not self.waits else ():  # no speaker: nothing to wait on, no loop needed
+            await talk
         for r, line, end in lines:
             r.end_turn(line, end)
 
@@ -292,4 +282,4 @@ def with_sanction_intents(sb, runs: list[ArenaRun]):
     return dataclasses.replace(sb, extra={**sb.extra, NAME: tuple(mems)})
 
 
-__all__ = ["LockstepBatch", "slice_batch", "with_sanction_intents"]
+__all__ = ["drive", "LockstepBatch", "slice_batch", "with_sanction_intents"]

@@ -30,8 +30,15 @@ TOOL_SCOPES: dict[str, str] = {
 }
 
 
-def dispatch_tool(run: ArenaRun, player: str, action: Any, turn: int | None = None) -> dict[str, Any]:
-    """Run one tool action of ``player`` at ``turn`` (default: the arena's next turn)."""
+def dispatch_tool(
+    run: ArenaRun, player: str, action: Any, turn: int | None = None, *, validated: bool = False
+) -> dict[str, Any]:
+    """Run one tool action of ``player`` at ``turn`` (default: the arena's next turn).
+
+    ``validated``: the action is already ``tools.validate_action``'s output (an agent parsed
+    the player's answer with it), so it is not checked again; an owner's raw action is checked
+    here. Either way an action is validated once; the arena-level rules (known player, tool
+    offered, budget, pact rules) are checked here."""
     turn = run.turn + 1 if turn is None else int(turn)
     tool = action.get("tool") if isinstance(action, dict) else None
     scope = TOOL_SCOPES.get(tool, "none") if isinstance(tool, str) else "none"
@@ -45,9 +52,9 @@ def dispatch_tool(run: ArenaRun, player: str, action: Any, turn: int | None = No
     if over is not None:
         return _no(scope, tool, over)
     if tool == SANCTION_TOOL:
-        return sanction(run, player, action, turn)
+        return sanction(run, player, action, turn, validated=validated)
     try:
-        a = validate_action(action)
+        a = action if validated else validate_action(action)
     except ValueError as exc:
         return _no(scope, tool, str(exc))
     if tool in ("broadcast", "send_private", "announce_intended_harvest"):
@@ -63,11 +70,11 @@ def _message(run: ArenaRun, player: str, tool: str, a: dict[str, Any], turn: int
     """``broadcast``, ``send_private``, ``announce_intended_harvest`` (a validated action)."""
     ok = {"ok": True, "scope": TOOL_SCOPES[tool], "tool": tool}
     if tool == "broadcast":
-        return {**ok, "id": run.bus.broadcast(player, a["text"], turn)["id"]}
+        return {**ok, "id": run.bus.post("broadcast", player, turn, payload=a["text"])["id"]}
     if tool == "send_private":
         if a["target"] == player:
             return _no(TOOL_SCOPES[tool], tool, "target: cannot send a private message to oneself")
-        msg = run.bus.send_private(player, a["target"], a["text"], turn)
+        msg = run.bus.post("private", player, turn, to=a["target"], payload=a["text"])
         if not run.bus.is_known(a["target"]):
             # 003_*: a foreign target in a standalone arena is stored for audit, read by no one
             return {
@@ -79,7 +86,7 @@ def _message(run: ArenaRun, player: str, tool: str, a: dict[str, Any], turn: int
                 "id": msg["id"],
             }
         return {**ok, "id": msg["id"]}
-    msg = run.bus.announce(player, a["value"], turn)
+    msg = run.bus.post("announcement", player, turn, payload=a["value"])
     run.announce(player, msg["value"])
     return {**ok, "id": msg["id"], "value": msg["value"]}
 
@@ -130,7 +137,7 @@ def sanction_offered(config) -> bool:
     return any(p.type == "voluntary_sanction" for p in config.plugins)
 
 
-def sanction(run: ArenaRun, player: str, action: Any, turn: int) -> dict[str, Any]:
+def sanction(run: ArenaRun, player: str, action: Any, turn: int, *, validated: bool = False) -> dict[str, Any]:
     """``sanction(target, reason)``: ask the arena's ``voluntary_sanction`` plugin to fine
     ``target`` at the end of ``turn``, under the plugin's rules (the target must break a pact
     or over-harvest that turn; the player pays the cost for every player it fines, or fines
@@ -139,7 +146,7 @@ def sanction(run: ArenaRun, player: str, action: Any, turn: int) -> dict[str, An
     if not sanction_offered(run.config):
         return {**out, "ok": False, "reason": "tool: this arena runs no voluntary_sanction plugin"}
     try:
-        a = validate_action(action)
+        a = action if validated else validate_action(action)
     except ValueError as exc:
         return {**out, "ok": False, "reason": str(exc)}
     if a["target"] not in run.players:

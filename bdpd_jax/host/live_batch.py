@@ -9,17 +9,21 @@ The arenas must share one :class:`~bdpd_jax.kernels.game.Game` (the same players
 strategies, engine, scheduler and layers; numbers such as seeds, stocks or wealth may
 differ) and start together. An arena that ends early is frozen by the kernel and skipped by
 the host while the others play on. Each arena keeps its own bus, pact registry, records
-and folder; ``arena.state`` slices the batch.
+and folder, and its kernel state (``arena.state``): each tick stacks them into the batch and
+writes each new state back.
 """
 
 from __future__ import annotations
 
 import asyncio
 import gc
-from typing import Any
+from collections.abc import Coroutine
+from typing import Any, TypeVar
 
 from bdpd_jax.host.arena import Arena
-from bdpd_jax.host.batch_runner import LockstepBatch
+from bdpd_jax.host.batch_runner import LockstepBatch, drive
+
+T = TypeVar("T")
 
 
 class LiveBatch:
@@ -33,7 +37,9 @@ class LiveBatch:
             for a in arenas:
                 a.use_client(client)
         self.arenas = arenas
-        self._batch: LockstepBatch = Arena.lockstep(arenas)
+        self._batch: LockstepBatch = Arena.lockstep(arenas)  # keys, params, programs: no state
+        if len({a.turn for a in arenas}) > 1:
+            raise ValueError(f"arenas: at turns {[a.turn for a in arenas]}; a LiveBatch starts them together")
         self._own_loop: asyncio.AbstractEventLoop | None = None
         self._gc_freeze = gc_freeze
 
@@ -59,22 +65,26 @@ class LiveBatch:
             return await self._aclose_all()
         return [a.summary() for a in self.arenas]
 
-    def _loop(self) -> asyncio.AbstractEventLoop:
+    def _drive(self, coro: Coroutine[Any, Any, T]) -> T:
+        """``coro`` to its end: without an event loop when no arena's tick waits on anyone
+        (built-in players only), else on the batch's own loop."""
+        if not self._batch.waits:
+            return drive(coro)
         if self._own_loop is None:
             self._own_loop = asyncio.new_event_loop()
-        return self._own_loop
+        return self._own_loop.run_until_complete(coro)
 
     def tick(self) -> list[dict[str, Any] | None]:
-        return self._loop().run_until_complete(self.atick())
+        return self._drive(self.atick())
 
     def run(self, max_ticks: int | None = None) -> list[dict[str, Any]]:
-        return self._loop().run_until_complete(self.arun(max_ticks))
+        return self._drive(self.arun(max_ticks))
 
     def close(self) -> list[dict[str, Any]]:
-        loop = self._loop()
-        out = loop.run_until_complete(self._aclose_all())
-        loop.close()
-        self._own_loop = None
+        out = self._drive(self._aclose_all())
+        if self._own_loop is not None:
+            self._own_loop.close()
+            self._own_loop = None
         return out
 
     async def _aclose_all(self) -> list[dict[str, Any]]:

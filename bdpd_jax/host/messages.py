@@ -121,6 +121,17 @@ class MessageBus:
             }
         )
 
+    def post(
+        self, scope: str, from_id: str, turn: int, *, to: str | None = None, payload: Any = None
+    ) -> dict[str, Any]:
+        """Append a message of a VALIDATED tool action (``dispatch_tool``; the action was checked
+        once, by ``tools.validate_action``, text already truncated): no second check. ``payload``
+        is the text (broadcast, private) or the announced value (rounded here, as ``announce``)."""
+        key, value = (
+            ("value", round(float(payload), ANNOUNCE_DECIMALS)) if scope == "announcement" else ("text", payload)
+        )
+        return self._append({"turn": turn, "fromId": from_id, "to": to, "scope": scope, key: value})
+
     def is_known(self, player_id: str) -> bool:
         """True when ``player_id`` is a known local player (always True if none were given)."""
         return self.known_players is None or player_id in self.known_players

@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from pydantic import BaseModel
 
 from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.config.perturbations import arena_specs
-from bdpd_jax.host.batch_runner import LockstepBatch, slice_batch
 from bdpd_jax.host.registry import num
 from bdpd_jax.kernels import perturb as pk
 from bdpd_jax.kernels.perturb import PerturbLayer
@@ -53,12 +53,12 @@ def owner_slot(run: ArenaRun, kernel_config: ArenaConfig, spec: str | dict[str, 
     return spec, slot
 
 
-def fire_perturbation(run: ArenaRun, batch: LockstepBatch, b: int, spec: Any, slot: Any) -> dict[str, Any]:
-    """Apply ``slot`` (:func:`owner_slot`) now to arena ``b`` of ``batch`` (the arena of ``run``);
-    logged at once and listed in the next turn record. See ``Arena.perturb``."""
-    state = jax.tree_util.tree_map(jnp.asarray, slice_batch(batch.state, b))
+def fire_perturbation(run: ArenaRun, spec: Any, slot: Any) -> dict[str, Any]:
+    """Apply ``slot`` (:func:`owner_slot`) now to the kernel state ``run`` owns; logged at once
+    and listed in the next turn record. See ``Arena.perturb``."""
+    state = jax.tree_util.tree_map(jnp.asarray, run.state)
     new, rec = _owner_apply(run.game)(state, slot, run.params)
-    batch.set_state(b, new)
+    run.set_state(jax.tree_util.tree_map(np.asarray, new))
     kind = pk.type_names()[int(rec["code"])]
     entry = {
         "turn": run.turn + 1,

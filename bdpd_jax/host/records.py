@@ -21,7 +21,6 @@ from bdpd_jax.kernels import pacts as P
 from bdpd_jax.kernels import perturb as pk
 from bdpd_jax.kernels.governance import NAME as GOV
 from bdpd_jax.kernels.plugins import NAME as PLUGINS
-from bdpd_jax.prepare.governance import sanction_specs
 from bdpd_jax.results import schema
 from bdpd_jax.results.governance import layer_record
 from bdpd_jax.results.perturbations import perturb_record, target_label
@@ -35,9 +34,9 @@ def sanction_rows(run: ArenaRun, t: int, g: dict, rec_extra: dict) -> list[dict[
     ``type``, ``reason``), the violation event (``playerId``, ``pactId``, ``termType``,
     ``ordinal``), the ``amount`` and who paid a cost to impose it (``paidBy`` / ``cost``:
     null / 0 for the automatic specs of 000_* 2.4)."""
-    specs = sanction_specs(run.config)
     if not g:
         return plugin_sanction_rows(run, t, layer_record(rec_extra, PLUGINS) or {})
+    specs = run.sanction_specs  # listed once per run, not per tick
     fired = np.asarray(g["spec_fired"])
     amount = np.asarray(g["spec_amount"])
     registry = run.registry

@@ -9,6 +9,11 @@ only truth about pacts; this class never re-implements a pact rule. It
 * writes through the pure kernel functions (``propose``, ``pledge``, ``accept``), jitted
   once, for the tools ``propose_pact`` / ``pledge`` / ``accept_pact`` (host-side checks only
   decide which *error message* to return; the kernel decides what is stored);
+* holds the table in ONE place at a time: bound to an owner (:meth:`bind`, the arena's
+  :class:`~bdpd_jax.host.arena_run.ArenaRun`), it reads and writes the owner's kernel state
+  between ticks; within a tick it holds the table the decide phase handed it (:meth:`sync`,
+  once per tick), the tools write on it and the step phase takes it, and :meth:`release`
+  hands the table back to the owner's (new) state;
 * serialises: ``view_for(player)`` (001_* 'Information discipline'), ``compact()`` (001_*
   'Persistence', the per-turn ``turnRecord.pacts``) and ``get(pact_id)`` with the full
   violation log, which the host appends from each turn's ``violated`` events.
@@ -19,6 +24,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -93,7 +99,10 @@ class PactRegistry:
         self.players = list(players)
         self.seed = seed
         self.arena = int(arena)
-        self.table: P.Pacts = _np_tree(pacts)
+        self._table: P.Pacts | None = _np_tree(pacts)  # the table while no owner holds it
+        self._read: Callable[[], P.Pacts] | None = None  # the owner's table (its kernel state)
+        self._write: Callable[[P.Pacts], None] | None = None
+        self.syncs = 0  # kernel -> host adoptions (one per tick; the guard tests count them)
         self._terms: dict[int, dict[str, Any]] = {}  # slot -> terms as submitted (display)
         self._violations: dict[int, list[dict[str, Any]]] = {}
 
@@ -113,9 +122,34 @@ class PactRegistry:
                 return s
         return None
 
+    def bind(self, read: Callable[[], P.Pacts], write: Callable[[P.Pacts], None]) -> None:
+        """Read and write the table through its owner (the arena's kernel state) from now on."""
+        self._read, self._write, self._table = read, write, None
+
+    @property
+    def table(self) -> P.Pacts:
+        """The pact table: the tick's (after :meth:`sync`) or else the owner's."""
+        if self._table is not None or self._read is None:
+            return self._table  # type: ignore[return-value]
+        return self._read()
+
+    def _put(self, pacts: P.Pacts) -> None:
+        """A tool's write: on the tick's table, or between ticks into the owner's state."""
+        if self._table is None and self._write is not None:
+            self._write(pacts)  # between ticks: straight into the owner's kernel state
+        else:
+            self._table = pacts
+
     def sync(self, pacts: P.Pacts) -> None:
-        """Adopt the kernel's table (after a kernel turn: scripted talk, violation counts)."""
-        self.table = _np_tree(pacts)
+        """Adopt the decide phase's table for this tick (the builtins' scripted talk): the tools
+        write on it and the step phase takes it. Once per tick."""
+        self.syncs += 1
+        self._table = _np_tree(pacts)
+
+    def release(self) -> None:
+        """The tick is over: the table is the owner's again (its new kernel state)."""
+        if self._read is not None:
+            self._table = None
 
     # -- serialisation ----------------------------------------------------------------------
     def terms(self, slot: int) -> dict[str, Any]:
@@ -202,7 +236,7 @@ class PactRegistry:
         return self._stored(pk, int(slot), {"type": "harvest_cap", "maxHarvest": float(max_harvest)}, before)
 
     def _stored(self, pk, slot: int, terms: dict[str, Any], dropped_before: int) -> tuple[int, str | None]:
-        self.table = _np_tree(pk)
+        self._put(_np_tree(pk))
         if slot < 0:
             if int(self.table.dropped) > dropped_before:
                 return -1, f"pact table full ({self.n_slots} slots)"
@@ -211,9 +245,11 @@ class PactRegistry:
         return slot, None
 
     def accept(self, slot: int, player: str, turn: int) -> None:
-        self.table = _np_tree(
-            _accept(
-                P.term_names(), self._jnp(), jnp.int32(slot), jnp.int32(self.players.index(player)), jnp.int32(turn)
+        self._put(
+            _np_tree(
+                _accept(
+                    P.term_names(), self._jnp(), jnp.int32(slot), jnp.int32(self.players.index(player)), jnp.int32(turn)
+                )
             )
         )
 

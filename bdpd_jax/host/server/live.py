@@ -1,9 +1,9 @@
 """``LiveArena``: one served arena -- its Arena, keys, tick worker and SSE subscribers.
 
 Kernel work (start, ticks with their first compile, perturbations, close) runs in a worker
-thread, never on the event loop: the Arena's own ``tick()`` / ``close()`` drive its private
-event loop there (its HTTP clients bind to it). An ``asyncio.Lock`` serialises one arena's
-work; different arenas run in parallel threads.
+thread, never on the event loop: the Arena's ``tick()`` / ``close()`` run there, without an
+event loop for built-in players, else on the arena's own loop (its HTTP clients bind to it).
+An ``asyncio.Lock`` serialises one arena's work; different arenas run in parallel threads.
 """
 
 from __future__ import annotations

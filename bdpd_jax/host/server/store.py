@@ -132,7 +132,6 @@ class Hub:
     def evict(self, arena_id: str) -> None:
         """A closed arena leaves memory; its folder stays for /history."""
         self.live.pop(arena_id, None)
-        self.ticker.forget(arena_id)
 
     def finish(self, lv: LiveArena, summary: dict[str, Any], **extra: Any) -> None:
         """The arena is closed: tell the streams, end them, free the memory."""

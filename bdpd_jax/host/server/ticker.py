@@ -3,14 +3,15 @@
 Auto-ticking arenas whose players are all built-in and that share a compiled game
 (``arena.game``: players' kinds and strategies, engine, scheduler, layers; numbers may
 differ) and a ``tickIntervalMs`` form one **group**. A group tick is ONE batched kernel call
-per phase for all its members (:meth:`Arena.regroup`, the machinery of ``LiveBatch``): each
-arena goes on from its own state, key and params, at its own turn, so its records are those
-it plays ticked alone, bit for bit. A group is due ``tickIntervalMs`` after its previous
+per phase for all its members (:meth:`Arena.regroup`, the machinery of ``LiveBatch``): the
+members' states, which each arena owns, are stacked in and the new ones written back, so each
+arena goes on from its own state at its own turn and its records are those it plays ticked
+alone, bit for bit. A group is due ``tickIntervalMs`` after its previous
 tick ended (as one arena was before); an arena that starts auto-ticking joins its group's
 next tick (at once when the group is new). The batch is padded to the next power of two (at
 least 4, :func:`batch_width`), so a growing group compiles a few widths. Membership changes
 (start, stop, close, delete, a manual tick, the game's end) take effect at the next group
-tick, which regathers the batch (one indexing per leaf and source batch).
+tick, which rebuilds the batch (its keys and params; the batch never holds a state).
 
 Arenas with an external player (code, HTTP, LLM) or a live governance agent are groups of
 one, ticked by their own Arena as before: their ticks wait on players (up to ``agentTimeout``) and would hold up every
@@ -18,7 +19,8 @@ member, and their HTTP clients are bound to the arena's own event loop. With
 ``grouping=False`` every arena is a group of one (the baseline of bench/server.py).
 
 The scheduler is one task on the server's event loop; kernel work runs in the hub's worker
-threads (a group tick holds one ``--workers`` slot), so ``/api/health`` is never queued behind
+threads (a group tick holds one ``--workers`` slot; it waits on no player, so it runs without
+an event loop, ``batch_runner.drive``), so ``/api/health`` is never queued behind
 a tick. A group tick holds every member's locks (taken in arena-id order) while it runs, so
 owner requests (perturb, summary, close) on a member wait for it, as for one arena.
 """
@@ -37,6 +39,7 @@ from contextlib import ExitStack
 from typing import Any
 
 from bdpd_jax.host.arena import Arena
+from bdpd_jax.host.batch_runner import drive
 from bdpd_jax.host.live_batch import freeze_history
 from bdpd_jax.host.server.durable import sync_files
 from bdpd_jax.host.server.live import LiveArena, Workers
@@ -76,10 +79,9 @@ class Group:
         self.members: dict[str, LiveArena] = {}
         self.due = time.monotonic()
         self.task: asyncio.Task | None = None
-        self.batch: Any = None  # the group's LockstepBatch
+        self.batch: Any = None  # the group's LockstepBatch (keys, params, programs; no state)
         self.batch_ids: tuple[str, ...] = ()
         self.paths: list = []  # the members' turns.jsonl, in batch order
-        self.loop: asyncio.AbstractEventLoop | None = None  # drives the batch's tick in a worker
         self.solo = isinstance(key, tuple) and key[0] == "solo"
 
     def start(self, task: asyncio.Task) -> None:
@@ -97,16 +99,7 @@ class Group:
         self.batch_ids, self.paths = ids, paths
         return self.batch
 
-    def worker_loop(self) -> asyncio.AbstractEventLoop:
-        """The event loop that drives the batch's tick in a worker thread (made once)."""
-        if self.loop is None:
-            self.loop = asyncio.new_event_loop()
-        return self.loop
-
     def close(self) -> None:
-        if self.loop is not None:
-            self.loop.close()
-            self.loop = None
         self.batch = None
 
 
@@ -122,9 +115,6 @@ class Ticker:
         self.grouping = grouping
         self.groups: dict[Hashable, Group] = {}
         self.where: dict[str, Group] = {}
-        # ids of arenas whose kernel state sits in a batch shared with other arenas (a group's):
-        # read and written only under the arena's thread lock
-        self.shared: set[str] = set()
         self._heap: list[tuple[float, int, Group]] = []
         self._seq = itertools.count()
         self._wake: asyncio.Event | None = None
@@ -189,10 +179,6 @@ class Ticker:
             del self.groups[g.key]
             g.close()
 
-    def forget(self, arena_id: str) -> None:
-        """The arena left memory (closed): drop what the ticker knew of it."""
-        self.shared.discard(arena_id)
-
     # -- scheduling --------------------------------------------------------------------------
     def _schedule(self, g: Group) -> None:
         heapq.heappush(self._heap, (g.due, next(self._seq), g))
@@ -245,14 +231,10 @@ class Ticker:
     # -- one arena ---------------------------------------------------------------------------
     def step(self, lv: LiveArena) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
         """One tick of one arena in a worker thread (its thread lock held): the record, and
-        the summary when the game ended with it. An arena whose state sits in a group's batch
-        is first given a batch of its own."""
+        the summary when the game ended with it."""
         a = lv.arena
         if a.status != "running" or a.done:
             return None, None
-        if lv.arena_id in self.shared:
-            Arena.regroup([a])
-            self.shared.discard(lv.arena_id)
         rec = a.tick()
         sync_files([records_path(a)])
         out = rec, (a.close() if a.done else None)
@@ -311,11 +293,10 @@ class Ticker:
                 locks.enter_context(lv.thread_lock)
             arenas = [lv.arena for lv in lvs]
             ids = tuple(lv.arena_id for lv in lvs)
-            if g.batch is None or ids != g.batch_ids or not self.shared.issuperset(ids):
+            if g.batch is None or ids != g.batch_ids:
                 g.batch_for(arenas, ids, [records_path(a) for a in arenas])
-                self.shared.update(ids)
             before = [a.turn for a in arenas]
-            g.worker_loop().run_until_complete(g.batch.tick())
+            drive(g.batch.tick())  # built-in players only: nothing to wait on, no event loop
             sync_files(g.paths)
             out = []
             for lv, a, t0 in zip(lvs, arenas, before, strict=True):
