@@ -50,10 +50,13 @@ def efficiency(total: np.ndarray, max_turns, f0) -> np.ndarray:
     return np.where(ok, eff, np.nan)
 
 
-def govsim_metrics(turns_played: np.ndarray, max_turns, f0, gains: np.ndarray, over: np.ndarray) -> dict:
+def govsim_metrics(
+    turns_played: np.ndarray, max_turns, f0, gains: np.ndarray, over: np.ndarray, equal: np.ndarray | None = None
+) -> dict:
     """GovSim's seven columns. turns_played int[B]; max_turns and f0 (GovSim's f(0)): one, or
     one per arena; gains float[N, B] each player's total catch; over int[B] (player, turn)
-    catches above the per-player threshold."""
+    catches above the per-player threshold; ``equal``: :func:`equality` of the gains when
+    already computed (the project's columns have it)."""
     gains = np.asarray(gains, dtype=float)
     n = gains.shape[0]
     m = np.asarray(turns_played).astype(np.int32)
@@ -67,7 +70,7 @@ def govsim_metrics(turns_played: np.ndarray, max_turns, f0, gains: np.ndarray, o
         "govsim_total_gain": total,
         "govsim_gain": total / n,
         "govsim_efficiency": efficiency(total, max_turns, f0),
-        "govsim_equality": np.where(total > 0, equality(gains), np.nan),
+        "govsim_equality": np.where(total > 0, equality(gains) if equal is None else equal, np.nan),
         "govsim_over_usage": np.where(np.isfinite(f0) & (m > 0), ou, np.nan),
     }
 

@@ -374,10 +374,8 @@ def govsim_of(final: dict[str, Any], max_yield: float | np.ndarray, n_turns: int
     change of wealth."""
     tally = final["tally"]
     gains, turns = tally["gains"], final["turns_played"]
-    return {
-        **govsim.project_metrics(turns, n_turns, max_yield, gains, tally["share_over"], tally["share_judged"]),
-        **govsim.govsim_metrics(turns, n_turns, final["govsim_f0"], gains, tally["over"]),
-    }
+    ours = govsim.project_metrics(turns, n_turns, max_yield, gains, tally["share_over"], tally["share_judged"])
+    return {**ours, **govsim.govsim_metrics(turns, n_turns, final["govsim_f0"], gains, tally["over"], ours["equality"])}
 
 
 def default_chunk(n_turns: int) -> int:
