@@ -27,7 +27,8 @@ def fixed(game: Game) -> tuple[str, ...]:
 
 def stored(game: Game, rec: TurnRecord) -> TurnRecord:
     """The part of one turn's record a history run keeps: the fixed leaves set to None."""
-    return dataclasses.replace(rec, **dict.fromkeys(fixed(game)))
+    none: dict[str, Any] = dict.fromkeys(fixed(game))
+    return dataclasses.replace(rec, **none)
 
 
 def restored(game: Game, rec: TurnRecord, strategy0: Any) -> TurnRecord:
@@ -45,4 +46,5 @@ def restored(game: Game, rec: TurnRecord, strategy0: Any) -> TurnRecord:
         "sanctioned": np.zeros((), bool),
         "strategy": np.reshape(np.asarray(strategy0, np.int32), (1, n, -1)),
     }
-    return dataclasses.replace(rec, **{k: np.broadcast_to(values[k], shape) for k in names})
+    views: dict[str, Any] = {k: np.broadcast_to(values[k], shape) for k in names}
+    return dataclasses.replace(rec, **views)
