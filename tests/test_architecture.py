@@ -14,6 +14,8 @@ No engine named outside its own files: tests/test_engine_names.py.
 from __future__ import annotations
 
 import ast
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,6 +54,19 @@ def _modules() -> dict[str, Path]:
 
 
 MODULES = _modules()
+
+
+@contextlib.contextmanager
+def probe(tmp_path: Path, name: str, text: str) -> Iterator[Path]:
+    """A module of ``text`` seen by the guards as ``name`` while the block runs (each guard's
+    own test that it sees what it forbids)."""
+    src = tmp_path / "m.py"
+    src.write_text(text)
+    MODULES[name] = src
+    try:
+        yield src
+    finally:
+        del MODULES[name]
 
 
 def _is_package(name: str) -> bool:
@@ -264,20 +279,14 @@ def test_the_import_reader_sees_relative_and_type_checking_imports() -> None:
 
 
 def test_the_attribute_guards_see_what_they_forbid(tmp_path) -> None:
-    src = tmp_path / "m.py"
-    src.write_text(
-        "class A:\n    def f(self, o):\n        self.x = 1\n        o.y, (o.z, w) = 1, (2, 3)\n        o.n += 1\n"
-    )
-    MODULES["probe"] = src
-    try:
+    text = "class A:\n    def f(self, o):\n        self.x = 1\n        o.y, (o.z, w) = 1, (2, 3)\n        o.n += 1\n"
+    with probe(tmp_path, "probe", text) as src:
         assert _foreign_attribute_stores("probe") == ["probe:4 sets o.y", "probe:4 sets o.z", "probe:5 sets o.n"]
         src.write_text(
             "class A:\n    k: int = 0\n    def __init__(self):\n        self.x = 1\n"
             "    def f(self):\n        self.x, self.k, self.y = 2, 3, 4\n"
         )
         assert _attributes_set_after_init("probe") == ["probe.A.f() sets self.y, which __init__ never sets"]
-    finally:
-        del MODULES["probe"]
 
 
 def _imports_of_package(package: str) -> list[tuple[str, str, int]]:
@@ -334,17 +343,13 @@ def test_config_builds_no_kernel_layer() -> None:
 
 
 def test_the_kernel_build_guard_sees_what_it_forbids(tmp_path) -> None:
-    src = tmp_path / "m.py"
-    src.write_text("def f(K, pk):\n    return K.PluginLayer(types=()), pk.PerturbParams(), Params(), len([])\n")
-    MODULES["bdpd_jax.config.probe"] = src
-    try:
+    text = "def f(K, pk):\n    return K.PluginLayer(types=()), pk.PerturbParams(), Params(), len([])\n"
+    with probe(tmp_path, "bdpd_jax.config.probe", text):
         assert _kernel_builds("bdpd_jax.config.probe") == [
             "bdpd_jax.config.probe:2 builds K.PluginLayer",
             "bdpd_jax.config.probe:2 builds pk.PerturbParams",
             "bdpd_jax.config.probe:2 builds Params",
         ]
-    finally:
-        del MODULES["bdpd_jax.config.probe"]
 
 
 def test_build_is_called_only_through_prepare_by_run_and_host() -> None:
@@ -361,14 +366,9 @@ def test_build_is_called_only_through_prepare_by_run_and_host() -> None:
 
 
 def test_the_package_guards_see_what_they_forbid(tmp_path) -> None:
-    src = tmp_path / "m.py"
-    src.write_text("def f():\n    from ..prepare.game import build\n")
-    MODULES["bdpd_jax.config.probe"] = src
-    try:
+    with probe(tmp_path, "bdpd_jax.config.probe", "def f():\n    from ..prepare.game import build\n"):
         found = [t for m, t, _ in _imports_of_package("bdpd_jax.config") if m == "bdpd_jax.config.probe"]
         assert found == ["bdpd_jax.prepare.game"] and _reaches(["bdpd_jax.prepare"])(found[0])
-    finally:
-        del MODULES["bdpd_jax.config.probe"]
 
 
 # The library's public surface for the lab (studies/ and bench/): the package's names, the

@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 import re
 
-from test_architecture import MODULES, ROOT
+from test_architecture import MODULES, ROOT, probe
 
 
 def _engine_names() -> dict[str, str]:
@@ -80,11 +80,7 @@ def test_no_module_outside_an_engines_files_names_an_engine() -> None:
 
 
 def test_the_engine_name_guard_sees_what_it_forbids(tmp_path) -> None:
-    src = tmp_path / "m.py"
-    src.write_text('"""About seneca."""\ndef f(m):\n    return m.engineMode == "seneca" or m.x == "logistics"\n')
-    MODULES["bdpd_jax.sweeps.probe"] = src
-    try:
+    text = '"""About seneca."""\ndef f(m):\n    return m.engineMode == "seneca" or m.x == "logistics"\n'
+    with probe(tmp_path, "bdpd_jax.sweeps.probe", text):
         assert _named_engines("bdpd_jax.sweeps.probe", set(_engine_names())) == [("seneca", 3)]
         assert "bdpd_jax.config.engines.seneca" in _engine_own_files(_engine_names())
-    finally:
-        del MODULES["bdpd_jax.sweeps.probe"]
