@@ -210,7 +210,7 @@ PROJECT: tuple[Column, ...] = (
         "float64",
         "fraction",
         "share of (player, turn) catches over regen / N, regen measured "
-        "after the harvest, over the turns where that share is defined; NaN when unknown",
+        "after the harvest, over the turns where that share is defined; NaN when no turn had one",
     ),
 )
 
