@@ -54,11 +54,6 @@ def drive(coro: Coroutine[Any, Any, T]) -> T:
     raise RuntimeError("drive: the coroutine waited on something; run it on an event loop")
 
 
-def slice_batch(tree, b: int):
-    """Arena ``b``'s numpy slice of a batched tree (``arena_run.unbatch``)."""
-    return unbatch(tree, b)
-
-
 def _stack(trees: list):
     return jax.tree_util.tree_map(lambda *xs: np.stack(xs, axis=-1), *trees)
 
@@ -169,7 +164,7 @@ class LockstepBatch:
                 continue
             r.new_turn()
             if r.registry is not None:
-                r.registry.sync(slice_batch(pk_d, b))
+                r.registry.sync(unbatch(pk_d, b))
             if not self._external[b]:  # no player of this arena is asked from outside
                 continue
             if strategy is None or wealth is None:  # read whenever any arena has external players
@@ -282,4 +277,4 @@ def with_sanction_intents(sb, runs: list[ArenaRun]):
     return dataclasses.replace(sb, extra={**sb.extra, NAME: tuple(mems)})
 
 
-__all__ = ["drive", "LockstepBatch", "slice_batch", "with_sanction_intents"]
+__all__ = ["drive", "LockstepBatch", "with_sanction_intents"]
