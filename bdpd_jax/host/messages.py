@@ -87,49 +87,28 @@ class MessageBus:
 
     def broadcast(self, from_id: str, text: str, turn: int) -> dict[str, Any]:
         """Text visible to every other player from ``turn + 1``."""
-        return self._append(
-            {
-                "turn": _check_turn(turn),
-                "fromId": _check_player("fromId", from_id),
-                "to": None,
-                "scope": "broadcast",
-                "text": _check_text(text),
-            }
-        )
+        turn, from_id = _check_turn(turn), _check_player("fromId", from_id)
+        return self.post("broadcast", from_id, turn, payload=_check_text(text))
 
     def send_private(self, from_id: str, target: str, text: str, turn: int) -> dict[str, Any]:
         """Text visible to ``target`` only; stored (unread) when the target is unknown."""
-        return self._append(
-            {
-                "turn": _check_turn(turn),
-                "fromId": _check_player("fromId", from_id),
-                "to": _check_player("target", target),
-                "scope": "private",
-                "text": _check_text(text),
-            }
+        to = _check_player("target", target)
+        return self.post(
+            "private", _check_player("fromId", from_id), _check_turn(turn), to=to, payload=_check_text(text)
         )
 
     def announce(self, from_id: str, value: float, turn: int) -> dict[str, Any]:
         """Numeric intended harvest (rounded to 3 decimals) visible to every other player."""
-        return self._append(
-            {
-                "turn": _check_turn(turn),
-                "fromId": _check_player("fromId", from_id),
-                "to": None,
-                "scope": "announcement",
-                "value": round_announcement(value),
-            }
-        )
+        turn, from_id = _check_turn(turn), _check_player("fromId", from_id)
+        return self.post("announcement", from_id, turn, payload=round_announcement(value))
 
     def post(
         self, scope: str, from_id: str, turn: int, *, to: str | None = None, payload: Any = None
     ) -> dict[str, Any]:
-        """Append a message of a VALIDATED tool action (``dispatch_tool``; the action was checked
-        once, by ``tools.validate_action``, text already truncated): no second check. ``payload``
-        is the text (broadcast, private) or the announced value (rounded here, as ``announce``)."""
-        key, value = (
-            ("value", round(float(payload), ANNOUNCE_DECIMALS)) if scope == "announcement" else ("text", payload)
-        )
+        """Append a message whose parts are checked: by the emitters above, or once by
+        ``tools.validate_action`` for a tool action (``dispatch_tool``: no second check).
+        ``payload`` is the text (broadcast, private) or the announced value (rounded here)."""
+        key, value = ("value", round_announcement(payload)) if scope == "announcement" else ("text", payload)
         return self._append({"turn": turn, "fromId": from_id, "to": to, "scope": scope, key: value})
 
     def is_known(self, player_id: str) -> bool:
