@@ -11,7 +11,8 @@ strategy tables, the kernel timed alone, records of a custom batch).
   a bench that times the kernel alone; ``TRACES``: how many times each was traced;
   ``lanes_for``: the lanes the runner gives a sub-batch of live arenas; ``to_numpy``;
 - ``compiled_whole_history(game, turns, every)`` and ``key_words(seed, arenas)``: the one
-  program of ``simulate(history=True)`` and its key words, for timing it alone;
+  program of ``simulate(history=True)`` and its key words (called as ``(*words, params,
+  max_yield)``), for timing it alone;
 - ``outcomes(run, n_arenas, params=...)``: the per-arena outcome columns of a batch run as
   one program (a study that swaps strategy tables over one compiled game);
 - ``engine_config_model(name)``: an engine's config model (its defaults applied once), for a
@@ -35,7 +36,8 @@ from .prepare.game import broadcast_batch
 from .prepare.governance import stack_batch
 from .prepare.prepared import LiveOptions, PreparedRun, prepare
 from .run.runner import TRACES, arena_keys, compiled_init, compiled_run, lanes_for, run_batch, to_numpy
-from .run.simulate import compiled_whole_history, default_chunk, govsim_of, key_words, run_whole
+from .results.frames import outcome_columns
+from .run.simulate import compiled_whole_history, default_chunk, key_words, run_whole
 
 
 @dataclass(frozen=True)
@@ -108,8 +110,8 @@ def outcomes(
     table over the same compiled game), else ``run.params``."""
     n_turns = int(turns or run.config.model.maxTurns)
     p = run.params_for(n_turns) if params is None else params
-    final = run_whole(run.game, n_turns, int(seed), np.arange(int(n_arenas), dtype=np.int64), p)
-    return govsim_of(final, run.max_yield, n_turns)
+    final = run_whole(run.game, n_turns, int(seed), np.arange(int(n_arenas), dtype=np.int64), p, run.max_yield)
+    return outcome_columns(final["outcomes"])
 
 
 __all__ = [

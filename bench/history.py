@@ -49,7 +49,7 @@ def calls(b: int, turns: int) -> dict:
         "no_history": functools.partial(run, history=False),
         "history": functools.partial(run, history=True),
         "history_frames": frames,
-        "program": lambda: jax.block_until_ready(program(*words, params)),
+        "program": lambda: jax.block_until_ready(program(*words, params, prep.max_yield)),
     }
 
 

@@ -63,7 +63,7 @@ def gini(w, axis: int = -1, xp=jnp):
     return xp.where(tot > 0, g, 0.0)
 
 
-def _over_players(x, axis: int, xp):
+def sum_players(x, axis: int, xp):
     """Sum over the players' ``axis``, one player after the other (unrolled: the same float
     order whatever the array library or layout, so host and kernel give the same numbers)."""
     n = x.shape[axis]
@@ -94,7 +94,7 @@ def governance_metrics(
     dt = actual.dtype
 
     def count(mask):  # players where mask holds, as a float of the records' dtype
-        return _over_players(mask.astype(dt), axis, xp)
+        return sum_players(mask.astype(dt), axis, xp)
 
     nf = count(playing)
     has_n = nf > 0
@@ -111,7 +111,7 @@ def governance_metrics(
     shared = xp.asarray(share_defined)
     return {
         "cooperation_index": xp.where(shared, frac(~over), nan),
-        "lie_score": xp.where(n_said > 0, _over_players(gap, axis, xp) / xp.maximum(n_said, 1.0), nan),
+        "lie_score": xp.where(n_said > 0, sum_players(gap, axis, xp) / xp.maximum(n_said, 1.0), nan),
         "announce_frequency": frac(said),
         "silent_defection": xp.where(shared, frac(~said & over), nan),
         "sanction_rate": xp.where(has_n, xp.asarray(sanction_count, dt) / n_safe, nan),
@@ -127,5 +127,5 @@ def record_metrics(actual: Any, announced: Any, sanctioned: Any, regen: Any, pla
     xp = np if isinstance(actual, np.ndarray) else jnp
     axis = -1 if np.ndim(actual) == 1 else -2
     playing = xp.expand_dims(xp.asarray(played), axis) & xp.ones(actual.shape, bool)
-    sanctions = _over_players((xp.asarray(sanctioned) & playing).astype(actual.dtype), axis, xp)
+    sanctions = sum_players((xp.asarray(sanctioned) & playing).astype(actual.dtype), axis, xp)
     return governance_metrics(actual, announced, sanctions, regen, playing, share_defined, axis, xp)

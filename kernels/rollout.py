@@ -19,7 +19,9 @@ bench/README.md, "Why the rollout is laid out so"):
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from functools import partial, reduce
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -34,7 +36,7 @@ from .turn import play, prepare, prewrite, prewrite_busy
 BATCH_AXIS = -1
 
 
-def batched(fn):
+def batched(fn: Callable[..., Any]) -> Callable[..., Any]:
     """vmap a one-arena function over the trailing batch axis of all its arguments."""
     return jax.vmap(fn, in_axes=BATCH_AXIS, out_axes=BATCH_AXIS)
 

@@ -22,7 +22,8 @@ from bdpd_jax.kernels.rollout import batched
 from bdpd_jax.kernels.schedule import hand_out
 from bdpd_jax.kernels.turn import step
 from bdpd_jax.prepare.game import broadcast_batch, build
-from bdpd_jax.run.simulate import arena_keys, compiled_final, govsim_of, to_numpy
+from bdpd_jax.results.frames import outcome_columns
+from bdpd_jax.run.simulate import arena_keys, compiled_final, to_numpy
 from bdpd_jax.scenarios import EXPERIMENTS, GOVSIM_SCENARIOS, govsim
 
 N, T, SEED = 5, 12, 7
@@ -79,8 +80,8 @@ def batched_run(kernel, seq):
         state, rec = stp(keys, state, Actions(req, jnp.full((N, 1), jnp.nan, jnp.float32)), pb)
         if bool(rec.played[0]):
             catches.append(np.asarray(rec.actual)[:, 0].tolist())
-    final = to_numpy(compiled_final(game)(state, pb))
-    cols = govsim_of(final, float("nan"), T)
+    final = to_numpy(compiled_final(game)(state, pb, float("nan")))
+    cols = outcome_columns(final["outcomes"])
     return catches, {c: cols[c][0].item() for c in COLS}
 
 

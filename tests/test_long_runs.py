@@ -52,7 +52,7 @@ def test_out_streams_parquet_parts(whole, tmp_path):
     pd.testing.assert_frame_equal(whole.players, res.players, check_dtype=False)
     back = bj.Results.from_parquet(tmp_path)
     pd.testing.assert_frame_equal(whole.turns, back.turns)
-    # the ex-post over-usage needs every turn in memory (bdpd_jax/results/govsim.py); the catches are tallied
+    # the ex-post over-usage needs every turn in memory (kernels/outcomes.py); the catches are tallied
     gov = ["ex_post_over_usage"]
     pd.testing.assert_frame_equal(
         whole.summary.drop(columns=gov, errors="ignore"),

@@ -180,7 +180,7 @@ def test_column_wise_frames_equal_plain_loops_and_the_chunked_path() -> None:
     prep = prepared(cfg)
     params = prep.params.__class__(**{**prep.params.__dict__, "max_turns": np.asarray(30, np.int32)})
     arenas = np.arange(7, 12)
-    _, rec = run_whole_history(prep.game, 30, 1, 3, arenas, params)
+    _, rec = run_whole_history(prep.game, 30, 1, 3, arenas, params, prep.max_yield)
     ref = _reference_players(flatten_record(rec), arenas)
     got = one.players[["arena", "turn", "player", "actual", "wealth"]].astype(
         {"player": np.int64, "turn": np.int64, "actual": float, "wealth": float}

@@ -212,8 +212,7 @@ def test_logistic_collapse_turn_null_and_over_usage_without_it():
 def test_ex_post_over_usage_counts_judged_turns_only():
     import jax.numpy as jnp
 
-    from bdpd_jax.kernels import sustainability
-    from bdpd_jax.results import govsim
+    from bdpd_jax.kernels import outcomes, sustainability
 
     actual = np.asarray([[1.0, 0.0], [1.0, 1.0], [2.0, 2.0], [5.0, 5.0]], np.float32)  # [T=4, N=2]
     regen = np.asarray([4.0, 0.0, 0.0, 0.0], np.float32)
@@ -227,10 +226,13 @@ def test_ex_post_over_usage_counts_judged_turns_only():
     over, judged = np.asarray(t.share_over)[:, None], np.asarray(t.share_judged)[None]
     gains = np.asarray(t.gains)[:, None]
     assert over.tolist() == [[1], [1]] and judged.tolist() == [2] and gains[:, 0].tolist() == [4.0, 3.0]
-    cols = govsim.project_metrics(np.asarray([3]), 3, float("nan"), gains, over, judged)
-    assert cols["ex_post_over_usage"].tolist() == [0.5]
-    none = govsim.project_metrics(np.asarray([3]), 3, float("nan"), gains, over * 0, np.asarray([0]))
-    assert np.isnan(none["ex_post_over_usage"]).all()
+    nan = jnp.float32(np.nan)
+
+    def ex_post(tally):
+        return float(outcomes.outcomes(tally, jnp.int32(3), jnp.int32(3), nan, nan)["ex_post_over_usage"])
+
+    assert ex_post(t) == 0.5
+    assert np.isnan(ex_post(sustainability.Tally(t.gains, t.over, t.share_over * 0, jnp.int32(0))))
 
 
 @pytest.mark.heavy

@@ -3,6 +3,7 @@ rankings (:mod:`bdpd_jax.results.victory`), players ranked by final wealth, pact
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any
 
 import jax
@@ -10,8 +11,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from bdpd_jax.host.registry import num
+from bdpd_jax.kernels.game import Game
+from bdpd_jax.kernels.outcomes import outcomes
 from bdpd_jax.kernels.sustainability import f0 as f0_of
-from bdpd_jax.results.govsim import govsim_metrics
+from bdpd_jax.results import schema
 from bdpd_jax.results.victory import report
 
 if TYPE_CHECKING:
@@ -62,20 +65,27 @@ def summary(run: ArenaRun, st, status: str) -> dict[str, Any]:
 
 
 def govsim_report(run: ArenaRun, st) -> dict[str, Any]:
-    """GovSim's metrics of this game so far (bdpd_jax/results/govsim.py: the batch's rule, from
-    the kernel's tally), keyed by their column names; NaN as null."""
-    f0 = np.asarray(f0_of(run.game, jax.tree_util.tree_map(jnp.asarray, run.params)))
-    cols = govsim_metrics(
-        np.asarray([int(st.turn)]),
-        run.max_turns,
-        f0[None],
-        np.asarray(st.tally.gains)[:, None],
-        np.asarray(st.tally.over)[None],
-    )
+    """GovSim's metrics of this game so far, keyed by their column names (NaN as null): the
+    batch's own outcome columns (kernels/outcomes.py, the same compiled rule as
+    ``final_numbers``) on this arena's state."""
+    cols = _govsim_program(run.game)(st.tally, st.turn, run.params)
     return {
-        k: (bool(v[0]) if v.dtype == bool else int(v[0]) if v.dtype.kind == "i" else num(float(v[0])))
-        for k, v in cols.items()
+        c.name: (bool(v) if v.dtype == bool else int(v) if v.dtype.kind == "i" else num(float(v)))
+        for c in schema.GOVSIM
+        for v in [np.asarray(cols[c.name])]
     }
+
+
+@functools.lru_cache(maxsize=16)
+def _govsim_program(game: Game) -> Any:
+    """One arena's outcome columns from its tally, turn and params (jitted once per game;
+    the maximum sustainable yield unused: only GovSim's columns are reported)."""
+
+    def run(tally: Any, turn: Any, params: Any) -> dict[str, jax.Array]:
+        f0 = f0_of(game, params)
+        return outcomes(tally, turn, params.max_turns, jnp.full_like(f0, jnp.nan), f0)
+
+    return jax.jit(run)
 
 
 __all__ = ["govsim_report", "summary"]

@@ -304,27 +304,19 @@ def players_frame(rec: dict[str, Any], arenas: np.ndarray, strategy_names: list[
     return pd.DataFrame(cols, copy=False)
 
 
-def summary_frame(
-    final: dict[str, Any], arenas: np.ndarray, player_labels: list[str], more: dict[str, np.ndarray] | None = None
-) -> pd.DataFrame:
-    """final: survived[B], collapse_turn[B], turns_played[B], wealth[N, B]; ``more``: further
-    columns (the GovSim outcomes), appended last."""
+def summary_frame(final: dict[str, Any], arenas: np.ndarray, player_labels: list[str]) -> pd.DataFrame:
+    """final (``final_numbers``, numpy): survived[B], collapse_turn[B], turns_played[B],
+    wealth[N, B], ranks[N, B], the engine's ``extra`` and the ``outcomes`` columns."""
     # every column is an array of its own (no copy into 2-D blocks: ~1/3 of the frame's cost)
-    return pd.DataFrame(summary_columns(final, arenas, player_labels, more), copy=False)
+    return pd.DataFrame(summary_columns(final, arenas, player_labels), copy=False)
 
 
-def summary_columns(
-    final: dict[str, Any],
-    arenas: np.ndarray,
-    player_labels: list[str],
-    more: dict[str, np.ndarray] | None = None,
-) -> dict[str, Any]:
+def summary_columns(final: dict[str, Any], arenas: np.ndarray, player_labels: list[str]) -> dict[str, Any]:
     """The summary frame's columns by name, in order, each an array of its own (a sweep puts
     its point columns first and builds one frame)."""
     wealth = np.array(final["wealth"])  # (a copy: the frame's columns are views of it)
+    ranks = np.array(final["ranks"], np.int32)
     n, b = wealth.shape
-    # rank 1 = richest; ties share the better rank: 1 + how many players have more
-    ranks = 1 + (wealth[None, :, :] > wealth[:, None, :]).sum(axis=1, dtype=np.int32)
     survived = np.array(final["survived"], bool)  # (a copy, as the other columns: not a view of final)
     collapse = pd.arrays.IntegerArray(np.where(survived, 0, final["collapse_turn"]).astype(np.int64), survived.copy())
     cols: dict[str, Any] = {
@@ -341,8 +333,13 @@ def summary_columns(
         cols[f"strategy_{i}"] = _constant_str(label, b).copy()
     for name, v in final.get("extra", {}).items():
         cols[name] = np.array(v)
-    cols.update(more or {})
-    return cols
+    return cols | outcome_columns(final["outcomes"])
+
+
+def outcome_columns(outcomes: dict[str, Any]) -> dict[str, np.ndarray]:
+    """The outcome columns (kernels/outcomes.py, computed in the run's float) in the
+    schema's order and dtypes (schema.PROJECT, then schema.GOVSIM)."""
+    return {c.name: np.asarray(outcomes[c.name]).astype(c.dtype) for c in schema.PROJECT + schema.GOVSIM}
 
 
 @functools.lru_cache(maxsize=64)

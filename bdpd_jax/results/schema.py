@@ -171,7 +171,7 @@ GOVERNANCE_ACTIONS: tuple[Column, ...] = (
     _c("value", "float64", "", "the cap (inf: lifted), the factor on every sanction amount, or the regen value"),
 )
 
-# GovSim's outcomes per arena, exactly (Piatti et al. 2024 §2.4; bdpd_jax/results/govsim.py):
+# GovSim's outcomes per arena, exactly (Piatti et al. 2024 §2.4; kernels/outcomes.py):
 # m = turns played, R_i = player i's total catch, f(0) the engine's sustainability threshold at the start
 GOVSIM: tuple[Column, ...] = (
     _c(
@@ -194,7 +194,7 @@ GOVSIM: tuple[Column, ...] = (
     ),
 )
 
-# the project's own outcomes per arena (bdpd_jax/results/govsim.py): after GOVSIM in the summary
+# the project's own outcomes per arena (kernels/outcomes.py): after GOVSIM in the summary
 PROJECT: tuple[Column, ...] = (
     _c("survival_time", "int32", "turns", "turns played"),
     _c("total_gain", "float64", "stock units", "sum over players and turns of actual harvests"),

@@ -19,21 +19,21 @@ from pathlib import Path
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
 from ..config.game import ArenaConfig
 from ..config.limits import DEFAULT_MAX_BATCH, check_run_args, check_run_size
-from ..kernels import sustainability
+from ..kernels import outcomes, sustainability
 from ..kernels.game import Game
 from ..kernels.governance import NAME as GOV
 from ..kernels.perturb import PerturbLayer
 from ..kernels.plugins import NAME as PLUGINS
-from ..kernels.rollout import init_batch, run_turns, summary_of
+from ..kernels.rollout import batched, init_batch, run_turns, summary_of
 from ..kernels.stored import restored
 from ..prepare.game import broadcast_batch
 from ..prepare.prepared import PreparedRun, prepare
-from ..results import govsim
 from ..results.frames import Frames, Results, players_frame, summary_frame, turns_frame
 from ..results.governance import layer_record, sanctions_frame, violations_frame
 from ..results.perturbations import perturbations_frame
@@ -52,30 +52,40 @@ from .runner import (  # noqa: F401 (re-exported)
 )
 
 PERTURB = PerturbLayer.name  # the perturbation layer's record key
+FLOAT = jax.dtypes.canonicalize_dtype(np.float64)  # the runs' float: float32 unless x64 is on
 
 __all__ = ["TRACES", "arena_keys", "compiled_init", "compiled_run", "key_words", "run_batch", "simulate", "to_numpy"]
 
 
-def final_numbers(game: Game, state: Any, params: Any) -> dict[str, Any]:
-    """Every per-arena number the summary reads: summary_of, the engine's summary values,
-    the catches and over-threshold tallies and GovSim's f(0) (traceable; the end of every
-    run program)."""
+def final_numbers(game: Game, state: Any, params: Any, max_yield: Any) -> dict[str, Any]:
+    """Every per-arena number the summary reads (traceable; the end of every run program):
+    summary_of, the players' ranks, the engine's summary values and the outcome columns
+    (kernels/outcomes.py, from the tally and GovSim's f(0)). ``max_yield``: the engine's
+    maximum sustainable yield, one for the batch or float[B]."""
     out = dict(summary_of(state))
+    out["ranks"] = batched(outcomes.ranks)(state.wealth)
     out["extra"] = _summary_extra(game, state)
-    t = state.tally
-    out["tally"] = {"gains": t.gains, "over": t.over, "share_over": t.share_over, "share_judged": t.share_judged}
-    out["govsim_f0"] = jax.vmap(functools.partial(sustainability.f0, game), in_axes=-1)(params)
+    f0 = batched(functools.partial(sustainability.f0, game))(params)
+    per_arena = jnp.broadcast_to(jnp.asarray(max_yield, f0.dtype), f0.shape)
+    out["outcomes"] = batched(outcomes.outcomes)(state.tally, state.turn, params.max_turns, per_arena, f0)
     return out
 
 
 @functools.lru_cache(maxsize=64)
 def compiled_final(game: Game) -> Callable[..., dict[str, Any]]:
-    """The jitted end of a batch (one program, one transfer)."""
+    """The jitted end of a batch, ``(state, params, max_yield) -> final_numbers`` (one
+    program, one transfer)."""
     return jax.jit(functools.partial(final_numbers, game))
 
 
 def _counted_whole(
-    game: Game, n_turns: int, seed: jax.Array, arenas: jax.Array, params: Any, point_of: jax.Array | None = None
+    game: Game,
+    n_turns: int,
+    seed: jax.Array,
+    arenas: jax.Array,
+    params: Any,
+    max_yield: jax.Array,
+    point_of: jax.Array | None = None,
 ) -> dict[str, Any]:
     TRACES["run"] += 1  # the run program of such a call: counted like run_batch's chunk program
     keys = keys_of(seed, arenas)
@@ -83,8 +93,9 @@ def _counted_whole(
         pb = broadcast_batch(params, arenas.shape[0])
     else:  # a sweep: every leaf stacked over points (..., P), taken at each arena's point
         pb = jax.tree_util.tree_map(lambda x: x[..., point_of], params)
+        max_yield = max_yield[point_of]
     state, _ = run_turns(game, n_turns, False, keys, init_batch(game, pb), pb, 1, True)
-    return final_numbers(game, state, pb)
+    return final_numbers(game, state, pb, max_yield)
 
 
 @functools.lru_cache(maxsize=64)
@@ -99,13 +110,13 @@ def compiled_whole(game: Game, n_turns: int) -> Callable[..., dict[str, Any]]:
 
 
 def _counted_whole_history(
-    game: Game, n_turns: int, every: int, seed: jax.Array, arenas: jax.Array, params: Any
+    game: Game, n_turns: int, every: int, seed: jax.Array, arenas: jax.Array, params: Any, max_yield: jax.Array
 ) -> tuple[dict[str, Any], Any]:
     TRACES["run"] += 1
     keys = keys_of(seed, arenas)
     pb = broadcast_batch(params, arenas.shape[0])
     state, rec = run_turns(game, n_turns, True, keys, init_batch(game, pb), pb, every, False, 1, record_axis=1)
-    return final_numbers(game, state, pb), rec
+    return final_numbers(game, state, pb, max_yield), rec
 
 
 @functools.lru_cache(maxsize=64)
@@ -118,25 +129,34 @@ def compiled_whole_history(game: Game, n_turns: int, every: int = 1) -> Callable
 
 
 def run_whole_history(
-    game: Game, n_turns: int, every: int, seed: int, arenas: np.ndarray, params: Any
+    game: Game, n_turns: int, every: int, seed: int, arenas: np.ndarray, params: Any, max_yield: float
 ) -> tuple[dict[str, Any], Any]:
     """``compiled_whole_history``'s (final numbers, records) as numpy; the records' leaves
     are views (T, ..., B) of the program's (T, B, ...) buffers, the ones the game never
     changes restored as broadcast views (kernels/stored.py)."""
-    final, rec = to_numpy(compiled_whole_history(game, n_turns, every)(*key_words(seed, arenas), params))
+    final, rec = to_numpy(
+        compiled_whole_history(game, n_turns, every)(*key_words(seed, arenas), params, np.asarray(max_yield, FLOAT))
+    )
     SCANNED["arena_turns"] += len(arenas) * n_turns
     rec = jax.tree_util.tree_map(lambda x: np.moveaxis(x, 1, -1), rec)
     return final, restored(game, rec, np.asarray(params.players.strategy))
 
 
 def run_whole(
-    game: Game, n_turns: int, seed: int, arenas: np.ndarray, params: Any, point_of: np.ndarray | None = None
+    game: Game,
+    n_turns: int,
+    seed: int,
+    arenas: np.ndarray,
+    params: Any,
+    max_yield: float | np.ndarray,
+    point_of: np.ndarray | None = None,
 ) -> dict[str, Any]:
     """``compiled_whole``'s final numbers (numpy) for the given global arena indices (their
-    keys); ``point_of`` int[B]: each arena's point in a sweep's stacked params."""
+    keys); ``max_yield``: the engine's maximum sustainable yield (a sweep's: float[P], one
+    per point); ``point_of`` int[B]: each arena's point in a sweep's stacked params."""
     words = key_words(seed, arenas)
     pts = None if point_of is None else np.asarray(point_of).astype(np.int32)
-    final: dict[str, Any] = to_numpy(compiled_whole(game, n_turns)(*words, params, pts))
+    final: dict[str, Any] = to_numpy(compiled_whole(game, n_turns)(*words, params, np.asarray(max_yield, FLOAT), pts))
     SCANNED["arena_turns"] += len(arenas) * n_turns
     return final
 
@@ -284,21 +304,19 @@ def _arena_chunk(
     access: Results' frames are built lazily). One turn chunk is one program."""
     game = prep.game
     if one_program(history, chunk, n_turns):
-        final = run_whole(game, chunk, seed, arenas, params)
+        final = run_whole(game, chunk, seed, arenas, params, prep.max_yield)
         if bar is not None:
             bar.update(1)
-        return {"summary": summary_frame(final, arenas, list(prep.labels), govsim_of(final, prep.max_yield, n_turns))}
+        return {"summary": summary_frame(final, arenas, list(prep.labels))}
     if history and sink is None and chunk >= n_turns:
-        final, rec = run_whole_history(game, chunk, every, seed, arenas, params)
+        final, rec = run_whole_history(game, chunk, every, seed, arenas, params, prep.max_yield)
         if bar is not None:
             bar.update(1)
     else:
         pb = batch_params(params, len(arenas))
         state, rec = run_batch(game, pb, arena_keys(seed, arenas), n_turns, chunk, history, bar, every, sink)
-        final = to_numpy(compiled_final(game)(state, pb))
-    out: dict[str, Any] = {
-        "summary": summary_frame(final, arenas, list(prep.labels), govsim_of(final, prep.max_yield, n_turns))
-    }
+        final = to_numpy(compiled_final(game)(state, pb, prep.max_yield))
+    out: dict[str, Any] = {"summary": summary_frame(final, arenas, list(prep.labels))}
     if not history or sink is not None:
         return out
     return out | record_frames(prep, game_layer_names(game), flatten_record(rec), arenas)
@@ -364,18 +382,6 @@ def flatten_record(rec: Any) -> dict[str, Any]:
 
 def game_layer_names(game: Game) -> set[str]:
     return {layer.name for layer in game.layers}
-
-
-def govsim_of(final: dict[str, Any], max_yield: float | np.ndarray, n_turns: int | np.ndarray) -> dict[str, Any]:
-    """The outcome columns (bdpd_jax/results/govsim.py: GovSim's and the project's) of one
-    batch, from its final numbers (``compiled_final``, numpy): every count is the kernel's
-    tally, so they are the same with or without history. ``max_yield`` and ``n_turns``: one
-    for the batch, or one per arena (a sweep's points). Gains are always the catches, never a
-    change of wealth."""
-    tally = final["tally"]
-    gains, turns = tally["gains"], final["turns_played"]
-    ours = govsim.project_metrics(turns, n_turns, max_yield, gains, tally["share_over"], tally["share_judged"])
-    return {**ours, **govsim.govsim_metrics(turns, n_turns, final["govsim_f0"], gains, tally["over"], ours["equality"])}
 
 
 def default_chunk(n_turns: int) -> int:

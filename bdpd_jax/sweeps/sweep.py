@@ -38,7 +38,7 @@ from ..kernels.metrics import METRICS
 from ..prepare.prepared import content_key, prepare
 from ..results.frames import summary_columns
 from ..run.runner import arena_keys, one_program, run_batch, to_numpy
-from ..run.simulate import compiled_final, default_chunk, flatten_record, govsim_of, run_whole
+from ..run.simulate import FLOAT, compiled_final, default_chunk, flatten_record, run_whole
 from .build import DEVICE_COPIES, ROW_CELL_BYTES, build_points, bytes_per_arena, resolve_devices
 from .paths import ConfigBase, apply_values, check_paths, config_base, parse_path, resolve
 from .points import explicit_points, grid_points, points_table, sample_points
@@ -208,7 +208,7 @@ class SweepPlan:
 
         if self._sharding is None and one_program(self.history, self.chunk_turns, self.max_turns):
             stacked = jax.tree_util.tree_unflatten(self.treedef, list(self.stacked))
-            final = take(run_whole(self.game, self.chunk_turns, self.seed, key_arenas, stacked, point_of))
+            final = take(run_whole(self.game, self.chunk_turns, self.seed, key_arenas, stacked, self.yields, point_of))
             rec = None
             if bar is not None:
                 bar.update(1)
@@ -216,13 +216,12 @@ class SweepPlan:
             params = jax.tree_util.tree_unflatten(self.treedef, [self._put(x[..., point_of]) for x in self.stacked])
             keys = self._put(arena_keys(self.seed, key_arenas))
             state, rec = run_batch(self.game, params, keys, self.max_turns, self.chunk_turns, self.history, bar)
-            final = take(to_numpy(compiled_final(self.game)(state, params)))  # (this chunk's arenas, unpadded)
+            yields = self._put(np.asarray(self.yields[point_of], FLOAT))
+            final = take(to_numpy(compiled_final(self.game)(state, params, yields)))  # (this chunk's arenas, unpadded)
             del state, params
         rec_np = take(rec) if self.history else None
         pts = idx // reps
-        summary = summary_columns(
-            final, idx, self.labels, govsim_of(final, self.yields[pts], np.asarray(self.n_turns)[pts])
-        )
+        summary = summary_columns(final, idx, self.labels)
         wealth = np.asarray(final["wealth"], float)
         extra = {"wealth_mean": wealth.mean(axis=0), "gini": gini(np.asarray(summary["equality"], float))}
         if self.history:
