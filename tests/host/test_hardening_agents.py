@@ -28,10 +28,13 @@ def test_a_hostile_arena_cannot_take_every_worker() -> None:
         bad = CodeAgent("function decide(o, m) { if (o.bad) { " + BIGINT + " } return 1; }", pool=pool, owner="bad")
         good = CodeAgent("function decide(o, m) { return 0.5; }", pool=pool, owner="good")
         stop = threading.Event()
+        bad_walls: list[float] = []
 
         def flood() -> None:
             while not stop.is_set():
+                t0 = time.perf_counter()
                 bad.decide_sync({"bad": True}, 10.0)
+                bad_walls.append(time.perf_counter() - t0)
 
         floods = [threading.Thread(target=flood, daemon=True) for _ in range(8)]
         for t in floods:
@@ -49,8 +52,12 @@ def test_a_hostile_arena_cannot_take_every_worker() -> None:
         stop.set()
         for t in floods:
             t.join(timeout=30)
-        # never behind a hostile call (~60 ms each, then a worker start): well under one of them
-        assert sorted(walls)[len(walls) // 2] < 0.05, walls
+        # never behind a hostile call (~60 ms each on a quiet machine, then a worker start): the
+        # typical honest call is well under the typical hostile one, measured in the same run
+        # (so a loaded machine, e.g. a parallel test worker, slows both alike)
+        killed = sorted(w for w in bad_walls if w > 0.02)
+        assert killed, bad_walls
+        assert sorted(walls)[len(walls) // 2] < killed[len(killed) // 2] / 2, (walls, killed)
         assert not pool.penalised("good")
     finally:
         pool.close()
