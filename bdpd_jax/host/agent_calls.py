@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+from collections.abc import Coroutine
+from typing import Any, TypeVar
 
 from bdpd_jax.config.game import PlayerConfig
 from bdpd_jax.host.agents.base import AgentResult, fallback_harvest
 from bdpd_jax.host.agents.http import make_client
 from bdpd_jax.host.players import LivePlayerConfig
+
+T = TypeVar("T")
 
 
 def live_player_config_of(i: int, p: PlayerConfig) -> LivePlayerConfig:
@@ -42,6 +46,15 @@ async def ask_agent(agent, env: dict[str, Any], wealth: float, kind: str, pool: 
         return await agent.decide(env, wealth)
     except Exception as exc:  # noqa: BLE001 - a broken agent must never stall the turn
         return AgentResult(fallback_harvest(wealth), f"agent: {type(exc).__name__}: {exc}", [], 0.0, True)
+
+
+async def each(jobs: list[Coroutine[Any, Any, T]], at_once: bool) -> list[T]:
+    """The results of ``jobs``, in order: run at once (``asyncio.gather``) when ``at_once`` (some
+    may wait), else one after the other (none suspends, so none needs an event loop:
+    ``batch_runner.drive``)."""
+    if at_once and jobs:
+        return list(await asyncio.gather(*jobs))
+    return [await job for job in jobs]
 
 
 __all__: list[str] = []

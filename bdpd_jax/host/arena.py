@@ -4,7 +4,9 @@ Lifecycle: ``Arena(config, seed=...)`` (status ``waiting``; the config's own pla
 builtins) -> ``join(spec)`` for more players (validated at join) -> ``start()`` (builds the
 kernel game, writes ``meta.json``; status ``running``) -> ``tick()`` (one turn) or ``run()``
 (to the end) -> ``close()`` (``summary.json`` and ``meta.json``, atomically; status
-``closed``). ``await atick()`` / ``await arun()`` are the same from inside an event loop.
+``closed``). ``await atick()`` / ``await arun()`` / ``await aclose()`` are the same from
+inside an event loop; the sync calls refuse to run inside one (one event loop per process,
+docs/semantics/live.md "One event loop").
 
 The arena's run (:class:`~bdpd_jax.host.arena_run.ArenaRun`) owns its kernel state for its
 whole life. One turn is one ``LockstepBatch.tick`` (:mod:`~bdpd_jax.host.batch_runner`, shared
@@ -42,6 +44,7 @@ from bdpd_jax.host.envelope import envelopes
 from bdpd_jax.host.governance_agent import GovernorSpec
 from bdpd_jax.host.governance_agent import attach as attach_governor
 from bdpd_jax.host.live_game import kernel_config, live_game
+from bdpd_jax.host.offload import Offload, inline
 from bdpd_jax.host.operator import Operator
 from bdpd_jax.host.owner_perturb import fire_perturbation, owner_slot
 from bdpd_jax.host.persist import JsonlWriter, atomic_write_json, clean_stale_tmp
@@ -127,7 +130,7 @@ class Arena:
         self.keep_records = keep_records
         self._run: ArenaRun | None = None  # built by start()
         self._alone: LockstepBatch | None = None  # its batch of one (holds no state)
-        self._own_loop: asyncio.AbstractEventLoop | None = None  # tick() / run() / close() with external players
+        self._loop = SyncLoop("Arena")  # tick() / run() / close() of an arena that waits on someone
         for i, p in enumerate(config_players):
             self.join(live_player_config_of(i, p))
 
@@ -184,6 +187,12 @@ class Arena:
     @property
     def uses_tools(self) -> bool:
         return not self.no_talk and any(s.external for s in self.specs)
+
+    @property
+    def waits(self) -> bool:
+        """Whether a tick can wait on anyone: a code, HTTP or LLM player, an HTTP or LLM
+        governance agent (``tick()`` then runs on an event loop; a server awaits ``atick``)."""
+        return any(s.waits for s in self.specs) or (self.governor is not None and self.governor.waits)
 
     def start(self) -> None:
         """Build the game, the bus, the pact registry and the agents (one ArenaRun); write meta.json."""
@@ -289,6 +298,7 @@ class Arena:
             self.governor.reattach(governance_agent, self._client, self.operator, float(self.config.agentTimeout))
         self.out_dir = Path(out_dir)
         run.write_to(JsonlWriter(self.out_dir / "turns.jsonl", fsync=self.fsync))  # repairs a torn tail
+        self._alone = None  # its batch again: live players may wait where the replay's scripts did not
 
     # -- state ------------------------------------------------------------------------------
     def _started(self) -> ArenaRun:
@@ -365,15 +375,17 @@ class Arena:
         return fire_perturbation(run, spec, slot)
 
     # -- running ----------------------------------------------------------------------------
-    async def atick(self) -> dict[str, Any] | None:
-        """Play one turn; returns its record (None once the game is over)."""
+    async def atick(self, offload: Offload = inline) -> dict[str, Any] | None:
+        """Play one turn; returns its record (None once the game is over). The kernel work goes
+        through ``offload`` (:mod:`~bdpd_jax.host.offload`; the server's runs it in a worker)."""
         if self.status == "waiting":
-            self.start()
+            await offload(self.start)
         if self.status != "running":
             raise ValueError(f"status: the arena is {self.status!r}")
         if self.done:
             return None
-        await self._solo().tick()
+        batch = self._alone if self._alone is not None else await offload(self._solo)
+        await batch.tick(offload)
         return self.records[-1] if self.records and self.records[-1]["turn"] == self.turn else None
 
     def tick(self) -> dict[str, Any] | None:
@@ -396,14 +408,11 @@ class Arena:
         return self._drive(self.arun(max_ticks))
 
     def _drive(self, coro: Coroutine[Any, Any, T]) -> T:
-        """Run ``coro`` to its end: with built-in players only (no one to wait on) without an
-        event loop, else on the arena's own loop (its HTTP clients bind to it; not from inside a
-        running loop)."""
-        if not (any(s.external for s in self.specs) or self.governor is not None):
+        """Run ``coro`` to its end: without an event loop when no one can be waited on (built-in
+        and scripted players), else on the loop of this sync caller (:class:`SyncLoop`)."""
+        if not self.waits:
             return drive(coro)
-        if self._own_loop is None:
-            self._own_loop = asyncio.new_event_loop()
-        return self._own_loop.run_until_complete(coro)
+        return self._loop.run(coro)
 
     # -- closing ----------------------------------------------------------------------------
     def summary(self) -> dict[str, Any]:
@@ -411,19 +420,16 @@ class Arena:
         st = self.state
         return summary(self._started(), st, self.status)
 
-    async def aclose(self) -> dict[str, Any]:
-        """Close: summary.json and meta.json written atomically; the clients are closed."""
+    async def aclose(self, offload: Offload = inline) -> dict[str, Any]:
+        """Close: summary.json and meta.json written atomically (through ``offload``); the
+        clients are closed."""
         if self.status == "closed":
-            return self.summary()
+            return await offload(self.summary)
         if self.status == "waiting":
             raise ValueError("status: the arena never started")
         self.status = "closed"
-        summ = self.summary()
-        if self.out_dir is not None:
-            atomic_write_json(self.out_dir / "summary.json", summ, mkdir=False)
-            atomic_write_json(self.out_dir / "meta.json", {**self.meta(), "closedAt": utc_now()}, mkdir=False)
+        summ = await offload(self._write_closed)
         run = self._started()
-        run.close_writer()
         for ag in run.agents:
             if ag is not None and hasattr(ag, "aclose"):
                 await ag.aclose()
@@ -434,12 +440,52 @@ class Arena:
             self._client = None
         return summ
 
+    def _write_closed(self) -> dict[str, Any]:
+        """The closed arena's summary, written with its meta.json; the run's files closed."""
+        summ = self.summary()
+        if self.out_dir is not None:
+            atomic_write_json(self.out_dir / "summary.json", summ, mkdir=False)
+            atomic_write_json(self.out_dir / "meta.json", {**self.meta(), "closedAt": utc_now()}, mkdir=False)
+        self._started().close_writer()
+        return summ
+
     def close(self) -> dict[str, Any]:
         out = self._drive(self.aclose())
-        if self._own_loop is not None:
-            self._own_loop.close()
-            self._own_loop = None
+        self._loop.close()
         return out
 
 
-__all__ = ["Arena", "TOOL_SCOPES"]
+class SyncLoop:
+    """The event loop of a sync caller (``tick()`` / ``run()`` / ``close()`` of an arena or a
+    :class:`~bdpd_jax.host.live_batch.LiveBatch` that waits on someone): made on first use and
+    kept (the HTTP clients bind to it), and only where no loop is running, so that it is the
+    process's one loop. Inside a running loop the caller awaits ``atick`` / ``arun`` /
+    ``aclose`` instead: a second loop would bind the clients away from the caller's."""
+
+    def __init__(self, owner: str) -> None:
+        self.owner = owner
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            name = getattr(coro, "__name__", "atick")  # atick, arun or aclose
+            coro.close()
+            raise ValueError(
+                f"{self.owner}: called inside a running event loop; await {self.owner}.{name}() there "
+                "(one event loop per process: tick/run/close make one only outside any loop)"
+            )
+        if self._loop is None:
+            self._loop = asyncio.new_event_loop()
+        return self._loop.run_until_complete(coro)
+
+    def close(self) -> None:
+        if self._loop is not None:
+            self._loop.close()
+            self._loop = None
+
+
+__all__ = ["Arena", "SyncLoop", "TOOL_SCOPES"]

@@ -10,11 +10,14 @@ each pact table adopted once, every external player asked at once (``asyncio.gat
 validated tool actions dispatched in player order (:func:`~bdpd_jax.host.dispatch.dispatch_tool`),
 kernel ``step_phase`` (one jitted call), split out, one turn record per arena (with its
 discussion), appended to ``turns.jsonl`` and returned.
+
+The waits (agents, speakers) are awaited on the caller's event loop; the kernel work between
+them goes through the tick's ``offload`` (:mod:`~bdpd_jax.host.offload`: inline by default, a
+worker thread in the server), so one event loop serves every tick of a process.
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -23,13 +26,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bdpd_jax.host.agent_calls import ask_agent
+from bdpd_jax.host.agent_calls import ask_agent, each
 from bdpd_jax.host.agents.base import AgentResult
 from bdpd_jax.host.arena_run import unbatch
 from bdpd_jax.host.discussion import discuss
 from bdpd_jax.host.dispatch import dispatch_tool
 from bdpd_jax.host.envelope import envelopes
 from bdpd_jax.host.governance_agent import govern
+from bdpd_jax.host.offload import Offload, inline
 from bdpd_jax.host.programs import has_governance, programs
 from bdpd_jax.host.records import record_rows, turn_record
 from bdpd_jax.kernels.plugins import NAME
@@ -91,9 +95,11 @@ class LockstepBatch:
         self.units = np.asarray([r.units for r in self.runs], np.float64)
         # per arena, the players asked from outside (specs are fixed once an arena starts)
         self._external = [[i for i, s in enumerate(r.specs) if s.external] for r in self.runs]
-        #: whether a tick can wait on anyone (an external player, a governance agent); if not,
-        #: it runs without an event loop (:func:`drive`)
-        self.waits = any(self._external) or any(r.governor is not None for r in self.runs)
+        #: whether a tick can wait on anyone (a code, HTTP or LLM player, an HTTP or LLM
+        #: governance agent); if not, it runs without an event loop (:func:`drive`)
+        self.waits = any(s.waits for r in self.runs for s in r.specs) or any(
+            r.governor is not None and r.governor.waits for r in self.runs
+        )
 
     def _padded(self, items: list) -> list:
         return items + items[-1:] * (self.width - len(items))
@@ -109,27 +115,53 @@ class LockstepBatch:
         for b, r in enumerate(self.runs):
             r.set_leaves([x[..., b] for x in leaves])
 
-    async def tick(self) -> None:
-        """One turn of every arena still playing."""
+    async def tick(self, offload: Offload = inline) -> None:
+        """One turn of every arena still playing; its kernel work through ``offload``."""
         runs = self.runs
         if all(r.done for r in runs):
             return
         for r in runs:
             r.set_in_tick(True)
         try:
-            await self._tick()
+            await self._tick(offload)
         finally:
             for r in runs:
                 r.set_in_tick(False)
                 if r.registry is not None:
                     r.registry.release()
 
-    async def _tick(self) -> None:
-        state = self.stacked_state()  # stack in
+    async def _tick(self, offload: Offload) -> None:
+        """Awaited here: the governance agents, the players, the speakers; the kernel work
+        between them goes through ``offload`` (3 calls a tick, 4 with a governance agent)."""
+        state = None
         if any(r.governor is not None for r in self.runs):  # the owners' governance agents act first
-            state = await govern(state, self.runs)
+            state = await govern(await offload(self.stacked_state), self.runs, offload)
+        sb, begun, ahead, seen = await offload(self._decided, state)
+        by_arena, overridden = await self._ask(*seen)
+        lines = await offload(self._played, sb, begun, ahead, by_arena, overridden)
+        await each([discuss(r, line) for r, line, end in lines if not end], self.waits)  # arenas talk at once
+        await offload(self._keep, lines)
+
+    def _decided(self, state):
+        """Stack in (unless ``state`` is given), the decide phase, and what asking the players
+        reads converted to numpy: (begun state, begin records, ahead, (observations, wealth,
+        strategy, pools, the pact table after the scripted talk))."""
+        if state is None:
+            state = self.stacked_state()
         sb, begun, obs, pacts_d, ahead = self._decide(self.keys, state, self.params)
-        by_arena, overridden = await self._ask(sb, obs, pacts_d)
+        asking = any(self._external)  # observations are read only for players asked from outside
+        seen = (
+            jax.tree_util.tree_map(np.asarray, obs) if asking else {},
+            np.asarray(sb.wealth) if asking else None,
+            np.asarray(sb.strategy) if asking else None,
+            self._pools(sb) if asking else None,
+            jax.tree_util.tree_map(np.asarray, pacts_d) if self.gov else None,
+        )
+        return sb, begun, ahead, seen
+
+    def _played(self, sb, begun, ahead, by_arena, overridden) -> list[tuple[ArenaRun, dict, bool]]:
+        """The answers' tool actions, the step phase, split out; each arena's turn record
+        (``_records``)."""
         ext, ext_req, ext_ann, tools = self._act(by_arena, sb.wealth.shape)
         pacts = None
         if self.gov:  # the tick's tables, after the tool writes (padding repeats the last)
@@ -144,19 +176,15 @@ class LockstepBatch:
         for r in self.runs:
             if r.registry is not None:
                 r.registry.release()
-        await self._end(rec, ended, by_arena, tools, overridden)
+        return self._records(rec, ended, by_arena, tools, overridden)
 
-    async def _ask(self, sb, obs, pacts_d) -> tuple[list[dict[int, AgentResult]], list[set]]:
+    async def _ask(
+        self, obs_np: dict, wealth: np.ndarray | None, strategy: np.ndarray | None, pool: np.ndarray | None, pk_d
+    ) -> tuple[list[dict[int, AgentResult]], list[set]]:
         """Every external player of every arena still playing, asked at once: (per arena,
         player -> answer; per arena, the external players a builtin decides for this turn).
-        Each registry adopts its arena's table of ``pacts_d`` (the tick's one sync)."""
+        Each registry adopts its arena's table of ``pk_d`` (the tick's one sync)."""
         runs = self.runs
-        asking = any(self._external)  # observations are read only for players asked from outside
-        obs_np = jax.tree_util.tree_map(np.asarray, obs) if asking else {}
-        wealth = np.asarray(sb.wealth) if asking else None
-        strategy = np.asarray(sb.strategy) if asking else None
-        pool = self._pools(sb) if asking else None
-        pk_d = jax.tree_util.tree_map(np.asarray, pacts_d) if self.gov else None
         jobs, where = [], []
         overridden: list[set] = [set() for _ in runs]
         for b, r in enumerate(runs):
@@ -192,7 +220,7 @@ class LockstepBatch:
                     )
                 )
                 where.append((b, i))
-        results = await asyncio.gather(*jobs) if jobs else []
+        results = await each(jobs, self.waits)
         by_arena: list[dict[int, AgentResult]] = [{} for _ in runs]
         for (b, i), res in zip(where, results, strict=True):
             if res.fallback and not res.stock_units and self.units[b] != 1.0:
@@ -231,16 +259,16 @@ class LockstepBatch:
                     ext_ann[i, b] = r.announced[name]
         return ext, ext_req, ext_ann, tools
 
-    async def _end(
+    def _records(
         self,
         rec,
         ended: np.ndarray,
         by_arena: list[dict[int, AgentResult]],
         tools: list[list],
         overridden: list[set],
-    ) -> None:
-        """Each arena's turn record with its discussion (arenas that go on talk at once), kept
-        and written; the game ends where the kernel played no turn."""
+    ) -> list[tuple[ArenaRun, dict, bool]]:
+        """Each arena's turn record (its discussion comes next, then ``_keep``), and whether its
+        game ended with it; the game ends where the kernel played no turn."""
         rows = record_rows(jax.tree_util.tree_map(np.asarray, rec))  # converted once for all arenas
         lines = []
         for b, r in enumerate(self.runs):
@@ -251,11 +279,11 @@ class LockstepBatch:
                 r.finish()
                 continue
             lines.append((r, turn_record(r, row.turn, row, by_arena[b], tools[b], overridden[b]), bool(ended[b])))
-        talks = [discuss(r, line) for r, line, end in lines if not end]
-        if self.waits:  # speakers are asked at once
-            await asyncio.gather(*talks)
-        for talk in talks if not self.waits else ():  # no speaker: nothing to wait on, no loop needed
-            await talk
+        return lines
+
+    @staticmethod
+    def _keep(lines: list[tuple[ArenaRun, dict, bool]]) -> None:
+        """Each record kept by its arena and appended to its turns.jsonl."""
         for r, line, end in lines:
             r.end_turn(line, end)
 

@@ -27,10 +27,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.config.limits import MAX_TURNS, QUANTITY_BOUNDS, check_magnitudes
+from bdpd_jax.host.agent_calls import each
 from bdpd_jax.host.agents.base import MAX_ERROR_CHARS, join_errors, truncate_error
 from bdpd_jax.host.agents.governors import LIFT, MAX_GOV_RESPONSE_BYTES, HttpGovernor, LLMGovernor, ScriptedGovernor
 from bdpd_jax.host.agents.http import check_url
 from bdpd_jax.host.agents.transport import HttpClient, TransportError, make_client
+from bdpd_jax.host.offload import Offload, inline
 from bdpd_jax.host.operator import Operator, redact_url
 from bdpd_jax.host.players import MAX_MODEL_CHARS, MAX_NAME_CHARS, MAX_PROMPT_CHARS, MAX_URL_CHARS, player_timeout_ms
 from bdpd_jax.host.registry import num
@@ -211,10 +213,11 @@ def observation(run, gov: Governor, turn: int, in_force: dict[str, Any]) -> dict
     }
 
 
-async def govern(state, runs: list) -> Any:
+async def govern(state, runs: list, offload: Offload = inline) -> Any:
     """Before a turn's decide phase: ask every attached agent (``run.governor``) of the batch's
     run states at once and write the answers with the kernel's ``set_pending`` (NaN for an
-    arena without one or done). Returns the batch state (trailing batch axis)."""
+    arena without one or done; through ``offload``, see ``batch_runner.Offload``). Returns the
+    batch state (trailing batch axis)."""
     live = [(b, r) for b, r in enumerate(runs) if r.governor is not None and not r.done]
     if not live:
         return state
@@ -226,13 +229,13 @@ async def govern(state, runs: list) -> Any:
     for b, r in live:
         in_force = from_action([f[..., b] for f in force])
         jobs.append(r.governor.ask(observation(r, r.governor, r.turn + 1, in_force), dt))
-    decisions = await asyncio.gather(*jobs)
+    decisions = await each(jobs, any(r.governor.waits for _, r in live))
     fields = np.full((len(FIELDS), len(runs)), np.nan, dt)
     for (b, _), d in zip(live, decisions, strict=True):
         fields[:, b] = to_action(d.action, dt)
     if np.isnan(fields).all():  # no action anywhere: the pending action is already none (cleared once applied)
         return state
-    return set_pending(state, k, GovAction(*fields))
+    return await offload(set_pending, state, k, GovAction(*fields))
 
 
 def checked(spec: GovernorSpec | dict, operator: Operator, agent_timeout_ms: float) -> tuple[GovernorSpec, float]:
@@ -304,6 +307,11 @@ class Governor:
         self.spec, self.timeout_ms = checked(spec, operator, agent_timeout_ms)
         self.start(client, operator)
 
+    @property
+    def waits(self) -> bool:
+        """Whether asking the agent can wait (HTTP, LLM); a scripted one answers at once."""
+        return self.spec.kind != "scripted"
+
     async def aclose(self) -> None:
         if self._own_client is not None:
             await self._own_client.aclose()
@@ -316,7 +324,10 @@ class Governor:
         errors: list[str] = []
         logged = None  # a replayed entry: its logged error and fallback stand
         try:
-            raw = await asyncio.wait_for(self.agent.answer(obs), self.timeout_ms / 1000.0 + 1.0)
+            if self.waits:
+                raw = await asyncio.wait_for(self.agent.answer(obs), self.timeout_ms / 1000.0 + 1.0)
+            else:  # a script answers at once (no deadline: no event loop needed)
+                raw = await self.agent.answer(obs)
             if isinstance(self.agent, LLMGovernor):
                 raw, errors = raw
             elif isinstance(self.agent, ScriptedGovernor) and isinstance(raw, dict) and "action" in raw:

@@ -15,19 +15,19 @@ writes each new state back.
 
 from __future__ import annotations
 
-import asyncio
 import gc
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-from bdpd_jax.host.arena import Arena
+from bdpd_jax.host.arena import Arena, SyncLoop
 from bdpd_jax.host.batch_runner import LockstepBatch, drive
 
 T = TypeVar("T")
 
 
 class LiveBatch:
-    """Arenas ticked together. ``tick()`` / ``run()``; ``await atick()`` / ``await arun()``."""
+    """Arenas ticked together. ``tick()`` / ``run()`` / ``close()``; ``await atick()`` /
+    ``await arun()`` / ``await aclose()`` inside an event loop."""
 
     def __init__(self, arenas: list[Arena], *, client=None, gc_freeze: bool = True) -> None:
         arenas = list(arenas)
@@ -40,7 +40,7 @@ class LiveBatch:
         self._batch: LockstepBatch = Arena.lockstep(arenas)  # keys, params, programs: no state
         if len({a.turn for a in arenas}) > 1:
             raise ValueError(f"arenas: at turns {[a.turn for a in arenas]}; a LiveBatch starts them together")
-        self._own_loop: asyncio.AbstractEventLoop | None = None
+        self._loop = SyncLoop("LiveBatch")  # tick() / run() / close() when some arena waits on someone
         self._gc_freeze = gc_freeze
 
     @property
@@ -62,17 +62,15 @@ class LiveBatch:
             await self.atick()
             k += 1
         if self.done:
-            return await self._aclose_all()
+            return await self.aclose()
         return [a.summary() for a in self.arenas]
 
     def _drive(self, coro: Coroutine[Any, Any, T]) -> T:
         """``coro`` to its end: without an event loop when no arena's tick waits on anyone
-        (built-in players only), else on the batch's own loop."""
+        (built-in and scripted players), else on the loop of this sync caller (``SyncLoop``)."""
         if not self._batch.waits:
             return drive(coro)
-        if self._own_loop is None:
-            self._own_loop = asyncio.new_event_loop()
-        return self._own_loop.run_until_complete(coro)
+        return self._loop.run(coro)
 
     def tick(self) -> list[dict[str, Any] | None]:
         return self._drive(self.atick())
@@ -81,13 +79,12 @@ class LiveBatch:
         return self._drive(self.arun(max_ticks))
 
     def close(self) -> list[dict[str, Any]]:
-        out = self._drive(self._aclose_all())
-        if self._own_loop is not None:
-            self._own_loop.close()
-            self._own_loop = None
+        out = self._drive(self.aclose())
+        self._loop.close()
         return out
 
-    async def _aclose_all(self) -> list[dict[str, Any]]:
+    async def aclose(self) -> list[dict[str, Any]]:
+        """Close every arena (``Arena.aclose``); their summaries."""
         out = [await a.aclose() for a in self.arenas]
         if self._gc_freeze:
             gc.unfreeze()  # what was kept for the run is collectable again

@@ -109,6 +109,12 @@ class LivePlayerConfig(BaseModel):
         return self.agentType != "builtin"
 
     @property
+    def waits(self) -> bool:
+        """Whether asking this player can wait (code, HTTP, LLM: a tick then needs an event
+        loop); a scripted player answers at once, a builtin is not asked."""
+        return self.agentType in ("code", "http", "llm")
+
+    @property
     def player_id(self) -> str:
         """The name in play (``playerId``): a joining player without one is named then
         (``arena_args.joining_player``), so every player of a run has one."""

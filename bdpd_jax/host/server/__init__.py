@@ -7,7 +7,8 @@ auth.json, meta.json, turns.jsonl, summary.json). ``bdpd serve`` runs it with uv
   (``X-Arena-Key``) joins, the spectator token (``X-Spectator-Token`` or ``?token=``) streams.
   What each role sees: :mod:`.views`.
 * Kernel work runs in worker threads, one arena's work serialised (:mod:`.live`), so the
-  event loop (health, streams, other arenas) never waits for a tick or a compile.
+  event loop (health, streams, other arenas) never waits for a tick or a compile. It is the
+  process's one loop: players and governance agents are awaited on it (:mod:`.live`).
 * Auto ticks are scheduled by the hub's :class:`~.ticker.Ticker`: arenas sharing a compiled
   game and an interval are ticked in groups, one batched kernel call per phase per tick.
 * Requests and responses are pydantic models (:mod:`.models`); errors are one-line JSON

@@ -1,9 +1,17 @@
 """``LiveArena``: one served arena -- its Arena, keys, tick worker and SSE subscribers.
 
-Kernel work (start, ticks with their first compile, perturbations, close) runs in a worker
-thread, never on the event loop: the Arena's ``tick()`` / ``close()`` run there, without an
-event loop for built-in players, else on the arena's own loop (its HTTP clients bind to it).
-An ``asyncio.Lock`` serialises one arena's work; different arenas run in parallel threads.
+One event loop per process, the server's (docs/semantics/live.md "One event loop"). Kernel
+work (start, ticks with their first compile, perturbations, close) never runs on it:
+
+* an arena that waits on no one (built-in and scripted players) ticks and closes in a worker
+  thread, with no event loop (:meth:`LiveArena.run`);
+* an arena that waits on someone (code, HTTP, LLM players, an HTTP or LLM governance agent)
+  ticks and closes as a coroutine on the server's loop (:meth:`LiveArena.run_on_loop`), so its
+  HTTP clients and deadlines live there; the kernel work between the waits goes to a worker
+  thread (:meth:`Workers.offload`).
+
+An ``asyncio.Lock`` (and a thread lock) serialises one arena's work; different arenas run in
+parallel.
 """
 
 from __future__ import annotations
@@ -13,19 +21,22 @@ import hashlib
 import json
 import secrets
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from typing import Any
 
 from bdpd_jax.host._json import plain_json
 from bdpd_jax.host.arena import Arena
+from bdpd_jax.host.offload import Offload
 from bdpd_jax.host.persist import read_jsonl
 from bdpd_jax.host.replay import turn_records
 from bdpd_jax.host.server import views
 
 #: events a subscriber may have queued before it is dropped (a client that stops reading)
 QUEUE_LIMIT = 256
+#: how often work on the loop retries an arena's thread lock that a cancelled request's worker holds
+THREAD_LOCK_POLL_S = 0.005
 
 
 def key_hash(key: str) -> str:
@@ -77,10 +88,11 @@ class Subscriber:
 
 
 class Workers:
-    """The threads that run arena work. Kernel-bound work (builtin and code players) runs at
-    most ``cpu`` at a time: it is Python-heavy around the kernel calls and holds the GIL, and
-    every extra runnable thread lengthens the event loop's wait for it (GIL convoy). Ticks
-    that mostly wait on HTTP / LLM players take threads of their own (up to ``threads``)."""
+    """The threads that run arena work. Kernel-bound work runs at most ``cpu`` at a time: it
+    is Python-heavy around the kernel calls and holds the GIL, and every extra runnable thread
+    lengthens the event loop's wait for it (GIL convoy). That is a whole tick of an arena that
+    waits on no one (:meth:`gate`), and the kernel pieces of a tick on the loop
+    (:meth:`offload`), whose waits on players hold no thread and no slot."""
 
     def __init__(self, cpu: int = 2, threads: int = 64) -> None:
         if cpu < 1:
@@ -89,8 +101,16 @@ class Workers:
         self.cpu = asyncio.Semaphore(cpu)
 
     def gate(self, arena: Arena):
+        """What a sync call of ``arena`` in a worker holds: a ``cpu`` slot, except the calls of
+        an arena with HTTP / LLM players (join, start, perturb: no kernel-bound tick)."""
         waits = any(s.agentType in ("http", "llm") for s in arena.specs)
         return nullcontext() if waits else self.cpu
+
+    async def offload(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)`` in a worker thread under a ``cpu`` slot, awaited from the server's loop:
+        the kernel work of a tick on the loop (an :data:`~bdpd_jax.host.offload.Offload`)."""
+        async with self.cpu:
+            return await asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)
 
     def shutdown(self) -> None:
         self.executor.shutdown(wait=False, cancel_futures=True)
@@ -142,6 +162,40 @@ class LiveArena:
         async with self.lock, self.workers.gate(self.arena):
             return await asyncio.get_running_loop().run_in_executor(self.workers.executor, locked)
 
+    async def run_on_loop(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> Any:
+        """``await fn(*args, offload)`` on the server's loop (``offload``: :meth:`Workers.offload`),
+        serialised with this arena's other work. Once it holds the arena's lock it runs as a task
+        of its own, to its end, holding the locks throughout: a request cancelled while it runs
+        only stops waiting for it (a tick completes or never starts), and nothing else touches
+        the arena meanwhile."""
+        await self.lock.acquire()  # cancelled while waiting: nothing ran
+        try:
+            task = asyncio.get_running_loop().create_task(self._locked(fn, args, self.workers.offload))
+        except BaseException:
+            self.lock.release()
+            raise
+        task.add_done_callback(_retrieved)
+        return await asyncio.shield(task)
+
+    async def _locked(self, fn: Callable[..., Awaitable[Any]], args: tuple, offload: Offload) -> Any:
+        """``fn`` under the thread lock too (a cancelled request's worker may still hold it);
+        both locks released at the end."""
+        try:
+            while not self.thread_lock.acquire(blocking=False):
+                await asyncio.sleep(THREAD_LOCK_POLL_S)
+            try:
+                return await fn(*args, offload)
+            finally:
+                self.thread_lock.release()
+        finally:
+            self.lock.release()
+
+    async def close(self) -> dict[str, Any]:
+        """Close the arena (summary.json and meta.json; its clients closed on the loop they use)."""
+        if self.arena.waits:
+            return await self.run_on_loop(self.arena.aclose)
+        return await self.run(self.arena.close)
+
     # -- events ------------------------------------------------------------------------------
     def publish(self, event: str, data: dict[str, Any]) -> None:
         """Send ``event`` to every subscriber, each in the view its role may see."""
@@ -181,6 +235,12 @@ class LiveArena:
         base.pop("lastTick", None)
         recs = [r for r in self.history() if r["turn"] <= self.published]
         return {**base, "history": [views.compact_tick(r) if full else views.public_tick(r) for r in recs]}
+
+
+def _retrieved(task: asyncio.Task) -> None:
+    """A task whose awaiting request went away: its error is that request's, not the loop's."""
+    if not task.cancelled():
+        task.exception()
 
 
 __all__ = ["LiveArena", "Workers", "Subscriber", "key_hash", "new_keys", "role_of", "sse", "QUEUE_LIMIT"]

@@ -1,6 +1,8 @@
 """The routes that change arenas (004_* A.2): create, join, start, tick, perturb, close,
 delete, and resume of an interrupted arena. Kernel work runs in the arena's worker
-(:meth:`LiveArena.run`); a request refused by validation changes nothing.
+(:meth:`LiveArena.run`; a tick or close of an arena that waits on players runs on the
+server's loop with its kernel work offloaded, :meth:`LiveArena.run_on_loop`); a request
+refused by validation changes nothing.
 
 Each route runs under its arena's lifecycle lock (:meth:`Hub.lifecycle`) and looks the arena
 up again once it holds it (:func:`locked`): a request that waited behind a DELETE finds no
@@ -170,7 +172,7 @@ async def close(acc: Access = Depends(owner), hub: Hub = Depends(hub_of)):
             if summ is None:
                 raise HTTPException(409, "status: the arena is closed and has no report")
             return summ
-        summ = await lv.run(lv.arena.close)
+        summ = await lv.close()
         hub.finish(lv, summ)
         return summ
 
@@ -183,7 +185,7 @@ async def delete(acc: Access = Depends(owner), hub: Hub = Depends(hub_of)):
             await stop_auto(hub, a)
             summ = None
             if a.arena.status == "running" and a.arena_id in hub.live:
-                summ = await a.run(a.arena.close)
+                summ = await a.close()
             if a.arena_id in hub.live:
                 hub.finish(a, summ or {"arenaId": a.arena_id, "status": "closed"}, deleted=True)
         await asyncio.get_running_loop().run_in_executor(hub.executor, hub.delete_folder, a.arena_id)

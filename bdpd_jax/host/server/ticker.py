@@ -13,15 +13,18 @@ least 4, :func:`batch_width`), so a growing group compiles a few widths. Members
 (start, stop, close, delete, a manual tick, the game's end) take effect at the next group
 tick, which rebuilds the batch (its keys and params; the batch never holds a state).
 
-Arenas with an external player (code, HTTP, LLM) or a live governance agent are groups of
-one, ticked by their own Arena as before: their ticks wait on players (up to ``agentTimeout``) and would hold up every
-member, and their HTTP clients are bound to the arena's own event loop. With
-``grouping=False`` every arena is a group of one (the baseline of bench/server.py).
+Arenas with an external player (code, HTTP, LLM, scripted) or a live governance agent are
+groups of one, ticked by their own Arena as before: their ticks wait on players (up to
+``agentTimeout``) and would hold up every member. With ``grouping=False`` every arena is a
+group of one (the baseline of bench/server.py).
 
-The scheduler is one task on the server's event loop; kernel work runs in the hub's worker
-threads (a group tick holds one ``--workers`` slot; it waits on no player, so it runs without
-an event loop, ``batch_runner.drive``), so ``/api/health`` is never queued behind
-a tick. A group tick holds every member's locks (taken in arena-id order) while it runs, so
+The scheduler is one task on the server's event loop, the process's only loop; kernel work
+runs in the hub's worker threads, so ``/api/health`` is never queued behind a tick. A group
+tick, or the tick of an arena that waits on no one, runs whole in a worker (holding one
+``--workers`` slot; nothing suspends, so it runs without an event loop,
+``batch_runner.drive``). An arena that waits on someone ticks on the server's loop
+(:meth:`Ticker.astep`): its players are awaited there and its kernel work is offloaded to the
+workers, a slot per piece. A group tick holds every member's locks (taken in arena-id order) while it runs, so
 owner requests (perturb, summary, close) on a member wait for it, as for one arena.
 """
 
@@ -41,6 +44,7 @@ from typing import Any
 from bdpd_jax.host.arena import Arena
 from bdpd_jax.host.batch_runner import drive
 from bdpd_jax.host.live_batch import freeze_history
+from bdpd_jax.host.offload import Offload
 from bdpd_jax.host.server.durable import sync_files
 from bdpd_jax.host.server.live import LiveArena, Workers
 
@@ -230,8 +234,8 @@ class Ticker:
 
     # -- one arena ---------------------------------------------------------------------------
     def step(self, lv: LiveArena) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-        """One tick of one arena in a worker thread (its thread lock held): the record, and
-        the summary when the game ended with it."""
+        """One tick of an arena that waits on no one, in a worker thread (its thread lock
+        held): the record, and the summary when the game ended with it."""
         a = lv.arena
         if a.status != "running" or a.done:
             return None, None
@@ -241,9 +245,24 @@ class Ticker:
         self.collect()
         return out
 
+    async def astep(self, lv: LiveArena, offload: Offload) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        """:meth:`step` of an arena that waits on someone, on the server's loop (its locks held,
+        ``LiveArena.run_on_loop``); the kernel work through ``offload``."""
+        a = lv.arena
+        if a.status != "running" or a.done:
+            return None, None
+        rec = await a.atick(offload)
+        await offload(sync_files, [records_path(a)])
+        out = rec, (await a.aclose(offload) if a.done else None)
+        await offload(self.collect)
+        return out
+
     async def tick_once(self, lv: LiveArena) -> dict[str, Any] | None:
         """One tick of ``lv`` alone (a manual tick, or a group of one), published."""
-        rec, summ = await lv.run(self.step, lv)
+        if lv.arena.waits:
+            rec, summ = await lv.run_on_loop(self.astep, lv)
+        else:
+            rec, summ = await lv.run(self.step, lv)
         if rec is not None:
             lv.mark_published(rec["turn"])
             lv.publish("tick", rec)
