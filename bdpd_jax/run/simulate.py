@@ -82,15 +82,16 @@ def _counted_whole(
     game: Game,
     n_turns: int,
     seed: jax.Array,
-    arenas: jax.Array,
+    base: jax.Array,
+    offsets: jax.Array,
     params: Any,
     max_yield: jax.Array,
     point_of: jax.Array | None = None,
 ) -> dict[str, Any]:
     TRACES["run"] += 1  # the run program of such a call: counted like run_batch's chunk program
-    keys = keys_of(seed, arenas)
+    keys = keys_of(seed, base + offsets)  # (uint32: wraps as key_words does)
     if point_of is None:  # one config: its params broadcast to the batch
-        pb = broadcast_batch(params, arenas.shape[0])
+        pb = broadcast_batch(params, offsets.shape[0])
     else:  # a sweep: every leaf stacked over points (..., P), taken at each arena's point
         pb = jax.tree_util.tree_map(lambda x: x[..., point_of], params)
         max_yield = max_yield[point_of]
@@ -100,7 +101,8 @@ def _counted_whole(
 
 @functools.lru_cache(maxsize=64)
 def compiled_whole(game: Game, n_turns: int) -> Callable[..., dict[str, Any]]:
-    """A run of one turn chunk without history as one program: the arena keys, the batch's
+    """A run of one turn chunk without history as one program, ``(seed, base, offsets, params,
+    max_yield, point_of)`` (arena ``i``'s global index ``base + offsets[i]``): the arena keys, the batch's
     params (broadcast, or a sweep's taken at each arena's point), init, the turns (stopping
     once all have ended, as ``run_batch`` on one device) and ``final_numbers``. The same
     functions as the chunked path, so the same numbers; one dispatch and one transfer instead
@@ -146,19 +148,34 @@ def run_whole(
     game: Game,
     n_turns: int,
     seed: int,
-    arenas: np.ndarray,
+    arenas: range | np.ndarray,
     params: Any,
     max_yield: float | np.ndarray,
     point_of: np.ndarray | None = None,
 ) -> dict[str, Any]:
     """``compiled_whole``'s final numbers (numpy) for the given global arena indices (their
-    keys); ``max_yield``: the engine's maximum sustainable yield (a sweep's: float[P], one
-    per point); ``point_of`` int[B]: each arena's point in a sweep's stacked params."""
-    words = key_words(seed, arenas)
+    keys): a ``range`` of consecutive ones (made inside the program from its start: no
+    indices to move) or an array; ``max_yield``: the engine's maximum sustainable yield (a
+    sweep's: float[P], one per point); ``point_of`` int[B]: each arena's point in a sweep's
+    stacked params."""
+    if isinstance(arenas, range) and arenas.step == 1:
+        seed_w, base = key_words(seed, np.asarray([arenas.start]))
+        offsets: Any = iota(len(arenas))
+    else:
+        seed_w, offsets = key_words(seed, np.asarray(arenas))
+        base = np.zeros(1, np.uint32)
     pts = None if point_of is None else np.asarray(point_of).astype(np.int32)
-    final: dict[str, Any] = to_numpy(compiled_whole(game, n_turns)(*words, params, np.asarray(max_yield, FLOAT), pts))
+    run = compiled_whole(game, n_turns)
+    final: dict[str, Any] = to_numpy(run(seed_w, base[0], offsets, params, np.asarray(max_yield, FLOAT), pts))
     SCANNED["arena_turns"] += len(arenas) * n_turns
     return final
+
+
+@functools.lru_cache(maxsize=8)
+def iota(b: int) -> jax.Array:
+    """0, 1, ..., b - 1 (uint32) on the default device, made once per width: the offsets of a
+    range of arenas."""
+    return jnp.arange(b, dtype=jnp.uint32)
 
 
 @functools.partial(jax.jit, static_argnums=1)
@@ -222,7 +239,7 @@ def simulate(
         int(n_arenas), int(turns or cfg.model.maxTurns), prep.n_players, history, every, streamed=out is not None
     )
     n_turns = int(turns or cfg.model.maxTurns)
-    params = prep.params_for(n_turns)
+    params = prep.params_on_device(n_turns)
     chunk = min(int(chunk_turns or default_chunk(n_turns)), n_turns)
     chunk = -(-chunk // every) * every  # a multiple of history_every
     out_dir = _stream_dir(out) if out is not None and history else None
@@ -304,7 +321,7 @@ def _arena_chunk(
     access: Results' frames are built lazily). One turn chunk is one program."""
     game = prep.game
     if one_program(history, chunk, n_turns):
-        final = run_whole(game, chunk, seed, arenas, params, prep.max_yield)
+        final = run_whole(game, chunk, seed, range(int(arenas[0]), int(arenas[-1]) + 1), params, prep.max_yield)
         if bar is not None:
             bar.update(1)
         return {"summary": summary_frame(final, arenas, list(prep.labels))}

@@ -20,6 +20,7 @@ See docs/semantics.md §12.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 from collections import OrderedDict
@@ -172,6 +173,11 @@ class SweepPlan:
             mesh = Mesh(np.asarray(self.devices), ("arenas",))
             self._sharding = lambda ndim: NamedSharding(mesh, PartitionSpec(*([None] * (ndim - 1)), "arenas"))
 
+    @functools.cached_property
+    def placed(self) -> Any:
+        """The stacked params on the default device, placed once (a chunk's run moves none)."""
+        return jax.device_put(jax.tree_util.tree_unflatten(self.treedef, list(self.stacked)))
+
     def worker_options(self) -> dict[str, Any]:
         """The options with which another process (a Dask worker) plans the same chunks: this
         plan's, with the chunk width pinned (its devices may differ)."""
@@ -207,8 +213,7 @@ class SweepPlan:
             return jax.tree_util.tree_map(lambda x: np.asarray(x)[..., :n], tree)
 
         if self._sharding is None and one_program(self.history, self.chunk_turns, self.max_turns):
-            stacked = jax.tree_util.tree_unflatten(self.treedef, list(self.stacked))
-            final = take(run_whole(self.game, self.chunk_turns, self.seed, key_arenas, stacked, self.yields, point_of))
+            final = take(run_whole(self.game, self.chunk_turns, self.seed, key_arenas, self.placed, self.yields, point_of))
             rec = None
             if bar is not None:
                 bar.update(1)
