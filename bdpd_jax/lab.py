@@ -35,8 +35,8 @@ from .kernels.params import Params
 from .prepare.game import broadcast_batch
 from .prepare.governance import stack_batch
 from .prepare.prepared import LiveOptions, PreparedRun, prepare
-from .run.runner import TRACES, arena_keys, compiled_init, compiled_run, lanes_for, run_batch, to_numpy
 from .results.frames import outcome_columns
+from .run.runner import TRACES, arena_keys, compiled_init, compiled_run, lanes_for, run_batch, to_numpy
 from .run.simulate import compiled_whole_history, default_chunk, key_words, run_whole
 
 

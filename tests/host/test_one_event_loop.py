@@ -76,7 +76,11 @@ def test_the_server_ticks_players_on_its_own_loop(tmp_path, live_server, stub_st
         made = c.post("/api/arenas", json=body).json()
         owner, player, _ = keys_of(made)
         aid = made["arenaId"]
-        r = c.post(f"/api/arenas/{aid}/join", headers=player, json={"agentType": "http", "name": "web", "url": f"{live_server.base}/ok"})
+        r = c.post(
+            f"/api/arenas/{aid}/join",
+            headers=player,
+            json={"agentType": "http", "name": "web", "url": f"{live_server.base}/ok"},
+        )
         assert r.status_code == 200, r.text
         assert c.post(f"/api/arenas/{aid}/start", headers=owner).status_code == 200
         loops = Loops(monkeypatch)  # from here on: ticks and close
