@@ -481,7 +481,7 @@ def test_the_tick_path_keeps_its_rules() -> None:
     assert not _calls("bdpd_jax.host.records", "sanction_specs")
     assert not _calls(runner, "new_event_loop")
     # one event loop per process: only a sync caller's SyncLoop makes one (never the server's code)
-    assert [m for m in _live_host() if _calls(m, "new_event_loop")] == ["bdpd_jax.host.arena"]
+    assert [m for m in _live_host() if _calls(m, "new_event_loop")] == ["bdpd_jax.host.sync_loop"]
     # the documented path stays short: fewer than 10 hops
     doc = (ROOT / "docs/semantics/live.md").read_text().split("### The tick path", 1)[1].split("\n### ", 1)[0]
     hops = [line for line in doc.splitlines() if line[:1].isdigit() and ". **" in line[:6]]

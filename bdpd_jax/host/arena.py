@@ -21,26 +21,31 @@ arena_offset=arena_index)`` plays, bit for bit.
 
 ``start()`` builds one :class:`~bdpd_jax.host.arena_run.ArenaRun` the arena owns; its
 collaborators (batch_runner, dispatch, records, envelope, owner_perturb, live_game,
-agent_calls) take that run state, never the Arena.
+agent_calls) take that run state, never the Arena. Its HTTP client and its players' agents
+are its :class:`~bdpd_jax.host.arena_callers.ArenaCallers`; its sync calls run through a
+:class:`~bdpd_jax.host.sync_loop.SyncLoop`.
+
+The arena owns its lifecycle: its status changes here only, and here only is it checked for a
+tick (:meth:`Arena.atick`); the server's routes and ticker rely on that check (its
+``ValueError("status: ...")`` is a 409 there).
 """
 
 from __future__ import annotations
 
-import asyncio
 import uuid
-from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 
 from bdpd_jax.config.game import ArenaConfig
-from bdpd_jax.host.agent_calls import live_player_config_of, own_client
+from bdpd_jax.host.agent_calls import live_player_config_of
 from bdpd_jax.host.arena_args import arena_inputs, joining_player
-from bdpd_jax.host.arena_run import ArenaRun, shown_kind, utc_now
-from bdpd_jax.host.batch_runner import LockstepBatch, drive
-from bdpd_jax.host.dispatch import TOOL_SCOPES, dispatch_tool, sanction_offered
-from bdpd_jax.host.envelope import envelopes
+from bdpd_jax.host.arena_callers import ArenaCallers
+from bdpd_jax.host.arena_run import ArenaRun, utc_now
+from bdpd_jax.host.arena_view import ArenaView
+from bdpd_jax.host.batch_runner import LockstepBatch
+from bdpd_jax.host.dispatch import TOOL_SCOPES, dispatch_tool
 from bdpd_jax.host.governance_agent import GovernorSpec
 from bdpd_jax.host.governance_agent import attach as attach_governor
 from bdpd_jax.host.live_game import kernel_config, live_game
@@ -48,32 +53,18 @@ from bdpd_jax.host.offload import Offload, inline
 from bdpd_jax.host.operator import Operator
 from bdpd_jax.host.owner_perturb import fire_perturbation, owner_slot
 from bdpd_jax.host.persist import JsonlWriter, atomic_write_json, clean_stale_tmp
-from bdpd_jax.host.players import LivePlayerConfig, make_agent
+from bdpd_jax.host.players import LivePlayerConfig
 from bdpd_jax.host.summary import summary
+from bdpd_jax.host.sync_loop import SyncLoop
 from bdpd_jax.kernels import rng
 
 DEFAULT_PACT_SLOTS = 16  # a live arena's pact table when the create names none (bound: limits.MAX_PACT_SLOTS)
 DEFAULT_KEEP_RECORDS = 100  # turn records (and turns of messages) an arena keeps in memory
-_NOT_STARTED = object()
-T = TypeVar("T")
 
 
-def _of_run(name: str, doc: str, before_start: Any = _NOT_STARTED) -> property:
-    """A read-only view of the run state's ``name`` (``before_start`` until the arena starts;
-    without one, reading it before start is a ValueError)."""
-
-    def get(self: Arena) -> Any:
-        if self._run is None:
-            if before_start is _NOT_STARTED:
-                raise ValueError(f"status: the arena has not started (no {name} yet)")
-            return before_start
-        return getattr(self._run, name)
-
-    return property(get, doc=doc)
-
-
-class Arena:
-    """One live arena. See the module docstring for the lifecycle and the turn."""
+class Arena(ArenaView):
+    """One live arena. See the module docstring for the lifecycle and the turn; what it shows of
+    its run (turn, records, state, players, ...) is :class:`~bdpd_jax.host.arena_view.ArenaView`'s."""
 
     def __init__(
         self,
@@ -123,9 +114,15 @@ class Arena:
         self.out_dir = None if out_dir is None else Path(out_dir)
         self._joined: list[LivePlayerConfig] = []  # the players, until start hands them to the run
         self.status = "waiting"
-        self._client = client
-        self._owns_client = False
-        self._executor = executor
+        # the HTTP client (lent or its own) and the agents' factory
+        self._callers = ArenaCallers(
+            self.config,
+            no_talk=self.no_talk,
+            operator=self.operator,
+            owner=self.arena_id,
+            client=client,
+            executor=executor,
+        )
         # the last keep_records turn records (all when None); the full log is turns.jsonl
         self.keep_records = keep_records
         self._run: ArenaRun | None = None  # built by start()
@@ -134,37 +131,7 @@ class Arena:
         for i, p in enumerate(config_players):
             self.join(live_player_config_of(i, p))
 
-    # -- the run state, read-only (see ArenaRun) ----------------------------------------------
-    turn = _of_run("turn", "The last turn played (0 before the first).", 0)
-    done = _of_run("done", "True once the game is over.", False)
-    records = _of_run("records", "The last keep_records turn records, the latest last.", ())
-    in_tick = _of_run("in_tick", "True while a turn is being played (the players' own actions).", False)
-    max_turns = _of_run("max_turns", "The turn the game ends at (None before start).", None)
-    game = _of_run("game", "The kernel Game (external players on the placeholder policy).")
-    params = _of_run("params", "The kernel Params (unbatched).")
-    key = _of_run("key", "rng.arena_key(seed, arena_index).")
-    external = _of_run("external", "bool[N]: the players asked from outside.")
-    external_index = _of_run("external_index", "The placeholder policy's index (-1: none).")
-    bus = _of_run("bus", "The cheap-talk MessageBus.")
-    registry = _of_run("registry", "The PactRegistry (None without a governance layer).")
-    agents = _of_run("agents", "Per player, its agent (None for builtins).")
-    action_budget = _of_run("action_budget", "The per-turn caps on the players' tool actions.")
-
     # -- joining ----------------------------------------------------------------------------
-    @property
-    def specs(self) -> list[LivePlayerConfig]:
-        """The players' specs (read-only; ``join`` adds one)."""
-        return self._run.specs if self._run is not None else self._joined
-
-    @property
-    def players(self) -> list[str]:
-        return [s.player_id for s in self.specs]
-
-    def agent_kind(self, i: int) -> str:
-        """Player i's agentType as records and summary.json show it (the original kind of a
-        player that a replay plays from its log)."""
-        return shown_kind(self.specs[i], self._shown_kinds)
-
     def join(self, spec: LivePlayerConfig | dict) -> str:
         """Add a player (004_* A.2 join). Returns its id. ValueError names the bad field."""
         if self.status != "waiting":
@@ -176,8 +143,8 @@ class Arena:
     def use_client(self, client) -> None:
         """Lend ``client`` (one pooled HTTP client, closed by its owner) to this arena's HTTP /
         LLM agents: taken only by a waiting arena that has no client yet."""
-        if self.status == "waiting" and self._client is None:
-            self._client = client
+        if self.status == "waiting":
+            self._callers.lend(client)
 
     # -- start ------------------------------------------------------------------------------
     def kernel_config(self) -> ArenaConfig:
@@ -211,10 +178,9 @@ class Arena:
             perturbable=self.perturbable,
             max_turns=int(self.turns or m.maxTurns),
         )
-        if self._client is None:
-            self._make_client(self._joined)
+        self._callers.ensure_client(self._joined, len(self._joined))
         if self.governor is not None:
-            self.governor.start(self._client, self.operator)
+            self.governor.start(self._callers.client, self.operator)
         self._run = ArenaRun.begin(
             arena_id=self.arena_id,
             config=self.config,
@@ -225,7 +191,7 @@ class Arena:
             arena_index=self.arena_index,
             game=game,
             params=params,
-            agents=[self._make_agent(s) for s in self._joined],
+            agents=[self._callers.agent(s) for s in self._joined],
             keep_records=self.keep_records,
             governor=self.governor,
         )
@@ -235,27 +201,6 @@ class Arena:
             self._run.write_to(JsonlWriter(self.out_dir / "turns.jsonl", fsync=self.fsync))
             atomic_write_json(self.out_dir / "meta.json", self.meta(), mkdir=False)
         self.status = "running"
-
-    def _make_client(self, specs: list[LivePlayerConfig]) -> None:
-        if (client := own_client(specs, len(self.specs))) is not None:
-            self._client, self._owns_client = client, True
-
-    def _make_agent(self, spec: LivePlayerConfig):
-        """A player's agent (None for a builtin); players get the sanction tool when it is offered,
-        the speak tool when the arena talks between harvests (:mod:`~bdpd_jax.host.discussion`)."""
-        talk = self.config.discussion
-        return make_agent(
-            spec,
-            timeout_ms=float(self.config.agentTimeout),
-            no_talk=self.no_talk,
-            client=self._client,
-            executor=self._executor,
-            operator=self.operator,
-            sanction=sanction_offered(self.config),
-            discussion=talk is not None and talk.on,
-            whole_units=bool(getattr(self.config.model, "wholeUnits", False)),
-            owner=self.arena_id,
-        )
 
     def meta(self) -> dict[str, Any]:
         """meta.json: everything replay needs (config, seed, players, switches) and the status."""
@@ -289,23 +234,18 @@ class Arena:
         (given exactly when the arena had one), and the next turns are appended to
         ``out_dir``/turns.jsonl (a torn last line is dropped first)."""
         run = self._started()
-        if self._client is None:
-            self._make_client(list(specs.values()))
+        self._callers.ensure_client(list(specs.values()), len(run.specs))
         for i, s in enumerate(run.specs):
             if s.name in specs:
-                run.replace_player(i, specs[s.name], self._make_agent(specs[s.name]))
+                run.replace_player(i, specs[s.name], self._callers.agent(specs[s.name]))
         if governance_agent is not None:
-            self.governor.reattach(governance_agent, self._client, self.operator, float(self.config.agentTimeout))
+            c = self._callers.client
+            self.governor.reattach(governance_agent, c, self.operator, float(self.config.agentTimeout))
         self.out_dir = Path(out_dir)
         run.write_to(JsonlWriter(self.out_dir / "turns.jsonl", fsync=self.fsync))  # repairs a torn tail
         self._alone = None  # its batch again: live players may wait where the replay's scripts did not
 
-    # -- state ------------------------------------------------------------------------------
-    def _started(self) -> ArenaRun:
-        if self._run is None:
-            raise ValueError("status: the arena has not started")
-        return self._run
-
+    # -- batches ----------------------------------------------------------------------------
     @staticmethod
     def lockstep(arenas: list[Arena], width: int | None = None) -> LockstepBatch:
         """One :class:`LockstepBatch` of ``arenas`` (a waiting one is started first; all must
@@ -328,19 +268,6 @@ class Arena:
         if self._alone is None:
             self._alone = Arena.lockstep([self])
         return self._alone
-
-    @property
-    def state(self):
-        """This arena's kernel state (numpy leaves, no batch axis), owned by its run."""
-        return self._started().state
-
-    def observation(self, player: str, obs: dict[str, np.ndarray], turn: int) -> dict[str, Any]:
-        """The envelope ``player`` decides on: kernel observation + ``pacts`` + ``inbox``."""
-        return self.envelopes([player], obs, turn)[player]
-
-    def envelopes(self, players: list[str], obs: dict[str, np.ndarray], turn: int) -> dict[str, dict[str, Any]]:
-        """The envelopes of several players of one turn (:func:`~bdpd_jax.host.envelope.envelopes`)."""
-        return envelopes(self._started(), players, obs, turn)
 
     # -- tools ------------------------------------------------------------------------------
     def dispatch(self, player: str, action: Any, turn: int | None = None) -> dict[str, Any]:
@@ -375,22 +302,27 @@ class Arena:
         return fire_perturbation(run, spec, slot)
 
     # -- running ----------------------------------------------------------------------------
-    async def atick(self, offload: Offload = inline) -> dict[str, Any] | None:
+    async def atick(self, offload: Offload = inline, *, start_waiting: bool = True) -> dict[str, Any] | None:
         """Play one turn; returns its record (None once the game is over). The kernel work goes
-        through ``offload`` (:mod:`~bdpd_jax.host.offload`; the server's runs it in a worker)."""
-        if self.status == "waiting":
-            await offload(self.start)
+        through ``offload`` (:mod:`~bdpd_jax.host.offload`; the server's runs it in a worker).
+
+        The tick's one status check: a running arena plays; a waiting one is started first
+        (``start_waiting=False``: refused, as the server's tick is); any other is refused,
+        ``ValueError("status: ...")``. A game that is over plays no turn (its batch skips it)."""
         if self.status != "running":
-            raise ValueError(f"status: the arena is {self.status!r}")
-        if self.done:
-            return None
+            if self.status != "waiting" or not start_waiting:
+                raise ValueError(f"status: the arena is {self.status!r}, a tick needs 'running'")
+            await offload(self.start)
+        run = self._started()
+        before = run.turn
         batch = self._alone if self._alone is not None else await offload(self._solo)
         await batch.tick(offload)
-        return self.records[-1] if self.records and self.records[-1]["turn"] == self.turn else None
+        return run.records[-1] if run.turn != before else None
 
     def tick(self) -> dict[str, Any] | None:
-        """``atick`` run to its end (:meth:`_drive`)."""
-        return self._drive(self.atick())
+        """``atick`` run to its end (:class:`~bdpd_jax.host.sync_loop.SyncLoop`: no event loop
+        when no one can be waited on)."""
+        return self._loop.drive(self.atick(), self.waits)
 
     async def arun(self, max_ticks: int | None = None) -> dict[str, Any]:
         """Tick until the game is over (or ``max_ticks``); then close. Returns the summary."""
@@ -405,14 +337,7 @@ class Arena:
         return self.summary()
 
     def run(self, max_ticks: int | None = None) -> dict[str, Any]:
-        return self._drive(self.arun(max_ticks))
-
-    def _drive(self, coro: Coroutine[Any, Any, T]) -> T:
-        """Run ``coro`` to its end: without an event loop when no one can be waited on (built-in
-        and scripted players), else on the loop of this sync caller (:class:`SyncLoop`)."""
-        if not self.waits:
-            return drive(coro)
-        return self._loop.run(coro)
+        return self._loop.drive(self.arun(max_ticks), self.waits)
 
     # -- closing ----------------------------------------------------------------------------
     def summary(self) -> dict[str, Any]:
@@ -429,15 +354,7 @@ class Arena:
             raise ValueError("status: the arena never started")
         self.status = "closed"
         summ = await offload(self._write_closed)
-        run = self._started()
-        for ag in run.agents:
-            if ag is not None and hasattr(ag, "aclose"):
-                await ag.aclose()
-        if self.governor is not None:
-            await self.governor.aclose()
-        if self._owns_client and self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        await self._callers.aclose(self._started().agents, self.governor)
         return summ
 
     def _write_closed(self) -> dict[str, Any]:
@@ -450,42 +367,9 @@ class Arena:
         return summ
 
     def close(self) -> dict[str, Any]:
-        out = self._drive(self.aclose())
+        out = self._loop.drive(self.aclose(), self.waits)
         self._loop.close()
         return out
-
-
-class SyncLoop:
-    """The event loop of a sync caller (``tick()`` / ``run()`` / ``close()`` of an arena or a
-    :class:`~bdpd_jax.host.live_batch.LiveBatch` that waits on someone): made on first use and
-    kept (the HTTP clients bind to it), and only where no loop is running, so that it is the
-    process's one loop. Inside a running loop the caller awaits ``atick`` / ``arun`` /
-    ``aclose`` instead: a second loop would bind the clients away from the caller's."""
-
-    def __init__(self, owner: str) -> None:
-        self.owner = owner
-        self._loop: asyncio.AbstractEventLoop | None = None
-
-    def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            pass
-        else:
-            name = getattr(coro, "__name__", "atick")  # atick, arun or aclose
-            coro.close()
-            raise ValueError(
-                f"{self.owner}: called inside a running event loop; await {self.owner}.{name}() there "
-                "(one event loop per process: tick/run/close make one only outside any loop)"
-            )
-        if self._loop is None:
-            self._loop = asyncio.new_event_loop()
-        return self._loop.run_until_complete(coro)
-
-    def close(self) -> None:
-        if self._loop is not None:
-            self._loop.close()
-            self._loop = None
 
 
 __all__ = ["Arena", "SyncLoop", "TOOL_SCOPES"]

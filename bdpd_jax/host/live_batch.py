@@ -16,13 +16,11 @@ writes each new state back.
 from __future__ import annotations
 
 import gc
-from collections.abc import Coroutine
-from typing import Any, TypeVar
+from typing import Any
 
-from bdpd_jax.host.arena import Arena, SyncLoop
-from bdpd_jax.host.batch_runner import LockstepBatch, drive
-
-T = TypeVar("T")
+from bdpd_jax.host.arena import Arena
+from bdpd_jax.host.batch_runner import LockstepBatch
+from bdpd_jax.host.sync_loop import SyncLoop
 
 
 class LiveBatch:
@@ -65,21 +63,16 @@ class LiveBatch:
             return await self.aclose()
         return [a.summary() for a in self.arenas]
 
-    def _drive(self, coro: Coroutine[Any, Any, T]) -> T:
-        """``coro`` to its end: without an event loop when no arena's tick waits on anyone
-        (built-in and scripted players), else on the loop of this sync caller (``SyncLoop``)."""
-        if not self._batch.waits:
-            return drive(coro)
-        return self._loop.run(coro)
-
     def tick(self) -> list[dict[str, Any] | None]:
-        return self._drive(self.atick())
+        """``atick`` run to its end: with no event loop when no arena's tick waits on anyone
+        (built-in and scripted players), else on the loop of this sync caller (``SyncLoop``)."""
+        return self._loop.drive(self.atick(), self._batch.waits)
 
     def run(self, max_ticks: int | None = None) -> list[dict[str, Any]]:
-        return self._drive(self.arun(max_ticks))
+        return self._loop.drive(self.arun(max_ticks), self._batch.waits)
 
     def close(self) -> list[dict[str, Any]]:
-        out = self._drive(self.aclose())
+        out = self._loop.drive(self.aclose(), self._batch.waits)
         self._loop.close()
         return out
 

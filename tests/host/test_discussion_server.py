@@ -27,7 +27,7 @@ def answer(url: str, req: dict) -> bytes:
 
 def test_server_runs_a_discussion_arena_end_to_end(tmp_path, monkeypatch):
     client = FakeClient(answer)
-    monkeypatch.setattr("bdpd_jax.host.arena.own_client", lambda specs, n: client)
+    monkeypatch.setattr("bdpd_jax.host.arena_callers.own_client", lambda specs, n: client)
     body = {**payload(max_turns=3, players=1), "discussion": {"rounds": 3, "nextSpeaker": "named"}}
     llm = {
         "agentType": "llm",

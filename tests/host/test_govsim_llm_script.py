@@ -90,7 +90,7 @@ def test_runs_five_llm_players_through_the_live_host(script, monkeypatch, tmp_pa
         return completion([tool_call(0, "harvest", {"amount": 2})])
 
     client = FakeClient(answer)
-    monkeypatch.setattr("bdpd_jax.host.arena.own_client", lambda specs, n: client)
+    monkeypatch.setattr("bdpd_jax.host.arena_callers.own_client", lambda specs, n: client)
     monkeypatch.setenv("BDPD_LLM_API_KEY", "sk-test")  # the operator's credential reads it at every call
     assert script.main(["--rounds", "2", "--out", str(tmp_path / "a")], env=ENV) == 0
     out = capsys.readouterr().out

@@ -10,6 +10,7 @@ from fastapi.testclient import TestClient
 from server_helpers import keys_of, payload
 
 from bdpd_jax.host.server import create_app
+from bdpd_jax.host.server import models as M
 
 
 @pytest.fixture(scope="module")
@@ -93,6 +94,24 @@ def test_perturb_accepts_bare_spec_spec_and_spec_id(client):
         assert r.status_code in (400, 422) and "\n" not in r.json()["detail"], r.text
     rec = client.post(f"/api/arenas/{aid}/tick", headers=owner).json()["tick"]
     assert [p["type"] for p in rec["ownerPerturbations"]] == ["commons_shock", "commons_shock", "regen_shock"]
+
+
+def test_the_tick_answer_is_what_ticked_documents_and_only_a_running_arena_ticks(client):
+    """POST /tick sends the record unvalidated (one orjson pass); M.Ticked, which the OpenAPI
+    schema shows, still reads it, field for field. The arena's own status check is the only
+    one: 409 before the start and after the close."""
+    c = _created(client)
+    aid, owner = c["arenaId"], keys_of(c)[0]
+    refused = client.post(f"/api/arenas/{aid}/tick", headers=owner)
+    assert refused.status_code == 409 and refused.json()["detail"].startswith("status:"), refused.text
+    assert client.get(f"/api/arenas/{aid}").json()["status"] == "waiting"  # the tick did not start it
+    assert client.post(f"/api/arenas/{aid}/start", headers=owner).status_code == 200
+    r = client.post(f"/api/arenas/{aid}/tick", headers=owner)
+    assert r.status_code == 200 and r.headers["content-type"] == "application/json", r.text
+    ans = r.json()
+    assert M.Ticked.model_validate(ans).model_dump(mode="json") == ans and ans["tick"]["turn"] == ans["turn"] == 1
+    assert client.post(f"/api/arenas/{aid}/close", headers=owner).status_code == 200
+    assert client.post(f"/api/arenas/{aid}/tick", headers=owner).status_code == 409
 
 
 def test_body_limit_before_parsing(client):

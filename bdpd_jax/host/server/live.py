@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import secrets
 import threading
 from collections.abc import Awaitable, Callable
@@ -26,7 +25,9 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from typing import Any
 
-from bdpd_jax.host._json import plain_json
+import orjson
+
+from bdpd_jax.host._json import json_default
 from bdpd_jax.host.arena import Arena
 from bdpd_jax.host.offload import Offload
 from bdpd_jax.host.persist import read_jsonl
@@ -63,7 +64,10 @@ def role_of(hashes: dict[str, str], *keys: str | None) -> str | None:
 
 
 def sse(event: str, data: Any) -> str:
-    return f"event: {event}\ndata: {json.dumps(plain_json(data), separators=(',', ':'))}\n\n"
+    """One SSE event: ``data`` as compact JSON in one orjson pass (non-finite floats -> null,
+    numpy values through ``json_default``, non-string keys as strings, as ``plain_json`` did)."""
+    text = orjson.dumps(data, default=json_default, option=orjson.OPT_NON_STR_KEYS).decode()
+    return f"event: {event}\ndata: {text}\n\n"
 
 
 class Subscriber:

@@ -7,7 +7,8 @@ refused by validation changes nothing.
 Each route runs under its arena's lifecycle lock (:meth:`Hub.lifecycle`) and looks the arena
 up again once it holds it (:func:`locked`): a request that waited behind a DELETE finds no
 arena (404), one that waited behind a close or a resume finds the arena as it now is, and a
-request in the wrong state gets 409."""
+request in the wrong state gets 409 (a tick: the arena's own check, ``Arena.atick``, whose
+``ValueError("status: ...")`` errors.py answers with 409)."""
 
 from __future__ import annotations
 
@@ -18,8 +19,9 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from fastapi import APIRouter, Depends, HTTPException
+from fastapi import APIRouter, Depends, HTTPException, Response
 
+from bdpd_jax.host._json import dumps_bytes
 from bdpd_jax.host.arena import Arena
 from bdpd_jax.host.arena_run import EVENTS_FILE
 from bdpd_jax.host.players import LivePlayerConfig
@@ -135,11 +137,13 @@ async def start(body: M.StartArena | None = None, acc: Access = Depends(owner), 
 
 @router.post("/{arena_id}/tick", response_model=M.Ticked, summary="Advance one turn")
 async def tick(acc: Access = Depends(owner), hub: Hub = Depends(hub_of)):
+    """The arena checks its status itself (``Arena.atick``: 409 unless running). The answer is
+    the tick's record (the owner's view: as built) rendered once (``dumps_bytes``), not
+    validated again: ``M.Ticked`` documents it in the OpenAPI schema."""
     async with locked(hub, acc) as acc:
         lv = acc.live
-        _status(lv, "running")
         rec = await tick_once(hub, lv)
-        return {"tick": rec, **lv.public()}
+        return Response(dumps_bytes({"tick": rec, **lv.public()}), media_type="application/json")
 
 
 @router.post(

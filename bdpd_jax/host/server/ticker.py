@@ -235,11 +235,10 @@ class Ticker:
     # -- one arena ---------------------------------------------------------------------------
     def step(self, lv: LiveArena) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
         """One tick of an arena that waits on no one, in a worker thread (its thread lock
-        held): the record, and the summary when the game ended with it."""
+        held), with no event loop: the record, and the summary when the game ended with it.
+        The arena checks its own status (``Arena.atick``: a ValueError, 409 to a request)."""
         a = lv.arena
-        if a.status != "running" or a.done:
-            return None, None
-        rec = a.tick()
+        rec = drive(a.atick(start_waiting=False))
         sync_files([records_path(a)])
         out = rec, (a.close() if a.done else None)
         self.collect()
@@ -249,16 +248,15 @@ class Ticker:
         """:meth:`step` of an arena that waits on someone, on the server's loop (its locks held,
         ``LiveArena.run_on_loop``); the kernel work through ``offload``."""
         a = lv.arena
-        if a.status != "running" or a.done:
-            return None, None
-        rec = await a.atick(offload)
+        rec = await a.atick(offload, start_waiting=False)
         await offload(sync_files, [records_path(a)])
         out = rec, (await a.aclose(offload) if a.done else None)
         await offload(self.collect)
         return out
 
     async def tick_once(self, lv: LiveArena) -> dict[str, Any] | None:
-        """One tick of ``lv`` alone (a manual tick, or a group of one), published."""
+        """One tick of ``lv`` alone (a manual tick, or a group of one), published: the record
+        built once by the tick, rendered once per role class (``LiveArena.publish``)."""
         if lv.arena.waits:
             rec, summ = await lv.run_on_loop(self.astep, lv)
         else:
@@ -278,15 +276,13 @@ class Ticker:
         )
 
     async def _tick_group(self, g: Group) -> None:
-        lvs = self._live(g)
-        if not lvs:
-            return
         held: list[asyncio.Lock] = []
         try:
-            for lv in lvs:  # in arena-id order: two holders of several locks cannot deadlock
+            members = sorted(g.members.values(), key=lambda lv: lv.arena_id)
+            for lv in members:  # in arena-id order: two holders of several locks cannot deadlock
                 await lv.lock.acquire()
                 held.append(lv.lock)
-            locked = {lv.arena_id for lv in lvs}  # what changed while the locks were awaited:
+            locked = {lv.arena_id for lv in members}  # the members' status, once, as it is now
             lvs = [lv for lv in self._live(g) if lv.arena_id in locked]
             if not lvs:
                 return

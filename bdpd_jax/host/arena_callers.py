@@ -1,0 +1,77 @@
+"""``ArenaCallers``: what a live arena reaches its players through -- its HTTP client and the
+agents made for its players -- from the arena's start to its close.
+
+The client is lent (``lend``: a server's or a :class:`~bdpd_jax.host.live_batch.LiveBatch`'s
+pooled client, closed by its owner) or the arena's own, made when some player calls out (HTTP /
+LLM) and closed with the arena. Each agent is told the arena's rules: its timeout, whether it
+talks, the sanction tool when the arena offers it, the speak tool when it talks between
+harvests, whole-unit answers. Closing closes every agent, then the governance agent, then the
+arena's own client.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bdpd_jax.config.game import ArenaConfig
+from bdpd_jax.host.agent_calls import own_client
+from bdpd_jax.host.dispatch import sanction_offered
+from bdpd_jax.host.governance_agent import Governor
+from bdpd_jax.host.operator import Operator
+from bdpd_jax.host.players import LivePlayerConfig, make_agent
+
+
+class ArenaCallers:
+    """The client and the agent factory of the arena ``owner`` (its id) under ``config``."""
+
+    def __init__(
+        self, config: ArenaConfig, *, no_talk: bool, operator: Operator, owner: str, client=None, executor=None
+    ) -> None:
+        self.config = config
+        self.no_talk = no_talk
+        self.operator = operator
+        self.owner = owner
+        self.client = client
+        self.owns_client = False  # made here (closed by aclose), not lent
+        self.executor = executor
+
+    def lend(self, client) -> None:
+        """Use ``client`` (closed by its owner) unless a client is held already."""
+        if self.client is None:
+            self.client = client
+
+    def ensure_client(self, specs: list[LivePlayerConfig], n_players: int) -> None:
+        """Without a client: the arena's own (``agent_calls.own_client``) when one of ``specs`` calls out."""
+        if self.client is None and (client := own_client(specs, n_players)) is not None:
+            self.client, self.owns_client = client, True
+
+    def agent(self, spec: LivePlayerConfig) -> Any:
+        """A player's agent (None for a builtin), on this client."""
+        talk = self.config.discussion
+        return make_agent(
+            spec,
+            timeout_ms=float(self.config.agentTimeout),
+            no_talk=self.no_talk,
+            client=self.client,
+            executor=self.executor,
+            operator=self.operator,
+            sanction=sanction_offered(self.config),
+            discussion=talk is not None and talk.on,
+            whole_units=bool(getattr(self.config.model, "wholeUnits", False)),
+            owner=self.owner,
+        )
+
+    async def aclose(self, agents: list[Any], governor: Governor | None) -> None:
+        """Close ``agents`` (those that hold a client), the ``governor`` (None: none), then the
+        arena's own client."""
+        for ag in agents:
+            if ag is not None and hasattr(ag, "aclose"):
+                await ag.aclose()
+        if governor is not None:
+            await governor.aclose()
+        if self.owns_client and self.client is not None:
+            await self.client.aclose()
+            self.client = None
+
+
+__all__ = ["ArenaCallers"]
