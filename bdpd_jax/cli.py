@@ -110,7 +110,7 @@ def run(
     wall = time.perf_counter() - t0
     head, rows = summary_table(res)
     console.print(
-        f"{head['arenas']} arenas of {_escape(repr(cfg.model.name))} ({cfg.model.engineMode}), seed {seed}, "
+        f"{head['arenas']} arenas of {_escape(repr(cfg.model.name))} ({cfg.model.engine_mode}), seed {seed}, "
         f"{res.meta['turns']} turns in {wall:.2f} s (compile included)"
     )
     console.print(

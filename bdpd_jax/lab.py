@@ -94,7 +94,7 @@ def rollout(
     rs = _runs(runs)
     pb = batch_params(rs, n_arenas, turns=turns) if params is None else params
     width = int(np.shape(pb.max_turns)[-1])
-    n_turns = int(turns or max(r.config.model.maxTurns for r in rs))
+    n_turns = int(turns or max(r.config.model.max_turns for r in rs))
     chunk = min(int(chunk_turns or default_chunk(n_turns)), n_turns)
     keys = arena_keys(int(seed), np.arange(width, dtype=np.int64) + int(arena_offset))
     state, rec = run_batch(rs[0].game, pb, keys, n_turns, -(-chunk // every) * every, history, every=every, skip=skip)
@@ -108,7 +108,7 @@ def outcomes(
     ``Results.summary``) of ``n_arenas`` arenas of one prepared run, as one program without
     history; ``params``: the run's own params edited by the caller (e.g. another strategy
     table over the same compiled game), else ``run.params``."""
-    n_turns = int(turns or run.config.model.maxTurns)
+    n_turns = int(turns or run.config.model.max_turns)
     p = run.params_for(n_turns) if params is None else params
     final = run_whole(run.game, n_turns, int(seed), np.arange(int(n_arenas), dtype=np.int64), p, run.max_yield)
     return outcome_columns(final["outcomes"])

@@ -101,7 +101,7 @@ def apply(nets, obs):  # nets: one per agent (leading axis K); obs [K, E, D] -> 
 
 
 def trainer(env: CommonsEnv):
-    agents, E, T = env.agents, SIZE, int(env.config.model.maxTurns)
+    agents, E, T = env.agents, SIZE, int(env.config.model.max_turns)
     dim = env.observation_space(agents[0]).shape[0]
     opt = optax.adam(LR)  # elementwise: one Adam per agent's parameters
     nets0 = eqx.filter_vmap(lambda k: ActorCritic(dim, k))(jax.random.split(jax.random.key(0), len(agents)))

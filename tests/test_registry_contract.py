@@ -22,6 +22,7 @@ import pytest
 from payloads import SEED_LOGISTIC
 
 import bdpd_jax
+from bdpd_jax.config.base import wire_names
 from bdpd_jax.config.game import ArenaConfig, ModelConfig
 from bdpd_jax.config.perturbations import ARENA_SPECS, SPEC_TYPES, ArenaSpec
 from bdpd_jax.config.terms import detail, numbers, parse_terms, slot_terms, terms_schema
@@ -45,7 +46,7 @@ def _cfg(engine: str = "logistic", **extra) -> dict:
     cfg = copy.deepcopy(SEED_LOGISTIC)
     cfg["model"].update(maxPlayers=3, minPlayers=2, maxTurns=4, engineMode=engine)
     if engine != "logistic":  # the seed's engine fields are the logistic engine's own: other engines' defaults
-        cfg["model"] = {k: v for k, v in cfg["model"].items() if k in ModelConfig.model_fields}
+        cfg["model"] = {k: v for k, v in cfg["model"].items() if k in wire_names(ModelConfig)}
     cfg["players"] = copy.deepcopy(PLAYERS)
     cfg.update(extra)
     return cfg

@@ -170,11 +170,11 @@ def test_paths_select_by_id_and_name(cfg):
         [[2.0, 4.0, 8.0], 0.25, 0.3],
     )
     assert out.perturbations[0].payload.ladder == [2.0, 4.0, 8.0]
-    assert out.players[2].reductionFactor == 0.25 and out.observability["commonsStock"].noise == 0.3
+    assert out.players[2].reduction_factor == 0.25 and out.observability["commonsStock"].noise == 0.3
     assert base.given["perturbations"][0]["payload"]["ladder"] == [1.0, 3.0]  # the base is untouched
     # only the swept fields are added to the user's fields (model_fields_set is kept)
     assert out.observability["regenRate"].model_fields_set == {"visible"}
-    assert out.players[2].model_fields_set == {"strategy", "reductionFactor", "privateResource", "name"}
+    assert out.players[2].model_fields_set == {"strategy", "reduction_factor", "private_resource", "name"}
     with pytest.raises(ValueError, match=r"perturbations\[nope\]"):
         apply_values(base, ["perturbations[nope].payload.ladder"], [[1.0]])
 

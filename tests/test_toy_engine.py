@@ -42,7 +42,7 @@ class ConstantRegrowth(Engine):
     stock_label = "biomass"
 
     def params_from_model(self, model):
-        return ConstParams(farr(model.commonsInitial), farr(model.regrowth), farr(model.floor))
+        return ConstParams(farr(model.commons_initial), farr(model.regrowth), farr(model.floor))
 
     def sustainable_yield(self, model):
         return float(model.regrowth)
@@ -77,7 +77,7 @@ class ConstantRegrowth(Engine):
 
 
 class ConstantConfig(EngineConfig):
-    commonsInitial: float = Field(50.0, ge=0)
+    commons_initial: float = Field(50.0, ge=0)
     regrowth: float = Field(4.0, ge=0, le=1000)
     floor: float = Field(1.0, ge=0)
 
@@ -100,7 +100,7 @@ def config(**model) -> dict:
 
 def test_config_is_validated_by_the_engine_model(toy):
     m = bj.ArenaConfig.load(config(regrowth=6.0)).model
-    assert (m.regrowth, m.commonsInitial, m.engine.floor) == (6.0, 50.0, 1.0)
+    assert (m.engine.regrowth, m.engine.commons_initial, m.engine.floor) == (6.0, 50.0, 1.0)
     with pytest.raises(ValueError, match="model.regrowth"):
         bj.ArenaConfig.load(config(regrowth=-1.0))
     with pytest.raises(ValueError, match="model.regenRate: not a field of engineMode='toy_constant'"):

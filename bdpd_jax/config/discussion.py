@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
+
+from .base import ConfigModel
 
 #: utterances after one harvest (each one is a call to a player's endpoint)
 MAX_DISCUSSION_ROUNDS: int = 20
@@ -16,12 +18,12 @@ MAX_DISCUSSION_ROUNDS: int = 20
 NEXT_SPEAKER_RULES: tuple[str, ...] = ("named", "round_robin")
 
 
-class DiscussionConfig(BaseModel):
+class DiscussionConfig(ConfigModel):
     """``discussion: {"rounds": int, "nextSpeaker": "named" | "round_robin"}`` (0 rounds: off)."""
 
     model_config = ConfigDict(extra="forbid")
     rounds: int = Field(0, ge=0, le=MAX_DISCUSSION_ROUNDS)
-    nextSpeaker: Literal["named", "round_robin"] = "named"
+    next_speaker: Literal["named", "round_robin"] = "named"
 
     @property
     def on(self) -> bool:

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 from pydantic import (
-    BaseModel,
     ConfigDict,
     Field,
     PrivateAttr,
@@ -28,6 +27,7 @@ from ..kernels.observe import QUALITATIVE_VARS, SIGN_VARS
 from ..kernels.params import OBS_VARS, OWN_VARS, PEER_VARS
 from ..kernels.policies import BUILTINS, Policy
 from ..kernels.schedule import SCHEDULERS
+from .base import ConfigModel, wire_names
 from .discussion import DiscussionConfig
 from .engines import EngineConfig, engine_config_model
 from .governance import PactConfig, TalkConfig, check_governance, needed_slots
@@ -36,7 +36,7 @@ from .perturbations import check_perturbations, parse_perturbations
 from .plugins import check_plugins, parse_plugins
 from .policy_check import check_policy_fields
 
-_STRICT = ConfigDict(extra="forbid", allow_inf_nan=False, populate_by_name=True)
+_STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 NonNeg = Field(ge=0)
 
@@ -48,23 +48,23 @@ def known(where: str, what: str, v: str, registry: Mapping[str, Any]) -> str:
     return v
 
 
-class ModelConfig(BaseModel):
+class ModelConfig(ConfigModel):
     """The ``model`` block: the fields every engine shares, declared here, and the engine's
     own fields (flat, as in the seed's payload), validated by the config model registered for
     ``engineMode`` (bdpd_jax/config/engines/, read when called) and kept as this model's
     extra fields, defaults applied once. Defaults are the seed's logistic example."""
 
-    model_config = ConfigDict(extra="allow", allow_inf_nan=False, populate_by_name=True)
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False)
     name: Label = "fishery_commons_v1"
-    engineMode: Label = "logistic"
+    engine_mode: Label = "logistic"
     scheduler: Label = "simultaneous"
-    maxPlayers: int = Field(4, ge=1, le=MAX_PLAYERS)  # bounds: bdpd_jax/config/limits.py
-    minPlayers: int = Field(2, ge=1)
-    maxTurns: int = Field(30, ge=1, le=MAX_TURNS)
+    max_players: int = Field(4, ge=1, le=MAX_PLAYERS)  # bounds: bdpd_jax/config/limits.py
+    min_players: int = Field(2, ge=1)
+    max_turns: int = Field(30, ge=1, le=MAX_TURNS)
     # requests are floored to whole units before they are served (GovSim's integer asks); any engine
-    wholeUnits: bool = False
+    whole_units: bool = False
 
-    @field_validator("engineMode")
+    @field_validator("engine_mode")
     @classmethod
     def _known_engine(cls, v: str) -> str:
         return known("model.engineMode", "engine", v, ENGINES)
@@ -76,9 +76,9 @@ class ModelConfig(BaseModel):
 
     @model_validator(mode="after")
     def _engine_part(self) -> ModelConfig:
-        if self.minPlayers > self.maxPlayers:
-            raise ValueError(f"model.minPlayers: {self.minPlayers} > maxPlayers={self.maxPlayers}")
-        cls = engine_config_model(self.engineMode)
+        if self.min_players > self.max_players:
+            raise ValueError(f"model.minPlayers: {self.min_players} > maxPlayers={self.max_players}")
+        cls = engine_config_model(self.engine_mode)
         given = dict(self.__pydantic_extra__ or {})
         try:
             part = cls.model_validate(given)
@@ -89,16 +89,17 @@ class ModelConfig(BaseModel):
             got = got if len(got) <= 80 else got[:77] + "..."  # a client's value, bounded in the message
             if er["type"] == "extra_forbidden":
                 text = (
-                    f"model.{loc}: not a field of engineMode={self.engineMode!r} (its own fields: "
-                    f"{sorted(cls.model_fields)}), got {got}"
+                    f"model.{loc}: not a field of engineMode={self.engine_mode!r} (its own fields: "
+                    f"{sorted(wire_names(cls))}), got {got}"
                 )
             elif not loc:  # the engine model's own rule: its message names the field
                 text = er["msg"].removeprefix("Value error, ")
             else:
-                text = f"model.{loc}: {er['msg']} (engineMode={self.engineMode!r}), got {got}"
+                text = f"model.{loc}: {er['msg']} (engineMode={self.engine_mode!r}), got {got}"
             # the inner error's type is kept: a type error stays a 422, a rule's ValueError a 400 (server/errors.py)
             raise PydanticCustomError(er["type"], "{text}", {"text": text}) from None
-        self.__pydantic_extra__ = {k: getattr(part, k) for k in type(part).model_fields}
+        # kept under their wire names: a dump gives back the flat block; Python reads cfg.model.engine.<name>
+        self.__pydantic_extra__ = {w: getattr(part, k) for k, w in zip(cls.model_fields, wire_names(cls), strict=True)}
         object.__setattr__(self, "_engine", part)
         return self
 
@@ -110,7 +111,7 @@ class ModelConfig(BaseModel):
         return cast(EngineConfig, self._engine)
 
 
-class ObsVar(BaseModel):
+class ObsVar(ConfigModel):
     """One observability entry: visible, relative Gaussian noise, resolution."""
 
     model_config = _STRICT
@@ -119,15 +120,15 @@ class ObsVar(BaseModel):
     resolution: Literal["exact", "qualitative", "sign"] = "exact"
 
 
-class PlayerConfig(BaseModel):
+class PlayerConfig(ConfigModel):
     """One player: strategy (a built-in name or a bdpd_jax.Policy), its parameters, wealth."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, arbitrary_types_allowed=True)
     strategy: Label | Policy = "conservative"
     name: Name | None = None
     intensity: float = Field(0.5, gt=0, le=1)
-    reductionFactor: float = Field(1.0, ge=0)
-    privateResource: float = Field(30.0, ge=0)
+    reduction_factor: float = Field(1.0, ge=0)
+    private_resource: float = Field(30.0, ge=0)
     talk: TalkConfig | None = None  # scripted cheap talk (bdpd_jax/config/governance.py)
 
     @field_validator("strategy")
@@ -144,13 +145,13 @@ class PlayerConfig(BaseModel):
         return self.strategy if isinstance(self.strategy, str) else self.strategy.name
 
 
-class ArenaConfig(BaseModel):
+class ArenaConfig(ConfigModel):
     """The whole arena: the seed payload (model, observability, agentTimeout) plus players."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, arbitrary_types_allowed=True)
     model: ModelConfig = Field(default_factory=ModelConfig)
     observability: dict[Label, ObsVar] = Field(default_factory=dict)
-    agentTimeout: int = Field(30000, ge=1)
+    agent_timeout: int = Field(30000, ge=1)
     players: list[PlayerConfig] | None = None
     pacts: list[PactConfig] = Field(default_factory=list, max_length=MAX_PACT_SLOTS)  # pre-declared pacts
     # specs {id, type, trigger, payload} (specs.py)
@@ -176,14 +177,14 @@ class ArenaConfig(BaseModel):
         # a sweep checks only its swept values (the walk costs several times the validation)
         if not (info.context or {}).get("magnitudes_checked"):
             check_magnitudes(self, "")
-        engine = ENGINES[self.model.engineMode]
+        engine = ENGINES[self.model.engine_mode]
         produced = set(engine.variables) | set(OWN_VARS) | set(PEER_VARS) | {"nPlayers"}
         for name, spec in self.observability.items():
             if name not in OBS_VARS:
                 raise ValueError(f"observability.{name}: unknown observation variable; known: {list(OBS_VARS)}")
             if name not in produced and spec.visible:
                 raise ValueError(
-                    f"observability.{name}: not produced by engineMode={self.model.engineMode!r} "
+                    f"observability.{name}: not produced by engineMode={self.model.engine_mode!r} "
                     f"(it produces {sorted(produced)})"
                 )
             if spec.resolution == "qualitative" and name not in QUALITATIVE_VARS:
@@ -201,10 +202,10 @@ class ArenaConfig(BaseModel):
                     f"{MAX_PACT_SLOTS} pact slots (bdpd_jax/config/limits.py)"
                 )
             n = len(self.players)
-            if not self.model.minPlayers <= n <= self.model.maxPlayers:
+            if not self.model.min_players <= n <= self.model.max_players:
                 raise ValueError(
-                    f"players: {n} players is outside [minPlayers={self.model.minPlayers}, "
-                    f"maxPlayers={self.model.maxPlayers}]"
+                    f"players: {n} players is outside [minPlayers={self.model.min_players}, "
+                    f"maxPlayers={self.model.max_players}]"
                 )
         check_perturbations(self)  # Table A.1 specs against the engine and players (specs.py)
         if self.players is not None and self.plugins:

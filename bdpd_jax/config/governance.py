@@ -22,8 +22,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
+from .base import ConfigModel
 from .limits import MAX_TURNS, Id
 from .terms import numbers, parse_terms
 
@@ -32,7 +33,7 @@ _STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
 PlayerRef = int | Id
 
 
-class PactTerms(BaseModel):
+class PactTerms(ConfigModel):
     """001_* term schema: ``type`` names a registered term type (kernels/pacts.py); the other
     keys are that type's fields, checked against the registry (bdpd_jax/config/terms.py)."""
 
@@ -51,20 +52,20 @@ class PactTerms(BaseModel):
         return numbers(self.model_dump())
 
 
-class PledgeScript(BaseModel):
+class PledgeScript(ConfigModel):
     model_config = _STRICT
     turn: int = Field(ge=1, le=MAX_TURNS)
-    maxHarvest: float = Field(gt=0)
+    max_harvest: float = Field(gt=0)
 
 
-class ProposeScript(BaseModel):
+class ProposeScript(ConfigModel):
     model_config = _STRICT
     turn: int = Field(ge=1, le=MAX_TURNS)
     parties: list[PlayerRef] = Field(min_length=1)
     terms: PactTerms
 
 
-class TalkConfig(BaseModel):
+class TalkConfig(ConfigModel):
     """One player's scripted cheap talk (see the module docstring for the keys)."""
 
     model_config = _STRICT
@@ -74,11 +75,11 @@ class TalkConfig(BaseModel):
     pledge: PledgeScript | None = None
     propose: ProposeScript | None = None
     accept: Literal["always", "never", "min_cap"] = "always"
-    acceptMinCap: float = Field(0.0, ge=0)
-    declineRejects: bool = True
+    accept_min_cap: float = Field(0.0, ge=0)
+    decline_rejects: bool = True
 
 
-class PactConfig(BaseModel):
+class PactConfig(ConfigModel):
     """A pact declared in the config: in the table before turn 1."""
 
     model_config = _STRICT

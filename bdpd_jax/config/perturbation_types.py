@@ -11,20 +11,21 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from ..kernels import perturb as _pk
 from ..kernels.engines import ENGINES
 from ..kernels.params import OBS_VARS as _OBS_VARS
 from ..kernels.params import OWN_VARS, PEER_VARS
 from ..kernels.policies import BUILTINS, Policy
+from .base import ConfigModel
 from .limits import MAX_TURNS, Id
 from .policy_check import check_policy_fields
 
 STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)  # every spec model: unknown keys and NaN/inf refused
 
 
-class TurnTrigger(BaseModel):
+class TurnTrigger(ConfigModel):
     """Fire at the start of turn ``turn`` (1-based), before players observe."""
 
     model_config = STRICT
@@ -32,7 +33,7 @@ class TurnTrigger(BaseModel):
     turn: int = Field(ge=1, le=MAX_TURNS)
 
 
-class ThresholdTrigger(BaseModel):
+class ThresholdTrigger(ConfigModel):
     """Fire at the start of the first turn where ``variable op value`` holds (state as it
     stands then). Variables: kernels.perturb.TRIGGER_VARS; ops: <, <=, >, >=."""
 
@@ -43,7 +44,7 @@ class ThresholdTrigger(BaseModel):
     value: float
 
 
-class ManualTrigger(BaseModel):
+class ManualTrigger(ConfigModel):
     """Never fires by itself: the owner fires it by id (``POST /api/arenas/:id/perturb``)."""
 
     model_config = STRICT
@@ -53,22 +54,22 @@ class ManualTrigger(BaseModel):
 StandardTrigger = Annotated[TurnTrigger | ThresholdTrigger | ManualTrigger, Field(discriminator="kind")]
 
 
-class FactorPayload(BaseModel):
+class FactorPayload(ConfigModel):
     model_config = STRICT
     factor: float = Field(ge=0)
 
 
-class RegenSetPayload(BaseModel):
+class RegenSetPayload(ConfigModel):
     model_config = STRICT
     value: float = Field(ge=0)
 
 
-class CommonsPayload(BaseModel):
+class CommonsPayload(ConfigModel):
     model_config = STRICT
     amount: float  # signed: + adds stock, - removes it (clamped at 0)
 
 
-class WealthPayload(BaseModel):
+class WealthPayload(ConfigModel):
     """Exactly one of ``factor`` (w <- w x factor) or ``amount`` (w <- max(w + amount, 0));
     ``player`` (index or name) or None for every player."""
 
@@ -84,7 +85,7 @@ class WealthPayload(BaseModel):
         return self
 
 
-class OverridePayload(BaseModel):
+class OverridePayload(ConfigModel):
     """From the firing turn on, ``player`` (index or name; None = all) plays ``strategy``."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, arbitrary_types_allowed=True)
@@ -101,7 +102,7 @@ class OverridePayload(BaseModel):
         return v
 
 
-class FlipPayload(BaseModel):
+class FlipPayload(ConfigModel):
     """Set ``variable``'s visibility (``visible`` true/false) or toggle it (omitted)."""
 
     model_config = STRICT
@@ -109,7 +110,7 @@ class FlipPayload(BaseModel):
     visible: bool | None = None
 
 
-class ThresholdPayload(BaseModel):
+class ThresholdPayload(ConfigModel):
     """Exactly one of ``delta`` (T <- max(T + delta, 0)) or ``value`` (T <- value)."""
 
     model_config = STRICT
@@ -137,7 +138,7 @@ def _player_index(ref: int | str | None, config, where: str) -> int:
     return names.index(ref)
 
 
-class ArenaSpec(BaseModel):
+class ArenaSpec(ConfigModel):
     """Common part of the Table A.1 specs: ``check`` runs at config time, ``numbers`` gives the
     kernel slot."""
 
@@ -150,7 +151,7 @@ class ArenaSpec(BaseModel):
         payload: Any
 
     def check(self, config, where: str) -> None:
-        engine_name = config.model.engineMode
+        engine_name = config.model.engine_mode
         eng = ENGINES[engine_name]
         if not _pk.supported(eng, self.type):
             raise ValueError(
@@ -281,12 +282,12 @@ class ObservabilityFlipSpec(ArenaSpec):
 
     def check(self, config, where: str) -> None:
         super().check(config, where)
-        eng = ENGINES[config.model.engineMode]
+        eng = ENGINES[config.model.engine_mode]
         produced = set(eng.variables) | set(OWN_VARS) | set(PEER_VARS) | {"nPlayers"}
         if self.payload.variable not in produced:
             raise ValueError(
                 f"{where}.payload.variable: {self.payload.variable!r} is not produced by "
-                f"engineMode={config.model.engineMode!r}"
+                f"engineMode={config.model.engine_mode!r}"
             )
 
     def payload_numbers(self, config, where, policies):

@@ -22,6 +22,7 @@ from ..kernels import pacts as _pacts
 from ..kernels.perturb_registry import Apply
 from ..kernels.perturb_registry import register_perturbation as register_kernel
 from ..kernels.perturb_registry import unregister_perturbation as unregister_kernel
+from .base import ConfigModel
 from .limits import MAX_LADDER, Id, Text
 from .perturbation_types import (  # noqa: F401 (re-exported: the Table A.1 models are specs too)
     ARENA_SPECS,
@@ -61,14 +62,14 @@ def register_spec(type_name: str, model: type[BaseModel]) -> type[BaseModel]:
     return model
 
 
-class PactViolationTrigger(BaseModel):
+class PactViolationTrigger(ConfigModel):
     """Fires once per pact violation (no fired-once dedup) of ``termType`` (any if omitted)."""
 
     model_config = STRICT
     kind: Literal["pact_violation"]
-    termType: Id | None = None
+    term_type: Id | None = None
 
-    @field_validator("termType")
+    @field_validator("term_type")
     @classmethod
     def _known_term(cls, v: str | None) -> str | None:
         if v is not None and v not in _pacts.term_names():
@@ -76,13 +77,13 @@ class PactViolationTrigger(BaseModel):
         return v
 
 
-class SanctionPayload(BaseModel):
+class SanctionPayload(ConfigModel):
     model_config = STRICT
     amount: float = Field(ge=0)
     reason: Text | None = None
 
 
-class GraduatedPayload(BaseModel):
+class GraduatedPayload(ConfigModel):
     model_config = STRICT
     ladder: list[float] = Field(min_length=1, max_length=MAX_LADDER)
     reason: Text | None = None
@@ -96,7 +97,7 @@ class GraduatedPayload(BaseModel):
         return v
 
 
-class SanctionSpec(BaseModel):
+class SanctionSpec(ConfigModel):
     """``sanction``: deduct ``payload.amount`` from the violator's privateResource."""
 
     model_config = STRICT
@@ -110,7 +111,7 @@ class SanctionSpec(BaseModel):
         return [self.payload.amount]
 
 
-class GraduatedSanctionSpec(BaseModel):
+class GraduatedSanctionSpec(ConfigModel):
     """``sanction_graduated``: the k-th violation costs ``ladder[min(k-1, len-1)]``."""
 
     model_config = STRICT

@@ -148,13 +148,13 @@ class GovernanceAgentSpec(PluginSpec):
     def check(self, config: Config, where: str) -> None:
         if self.regen is not None and not self._regen_ok(config):
             raise ValueError(
-                f"{where}.regen: engineMode={config.model.engineMode!r} has no regeneration rate "
+                f"{where}.regen: engineMode={config.model.engine_mode!r} has no regeneration rate "
                 f"to set (got {self.regen!r})"
             )
 
     @staticmethod
     def _regen_ok(config: Config) -> bool:
-        return supported(ENGINES[config.model.engineMode], "regen_set")
+        return supported(ENGINES[config.model.engine_mode], "regen_set")
 
     def perturbation_types(self, config: Config) -> tuple[str, ...]:
         return ("regen_set",) if self._regen_ok(config) else ()

@@ -20,10 +20,10 @@ def live_player_config_of(i: int, p: PlayerConfig) -> LivePlayerConfig:
     return LivePlayerConfig(
         agentType="builtin",
         name=p.name or f"p{i}",
-        privateResource=p.privateResource,
+        privateResource=p.private_resource,
         strategy=p.strategy,
         intensity=p.intensity,
-        reductionFactor=p.reductionFactor,
+        reductionFactor=p.reduction_factor,
         talk=None if p.talk is None else p.talk.model_dump(mode="json"),
     )
 

@@ -102,7 +102,7 @@ class Arena(ArenaView):
             operator = Operator.model_validate(operator)
         self.operator = operator or Operator()  # credentials and endpoints players may use
         # the owner's governance agent (host/governance_agent.py): drives an external plugin
-        self.config, self.governor = attach_governor(cfg, governance_agent, self.operator, float(cfg.agentTimeout))
+        self.config, self.governor = attach_governor(cfg, governance_agent, self.operator, float(cfg.agent_timeout))
         # the kind shown in records and summary for a player replayed by a script (replay.py)
         self._shown_kinds = dict(agent_kinds or {})
         self.arena_id = arena_id or str(
@@ -166,8 +166,8 @@ class Arena(ArenaView):
         if self.status != "waiting":
             raise ValueError(f"status: only a waiting arena starts, this one is {self.status!r}")
         n, m = len(self._joined), self.config.model
-        if not m.minPlayers <= n <= m.maxPlayers:
-            raise ValueError(f"players: {n} joined, outside [minPlayers={m.minPlayers}, maxPlayers={m.maxPlayers}]")
+        if not m.min_players <= n <= m.max_players:
+            raise ValueError(f"players: {n} joined, outside [minPlayers={m.min_players}, maxPlayers={m.max_players}]")
         external = np.asarray([s.external for s in self._joined], bool)
         game, params = live_game(
             self.kernel_config(),
@@ -176,7 +176,7 @@ class Arena(ArenaView):
             pact_slots=self.pact_slots,
             generator=self.generator,
             perturbable=self.perturbable,
-            max_turns=int(self.turns or m.maxTurns),
+            max_turns=int(self.turns or m.max_turns),
         )
         self._callers.ensure_client(self._joined, len(self._joined))
         if self.governor is not None:
@@ -240,7 +240,7 @@ class Arena(ArenaView):
                 run.replace_player(i, specs[s.name], self._callers.agent(specs[s.name]))
         if governance_agent is not None:
             c = self._callers.client
-            self.governor.reattach(governance_agent, c, self.operator, float(self.config.agentTimeout))
+            self.governor.reattach(governance_agent, c, self.operator, float(self.config.agent_timeout))
         self.out_dir = Path(out_dir)
         run.write_to(JsonlWriter(self.out_dir / "turns.jsonl", fsync=self.fsync))  # repairs a torn tail
         self._alone = None  # its batch again: live players may wait where the replay's scripts did not

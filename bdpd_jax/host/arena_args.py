@@ -31,7 +31,7 @@ def arena_inputs(
         cfg = ArenaConfig.model_validate(raw)
     m = cfg.model  # players still to join: refuse at create what no player count could start
     for i, plugin in enumerate(cfg.plugins):
-        plugin.check_count(max(m.minPlayers, len(config_players)), m.maxPlayers, f"plugins[{i}]")
+        plugin.check_count(max(m.min_players, len(config_players)), m.max_players, f"plugins[{i}]")
     check_run_args(seed=seed, turns=turns)  # the same rule as a batch run's
     check_int(arena_index, "arena_index", 0, ARENA_INDEX_LIMIT - 1)
     check_int(pact_slots, "pactSlots", 1, MAX_PACT_SLOTS)  # bounds: bdpd_jax/config/limits.py
@@ -55,11 +55,11 @@ def joining_player(
         spec = spec.model_copy(update={"name": f"p{len(joined)}"})
     if spec.name in [s.name for s in joined]:
         raise ValueError(f"name: player {spec.name!r} already joined")
-    if len(joined) >= config.model.maxPlayers:
-        raise ValueError(f"players: the arena is full (maxPlayers={config.model.maxPlayers})")
+    if len(joined) >= config.model.max_players:
+        raise ValueError(f"players: the arena is full (maxPlayers={config.model.max_players})")
     if spec.external:
         operator.check_player(spec)
-        player_timeout_ms(spec, float(config.agentTimeout))
+        player_timeout_ms(spec, float(config.agent_timeout))
     return spec
 
 

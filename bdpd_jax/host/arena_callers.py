@@ -50,14 +50,14 @@ class ArenaCallers:
         talk = self.config.discussion
         return make_agent(
             spec,
-            timeout_ms=float(self.config.agentTimeout),
+            timeout_ms=float(self.config.agent_timeout),
             no_talk=self.no_talk,
             client=self.client,
             executor=self.executor,
             operator=self.operator,
             sanction=sanction_offered(self.config),
             discussion=talk is not None and talk.on,
-            whole_units=bool(getattr(self.config.model, "wholeUnits", False)),
+            whole_units=bool(getattr(self.config.model, "whole_units", False)),
             owner=self.owner,
         )
 

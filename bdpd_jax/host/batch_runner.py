@@ -231,7 +231,7 @@ class LockstepBatch:
     def _pools(self, sb) -> np.ndarray | None:
         """float[B]: each arena's stock before the harvest, the cap of a whole-unit answer
         (None when no arena's model asks for whole units)."""
-        if not any(getattr(r.config.model, "wholeUnits", False) for r in self.runs):
+        if not any(getattr(r.config.model, "whole_units", False) for r in self.runs):
             return None
         return np.asarray(jax.vmap(self.game.engine.stock, in_axes=-1)(sb.engine), np.float64)
 

@@ -87,7 +87,7 @@ async def discuss(run: ArenaRun, line: dict[str, Any]) -> None:
             "utterancesLeft": cfg.rounds - order + 1,
         }
         u = await ask(agents[current], context)
-        nxt, named = next_speaker(cfg.nextSpeaker, names, current, u.next_speaker)
+        nxt, named = next_speaker(cfg.next_speaker, names, current, u.next_speaker)
         rows.append(
             {
                 "turn": t,

@@ -60,7 +60,7 @@ def resolution_of(config: ArenaConfig) -> tuple:
 def sustainable_yield(config: ArenaConfig) -> float:
     """f0: the engine's sustainable per-turn total harvest, NaN when it has no closed form
     (the engine's own rule, read from the registry when called)."""
-    return float(get_engine(config.model.engineMode).sustainable_yield(config.model))
+    return float(get_engine(config.model.engine_mode).sustainable_yield(config.model.engine))
 
 
 def build(
@@ -94,7 +94,7 @@ def build(
     switch = {pols.index(BUILTINS[x] if isinstance(x, str) else x) for x in extras}
     candidates = tuple(tuple(sorted({i} | switch)) for i in index)
     model = config.model
-    engine = get_engine(model.engineMode)
+    engine = get_engine(model.engine_mode)
     if generator not in ("hash", "threefry"):
         raise ValueError(f"generator: unknown {generator!r}; known: ['hash', 'threefry']")
     gen = cast(Generator, generator)  # checked above
@@ -112,15 +112,15 @@ def build(
         candidates=candidates,
     )
     params = Params(
-        max_turns=cast(jax.Array, np.asarray(model.maxTurns, np.int32)),
-        whole_units=cast(jax.Array, np.asarray(bool(model.wholeUnits))),
-        engine=engine.params_from_model(model),
+        max_turns=cast(jax.Array, np.asarray(model.max_turns, np.int32)),
+        whole_units=cast(jax.Array, np.asarray(bool(model.whole_units))),
+        engine=engine.params_from_model(model.engine),
         obs=obs_params(config),
         players=PlayerParams(
             strategy=cast(jax.Array, np.asarray(index, np.int32)),
             intensity=farr([p.intensity for p in players]),
-            reduction_factor=farr([p.reductionFactor for p in players]),
-            wealth0=farr([p.privateResource for p in players]),
+            reduction_factor=farr([p.reduction_factor for p in players]),
+            wealth0=farr([p.private_resource for p in players]),
         ),
         extra={},
     )

@@ -51,15 +51,15 @@ def talk_params(talks: list, names: list[str]) -> T.TalkParams:
         bias=farr(col(lambda t: t.bias if t.announce == "biased" else 0.0, 0.0)),
         comply=jnp.asarray(col(lambda t: t.comply, False), bool),
         pledge_turn=jnp.asarray(col(lambda t: t.pledge.turn if t.pledge else 0, 0), jnp.int32),
-        pledge_cap=farr(col(lambda t: t.pledge.maxHarvest if t.pledge else 0.0, 0.0)),
+        pledge_cap=farr(col(lambda t: t.pledge.max_harvest if t.pledge else 0.0, 0.0)),
         propose_turn=jnp.asarray(prop(lambda q: q.turn), jnp.int32),
         propose_parties=jnp.asarray(parties),
         propose_term=jnp.asarray(term, jnp.int32),
         propose_cap=farr(prop(lambda q: q.terms.numbers()[0])),
         propose_tolerance=farr(prop(lambda q: q.terms.numbers()[1])),
         accept_rule=jnp.asarray(col(lambda t: T.ACCEPT_RULES.index(t.accept), 0), jnp.int32),
-        accept_min=farr(col(lambda t: t.acceptMinCap, 0.0)),
-        decline_rejects=jnp.asarray(col(lambda t: t.declineRejects, True), bool),
+        accept_min=farr(col(lambda t: t.accept_min_cap, 0.0)),
+        decline_rejects=jnp.asarray(col(lambda t: t.decline_rejects, True), bool),
     )
 
 
@@ -115,7 +115,7 @@ def governance(
     for j, s in enumerate(specs):
         ladder[j, : len(s.ladder)] = s.ladder
         length[j] = len(s.ladder)
-        sterm[j] = S.ANY_TERM if s.trigger.termType is None else P.term_code(s.trigger.termType)
+        sterm[j] = S.ANY_TERM if s.trigger.term_type is None else P.term_code(s.trigger.term_type)
         active[j] = True
     sp = S.SanctionParams(jnp.asarray(active), jnp.asarray(sterm), farr(ladder), jnp.asarray(length))
 

@@ -71,7 +71,7 @@ def perturb_layer(
     specs = arena_specs(config) if specs is None else specs
     if not specs and not perturbable and not n_slots and not types:
         return None
-    eng = ENGINES[config.model.engineMode]
+    eng = ENGINES[config.model.engine_mode]
     present = {s.type for s in specs} | set(types or ())
     if perturbable:
         present |= {t for t in _pk.type_names() if _pk.supported(eng, t)}

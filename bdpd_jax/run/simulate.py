@@ -236,9 +236,9 @@ def simulate(
     )
     every = int(history_every)
     check_run_size(
-        int(n_arenas), int(turns or cfg.model.maxTurns), prep.n_players, history, every, streamed=out is not None
+        int(n_arenas), int(turns or cfg.model.max_turns), prep.n_players, history, every, streamed=out is not None
     )
-    n_turns = int(turns or cfg.model.maxTurns)
+    n_turns = int(turns or cfg.model.max_turns)
     params = prep.params_on_device(n_turns)
     chunk = min(int(chunk_turns or default_chunk(n_turns)), n_turns)
     chunk = -(-chunk // every) * every  # a multiple of history_every

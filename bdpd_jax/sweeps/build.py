@@ -107,7 +107,7 @@ def build_separable(base, names, values, n_turns, turns, generator, round_ints):
         cfg = apply_values(base, names, vals, round_ints=round_ints)
         with cpu_build_device():
             g, p = build(cfg, **kw)
-        return g, param_leaves(p, int(turns or cfg.model.maxTurns))
+        return g, param_leaves(p, int(turns or cfg.model.max_turns))
 
     game0, (leaves0, treedef) = build_at(values[0])
     variants: list[list[list[np.ndarray]]] = []
@@ -173,7 +173,7 @@ def build_points(base, names, table, turns, generator, round_ints, *, separable_
     params are separable, once per distinct value of each parameter)."""
     values = [tuple(r) for r in table.itertuples(index=False, name=None)]
     configs = [apply_values(base, names, v, round_ints=round_ints, where=f" point {i}") for i, v in enumerate(values)]
-    n_turns = [int(turns or c.model.maxTurns) for c in configs]
+    n_turns = [int(turns or c.model.max_turns) for c in configs]
     yields = np.asarray([sustainable_yield(c) for c in configs], float)
     if len(values) >= separable_min:
         fast = build_separable(base, names, values, n_turns, turns, generator, round_ints)

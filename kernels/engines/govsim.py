@@ -37,16 +37,16 @@ class GovSim(Engine):
 
     def params_from_model(self, model: Any) -> GovSimParams:
         return GovSimParams(
-            regen_rate=farr(model.regenRate),
-            capacity=farr(model.commonsCapacity),
+            regen_rate=farr(model.regen_rate),
+            capacity=farr(model.commons_capacity),
             threshold=farr(model.threshold),
-            initial=farr(model.commonsInitial),
+            initial=farr(model.commons_initial),
         )
 
     def sustainable_yield(self, model: Any) -> float:
         """The largest harvest the capped growth sustains: K r / (1 + r), at stock K."""
-        r = float(model.regenRate)
-        return float(model.commonsCapacity) * r / (1.0 + r)
+        r = float(model.regen_rate)
+        return float(model.commons_capacity) * r / (1.0 + r)
 
     def sustainability_threshold(self, stock: jax.Array, params: GovSimParams) -> jax.Array:
         # (1 + r)(s - h) >= s  <=>  h <= s r / (1 + r); above the cap nothing restores s

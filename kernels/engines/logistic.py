@@ -56,21 +56,21 @@ class Logistic(Engine):
     features = frozenset({"hidden_reserve", "die", "capacity", "threshold", "regen_rate", "stock"})
 
     def params_from_model(self, model: Any) -> LogisticParams:
-        die = model.collapseDie
+        die = model.collapse_die
         return LogisticParams(
-            regen_rate=farr(model.regenRate),
-            capacity=farr(model.commonsCapacity),
+            regen_rate=farr(model.regen_rate),
+            capacity=farr(model.commons_capacity),
             threshold=farr(model.threshold),
-            initial=farr(model.commonsInitial),
-            use_reserve=cast(jax.Array, np.asarray(bool(model.useHiddenReserve))),
-            reserve0=farr(model.hiddenReserveInitial),
+            initial=farr(model.commons_initial),
+            use_reserve=cast(jax.Array, np.asarray(bool(model.use_hidden_reserve))),
+            reserve0=farr(model.hidden_reserve_initial),
             die_sides=farr(die.sides),
-            die_success=farr(die.successThreshold),
+            die_success=farr(die.success_threshold),
         )
 
     def sustainable_yield(self, model: Any) -> float:
         """Maximum sustainable yield of logistic growth: r K / 4 (at stock K / 2)."""
-        return float(model.regenRate) * float(model.commonsCapacity) / 4.0
+        return float(model.regen_rate) * float(model.commons_capacity) / 4.0
 
     def sustainability_threshold(self, stock: jax.Array, params: LogisticParams) -> jax.Array:
         """The remainder x = s - h restores s when x + r x (1 - x/K) = s; its smaller root,

@@ -258,7 +258,7 @@ class _Run:
         self.agents = [
             _Speaker(noms.get(p, [])) if k == "llm" else None for p, k in zip(self.players, kinds, strict=True)
         ]
-        self.config = type("C", (), {"discussion": DiscussionConfig(rounds=rounds, nextSpeaker=rule)})()
+        self.config = type("C", (), {"discussion": DiscussionConfig(rounds=rounds, next_speaker=rule)})()
         self.errors = 0
 
     def agent_kind(self, i: int) -> str:

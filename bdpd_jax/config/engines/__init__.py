@@ -11,15 +11,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from ...kernels.engines import Engine, register
+from ..base import ConfigModel
 
 #: what every engine config model starts from: unknown keys rejected, finite numbers only
-STRICT = ConfigDict(extra="forbid", allow_inf_nan=False, populate_by_name=True)
+STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
-class EngineConfig(BaseModel):
+class EngineConfig(ConfigModel):
     """Base of an engine's config model. ``check_players`` is the hook for checks that need
     the players list too (e.g. Seneca's harvest scale); the default accepts everything."""
 

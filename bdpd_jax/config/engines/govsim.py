@@ -14,19 +14,19 @@ class GovSimConfig(EngineConfig):
     min(commonsCapacity, (1 + regenRate) s); fewer than ``threshold`` units left after a
     harvest end the run. No hidden reserve, no collapse die."""
 
-    commonsInitial: float = Field(DEFAULTS["commonsInitial"], ge=0)
-    commonsCapacity: float = Field(DEFAULTS["commonsCapacity"], gt=0)
-    regenRate: float = Field(DEFAULTS["regenRate"], ge=0)
+    commons_initial: float = Field(DEFAULTS["commonsInitial"], ge=0)
+    commons_capacity: float = Field(DEFAULTS["commonsCapacity"], gt=0)
+    regen_rate: float = Field(DEFAULTS["regenRate"], ge=0)
     threshold: float = Field(DEFAULTS["threshold"], ge=0)
 
     @model_validator(mode="after")
     def _consistent(self) -> GovSimConfig:
-        if self.threshold > self.commonsCapacity:
-            raise ValueError(f"model.threshold: {self.threshold} is above commonsCapacity={self.commonsCapacity}")
-        if self.commonsInitial > self.commonsCapacity:
+        if self.threshold > self.commons_capacity:
+            raise ValueError(f"model.threshold: {self.threshold} is above commonsCapacity={self.commons_capacity}")
+        if self.commons_initial > self.commons_capacity:
             raise ValueError(
-                f"model.commonsInitial: {self.commonsInitial} is above "
-                f"commonsCapacity={self.commonsCapacity} (the pool starts at most full)"
+                f"model.commonsInitial: {self.commons_initial} is above "
+                f"commonsCapacity={self.commons_capacity} (the pool starts at most full)"
             )
         return self
 

@@ -42,11 +42,11 @@ def public_view(a: Arena) -> dict[str, Any]:
     return {
         "arenaId": a.arena_id,
         "name": a.config.model.name,
-        "engineMode": a.config.model.engineMode,
-        **engine_labels(a.config.model.engineMode),
+        "engineMode": a.config.model.engine_mode,
+        **engine_labels(a.config.model.engine_mode),
         "status": a.status,
         "turn": a.turn,
-        "maxTurns": int(a.max_turns or a.turns or a.config.model.maxTurns),
+        "maxTurns": int(a.max_turns or a.turns or a.config.model.max_turns),
         "players": [{"playerId": s.name, "agentType": s.agentType} for s in a.specs],
     }
 
