@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from pydantic import (
     ConfigDict,
@@ -27,7 +27,7 @@ from ..kernels.observe import QUALITATIVE_VARS, SIGN_VARS
 from ..kernels.params import OBS_VARS, OWN_VARS, PEER_VARS
 from ..kernels.policies import BUILTINS, Policy
 from ..kernels.schedule import SCHEDULERS
-from .base import ConfigModel, wire_names
+from .base import ConfigModel, wire_name, wire_names
 from .discussion import DiscussionConfig
 from .engines import EngineConfig, engine_config_model
 from .governance import PactConfig, TalkConfig, check_governance, needed_slots
@@ -52,7 +52,9 @@ class ModelConfig(ConfigModel):
     """The ``model`` block: the fields every engine shares, declared here, and the engine's
     own fields (flat, as in the seed's payload), validated by the config model registered for
     ``engineMode`` (bdpd_jax/config/engines/, read when called) and kept as this model's
-    extra fields, defaults applied once. Defaults are the seed's logistic example."""
+    extra fields under their config-file keys, defaults applied once. Python reads and writes
+    them by the engine model's snake_case names (``cfg.model.regen_rate``), mapped to those
+    keys through its alias table. Defaults are the seed's logistic example."""
 
     model_config = ConfigDict(extra="allow", allow_inf_nan=False)
     name: Label = "fishery_commons_v1"
@@ -98,7 +100,7 @@ class ModelConfig(ConfigModel):
                 text = f"model.{loc}: {er['msg']} (engineMode={self.engine_mode!r}), got {got}"
             # the inner error's type is kept: a type error stays a 422, a rule's ValueError a 400 (server/errors.py)
             raise PydanticCustomError(er["type"], "{text}", {"text": text}) from None
-        # kept under their wire names: a dump gives back the flat block; Python reads cfg.model.engine.<name>
+        # kept under their wire names: a dump gives back the flat block
         self.__pydantic_extra__ = {w: getattr(part, k) for k, w in zip(cls.model_fields, wire_names(cls), strict=True)}
         object.__setattr__(self, "_engine", part)
         return self
@@ -107,8 +109,30 @@ class ModelConfig(ConfigModel):
 
     @property
     def engine(self) -> EngineConfig:
-        """The engine's validated config model (its own fields, defaults applied)."""
+        """The engine's config model as validated (its own fields, defaults applied)."""
         return cast(EngineConfig, self._engine)
+
+    def _engine_key(self, name: str) -> str | None:
+        """The block's key of the engine field named ``name`` in Python, None if it names none."""
+        part = self.__dict__.get("_engine")
+        if part is None or name not in type(part).model_fields:
+            return None
+        return wire_name(type(part), name)
+
+    if not TYPE_CHECKING:  # the engine's fields by their Python names: the extra field under its key
+
+        def __getattr__(self, name: str) -> Any:
+            key = self._engine_key(name)
+            if key is not None and self.__pydantic_extra__ is not None and key in self.__pydantic_extra__:
+                return self.__pydantic_extra__[key]
+            return super().__getattr__(name)
+
+        def __setattr__(self, name: str, value: Any) -> None:
+            key = self._engine_key(name)
+            if key is None or self.__pydantic_extra__ is None:
+                super().__setattr__(name, value)
+            else:
+                self.__pydantic_extra__[key] = value
 
 
 class ObsVar(ConfigModel):

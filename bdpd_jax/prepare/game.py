@@ -60,7 +60,7 @@ def resolution_of(config: ArenaConfig) -> tuple:
 def sustainable_yield(config: ArenaConfig) -> float:
     """f0: the engine's sustainable per-turn total harvest, NaN when it has no closed form
     (the engine's own rule, read from the registry when called)."""
-    return float(get_engine(config.model.engine_mode).sustainable_yield(config.model.engine))
+    return float(get_engine(config.model.engine_mode).sustainable_yield(config.model))
 
 
 def build(
@@ -114,7 +114,7 @@ def build(
     params = Params(
         max_turns=cast(jax.Array, np.asarray(model.max_turns, np.int32)),
         whole_units=cast(jax.Array, np.asarray(bool(model.whole_units))),
-        engine=engine.params_from_model(model.engine),
+        engine=engine.params_from_model(model),
         obs=obs_params(config),
         players=PlayerParams(
             strategy=cast(jax.Array, np.asarray(index, np.int32)),

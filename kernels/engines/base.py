@@ -45,9 +45,9 @@ class Engine:
         return "die" in self.features
 
     def params_from_model(self, model: Any) -> Any:
-        """Build this engine's params pytree from its validated config model (``cfg.model.engine``,
-        read by its snake_case attributes: the host's config model already applied every default
-        and bound)."""
+        """Build this engine's params pytree from the validated ``model`` config block (or the
+        engine's own config model), read by the engine model's snake_case attribute names
+        (``model.regen_rate``): the host's config model already applied every default and bound."""
         raise NotImplementedError
 
     def init(self, params: Any) -> Any:
@@ -79,7 +79,7 @@ class Engine:
         return jnp.ones(())
 
     def sustainable_yield(self, model: Any) -> float:
-        """The maximum sustainable total harvest per turn of a validated engine config (the
+        """The maximum sustainable total harvest per turn of a validated ``model`` block (the
         project's ``efficiency`` reference), NaN where the engine has no closed form.
         Host-side (plain floats, not traced)."""
         return float("nan")

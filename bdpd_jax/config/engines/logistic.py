@@ -5,8 +5,8 @@ from __future__ import annotations
 from pydantic import Field, model_validator
 
 from ...kernels.engines.logistic import DIE_DEFAULTS
-from ..limits import MAX_DIE_SIDES
 from ..base import ConfigModel
+from ..limits import MAX_DIE_SIDES
 from . import STRICT, EngineConfig, register_engine_config
 
 

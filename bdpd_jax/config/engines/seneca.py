@@ -9,8 +9,8 @@ from pydantic import Field, field_validator, model_validator
 from ...kernels.engines.seneca import DEFAULTS as SENECA
 from ...kernels.engines.seneca import HARVEST_SCALE, SOLVERS
 from ...kernels.observe import capacity
-from ..limits import Label
 from ..base import ConfigModel
+from ..limits import Label
 from . import STRICT, EngineConfig, register_engine_config
 
 
