@@ -213,7 +213,9 @@ class SweepPlan:
             return jax.tree_util.tree_map(lambda x: np.asarray(x)[..., :n], tree)
 
         if self._sharding is None and one_program(self.history, self.chunk_turns, self.max_turns):
-            final = take(run_whole(self.game, self.chunk_turns, self.seed, key_arenas, self.placed, self.yields, point_of))
+            final = take(
+                run_whole(self.game, self.chunk_turns, self.seed, key_arenas, self.placed, self.yields, point_of)
+            )
             rec = None
             if bar is not None:
                 bar.update(1)
