@@ -75,41 +75,38 @@ class SweepResults:
 
 def _moments(x: np.ndarray, reps: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """x float[O, n] (rows point-major, ``reps`` per point) -> per (outcome, point): the count
-    of non-NaN values, their mean and the sum of squared deviations from it. Rows without a
-    NaN skip the masks; equal replicates sum over a reshaped axis, others by bincount."""
+    of non-NaN values, their mean and the sum of squared deviations from it. Equal replicates
+    sum over a reshaped axis, others by bincount. Every row is done unmasked, in one scratch
+    array (a fresh temporary of this size costs more in page faults than its arithmetic:
+    bench/README.md); the few rows with a NaN are done again with masks."""
     k = len(reps)
     equal = k > 0 and bool(np.all(reps == reps[0]))
-    inv = np.repeat(np.arange(k), reps)  # (read only when the replicates differ)
+    inv = None if equal else np.repeat(np.arange(k), reps)
 
     def by_point(v: np.ndarray) -> np.ndarray:
-        if equal:
-            return v.reshape(v.shape[0], k, int(reps[0])).sum(axis=2)
+        if inv is None:
+            return v.reshape(v.shape[0], k, -1).sum(axis=2)
         return np.stack([np.bincount(inv, weights=row, minlength=k) for row in v]) if len(v) else np.zeros((0, k))
 
-    def spread(m: np.ndarray) -> np.ndarray:  # per point -> per row
-        return np.repeat(m, reps, axis=1)
+    def squares(v: np.ndarray, mean: np.ndarray, out: np.ndarray) -> np.ndarray:  # (v - its point's mean)^2
+        if inv is None:
+            np.subtract(v.reshape(len(v), k, -1), mean[:, :, None], out=out.reshape(len(v), k, -1))
+        else:
+            np.subtract(v, mean[:, inv], out=out)
+        return np.multiply(out, out, out=out)
 
-    cnt = np.empty((len(x), k), np.int64)
-    mean = np.empty((len(x), k))
-    m2 = np.empty((len(x), k))
-    gaps = np.isnan(x).any(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        full = np.flatnonzero(~gaps)
-        if len(full):
-            v = x[full]
-            cnt[full] = reps
-            mean[full] = by_point(v) / np.where(reps > 0, reps, np.nan)
-            dev = v - spread(mean[full])
-            m2[full] = by_point(dev * dev)
-        part = np.flatnonzero(gaps)
-        if len(part):
-            v = x[part]
+        cnt = np.tile(reps.astype(np.int64), (len(x), 1))
+        mean = by_point(x) / np.where(reps > 0, reps, np.nan)
+        m2 = by_point(squares(x, mean, np.empty_like(x)))
+        gaps = np.flatnonzero(np.isnan(x.sum(axis=1)))  # a NaN anywhere in the row
+        if len(gaps):
+            v = x[gaps]
             ok = ~np.isnan(v)
             c = by_point(ok.astype(float)).astype(np.int64)
-            cnt[part] = c
-            mean[part] = by_point(np.where(ok, v, 0.0)) / np.where(c > 0, c, np.nan)
-            dev = np.where(ok, v - spread(mean[part]), 0.0)
-            m2[part] = by_point(dev * dev)
+            cnt[gaps] = c
+            mean[gaps] = by_point(np.where(ok, v, 0.0)) / np.where(c > 0, c, np.nan)
+            m2[gaps] = by_point(np.where(ok, squares(np.where(ok, v, 0.0), mean[gaps], np.empty_like(v)), 0.0))
     return cnt, mean, m2
 
 
