@@ -193,6 +193,7 @@ def test_a_wait_on_a_player_holds_no_worker_slot(tmp_path, live_server):
             assert (await waiting)["turn"] == 2
             return fast_s, time.perf_counter() - t0
         finally:
+            await lv_slow.close()  # its HTTP client, on this loop
             workers.shutdown()
 
     fast_s, slow_s = asyncio.run(main())
