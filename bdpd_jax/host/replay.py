@@ -148,9 +148,9 @@ def replay(
         ]
         arena.join(
             LivePlayerConfig(
-                agent_type="scripted",
+                agentType="scripted",
                 name=p["name"],
-                private_resource=p["privateResource"],
+                privateResource=p["privateResource"],
                 script=script or [{"harvest": 0.0}],
             )
         )
