@@ -272,7 +272,7 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
 
 
 def test_the_import_reader_sees_relative_and_type_checking_imports() -> None:
-    edges = {target for target, _, _ in _imports("bdpd_jax.sweeps.sweep")}
+    edges = {target for target, _, _ in _imports("bdpd_jax.sweeps.plan")}
     assert "bdpd_jax.run.simulate" in edges  # a relative import (``from ..run.simulate import ...``)
     assert "bdpd_jax.host.arena_run" in {target for target, _, _ in _imports("bdpd_jax.host.records")}
     assert "bdpd_jax.host.arena_run" not in {t for t, _, _ in _imports("bdpd_jax.host.records", type_checking=False)}

@@ -11,7 +11,7 @@ from payloads import MIXED_PLAYERS, SEED_LOGISTIC
 import bdpd_jax
 from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.prepare import prepared
-from bdpd_jax.sweeps import sweep
+from bdpd_jax.sweeps import plan, sweep
 
 
 def _cfg() -> dict:
@@ -47,9 +47,30 @@ def test_sweep_plans_a_table_once():
     cfg = _cfg()
     table = pd.DataFrame({"model.regenRate": [0.11, 0.13]})
     a = sweep.run_points(cfg, table, replicates=2, progress=False)
-    n = len(sweep._PLANS)
+    n = len(plan._PLANS)
     b = sweep.run_points(copy.deepcopy(cfg), table.copy(), replicates=2, progress=False)
-    assert len(sweep._PLANS) == n
+    assert len(plan._PLANS) == n
     pd.testing.assert_frame_equal(a.arenas, b.arenas, check_exact=True)
     sweep.run_points(cfg, pd.DataFrame({"model.regenRate": [0.11, 0.14]}), replicates=2, progress=False)
-    assert len(sweep._PLANS) == min(n + 1, sweep.MAX_PLANS)
+    assert len(plan._PLANS) == min(n + 1, plan.MAX_PLANS)
+
+
+def test_table_key_sees_values_dtypes_and_names_not_the_index():
+    t = pd.DataFrame({"model.regenRate": [0.11, 0.13], "players[0].intensity": [1, 2]})
+    key = plan.table_key(t)
+    assert plan.table_key(t.set_axis([7, 9])) == key  # a plan resets the index
+    assert plan.table_key(t.astype({"players[0].intensity": float})) != key
+    assert plan.table_key(t.assign(**{"model.regenRate": [0.11, 0.12]})) != key
+    assert plan.table_key(t.rename(columns={"model.regenRate": "model.carryingCapacity"})) != key
+    names = pd.DataFrame({"players[0].strategy": ["cooperator", "defector"]}, dtype=object)
+    assert plan.table_key(names) != plan.table_key(names.iloc[::-1].reset_index(drop=True))
+
+
+def test_sweep_arenas_frame_is_built_once_on_first_read():
+    cfg = _cfg()
+    table = pd.DataFrame({"model.regenRate": [0.11, 0.13]})
+    res = sweep.run_points(cfg, table, replicates=3, progress=False)
+    plan = sweep.cached_plan(cfg, table, replicates=3)
+    assert res.arenas is res.arenas  # built once, then kept
+    pd.testing.assert_frame_equal(res.arenas, plan.run_chunk(0), check_exact=True)
+    pd.testing.assert_frame_equal(res.points, sweep.aggregate(res.arenas, res.names, plan.outcomes()), check_exact=True)

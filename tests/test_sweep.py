@@ -250,7 +250,9 @@ def test_one_program_sweep_equals_the_chunked_run(cfg, monkeypatch):
         ).chunk_turns
         == 12
     )  # one chunk: the one-program path
-    monkeypatch.setattr(sweep_mod, "default_chunk", lambda n: 5)
+    from bdpd_jax.sweeps import plan as plan_mod
+
+    monkeypatch.setattr(plan_mod, "default_chunk", lambda n: 5)
     chunked = sweep_mod.run_points(cfg, table, **kw, memory_budget=1 << 40)  # a new plan (3 chunks)
     pd.testing.assert_frame_equal(one.arenas, chunked.arenas, check_exact=True)
     pd.testing.assert_frame_equal(one.points, chunked.points, check_exact=True)

@@ -177,7 +177,7 @@ def test_dask_two_workers_equal_single_process(cfg, one_device, tmp_path):
 def test_separable_build_equals_per_point_build(cfg, monkeypatch):
     """Many points: one build per distinct value of each parameter, composed, equals a
     build of every point (and is checked against full builds of a spread of points)."""
-    from bdpd_jax.sweeps import sweep as sw
+    from bdpd_jax.sweeps import plan as sw
 
     grid = {
         "model.regenRate": [0.05, 0.1, 0.2, 0.3],

@@ -151,7 +151,7 @@ def run_whole(
     arenas: range | np.ndarray,
     params: Any,
     max_yield: float | np.ndarray,
-    point_of: np.ndarray | None = None,
+    point_of: np.ndarray | jax.Array | None = None,
 ) -> dict[str, Any]:
     """``compiled_whole``'s final numbers (numpy) for the given global arena indices (their
     keys): a ``range`` of consecutive ones (made inside the program from its start: no
@@ -164,7 +164,7 @@ def run_whole(
     else:
         seed_w, offsets = key_words(seed, np.asarray(arenas))
         base = np.zeros(1, np.uint32)
-    pts = None if point_of is None else np.asarray(point_of).astype(np.int32)
+    pts = point_of if point_of is None or isinstance(point_of, jax.Array) else np.asarray(point_of, np.int32)
     run = compiled_whole(game, n_turns)
     final: dict[str, Any] = to_numpy(run(seed_w, base[0], offsets, params, np.asarray(max_yield, FLOAT), pts))
     SCANNED["arena_turns"] += len(arenas) * n_turns

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import pandas as pd
@@ -30,14 +29,42 @@ HISTORY_OUTCOMES = ("fines_total",)
 # ----------------------------------------------------------------------------- results
 
 
-@dataclass
-class SweepResults:
-    """``arenas``: one row per arena; ``points``: per-point means and 95% CIs over replicates."""
+# A chunk's arena rows: a frame, or its columns by name (arrays of equal length), which is
+# what a sweep run here keeps: the frame is built when first read (bench/README.md).
+Rows: TypeAlias = pd.DataFrame | Mapping[str, Any]
 
-    arenas: pd.DataFrame
-    points: pd.DataFrame
-    names: list[str]
-    meta: dict[str, Any] = field(default_factory=dict)
+
+def combine(parts: Sequence[Rows]) -> Rows:
+    """The rows of consecutive chunks as one: a single part as it is, several as one frame."""
+    if len(parts) == 1:
+        return parts[0]
+    return pd.concat([as_frame(p) for p in parts], ignore_index=True)
+
+
+def as_frame(rows: Rows) -> pd.DataFrame:
+    return rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(rows, copy=False)
+
+
+class SweepResults:
+    """``arenas``: one row per arena; ``points``: per-point means and 95% CIs over replicates.
+
+    ``rows`` may be the arena rows' columns: the frame is then built on the first read of
+    ``arenas`` (a sweep that only reads its points never pays for it), once."""
+
+    def __init__(self, rows: Rows, points: pd.DataFrame, names: list[str], meta: dict[str, Any] | None = None):
+        self._rows = rows
+        self.points = points
+        self.names = names
+        self.meta = {} if meta is None else meta
+
+    @property
+    def arenas(self) -> pd.DataFrame:
+        if not isinstance(self._rows, pd.DataFrame):
+            self._rows = as_frame(self._rows)
+        return self._rows
+
+    def __repr__(self) -> str:
+        return f"SweepResults({len(self.points)} points, names={self.names}, meta={self.meta})"
 
     def to_parquet(self, directory: str | Path) -> Path:
         """``arenas/`` as a dataset partitioned by run chunk (``chunk=K/``), ``points.parquet``
@@ -110,15 +137,16 @@ def _moments(x: np.ndarray, reps: np.ndarray) -> tuple[np.ndarray, np.ndarray, n
     return cnt, mean, m2
 
 
-def aggregate(arenas: pd.DataFrame, names: Sequence[str], outcomes: Sequence[str]) -> pd.DataFrame:
-    """Per point: the swept values, ``replicates``, and per outcome ``_mean``, ``_sd``
-    (ddof=1), ``_n`` (non-missing replicates), ``_ci_low``/``_ci_high`` = mean -/+ 1.96 sd/sqrt(n).
+def aggregate(arenas: Rows, names: Sequence[str], outcomes: Sequence[str]) -> pd.DataFrame:
+    """Per point of ``arenas`` (a frame or its columns): the swept values, ``replicates``, and
+    per outcome ``_mean``, ``_sd`` (ddof=1), ``_n`` (non-missing replicates), ``_ci_low``/
+    ``_ci_high`` = mean -/+ 1.96 sd/sqrt(n).
     Missing values (NA, NaN) are left out, a point with none has a NaN mean and one with
     fewer than two a NaN sd. Every outcome at once, as one float array (outcomes x arenas)
     with point-major rows (a sweep's already are; others are sorted, stably): with equal
     replicates a sum over a reshaped axis, else one bincount per outcome; no pandas groupby
     (bench/README.md)."""
-    pts = arenas["point"].to_numpy()
+    pts = np.asarray(arenas["point"])
     order = None if len(pts) == 0 or (pts[0] >= 0 and np.all(pts[1:] >= pts[:-1])) else np.argsort(pts, kind="stable")
     sp = pts if order is None else pts[order]
     starts = np.flatnonzero(np.r_[True, sp[1:] != sp[:-1]]) if len(sp) else np.zeros(0, np.int64)
@@ -126,13 +154,13 @@ def aggregate(arenas: pd.DataFrame, names: Sequence[str], outcomes: Sequence[str
     first = starts if order is None else order[starts]
     out: dict[str, Any] = {"point": sp[starts]}
     for n in names:
-        out[n] = arenas[n].to_numpy()[first]
+        out[n] = np.asarray(arenas[n])[first]
     out["replicates"] = reps
     x = np.empty((len(outcomes), len(pts)))
     for i, m in enumerate(outcomes):
         col = arenas[m]
         plain = isinstance(col.dtype, np.dtype) and col.dtype.kind in "fiub"  # no NA but NaN
-        x[i] = col.to_numpy() if plain else col.to_numpy(dtype=float, na_value=np.nan)
+        x[i] = np.asarray(col) if plain else col.to_numpy(dtype=float, na_value=np.nan)
     if order is not None:
         x = x[:, order]
     cnt, mean, m2 = _moments(x, reps)

@@ -1,0 +1,269 @@
+"""A sweep's plan: its points built and validated once, one static Game, the chunk layout
+(``max_batch``, ``memory_budget``, devices), and each chunk's run into arena rows
+(:class:`SweepPlan`); plans are cached by content (:func:`cached_plan`). Run by
+:mod:`bdpd_jax.sweeps.sweep`, the CLI's resumable runner and the Dask runner."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from ..config.game import ArenaConfig
+from ..config.limits import DEFAULT_MAX_BATCH, check_run_args
+from ..kernels.metrics import METRICS
+from ..prepare.prepared import content_key, prepare
+from ..results.frames import summary_columns
+from ..run.runner import arena_keys, one_program, run_batch, to_numpy
+from ..run.simulate import FLOAT, compiled_final, default_chunk, flatten_record, run_whole
+from .build import build_points, bytes_per_arena, resolve_devices
+from .paths import apply_values, check_paths, config_base
+from .results import HISTORY_OUTCOMES, POINT_OUTCOMES, gini, history_totals, metric_means
+
+# A sweep of more points than this tries the separable build (one build per distinct value
+# of each parameter instead of one per point).
+SEPARABLE_MIN_POINTS = 64
+
+
+def chunk_layout(total: int, cap: int, n_devices: int, chunk_width: int | None = None) -> int:
+    """Arenas per chunk: at most ``cap``, a multiple of the device count (one chunk of the
+    whole run is padded up to one), or ``chunk_width`` when a layout was fixed elsewhere
+    (another process, a resumed run)."""
+    w = min(cap, total)
+    if chunk_width is not None:
+        if isinstance(chunk_width, bool) or not isinstance(chunk_width, (int, np.integer)) or chunk_width < 1:
+            raise ValueError(f"chunk_width: must be an integer >= 1, got {chunk_width!r}")
+        return int(chunk_width)
+    if w == total:  # one chunk, padded to a multiple of the device count
+        return -(-total // n_devices) * n_devices
+    return max(n_devices, (w // n_devices) * n_devices)
+
+
+class SweepPlan:
+    """A sweep prepared to run chunk by chunk: points built and validated, one Game, the
+    chunk width (``max_batch``, ``memory_budget``, device count) and the arena chunks.
+
+    ``run_chunk(k)`` returns chunk ``k``'s arena rows; any process that builds the same plan
+    (same config, table and options) gets the same chunks, which is what the resumable CLI
+    and the dask runner (bdpd_jax/sweeps/distributed.py) rely on.
+    """
+
+    def __init__(
+        self,
+        config: ArenaConfig | dict[str, Any] | str,
+        table: pd.DataFrame,
+        *,
+        replicates: int = 1,
+        seed: int = 0,
+        history: bool = False,
+        turns: int | None = None,
+        max_batch: int = DEFAULT_MAX_BATCH,
+        memory_budget: int | None = None,
+        generator: str = "hash",
+        round_ints: bool = False,
+        common_random: bool = False,
+        devices: Any = None,
+        chunk_width: int | None = None,
+    ) -> None:
+        self.options = dict(
+            replicates=replicates,
+            seed=seed,
+            history=history,
+            turns=turns,
+            max_batch=max_batch,
+            memory_budget=memory_budget,
+            generator=generator,
+            round_ints=round_ints,
+            common_random=common_random,
+        )  # (what another process needs to plan the same)
+        self.prep = prepare(config, generator=generator)  # the base config, validated and built once
+        cfg = self.prep.config
+        check_run_args(replicates=replicates, seed=seed, max_batch=max_batch, turns=turns, memory_budget=memory_budget)
+        names = [str(c) for c in table.columns]
+        if len(set(names)) != len(names):
+            raise ValueError(f"names: duplicate parameter paths {names}")
+        base = config_base(cfg)
+        check_paths(base, names)  # bad paths fail before anything is built
+        cfg0, game, stacked, treedef, n_turns, yields, self.build_mode = build_points(
+            base, names, table, turns, generator, round_ints, separable_min=SEPARABLE_MIN_POINTS
+        )
+        self.cfg, self.names, self.table = cfg, names, table.reset_index(drop=True)
+        self.cfg0, self.game, self.stacked, self.treedef, self.n_turns = cfg0, game, stacked, treedef, n_turns
+        self.replicates, self.seed, self.history, self.turns = int(replicates), int(seed), bool(history), turns
+        self.generator, self.common_random, self.round_ints = generator, bool(common_random), bool(round_ints)
+        self.devices = resolve_devices(devices)
+        nd = len(self.devices)
+        self.n_points = len(n_turns)
+        self.total = self.n_points * self.replicates
+        self.max_turns = max(n_turns)
+        self.chunk_turns = default_chunk(self.max_turns)
+        self.labels = [p.strategy_name for p in cfg0.require_players()]
+        n_cols = 16 + 3 * game.n_players + len(names) + (len(METRICS) if history else 0)
+        cap = int(max_batch)
+        self.arena_bytes = None
+        if memory_budget is not None:
+            p1 = jax.tree_util.tree_unflatten(
+                treedef, [jax.ShapeDtypeStruct(x.shape[:-1] + (1,), x.dtype) for x in stacked]
+            )
+            k1 = jax.ShapeDtypeStruct((2, 1), jnp.uint32)
+            self.arena_bytes = bytes_per_arena(game, p1, k1, self.chunk_turns, self.history, n_cols)
+            cap = min(cap, max(1, int(memory_budget) // self.arena_bytes))
+        b = chunk_layout(self.total, cap, nd, chunk_width)
+        self.chunk_width = b  # arenas per chunk (the layout)
+        self.run_width = -(-b // nd) * nd  # arenas per run: padded to a multiple of the device count
+        self.chunks = [(a, min(a + b, self.total)) for a in range(0, self.total, b)]
+        self.memory_budget = memory_budget
+        # GovSim columns: simulate's own code on the whole chunk, with each arena's point's
+        # sustainable yield f0 and turns (``efficiency`` reads both).
+        self.yields = np.asarray(yields, dtype=float)
+        self._points_of: dict[int, jax.Array] = {}
+        self._sharding: Callable[[int], Any] | None = None
+        if nd > 1 or devices is not None:
+            mesh = Mesh(np.asarray(self.devices), ("arenas",))
+            self._sharding = lambda ndim: NamedSharding(mesh, PartitionSpec(*([None] * (ndim - 1)), "arenas"))
+
+    @functools.cached_property
+    def placed(self) -> Any:
+        """The stacked params on the default device, placed once (a chunk's run moves none)."""
+        return jax.device_put(jax.tree_util.tree_unflatten(self.treedef, list(self.stacked)))
+
+    def worker_options(self) -> dict[str, Any]:
+        """The options with which another process (a Dask worker) plans the same chunks: this
+        plan's, with the chunk width pinned (its devices may differ)."""
+        return {**self.options, "chunk_width": self.chunk_width, "memory_budget": None}
+
+    def config_at(self, i: int) -> ArenaConfig:
+        """Point ``i``'s config."""
+        row = next(self.table.iloc[[int(i)]].itertuples(index=False, name=None))  # (keeps each column's dtype)
+        return apply_values(config_base(self.cfg), self.names, row, round_ints=self.round_ints)
+
+    @property
+    def n_chunks(self) -> int:
+        return len(self.chunks)
+
+    def _put(self, x: Any) -> jax.Array:
+        x = np.asarray(x) if not isinstance(x, jax.Array) else x
+        if self._sharding is None:
+            return jnp.asarray(x)
+        placed: jax.Array = jax.device_put(x, self._sharding(x.ndim))
+        return placed
+
+    def points_of(self, k: int) -> jax.Array:
+        """int32[run_width]: the point of each arena of chunk ``k`` (pads: its last arena's), on
+        the default device, made once per chunk."""
+        if k not in self._points_of:
+            a0, a1 = self.chunks[k]
+            idx = np.minimum(np.arange(a0, a0 + self.run_width), a1 - 1)
+            self._points_of[k] = jax.device_put((idx // self.replicates).astype(np.int32))
+        return self._points_of[k]
+
+    def run_chunk(self, k: int, bar: Any = None) -> pd.DataFrame:
+        """The arena rows of chunk ``k`` (arenas ``chunks[k]``)."""
+        return pd.DataFrame(self.chunk_columns(k, bar), copy=False)
+
+    def chunk_columns(self, k: int, bar: Any = None) -> dict[str, Any]:
+        """The columns of :meth:`run_chunk`'s frame, by name (each an array of its own)."""
+        a0, a1 = self.chunks[k]
+        b, reps, names, table = self.run_width, self.replicates, self.names, self.table
+        idx = np.arange(a0, a1, dtype=np.int64)
+        n = len(idx)
+        padded = np.concatenate([idx, np.full(b - n, idx[-1], np.int64)])  # every chunk has shape b
+        point_of = padded // reps
+        key_arenas = padded % reps if self.common_random else padded
+
+        def take(tree: Any) -> Any:
+            return jax.tree_util.tree_map(lambda x: np.asarray(x)[..., :n], tree)
+
+        if self._sharding is None and one_program(self.history, self.chunk_turns, self.max_turns):
+            whole = range(a0, a1) if n == b and not self.common_random else key_arenas  # (a range moves no indices)
+            final = take(
+                run_whole(self.game, self.chunk_turns, self.seed, whole, self.placed, self.yields, self.points_of(k))
+            )
+            rec = None
+            if bar is not None:
+                bar.update(1)
+        else:
+            params = jax.tree_util.tree_unflatten(self.treedef, [self._put(x[..., point_of]) for x in self.stacked])
+            keys = self._put(arena_keys(self.seed, key_arenas))
+            state, rec = run_batch(self.game, params, keys, self.max_turns, self.chunk_turns, self.history, bar)
+            yields = self._put(np.asarray(self.yields[point_of], FLOAT))
+            final = take(to_numpy(compiled_final(self.game)(state, params, yields)))  # (this chunk's arenas, unpadded)
+            del state, params
+        rec_np = take(rec) if self.history else None
+        pts = idx // reps
+        summary = summary_columns(final, idx, self.labels)
+        wealth = np.asarray(final["wealth"], float)
+        extra = {"wealth_mean": wealth.mean(axis=0), "gini": gini(np.asarray(summary["equality"], float))}
+        if self.history:
+            flat = flatten_record(rec_np)
+            extra.update(metric_means(flat))
+            extra.update(history_totals(flat))
+        lead = {"point": pts.astype(np.int64), "replicate": (idx % reps).astype(np.int64)}
+        for n_ in names:
+            col = table[n_].to_numpy(dtype=object) if table[n_].dtype == object else table[n_].to_numpy()
+            lead[n_] = col[pts]
+        return {**lead, **summary, **extra}
+
+    def outcomes(self) -> list[str]:
+        return list(POINT_OUTCOMES) + ([f"mean_{m}" for m in METRICS] + list(HISTORY_OUTCOMES) if self.history else [])
+
+    def meta(self) -> dict[str, Any]:
+        return {
+            **self.prep.meta(),  # the base config and players
+            "replicates": self.replicates,
+            "seed": self.seed,
+            "n_points": self.n_points,
+            "n_arenas": self.total,
+            "turns": self.turns,
+            "max_turns": self.max_turns,
+            "generator": self.generator,
+            "history": self.history,
+            "chunk_arenas": self.chunk_width,
+            "n_chunks": self.n_chunks,
+            "common_random": self.common_random,
+            "n_devices": len(self.devices),
+            "memory_budget": self.memory_budget,
+            "arena_bytes_estimate": self.arena_bytes,
+            "build": self.build_mode,
+        }
+
+
+_PLANS: OrderedDict[tuple[Any, ...], SweepPlan] = OrderedDict()
+MAX_PLANS = 8
+
+
+def cached_plan(config: ArenaConfig | dict[str, Any] | str, table: pd.DataFrame, **options: Any) -> SweepPlan:
+    """A SweepPlan, reused when the same config content, table and options were planned
+    before (every point's config is validated and built once; bdpd_jax/prepare/prepared.py)."""
+    try:
+        key = (content_key(config), table_key(table), repr(sorted(options.items())), SEPARABLE_MIN_POINTS)
+    except (TypeError, ValueError):  # unhashable cells or options: plan afresh
+        return SweepPlan(config, table, **options)
+    plan = _PLANS.get(key)
+    if plan is None:
+        if isinstance(config, ArenaConfig):  # the caller's object may change later: plan a copy
+            config = config.model_copy(deep=True)
+        plan = _PLANS[key] = SweepPlan(config, table.copy(), **options)
+        while len(_PLANS) > MAX_PLANS:
+            _PLANS.popitem(last=False)
+    _PLANS.move_to_end(key)
+    return plan
+
+
+def table_key(table: pd.DataFrame) -> str:
+    """SHA-1 of a points table's columns: names, dtypes and values (numbers by their bytes,
+    others by pandas' hash); the index is not part of a plan."""
+    h = hashlib.sha1()
+    for name, col in table.items():
+        a = col.to_numpy()
+        h.update(f"{name!r}:{col.dtype};".encode())
+        h.update(a.tobytes() if a.dtype.kind in "biuf" else pd.util.hash_pandas_object(col, index=False).to_numpy())
+    return h.hexdigest()
