@@ -24,204 +24,28 @@ arena builds this agent from a credential name (:mod:`~bdpd_jax.host.operator`).
 from __future__ import annotations
 
 import json
-import math
 import os
 import time
 from typing import Any
 
-import orjson
-
 from bdpd_jax.host._json import dumps_compact
 from bdpd_jax.host.agents.base import AgentResult, Utterance, check_wealth, fallback_harvest, join_errors, valid_harvest
 from bdpd_jax.host.agents.http import check_timeout_ms, check_url
-from bdpd_jax.host.agents.transport import HttpClient, TransportError, loads_capped, make_client, too_deep
-from bdpd_jax.host.messages import MAX_MESSAGE_LEN
+from bdpd_jax.host.agents.llm_protocol import (
+    decode_arguments,
+    parse_completion,
+    parse_utterance,
+    render_system_prompt,
+    whole_units,
+)
+from bdpd_jax.host.agents.transport import HttpClient, TransportError, loads_capped, make_client
 from bdpd_jax.host.tools import (
-    HARVEST_TOOL,
-    MAX_ACTIONS_PER_TURN,
-    SPEAK_TOOL,
     speak_schema,
     tool_schemas,
-    validate_action,
-    validate_speak,
 )
 
 DEFAULT_TIMEOUT_MS: float = 30000.0
 MAX_COMPLETION_BYTES: int = 1024 * 1024  # a chat completion, read off the wire (then decoded)
-
-_RULES = """You are a player in the BDPD commons arena, a repeated harvesting game on a shared,
-regenerating resource. Every turn all players decide simultaneously how much to harvest.
-Harvesting adds to your wealth; over-harvesting depletes the commons, and a collapsed commons
-yields nothing to anyone. Your capacity is 1 + 0.05 * your wealth.
-Each turn you receive an observation (possibly noisy or partial) as JSON in the last message.
-You must call the `harvest` tool exactly once with the amount you take this turn."""
-_DEFAULT_FALLBACK = """ If you do not,
-a fallback harvest of 0.2 * capacity is applied for you."""
-# after a replacing rules text (a scenario's own wording): how to answer, in the protocol's words
-_HARVEST_PROTOCOL = """
-Each turn, call the `harvest` tool exactly once with the amount you take."""
-
-_WHOLE_UNITS = """
-Harvests are whole units: an amount that is not a whole number is rounded down, and one above the
-pool is cut to the pool."""
-
-_DISCUSSION_RULES = """
-Discussion: after each harvest everyone's catch is reported to all players and a discussion
-follows. When the last message has "phase": "discussion", call `speak` once with what you say
-(every player reads it; optionally `nextSpeaker`, the id of the player you ask to speak next);
-do not call `harvest` then. Last turn's report and discussion are in your next observation."""
-
-_TALK_RULES = f"""
-Cheap talk: you may also call `broadcast`, `send_private`, `announce_intended_harvest`,
-`propose_pact`, `accept_pact` and `pledge`. Messages are read by the others on the next turn
-(one-turn lag); your inbox holds what others sent you last turn, and toolResults what your
-tool calls of last turn returned ({{ok, scope, ...}}; ok false with a reason). Texts longer than
-{MAX_MESSAGE_LEN} characters are truncated. Pacts you are party to appear in the observation;
-active pacts are checked against actual harvests every turn and violations are recorded."""
-
-_NO_TALK_RULES = """
-There is no communication channel in this game: only the `harvest` tool is available."""
-
-_NO_TALK_DISCUSSION = """
-There are no messages during a turn: `harvest` (and `speak`, in the discussion) is all you have."""
-
-_SANCTION_RULES = """
-Sanctions: you may call `sanction` with a target player id to pay a cost from your own wealth and
-fine that player, if it broke a pact or over-harvested this turn (applied at the end of the turn;
-no fine and no cost otherwise, and none at all if you cannot pay for every player you fine)."""
-
-
-def render_system_prompt(
-    player_id: str | None,
-    no_talk: bool,
-    extra: str | None = None,
-    sanction: bool = False,
-    *,
-    rules: str | None = None,
-    fallback: float | None = None,
-    whole_units: bool = False,
-    discussion: bool = False,
-) -> str:
-    """The fixed system text of one agent (identical for every call of the run). ``rules``
-    replaces the BDPD rules (a scenario's own wording); ``fallback``: the harvest of a
-    missing or invalid answer, in stock units (None: 0.2 x capacity)."""
-    fb = _DEFAULT_FALLBACK if fallback is None else f" If you do not, you harvest {fallback:g}."
-    parts = [(_RULES if rules is None else rules + _HARVEST_PROTOCOL) + fb]
-    if whole_units:
-        parts.append(_WHOLE_UNITS)
-    parts.append((_NO_TALK_DISCUSSION if discussion else _NO_TALK_RULES) if no_talk else _TALK_RULES)
-    if sanction:
-        parts.append(_SANCTION_RULES)
-    if discussion:
-        parts.append(_DISCUSSION_RULES)
-    if player_id is not None:
-        parts.append(f"\nYour player id is {player_id!r}.")
-    if extra:
-        parts.append("\n" + extra)
-    return "".join(parts)
-
-
-def decode_arguments(raw: Any) -> dict[str, Any]:
-    """A tool call's ``arguments`` (a JSON object string) as a dict; ValueError naming what is wrong."""
-    if isinstance(raw, dict):
-        return raw
-    if not isinstance(raw, str):
-        raise ValueError(f"arguments: must be a JSON object string, got {raw!r:.80}")
-    data = raw.encode("utf-8", "replace")
-    if too_deep(data):
-        raise ValueError(f"arguments: nested too deeply in {raw!r:.80}")
-    try:
-        args = orjson.loads(data) if raw.strip() else {}
-    except orjson.JSONDecodeError as exc:
-        raise ValueError(f"arguments: invalid JSON ({str(exc)[:120]}) in {raw!r:.80}") from None
-    if not isinstance(args, dict):
-        raise ValueError(f"arguments: must be a JSON object, got {raw!r:.80}")
-    return args
-
-
-def parse_completion(data: Any, *, no_talk: bool = False) -> tuple[float | None, list[dict[str, Any]], list[str]]:
-    """Turn a chat-completion response into ``(harvest or None, actions, errors)``."""
-    try:
-        message = data["choices"][0]["message"]
-        if not isinstance(message, dict):
-            raise TypeError
-    except (KeyError, IndexError, TypeError):
-        return None, [], ["response: no choices[0].message in completion"]
-    calls = message.get("tool_calls") or []
-    if not isinstance(calls, list):
-        return None, [], [f"tool_calls: must be a list, got {type(calls).__name__}"]
-    harvest: float | None = None
-    actions: list[dict[str, Any]] = []
-    errors: list[str] = []
-    if len(calls) > MAX_ACTIONS_PER_TURN + 1:  # the talk actions and one harvest
-        errors.append(
-            f"tool_calls: {len(calls) - MAX_ACTIONS_PER_TURN - 1} past the first "
-            f"{MAX_ACTIONS_PER_TURN + 1} dropped unread"
-        )
-        calls = calls[: MAX_ACTIONS_PER_TURN + 1]
-    for i, call in enumerate(calls):
-        try:
-            fn = call.get("function") if isinstance(call, dict) else None
-            if not isinstance(fn, dict):
-                raise ValueError(f"function: missing in tool call {call!r:.80}")
-            name = fn.get("name")
-            action = validate_action({**decode_arguments(fn.get("arguments")), "tool": name}, no_talk=no_talk)
-        except ValueError as exc:
-            errors.append(f"tool_calls[{i}] dropped: {exc}")
-            continue
-        if action["tool"] != HARVEST_TOOL:
-            actions.append(action)
-        elif harvest is not None:
-            errors.append(f"tool_calls[{i}] dropped: extra harvest call (first one kept)")
-        else:
-            harvest = action["amount"]
-            if "announced" in action:
-                actions.append({"tool": "announce_intended_harvest", "value": action["announced"]})
-    if harvest is None and isinstance(message.get("content"), str):
-        try:  # models without tool support may answer {"harvest": n} in plain text
-            body = loads_capped(message["content"].encode("utf-8", "replace"))
-            harvest = valid_harvest(body.get("harvest")) if isinstance(body, dict) else None
-        except TransportError:
-            harvest = None
-    if harvest is None:
-        errors.append("harvest: no valid harvest tool call in response")
-    return harvest, actions, errors
-
-
-def parse_utterance(data: Any) -> Utterance:
-    """A chat completion of the discussion phase as an :class:`Utterance`: the first valid
-    ``speak`` call, else a JSON ``{"text", "nextSpeaker"}`` body, else the plain text body."""
-    try:
-        message = data["choices"][0]["message"]
-        if not isinstance(message, dict):
-            raise TypeError
-    except (KeyError, IndexError, TypeError):
-        return Utterance(None, None, "response: no choices[0].message in completion")
-    calls = message.get("tool_calls") or []
-    errors: list[str] = []
-    for i, call in enumerate(calls[: MAX_ACTIONS_PER_TURN + 1] if isinstance(calls, list) else []):
-        fn = call.get("function") if isinstance(call, dict) else None
-        if not isinstance(fn, dict) or fn.get("name") != SPEAK_TOOL:
-            errors.append(f"tool_calls[{i}] ignored: only `speak` is read in the discussion")
-            continue
-        try:
-            text, nxt = validate_speak(decode_arguments(fn.get("arguments")))
-        except ValueError as exc:
-            errors.append(f"tool_calls[{i}] dropped: {exc}")
-            continue
-        return Utterance(text, nxt, join_errors(errors))
-    content = message.get("content")
-    if isinstance(content, str) and content.strip():
-        try:
-            body = loads_capped(content.encode("utf-8", "replace"))
-        except TransportError:
-            body = None
-        try:
-            text, nxt = validate_speak(body) if isinstance(body, dict) else validate_speak({"text": content})
-            return Utterance(text, nxt, join_errors(errors))
-        except ValueError as exc:
-            errors.append(f"content: {exc}")
-    return Utterance(None, None, join_errors(errors + ["speak: no valid speak call or text in response"]))
 
 
 class LLMAgent:
@@ -408,19 +232,6 @@ class LLMAgent:
         except TransportError as exc:
             return Utterance(None, None, str(exc).replace("no response", "no completion"))
         return parse_utterance(data)
-
-
-def whole_units(harvest: float, pool: float | None, errors: list[str]) -> float:
-    """An answer read as whole units from 0 to the pool: a fraction is floored and an amount
-    over the pool cut to it, each noted in ``errors`` (the answer still stands)."""
-    h = float(math.floor(harvest))
-    if h != harvest:
-        errors.append(f"harvest: {harvest!r} is not a whole number of units; floored to {h:g}")
-    cap = None if pool is None or not math.isfinite(pool) else float(math.floor(max(pool, 0.0)))
-    if cap is not None and h > cap:
-        errors.append(f"harvest: {h:g} is above the pool ({cap:g} units); cut to {cap:g}")
-        h = cap
-    return h
 
 
 __all__ = ["LLMAgent", "decode_arguments", "parse_completion", "parse_utterance", "render_system_prompt", "whole_units"]
