@@ -175,7 +175,8 @@ def test_column_wise_frames_equal_plain_loops_and_the_chunked_path() -> None:
         pd.testing.assert_frame_equal(getattr(one, name), getattr(again, name), check_exact=True)
     assert one.turns.groupby("arena").size().nunique() > 1  # some arenas ended early: rows were masked
     from bdpd_jax.prepare.prepared import prepared
-    from bdpd_jax.run.simulate import flatten_record, run_whole_history
+    from bdpd_jax.results.stream import flatten_record
+    from bdpd_jax.run.simulate import run_whole_history
 
     prep = prepared(cfg)
     params = prep.params.__class__(**{**prep.params.__dict__, "max_turns": np.asarray(30, np.int32)})

@@ -15,7 +15,6 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import jax
@@ -35,9 +34,10 @@ from ..kernels.stored import restored
 from ..prepare.game import broadcast_batch
 from ..prepare.prepared import PreparedRun, prepare
 from ..results.frames import Frames, Results, players_frame, summary_frame, turns_frame
-from ..results.governance import layer_record, sanctions_frame, violations_frame
+from ..results.governance import sanctions_frame, violations_frame
 from ..results.perturbations import perturbations_frame
 from ..results.plugins import governance_actions_frame
+from ..results.stream import flatten_record, parquet_sink, stream_dir
 from .runner import (  # noqa: F401 (re-exported)
     SCANNED,
     TRACES,
@@ -242,7 +242,7 @@ def simulate(
     params = prep.params_on_device(n_turns)
     chunk = min(int(chunk_turns or default_chunk(n_turns)), n_turns)
     chunk = -(-chunk // every) * every  # a multiple of history_every
-    out_dir = _stream_dir(out) if out is not None and history else None
+    out_dir = stream_dir(out) if out is not None and history else None
     b = min(int(max_batch), int(n_arenas))
     arena_chunks = [(a, min(a + b, n_arenas)) for a in range(0, n_arenas, b)]
     bar = _bar(len(arena_chunks) * math.ceil(n_turns / chunk), progress)
@@ -250,7 +250,7 @@ def simulate(
     try:
         for a0, a1 in arena_chunks:
             arenas = np.arange(a0, a1, dtype=np.int64) + arena_offset
-            sink = None if out_dir is None else _parquet_sink(out_dir, arenas, a0, list(prep.names))
+            sink = None if out_dir is None else parquet_sink(out_dir, arenas, a0, list(prep.names))
             for name, frame in _arena_chunk(
                 prep, params, seed, arenas, n_turns, chunk, history, every, bar, sink
             ).items():
@@ -270,16 +270,6 @@ def simulate(
     return _results(frames, meta, out)
 
 
-def _stream_dir(out: str) -> Path:
-    """``out`` with empty ``turns.parquet/`` and ``players.parquet/`` part folders."""
-    out_dir = Path(out)
-    for sub in ("turns.parquet", "players.parquet"):
-        (out_dir / sub).mkdir(parents=True, exist_ok=True)
-        for old in (out_dir / sub).glob("part-*.parquet"):
-            old.unlink()
-    return out_dir
-
-
 def _bar(total: int, progress: bool | None) -> Any:
     """A progress bar over ``total`` turn chunks when asked (default: more than four), else None."""
     if progress or (progress is None and total > 4):
@@ -287,20 +277,6 @@ def _bar(total: int, progress: bool | None) -> Any:
 
         return tqdm(total=total, desc="turn chunks", unit="chunk", leave=False)
     return None
-
-
-def _parquet_sink(out_dir: Path, arenas: np.ndarray, a0: int, names: list[str]) -> Callable[[Any], None]:
-    """A record sink writing each turn chunk's turns and players rows as parquet parts."""
-    parts = iter(range(1 << 30))
-
-    def sink(rec: Any) -> None:
-        i = next(parts)
-        flat = flatten_record(rec)
-        name = f"part-{a0:012d}-{i:08d}.parquet"
-        turns_frame(flat, arenas).to_parquet(out_dir / "turns.parquet" / name, index=False)
-        players_frame(flat, arenas, names).to_parquet(out_dir / "players.parquet" / name, index=False)
-
-    return sink
 
 
 def _arena_chunk(
@@ -383,18 +359,6 @@ def _summary_extra(game: Game, state: Any) -> dict[str, jax.Array]:
     """The engine's per-arena summary columns (e.g. Seneca's ``solver_failed``)."""
     values: dict[str, jax.Array] = jax.vmap(game.engine.summary_values, in_axes=-1, out_axes=-1)(state.engine)
     return values
-
-
-def flatten_record(rec: Any) -> dict[str, Any]:
-    """TurnRecord of numpy leaves -> plain dict for the frame builders; layers' per-turn
-    columns (``turn_extra`` / ``player_extra`` of each layer record) are lifted up."""
-    flat = {k: v for k, v in rec.__dict__.items()}
-    for name in list(flat["extra"]):
-        lr = layer_record(flat["extra"], name)
-        if isinstance(lr, dict):
-            for col in ("turn_extra", "player_extra"):
-                flat.setdefault(col, {}).update(lr.get(col, {}))
-    return flat
 
 
 def game_layer_names(game: Game) -> set[str]:

@@ -22,8 +22,9 @@ from ..config.limits import DEFAULT_MAX_BATCH, check_run_args
 from ..kernels.metrics import METRICS
 from ..prepare.prepared import content_key, prepare
 from ..results.frames import summary_columns
+from ..results.stream import flatten_record
 from ..run.runner import arena_keys, one_program, run_batch, to_numpy
-from ..run.simulate import FLOAT, compiled_final, default_chunk, flatten_record, run_whole
+from ..run.simulate import FLOAT, compiled_final, default_chunk, run_whole
 from .build import build_points, bytes_per_arena, resolve_devices
 from .paths import apply_values, check_paths, config_base
 from .results import HISTORY_OUTCOMES, POINT_OUTCOMES, gini, history_totals, metric_means
