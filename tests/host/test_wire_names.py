@@ -105,3 +105,51 @@ def test_operator_file_keeps_its_camel_case_keys():
     assert set(op.model_dump()) == {"credentials", "llmBaseUrls", "httpUrls"}
     with pytest.raises(ValueError, match="apiKey: give apiKeyEnv or apiKey"):
         LLMCredential.model_validate({"baseUrl": "https://llm.example", "apiKeyEnv": "K", "apiKey": "s"})
+
+
+_VIEW = "arenaId name engineMode stockLabel noShareNote status turn maxTurns players"
+#: every wire model's keys as they were before the move onto ConfigModel (the camelCase field
+#: names of main before 31aaf7a): the aliases the generator makes must stay exactly these
+WIRE_BEFORE: dict[str, str] = {
+    "BuiltinPlayer": "strategy name intensity reductionFactor privateResource talk",
+    "CreateArena": "model observability agentTimeout players pacts perturbations plugins discussion seed noTalk "
+    "pactSlots turns perturbable governanceAgent",
+    "Created": "arenaId ownerKey arenaKey spectatorToken seed status",
+    "StartArena": "tickMode tickIntervalMs",
+    "PerturbSpec": "id type trigger payload",
+    "Perturb": "specId spec",
+    "Fired": "turn spec type target value",
+    "PlayerRow": "playerId agentType",
+    "PublicView": _VIEW,
+    "OwnerView": _VIEW + " stock collapsed meta lastTick pacts messages",
+    "ArenaList": "arenas",
+    "Joined": "playerId players",
+    "Started": _VIEW + " tickMode",
+    "Ticked": _VIEW + " tick",
+    "HistoryRow": "arenaId status createdAt closedAt turnsPlayed seed name engineMode",
+    "HistoryList": "arenas",
+    "PerturbationLog": "specs log",
+    "Health": "ok ts",
+    "Deleted": "deleted",
+    "Resume": "players governanceAgent tickMode tickIntervalMs",
+    "Summary": "arenaId status turnsPlayed survived collapseTurn finalStock victory players",
+    "ErrorBody": "detail",
+    "SetTickMode": "tickMode tickIntervalMs",
+    "TickModeView": "tickMode tickIntervalMs",
+    "PerturbationType": "type description example payloadSchema supported",
+    "PerturbationTypes": "types",
+    "DashboardPlayer": "playerId agentType strategy",
+    "DashboardTables": "players messages pacts perturbations sanctions tickMode tickIntervalMs",
+    "LivePlayerConfig": "agentType displayName privateResource strategy intensity reductionFactor talk strategyCode "
+    "rngSeed url baseUrl model credential apiKeyEnv systemPrompt temperature rulesText fallbackHarvest timeoutMs "
+    "script",
+    "GovernorSpec": "kind url timeoutMs model credential baseUrl systemPrompt temperature script",
+    "LLMCredential": "baseUrl apiKeyEnv apiKey models",
+    "Operator": "credentials llmBaseUrls httpUrls",
+}
+
+
+def test_wire_names_are_the_keys_from_before_the_move():
+    """Each model's wire keys, in order, equal its camelCase field names before the move (an
+    acronym or a digit that ``to_camel`` spells otherwise would change the wire)."""
+    assert {m.__name__: " ".join(wire_names(m)) for m in WIRE_MODELS} == WIRE_BEFORE
