@@ -18,6 +18,7 @@ from bdpd_jax.config.base import ConfigModel, alias_table
 from bdpd_jax.config.game import ArenaConfig, ModelConfig, PlayerConfig
 from bdpd_jax.config.governance import TalkConfig
 from bdpd_jax.host.arena import Arena
+from bdpd_jax.host.server import models as _wire_models  # noqa: F401  (its ConfigModel subclasses)
 
 
 def _config() -> dict:
@@ -172,24 +173,30 @@ def test_the_package_reads_no_config_attribute_by_its_camel_case_name(monkeypatc
 
 
 def test_no_module_reads_a_config_alias_as_an_attribute():
-    """The same rule read from the source, every module: ``x.regenRate`` for a config model's
-    camelCase alias. Names the host's wire models declare as their own fields (``maxTurns`` of
-    a status body) cannot be told apart here; the runtime check above covers those."""
+    """The same rule read from the source, every module: ``x.regenRate`` for the camelCase alias
+    of a config or wire model (``spec.agentType`` of a joining player, ``body.tickMode`` of a
+    request), and no class declares a camelCase field any more (the host's HTTP models alias too)."""
     root = Path(__file__).resolve().parents[1]
     files = [*(root / "bdpd_jax").rglob("*.py"), *(root / "kernels").rglob("*.py")]
     trees = {f: ast.parse(f.read_text()) for f in files}
-    wire_fields = {  # camelCase names declared as fields of a class (the host's HTTP models)
-        n.target.id
-        for t in trees.values()
-        for n in ast.walk(t)
-        if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name) and re.search("[A-Z]", n.target.id)
-    }
+    camel_fields = [
+        f"{f.relative_to(root)}:{n.lineno}: {n.target.id}"
+        for f, t in trees.items()
+        for c in ast.walk(t)
+        if isinstance(c, ast.ClassDef)
+        for n in c.body
+        if isinstance(n, ast.AnnAssign)
+        and isinstance(n.target, ast.Name)
+        and re.match("[a-z][a-z0-9_]*[A-Z]", n.target.id)
+    ]
+    assert camel_fields == []
     aliases = {a for c in _subclasses(ConfigModel) if c.__module__.startswith("bdpd_jax.") for a in alias_table(c)}
     assert {"regenRate", "maxTurns", "acceptMinCap"} <= aliases
+    assert {"agentType", "tickMode", "arenaId", "baseUrl", "displayName", "httpUrls", "timeoutMs"} <= aliases
     hits = [
         f"{f.relative_to(root)}:{n.lineno}: .{n.attr}"
         for f, t in trees.items()
         for n in ast.walk(t)
-        if isinstance(n, ast.Attribute) and n.attr in aliases - wire_fields
+        if isinstance(n, ast.Attribute) and n.attr in aliases
     ]
     assert hits == []

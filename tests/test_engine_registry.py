@@ -63,7 +63,7 @@ class Toy(Engine):
 
 
 class ToyConfig(EngineConfig):
-    commonsInitial: float = 50.0  # a field named by its wire name works too (its alias is itself)
+    commonsInitial: float = 50.0  # noqa: N815  (a field named by its wire name works too: its alias is itself)
 
 
 @pytest.fixture

@@ -18,12 +18,12 @@ def live_player_config_of(i: int, p: PlayerConfig) -> LivePlayerConfig:
     if not isinstance(p.strategy, str):
         raise ValueError(f"players[{i}].strategy: a live arena needs built-in strategy names, got {p.strategy!r}")
     return LivePlayerConfig(
-        agentType="builtin",
+        agent_type="builtin",
         name=p.name or f"p{i}",
-        privateResource=p.private_resource,
+        private_resource=p.private_resource,
         strategy=p.strategy,
         intensity=p.intensity,
-        reductionFactor=p.reduction_factor,
+        reduction_factor=p.reduction_factor,
         talk=None if p.talk is None else p.talk.model_dump(mode="json"),
     )
 
@@ -32,7 +32,7 @@ def own_client(specs: list[LivePlayerConfig], n_players: int):
     """A new HTTP client for an arena of ``n_players`` when some of ``specs`` calls out (HTTP /
     LLM), else None. One small pool per arena: httpcore scans its whole pool for every request,
     so one client shared by hundreds of players costs O(players^2) per turn."""
-    if not any(s.agentType in ("http", "llm") for s in specs):
+    if not any(s.agent_type in ("http", "llm") for s in specs):
         return None
     return make_client(max(8, 2 * n_players))
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bdpd_jax.config.base import wire_name
 from bdpd_jax.config.game import ArenaConfig, PlayerConfig
 from bdpd_jax.config.limits import ARENA_INDEX_LIMIT, MAX_PACT_SLOTS, check_int, check_magnitudes, check_run_args
 from bdpd_jax.host.operator import Operator
@@ -49,8 +50,10 @@ def joining_player(
     bad field: a duplicate name, a full arena, credentials or a timeout the operator refuses."""
     if not isinstance(spec, LivePlayerConfig):
         spec = LivePlayerConfig.model_validate(spec)
-    numbers = ("privateResource", "intensity", "reductionFactor", "fallbackHarvest")
-    check_magnitudes({k: getattr(spec, k) for k in numbers if getattr(spec, k) is not None}, "")
+    numbers = ("private_resource", "intensity", "reduction_factor", "fallback_harvest")
+    check_magnitudes(
+        {wire_name(LivePlayerConfig, k): getattr(spec, k) for k in numbers if getattr(spec, k) is not None}, ""
+    )
     if spec.name is None:
         spec = spec.model_copy(update={"name": f"p{len(joined)}"})
     if spec.name in [s.name for s in joined]:

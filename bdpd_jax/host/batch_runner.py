@@ -215,7 +215,7 @@ class LockstepBatch:
                         r.agents[i],
                         envs[s.player_id],
                         float(wealth[i, b]),
-                        s.agentType,
+                        s.agent_type,
                         pool=None if pool is None else float(pool[b]),
                     )
                 )

@@ -25,6 +25,7 @@ import jax
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from bdpd_jax.config.base import ConfigModel
 from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.config.limits import MAX_TURNS, QUANTITY_BOUNDS, check_magnitudes
 from bdpd_jax.host.agent_calls import each
@@ -45,7 +46,7 @@ FIELDS: tuple[str, ...] = ("cap", "ladder_scale", "regen")  # GovAction's fields
 MAX_GOV_HISTORY: int = 16  # the agent's own previous turns shown in its observation
 
 
-class GovernorSpec(BaseModel):
+class GovernorSpec(ConfigModel):
     """The owner's governance agent: ``{"kind": "http", "url", "timeoutMs"?}``, ``{"kind":
     "llm", "model", "credential" | "baseUrl", "systemPrompt"?, "temperature"?, "timeoutMs"?}``
     (credentials and endpoints are the operator's, as for LLM players) or ``{"kind":
@@ -54,11 +55,11 @@ class GovernorSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     kind: Literal["http", "llm", "scripted"]
     url: str | None = Field(None, max_length=MAX_URL_CHARS)
-    timeoutMs: float | None = Field(None, gt=0)  # only shorter than the arena's agentTimeout
+    timeout_ms: float | None = Field(None, gt=0)  # only shorter than the arena's agentTimeout
     model: str | None = Field(None, max_length=MAX_MODEL_CHARS)
     credential: str | None = Field(None, min_length=1, max_length=MAX_NAME_CHARS)
-    baseUrl: str | None = Field(None, max_length=MAX_URL_CHARS)
-    systemPrompt: str | None = Field(None, max_length=MAX_PROMPT_CHARS)
+    base_url: str | None = Field(None, max_length=MAX_URL_CHARS)
+    system_prompt: str | None = Field(None, max_length=MAX_PROMPT_CHARS)
     temperature: float | None = None
     # scripted: [{"action": {...}, "error"?: str}, ...] or bare answers {...}, by turn from 1
     script: list[dict] | None = Field(None, max_length=MAX_TURNS)
@@ -68,8 +69,8 @@ class GovernorSpec(BaseModel):
         if self.kind == "http":
             check_url(self.url)
         if self.kind == "llm":
-            if self.baseUrl is not None:
-                check_url(self.baseUrl)
+            if self.base_url is not None:
+                check_url(self.base_url)
             if not self.model:
                 raise ValueError(f"model: required for kind 'llm', got {self.model!r}")
         if self.kind == "scripted" and self.script is None:
@@ -77,7 +78,7 @@ class GovernorSpec(BaseModel):
         return self
 
     @property
-    def agentType(self) -> str:  # noqa: N802  (the players' field name the operator's checks read)
+    def agent_type(self) -> str:  # the players' field name the operator's checks read
         return self.kind
 
     def public(self) -> dict[str, Any]:
@@ -298,7 +299,7 @@ class Governor:
                 **operator.llm_endpoint(s),
                 timeout_ms=self.timeout_ms,
                 client=client,
-                system_prompt=s.systemPrompt,
+                system_prompt=s.system_prompt,
                 temperature=s.temperature,
             )
 

@@ -18,15 +18,15 @@ def kernel_config(config: ArenaConfig, specs: list[LivePlayerConfig]) -> ArenaCo
     players = []
     for s in specs:
         if s.external:
-            players.append(PlayerConfig(strategy=EXTERNAL, name=s.name, private_resource=s.privateResource))
+            players.append(PlayerConfig(strategy=EXTERNAL, name=s.name, private_resource=s.private_resource))
         else:
             players.append(
                 PlayerConfig(
                     strategy=s.strategy,
                     name=s.name,
-                    private_resource=s.privateResource,
+                    private_resource=s.private_resource,
                     intensity=s.intensity,
-                    reduction_factor=s.reductionFactor,
+                    reduction_factor=s.reduction_factor,
                     talk=s.talk,
                 )
             )

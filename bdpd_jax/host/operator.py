@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic import ConfigDict, Field, SecretStr, field_validator, model_validator
 
+from bdpd_jax.config.base import ConfigModel
 from bdpd_jax.config.limits import MAX_KEY_CHARS, Key, Label, Name, Url
 from bdpd_jax.host.agents.transport import canonical_url
 
@@ -108,37 +109,37 @@ def url_allowed(url: str, prefixes: list[str]) -> bool:
     return False
 
 
-class LLMCredential(BaseModel):
+class LLMCredential(ConfigModel):
     """One named credential: the endpoint its key may be sent to, and where the key comes from."""
 
     model_config = ConfigDict(extra="forbid")
-    baseUrl: Url
-    apiKeyEnv: Key | None = Field(None, min_length=1)  # read at every call (rotation works)
-    apiKey: SecretStr | None = Field(None, max_length=MAX_KEY_CHARS)  # a literal key; never written anywhere
+    base_url: Url
+    api_key_env: Key | None = Field(None, min_length=1)  # read at every call (rotation works)
+    api_key: SecretStr | None = Field(None, max_length=MAX_KEY_CHARS)  # a literal key; never written anywhere
     models: list[Label] | None = None  # the models players may use; None: any
 
-    @field_validator("baseUrl")
+    @field_validator("base_url")
     @classmethod
     def _url(cls, v: str) -> str:
         return _check_url("baseUrl", v).rstrip("/")
 
     @model_validator(mode="after")
     def _one_key(self) -> LLMCredential:
-        if self.apiKeyEnv is not None and self.apiKey is not None:
+        if self.api_key_env is not None and self.api_key is not None:
             raise ValueError("apiKey: give apiKeyEnv or apiKey, not both")
         return self
 
 
-class Operator(BaseModel):
+class Operator(ConfigModel):
     """The operator's choices. The default lets players use no credential and no LLM endpoint of
     their own (an LLM player then cannot join), and HTTP players any http(s) URL."""
 
     model_config = ConfigDict(extra="forbid")
     credentials: dict[Name, LLMCredential] = Field(default_factory=dict)
-    llmBaseUrls: list[Url] = Field(default_factory=list)  # endpoints players may name (no key sent)
-    httpUrls: list[Url] | None = None  # HTTP players' URL prefixes; None: any
+    llm_base_urls: list[Url] = Field(default_factory=list)  # endpoints players may name (no key sent)
+    http_urls: list[Url] | None = None  # HTTP players' URL prefixes; None: any
 
-    @field_validator("llmBaseUrls", "httpUrls")
+    @field_validator("llm_base_urls", "http_urls")
     @classmethod
     def _urls(cls, v: list[str] | None) -> list[str] | None:
         return None if v is None else [_check_url("url prefix", u) for u in v]
@@ -154,9 +155,9 @@ class Operator(BaseModel):
 
     def check_player(self, spec) -> None:
         """Refuse a joining player that picks what only the operator may (ValueError)."""
-        if spec.agentType == "http" and self.httpUrls is not None and not url_allowed(spec.url, self.httpUrls):
+        if spec.agent_type == "http" and self.http_urls is not None and not url_allowed(spec.url, self.http_urls):
             raise ValueError(f"url: {redact_url(spec.url)!r} is not among the operator's allowed HTTP endpoints")
-        if spec.agentType != "llm":
+        if spec.agent_type != "llm":
             if spec.credential is not None:
                 raise ValueError(f"credential: only LLM players use credentials, got {spec.credential!r}")
             return
@@ -167,33 +168,33 @@ class Operator(BaseModel):
                     f"credential: unknown credential {spec.credential!r}; the operator offers "
                     f"{sorted(self.credentials)}"
                 )
-            if spec.baseUrl is not None and _check_url("baseUrl", spec.baseUrl).rstrip("/") != cred.baseUrl:
+            if spec.base_url is not None and _check_url("baseUrl", spec.base_url).rstrip("/") != cred.base_url:
                 raise ValueError(
                     f"baseUrl: credential {spec.credential!r} is sent to its own endpoint only; omit baseUrl"
                 )
             if cred.models is not None and spec.model not in cred.models:
                 raise ValueError(f"model: credential {spec.credential!r} allows {cred.models}, got {spec.model!r}")
             return
-        if spec.baseUrl is None:
+        if spec.base_url is None:
             raise ValueError(
                 "credential: an LLM player needs a credential name from the operator "
                 f"({sorted(self.credentials)}) or an allowed baseUrl"
             )
-        if not url_allowed(spec.baseUrl, self.llmBaseUrls):
+        if not url_allowed(spec.base_url, self.llm_base_urls):
             raise ValueError(
-                f"baseUrl: {redact_url(spec.baseUrl)!r} is not an endpoint the operator lets "
+                f"baseUrl: {redact_url(spec.base_url)!r} is not an endpoint the operator lets "
                 "players choose; pick a credential name instead"
             )
 
     def llm_endpoint(self, spec) -> dict[str, Any]:
         """``{base_url, api_key_env, api_key}`` for an LLM player already checked at join."""
         if spec.credential is None:
-            return {"base_url": spec.baseUrl, "api_key_env": None, "api_key": None}
+            return {"base_url": spec.base_url, "api_key_env": None, "api_key": None}
         cred = self.credentials[spec.credential]
         return {
-            "base_url": cred.baseUrl,
-            "api_key_env": cred.apiKeyEnv,
-            "api_key": None if cred.apiKey is None else cred.apiKey.get_secret_value(),
+            "base_url": cred.base_url,
+            "api_key_env": cred.api_key_env,
+            "api_key": None if cred.api_key is None else cred.api_key.get_secret_value(),
         }
 
 

@@ -15,8 +15,9 @@ import time
 from collections import deque
 from typing import Any, Literal, Protocol, cast
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
+from bdpd_jax.config.base import ConfigModel, wire_name
 from bdpd_jax.config.limits import (
     MAX_CODE_CHARS,
     MAX_LABEL_CHARS,
@@ -43,76 +44,80 @@ MAX_RULES_CHARS: int = 8192  # an LLM player's ``rulesText`` (a scenario's whole
 MAX_TEMPERATURE: float = 2.0  # the OpenAI-compatible range of ``temperature``
 
 
-class LivePlayerConfig(BaseModel):
+class LivePlayerConfig(ConfigModel):
     """One player joining a live arena. ``displayName`` is accepted for ``name``."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, populate_by_name=True)
-    agentType: Literal["builtin", "code", "http", "llm", "scripted"] = "builtin"
-    name: str | None = Field(None, alias="displayName", min_length=1, max_length=MAX_NAME_CHARS)
-    privateResource: float = Field(30.0, ge=0)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, validate_by_name=True)  # name or displayName
+    agent_type: Literal["builtin", "code", "http", "llm", "scripted"] = "builtin"
+    name: str | None = Field(
+        None, alias="displayName", serialization_alias="name", min_length=1, max_length=MAX_NAME_CHARS
+    )
+    private_resource: float = Field(30.0, ge=0)
     # builtin
     strategy: Label = "conservative"
     intensity: float = Field(0.5, gt=0, le=1)
-    reductionFactor: float = Field(1.0, ge=0)
+    reduction_factor: float = Field(1.0, ge=0)
     talk: dict | None = None  # scripted talk of a builtin (bdpd_jax/config/governance.py)
     # code
-    strategyCode: str | None = Field(None, max_length=MAX_CODE_CHARS)
-    rngSeed: int | None = None
+    strategy_code: str | None = Field(None, max_length=MAX_CODE_CHARS)
+    rng_seed: int | None = None
     # http / llm
     url: str | None = Field(None, max_length=MAX_URL_CHARS)
-    baseUrl: str | None = Field(None, max_length=MAX_URL_CHARS)
+    base_url: str | None = Field(None, max_length=MAX_URL_CHARS)
     model: str | None = Field(None, max_length=MAX_MODEL_CHARS)
     credential: str | None = Field(None, min_length=1, max_length=MAX_NAME_CHARS)  # a name from the operator's list
-    apiKeyEnv: Key | None = None  # refused: credentials are the operator's (kept to say so by name)
-    systemPrompt: str | None = Field(None, max_length=MAX_PROMPT_CHARS)
+    api_key_env: Key | None = None  # refused: credentials are the operator's (kept to say so by name)
+    system_prompt: str | None = Field(None, max_length=MAX_PROMPT_CHARS)
     temperature: float | None = Field(None, ge=0, le=MAX_TEMPERATURE)
-    rulesText: str | None = Field(None, min_length=1, max_length=MAX_RULES_CHARS)  # replaces the BDPD rules
-    fallbackHarvest: float | None = Field(None, ge=0)  # stock units on a missing/invalid answer (None: 0.2 x capacity)
-    timeoutMs: float | None = Field(None, gt=0)  # only shorter than the arena's (checked at join)
+    rules_text: str | None = Field(None, min_length=1, max_length=MAX_RULES_CHARS)  # replaces the BDPD rules
+    fallback_harvest: float | None = Field(None, ge=0)  # stock units on a missing/invalid answer (None: 0.2 x capacity)
+    timeout_ms: float | None = Field(None, gt=0)  # only shorter than the arena's (checked at join)
     # scripted: [{"harvest": h, "actions": [...]}, ...] by turn (turn 1 first); past the end
     # the last entry repeats
     script: list[dict] | None = None
 
     @model_validator(mode="after")
     def _fields_of_type(self) -> LivePlayerConfig:
-        t = self.agentType
-        if self.apiKeyEnv is not None:
+        t = self.agent_type
+        if self.api_key_env is not None:
             raise ValueError(
                 "apiKeyEnv: a player cannot choose a credential; pick `credential`, a name from the operator's list"
             )
         if t == "builtin" and self.strategy not in BUILTINS:
             raise ValueError(f"strategy: unknown built-in {self.strategy!r}; known: {sorted(BUILTINS)}")
         if t == "code":
-            if self.strategyCode is None:
+            if self.strategy_code is None:
                 raise ValueError("strategyCode: required for agentType 'code'")
-            compile_strategy(self.strategyCode)  # ValueError with the parser's message
+            compile_strategy(self.strategy_code)  # ValueError with the parser's message
         if t == "http":
             check_url(self.url)
         if t == "llm":
-            if self.baseUrl is not None:
-                check_url(self.baseUrl)
+            if self.base_url is not None:
+                check_url(self.base_url)
             if not self.model:
                 raise ValueError(f"model: required for agentType 'llm', got {self.model!r}")
         if t == "scripted" and not self.script:
             raise ValueError(
                 f"script: a non-empty list of turns is required for agentType 'scripted', got {self.script!r}"
             )
-        for k in ("rulesText", "fallbackHarvest"):  # (temperature stays ignored elsewhere, as before)
+        for k in ("rules_text", "fallback_harvest"):  # (temperature stays ignored elsewhere, as before)
             if t != "llm" and getattr(self, k) is not None:
-                raise ValueError(f"{k}: an option of LLM players (agentType 'llm'), got agentType {t!r}")
+                raise ValueError(
+                    f"{wire_name(LivePlayerConfig, k)}: an option of LLM players (agentType 'llm'), got agentType {t!r}"
+                )
         if t != "builtin" and self.talk is not None:
             raise ValueError("talk: scripted talk is for builtin players; external players use the tools")
         return self
 
     @property
     def external(self) -> bool:
-        return self.agentType != "builtin"
+        return self.agent_type != "builtin"
 
     @property
     def waits(self) -> bool:
         """Whether asking this player can wait (code, HTTP, LLM: a tick then needs an event
         loop); a scripted player answers at once, a builtin is not asked."""
-        return self.agentType in ("code", "http", "llm")
+        return self.agent_type in ("code", "http", "llm")
 
     @property
     def player_id(self) -> str:
@@ -126,7 +131,7 @@ class LivePlayerConfig(BaseModel):
         """What meta.json stores: the spec without the strategy code (private to its owner)."""
         d = self.model_dump(mode="json", exclude_none=True)
         if "strategyCode" in d:
-            d["strategyCode"] = f"<{len(self.strategyCode or '')} chars>"
+            d["strategyCode"] = f"<{len(self.strategy_code or '')} chars>"
         for k in ("url", "baseUrl"):  # tokens in URLs stay out of meta.json
             if k in d:
                 d[k] = redact_url(d[k])
@@ -202,21 +207,21 @@ class TimedSpec(Protocol):
     """What :func:`player_timeout_ms` reads: a player's or a governance agent's spec."""
 
     @property
-    def agentType(self) -> str: ...  # noqa: N802  (the wire's field name)
+    def agent_type(self) -> str: ...
 
     @property
-    def timeoutMs(self) -> float | None: ...  # noqa: N802  (the wire's field name)
+    def timeout_ms(self) -> float | None: ...
 
 
 def player_timeout_ms(spec: TimedSpec, timeout_ms: float) -> float:
     """The deadline of one call: the arena's ``agentTimeout`` (``timeout_ms``) unless the player
     asked for less; code agents never past the seed's 50 ms. A longer ``timeoutMs`` is refused."""
-    cap = min(float(timeout_ms), JS_TIMEOUT_MS) if spec.agentType == "code" else float(timeout_ms)
-    if spec.timeoutMs is not None and spec.timeoutMs > cap:
+    cap = min(float(timeout_ms), JS_TIMEOUT_MS) if spec.agent_type == "code" else float(timeout_ms)
+    if spec.timeout_ms is not None and spec.timeout_ms > cap:
         raise ValueError(
-            f"timeoutMs: at most the arena's limit for {spec.agentType} players ({cap:g} ms), got {spec.timeoutMs:g}"
+            f"timeoutMs: at most the arena's limit for {spec.agent_type} players ({cap:g} ms), got {spec.timeout_ms:g}"
         )
-    return cap if spec.timeoutMs is None else float(spec.timeoutMs)
+    return cap if spec.timeout_ms is None else float(spec.timeout_ms)
 
 
 def make_agent(
@@ -237,14 +242,14 @@ def make_agent(
     the arena talks between harvests (LLM players speak); ``whole_units``: the model's requests
     are whole units (an LLM's answer is read as one); ``owner``: the arena's id (a code
     player's share of the JS workers is its arena's)."""
-    t = spec.agentType
+    t = spec.agent_type
     if t == "builtin":
         return None
     tmo = player_timeout_ms(spec, timeout_ms)
     if t == "code":
         return CodeAgent(
-            cast(str, spec.strategyCode),
-            rng_seed=spec.rngSeed,
+            cast(str, spec.strategy_code),
+            rng_seed=spec.rng_seed,
             pool=executor,
             timeout_ms=tmo,
             no_talk=no_talk,
@@ -262,11 +267,11 @@ def make_agent(
             timeout_ms=tmo,
             no_talk=no_talk,
             client=client,
-            system_prompt=spec.systemPrompt,
+            system_prompt=spec.system_prompt,
             temperature=spec.temperature,
             sanction=sanction,
-            rules_text=spec.rulesText,
-            fallback=spec.fallbackHarvest,
+            rules_text=spec.rules_text,
+            fallback=spec.fallback_harvest,
             discussion=discussion,
             whole_units=whole_units,
         )

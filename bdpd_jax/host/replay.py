@@ -148,9 +148,9 @@ def replay(
         ]
         arena.join(
             LivePlayerConfig(
-                agentType="scripted",
+                agent_type="scripted",
                 name=p["name"],
-                privateResource=p["privateResource"],
+                private_resource=p["privateResource"],
                 script=script or [{"harvest": 0.0}],
             )
         )

@@ -35,7 +35,7 @@ def summary(run: ArenaRun, st, status: str) -> dict[str, Any]:
         collapse_turn=collapse_turn,
         turns_played=int(st.turn),
         max_turns=run.max_turns,
-        initial=[s.privateResource for s in run.specs],
+        initial=[s.private_resource for s in run.specs],
         final=[num(w) or 0.0 for w in wealth],
         violations=[run.stats[p]["violations"] for p in players],
     )

@@ -68,7 +68,7 @@ def test_arguments_defaults_and_the_arena_they_build(script, tmp_path):
     assert out["discussion"] == {"rounds": 9, "nextSpeaker": "named"}
     assert script.llm_arena_config(cfg, "no_communication", 9)[0]["discussion"]["rounds"] == 0
     spec = LivePlayerConfig.model_validate(script.player_spec("f0", "m", "the lake", 0.0, 1000))
-    assert (spec.fallbackHarvest, spec.rulesText, spec.credential) == (0.0, "the lake", "govsim")
+    assert (spec.fallback_harvest, spec.rules_text, spec.credential) == (0.0, "the lake", "govsim")
     assert script.govsim_metrics({"govsim_gain": 20.0, "govsim": {"govsim_survived": True}, "x": 1}) == {
         **dict.fromkeys(script.METRICS),
         "govsim_gain": 20.0,

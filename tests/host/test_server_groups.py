@@ -24,7 +24,7 @@ DROP = ("arenaId",)  # the reference arena has its own id
 def _alone(body: dict, seed: int, fire: dict | None = None, fire_turn: int | None = None) -> list[dict]:
     """The same arena ticked alone (no server), firing ``fire`` before turn ``fire_turn``."""
     m = M.CreateArena.model_validate(body)
-    a = Arena(m.config(), seed=seed, pact_slots=m.pactSlots, turns=m.turns, perturbable=m.perturbable, fsync=False)
+    a = Arena(m.config(), seed=seed, pact_slots=m.pact_slots, turns=m.turns, perturbable=m.perturbable, fsync=False)
     a.start()
     while not a.done:
         if fire is not None and a.turn + 1 == fire_turn:

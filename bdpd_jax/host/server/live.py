@@ -107,7 +107,7 @@ class Workers:
     def gate(self, arena: Arena):
         """What a sync call of ``arena`` in a worker holds: a ``cpu`` slot, except the calls of
         an arena with HTTP / LLM players (join, start, perturb: no kernel-bound tick)."""
-        waits = any(s.agentType in ("http", "llm") for s in arena.specs)
+        waits = any(s.agent_type in ("http", "llm") for s in arena.specs)
         return nullcontext() if waits else self.cpu
 
     async def offload(self, fn: Callable[..., Any], *args: Any) -> Any:

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Any, Literal, cast
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
+from pydantic import ConfigDict, Field, StrictBool, model_validator
 
+from bdpd_jax.config.base import ConfigModel
 from bdpd_jax.config.discussion import DiscussionConfig
 from bdpd_jax.config.game import ModelConfig, ObsVar
 
@@ -24,25 +25,25 @@ _BODY = ConfigDict(extra="forbid", allow_inf_nan=False)
 _OPEN = ConfigDict(extra="allow", allow_inf_nan=False)
 
 
-class BuiltinPlayer(BaseModel):
+class BuiltinPlayer(ConfigModel):
     """A built-in player of the creation payload (``players``), joined at once."""
 
     model_config = _BODY
     strategy: Label = "conservative"
     name: Name | None = Field(None, min_length=1)
     intensity: float = Field(0.5, gt=0, le=1)
-    reductionFactor: float = Field(1.0, ge=0)
-    privateResource: float = Field(30.0, ge=0)
+    reduction_factor: float = Field(1.0, ge=0)
+    private_resource: float = Field(30.0, ge=0)
     talk: dict[Id, Any] | None = None
 
 
-class CreateArena(BaseModel):
+class CreateArena(ConfigModel):
     """``POST /api/arenas``: the A.2.1 payload plus the server's options."""
 
     model_config = _BODY
     model: ModelConfig = Field(default_factory=ModelConfig)
     observability: dict[Label, ObsVar] = Field(default_factory=dict)
-    agentTimeout: int = Field(30000, ge=1)
+    agent_timeout: int = Field(30000, ge=1)
     players: list[BuiltinPlayer] | None = None
     pacts: list[dict[Id, Any]] = Field(default_factory=list)
     perturbations: list[dict[Id, Any]] = Field(default_factory=list)
@@ -53,11 +54,11 @@ class CreateArena(BaseModel):
         "(docs/semantics/live.md §14)",
     )
     seed: int | None = Field(None, ge=0, lt=2**32, description="random in [0, 2**32) when absent")
-    noTalk: StrictBool | None = Field(None, description="default: the server's --no-talk")
-    pactSlots: int = Field(DEFAULT_PACT_SLOTS, ge=1, description="bounded by bdpd_jax/config/limits.py MAX_PACT_SLOTS")
+    no_talk: StrictBool | None = Field(None, description="default: the server's --no-talk")
+    pact_slots: int = Field(DEFAULT_PACT_SLOTS, ge=1, description="bounded by bdpd_jax/config/limits.py MAX_PACT_SLOTS")
     turns: int | None = Field(None, ge=1, description="turns to play (default model.maxTurns)")
     perturbable: StrictBool = True
-    governanceAgent: GovernorSpec | None = Field(
+    governance_agent: GovernorSpec | None = Field(
         None,
         description="the owner's HTTP / LLM governance agent, driving an external governance_agent plugin "
         "(docs/semantics.md, Governance plugins)",
@@ -68,31 +69,31 @@ class CreateArena(BaseModel):
         out = self.model_dump(
             mode="json",
             exclude_unset=True,
-            exclude={"seed", "noTalk", "pactSlots", "turns", "perturbable", "governanceAgent"},
+            exclude={"seed", "no_talk", "pact_slots", "turns", "perturbable", "governance_agent"},
         )
         if self.players is not None:
             out["players"] = [p.model_dump(mode="json", exclude_unset=True) for p in self.players]
         return out
 
 
-class Created(BaseModel):
-    arenaId: str
-    ownerKey: str
-    arenaKey: str
-    spectatorToken: str
+class Created(ConfigModel):
+    arena_id: str
+    owner_key: str
+    arena_key: str
+    spectator_token: str
     seed: int
     status: str
 
 
-class StartArena(BaseModel):
+class StartArena(ConfigModel):
     """``POST /start``: manual ticks (``POST /tick``) or automatic ones every ``tickIntervalMs``."""
 
     model_config = _BODY
-    tickMode: Literal["manual", "auto"] = "manual"
-    tickIntervalMs: float = Field(0.0, ge=0, le=MAX_TICK_INTERVAL_MS)
+    tick_mode: Literal["manual", "auto"] = "manual"
+    tick_interval_ms: float = Field(0.0, ge=0, le=MAX_TICK_INTERVAL_MS)
 
 
-class PerturbSpec(BaseModel):
+class PerturbSpec(ConfigModel):
     """An ad-hoc Table A.1 spec (checked in full by ``bdpd_jax.config.perturbations`` when fired)."""
 
     model_config = _OPEN
@@ -102,11 +103,11 @@ class PerturbSpec(BaseModel):
     payload: dict[Id, Any] = Field(default_factory=dict)
 
 
-class Perturb(BaseModel):
+class Perturb(ConfigModel):
     """``POST /perturb``: a bare spec, ``{"spec": {...}}`` or ``{"specId": "..."}``."""
 
     model_config = _OPEN
-    specId: Id | None = None
+    spec_id: Id | None = None
     spec: PerturbSpec | None = None
 
     @model_validator(mode="before")
@@ -118,22 +119,22 @@ class Perturb(BaseModel):
 
     @model_validator(mode="after")
     def _one_form(self) -> Perturb:
-        if (self.specId is None) == (self.spec is None):
+        if (self.spec_id is None) == (self.spec is None):
             raise ValueError("body: give exactly one of a spec, {'spec': {...}} or {'specId': '...'}")
         if self.model_extra:
             raise ValueError(f"body: unknown fields {sorted(self.model_extra)}")
         return self
 
     def target(self) -> str | dict[str, Any]:
-        if self.specId is not None:
-            return self.specId
+        if self.spec_id is not None:
+            return self.spec_id
         spec = cast(PerturbSpec, self.spec).model_dump(mode="json", exclude_none=True)  # _one_form: one is set
         spec.setdefault("trigger", {"kind": "manual"})
         spec.setdefault("id", f"owner-{spec['type']}")
         return spec
 
 
-class Fired(BaseModel):
+class Fired(ConfigModel):
     """A perturbation the owner fired: applied before turn ``turn``, logged in its record."""
 
     turn: int
@@ -143,22 +144,22 @@ class Fired(BaseModel):
     value: float | None = None
 
 
-class PlayerRow(BaseModel):
-    playerId: str
-    agentType: str
+class PlayerRow(ConfigModel):
+    player_id: str
+    agent_type: str
 
 
-class PublicView(BaseModel):
+class PublicView(ConfigModel):
     """What everyone may know (no key): no value of the game state that an observation hides."""
 
-    arenaId: str
+    arena_id: str
     name: str
-    engineMode: str
-    stockLabel: str = "stock"  # the engine's name for its stock (Engine.stock_label)
-    noShareNote: str | None = None  # why its share may be null (Engine.no_share_note)
+    engine_mode: str
+    stock_label: str = "stock"  # the engine's name for its stock (Engine.stock_label)
+    no_share_note: str | None = None  # why its share may be null (Engine.no_share_note)
     status: Literal["waiting", "running", "closed", "interrupted"]
     turn: int
-    maxTurns: int
+    max_turns: int
     players: list[PlayerRow]
 
 
@@ -168,83 +169,83 @@ class OwnerView(PublicView):
     stock: float | None = None
     collapsed: bool = False
     meta: dict[str, Any]
-    lastTick: dict[str, Any] | None = None
+    last_tick: dict[str, Any] | None = None
     pacts: list[dict[str, Any]] | None = None
     messages: list[dict[str, Any]] | None = None
 
 
-class ArenaList(BaseModel):
+class ArenaList(ConfigModel):
     arenas: list[PublicView]
 
 
-class Joined(BaseModel):
-    playerId: str
+class Joined(ConfigModel):
+    player_id: str
     players: list[str]
 
 
 class Started(PublicView):
-    tickMode: Literal["manual", "auto"]
+    tick_mode: Literal["manual", "auto"]
 
 
 class Ticked(PublicView):
     tick: dict[str, Any] | None
 
 
-class HistoryRow(BaseModel):
-    arenaId: str
+class HistoryRow(ConfigModel):
+    arena_id: str
     status: Literal["closed", "interrupted"]
-    createdAt: str | None = None
-    closedAt: str | None = None
-    turnsPlayed: int | None = None
+    created_at: str | None = None
+    closed_at: str | None = None
+    turns_played: int | None = None
     seed: int | None = None
     name: str | None = None
-    engineMode: str | None = None
+    engine_mode: str | None = None
 
 
-class HistoryList(BaseModel):
+class HistoryList(ConfigModel):
     arenas: list[HistoryRow]
 
 
-class PerturbationLog(BaseModel):
+class PerturbationLog(ConfigModel):
     specs: list[dict[str, Any]]
     log: list[dict[str, Any]]
 
 
-class Health(BaseModel):
+class Health(ConfigModel):
     ok: bool
     ts: str
 
 
-class Deleted(BaseModel):
+class Deleted(ConfigModel):
     deleted: str
 
 
-class Resume(BaseModel):
+class Resume(ConfigModel):
     """``POST /resume`` of an interrupted arena: a join spec for every external player
     (``{playerId: spec}``); builtins resume by themselves."""
 
     model_config = _BODY
     players: dict[Name, dict[Id, Any]] = Field(default_factory=dict)
-    governanceAgent: GovernorSpec | None = Field(None, description="required when the arena had one")
-    tickMode: Literal["manual", "auto"] = "manual"
-    tickIntervalMs: float = Field(0.0, ge=0, le=MAX_TICK_INTERVAL_MS)
+    governance_agent: GovernorSpec | None = Field(None, description="required when the arena had one")
+    tick_mode: Literal["manual", "auto"] = "manual"
+    tick_interval_ms: float = Field(0.0, ge=0, le=MAX_TICK_INTERVAL_MS)
 
 
-class Summary(BaseModel):
+class Summary(ConfigModel):
     """The post-game report (summary.json): outcome, victory evaluation, player rankings."""
 
     model_config = ConfigDict(extra="allow")
-    arenaId: str
+    arena_id: str
     status: str
-    turnsPlayed: int
+    turns_played: int
     survived: bool
-    collapseTurn: int | None = None
-    finalStock: float | None = None
+    collapse_turn: int | None = None
+    final_stock: float | None = None
     victory: dict[str, Any] | None = None
     players: list[dict[str, Any]]
 
 
-class ErrorBody(BaseModel):
+class ErrorBody(ConfigModel):
     detail: str
 
 
@@ -259,41 +260,41 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 }
 
 
-class SetTickMode(BaseModel):
+class SetTickMode(ConfigModel):
     """``POST /mode`` of a running arena: switch between manual and auto ticks, or change the
     auto interval (the dashboard's mode and interval controls)."""
 
     model_config = _BODY
-    tickMode: Literal["manual", "auto"]
-    tickIntervalMs: float = Field(0.0, ge=0, le=MAX_TICK_INTERVAL_MS)
+    tick_mode: Literal["manual", "auto"]
+    tick_interval_ms: float = Field(0.0, ge=0, le=MAX_TICK_INTERVAL_MS)
 
 
-class TickModeView(BaseModel):
-    tickMode: Literal["manual", "auto"]
-    tickIntervalMs: float | None = None
+class TickModeView(ConfigModel):
+    tick_mode: Literal["manual", "auto"]
+    tick_interval_ms: float | None = None
 
 
-class PerturbationType(BaseModel):
+class PerturbationType(ConfigModel):
     """One registered Table A.1 type as the dashboard's perturbation form builds it."""
 
     type: str
     description: str
     example: dict[str, Any]
-    payloadSchema: dict[str, Any]
+    payload_schema: dict[str, Any]
     supported: bool | None = None
 
 
-class PerturbationTypes(BaseModel):
+class PerturbationTypes(ConfigModel):
     types: list[PerturbationType]
 
 
-class DashboardPlayer(BaseModel):
-    playerId: str
-    agentType: str
+class DashboardPlayer(ConfigModel):
+    player_id: str
+    agent_type: str
     strategy: str | None = None
 
 
-class DashboardTables(BaseModel):
+class DashboardTables(ConfigModel):
     """What the dashboard's tables show, the same for the owner and the spectator: no key, no
     meta (player URLs, the config, the governance agent's endpoint stay the owner's)."""
 
@@ -302,5 +303,5 @@ class DashboardTables(BaseModel):
     pacts: list[dict[str, Any]]
     perturbations: list[dict[str, Any]]
     sanctions: list[dict[str, Any]]
-    tickMode: Literal["manual", "auto"] = "manual"
-    tickIntervalMs: float | None = None
+    tick_mode: Literal["manual", "auto"] = "manual"
+    tick_interval_ms: float | None = None

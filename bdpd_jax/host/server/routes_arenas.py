@@ -78,7 +78,7 @@ def _perturb(a: Arena, target) -> dict[str, Any]:
 async def create(body: M.CreateArena, hub: Hub = Depends(hub_of)):
     seed = body.seed if body.seed is not None else secrets.randbelow(2**32)
     arena_id = f"{uuid.uuid4().hex[:8]}-{secrets.token_hex(4)}"
-    no_talk = hub.no_talk if body.noTalk is None else body.noTalk
+    no_talk = hub.no_talk if body.no_talk is None else body.no_talk
     keys = new_keys()
     hashes = {r: key_hash(k) for r, k in keys.items()}
 
@@ -87,13 +87,13 @@ async def create(body: M.CreateArena, hub: Hub = Depends(hub_of)):
             body.config(),
             seed=seed,
             no_talk=no_talk,
-            pact_slots=body.pactSlots,
+            pact_slots=body.pact_slots,
             turns=body.turns,
             arena_id=arena_id,
             out_dir=hub.root / arena_id,
             perturbable=body.perturbable,
             operator=hub.operator,
-            governance_agent=body.governanceAgent,
+            governance_agent=body.governance_agent,
             fsync=False,
         )  # the ticker syncs each tick's lines (durable.py)
         hub.write_auth(arena_id, hashes)  # only once the config is valid: a refused create leaves nothing
@@ -118,7 +118,7 @@ async def join(spec: LivePlayerConfig, acc: Access = Depends(access("player")), 
         lv = acc.live
         _status(lv, "waiting")
         pid = await lv.run(lv.arena.join, spec)
-        lv.publish("player_joined", {"playerId": pid, "agentType": spec.agentType, **lv.public()})
+        lv.publish("player_joined", {"playerId": pid, "agentType": spec.agent_type, **lv.public()})
         return {"playerId": pid, "players": lv.arena.players}
 
 
@@ -130,9 +130,9 @@ async def start(body: M.StartArena | None = None, acc: Access = Depends(owner), 
         _status(lv, "waiting")
         await lv.run(lv.arena.start)
         lv.publish("arena_started", lv.public())
-        if body.tickMode == "auto":
-            start_auto(hub, lv, body.tickIntervalMs)
-        return {**lv.public(), "tickMode": body.tickMode}
+        if body.tick_mode == "auto":
+            start_auto(hub, lv, body.tick_interval_ms)
+        return {**lv.public(), "tickMode": body.tick_mode}
 
 
 @router.post("/{arena_id}/tick", response_model=M.Ticked, summary="Advance one turn")
@@ -212,15 +212,17 @@ async def resume(body: M.Resume, acc: Access = Depends(owner), hub: Hub = Depend
         loop = asyncio.get_running_loop()
         arena = await loop.run_in_executor(
             hub.executor,
-            lambda: replay(a.folder, resume=body.players, operator=hub.operator, governance_agent=body.governanceAgent),
+            lambda: replay(
+                a.folder, resume=body.players, operator=hub.operator, governance_agent=body.governance_agent
+            ),
         )
         if arena.arena_id != a.arena_id or arena.arena_id in hub.live:
             raise HTTPException(409, f"status: arena {a.arena_id!r} is live; it cannot be resumed over")
         lv = LiveArena(arena, hub.workers, a.hashes)
         hub.add(lv)
-        if body.tickMode == "auto":
-            start_auto(hub, lv, body.tickIntervalMs)
-        return {**lv.public(), "tickMode": body.tickMode}
+        if body.tick_mode == "auto":
+            start_auto(hub, lv, body.tick_interval_ms)
+        return {**lv.public(), "tickMode": body.tick_mode}
 
 
 __all__ = ["router", "tick_once", "locked"]

@@ -70,8 +70,8 @@ async def set_tick_mode(body: M.SetTickMode, acc: Owner, hub: HubDep):
         if lv.arena.status != "running":
             raise HTTPException(409, f"status: the arena is {lv.arena.status!r}")
         await stop_auto(hub, lv)
-        if body.tickMode == "auto":
-            start_auto(hub, lv, body.tickIntervalMs)
+        if body.tick_mode == "auto":
+            start_auto(hub, lv, body.tick_interval_ms)
         return {"tickMode": lv.tick_mode, "tickIntervalMs": _interval_ms(hub, lv)}
 
 

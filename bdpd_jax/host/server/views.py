@@ -47,7 +47,7 @@ def public_view(a: Arena) -> dict[str, Any]:
         "status": a.status,
         "turn": a.turn,
         "maxTurns": int(a.max_turns or a.turns or a.config.model.max_turns),
-        "players": [{"playerId": s.name, "agentType": s.agentType} for s in a.specs],
+        "players": [{"playerId": s.name, "agentType": s.agent_type} for s in a.specs],
     }
 
 

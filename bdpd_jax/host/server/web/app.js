@@ -51,6 +51,16 @@ async function withBusy(button, fn) {
   }
 }
 const sleep = ms => new Promise(res => setTimeout(res, ms));
+// The owner's firing reaches its page twice, in either order: the POST /perturb answer ("answer")
+// and the stream's `perturbation` event ("event"). Each answer pairs with one event of the same
+// firing, so a firing makes one row whichever comes first, and two equal firings make two rows.
+function addOwnerFiring(rows, fired, via) {
+  const key = JSON.stringify([fired.turn, fired.type, fired.target, fired.value, fired.spec]);
+  const twin = rows.find(p => p.owner && p.pairKey === key && p.unpaired && p.unpaired !== via);
+  if (twin) delete twin.unpaired;
+  else rows.push({ ...fired, owner: true, pairKey: key, unpaired: via });
+  return rows;
+}
 // Server-Sent Events over fetch, so the key travels in a header (EventSource cannot set one).
 async function streamEvents(path, headers, onEvent, signal) {
   const r = await fetch(path, { headers, signal });

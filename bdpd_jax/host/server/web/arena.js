@@ -88,7 +88,7 @@ function onEvent(ev, data) {
     loadTables().then(redraw);
   } else if (ev === "tick") { addTick(data, true); setView({ turn: data.turn }); }
   else if (ev === "player_joined" || ev === "arena_started") { setView(data); if (ev === "arena_started") loadTables(); }
-  else if (ev === "perturbation") S.perturbations.push({ ...data, owner: true });
+  else if (ev === "perturbation") addOwnerFiring(S.perturbations, data, "event");
   else if (ev === "arena_closed") { S.summary = data; S.tickMode = "manual"; setView({ status: "closed" }); }
   else if (ev === "arena_interrupted") { S.tickMode = "manual"; setView({ status: "interrupted", turn: data.turn }); }
   else if (ev === "error") { S.tickMode = "manual"; showError(data.detail); setView({}); }

@@ -171,8 +171,7 @@ $("perturbForm").onsubmit = async ev => {
     body = { spec: { type: pick.slice(5), payload } };
   }
   const fired = await ownerDo($("perturbBtn"), "POST", "/perturb", body);
-  if (fired && !S.perturbations.some(p => p.owner && p.turn === fired.turn && JSON.stringify(p.spec) === JSON.stringify(fired.spec)
-      && p.value === fired.value)) { S.perturbations.push({ ...fired, owner: true }); }
+  if (fired) addOwnerFiring(S.perturbations, fired, "answer");
   redraw();
 };
 
