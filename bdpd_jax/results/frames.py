@@ -318,11 +318,10 @@ def summary_columns(final: dict[str, Any], arenas: np.ndarray, player_labels: li
     ranks = np.array(final["ranks"], np.int32)
     n, b = wealth.shape
     survived = np.array(final["survived"], bool)  # (a copy, as the other columns: not a view of final)
-    collapse = pd.arrays.IntegerArray(np.where(survived, 0, final["collapse_turn"]).astype(np.int64), survived.copy())
     cols: dict[str, Any] = {
         "arena": np.array(arenas),
         "survived": survived,
-        "collapse_turn": collapse,
+        "collapse_turn": collapse_column(final),
         "turns_played": final["turns_played"].astype(np.int32),
     }
     for i in range(n):
@@ -336,10 +335,17 @@ def summary_columns(final: dict[str, Any], arenas: np.ndarray, player_labels: li
     return cols | outcome_columns(final["outcomes"])
 
 
-def outcome_columns(outcomes: dict[str, Any]) -> dict[str, np.ndarray]:
+def collapse_column(final: dict[str, Any]) -> pd.arrays.IntegerArray:
+    """``collapse_turn``: the turn an arena collapsed, NA for the survivors."""
+    survived = np.asarray(final["survived"], bool)
+    return pd.arrays.IntegerArray(np.where(survived, 0, final["collapse_turn"]).astype(np.int64), survived.copy())
+
+
+def outcome_columns(outcomes: dict[str, Any], copy: bool = True) -> dict[str, np.ndarray]:
     """The outcome columns (kernels/outcomes.py, computed in the run's float) in the
-    schema's order and dtypes (schema.PROJECT, then schema.GOVSIM)."""
-    return {c.name: np.asarray(outcomes[c.name]).astype(c.dtype) for c in schema.PROJECT + schema.GOVSIM}
+    schema's order and dtypes (schema.PROJECT, then schema.GOVSIM); ``copy=False``: views of
+    ``outcomes`` where the dtype already is the schema's (to read, not to put in a frame)."""
+    return {c.name: np.asarray(outcomes[c.name]).astype(c.dtype, copy=copy) for c in schema.PROJECT + schema.GOVSIM}
 
 
 @functools.lru_cache(maxsize=64)

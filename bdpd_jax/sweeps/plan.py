@@ -21,13 +21,13 @@ from ..config.game import ArenaConfig
 from ..config.limits import DEFAULT_MAX_BATCH, check_run_args
 from ..kernels.metrics import METRICS
 from ..prepare.prepared import content_key, prepare
-from ..results.frames import summary_columns
+from ..results.frames import collapse_column, outcome_columns, summary_columns
 from ..results.stream import flatten_record
 from ..run.runner import arena_keys, one_program, run_batch, to_numpy
 from ..run.simulate import FLOAT, compiled_final, default_chunk, run_whole
 from .build import build_points, bytes_per_arena, resolve_devices
 from .paths import apply_values, check_paths, config_base
-from .results import HISTORY_OUTCOMES, POINT_OUTCOMES, gini, history_totals, metric_means
+from .results import HISTORY_OUTCOMES, POINT_OUTCOMES, ArenaColumns, as_frame, gini, history_totals, metric_means
 
 # A sweep of more points than this tries the separable build (one build per distinct value
 # of each parameter instead of one per point).
@@ -168,10 +168,11 @@ class SweepPlan:
 
     def run_chunk(self, k: int, bar: Any = None) -> pd.DataFrame:
         """The arena rows of chunk ``k`` (arenas ``chunks[k]``)."""
-        return pd.DataFrame(self.chunk_columns(k, bar), copy=False)
+        return as_frame(self.chunk_columns(k, bar))
 
-    def chunk_columns(self, k: int, bar: Any = None) -> dict[str, Any]:
-        """The columns of :meth:`run_chunk`'s frame, by name (each an array of its own)."""
+    def chunk_columns(self, k: int, bar: Any = None) -> ArenaColumns:
+        """The columns of :meth:`run_chunk`'s frame, by name; the ones a sweep aggregates at
+        once, the others when first read (:class:`~bdpd_jax.sweeps.results.ArenaColumns`)."""
         a0, a1 = self.chunks[k]
         b, reps, names, table = self.run_width, self.replicates, self.names, self.table
         idx = np.arange(a0, a1, dtype=np.int64)
@@ -200,9 +201,9 @@ class SweepPlan:
             del state, params
         rec_np = take(rec) if self.history else None
         pts = idx // reps
-        summary = summary_columns(final, idx, self.labels)
+        outcomes = outcome_columns(final["outcomes"], copy=False)
         wealth = np.asarray(final["wealth"], float)
-        extra = {"wealth_mean": wealth.mean(axis=0), "gini": gini(np.asarray(summary["equality"], float))}
+        extra = {"wealth_mean": wealth.mean(axis=0), "gini": gini(np.asarray(outcomes["equality"], float))}
         if self.history:
             flat = flatten_record(rec_np)
             extra.update(metric_means(flat))
@@ -211,7 +212,8 @@ class SweepPlan:
         for n_ in names:
             col = table[n_].to_numpy(dtype=object) if table[n_].dtype == object else table[n_].to_numpy()
             lead[n_] = col[pts]
-        return {**lead, **summary, **extra}
+        read = {**lead, "survived": final["survived"], "collapse_turn": collapse_column(final), **outcomes, **extra}
+        return ArenaColumns(read, lambda: {**lead, **summary_columns(final, idx, self.labels), **extra})
 
     def outcomes(self) -> list[str]:
         return list(POINT_OUTCOMES) + ([f"mean_{m}" for m in METRICS] + list(HISTORY_OUTCOMES) if self.history else [])

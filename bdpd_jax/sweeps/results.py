@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeAlias
 
@@ -34,6 +34,32 @@ HISTORY_OUTCOMES = ("fines_total",)
 Rows: TypeAlias = pd.DataFrame | Mapping[str, Any]
 
 
+class ArenaColumns(Mapping[str, Any]):
+    """A chunk's arena rows as columns: those a sweep aggregates (``read``: the swept values
+    and the outcomes, as arrays of the frame's values, possibly views of the run's output)
+    at once, every column of the frame (``make()``, in order, each an array of its own) when
+    first needed, once. A sweep whose rows are never read as a frame never makes them."""
+
+    def __init__(self, read: Mapping[str, Any], make: Callable[[], dict[str, Any]]) -> None:
+        self._read = read
+        self._make = make
+        self._all: dict[str, Any] | None = None
+
+    def columns(self) -> dict[str, Any]:
+        if self._all is None:
+            self._all = self._make()
+        return self._all
+
+    def __getitem__(self, name: str) -> Any:
+        return self._read[name] if name in self._read else self.columns()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.columns())
+
+    def __len__(self) -> int:
+        return len(self.columns())
+
+
 def combine(parts: Sequence[Rows]) -> Rows:
     """The rows of consecutive chunks as one: a single part as it is, several as one frame."""
     if len(parts) == 1:
@@ -42,7 +68,9 @@ def combine(parts: Sequence[Rows]) -> Rows:
 
 
 def as_frame(rows: Rows) -> pd.DataFrame:
-    return rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(rows, copy=False)
+    if isinstance(rows, pd.DataFrame):
+        return rows
+    return pd.DataFrame(rows.columns() if isinstance(rows, ArenaColumns) else dict(rows), copy=False)
 
 
 class SweepResults:
@@ -100,40 +128,40 @@ class SweepResults:
         return cls(arenas, pd.read_parquet(d / "points.parquet"), names, meta)
 
 
-def _moments(x: np.ndarray, reps: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """x float[O, n] (rows point-major, ``reps`` per point) -> per (outcome, point): the count
-    of non-NaN values, their mean and the sum of squared deviations from it. Equal replicates
-    sum over a reshaped axis, others by bincount. Every row is done unmasked, in one scratch
-    array (a fresh temporary of this size costs more in page faults than its arithmetic:
-    bench/README.md); the few rows with a NaN are done again with masks."""
-    k = len(reps)
-    equal = k > 0 and bool(np.all(reps == reps[0]))
-    inv = None if equal else np.repeat(np.arange(k), reps)
+def _moments(cols: Sequence[Any], reps: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each column (float[n] values, NaN for missing, rows point-major, ``reps`` per point) ->
+    per (outcome, point): the count of non-NaN values, their mean and the sum of squared
+    deviations from it. One outcome at a time through two float64 rows reused for all (a
+    fresh (outcomes, n) temporary costs more in page faults and cache misses than its
+    arithmetic: bench/README.md); equal replicates sum over a reshaped axis, others by
+    bincount; a column with a NaN is done again with masks."""
+    k, n = len(reps), int(np.sum(reps))
+    inv = None if k > 0 and bool(np.all(reps == reps[0])) else np.repeat(np.arange(k), reps)
 
     def by_point(v: np.ndarray) -> np.ndarray:
-        if inv is None:
-            return v.reshape(v.shape[0], k, -1).sum(axis=2)
-        return np.stack([np.bincount(inv, weights=row, minlength=k) for row in v]) if len(v) else np.zeros((0, k))
+        return v.reshape(k, -1).sum(axis=1) if inv is None else np.bincount(inv, weights=v, minlength=k)
 
-    def squares(v: np.ndarray, mean: np.ndarray, out: np.ndarray) -> np.ndarray:  # (v - its point's mean)^2
+    def deviations(v: np.ndarray, mean: np.ndarray, out: np.ndarray) -> np.ndarray:  # (v - its point's mean)^2
         if inv is None:
-            np.subtract(v.reshape(len(v), k, -1), mean[:, :, None], out=out.reshape(len(v), k, -1))
+            np.subtract(v.reshape(k, -1), mean[:, None], out=out.reshape(k, -1))
         else:
-            np.subtract(v, mean[:, inv], out=out)
+            np.subtract(v, mean[inv], out=out)
         return np.multiply(out, out, out=out)
 
+    cnt = np.tile(reps.astype(np.int64), (len(cols), 1))
+    mean, m2 = np.empty((len(cols), k)), np.empty((len(cols), k))
+    v, d = np.empty(n), np.empty(n)
     with np.errstate(invalid="ignore", divide="ignore"):
-        cnt = np.tile(reps.astype(np.int64), (len(x), 1))
-        mean = by_point(x) / np.where(reps > 0, reps, np.nan)
-        m2 = by_point(squares(x, mean, np.empty_like(x)))
-        gaps = np.flatnonzero(np.isnan(x.sum(axis=1)))  # a NaN anywhere in the row
-        if len(gaps):
-            v = x[gaps]
-            ok = ~np.isnan(v)
-            c = by_point(ok.astype(float)).astype(np.int64)
-            cnt[gaps] = c
-            mean[gaps] = by_point(np.where(ok, v, 0.0)) / np.where(c > 0, c, np.nan)
-            m2[gaps] = by_point(np.where(ok, squares(np.where(ok, v, 0.0), mean[gaps], np.empty_like(v)), 0.0))
+        for i, col in enumerate(cols):
+            v[:] = col
+            mean[i] = by_point(v) / np.where(reps > 0, reps, np.nan)
+            m2[i] = by_point(deviations(v, mean[i], d))
+            if np.isnan(mean[i]).any():  # a NaN in some point's rows (or a point with none)
+                ok = ~np.isnan(v)
+                z = np.where(ok, v, 0.0)
+                cnt[i] = by_point(ok.astype(float)).astype(np.int64)
+                mean[i] = by_point(z) / np.where(cnt[i] > 0, cnt[i], np.nan)
+                m2[i] = by_point(np.where(ok, deviations(z, mean[i], d), 0.0))
     return cnt, mean, m2
 
 
@@ -142,10 +170,8 @@ def aggregate(arenas: Rows, names: Sequence[str], outcomes: Sequence[str]) -> pd
     per outcome ``_mean``, ``_sd`` (ddof=1), ``_n`` (non-missing replicates), ``_ci_low``/
     ``_ci_high`` = mean -/+ 1.96 sd/sqrt(n).
     Missing values (NA, NaN) are left out, a point with none has a NaN mean and one with
-    fewer than two a NaN sd. Every outcome at once, as one float array (outcomes x arenas)
-    with point-major rows (a sweep's already are; others are sorted, stably): with equal
-    replicates a sum over a reshaped axis, else one bincount per outcome; no pandas groupby
-    (bench/README.md)."""
+    fewer than two a NaN sd. Rows point-major (a sweep's already are; others are sorted,
+    stably), one outcome at a time (:func:`_moments`); no pandas groupby (bench/README.md)."""
     pts = np.asarray(arenas["point"])
     order = None if len(pts) == 0 or (pts[0] >= 0 and np.all(pts[1:] >= pts[:-1])) else np.argsort(pts, kind="stable")
     sp = pts if order is None else pts[order]
@@ -156,14 +182,13 @@ def aggregate(arenas: Rows, names: Sequence[str], outcomes: Sequence[str]) -> pd
     for n in names:
         out[n] = np.asarray(arenas[n])[first]
     out["replicates"] = reps
-    x = np.empty((len(outcomes), len(pts)))
-    for i, m in enumerate(outcomes):
+    cols = []
+    for m in outcomes:
         col = arenas[m]
         plain = isinstance(col.dtype, np.dtype) and col.dtype.kind in "fiub"  # no NA but NaN
-        x[i] = np.asarray(col) if plain else col.to_numpy(dtype=float, na_value=np.nan)
-    if order is not None:
-        x = x[:, order]
-    cnt, mean, m2 = _moments(x, reps)
+        x = np.asarray(col) if plain else col.to_numpy(dtype=float, na_value=np.nan)
+        cols.append(x if order is None else x[order])
+    cnt, mean, m2 = _moments(cols, reps)
     with np.errstate(invalid="ignore", divide="ignore"):
         sd = np.sqrt(m2 / np.where(cnt > 1, cnt - 1, np.nan))
         half = Z95 * sd / np.sqrt(cnt)
