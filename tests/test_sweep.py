@@ -8,11 +8,13 @@ import copy
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import bdpd_jax
 from bdpd_jax import sensitivity
 from bdpd_jax.run.simulate import TRACES
-from bdpd_jax.sweeps.sweep import SweepResults, apply_values, config_base, parse_path, sweep
+from bdpd_jax.sweeps.sweep import SweepResults, aggregate, apply_values, config_base, parse_path, sweep
 
 GRID = {"model.regenRate": [0.05, 0.2], "players[1].intensity": [0.3, 0.9]}
 REPS = 3
@@ -256,3 +258,26 @@ def test_one_program_sweep_equals_the_chunked_run(cfg, monkeypatch):
     chunked = sweep_mod.run_points(cfg, table, **kw, memory_budget=1 << 40)  # a new plan (3 chunks)
     pd.testing.assert_frame_equal(one.arenas, chunked.arenas, check_exact=True)
     pd.testing.assert_frame_equal(one.points, chunked.points, check_exact=True)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data())
+def test_aggregate_equals_a_groupby_reference(data):
+    """Per-point statistics against pandas' groupby: shuffled points, unequal replicates, NaN
+    and NA (a nullable Int64 column), points with no value, one replicate (NaN sd)."""
+    reps = data.draw(st.lists(st.integers(1, 5), min_size=1, max_size=5))
+    pts = np.repeat(np.arange(len(reps)), reps)
+    order = data.draw(st.permutations(range(len(pts))))
+    n = len(pts)
+    floats = st.one_of(st.floats(-1e6, 1e6), st.just(float("nan")))
+    x = np.asarray(data.draw(st.lists(floats, min_size=n, max_size=n)), float)
+    ints = data.draw(st.lists(st.one_of(st.integers(0, 50), st.none()), min_size=n, max_size=n))
+    frame = pd.DataFrame({"point": pts, "model.regenRate": pts * 0.1, "x": x, "i": pd.array(ints, dtype="Int64")})
+    frame = frame.iloc[list(order)].reset_index(drop=True)
+    got = aggregate(frame, ["model.regenRate"], ["x", "i"]).set_index("point")
+    for m in ("x", "i"):
+        g = frame[m].astype(float).groupby(frame["point"])
+        np.testing.assert_array_equal(got[f"{m}_n"].to_numpy(), g.count().to_numpy())
+        np.testing.assert_allclose(got[f"{m}_mean"].to_numpy(), g.mean().to_numpy(), rtol=1e-12, atol=1e-9)
+        np.testing.assert_allclose(got[f"{m}_sd"].to_numpy(), g.std(ddof=1).to_numpy(), rtol=1e-9, atol=1e-6)
+    np.testing.assert_array_equal(got["replicates"].to_numpy(), reps)
