@@ -4,6 +4,7 @@ sweep.cached_plan); a change of content is seen as a new config."""
 from __future__ import annotations
 
 import copy
+import pickle
 
 import pandas as pd
 from payloads import MIXED_PLAYERS, SEED_LOGISTIC
@@ -70,6 +71,8 @@ def test_sweep_arenas_frame_is_built_once_on_first_read():
     cfg = _cfg()
     table = pd.DataFrame({"model.regenRate": [0.11, 0.13]})
     res = sweep.run_points(cfg, table, replicates=3, progress=False)
+    back = pickle.loads(pickle.dumps(res))  # before the frame was read: pickled as one
+    pd.testing.assert_frame_equal(back.arenas, res.arenas, check_exact=True)
     plan = sweep.cached_plan(cfg, table, replicates=3)
     assert res.arenas is res.arenas  # built once, then kept
     pd.testing.assert_frame_equal(res.arenas, plan.run_chunk(0), check_exact=True)

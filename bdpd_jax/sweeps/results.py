@@ -91,6 +91,9 @@ class SweepResults:
             self._rows = as_frame(self._rows)
         return self._rows
 
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_rows": self.arenas}  # (pickled as frames: columns made on read are not)
+
     def __repr__(self) -> str:
         return f"SweepResults({len(self.points)} points, names={self.names}, meta={self.meta})"
 
