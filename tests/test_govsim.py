@@ -184,8 +184,8 @@ def test_threshold_observation_follows_observability():
     res = bj.simulate(cfg, n_arenas=1, seed=0, turns=2)
     assert res.players[res.players.turn == 1].requested.tolist() == [20.0] * N
     cfg["observability"]["sustainabilityThreshold"] = {"visible": False}
-    res = bj.simulate(cfg, n_arenas=1, seed=0, turns=1)
-    assert (res.players.requested == 0).all()  # NaN (hidden) requests are treated as 0
+    res = bj.simulate(cfg, n_arenas=1, seed=0, turns=2)  # visibility is data: the program above
+    assert (res.players[res.players.turn == 1].requested == 0).all()  # NaN (hidden) requests are treated as 0
 
 
 @pytest.mark.parametrize("experiment", EXPERIMENTS)

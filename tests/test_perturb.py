@@ -272,7 +272,7 @@ def test_rejects_bad_specs_naming_the_field(bad, match):
 def test_frame_round_trips_parquet(tmp_path):
     from bdpd_jax import Results
 
-    r = _sim([spec("d", "regen_shock", {"factor": 0.5})], n=2)
+    r = _sim([spec("d", "regen_shock", {"factor": 0.5})])  # the 4-arena program of the tests above
     back = Results.from_parquet(r.to_parquet(tmp_path / "run"))
     assert back.perturbations[["arena", "turn", "id", "type", "target"]].equals(
         r.perturbations[["arena", "turn", "id", "type", "target"]]
@@ -285,10 +285,10 @@ def test_size_by_timing_sweep_compiles_once():
     from bdpd_jax.run.simulate import TRACES, arena_keys, run_batch
 
     specs = lambda f, t: [spec("d", "regen_shock", {"factor": f}, turn=t)]  # noqa: E731
-    simulate(config(specs(0.5, 3)), n_arenas=9, seed=0)
+    simulate(config(specs(0.5, 3)), n_arenas=4, seed=0)  # 4 arenas: the program of _sim's runs above
     before = TRACES["run"]
     for f, t in [(0.1, 2), (0.9, 7), (1.5, 11)]:
-        simulate(config(specs(f, t)), n_arenas=9, seed=0)
+        simulate(config(specs(f, t)), n_arenas=4, seed=0)
     assert TRACES["run"] == before
     # one batch, 3 sizes x 3 turns along the batch axis
     game, params = build(ArenaConfig.model_validate(config(specs(0.5, 3))))

@@ -7,6 +7,7 @@ reference, which implements the rules from the seed text on its own.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 
@@ -21,6 +22,7 @@ from reference import RefArena
 from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.kernels import rng
 from bdpd_jax.kernels.params import ENV_VARS, NOISE_STREAM
+from bdpd_jax.kernels.policies import BUILTINS
 from bdpd_jax.kernels.turn import decide, step
 from bdpd_jax.prepare.game import build
 
@@ -83,10 +85,23 @@ def compiled(game, x64: bool):
     )
 
 
+def canonical_order(game, params):
+    """The same game with its strategies in STRATS order: ``build`` lists them in order of
+    first use, so two assignments of the same strategies would be two programs. Relabelling the
+    strategy indices (policies, candidates, each player's index) changes no number."""
+    order = tuple(BUILTINS[s] for s in STRATS)
+    assert sorted(map(order.index, game.policies)) == list(range(len(order)))
+    new = np.asarray([order.index(p) for p in game.policies], np.int32)  # old index -> new index
+    candidates = tuple(tuple(sorted(int(new[i]) for i in c)) for c in game.candidates)
+    game = dataclasses.replace(game, policies=order, candidates=candidates)
+    players = dataclasses.replace(params.players, strategy=new[np.asarray(params.players.strategy)])
+    return game, dataclasses.replace(params, players=players)
+
+
 def play_both(cfg_dict: dict, seed: int, turns: int, external=None, rtol=1e-9):
     cfg = ArenaConfig.model_validate(cfg_dict)
-    # every strategy compiled in, so examples differing only in assignment share one program
-    game, params = build(cfg, extra_policies=tuple(STRATS))
+    # every strategy compiled in, in one order, so examples differing only in assignment share one program
+    game, params = canonical_order(*build(cfg, extra_policies=tuple(STRATS)))
     model = cfg.model.model_dump()
     model["collapseDie"] = cfg.model.collapse_die.model_dump()
     obs_cfg = {k: v.model_dump() for k, v in cfg.observability.items()}

@@ -133,7 +133,7 @@ def test_wire_row_refuses_an_unknown_column() -> None:
 
 
 def test_history_frames_are_built_on_first_access_only() -> None:
-    r = bdpd_jax.simulate(_gov_cfg(), n_arenas=2, seed=1)
+    r = bdpd_jax.simulate(_gov_cfg(), n_arenas=3, seed=1)  # gov_run's program
     assert isinstance(r.history, Frames) and not r.history.built("players") and r.history_players is None
     assert not r.extra.built("sanctions") and "sanctions" in r.extra
     p = r.players
@@ -194,7 +194,7 @@ def test_column_wise_frames_equal_plain_loops_and_the_chunked_path() -> None:
 def test_results_pickle_with_their_frames_built() -> None:
     import pickle
 
-    r = bdpd_jax.simulate(_gov_cfg(), n_arenas=2, seed=4)
+    r = bdpd_jax.simulate(_gov_cfg(), n_arenas=3, seed=4)  # gov_run's program
     back = pickle.loads(pickle.dumps(r))
     for name in ("turns", "players", "violations", "sanctions"):
         pd.testing.assert_frame_equal(getattr(back, name), getattr(r, name), check_exact=True)

@@ -40,7 +40,11 @@ def known(config):
     )
     compiles = TRACES["run"] - before
     values = list(np.round(np.arange(0.01, 0.6 + 1e-9, GRID_STEP), 4))
-    grid = bdpd_jax.sweep(config, grid={"model.regenRate": values}, replicates=8, seed=1, common_random=True)
+    # in chunks of the search's width, so the grid can run the search's compiled program (a
+    # sweep's numbers do not depend on its chunking)
+    grid = bdpd_jax.sweep(
+        config, grid={"model.regenRate": values}, replicates=8, seed=1, common_random=True, max_batch=16 * 8
+    )
     ok = grid.points[grid.points["survived_mean"] >= 0.9]
     return res, compiles, float(ok["model.regenRate"].min())
 

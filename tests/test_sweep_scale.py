@@ -34,58 +34,35 @@ def one_device(cfg):
 
 NDEV = len(jax.local_devices())
 
-# Two forced CPU devices need jax_num_cpu_devices set before the backend starts; importing
-# bdpd_jax starts it (conftest.py sets the option too late), so this runs in a subprocess.
-TWO_DEVICES = r"""
-import copy, sys
-import jax
-jax.config.update("jax_num_cpu_devices", 2)
-sys.path.insert(0, "tests")
-import numpy as np, pandas as pd
-from payloads import MIXED_PLAYERS, SEED_LOGISTIC
-from bdpd_jax.sweeps.sweep import SweepPlan, grid_points, sweep  # noqa: F401
-assert len(jax.local_devices()) == 2
-cfg = copy.deepcopy(SEED_LOGISTIC); cfg["players"] = copy.deepcopy(MIXED_PLAYERS)
-cfg["model"]["maxTurns"] = 12; cfg["observability"]["commonsStock"]["noise"] = 0.2
-GRID = {"model.regenRate": [0.05, 0.12, 0.2], "players[1].intensity": [0.3, 0.9]}
-ref = sweep(cfg, grid=GRID, replicates=5, seed=4, devices=1, history=True, max_batch=7)
-assert ref.meta["n_devices"] == 1
-for mb in (7, 30, 131072):  # odd widths are padded to a multiple of the 2 devices
-    r = sweep(cfg, grid=GRID, replicates=5, seed=4, history=True, max_batch=mb)
-    assert r.meta["n_devices"] == 2 and r.meta["chunk_arenas"] % 2 == 0, r.meta
-    pd.testing.assert_frame_equal(r.arenas, ref.arenas, check_exact=True)
-    pd.testing.assert_frame_equal(r.points, ref.points, check_exact=True)
-plan = SweepPlan(cfg, grid_points(GRID), replicates=5, seed=4)
-x = plan._put(np.zeros((3, plan.run_width), np.float32))
-assert len(x.sharding.device_set) == 2
-assert {s.data.shape for s in x.addressable_shards} == {(3, plan.run_width // 2)}
-# the partitioned program has no cross-device communication (each device runs its arenas)
-import re
-from bdpd_jax.run.simulate import arena_keys, compiled_init, compiled_run
-pt = np.arange(plan.run_width) // 5
-params = jax.tree_util.tree_unflatten(plan.treedef, [plan._put(x[..., pt]) for x in plan.stacked])
-keys = plan._put(arena_keys(4, np.arange(plan.run_width)))
-state = compiled_init(plan.game)(keys, params)
-hlo = compiled_run(plan.game, plan.chunk_turns, False, 1).lower(keys, state, params).compile().as_text()
-assert not re.findall("all-gather|all-reduce|collective-permute|all-to-all", hlo)
-assert state.wealth.sharding.spec[-1] == "arenas"
-print("OK two devices", r.meta["chunk_arenas"])
-"""
 
+def test_two_forced_devices_bit_identical_to_one(cfg, one_device):
+    """On the suite's two forced CPU devices (tests/conftest.py sets jax_num_cpu_devices before
+    the backend starts), in this process, so the one-device reference and the chunk programs are
+    the other tests' compiled programs: every width gives the one-device numbers, odd widths
+    padded to a multiple of the devices; the arenas are sharded; no cross-device communication."""
+    import re
 
-def test_two_forced_devices_bit_identical_to_one():
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
+    from bdpd_jax.run.simulate import arena_keys, compiled_init, compiled_run
 
-    root = Path(__file__).resolve().parents[1]
-    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
-    p = subprocess.run(
-        [sys.executable, "-c", TWO_DEVICES], capture_output=True, text=True, timeout=300, cwd=root, env=env
-    )
-    assert p.returncode == 0, p.stderr[-3000:]
-    assert "OK two devices" in p.stdout
+    assert len(jax.local_devices()) == 2
+    assert one_device.meta["n_devices"] == 1
+    for mb in (7, 30, 131072):  # odd widths are padded to a multiple of the 2 devices
+        r = sweep(cfg, grid=GRID, replicates=5, seed=4, history=True, max_batch=mb)
+        assert r.meta["n_devices"] == 2 and r.meta["chunk_arenas"] % 2 == 0, r.meta
+        pd.testing.assert_frame_equal(r.arenas, one_device.arenas, check_exact=True)
+        pd.testing.assert_frame_equal(r.points, one_device.points, check_exact=True)
+    plan = SweepPlan(cfg, grid_points(GRID), replicates=5, seed=4)
+    x = plan._put(np.zeros((3, plan.run_width), np.float32))
+    assert len(x.sharding.device_set) == 2
+    assert {s.data.shape for s in x.addressable_shards} == {(3, plan.run_width // 2)}
+    # the partitioned program has no cross-device communication (each device runs its arenas)
+    pt = np.arange(plan.run_width) // 5
+    params = jax.tree_util.tree_unflatten(plan.treedef, [plan._put(x[..., pt]) for x in plan.stacked])
+    keys = plan._put(arena_keys(4, np.arange(plan.run_width)))
+    state = compiled_init(plan.game)(keys, params)
+    hlo = compiled_run(plan.game, plan.chunk_turns, False, 1).lower(keys, state, params).compile().as_text()
+    assert not re.findall("all-gather|all-reduce|collective-permute|all-to-all", hlo)
+    assert state.wealth.sharding.spec[-1] == "arenas"
 
 
 @pytest.mark.parametrize("max_batch", [7, 131072])
