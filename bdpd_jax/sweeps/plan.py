@@ -161,10 +161,14 @@ class SweepPlan:
         """int32[run_width]: the point of each arena of chunk ``k`` (pads: its last arena's), on
         the default device, made once per chunk."""
         if k not in self._points_of:
-            a0, a1 = self.chunks[k]
-            idx = np.minimum(np.arange(a0, a0 + self.run_width), a1 - 1)
-            self._points_of[k] = jax.device_put((idx // self.replicates).astype(np.int32))
+            self._points_of[k] = jax.device_put((self.padded(k) // self.replicates).astype(np.int32))
         return self._points_of[k]
+
+    def padded(self, k: int) -> np.ndarray:
+        """int64[run_width]: chunk ``k``'s arena indices, its last one repeated up to the run
+        width (every chunk runs at one shape)."""
+        a0, a1 = self.chunks[k]
+        return np.minimum(np.arange(a0, a0 + self.run_width, dtype=np.int64), a1 - 1)
 
     def run_chunk(self, k: int, bar: Any = None) -> pd.DataFrame:
         """The arena rows of chunk ``k`` (arenas ``chunks[k]``)."""
@@ -177,8 +181,7 @@ class SweepPlan:
         b, reps, names, table = self.run_width, self.replicates, self.names, self.table
         idx = np.arange(a0, a1, dtype=np.int64)
         n = len(idx)
-        padded = np.concatenate([idx, np.full(b - n, idx[-1], np.int64)])  # every chunk has shape b
-        point_of = padded // reps
+        padded = self.padded(k)
         key_arenas = padded % reps if self.common_random else padded
 
         def take(tree: Any) -> Any:
@@ -193,6 +196,7 @@ class SweepPlan:
             if bar is not None:
                 bar.update(1)
         else:
+            point_of = padded // reps
             params = jax.tree_util.tree_unflatten(self.treedef, [self._put(x[..., point_of]) for x in self.stacked])
             keys = self._put(arena_keys(self.seed, key_arenas))
             state, rec = run_batch(self.game, params, keys, self.max_turns, self.chunk_turns, self.history, bar)
@@ -267,6 +271,6 @@ def table_key(table: pd.DataFrame) -> str:
     h = hashlib.sha1()
     for name, col in table.items():
         a = col.to_numpy()
-        h.update(f"{name!r}:{col.dtype};".encode())
+        h.update(f"{name!r}:{col.dtype}:{len(a)};".encode())  # (the length: no two tables read alike)
         h.update(a.tobytes() if a.dtype.kind in "biuf" else pd.util.hash_pandas_object(col, index=False).to_numpy())
     return h.hexdigest()
