@@ -52,13 +52,13 @@ def test_two_forced_devices_bit_identical_to_one(cfg, one_device):
         pd.testing.assert_frame_equal(r.arenas, one_device.arenas, check_exact=True)
         pd.testing.assert_frame_equal(r.points, one_device.points, check_exact=True)
     plan = SweepPlan(cfg, grid_points(GRID), replicates=5, seed=4)
-    x = plan._put(np.zeros((3, plan.run_width), np.float32))
+    x = plan.put(np.zeros((3, plan.run_width), np.float32))
     assert len(x.sharding.device_set) == 2
     assert {s.data.shape for s in x.addressable_shards} == {(3, plan.run_width // 2)}
     # the partitioned program has no cross-device communication (each device runs its arenas)
     pt = np.arange(plan.run_width) // 5
-    params = jax.tree_util.tree_unflatten(plan.treedef, [plan._put(x[..., pt]) for x in plan.stacked])
-    keys = plan._put(arena_keys(4, np.arange(plan.run_width)))
+    params = jax.tree_util.tree_unflatten(plan.treedef, [plan.put(x[..., pt]) for x in plan.stacked])
+    keys = plan.put(arena_keys(4, np.arange(plan.run_width)))
     state = compiled_init(plan.game)(keys, params)
     hlo = compiled_run(plan.game, plan.chunk_turns, False, 1).lower(keys, state, params).compile().as_text()
     assert not re.findall("all-gather|all-reduce|collective-permute|all-to-all", hlo)

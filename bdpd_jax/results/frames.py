@@ -341,11 +341,10 @@ def collapse_column(final: dict[str, Any]) -> pd.arrays.IntegerArray:
     return pd.arrays.IntegerArray(np.where(survived, 0, final["collapse_turn"]).astype(np.int64), survived.copy())
 
 
-def outcome_columns(outcomes: dict[str, Any], copy: bool = True) -> dict[str, np.ndarray]:
+def outcome_columns(outcomes: dict[str, Any]) -> dict[str, np.ndarray]:
     """The outcome columns (kernels/outcomes.py, computed in the run's float) in the
-    schema's order and dtypes (schema.PROJECT, then schema.GOVSIM); ``copy=False``: views of
-    ``outcomes`` where the dtype already is the schema's (to read, not to put in a frame)."""
-    return {c.name: np.asarray(outcomes[c.name]).astype(c.dtype, copy=copy) for c in schema.PROJECT + schema.GOVSIM}
+    schema's order and dtypes (schema.PROJECT, then schema.GOVSIM), each an array of its own."""
+    return {c.name: np.array(outcomes[c.name], dtype=c.dtype) for c in schema.PROJECT + schema.GOVSIM}
 
 
 @functools.lru_cache(maxsize=64)

@@ -150,7 +150,7 @@ def run_whole(
     seed: int,
     arenas: range | np.ndarray,
     params: Any,
-    max_yield: float | np.ndarray,
+    max_yield: float | np.ndarray | jax.Array,
     point_of: np.ndarray | jax.Array | None = None,
 ) -> dict[str, Any]:
     """``compiled_whole``'s final numbers (numpy) for the given global arena indices (their
@@ -166,7 +166,8 @@ def run_whole(
         base = np.zeros(1, np.uint32)
     pts = point_of if point_of is None or isinstance(point_of, jax.Array) else np.asarray(point_of, np.int32)
     run = compiled_whole(game, n_turns)
-    final: dict[str, Any] = to_numpy(run(seed_w, base[0], offsets, params, np.asarray(max_yield, FLOAT), pts))
+    my = max_yield if isinstance(max_yield, jax.Array) else np.asarray(max_yield, FLOAT)
+    final: dict[str, Any] = to_numpy(run(seed_w, base[0], offsets, params, my, pts))
     SCANNED["arena_turns"] += len(arenas) * n_turns
     return final
 

@@ -21,7 +21,7 @@ from ..config.game import ArenaConfig
 from ..config.limits import DEFAULT_MAX_BATCH, check_run_args
 from ..kernels.metrics import METRICS
 from ..prepare.prepared import content_key, prepare
-from ..results.frames import collapse_column, outcome_columns, summary_columns
+from ..results.frames import summary_columns
 from ..results.stream import flatten_record
 from ..run.runner import arena_keys, one_program, run_batch, to_numpy
 from ..run.simulate import FLOAT, compiled_final, default_chunk, run_whole
@@ -136,6 +136,11 @@ class SweepPlan:
         """The stacked params on the default device, placed once (a chunk's run moves none)."""
         return jax.device_put(jax.tree_util.tree_unflatten(self.treedef, list(self.stacked)))
 
+    @functools.cached_property
+    def placed_yields(self) -> jax.Array:
+        """Each point's maximum sustainable yield in the run's float, placed once."""
+        return jax.device_put(np.asarray(self.yields, FLOAT))
+
     def worker_options(self) -> dict[str, Any]:
         """The options with which another process (a Dask worker) plans the same chunks: this
         plan's, with the chunk width pinned (its devices may differ)."""
@@ -150,7 +155,9 @@ class SweepPlan:
     def n_chunks(self) -> int:
         return len(self.chunks)
 
-    def _put(self, x: Any) -> jax.Array:
+    def put(self, x: Any) -> jax.Array:
+        """``x`` placed as this plan's chunks run: on the default device, or split along its
+        last (batch) axis over the plan's devices."""
         x = np.asarray(x) if not isinstance(x, jax.Array) else x
         if self._sharding is None:
             return jnp.asarray(x)
@@ -163,6 +170,12 @@ class SweepPlan:
         if k not in self._points_of:
             self._points_of[k] = jax.device_put((self.padded(k) // self.replicates).astype(np.int32))
         return self._points_of[k]
+
+    def key_arenas(self, k: int) -> np.ndarray:
+        """Whose keys chunk ``k``'s arenas draw from: their global indices, or with common
+        random numbers their replicate indices (padded as :meth:`padded`)."""
+        padded = self.padded(k)
+        return padded % self.replicates if self.common_random else padded
 
     def padded(self, k: int) -> np.ndarray:
         """int64[run_width]: chunk ``k``'s arena indices, its last one repeated up to the run
@@ -178,46 +191,64 @@ class SweepPlan:
         """The columns of :meth:`run_chunk`'s frame, by name; the ones a sweep aggregates at
         once, the others when first read (:class:`~bdpd_jax.sweeps.results.ArenaColumns`)."""
         a0, a1 = self.chunks[k]
-        b, reps, names, table = self.run_width, self.replicates, self.names, self.table
-        idx = np.arange(a0, a1, dtype=np.int64)
-        n = len(idx)
-        padded = self.padded(k)
-        key_arenas = padded % reps if self.common_random else padded
+        n = a1 - a0
 
         def take(tree: Any) -> Any:
             return jax.tree_util.tree_map(lambda x: np.asarray(x)[..., :n], tree)
 
         if self._sharding is None and one_program(self.history, self.chunk_turns, self.max_turns):
-            whole = range(a0, a1) if n == b and not self.common_random else key_arenas  # (a range moves no indices)
-            final = take(
-                run_whole(self.game, self.chunk_turns, self.seed, whole, self.placed, self.yields, self.points_of(k))
-            )
+            # (a range of consecutive arenas moves no indices)
+            whole = range(a0, a1) if n == self.run_width and not self.common_random else self.key_arenas(k)
+            yields, pts = self.placed_yields, self.points_of(k)
+            final = take(run_whole(self.game, self.chunk_turns, self.seed, whole, self.placed, yields, pts))
             rec = None
             if bar is not None:
                 bar.update(1)
         else:
-            point_of = padded // reps
-            params = jax.tree_util.tree_unflatten(self.treedef, [self._put(x[..., point_of]) for x in self.stacked])
-            keys = self._put(arena_keys(self.seed, key_arenas))
+            point_of = self.padded(k) // self.replicates
+            params = jax.tree_util.tree_unflatten(self.treedef, [self.put(x[..., point_of]) for x in self.stacked])
+            keys = self.put(arena_keys(self.seed, self.key_arenas(k)))
             state, rec = run_batch(self.game, params, keys, self.max_turns, self.chunk_turns, self.history, bar)
-            yields = self._put(np.asarray(self.yields[point_of], FLOAT))
+            yields = self.put(np.asarray(self.yields[point_of], FLOAT))
             final = take(to_numpy(compiled_final(self.game)(state, params, yields)))  # (this chunk's arenas, unpadded)
             del state, params
         rec_np = take(rec) if self.history else None
-        pts = idx // reps
-        outcomes = outcome_columns(final["outcomes"], copy=False)
+        outcomes = final["outcomes"]  # (in the run's dtypes: read, not framed)
         wealth = np.asarray(final["wealth"], float)
-        extra = {"wealth_mean": wealth.mean(axis=0), "gini": gini(np.asarray(outcomes["equality"], float))}
+        extra = {"wealth_mean": wealth.mean(axis=0), "gini": gini(outcomes["equality"])}
         if self.history:
             flat = flatten_record(rec_np)
             extra.update(metric_means(flat))
             extra.update(history_totals(flat))
-        lead = {"point": pts.astype(np.int64), "replicate": (idx % reps).astype(np.int64)}
-        for n_ in names:
-            col = table[n_].to_numpy(dtype=object) if table[n_].dtype == object else table[n_].to_numpy()
-            lead[n_] = col[pts]
-        read = {**lead, "survived": final["survived"], "collapse_turn": collapse_column(final), **outcomes, **extra}
-        return ArenaColumns(read, lambda: {**lead, **summary_columns(final, idx, self.labels), **extra})
+        lead = self.lead(k)
+        collapse = np.where(final["survived"], np.nan, final["collapse_turn"])  # (NaN: the frame's NA)
+        read = {**lead, "survived": final["survived"], "collapse_turn": collapse, **outcomes, **extra}
+        idx = np.arange(a0, a1, dtype=np.int64)
+
+        def make() -> dict[str, Any]:
+            return lead | summary_columns(final, idx, self.labels) | extra
+
+        return ArenaColumns(read, make, self.runs(k))
+
+    def runs(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Chunk ``k``'s points in order and how many of its arenas each has (its rows are
+        point-major: arena ``i`` is point ``i // replicates``)."""
+        a0, a1 = self.chunks[k]
+        first = a0 // self.replicates
+        counts = np.diff(np.clip(np.arange(first, (a1 - 1) // self.replicates + 2) * self.replicates, a0, a1))
+        return np.arange(first, first + len(counts)), counts
+
+    def lead(self, k: int) -> dict[str, np.ndarray]:
+        """Chunk ``k``'s first columns: each arena's ``point``, ``replicate`` and swept values
+        (each point's value repeated over its rows of the chunk: no per-arena division)."""
+        a0, a1 = self.chunks[k]
+        at, counts = self.runs(k)
+        pts = np.repeat(at, counts)
+        cols = {"point": pts, "replicate": np.arange(a0, a1, dtype=np.int64) - pts * self.replicates}
+        for n_ in self.names:
+            col = self.table[n_]
+            cols[n_] = np.repeat((col.to_numpy(dtype=object) if col.dtype == object else col.to_numpy())[at], counts)
+        return cols
 
     def outcomes(self) -> list[str]:
         return list(POINT_OUTCOMES) + ([f"mean_{m}" for m in METRICS] + list(HISTORY_OUTCOMES) if self.history else [])

@@ -3,6 +3,7 @@ storage) and the per-point aggregation. Used by :mod:`bdpd_jax.sweep`."""
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -36,14 +37,22 @@ Rows: TypeAlias = pd.DataFrame | Mapping[str, Any]
 
 class ArenaColumns(Mapping[str, Any]):
     """A chunk's arena rows as columns: those a sweep aggregates (``read``: the swept values
-    and the outcomes, as arrays of the frame's values, possibly views of the run's output)
-    at once, every column of the frame (``make()``, in order, each an array of its own) when
-    first needed, once. A sweep whose rows are never read as a frame never makes them."""
+    and the outcomes, arrays of the frame's values, possibly views of the run's output in
+    its own dtypes, e.g. float32 where the frame has float64, missing values as NaN) at
+    once, every column of the frame (``make()``, in order, each an array of its own) when
+    first needed, once. A sweep whose rows are never read as a frame never makes them.
+    ``runs``: (points, rows of each), when the rows are known to be point-major (a plan's)."""
 
-    def __init__(self, read: Mapping[str, Any], make: Callable[[], dict[str, Any]]) -> None:
+    def __init__(
+        self,
+        read: Mapping[str, Any],
+        make: Callable[[], dict[str, Any]],
+        runs: tuple[np.ndarray, np.ndarray] | None = None,
+    ) -> None:
         self._read = read
         self._make = make
         self._all: dict[str, Any] | None = None
+        self.runs = runs
 
     def columns(self) -> dict[str, Any]:
         if self._all is None:
@@ -134,37 +143,40 @@ class SweepResults:
 def _moments(cols: Sequence[Any], reps: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each column (float[n] values, NaN for missing, rows point-major, ``reps`` per point) ->
     per (outcome, point): the count of non-NaN values, their mean and the sum of squared
-    deviations from it. One outcome at a time through two float64 rows reused for all (a
-    fresh (outcomes, n) temporary costs more in page faults and cache misses than its
-    arithmetic: bench/README.md); equal replicates sum over a reshaped axis, others by
-    bincount; a column with a NaN is done again with masks."""
-    k, n = len(reps), int(np.sum(reps))
+    deviations from it. All columns at once in one float64 (outcomes, n) array, worked in
+    place (a few numpy calls in all rather than a dozen per column: bench/README.md); equal
+    replicates sum over a reshaped axis, others by bincount; the columns with a NaN are
+    done again with masks. Each point's numbers depend on its own rows only."""
+    k, n, c = len(reps), int(np.sum(reps)), len(cols)
+    if c == 0:
+        return np.zeros((0, k), np.int64), np.zeros((0, k)), np.zeros((0, k))
     inv = None if k > 0 and bool(np.all(reps == reps[0])) else np.repeat(np.arange(k), reps)
 
-    def by_point(v: np.ndarray) -> np.ndarray:
-        return v.reshape(k, -1).sum(axis=1) if inv is None else np.bincount(inv, weights=v, minlength=k)
-
-    def deviations(v: np.ndarray, mean: np.ndarray, out: np.ndarray) -> np.ndarray:  # (v - its point's mean)^2
+    def by_point(x: np.ndarray) -> np.ndarray:  # (rows, n) -> (rows, k)
         if inv is None:
-            np.subtract(v.reshape(k, -1), mean[:, None], out=out.reshape(k, -1))
-        else:
-            np.subtract(v, mean[inv], out=out)
-        return np.multiply(out, out, out=out)
+            return x.reshape(len(x), k, -1).sum(axis=2)
+        return np.stack([np.bincount(inv, weights=r, minlength=k) for r in x]) if len(x) else np.zeros((0, k))
 
-    cnt = np.tile(reps.astype(np.int64), (len(cols), 1))
-    mean, m2 = np.empty((len(cols), k)), np.empty((len(cols), k))
-    v, d = np.empty(n), np.empty(n)
+    x = np.empty((c, n))
+    for i, col in enumerate(cols):
+        x[i] = col
+    cnt = np.tile(reps.astype(np.int64), (c, 1))
     with np.errstate(invalid="ignore", divide="ignore"):
-        for i, col in enumerate(cols):
-            v[:] = col
-            mean[i] = by_point(v) / np.where(reps > 0, reps, np.nan)
-            m2[i] = by_point(deviations(v, mean[i], d))
-            if np.isnan(mean[i]).any():  # a NaN in some point's rows (or a point with none)
-                ok = ~np.isnan(v)
-                z = np.where(ok, v, 0.0)
-                cnt[i] = by_point(ok.astype(float)).astype(np.int64)
-                mean[i] = by_point(z) / np.where(cnt[i] > 0, cnt[i], np.nan)
-                m2[i] = by_point(np.where(ok, deviations(z, mean[i], d), 0.0))
+        mean = by_point(x) / np.where(reps > 0, reps, np.nan)
+        redo = np.flatnonzero(np.isnan(mean).any(axis=1))  # a NaN in some point's rows (or a point with none)
+        ok = ~np.isnan(x[redo])
+        if len(redo):
+            x[redo] = np.where(ok, x[redo], 0.0)
+            cnt[redo] = by_point(ok.astype(float)).astype(np.int64)
+            mean[redo] = by_point(x[redo]) / np.where(cnt[redo] > 0, cnt[redo], np.nan)
+        if inv is None:
+            x.reshape(c, k, -1)[...] -= mean[:, :, None]
+        else:
+            x -= mean[:, inv]
+        np.multiply(x, x, out=x)
+        if len(redo):
+            x[redo] = np.where(ok, x[redo], 0.0)
+        m2 = by_point(x)
     return cnt, mean, m2
 
 
@@ -175,16 +187,19 @@ def aggregate(arenas: Rows, names: Sequence[str], outcomes: Sequence[str]) -> pd
     Missing values (NA, NaN) are left out, a point with none has a NaN mean and one with
     fewer than two a NaN sd. Rows point-major (a sweep's already are; others are sorted,
     stably), one outcome at a time (:func:`_moments`); no pandas groupby (bench/README.md)."""
-    pts = np.asarray(arenas["point"])
-    order = None if len(pts) == 0 or (pts[0] >= 0 and np.all(pts[1:] >= pts[:-1])) else np.argsort(pts, kind="stable")
-    sp = pts if order is None else pts[order]
-    starts = np.flatnonzero(np.r_[True, sp[1:] != sp[:-1]]) if len(sp) else np.zeros(0, np.int64)
-    reps = np.diff(np.r_[starts, len(sp)])
-    first = starts if order is None else order[starts]
-    out: dict[str, Any] = {"point": sp[starts]}
-    for n in names:
-        out[n] = np.asarray(arenas[n])[first]
-    out["replicates"] = reps
+    runs = arenas.runs if isinstance(arenas, ArenaColumns) else None
+    if runs is not None:  # a plan's rows: point-major by construction
+        point, reps = runs
+        order, first = None, np.cumsum(reps) - reps
+    else:
+        pts = np.asarray(arenas["point"])
+        done = len(pts) == 0 or (pts[0] >= 0 and np.all(pts[1:] >= pts[:-1]))
+        order = None if done else np.argsort(pts, kind="stable")
+        sp = pts if order is None else pts[order]
+        starts = np.flatnonzero(np.r_[True, sp[1:] != sp[:-1]]) if len(sp) else np.zeros(0, np.int64)
+        reps = np.diff(np.r_[starts, len(sp)])
+        first = starts if order is None else order[starts]
+        point = sp[starts]
     cols = []
     for m in outcomes:
         col = arenas[m]
@@ -192,14 +207,68 @@ def aggregate(arenas: Rows, names: Sequence[str], outcomes: Sequence[str]) -> pd
         x = np.asarray(col) if plain else col.to_numpy(dtype=float, na_value=np.nan)
         cols.append(x if order is None else x[order])
     cnt, mean, m2 = _moments(cols, reps)
+    values = [np.asarray(arenas[n])[first] for n in names]
+    return points_frame(point, values, reps, cnt, mean, m2, tuple(names), tuple(outcomes))
+
+
+# The points frame's stats per outcome, in column order; ``_n`` is the int one.
+STATS = ("mean", "sd", "n", "ci_low", "ci_high")
+
+
+@functools.lru_cache(maxsize=32)
+def _points_layout(names: tuple[str, ...], outcomes: tuple[str, ...]) -> tuple[pd.Index, np.ndarray, np.ndarray]:
+    """The points frame's columns (an Index: immutable, shared by the frames), the positions
+    of its float stats (per outcome: mean, sd, ci_low, ci_high) and of its int64 ones
+    (``replicates``, then each outcome's ``_n``)."""
+    head = ["point", *names, "replicates"]
+    columns = pd.Index(head + [f"{m}_{s}" for m in outcomes for s in STATS])
+    at = len(head) + len(STATS) * np.arange(len(outcomes))[:, None]
+    floats = (at + [STATS.index(s) for s in STATS if s != "n"]).ravel()
+    ints = np.r_[len(head) - 1, (at + STATS.index("n")).ravel()]
+    return columns, floats, ints
+
+
+def points_frame(
+    point: np.ndarray,
+    values: Sequence[np.ndarray],
+    reps: np.ndarray,
+    cnt: np.ndarray,
+    mean: np.ndarray,
+    m2: np.ndarray,
+    names: tuple[str, ...],
+    outcomes: tuple[str, ...],
+) -> pd.DataFrame:
+    """The points frame from per (outcome, point) counts, means and squared deviations:
+    ``sd`` (ddof=1; NaN below two values), ``ci_low``/``ci_high`` = mean -/+ 1.96 sd/sqrt(n).
+    Built from its blocks (one float64 block of the stats, one int64 block of the counts,
+    one per swept value and the point: pandas' ``create_dataframe_from_blocks``), the
+    columns and dtypes ``pd.DataFrame`` of the same columns gives, at a fraction of its cost
+    (its per-column checks are most of a sweep's host work: bench/README.md)."""
+    from pandas.api.internals import create_dataframe_from_blocks
+
+    columns, float_at, int_at = _points_layout(names, outcomes)
+    c, k = mean.shape
+    stats = np.empty((c, 4, k))
     with np.errstate(invalid="ignore", divide="ignore"):
-        sd = np.sqrt(m2 / np.where(cnt > 1, cnt - 1, np.nan))
+        sd = np.sqrt(m2 / np.where(cnt > 1, cnt - 1, np.nan), out=stats[:, 1])
         half = Z95 * sd / np.sqrt(cnt)
-    # one dict in the columns' order, one frame (a concat of blocks and a reorder cost 2x more)
-    for i, m in enumerate(outcomes):
-        out |= {f"{m}_mean": mean[i], f"{m}_sd": sd[i], f"{m}_n": cnt[i]}
-        out |= {f"{m}_ci_low": mean[i] - half[i], f"{m}_ci_high": mean[i] + half[i]}
-    return pd.DataFrame(out)
+    stats[:, 0] = mean
+    np.subtract(mean, half, out=stats[:, 2])
+    np.add(mean, half, out=stats[:, 3])
+    counts = np.concatenate([np.asarray(reps, np.int64)[None], cnt.astype(np.int64, copy=False)])
+    blocks: list[tuple[Any, np.ndarray]] = [(stats.reshape(4 * c, k), float_at), (counts, int_at)]
+    for j, v in enumerate([point, *values]):
+        blocks.append((_column_block(v), np.array([j], np.intp)))
+    return create_dataframe_from_blocks(blocks, index=pd.RangeIndex(k), columns=columns)
+
+
+def _column_block(v: np.ndarray) -> Any:
+    """One column as a block: a (1, k) numpy array for numbers, else the array pandas infers
+    for the values (e.g. its str dtype for strings), as ``pd.DataFrame`` would."""
+    if v.dtype.kind in "biuf":
+        return np.array(v).reshape(1, -1)
+    s = pd.Series(v)
+    return s.array if not isinstance(s.dtype, np.dtype) else s.to_numpy(copy=True).reshape(1, -1)
 
 
 def gini(equality: np.ndarray) -> np.ndarray:
