@@ -92,8 +92,13 @@ def _counted_whole(
     keys = keys_of(seed, base + offsets)  # (uint32: wraps as key_words does)
     if point_of is None:  # one config: its params broadcast to the batch
         pb = broadcast_batch(params, offsets.shape[0])
-    else:  # a sweep: every leaf stacked over points (..., P), taken at each arena's point
-        pb = jax.tree_util.tree_map(lambda x: x[..., point_of], params)
+    else:  # a sweep: leaves stacked over points (..., P), taken at each arena's point; a leaf
+        # the same at every point comes once (..., 1) and is broadcast, as one config's are
+        # (read from registers instead of memory every turn: bench/README.md)
+        b = offsets.shape[0]
+        pb = jax.tree_util.tree_map(
+            lambda x: jnp.broadcast_to(x, x.shape[:-1] + (b,)) if x.shape[-1] == 1 else x[..., point_of], params
+        )
         max_yield = max_yield[point_of]
     state, _ = run_turns(game, n_turns, False, keys, init_batch(game, pb), pb, 1, True)
     return final_numbers(game, state, pb, max_yield)
@@ -103,7 +108,8 @@ def _counted_whole(
 def compiled_whole(game: Game, n_turns: int) -> Callable[..., dict[str, Any]]:
     """A run of one turn chunk without history as one program, ``(seed, base, offsets, params,
     max_yield, point_of)`` (arena ``i``'s global index ``base + offsets[i]``): the arena keys, the batch's
-    params (broadcast, or a sweep's taken at each arena's point), init, the turns (stopping
+    params (broadcast, or a sweep's taken at each arena's point, its leaves of one point
+    broadcast), init, the turns (stopping
     once all have ended, as ``run_batch`` on one device) and ``final_numbers``. The same
     functions as the chunked path, so the same numbers; one dispatch and one transfer instead
     of five calls and the state's round trip (``simulate`` at B = 16384, T = 30:

@@ -34,6 +34,11 @@ from .results import HISTORY_OUTCOMES, POINT_OUTCOMES, ArenaColumns, as_frame, g
 SEPARABLE_MIN_POINTS = 64
 
 
+def _shared(x: np.ndarray) -> bool:
+    """Whether a stacked leaf (..., P) holds the same value at every point."""
+    return bool(np.array_equal(x, np.broadcast_to(x[..., :1], x.shape), equal_nan=x.dtype.kind in "fc"))
+
+
 def chunk_layout(total: int, cap: int, n_devices: int, chunk_width: int | None = None) -> int:
     """Arenas per chunk: at most ``cap``, a multiple of the device count (one chunk of the
     whole run is padded up to one), or ``chunk_width`` when a layout was fixed elsewhere
@@ -133,8 +138,11 @@ class SweepPlan:
 
     @functools.cached_property
     def placed(self) -> Any:
-        """The stacked params on the default device, placed once (a chunk's run moves none)."""
-        return jax.device_put(jax.tree_util.tree_unflatten(self.treedef, list(self.stacked)))
+        """The stacked params on the default device, placed once (a chunk's run moves none); a
+        leaf equal at every point is placed once, (..., 1), and the run broadcasts it (which
+        also makes the program's shapes depend on which leaves the points vary)."""
+        leaves = [x[..., :1] if _shared(x) else x for x in self.stacked]
+        return jax.device_put(jax.tree_util.tree_unflatten(self.treedef, leaves))
 
     @functools.cached_property
     def placed_yields(self) -> jax.Array:
