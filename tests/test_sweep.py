@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 
+import jax
 import numpy as np
 import pandas as pd
 import pytest
@@ -76,6 +77,26 @@ def test_arena_equals_simulate(cfg, grid_run, i):
     row = grid_run.arenas.iloc[i]
     ref = bdpd_jax.simulate(_at(cfg, row), n_arenas=1, seed=SEED, arena_offset=i, history=False).summary
     assert_same_summary(grid_run.arenas.iloc[[i]], ref)
+
+
+def test_a_leaf_the_same_at_every_point_is_broadcast_with_the_same_numbers(cfg):
+    """regenRate swept over one value: its params leaf is placed once and broadcast in the
+    program (the intensity's is taken at each arena's point); every arena still equals
+    simulate bit for bit, and the program differs from the grid's only by that shape."""
+    from bdpd_jax.sweeps.plan import SweepPlan
+    from bdpd_jax.sweeps.points import grid_points
+
+    grid = {"model.regenRate": [0.2], "players[1].intensity": [0.3, 0.9]}
+    r = sweep(cfg, grid=grid, replicates=REPS, seed=SEED)
+    plan = SweepPlan(cfg, grid_points(grid), replicates=REPS, seed=SEED)
+    shapes = {x.shape[-1] for x in jax.tree_util.tree_leaves(plan.placed)}
+    assert shapes == {1, 2}  # shared leaves once, the intensity's per point
+    for i in (0, 5):
+        ref = bdpd_jax.simulate(_at(cfg, r.arenas.iloc[i]), n_arenas=1, seed=SEED, arena_offset=i, history=False)
+        assert_same_summary(r.arenas.iloc[[i]], ref.summary)
+    before = dict(TRACES)
+    sweep(cfg, grid={"model.regenRate": [0.3], "players[1].intensity": [0.1, 0.5]}, replicates=REPS, seed=SEED)
+    assert dict(TRACES) == before  # the same leaves varied: the same program
 
 
 def test_swept_turns_and_efficiency_match_simulate(cfg):
