@@ -34,6 +34,13 @@ from .results import HISTORY_OUTCOMES, POINT_OUTCOMES, ArenaColumns, as_frame, g
 SEPARABLE_MIN_POINTS = 64
 
 
+def _values(col: pd.Series) -> np.ndarray:
+    """A points-table column's values as a read-only array (objects stay objects)."""
+    v = np.array(col.to_numpy(dtype=object) if col.dtype == object else col.to_numpy())
+    v.flags.writeable = False
+    return v
+
+
 def _shared(x: np.ndarray) -> bool:
     """Whether a stacked leaf (..., P) holds the same value at every point."""
     return bool(np.array_equal(x, np.broadcast_to(x[..., :1], x.shape), equal_nan=x.dtype.kind in "fc"))
@@ -102,6 +109,8 @@ class SweepPlan:
             base, names, table, turns, generator, round_ints, separable_min=SEPARABLE_MIN_POINTS
         )
         self.cfg, self.names, self.table = cfg, names, table.reset_index(drop=True)
+        # each swept path's values as arrays (read-only): the chunks' columns repeat them
+        self.values = {n: _values(self.table[n]) for n in names}
         self.cfg0, self.game, self.stacked, self.treedef, self.n_turns = cfg0, game, stacked, treedef, n_turns
         self.replicates, self.seed, self.history, self.turns = int(replicates), int(seed), bool(history), turns
         self.generator, self.common_random, self.round_ints = generator, bool(common_random), bool(round_ints)
@@ -253,9 +262,8 @@ class SweepPlan:
         at, counts = self.runs(k)
         pts = np.repeat(at, counts)
         cols = {"point": pts, "replicate": np.arange(a0, a1, dtype=np.int64) - pts * self.replicates}
-        for n_ in self.names:
-            col = self.table[n_]
-            cols[n_] = np.repeat((col.to_numpy(dtype=object) if col.dtype == object else col.to_numpy())[at], counts)
+        for n_, v in self.values.items():
+            cols[n_] = np.repeat(v[at], counts)
         return cols
 
     def outcomes(self) -> list[str]:
