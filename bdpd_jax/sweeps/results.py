@@ -185,8 +185,9 @@ def aggregate(arenas: Rows, names: Sequence[str], outcomes: Sequence[str]) -> pd
     per outcome ``_mean``, ``_sd`` (ddof=1), ``_n`` (non-missing replicates), ``_ci_low``/
     ``_ci_high`` = mean -/+ 1.96 sd/sqrt(n).
     Missing values (NA, NaN) are left out, a point with none has a NaN mean and one with
-    fewer than two a NaN sd. Rows point-major (a sweep's already are; others are sorted,
-    stably), one outcome at a time (:func:`_moments`); no pandas groupby (bench/README.md)."""
+    fewer than two a NaN sd. Rows point-major (a sweep's already are, and a plan's columns
+    say where each point's rows are; others are sorted, stably), every outcome at once
+    (:func:`_moments`); no pandas groupby (bench/README.md)."""
     runs = arenas.runs if isinstance(arenas, ArenaColumns) else None
     if runs is not None:  # a plan's rows: point-major by construction
         point, reps = runs
