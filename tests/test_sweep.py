@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import bdpd_jax
 from bdpd_jax import sensitivity
-from bdpd_jax.run.simulate import TRACES
+from bdpd_jax.run.simulate import TRACES, run_whole
 from bdpd_jax.sweeps.sweep import SweepResults, aggregate, apply_values, config_base, parse_path, sweep
 
 GRID = {"model.regenRate": [0.05, 0.2], "players[1].intensity": [0.3, 0.9]}
@@ -87,15 +87,16 @@ def test_a_leaf_the_same_at_every_point_is_broadcast_with_the_same_numbers(cfg):
     from bdpd_jax.sweeps.points import grid_points
 
     grid = {"model.regenRate": [0.2], "players[1].intensity": [0.3, 0.9]}
-    r = sweep(cfg, grid=grid, replicates=REPS, seed=SEED)
-    plan = SweepPlan(cfg, grid_points(grid), replicates=REPS, seed=SEED)
+    r = sweep(cfg, grid=grid, replicates=REPS, seed=SEED, devices=1)  # (one device: the one-program path)
+    plan = SweepPlan(cfg, grid_points(grid), replicates=REPS, seed=SEED, devices=1)
     shapes = {x.shape[-1] for x in jax.tree_util.tree_leaves(plan.placed)}
     assert shapes == {1, 2}  # shared leaves once, the intensity's per point
     for i in (0, 5):
         ref = bdpd_jax.simulate(_at(cfg, r.arenas.iloc[i]), n_arenas=1, seed=SEED, arena_offset=i, history=False)
         assert_same_summary(r.arenas.iloc[[i]], ref.summary)
     before = dict(TRACES)
-    sweep(cfg, grid={"model.regenRate": [0.3], "players[1].intensity": [0.1, 0.5]}, replicates=REPS, seed=SEED)
+    grid = {"model.regenRate": [0.3], "players[1].intensity": [0.1, 0.5]}
+    sweep(cfg, grid=grid, replicates=REPS, seed=SEED, devices=1)
     assert dict(TRACES) == before  # the same leaves varied: the same program
 
 
@@ -256,29 +257,29 @@ def test_tiny_sobol_and_morris(cfg):
 
 
 def test_one_program_sweep_equals_the_chunked_run(cfg, monkeypatch):
-    """A sweep of one turn chunk without history runs as simulate's one program
-    (run.simulate.run_whole, params taken at each arena's point inside it); the same sweep in
-    several turn chunks goes through run_batch: every arena row and point is the same, with
-    points differing in turns (per-arena efficiency) and common random numbers."""
+    """A sweep of one turn chunk without history on one device runs as simulate's one program
+    (run.simulate.run_whole, params taken at each arena's point inside it, the leaves equal at
+    every point broadcast); the same sweep in several turn chunks goes through run_batch, and
+    on the test processes' two devices through the sharded chunks: every arena row and point
+    is the same, with points differing in turns (per-arena efficiency) and common random
+    numbers. (devices=1: this process has two CPU devices, tests/conftest.py.)"""
+    from bdpd_jax.sweeps import plan as plan_mod
     from bdpd_jax.sweeps import sweep as sweep_mod
 
+    whole = []
+    monkeypatch.setattr(plan_mod, "run_whole", lambda *a, **k: whole.append(1) or run_whole(*a, **k))
     table = pd.DataFrame({"model.regenRate": [0.05, 0.2, 0.3], "model.maxTurns": [12, 12, 9]})
     kw = dict(replicates=3, seed=SEED, turns=None, common_random=True, progress=False)
-    one = sweep_mod.run_points(cfg, table, **kw)
-    assert (
-        sweep_mod.cached_plan(
-            cfg,
-            table,
-            **{k: v for k, v in kw.items() if k != "progress"},
-        ).chunk_turns
-        == 12
-    )  # one chunk: the one-program path
-    from bdpd_jax.sweeps import plan as plan_mod
-
+    one = sweep_mod.run_points(cfg, table, **kw, devices=1)
+    assert whole == [1]  # the one-program path
+    sharded = sweep_mod.run_points(cfg, table, **kw)
+    assert whole == [1] and sharded.meta["n_devices"] == 2
     monkeypatch.setattr(plan_mod, "default_chunk", lambda n: 5)
-    chunked = sweep_mod.run_points(cfg, table, **kw, memory_budget=1 << 40)  # a new plan (3 chunks)
-    pd.testing.assert_frame_equal(one.arenas, chunked.arenas, check_exact=True)
-    pd.testing.assert_frame_equal(one.points, chunked.points, check_exact=True)
+    chunked = sweep_mod.run_points(cfg, table, **kw, devices=1, memory_budget=1 << 40)  # a new plan (3 chunks)
+    assert whole == [1]
+    for other in (sharded, chunked):
+        pd.testing.assert_frame_equal(one.arenas, other.arenas, check_exact=True)
+        pd.testing.assert_frame_equal(one.points, other.points, check_exact=True)
 
 
 @settings(max_examples=40, deadline=None)

@@ -141,7 +141,9 @@ class SweepPlan:
         self.yields = np.asarray(yields, dtype=float)
         self._points_of: dict[int, jax.Array] = {}
         self._sharding: Callable[[int], Any] | None = None
-        if nd > 1 or devices is not None:
+        # sharded over a mesh unless one device that is where arrays go by default (then the
+        # run is the one-program path, as with devices=None on a one-device machine)
+        if nd > 1 or {self.devices[0]} != jnp.zeros(()).devices():
             mesh = Mesh(np.asarray(self.devices), ("arenas",))
             self._sharding = lambda ndim: NamedSharding(mesh, PartitionSpec(*([None] * (ndim - 1)), "arenas"))
 
