@@ -449,7 +449,10 @@ def test_scripted_writes_skipped_batchwide_are_exact(monkeypatch):
     """The rollout skips the scripted pact writes on turns when no arena of the batch has a
     pledge, proposal or pending answer (kernels/rollout.py). Arenas whose scripts fire on
     different turns, batched together, equal each arena run alone and the path that never
-    skips, field for field."""
+    skips, field for field. An arena runs alone as a batch of copies of itself (no other
+    arena's script in its batch): the batch's program, not one more compile at width 1
+    (widths are tested apart, tests/test_batch.py); the copies are cut in numpy, not by
+    eager jax ops that compile each."""
     import dataclasses
 
     from bdpd_jax.kernels.governance import GovernanceLayer
@@ -493,7 +496,10 @@ def test_scripted_writes_skipped_batchwide_are_exact(monkeypatch):
 
     batched = run(game, keys, pb)
     for i in range(b):
-        one = run(game, keys[:, i : i + 1], jax.tree_util.tree_map(lambda x, i=i: x[..., i : i + 1], pb))
+        copies = np.full(b, i)
+        one = run(
+            game, np.asarray(keys)[:, copies], jax.tree_util.tree_map(lambda x, c=copies: np.asarray(x)[..., c], pb)
+        )
         for a, c in zip(jax.tree_util.tree_leaves(batched), jax.tree_util.tree_leaves(one), strict=True):
             np.testing.assert_array_equal(np.asarray(a)[..., i], np.asarray(c)[..., 0])
     # the path that never skips gives the same numbers
