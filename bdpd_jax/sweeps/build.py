@@ -76,7 +76,8 @@ def param_leaves(params, n_turns: int) -> tuple[list[np.ndarray], Any]:
     return [np.asarray(x) for x in leaves], treedef
 
 
-def _same(a: np.ndarray, b: np.ndarray) -> bool:
+def same_leaf(a: np.ndarray, b: np.ndarray) -> bool:
+    """Two params leaves equal: shape, dtype and values (NaN equal to NaN)."""
     return a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")
 
 
@@ -128,7 +129,7 @@ def build_separable(base, names, values, n_turns, turns, generator, round_ints):
     owner: dict[int, int] = {}
     for j, per_value in enumerate(variants):
         for li in range(len(leaves0)):
-            if any(not _same(lv[li], leaves0[li]) for lv in per_value):
+            if any(not same_leaf(lv[li], leaves0[li]) for lv in per_value):
                 if li in owner:
                     return None  # a leaf depends on two parameters: not separable
                 owner[li] = j
@@ -144,7 +145,7 @@ def build_separable(base, names, values, n_turns, turns, generator, round_ints):
     checks = sorted(set(np.linspace(0, P - 1, _SEPARABLE_CHECKS).astype(int).tolist()))
     for i in checks:
         g, (lv, _) = build_at(values[i])
-        if g != game0 or not all(_same(a, x[..., i]) for a, x in zip(lv, stacked, strict=True)):
+        if g != game0 or not all(same_leaf(a, x[..., i]) for a, x in zip(lv, stacked, strict=True)):
             return None
     return game0, stacked, treedef
 

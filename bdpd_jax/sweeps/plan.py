@@ -25,7 +25,7 @@ from ..results.frames import summary_columns
 from ..results.stream import flatten_record
 from ..run.runner import arena_keys, one_program, run_batch, to_numpy
 from ..run.simulate import FLOAT, compiled_final, default_chunk, run_whole
-from .build import build_points, bytes_per_arena, resolve_devices
+from .build import build_points, bytes_per_arena, resolve_devices, same_leaf
 from .paths import apply_values, check_paths, config_base
 from .results import HISTORY_OUTCOMES, POINT_OUTCOMES, ArenaColumns, as_frame, gini, history_totals, metric_means
 
@@ -43,7 +43,7 @@ def _values(col: pd.Series) -> np.ndarray:
 
 def _shared(x: np.ndarray) -> bool:
     """Whether a stacked leaf (..., P) holds the same value at every point."""
-    return bool(np.array_equal(x, np.broadcast_to(x[..., :1], x.shape), equal_nan=x.dtype.kind in "fc"))
+    return same_leaf(x, np.broadcast_to(x[..., :1], x.shape))
 
 
 def chunk_layout(total: int, cap: int, n_devices: int, chunk_width: int | None = None) -> int:
