@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from ..config.game import ArenaConfig
+from ..config.budget import arena_steps, check_budget
 from ..config.limits import DEFAULT_MAX_BATCH, check_run_args, check_run_size
 from ..kernels import outcomes, sustainability
 from ..kernels.game import Game
@@ -242,6 +243,9 @@ def simulate(
         history_every=history_every,
     )
     every = int(history_every)
+    steps = {"arenas": int(n_arenas), **arena_steps(cfg, turns)}
+    big = "arenas" if steps["arenas"] >= steps["turns"] else "turns"
+    check_budget("n_arenas" if big == "arenas" else "turns", steps[big], steps)
     check_run_size(
         int(n_arenas), int(turns or cfg.model.max_turns), prep.n_players, history, every, streamed=out is not None
     )

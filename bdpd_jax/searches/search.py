@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..config.budget import arena_steps, check_budget
 from ..config.game import ArenaConfig
 from ..config.limits import DEFAULT_MAX_BATCH, check_run_args
 from ..kernels.metrics import METRICS
@@ -119,6 +120,9 @@ def search(
     population = _check_count(population, "population", MAX_POPULATION, 2)
     generations = _check_count(generations, "generations", MAX_GENERATIONS)
     check_run_args(replicates=replicates, seed=seed, turns=turns, max_batch=max_batch)
+    steps = {"population": population, "replicates": int(replicates), **arena_steps(cfg, turns)}
+    field = "replicates" if steps["replicates"] >= population else "population"
+    check_budget(field, steps[field], steps)  # one generation is one sweep of these arenas
     if not isinstance(common_random, bool):
         raise ValueError(f"common_random: must be a bool, got {common_random!r}")
     history = needs_history([c for c, _ in objs] + [c for c, _, _ in cons], sp.names)

@@ -34,7 +34,7 @@ import pandas as pd
 from ..config.game import ArenaConfig
 from ..config.limits import DEFAULT_MAX_BATCH
 from ..run.simulate import TRACES
-from .sweep import SweepPlan, points_table, run_points
+from .sweep import SweepPlan, point_steps, points_table, run_points
 
 _PLANS: dict[str, Any] = {}
 
@@ -124,7 +124,9 @@ def sweep_on_cluster(
     info: list | None = None,
 ):
     """``sweep`` with its chunks run on a Dask cluster; returns the same SweepResults."""
-    table = points_table(grid, samples, points, names=names, n_samples=n_samples, seed=seed)
+    table = points_table(
+        grid, samples, points, names=names, n_samples=n_samples, seed=seed, per_point=point_steps(config, replicates, turns)
+    )
     return run_points(
         config,
         table,

@@ -18,6 +18,7 @@ import pandas as pd
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from ..config.game import ArenaConfig
+from ..config.budget import arena_steps, check_budget
 from ..config.limits import DEFAULT_MAX_BATCH, check_run_args
 from ..kernels.metrics import METRICS
 from ..prepare.prepared import content_key, prepare
@@ -105,6 +106,9 @@ class SweepPlan:
             raise ValueError(f"names: duplicate parameter paths {names}")
         base = config_base(cfg)
         check_paths(base, names)  # bad paths fail before anything is built
+        field = "replicates" if int(replicates) >= len(table) else "points"
+        steps = {"points": len(table), "replicates": int(replicates), **arena_steps(cfg, turns)}
+        check_budget(field, steps[field], steps)  # (the base config's turns: a swept maxTurns is not read yet)
         cfg0, game, stacked, treedef, n_turns, yields, self.build_mode = build_points(
             base, names, table, turns, generator, round_ints, separable_min=SEPARABLE_MIN_POINTS
         )

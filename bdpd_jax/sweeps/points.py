@@ -4,33 +4,44 @@ config paths). Used by :mod:`bdpd_jax.sweep`."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from ..config.budget import check_budget, grid_size
+
 # ----------------------------------------------------------------------------- points
 
 
-def grid_points(grid: dict[str, Sequence[Any]]) -> pd.DataFrame:
-    """Cartesian product of ``{path: values}`` (the first path varies slowest)."""
+def grid_points(grid: dict[str, Sequence[Any]], per_point: Mapping[str, int] | None = None) -> pd.DataFrame:
+    """Cartesian product of ``{path: values}`` (the first path varies slowest). Its size, times
+    ``per_point`` (``{"replicates": R, "turns": T, "players": N}``), is checked against the run
+    budget (bdpd_jax/config/budget.py) before the product is made."""
     if not isinstance(grid, dict) or not grid:
         raise ValueError(f"grid: must be a non-empty dict path -> list of values, got {grid!r}")
     for k, v in grid.items():
         if isinstance(v, (str, bytes)) or not hasattr(v, "__len__") or len(v) == 0:
             raise ValueError(f"grid[{k!r}]: must be a non-empty list of values, got {v!r}")
+    size = grid_size(grid)
+    sizes = " x ".join(str(len(v)) for v in grid.values())
+    check_budget("grid", f"{sizes} values = {size:,} points", {"points": size, **(per_point or {})})
     names = list(grid)
     rows = list(itertools.product(*[list(grid[n]) for n in names]))
     return pd.DataFrame({n: [r[j] for r in rows] for j, n in enumerate(names)}, columns=names)
 
 
-def sample_points(samples: dict[str, tuple[float, float]], n_samples: int | None, seed: int) -> pd.DataFrame:
-    """``n_samples`` points drawn uniformly in the boxes ``{path: (low, high)}``."""
+def sample_points(
+    samples: dict[str, tuple[float, float]], n_samples: int | None, seed: int, per_point: Mapping[str, int] | None = None
+) -> pd.DataFrame:
+    """``n_samples`` points drawn uniformly in the boxes ``{path: (low, high)}``; ``n_samples``
+    times ``per_point`` is checked against the run budget before any is drawn."""
     if not isinstance(samples, dict) or not samples:
         raise ValueError(f"samples: must be a non-empty dict path -> (low, high), got {samples!r}")
     if not isinstance(n_samples, (int, np.integer)) or n_samples < 1:
         raise ValueError(f"n_samples: must be an integer >= 1 with samples=, got {n_samples!r}")
+    check_budget("n_samples", n_samples, {"points": int(n_samples), **(per_point or {})})
     names = list(samples)
     lo, hi = [], []
     for n in names:
@@ -60,13 +71,16 @@ def explicit_points(points: Any, names: Sequence[str] | None) -> pd.DataFrame:
     return pd.DataFrame(x, columns=list(names))
 
 
-def points_table(grid=None, samples=None, points=None, *, names=None, n_samples=None, seed: int = 0) -> pd.DataFrame:
-    """The points of a sweep from exactly one of grid=, samples= (with n_samples=), points=."""
+def points_table(
+    grid=None, samples=None, points=None, *, names=None, n_samples=None, seed: int = 0, per_point=None
+) -> pd.DataFrame:
+    """The points of a sweep from exactly one of grid=, samples= (with n_samples=), points=;
+    ``per_point``: the steps of one point (see :func:`grid_points`)."""
     given = [x is not None for x in (grid, samples, points)]
     if sum(given) != 1:
         raise ValueError("sweep: give exactly one of grid=, samples= (with n_samples=) or points=")
     if grid is not None:
-        return grid_points(grid)
+        return grid_points(grid, per_point)
     if samples is not None:
-        return sample_points(samples, n_samples, seed)
+        return sample_points(samples, n_samples, seed, per_point)
     return explicit_points(points, names)

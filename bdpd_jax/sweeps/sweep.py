@@ -27,8 +27,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..config.budget import arena_steps
 from ..config.game import ArenaConfig
-from ..config.limits import DEFAULT_MAX_BATCH
+from ..config.limits import DEFAULT_MAX_BATCH, check_run_args
 from .build import DEVICE_COPIES, ROW_CELL_BYTES, bytes_per_arena, resolve_devices
 from .paths import ConfigBase, apply_values, check_paths, config_base, parse_path, resolve
 from .plan import SEPARABLE_MIN_POINTS, SweepPlan, cached_plan
@@ -54,6 +55,7 @@ __all__ = [
     "grid_points",
     "parse_path",
     "points_table",
+    "point_steps",
     "resolve",
     "resolve_devices",
     "run_here",
@@ -125,6 +127,13 @@ def run_points(
     return SweepResults(arenas, points, plan.names, plan.meta())
 
 
+def point_steps(config: ArenaConfig | dict[str, Any] | str, replicates: Any, turns: Any) -> dict[str, int]:
+    """``{"replicates": R, "turns": T, "players": N}``: what one point of a sweep of ``config``
+    runs, for the run budget's check of a grid or of samples before their table is made."""
+    check_run_args(replicates=replicates, turns=turns)
+    return {"replicates": int(replicates), **arena_steps(ArenaConfig.load(config), turns)}
+
+
 def sweep(
     config: ArenaConfig | dict[str, Any] | str,
     grid: dict[str, Sequence[Any]] | None = None,
@@ -171,7 +180,9 @@ def sweep(
     Returns a :class:`SweepResults`. Raises ValueError naming the path and value of a bad
     parameter, or the parameter that changes the static structure of the game.
     """
-    table = points_table(grid, samples, points, names=names, n_samples=n_samples, seed=seed)
+    table = points_table(
+        grid, samples, points, names=names, n_samples=n_samples, seed=seed, per_point=point_steps(config, replicates, turns)
+    )
     return run_points(
         config,
         table,

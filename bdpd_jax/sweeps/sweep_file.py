@@ -44,7 +44,7 @@ import pandas as pd
 from ..config.game import ArenaConfig
 from ..config.limits import DEFAULT_MAX_BATCH, check_run_args
 from .distributed import run_chunks
-from .sweep import SweepPlan, aggregate, explicit_points, grid_points, sample_points
+from .sweep import SweepPlan, aggregate, explicit_points, grid_points, point_steps, sample_points
 
 # The example spec ``bdpd sweep --help`` and the README show.
 EXAMPLE = """\
@@ -209,19 +209,10 @@ def load_sweep_file(spec: str | Path | dict, root: str | Path | None = None) -> 
     given = [k for k in ("grid", "samples", "points") if k in d]
     if len(given) != 1:
         raise ValueError(f"spec: give exactly one of [grid], [samples] (with n_samples) or [points], got {given}")
-    seed = d.get("seed", 0)
-    check_run_args(seed=seed)  # before the samples are drawn with it
-    if "grid" in d:
-        table = grid_points(d["grid"])
-    elif "samples" in d:
-        table = sample_points(
-            {k: tuple(v) if isinstance(v, list) else v for k, v in d["samples"].items()}, d.get("n_samples"), seed
-        )
-    else:
-        table = _points_from(d["points"], root)
     for k, t in (("history", bool), ("common_random", bool), ("generator", str)):
         if k in d and not isinstance(d[k], t):
             raise ValueError(f"{k}: expected {t.__name__}, got {d[k]!r}")
+    seed = d.get("seed", 0)
     run = dict(
         replicates=d.get("replicates", 1),
         seed=seed,
@@ -229,7 +220,19 @@ def load_sweep_file(spec: str | Path | dict, root: str | Path | None = None) -> 
         max_batch=d.get("max_batch", DEFAULT_MAX_BATCH),
         memory_budget=parse_bytes(d.get("memory_budget")),
     )
-    check_run_args(**run)
+    check_run_args(**run)  # before the samples are drawn with the seed and the budget reads the rest
+    per_point = point_steps(cfg, run["replicates"], run["turns"])
+    if "grid" in d:
+        table = grid_points(d["grid"], per_point)
+    elif "samples" in d:
+        table = sample_points(
+            {k: tuple(v) if isinstance(v, list) else v for k, v in d["samples"].items()},
+            d.get("n_samples"),
+            seed,
+            per_point,
+        )
+    else:
+        table = _points_from(d["points"], root)
     return SweepFile(
         config=cfg,
         table=table,
