@@ -4,16 +4,23 @@ the edge, and damaged or foreign files named in their errors. Nothing here compi
 
 from __future__ import annotations
 
+import json
+import os
 import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
+import pandas as pd
 import pytest
 
 import bdpd_jax
 from bdpd_jax.config.budget import BUDGET_ENV, DEFAULT_RUN_BUDGET, check_budget, run_budget
-from bdpd_jax.searches import search
+from bdpd_jax.config.files import write_json
+from bdpd_jax.results.frames import Results
+from bdpd_jax.searches import SearchResults, search
 from bdpd_jax.sweeps.points import grid_points
+from bdpd_jax.sweeps.results import SweepResults
+from bdpd_jax.sweeps.sweep_file import run_sweep_file
 
 SPACE = {"model.regenRate": (0.01, 0.6)}
 # a peak this small means the refused run allocated nothing in proportion to its size
@@ -78,3 +85,113 @@ def test_the_budget_counts_replicates_turns_and_players_and_is_raised_by_the_env
     assert check_budget("x", 1, {"arenas": 10, "turns": 10}, budget=100) == 100
     with pytest.raises(ValueError, match="budget"):
         check_budget("x", 1, {"arenas": 10}, budget=0)
+
+
+# --------------------------------------------------------------------------- damaged or foreign files
+
+
+def _cut(path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data[: len(data) // 2])
+
+
+def test_a_cut_generation_part_is_named(config, tmp_path):
+    frame = pd.DataFrame({"generation": [0], "candidate": [0]})
+    gens = tmp_path / "generations"
+    gens.mkdir()
+    frame.to_parquet(gens / "gen-00000.parquet")
+    _cut(gens / "gen-00001.parquet", (gens / "gen-00000.parquet").read_bytes())
+    with pytest.raises(ValueError, match=r"gen-00001\.parquet'?: not a readable parquet file"):
+        search(config, SPACE, ("survived_mean", "max"), out=tmp_path)
+
+
+def test_a_cut_manifest_is_named(config, tmp_path):
+    _cut(tmp_path / "manifest.json", json.dumps({"digest": "0" * 64}).encode())
+    with pytest.raises(ValueError, match=r"manifest\.json'?: not valid JSON"):
+        search(config, SPACE, ("survived_mean", "max"), out=tmp_path)
+    sweep_out = tmp_path / "sweep"
+    _cut(sweep_out / "manifest.json", json.dumps({"digest": "0" * 64, "chunk_arenas": 8}).encode())
+    spec = {"config": config, "grid": {"model.regenRate": [0.1]}}
+    with pytest.raises(ValueError, match=r"manifest\.json'?: not valid JSON"):
+        run_sweep_file(spec, sweep_out)
+    (sweep_out / "manifest.json").write_text(json.dumps({"digest": 3, "chunk_arenas": 8}))
+    with pytest.raises(ValueError, match=r"manifest\.json'?: digest: .*got 3"):
+        run_sweep_file(spec, sweep_out)
+
+
+def _search_dir(tmp_path, **meta: Any):
+    pd.DataFrame({"generation": [0], "candidate": [0], "violation": [0.0]}).to_parquet(tmp_path / "history.parquet")
+    body = {"names": ["model.regenRate"], "objectives": [["survived_mean", "max"]], "constraints": [], "config": None}
+    (tmp_path / "meta.json").write_text(json.dumps({**body, **meta}))
+    return tmp_path
+
+
+def test_search_results_never_follow_a_path_in_their_meta(config, tmp_path):
+    elsewhere = tmp_path / "elsewhere.json"
+    elsewhere.write_text(json.dumps(config))  # a valid config: taking the string as a path would load it
+    (tmp_path / "s").mkdir()
+    d = _search_dir(tmp_path / "s", config=str(elsewhere))
+    with pytest.raises(ValueError, match=r"meta\.json'?: config: .*got '.*elsewhere\.json'"):
+        SearchResults.from_parquet(d)
+    assert SearchResults.from_parquet(_search_dir(d, config=config)).config is not None  # an object is fine
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("names", "abc"),
+        ("objectives", 3),
+        ("objectives", [["survived_mean", "most"]]),
+        ("constraints", [["x", ">=", None]]),
+    ],
+)
+def test_search_results_validate_their_meta(tmp_path, field, value):
+    with pytest.raises(ValueError, match=rf"meta\.json'?: {field}"):
+        SearchResults.from_parquet(_search_dir(tmp_path, **{field: value}))
+
+
+def test_sweep_and_run_results_name_their_damaged_files(tmp_path):
+    pd.DataFrame({"arena": [0]}).to_parquet(tmp_path / "summary.parquet")
+    (tmp_path / "meta.json").write_text(json.dumps({"names": "abc"}))
+    (tmp_path / "arenas").mkdir()
+    _cut(tmp_path / "points.parquet", (tmp_path / "summary.parquet").read_bytes())
+    with pytest.raises(ValueError, match=r"meta\.json'?: names"):
+        SweepResults.from_parquet(tmp_path)
+    (tmp_path / "meta.json").write_text('{"names": [')
+    with pytest.raises(ValueError, match=r"meta\.json'?: not valid JSON"):
+        Results.from_parquet(tmp_path)
+    (tmp_path / "meta.json").write_text(json.dumps({"names": []}))
+    with pytest.raises(ValueError, match=r"arenas'?: not a sweep's arena rows"):
+        SweepResults.from_parquet(tmp_path)
+    (tmp_path / "arenas" / "chunk=0").mkdir()
+    (tmp_path / "summary.parquet").rename(tmp_path / "arenas" / "chunk=0" / "part-0.parquet")
+    with pytest.raises(ValueError, match=r"points\.parquet'?: not a readable parquet file"):
+        SweepResults.from_parquet(tmp_path)
+
+
+def test_run_results_never_follow_an_out_path_in_their_meta(tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "turns.parquet").mkdir(parents=True)
+    pd.DataFrame({"arena": [7], "turn": [1]}).to_parquet(elsewhere / "turns.parquet" / "part-0.parquet")
+    d = tmp_path / "run"
+    d.mkdir()
+    pd.DataFrame({"arena": [0]}).to_parquet(d / "summary.parquet")
+    (d / "meta.json").write_text(json.dumps({"out": str(elsewhere)}))
+    res = Results.from_parquet(d)
+    assert "out" not in res.meta
+    with pytest.raises(ValueError, match="kept no history"):  # not the rows of elsewhere/
+        res.turns
+
+
+def test_metadata_is_written_atomically(tmp_path, monkeypatch):
+    target = tmp_path / "manifest.json"
+    write_json(target, {"digest": "old"})
+
+    def fail(fd: int) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "fsync", fail)
+    with pytest.raises(OSError, match="disk full"):
+        write_json(target, {"digest": "new"})
+    assert json.loads(target.read_text()) == {"digest": "old"}  # the old file, whole
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["manifest.json"]  # no temp left behind
