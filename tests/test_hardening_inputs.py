@@ -180,7 +180,7 @@ def test_run_results_never_follow_an_out_path_in_their_meta(tmp_path):
     res = Results.from_parquet(d)
     assert "out" not in res.meta
     with pytest.raises(ValueError, match="kept no history"):  # not the rows of elsewhere/
-        res.turns
+        _ = res.turns
 
 
 def test_metadata_is_written_atomically(tmp_path, monkeypatch):
@@ -195,3 +195,36 @@ def test_metadata_is_written_atomically(tmp_path, monkeypatch):
         write_json(target, {"digest": "new"})
     assert json.loads(target.read_text()) == {"digest": "old"}  # the old file, whole
     assert sorted(p.name for p in tmp_path.iterdir()) == ["manifest.json"]  # no temp left behind
+
+
+# --------------------------------------------------------------------------- numbers past a float
+
+
+HUGE = 10**400  # float(HUGE) raises OverflowError
+
+
+def test_space_and_constraint_bounds_past_a_float_name_their_field(config):
+    with pytest.raises(ValueError, match=r"space\['model.regenRate'\]\[1\]: an integer of ~401 digits is too large"):
+        search(config, {"model.regenRate": (0.01, HUGE)}, ("survived_mean", "max"))
+    with pytest.raises(ValueError, match=r"constraints\['survived_mean'\]: an integer of ~401 digits is too large"):
+        search(config, SPACE, ("survived_mean", "max"), constraints={"survived_mean": (">=", HUGE)})
+    with pytest.raises(ValueError, match=r"samples\['model.regenRate'\]\[0\]: .* too large"):
+        bdpd_jax.sweep(config, samples={"model.regenRate": (-HUGE, 0.5)}, n_samples=2)
+
+
+def test_other_user_numbers_past_a_float_are_value_errors():
+    from bdpd_jax.config.limits import check_tick_interval, to_float
+    from bdpd_jax.config.terms import parse_terms
+    from bdpd_jax.sweeps.sweep_file import parse_bytes
+
+    for call, field in [
+        (lambda: parse_bytes("1e400GB"), "memory_budget"),
+        (lambda: parse_bytes(1e308 * 10), "memory_budget"),
+        (lambda: check_tick_interval(HUGE), "tickIntervalMs"),
+        (lambda: to_float(-HUGE, "x"), "x"),
+        (lambda: to_float(10**5000, "x"), "x"),  # (its repr alone would raise past 4300 digits)
+    ]:
+        with pytest.raises(ValueError, match=field):
+            call()
+    with pytest.raises(ValueError, match=r"terms\.tolerance: an integer of ~401 digits"):
+        parse_terms({"type": "no_aggression", "tolerance": HUGE})

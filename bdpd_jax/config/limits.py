@@ -146,15 +146,36 @@ def check_int(value: Any, field: str, lo: int, hi: int) -> int:
     return int(value)
 
 
+def to_float(value: Any, field: str) -> float:
+    """``float(value)`` of a user's number (int, float, numpy scalar; bools refused): a
+    ValueError naming ``field`` when it is not a number or too large for a float (an int like
+    10**400, where ``float()`` raises OverflowError). NaN and inf pass: callers bound them."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ValueError(f"{field}: must be a number, got {_short(value)}")
+    try:
+        return float(value)
+    except OverflowError:
+        raise ValueError(f"{field}: {_short(value)} is too large for a float (|x| < 1.8e308)") from None
+
+
+def _short(value: Any) -> str:
+    """``repr(value)`` cut to 80 characters; a huge int by its digit count (its repr can be
+    too long to make at all past 4300 digits)."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 10**80:
+        return f"an integer of ~{int(value.bit_length() * 0.30103) + 1} digits"
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 def check_tick_interval(value: Any, field: str = "tickIntervalMs") -> float:
     """An auto-tick interval in ms: a finite number in [0, MAX_TICK_INTERVAL_MS]."""
     if (
         isinstance(value, bool)
         or not isinstance(value, (int, float))
+        or not 0 <= value <= MAX_TICK_INTERVAL_MS  # (before isfinite: an int past float's range)
         or not math.isfinite(value)
-        or not 0 <= value <= MAX_TICK_INTERVAL_MS
     ):
-        raise ValueError(f"{field}: must be a number of ms in [0, {MAX_TICK_INTERVAL_MS:g}], got {value!r}")
+        raise ValueError(f"{field}: must be a number of ms in [0, {MAX_TICK_INTERVAL_MS:g}], got {_short(value)}")
     return float(value)
 
 
@@ -271,6 +292,7 @@ __all__ = [
     "check_magnitudes",
     "check_int",
     "check_tick_interval",
+    "to_float",
     "check_run_size",
     "MAX_ID_CHARS",
     "MAX_NAME_CHARS",

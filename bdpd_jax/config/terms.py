@@ -12,6 +12,7 @@ import math
 from typing import Any
 
 from ..kernels import pacts as P
+from .limits import to_float
 
 
 def parse_terms(value: Any, where: str = "terms", *, strict: bool = True, fill: bool = False) -> dict[str, Any]:
@@ -42,7 +43,8 @@ def parse_terms(value: Any, where: str = "terms", *, strict: bool = True, fill: 
             if fill:
                 out[f.name] = float(f.default)
             continue
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        finite = isinstance(v, (int, float)) and math.isfinite(to_float(v, f"{where}.{f.name}"))  # (bools refused)
+        if not finite:
             raise ValueError(f"{where}.{f.name}: must be a finite number, got {v!r}")
         if not (v > f.minimum if f.exclusive else v >= f.minimum):
             op = ">" if f.exclusive else ">="

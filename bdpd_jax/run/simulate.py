@@ -22,8 +22,8 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from ..config.game import ArenaConfig
 from ..config.budget import arena_steps, check_budget
+from ..config.game import ArenaConfig
 from ..config.limits import DEFAULT_MAX_BATCH, check_run_args, check_run_size
 from ..kernels import outcomes, sustainability
 from ..kernels.game import Game

@@ -8,11 +8,14 @@ worst: the objective +inf, a constraint's violation +inf.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from ..config.limits import to_float
 
 SENSES = ("max", "min")
 OPS = (">=", "<=")
@@ -53,11 +56,11 @@ def constraints_of(constraints: Any) -> list[tuple[str, str, float]]:
             and v[0] in OPS
             and isinstance(v[1], (int, float))
             and not isinstance(v[1], bool)
-            and np.isfinite(float(v[1]))
         )
-        if not ok:
-            raise ValueError(f"constraints[{c!r}]: must be ('>=' | '<=', a finite number), got {v!r}")
-        out.append((str(c), v[0], float(v[1])))
+        bound = to_float(v[1], f"constraints[{c!r}]") if ok else math.nan
+        if not math.isfinite(bound):
+            raise ValueError(f"constraints[{c!r}]: must be ('>=' | '<=', a finite number), got {v!r:.200}")
+        out.append((str(c), v[0], bound))
     return out
 
 

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ..config.game import ArenaConfig
+from ..config.limits import to_float
 from ..sweeps.paths import config_base
 
 
@@ -41,7 +42,7 @@ class Space:
                 and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in b)
             ):
                 raise ValueError(f"space[{name!r}]: must be (low, high), got {b!r}")
-            a, z = float(b[0]), float(b[1])
+            a, z = to_float(b[0], f"space[{name!r}][0]"), to_float(b[1], f"space[{name!r}][1]")
             if not (math.isfinite(a) and math.isfinite(z) and a < z):
                 raise ValueError(f"space[{name!r}]: needs finite low < high, got {b!r}")
             is_int = isinstance(old, int)

@@ -124,9 +124,8 @@ def sweep_on_cluster(
     info: list | None = None,
 ):
     """``sweep`` with its chunks run on a Dask cluster; returns the same SweepResults."""
-    table = points_table(
-        grid, samples, points, names=names, n_samples=n_samples, seed=seed, per_point=point_steps(config, replicates, turns)
-    )
+    per_point = point_steps(config, replicates, turns)
+    table = points_table(grid, samples, points, names=names, n_samples=n_samples, seed=seed, per_point=per_point)
     return run_points(
         config,
         table,

@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from ..config.game import ArenaConfig
 from ..config.budget import arena_steps, check_budget
+from ..config.game import ArenaConfig
 from ..config.limits import DEFAULT_MAX_BATCH, check_run_args
 from ..kernels.metrics import METRICS
 from ..prepare.prepared import content_key, prepare

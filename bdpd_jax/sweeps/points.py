@@ -4,6 +4,7 @@ config paths). Used by :mod:`bdpd_jax.sweep`."""
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -11,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ..config.budget import check_budget, grid_size
+from ..config.limits import to_float
 
 # ----------------------------------------------------------------------------- points
 
@@ -33,7 +35,10 @@ def grid_points(grid: dict[str, Sequence[Any]], per_point: Mapping[str, int] | N
 
 
 def sample_points(
-    samples: dict[str, tuple[float, float]], n_samples: int | None, seed: int, per_point: Mapping[str, int] | None = None
+    samples: dict[str, tuple[float, float]],
+    n_samples: int | None,
+    seed: int,
+    per_point: Mapping[str, int] | None = None,
 ) -> pd.DataFrame:
     """``n_samples`` points drawn uniformly in the boxes ``{path: (low, high)}``; ``n_samples``
     times ``per_point`` is checked against the run budget before any is drawn."""
@@ -46,10 +51,13 @@ def sample_points(
     lo, hi = [], []
     for n in names:
         b = samples[n]
-        if not (isinstance(b, (tuple, list)) and len(b) == 2 and float(b[0]) <= float(b[1])):
-            raise ValueError(f"samples[{n!r}]: must be (low, high) with low <= high, got {b!r}")
-        lo.append(float(b[0]))
-        hi.append(float(b[1]))
+        if not (isinstance(b, (tuple, list)) and len(b) == 2):
+            raise ValueError(f"samples[{n!r}]: must be (low, high) with low <= high, got {b!r:.200}")
+        a, z = to_float(b[0], f"samples[{n!r}][0]"), to_float(b[1], f"samples[{n!r}][1]")
+        if not (math.isfinite(a) and math.isfinite(z) and a <= z):
+            raise ValueError(f"samples[{n!r}]: must be finite (low, high) with low <= high, got {b!r:.200}")
+        lo.append(a)
+        hi.append(z)
     x = np.random.default_rng(seed).uniform(lo, hi, size=(int(n_samples), len(names)))
     return pd.DataFrame(x, columns=names)
 

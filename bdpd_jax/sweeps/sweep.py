@@ -181,7 +181,13 @@ def sweep(
     parameter, or the parameter that changes the static structure of the game.
     """
     table = points_table(
-        grid, samples, points, names=names, n_samples=n_samples, seed=seed, per_point=point_steps(config, replicates, turns)
+        grid,
+        samples,
+        points,
+        names=names,
+        n_samples=n_samples,
+        seed=seed,
+        per_point=point_steps(config, replicates, turns),
     )
     return run_points(
         config,

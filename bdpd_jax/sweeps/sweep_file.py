@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
 import shutil
@@ -42,7 +43,7 @@ from typing import Any
 import pandas as pd
 
 from ..config.game import ArenaConfig
-from ..config.limits import DEFAULT_MAX_BATCH, check_run_args
+from ..config.limits import DEFAULT_MAX_BATCH, check_run_args, to_float
 from .distributed import run_chunks
 from .sweep import SweepPlan, aggregate, explicit_points, grid_points, point_steps, sample_points
 
@@ -85,13 +86,19 @@ def parse_bytes(v: Any, where: str = "memory_budget") -> int | None:
     if isinstance(v, bool):
         raise ValueError(f"{where}: a number of bytes or a size like '2GB', got {v!r}")
     if isinstance(v, (int, float)):
-        b = int(v)
+        x = to_float(v, where) if isinstance(v, float) else v
     else:
-        m = re.fullmatch(r"\s*([0-9.eE+]+)\s*([kmgt]?)(i?)b?\s*", str(v).lower())
+        m = re.fullmatch(r"\s*([0-9.eE+]+)\s*([kmgt]?)(i?)b?\s*", str(v).lower()[:64])
         if m is None:
-            raise ValueError(f"{where}: a number of bytes or a size like '2GB', got {v!r}")
+            raise ValueError(f"{where}: a number of bytes or a size like '2GB', got {v!r:.80}")
         base = 1024 if m.group(3) else 1000
-        b = int(float(m.group(1)) * base ** " kmgt".index(m.group(2) or " "))
+        try:
+            x = float(m.group(1)) * base ** " kmgt".index(m.group(2) or " ")
+        except ValueError:
+            raise ValueError(f"{where}: a number of bytes or a size like '2GB', got {v!r:.80}") from None
+    if not (isinstance(x, int) or math.isfinite(x)):
+        raise ValueError(f"{where}: must be a finite number of bytes, got {v!r:.80}")
+    b = int(x)
     if b < 1:
         raise ValueError(f"{where}: must be >= 1 byte, got {v!r}")
     return b
