@@ -30,6 +30,7 @@ from ..kernels.schedule import SCHEDULERS
 from .base import ConfigModel, wire_name, wire_names
 from .discussion import DiscussionConfig
 from .engines import EngineConfig, engine_config_model
+from .files import MAX_CONFIG_BYTES, read_text
 from .governance import PactConfig, TalkConfig, check_governance, needed_slots
 from .limits import MAX_PACT_SLOTS, MAX_PLAYERS, MAX_SPECS, MAX_TURNS, Label, Name, check_magnitudes
 from .perturbations import check_perturbations, parse_perturbations
@@ -238,7 +239,8 @@ class ArenaConfig(ConfigModel):
 
     @classmethod
     def load(cls, source: ArenaConfig | dict[str, Any] | str | Path) -> ArenaConfig:
-        """Accept a config, a dict, a JSON string or a path to a JSON file."""
+        """Accept a config, a dict, a JSON string or a path to a JSON file (read only when at
+        most ``MAX_CONFIG_BYTES``, bdpd_jax/config/files.py)."""
         if isinstance(source, ArenaConfig):
             return source
         if isinstance(source, dict):
@@ -247,7 +249,13 @@ class ArenaConfig(ConfigModel):
             path = Path(source)
             if not path.is_file():
                 raise ValueError(f"config: no such file {str(path)!r}")
-            return cls.model_validate_json(path.read_text())
+            text = read_text(path, MAX_CONFIG_BYTES, "config")  # bounded: never read whole past the limit
+            try:
+                return cls.model_validate_json(text)
+            except ValidationError as e:
+                if e.errors()[0]["type"] == "json_invalid":  # (field errors name their field)
+                    raise ValueError(f"config: {str(path)!r} is not valid JSON ({e.errors()[0]['msg']})") from None
+                raise
         return cls.model_validate_json(source)
 
     def require_players(self) -> list[PlayerConfig]:

@@ -8,60 +8,24 @@ killed mid-write loses at most the line being written; ``read_jsonl`` skips such
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import tempfile
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from bdpd_jax.config.files import fsync_path, write_json
 from bdpd_jax.host._json import json_default
 
-
-def fsync_path(path: Path, *, tolerant: bool = False) -> None:
-    """fsync a file or directory by its path (a new descriptor flushes its pages whoever wrote
-    them); a missing path is skipped. ``tolerant``: where fsync is unsupported (some
-    directories), skip instead of raising."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
-        return
-    except OSError:
-        if tolerant:
-            return
-        raise
-    try:
-        os.fsync(fd)
-    except OSError:
-        if not tolerant:
-            raise
-    finally:
-        os.close(fd)
+__all__ = ["atomic_write_json", "clean_stale_tmp", "fsync_path", "JsonlWriter", "read_jsonl"]
 
 
 def atomic_write_json(path: str | os.PathLike[str], obj: Any, *, indent: int | None = 2, mkdir: bool = True) -> None:
-    """Write ``obj`` as JSON to ``path`` atomically (temp file + fsync + os.replace).
-    ``mkdir=False``: the folder must exist (FileNotFoundError otherwise): an arena's writes never
-    recreate a folder that was deleted."""
-    target = Path(path)
-    directory = target.parent if str(target.parent) else Path(".")
-    if mkdir:
-        directory.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(obj, indent=indent, default=json_default, allow_nan=False)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    fsync_path(directory, tolerant=True)  # a rename inside it is durable
+    """Write ``obj`` as strict JSON to ``path`` atomically (temp file + fsync + os.replace:
+    the library's one helper, bdpd_jax/config/files.py). ``mkdir=False``: the folder must
+    exist (FileNotFoundError otherwise): an arena's writes never recreate a folder that was
+    deleted."""
+    write_json(path, obj, indent=indent, mkdir=mkdir, default=json_default, allow_nan=False)
 
 
 def clean_stale_tmp(root: str | os.PathLike[str]) -> list[Path]:

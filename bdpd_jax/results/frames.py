@@ -8,7 +8,6 @@ rows: the scan runs them as frozen no-ops, and the frames drop them.
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..config.files import Meta, load_meta, read_parquet, write_json
 from ..kernels.metrics import record_metrics
 from . import schema
 from .victory import evaluate
@@ -99,7 +99,7 @@ class Results:
         parts = sorted(d.glob("part-*.parquet"))
         if not parts:
             return None
-        df = pd.concat([pd.read_parquet(p) for p in parts], ignore_index=True)
+        df = pd.concat([read_parquet(p) for p in parts], ignore_index=True)
         return df.sort_values(keys, kind="stable", ignore_index=True)
 
     @property
@@ -210,7 +210,7 @@ class Results:
         for name, df in frames.items():
             if df is not None:
                 df.to_parquet(d / f"{name}.parquet", index=False)
-        (d / "meta.json").write_text(json.dumps(self.meta, indent=2, default=str))
+        write_json(d / "meta.json", self.meta)
         return d
 
     @classmethod
@@ -221,13 +221,14 @@ class Results:
 
         def read(name: str) -> pd.DataFrame | None:
             p = d / f"{name}.parquet"
-            return pd.read_parquet(p) if p.is_file() else None
+            return read_parquet(p) if p.is_file() else None
 
-        meta = json.loads((d / "meta.json").read_text()) if (d / "meta.json").is_file() else {}
+        meta = load_meta(d / "meta.json", Meta).model_dump() if (d / "meta.json").is_file() else {}
+        meta.pop("out", None)  # a path written in the file is never followed: the parts are read from d
         if (d / "turns.parquet").is_dir():
             meta["out"] = str(d)  # streamed parts (simulate(out=)): loaded lazily from here
         extra = {
-            p.stem: pd.read_parquet(p)
+            p.stem: read_parquet(p)
             for p in sorted(d.glob("*.parquet"))
             if p.stem not in ("summary", "turns", "players") and p.is_file()
         }

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
+from pydantic import Field, FiniteFloat
 
+from ..config.files import Meta, load_meta, read_parquet, write_json
 from ..config.game import ArenaConfig
 from ..sweeps.paths import apply_values, config_base
 from .ranking import front_mask, minimised, order
@@ -85,7 +86,7 @@ class SearchResults:
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
         self.history.to_parquet(d / "history.parquet", index=False)
-        (d / "meta.json").write_text(json.dumps(self._meta_body(), indent=2, default=str))
+        write_json(d / "meta.json", self._meta_body())
         return d
 
     def _meta_body(self) -> dict[str, Any]:
@@ -106,16 +107,34 @@ class SearchResults:
 
     @classmethod
     def from_parquet(cls, directory: str | Path) -> SearchResults:
+        """The search written by :meth:`to_parquet`; its ``meta.json`` is validated
+        (:class:`SearchMeta`) and ValueError names the file and field of anything wrong."""
         d = Path(directory)
         if not (d / "history.parquet").is_file() or not (d / "meta.json").is_file():
             raise ValueError(f"directory: no search (history.parquet and meta.json) in {str(d)!r}")
-        meta = json.loads((d / "meta.json").read_text())
-        cfg = meta.pop("config", None)
+        m = load_meta(d / "meta.json", SearchMeta)
+        cfg = None
+        if m.config is not None:
+            try:
+                cfg = ArenaConfig.model_validate(m.config)  # a JSON object, never a path to follow
+            except ValueError as e:
+                raise ValueError(f"{str(d / 'meta.json')!r}: config: {e}") from None
+        meta = m.model_dump(exclude={"names", "objectives", "constraints", "config"})
         return cls(
-            pd.read_parquet(d / "history.parquet"),
-            list(meta.pop("names")),
-            [tuple(o) for o in meta.pop("objectives")],
-            [(c, op, float(b)) for c, op, b in meta.pop("constraints")],
-            ArenaConfig.load(cfg) if cfg is not None else None,
+            read_parquet(d / "history.parquet"),
+            list(m.names),
+            [tuple(o) for o in m.objectives],
+            [(c, op, float(b)) for c, op, b in m.constraints],
+            cfg,
             meta,
         )
+
+
+class SearchMeta(Meta):
+    """A search's ``meta.json``: the searched paths, objectives, constraints and the config
+    (a JSON object, or null when it held a Policy); other keys are kept as written."""
+
+    names: list[str]
+    objectives: list[tuple[str, Literal["max", "min"]]] = Field(min_length=1)
+    constraints: list[tuple[str, Literal[">=", "<="], FiniteFloat]] = []
+    config: dict[str, Any] | None = None

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from ..config.budget import arena_steps, check_budget
+from ..config.files import Meta, load_meta, read_parquet, write_json
 from ..config.game import ArenaConfig
 from ..config.limits import DEFAULT_MAX_BATCH, check_run_args
 from ..kernels.metrics import METRICS
@@ -237,6 +238,12 @@ def _best_text(h: pd.DataFrame, objs) -> str:
     return f"best {c}={h[c].iloc[i]:.4g}{'' if h['feasible'].iloc[i] else ' (infeasible)'}"
 
 
+class _Manifest(Meta):
+    """A search directory's ``manifest.json``: the digest of the search's arguments."""
+
+    digest: str
+
+
 class _Store:
     """A search's directory: ``manifest.json`` (a digest of the arguments) and one
     ``generations/gen-<g>.parquet`` per generation done (written to a temporary name, then
@@ -273,14 +280,14 @@ class _Store:
             return []
         man = self.dir / "manifest.json"
         if man.is_file():
-            if json.loads(man.read_text()).get("digest") != self.digest:
+            if load_meta(man, _Manifest).digest != self.digest:
                 raise ValueError(f"out: {str(self.dir)!r} holds a different search; use a fresh directory")
         else:
             (self.dir / "generations").mkdir(parents=True, exist_ok=True)
-            man.write_text(json.dumps({"digest": self.digest}))
+            write_json(man, {"digest": self.digest}, indent=None)
         done: list[pd.DataFrame] = []
         while (p := self._part(len(done))).is_file():
-            done.append(pd.read_parquet(p))
+            done.append(read_parquet(p))
         return done
 
     def _part(self, g: int) -> Path:

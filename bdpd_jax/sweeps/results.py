@@ -4,7 +4,6 @@ storage) and the per-point aggregation. Used by :mod:`bdpd_jax.sweep`."""
 from __future__ import annotations
 
 import functools
-import json
 import shutil
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any, TypeAlias
 import numpy as np
 import pandas as pd
 
+from ..config.files import Meta, load_meta, read_parquet, write_json
 from ..kernels.metrics import METRICS
 from ..results import schema
 from ..results.frames import flat_metrics
@@ -123,7 +123,7 @@ class SweepResults:
             pa.Table.from_pandas(df, preserve_index=False), root_path=str(adir), partition_cols=["chunk"]
         )
         self.points.to_parquet(d / "points.parquet", index=False)
-        (d / "meta.json").write_text(json.dumps({**self.meta, "names": self.names}, indent=2, default=str))
+        write_json(d / "meta.json", {**self.meta, "names": self.names})
         return d
 
     @classmethod
@@ -133,11 +133,23 @@ class SweepResults:
         d = Path(directory)
         if not (d / "arenas").is_dir() or not (d / "points.parquet").is_file():
             raise ValueError(f"directory: no sweep (arenas/ and points.parquet) in {str(d)!r}")
-        meta = json.loads((d / "meta.json").read_text()) if (d / "meta.json").is_file() else {}
-        arenas = ds.dataset(str(d / "arenas"), format="parquet", partitioning="hive").to_table().to_pandas()
+        meta = load_meta(d / "meta.json", SweepMeta).model_dump() if (d / "meta.json").is_file() else {}
+        try:
+            arenas = ds.dataset(str(d / "arenas"), format="parquet", partitioning="hive").to_table().to_pandas()
+        except (OSError, ValueError) as e:  # pyarrow's ArrowInvalid is a ValueError
+            raise ValueError(f"{str(d / 'arenas')!r}: not a readable parquet dataset ({str(e)[:200]})") from None
+        if not {"chunk", "arena"} <= set(arenas.columns):
+            raise ValueError(f"{str(d / 'arenas')!r}: not a sweep's arena rows (no chunk=K/ parts with arena rows)")
         arenas = arenas.drop(columns=["chunk"]).sort_values("arena", kind="stable", ignore_index=True)
         names = list(meta.pop("names", []))
-        return cls(arenas, pd.read_parquet(d / "points.parquet"), names, meta)
+        return cls(arenas, read_parquet(d / "points.parquet"), names, meta)
+
+
+class SweepMeta(Meta):
+    """A sweep's ``meta.json``: the swept paths (checked); the rest (base config, players,
+    seed, layout) is kept as written and never read as a path."""
+
+    names: list[str] = []
 
 
 def _moments(cols: Sequence[Any], reps: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

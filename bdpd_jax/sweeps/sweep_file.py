@@ -41,7 +41,9 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from pydantic import Field
 
+from ..config.files import MAX_CONFIG_BYTES, Meta, load_meta, read_parquet, read_text, write_json
 from ..config.game import ArenaConfig
 from ..config.limits import DEFAULT_MAX_BATCH, check_run_args, to_float
 from .distributed import run_chunks
@@ -163,13 +165,21 @@ def _load_config(v: Any, root: Path) -> ArenaConfig:
     raise ValueError(f"config: a path to a JSON config or a [config] table, got {v!r}")
 
 
+def _read_csv(p: Path) -> pd.DataFrame:
+    """A points CSV; a damaged one is a ValueError naming it."""
+    try:
+        return pd.read_csv(p)
+    except (OSError, ValueError) as e:  # (pandas' ParserError is a ValueError)
+        raise ValueError(f"points: {str(p)!r} is not a readable CSV table ({str(e)[:200]})") from None
+
+
 def _points_from(v: Any, root: Path) -> pd.DataFrame:
     if isinstance(v, str):
         p = Path(v)
         p = p if p.is_absolute() else root / p
         if not p.is_file():
             raise ValueError(f"points: no file {str(p)!r}")
-        df = pd.read_parquet(p) if p.suffix == ".parquet" else pd.read_csv(p)
+        df = read_parquet(p) if p.suffix == ".parquet" else _read_csv(p)
         return explicit_points(df, None)
     if isinstance(v, dict) and v:
         lens = {k: len(x) if isinstance(x, list) else -1 for k, x in v.items()}
@@ -180,7 +190,10 @@ def _points_from(v: Any, root: Path) -> pd.DataFrame:
 
 
 def read_spec(
-    spec: str | Path | dict, root: str | Path | None, keys: frozenset[str] | set[str], max_bytes: int | None = None
+    spec: str | Path | dict,
+    root: str | Path | None,
+    keys: frozenset[str] | set[str],
+    max_bytes: int = MAX_CONFIG_BYTES,
 ) -> tuple[dict[str, Any], Path]:
     """(the spec's table, the folder its relative paths start from) of a TOML path or its
     dict, shared by sweep and search specs; ValueError on a missing, too large or invalid
@@ -189,10 +202,9 @@ def read_spec(
         p = Path(spec)
         if not p.is_file():
             raise ValueError(f"spec: no file {str(p)!r}")
-        if max_bytes is not None and p.stat().st_size > max_bytes:
-            raise ValueError(f"spec: {str(p)!r} is larger than {max_bytes} bytes")
+        text = read_text(p, max_bytes, "spec")  # bounded: never read whole past the limit
         try:
-            d = tomllib.loads(p.read_text())
+            d = tomllib.loads(text)
         except tomllib.TOMLDecodeError as e:
             raise ValueError(f"spec {str(p)!r}: invalid TOML: {e}") from None
         base = p.resolve().parent if root is None else Path(root)
@@ -273,7 +285,7 @@ def aggregate_parts(out: Path, n_chunks: int, names, outcomes) -> pd.DataFrame:
     ``aggregate`` of all rows (each point's statistics only see that point's rows)."""
     done, carry = [], None
     for k in range(n_chunks):
-        part = pd.read_parquet(_part(out, k))
+        part = read_parquet(_part(out, k))
         df = part if carry is None else pd.concat([carry, part], ignore_index=True)
         if k < n_chunks - 1:
             last = df["point"].iloc[-1]
@@ -301,18 +313,25 @@ def _resumed_width(out: Path, digest: str, overwrite: bool) -> int | None:
     man_path = out / MANIFEST
     if not man_path.is_file():
         return None
-    old = json.loads(man_path.read_text())
-    if old.get("digest") == digest:
-        return int(old["chunk_arenas"])  # the layout of the run being resumed
+    old = load_meta(man_path, SweepManifest)
+    if old.digest == digest:
+        return old.chunk_arenas  # the layout of the run being resumed
     if not overwrite:
         raise ValueError(
-            f"out: {str(out)!r} holds a different sweep (spec hash {str(old.get('digest'))[:12]}, this spec "
+            f"out: {str(out)!r} holds a different sweep (spec hash {old.digest[:12]}, this spec "
             f"{digest[:12]}); choose another directory or pass --overwrite"
         )
     shutil.rmtree(out / "arenas", ignore_errors=True)
     for f in ("points.parquet", "meta.json", MANIFEST):
         (out / f).unlink(missing_ok=True)
     return None
+
+
+class SweepManifest(Meta):
+    """A sweep directory's ``manifest.json`` (what a resumed run reads of it)."""
+
+    digest: str
+    chunk_arenas: int = Field(ge=1)
 
 
 def _write_manifest(out: Path, digest: str, plan) -> None:
@@ -326,9 +345,7 @@ def _write_manifest(out: Path, digest: str, plan) -> None:
         "n_arenas": plan.total,
         "chunks": [list(c) for c in plan.chunks],
     }
-    tmp = out / f".{MANIFEST}.tmp"
-    tmp.write_text(json.dumps(manifest, indent=2))
-    os.replace(tmp, out / MANIFEST)
+    write_json(out / MANIFEST, manifest)
 
 
 def run_sweep_file(
@@ -376,5 +393,5 @@ def run_sweep_file(
     points = aggregate_parts(out, plan.n_chunks, plan.names, plan.outcomes())
     meta = {**plan.meta(), "digest": digest}
     points.to_parquet(out / "points.parquet", index=False)
-    (out / "meta.json").write_text(json.dumps({**meta, "names": plan.names}, indent=2, default=str))
+    write_json(out / "meta.json", {**meta, "names": plan.names})
     return SweepFileRun(out, plan.n_chunks, todo, done, digest)
