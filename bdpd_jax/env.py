@@ -19,17 +19,19 @@ See docs/semantics/game.md, "Learned players".
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxmarl.environments import spaces
 from jaxmarl.environments.multi_agent_env import MultiAgentEnv
 
 from .config.game import ArenaConfig
+from .config.limits import short_repr
 from .host.programs import EXTERNAL
 from .kernels import rng
 from .kernels.actions import Actions
@@ -44,6 +46,8 @@ ACTIONS = ("continuous", "discrete")
 REWARDS = ("harvest", "wealth")
 # A bound on the discrete action count a caller may ask for (the policy head's width).
 MAX_ACTIONS = 1024
+# the range of an integer action (JAX's default int)
+INT32 = (-(2**31), 2**31 - 1)
 
 
 class EnvState(eqx.Module):
@@ -69,6 +73,27 @@ def _slots(learned: Any, n: int) -> tuple[int, ...]:
     ):
         raise ValueError(f"learned: distinct player indices in [0, {n}), at least one, got {learned!r}")
     return tuple(sorted(slots))
+
+
+def _action(agent: str, x: Any) -> jax.Array:
+    """One agent's action as a shape-() array; ValueError naming the agent and the value."""
+    where = f"actions[{agent!r}]"
+    if isinstance(x, int) and not isinstance(x, bool):
+        if not INT32[0] <= x <= INT32[1]:
+            raise ValueError(f"{where}: {short_repr(x)} is outside int32 [{INT32[0]}, {INT32[1]}]")
+        return jnp.asarray(x, jnp.int32)
+    if isinstance(x, float):
+        return jnp.asarray(x, jnp.float32)
+    if not isinstance(x, (jax.Array, np.ndarray, np.generic)):
+        raise ValueError(f"{where}: must be a number or a shape-() array, got {short_repr(x)}")
+    dtype = np.dtype(x.dtype) if not jnp.issubdtype(x.dtype, jax.dtypes.prng_key) else None
+    if dtype is None or dtype.kind not in "iuf":
+        raise ValueError(f"{where}: must hold a number (int or float), got dtype {x.dtype}")
+    if x.shape != ():
+        raise ValueError(f"{where}: must be one value (shape ()), got shape {tuple(x.shape)}")
+    if dtype.kind in "iu" and isinstance(x, (np.ndarray, np.generic)) and not INT32[0] <= int(x) <= INT32[1]:
+        raise ValueError(f"{where}: {int(x)} is outside int32 [{INT32[0]}, {INT32[1]}]")
+    return jnp.asarray(x)
 
 
 class CommonsEnv(MultiAgentEnv):
@@ -168,8 +193,30 @@ class CommonsEnv(MultiAgentEnv):
             out[a] = jnp.concatenate([jnp.where(seen, v, 0.0), seen.astype(v.dtype)])
         return out
 
+    def check_actions(self, actions: Any) -> dict[str, jax.Array]:
+        """Each agent's action as a scalar array, checked at the edge (before jit or JAX sees
+        it): a dict with exactly the env's agents, each a real number or a shape-() numeric
+        array (one arena's action; vmap adds the batch axis), a Python or numpy integer
+        within int32. ValueError naming the agent and the value otherwise. Values outside
+        the action space are clipped (``requests``), as the kernels clamp."""
+        if not isinstance(actions, Mapping):
+            raise ValueError(f"actions: must be a dict keyed by agent {self.agents}, got {short_repr(actions)}")
+        unknown = [k for k in actions if k not in self.agents]
+        if unknown:
+            raise ValueError(f"actions: unknown agent(s) {short_repr(unknown)}; this env's agents are {self.agents}")
+        missing = [a for a in self.agents if a not in actions]
+        if missing:
+            raise ValueError(f"actions: no action for {missing}; every agent of {self.agents} acts each step")
+        return {a: _action(a, actions[a]) for a in self.agents}
+
+    def step(self, key: jax.Array, state: EnvState, actions: Any, reset_state: EnvState | None = None):
+        """JaxMARL's ``step`` (one turn, auto-reset when the arena ends), with ``actions``
+        checked first (:meth:`check_actions`), outside its jit."""
+        return super().step(key, state, self.check_actions(actions), reset_state)
+
     def requests(self, state: EnvState, actions: dict) -> jax.Array:
         """float[N]: the learned players' requests (their action x capacity; others 0)."""
+        actions = self.check_actions(actions)
         eff = effective_params(self.game, state.arena, state.params)
         cap = capacity(state.arena.wealth) * self.game.engine.harvest_unit(eff.engine)
         req = jnp.zeros_like(state.arena.wealth)

@@ -137,3 +137,39 @@ def test_bad_arguments_name_the_field():
     ):
         with pytest.raises(ValueError, match=field):
             CommonsEnv(cfg, **kw)
+
+
+@pytest.mark.parametrize(
+    ("actions", "match"),
+    [
+        ({"agent_0": 2**40, "agent_2": 1}, r"actions\['agent_0'\]: 1099511627776 is outside int32"),
+        ({"agent_0": 1, "agent_2": None}, r"actions\['agent_2'\]: must be a number .* got None"),
+        (
+            {"agent_0": jnp.zeros(3, jnp.int32), "agent_2": 1},
+            r"actions\['agent_0'\]: must be one value .* shape \(3,\)",
+        ),
+        ({"agent_0": 1, "agent_2": np.zeros((2, 2))}, r"actions\['agent_2'\]: must be one value .* shape \(2, 2\)"),
+        ({"agent_0": np.int64(2**40), "agent_2": 1}, r"actions\['agent_0'\]: 1099511627776 is outside int32"),
+        ({"agent_0": "1", "agent_2": 1}, r"actions\['agent_0'\]: must be a number .* got '1'"),
+        ({"agent_0": jnp.asarray(True), "agent_2": 1}, r"actions\['agent_0'\]: must hold a number .* bool"),
+        ([1, 2], r"actions: must be a dict keyed by agent \['agent_0', 'agent_2'\], got \[1, 2\]"),
+        ({"agent_0": 1}, r"actions: no action for \['agent_2'\]"),
+        ({"agent_0": 1, "agent_2": 1, "agent_1": 1}, r"actions: unknown agent\(s\) \['agent_1'\]"),
+    ],
+)
+def test_step_checks_each_agents_action_at_the_edge(env, actions, match):
+    """Issue 35: a bad action is a ValueError naming the agent and the value, raised before
+    JAX sees it (nothing runs), from ``step`` and from ``step_env``/``requests``."""
+    _, st = env.reset(CommonsEnv.arena_key(0, 0))
+    with pytest.raises(ValueError, match=match):
+        env.step(jax.random.key(0), st, actions)
+    with pytest.raises(ValueError, match=match):
+        env.requests(st, actions)
+
+
+def test_a_vmapped_step_checks_one_arenas_action(env):
+    keys = jax.random.split(jax.random.key(0), 4)
+    _, st = jax.vmap(env.reset)(keys)
+    acts = {"agent_0": jnp.zeros((4, 3), jnp.int32), "agent_2": jnp.zeros((4,), jnp.int32)}
+    with pytest.raises(ValueError, match=r"actions\['agent_0'\]: must be one value .* shape \(3,\)"):
+        jax.vmap(env.step)(keys, st, acts)

@@ -151,14 +151,14 @@ def to_float(value: Any, field: str) -> float:
     ValueError naming ``field`` when it is not a number or too large for a float (an int like
     10**400, where ``float()`` raises OverflowError). NaN and inf pass: callers bound them."""
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ValueError(f"{field}: must be a number, got {_short(value)}")
+        raise ValueError(f"{field}: must be a number, got {short_repr(value)}")
     try:
         return float(value)
     except OverflowError:
-        raise ValueError(f"{field}: {_short(value)} is too large for a float (|x| < 1.8e308)") from None
+        raise ValueError(f"{field}: {short_repr(value)} is too large for a float (|x| < 1.8e308)") from None
 
 
-def _short(value: Any) -> str:
+def short_repr(value: Any) -> str:
     """``repr(value)`` cut to 80 characters; a huge int by its digit count (its repr can be
     too long to make at all past 4300 digits)."""
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 10**80:
@@ -175,7 +175,7 @@ def check_tick_interval(value: Any, field: str = "tickIntervalMs") -> float:
         or not 0 <= value <= MAX_TICK_INTERVAL_MS  # (before isfinite: an int past float's range)
         or not math.isfinite(value)
     ):
-        raise ValueError(f"{field}: must be a number of ms in [0, {MAX_TICK_INTERVAL_MS:g}], got {_short(value)}")
+        raise ValueError(f"{field}: must be a number of ms in [0, {MAX_TICK_INTERVAL_MS:g}], got {short_repr(value)}")
     return float(value)
 
 
@@ -293,6 +293,7 @@ __all__ = [
     "check_int",
     "check_tick_interval",
     "to_float",
+    "short_repr",
     "check_run_size",
     "MAX_ID_CHARS",
     "MAX_NAME_CHARS",
