@@ -15,12 +15,14 @@ import pytest
 
 import bdpd_jax
 from bdpd_jax.config.budget import BUDGET_ENV, DEFAULT_RUN_BUDGET, check_budget, run_budget
-from bdpd_jax.config.files import write_json
+from bdpd_jax.config.files import MAX_CONFIG_BYTES, write_json
+from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.results.frames import Results
 from bdpd_jax.searches import SearchResults, search
+from bdpd_jax.searches.spec import load_search_spec
 from bdpd_jax.sweeps.points import grid_points
 from bdpd_jax.sweeps.results import SweepResults
-from bdpd_jax.sweeps.sweep_file import run_sweep_file
+from bdpd_jax.sweeps.sweep_file import load_sweep_file, run_sweep_file
 
 SPACE = {"model.regenRate": (0.01, 0.6)}
 # a peak this small means the refused run allocated nothing in proportion to its size
@@ -228,3 +230,41 @@ def test_other_user_numbers_past_a_float_are_value_errors():
             call()
     with pytest.raises(ValueError, match=r"terms\.tolerance: an integer of ~401 digits"):
         parse_terms({"type": "no_aggression", "tolerance": HUGE})
+
+
+# --------------------------------------------------------------------------- config files, bounded
+
+
+@pytest.fixture
+def huge_config(tmp_path):
+    """A 4 GiB config file that costs no disk (sparse: a seek past the end, one byte written)."""
+    p = tmp_path / "huge.json"
+    with open(p, "wb") as fh:
+        fh.seek(4 << 30)
+        fh.write(b"}")
+    return p
+
+
+def test_a_huge_config_file_is_refused_without_being_read(huge_config, tmp_path):
+    msg = _refused(lambda: ArenaConfig.load(str(huge_config)), r"config: .*huge\.json.* larger than the limit")
+    assert f"{MAX_CONFIG_BYTES:,} bytes" in msg
+    sweep_spec = tmp_path / "sweep.toml"
+    sweep_spec.write_text('config = "huge.json"\n[grid]\n"model.regenRate" = [0.1]\n')
+    _refused(lambda: load_sweep_file(sweep_spec), r"huge\.json.* larger than the limit")
+    search_spec = tmp_path / "search.toml"
+    search_spec.write_text(
+        'config = "huge.json"\nobjective = ["survived_mean", "max"]\n[space]\n"model.regenRate" = [0.1, 0.5]\n'
+    )
+    _refused(lambda: load_search_spec(search_spec), r"huge\.json.* larger than the limit")
+    (tmp_path / "big.toml").symlink_to(huge_config)
+    _refused(lambda: load_sweep_file(tmp_path / "big.toml"), r"spec: .*big\.toml.* larger than the limit")
+
+
+def test_a_cut_config_file_is_named(config, tmp_path):
+    p = tmp_path / "cut.json"
+    _cut(p, json.dumps(config).encode())
+    with pytest.raises(ValueError, match=r"config: .*cut\.json' is not valid JSON"):
+        ArenaConfig.load(str(p))
+    p.write_bytes(b"\xff\xfe{}")
+    with pytest.raises(ValueError, match=r"config: .*cut\.json' is not UTF-8"):
+        ArenaConfig.load(str(p))
