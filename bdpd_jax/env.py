@@ -209,9 +209,11 @@ class CommonsEnv(MultiAgentEnv):
             raise ValueError(f"actions: no action for {missing}; every agent of {self.agents} acts each step")
         return {a: _action(a, actions[a]) for a in self.agents}
 
-    def step(self, key: jax.Array, state: EnvState, actions: Any, reset_state: EnvState | None = None):
-        """JaxMARL's ``step`` (one turn, auto-reset when the arena ends), with ``actions``
-        checked first (:meth:`check_actions`), outside its jit."""
+    def step(  # type: ignore[override]
+        self, key: jax.Array, state: EnvState, actions: Any, reset_state: EnvState | None = None
+    ):
+        """JaxMARL's ``step`` (one turn, auto-reset when the arena ends) with ``actions`` checked
+        first (:meth:`check_actions`): the base's ``step`` is jitted, so it is called after."""
         return super().step(key, state, self.check_actions(actions), reset_state)
 
     def requests(self, state: EnvState, actions: dict) -> jax.Array:

@@ -123,7 +123,7 @@ class SearchResults:
         return cls(
             read_parquet(d / "history.parquet"),
             list(m.names),
-            [tuple(o) for o in m.objectives],
+            [(c, sense) for c, sense in m.objectives],
             [(c, op, float(b)) for c, op, b in m.constraints],
             cfg,
             meta,
