@@ -72,6 +72,19 @@ def test_n_samples_past_the_budget_is_refused_before_any_is_drawn(config):
     assert "1,000,000,000,000 points x 1 replicates x 30 turns x 4 players" in msg
 
 
+def test_sensitivity_sample_sizes_and_explicit_points_are_checked_too(config, monkeypatch):
+    from bdpd_jax.sweeps import sensitivity
+
+    problem = {"names": ["model.regenRate"], "bounds": [[0.01, 0.5]]}
+    msg = _refused(lambda: sensitivity.sobol(config, problem, n=2**40), "n: 1099511627776 makes a run of")
+    assert "3,298,534,883,328 points" in msg  # n (D + 2)
+    _refused(lambda: sensitivity.morris(config, problem, n=2**40), "n: 1099511627776")
+    monkeypatch.setenv(BUDGET_ENV, "1000")
+    points = pd.DataFrame({"model.regenRate": [0.1, 0.2, 0.3]})
+    with pytest.raises(ValueError, match="replicates: 10 makes a run of 3 points x 10 replicates x 30 turns"):
+        bdpd_jax.sweep(config, points=points, replicates=10)
+
+
 def test_the_budget_counts_replicates_turns_and_players_and_is_raised_by_the_environment(config, monkeypatch):
     grid = {"model.regenRate": [0.1, 0.2]}
     monkeypatch.setenv(BUDGET_ENV, str(2 * 10 * 30 * 4 - 1))

@@ -28,11 +28,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..config.budget import check_budget
 from ..config.game import ArenaConfig
 from ..config.limits import DEFAULT_MAX_BATCH
 from ..kernels.metrics import METRICS
 from .results import gini
-from .sweep import check_paths, config_base, run_points
+from .sweep import check_paths, config_base, point_steps, run_points
 
 # Outputs computed from the arena rows.
 DERIVED: dict[str, Callable[[pd.DataFrame], pd.Series]] = {
@@ -165,6 +166,14 @@ def _problem(problem: dict) -> dict:
     return p
 
 
+def _check_size(config: Any, n: Any, per_n: int, replicates: Any, model_kw: dict[str, Any]) -> None:
+    """``n`` is a count and its ``n * per_n`` points fit the run budget (with the model's
+    replicates, turns and players) before SALib draws them."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"n: must be an integer >= 1, got {n!r}")
+    check_budget("n", n, {"points": int(n) * per_n, **point_steps(config, replicates, model_kw.get("turns"))})
+
+
 def sobol(
     config: ArenaConfig | dict | str,
     problem: dict,
@@ -187,6 +196,8 @@ def sobol(
     from SALib.sample import sobol as sample  # optional dependency: the studies extra
 
     p = _problem(problem)
+    d = len(p["names"])
+    _check_size(config, n, (2 * d + 2) if calc_second_order else (d + 2), replicates, model_kw)
     X = sample.sample(p, int(n), calc_second_order=calc_second_order, seed=seed)
     f = model(config, p["names"], outputs, replicates, seed, **model_kw)
     Y = f(X)
@@ -236,6 +247,7 @@ def morris(
     from SALib.sample import morris as sample  # optional dependency: the studies extra
 
     p = _problem(problem)
+    _check_size(config, n, len(p["names"]) + 1, replicates, model_kw)
     X = sample.sample(p, int(n), num_levels=num_levels, seed=seed)
     f = model(config, p["names"], outputs, replicates, seed, **model_kw)
     Y = f(X)
