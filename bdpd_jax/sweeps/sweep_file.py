@@ -45,7 +45,7 @@ from pydantic import Field
 
 from ..config.files import MAX_CONFIG_BYTES, Meta, load_meta, read_parquet, read_text, write_json
 from ..config.game import ArenaConfig
-from ..config.limits import DEFAULT_MAX_BATCH, check_run_args, to_float
+from ..config.limits import DEFAULT_MAX_BATCH, check_run_args
 from .distributed import run_chunks
 from .sweep import SweepPlan, aggregate, explicit_points, grid_points, point_steps, sample_points
 
@@ -88,7 +88,7 @@ def parse_bytes(v: Any, where: str = "memory_budget") -> int | None:
     if isinstance(v, bool):
         raise ValueError(f"{where}: a number of bytes or a size like '2GB', got {v!r}")
     if isinstance(v, (int, float)):
-        x = to_float(v, where) if isinstance(v, float) else v
+        x: float = v
     else:
         m = re.fullmatch(r"\s*([0-9.eE+]+)\s*([kmgt]?)(i?)b?\s*", str(v).lower()[:64])
         if m is None:
@@ -98,7 +98,7 @@ def parse_bytes(v: Any, where: str = "memory_budget") -> int | None:
             x = float(m.group(1)) * base ** " kmgt".index(m.group(2) or " ")
         except ValueError:
             raise ValueError(f"{where}: a number of bytes or a size like '2GB', got {v!r:.80}") from None
-    if not (isinstance(x, int) or math.isfinite(x)):
+    if not (isinstance(x, int) or math.isfinite(x)):  # (an int past float's range is fine: int() of it)
         raise ValueError(f"{where}: must be a finite number of bytes, got {v!r:.80}")
     b = int(x)
     if b < 1:
