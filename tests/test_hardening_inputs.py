@@ -261,6 +261,7 @@ def huge_config(tmp_path):
 def test_a_huge_config_file_is_refused_without_being_read(huge_config, tmp_path):
     msg = _refused(lambda: ArenaConfig.load(str(huge_config)), r"config: .*huge\.json.* larger than the limit")
     assert f"{MAX_CONFIG_BYTES:,} bytes" in msg
+    _refused(lambda: bdpd_jax.simulate(str(huge_config), n_arenas=1), r"huge\.json.* larger than the limit")
     sweep_spec = tmp_path / "sweep.toml"
     sweep_spec.write_text('config = "huge.json"\n[grid]\n"model.regenRate" = [0.1]\n')
     _refused(lambda: load_sweep_file(sweep_spec), r"huge\.json.* larger than the limit")

@@ -27,6 +27,7 @@ import jax
 import numpy as np
 from pydantic_core import PydanticSerializationError
 
+from ..config.files import MAX_CONFIG_BYTES, read_text
 from ..config.game import ArenaConfig
 from ..config.governance import needed_slots
 from ..config.perturbations import arena_specs
@@ -141,7 +142,7 @@ def content_key(source: Any) -> str:
         text = json.dumps(source, sort_keys=True, default=_token)
     elif isinstance(source, Path) or (isinstance(source, str) and not source.lstrip().startswith("{")):
         path = Path(source)
-        text = path.read_text() if path.is_file() else f"<missing {path}>"
+        text = read_text(path, MAX_CONFIG_BYTES, "config") if path.is_file() else f"<missing {path}>"  # bounded
     else:
         text = str(source)
     return hashlib.sha1(f"{type(source).__name__}:{text}".encode()).hexdigest()
