@@ -28,6 +28,12 @@ a fallback harvest of 0.2 * capacity is applied for you."""
 _HARVEST_PROTOCOL = """
 Each turn, call the `harvest` tool exactly once with the amount you take."""
 
+_TEXT_ANSWER = """
+No tools are offered for the harvest: think it through in plain text and end with a line
+"Answer: N" (N, the amount you take). The first number after the last "Answer:" is your harvest."""
+_AUTO_ANSWER = """
+If you cannot call tools, end a plain-text answer with a line "Answer: N" (N, the amount you take)."""
+
 _WHOLE_UNITS = """
 Harvests are whole units: an amount that is not a whole number is rounded down, and one above the
 pool is cut to the pool."""
@@ -68,12 +74,15 @@ def render_system_prompt(
     fallback: float | None = None,
     whole_units: bool = False,
     discussion: bool = False,
+    answer_format: str = "tool",
 ) -> str:
     """The fixed system text of one agent (identical for every call of the run). ``rules``
     replaces the BDPD rules (a scenario's own wording); ``fallback``: the harvest of a
     missing or invalid answer, in stock units (None: 0.2 x capacity)."""
     fb = _DEFAULT_FALLBACK if fallback is None else f" If you do not, you harvest {fallback:g}."
     parts = [(_RULES if rules is None else rules + _HARVEST_PROTOCOL) + fb]
+    if answer_format != "tool":
+        parts.append(_TEXT_ANSWER if answer_format == "text" else _AUTO_ANSWER)
     if whole_units:
         parts.append(_WHOLE_UNITS)
     parts.append((_NO_TALK_DISCUSSION if discussion else _NO_TALK_RULES) if no_talk else _TALK_RULES)
