@@ -189,13 +189,15 @@ def govsim(scenario: str = "fishery", experiment: str = "default", *, players: l
     return cfg
 
 
-def govsim_rules(scenario: str = "fishery", experiment: str = "default", *, extra_facts: bool = False) -> str:
+def govsim_rules(
+    scenario: str = "fishery", experiment: str = "default", *, extra_facts: bool = False, universalization: bool = True
+) -> str:
     """The rules text an LLM player of a GovSim cell reads (its ``rulesText``): GovSim's facts
     in the scenario's wording, the sentence about the monthly conversation (not under
     ``no_communication``), the allocation and collapse rules only with ``extra_facts``, and
     under ``universalization`` the sentence with month 1's per-player threshold ((POOL // 2)
-    // PLAYERS = 10). A govsim-architecture player states each month's own threshold instead
-    (docs/semantics/live.md §15); this sentence is for a minimal one."""
+    // PLAYERS = 10) unless ``universalization`` is False: a govsim-architecture player is told
+    each month's own threshold instead (docs/semantics/live.md §15)."""
     if scenario not in GOVSIM_SCENARIOS:
         raise ValueError(f"scenario: unknown GovSim scenario {scenario!r}; known: {sorted(GOVSIM_SCENARIOS)}")
     if experiment not in EXPERIMENTS:
@@ -206,7 +208,7 @@ def govsim_rules(scenario: str = "fishery", experiment: str = "default", *, extr
         parts.append(sc.talk_text)
     if extra_facts:
         parts.append(sc.extra_text)
-    if experiment == "universalization":
+    if experiment == "universalization" and universalization:
         parts.append(sc.universalization_text((POOL // 2) // PLAYERS))
     return " ".join(parts)
 

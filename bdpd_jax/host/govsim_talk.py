@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from bdpd_jax.host.agents.govsim_agent import month_end_all
+from bdpd_jax.host.agent_calls import each
 from bdpd_jax.host.discussion import ask, discuss, next_speaker, report, speakers
 
 if TYPE_CHECKING:
@@ -89,7 +89,7 @@ async def govsim_discuss(run: ArenaRun, line: dict[str, Any]) -> None:
         for n in names
         if hasattr(agents[n], "month_end")
     }
-    ends = await month_end_all(agents, contexts)
+    ends = await month_end_all(agents, contexts, any(s.waits for s in run.specs))
     for n, e in ends.items():
         if e.get("error"):
             run.count(n, "errors", 1)
@@ -99,4 +99,22 @@ async def govsim_discuss(run: ArenaRun, line: dict[str, Any]) -> None:
     line["discussion"] = {**out, "monthEnd": ends}
 
 
-__all__ = ["PROTOCOLS", "active", "after_harvest", "govsim_discuss", "is_govsim"]
+async def month_end_all(
+    agents: dict[str, Any], contexts: dict[str, dict[str, Any]], at_once: bool
+) -> dict[str, dict[str, Any]]:
+    """Every player's month end (at once when any can wait), keyed in the players' order; an
+    agent that raises gets an entry with the error, one that answers None (a replayed player
+    that logged none) none."""
+    names = list(contexts)
+    done = await each([_month_end(agents[n], contexts[n]) for n in names], at_once)
+    return {n: r for n, r in zip(names, done, strict=True) if r is not None}
+
+
+async def _month_end(agent: Any, context: dict[str, Any]) -> dict[str, Any] | None:
+    try:
+        return await agent.month_end(context)
+    except Exception as exc:  # noqa: BLE001 - a broken agent must never stall the turn
+        return {"memories": [], "told": [], "error": f"agent: {type(exc).__name__}: {exc}"}
+
+
+__all__ = ["month_end_all", "PROTOCOLS", "active", "after_harvest", "govsim_discuss", "is_govsim"]

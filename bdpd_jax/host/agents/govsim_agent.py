@@ -14,7 +14,6 @@ the model is asked for. Every exchange (prompt, reply, error) is returned for th
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import json
 import time
@@ -173,7 +172,7 @@ class GovSimAgent(LLMAgent):
         prompt = gp.harvest_prompt(sc, month, top, render_memories(mems), self.answer_format, None)
         tools = None if self.answer_format == "text" else tool_schemas(True)
         data, entry = await self._ask("harvest", prompt, tools)
-        told.append(entry)
+        told.append({**entry, "system": self.prefix_messages()[0]["content"]})  # once a month: the fixed part
         errors: list[str] = []
         record: dict[str, Any] = {"told": told}
         harvest: float | None = None
@@ -292,17 +291,4 @@ class GovSimAgent(LLMAgent):
         return {"memories": [m.public() for m in new], "told": told, "error": truncate_error(join_errors(errors))}
 
 
-async def month_end_all(agents: dict[str, Any], contexts: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Every player's month end at once (each its own calls), keyed in the players' order; an
-    agent that raises gets an entry with the error, one that answers None none."""
-    names = list(contexts)
-    done = await asyncio.gather(*(agents[n].month_end(contexts[n]) for n in names), return_exceptions=True)
-    out = {}
-    for n, r in zip(names, done, strict=True):
-        if r is None:  # nothing to tell (a replayed player that logged no month end)
-            continue
-        out[n] = r if isinstance(r, dict) else {"memories": [], "told": [], "error": f"agent: {type(r).__name__}: {r}"}
-    return out
-
-
-__all__ = ["ARCHITECTURES", "EMBEDDINGS", "GovSimAgent", "govsim_speak_schema", "month_end_all"]
+__all__ = ["ARCHITECTURES", "EMBEDDINGS", "GovSimAgent", "govsim_speak_schema"]
