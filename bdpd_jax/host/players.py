@@ -106,6 +106,9 @@ class LivePlayerConfig(ConfigModel):
                 raise ValueError(f"model: required for agentType 'llm', got {self.model!r}")
         if self.scenario is not None:
             scenario_of(self.scenario)  # ValueError naming an unknown scenario
+        for k in ("persona", "embeddings"):
+            if getattr(self, k) is not None and self.architecture != "govsim":
+                raise ValueError(f"{wire_name(LivePlayerConfig, k)}: an option of architecture 'govsim'")
         if t == "scripted" and not self.script:
             raise ValueError(
                 f"script: a non-empty list of turns is required for agentType 'scripted', got {self.script!r}"
@@ -292,9 +295,9 @@ def make_agent(
         op = operator or Operator()
         op.check_player(spec)
         kind = GovSimAgent if spec.architecture == "govsim" else LLMAgent
-        extra: dict[str, Any] = {}
+        extra: dict[str, Any] = {"scenario": spec.scenario}
         if spec.architecture == "govsim":
-            extra = {"scenario": spec.scenario, "persona": spec.persona, "embeddings": spec.embeddings or "auto"}
+            extra.update(persona=spec.persona, embeddings=spec.embeddings or "auto")
         return kind(
             model=cast(str, spec.model),
             **op.llm_endpoint(spec),

@@ -47,13 +47,25 @@ def test_text_utterance_signals():
     assert split_utterance("[END] is not at the end\nok") == ("[END] is not at the end\nok", None, False)
 
 
-def _minimal(text: str, fmt: str) -> tuple[Arena, FakeClient]:
+def _minimal(text: str, fmt: str, experiment: str = "default", **spec) -> tuple[Arena, FakeClient]:
     client = FakeClient(lambda url, req: completion([], content=text))
-    cfg = govsim("fishery", "default", players=["threshold_taker"] * 4 + [{"strategy": "idle"}])
+    cfg = govsim("fishery", experiment, players=["threshold_taker"] * 5)
     cfg["players"] = cfg["players"][:4]
-    arena = Arena(cfg, seed=1, client=client, operator=OPERATOR)
-    arena.join({"agentType": "llm", "name": "Luke", "model": "m", "baseUrl": BASE, "answerFormat": fmt})
+    arena = Arena(cfg, seed=1, client=client, operator=OPERATOR, no_talk=True)
+    arena.join({"agentType": "llm", "name": "Luke", "model": "m", "baseUrl": BASE, "answerFormat": fmt, **spec})
     return arena, client
+
+
+def test_a_minimal_player_of_a_govsim_cell_sees_only_the_scenario():
+    """No wealth, capacity, null or empty keys; the month's universalization sentence."""
+    arena, client = _minimal("Answer: 20", "text", "universalization", scenario="fishery")
+    arena.tick()
+    arena.tick()  # 4 threshold takers take 10 each, Luke 20: 40 left, 80 after doubling
+    seen = json.loads(client.requests[-1][1]["messages"][-1]["content"])["observation"]
+    assert not {"myWealth", "myCapacity", "othersWealth", "pacts", "regenRate", "threshold"} & set(seen)
+    assert seen["sustainabilityThreshold"] == 8 and seen["universalization"] == SC.universalization_text(8)
+    with pytest.raises(ValueError, match="persona"):
+        _minimal("1", "text", persona="greedy")
 
 
 @pytest.mark.parametrize(("fmt", "text", "played"), [("text", "Answer: 12 tons.", 12.0), ("auto", "11", 11.0)])

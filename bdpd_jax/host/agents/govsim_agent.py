@@ -67,7 +67,7 @@ class GovSimAgent(LLMAgent):
         self._embed_ok: bool | None = None if embeddings != "lexical" else False
         self.memory = Memory()
         self._tools_now: list[dict[str, Any]] | None = None
-        super().__init__(*args, answer_format=answer_format, **kw)
+        super().__init__(*args, answer_format=answer_format, scenario=scenario, **kw)
 
     # -- requests -------------------------------------------------------------------------
     def system_text(self, player_id: str | None, extra: str | None) -> str:

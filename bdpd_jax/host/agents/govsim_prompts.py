@@ -103,7 +103,31 @@ def universalization_text(sc: GovSimScenario, threshold: Any) -> str | None:
     return None if threshold is None else sc.universalization_text(int(threshold))
 
 
+#: observation keys that are not part of a GovSim scenario (the logistic game's wealth and
+#: capacity); with every key whose value is null or empty, a GovSim cell never shows them
+NOT_IN_GOVSIM: tuple[str, ...] = ("myWealth", "myCapacity", "othersWealth", "pacts")
+
+
+def _empty(v: Any) -> bool:
+    if v is None:
+        return True
+    if isinstance(v, dict):
+        return all(_empty(x) for x in v.values())
+    return isinstance(v, list) and not v
+
+
+def govsim_observation(sc: GovSimScenario, obs: dict[str, Any]) -> dict[str, Any]:
+    """What a minimal LLM player of a GovSim cell is shown: the observation without the keys
+    that are not part of the scenario and without null or empty ones, and under
+    universalization the month's sentence with that month's threshold."""
+    out = {k: v for k, v in obs.items() if k not in NOT_IN_GOVSIM and not _empty(v)}
+    uni = universalization_text(sc, obs.get("sustainabilityThreshold"))
+    return {**out, "universalization": uni} if uni else out
+
+
 __all__ = [
+    "NOT_IN_GOVSIM",
+    "govsim_observation",
     "MAX_INSIGHTS",
     "TOP_K_HARVEST",
     "TOP_K_REFLECT",

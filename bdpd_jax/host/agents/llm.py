@@ -31,6 +31,7 @@ from typing import Any
 from bdpd_jax.host._json import dumps_compact
 from bdpd_jax.host.agents.answers import ANSWER_FORMATS, text_answer
 from bdpd_jax.host.agents.base import AgentResult, Utterance, check_wealth, fallback_harvest, join_errors, valid_harvest
+from bdpd_jax.host.agents.govsim_prompts import govsim_observation, scenario_of
 from bdpd_jax.host.agents.http import check_timeout_ms, check_url
 from bdpd_jax.host.agents.llm_protocol import (
     decode_arguments,
@@ -74,7 +75,10 @@ class LLMAgent:
         whole_units: bool = False,
         discussion: bool = False,
         answer_format: str = "tool",
+        scenario: str | None = None,
     ) -> None:
+        #: a GovSim cell's scenario: the observation keeps only what the scenario has (live.md §15)
+        self.scenario = None if scenario is None else scenario_of(scenario)
         if answer_format not in ANSWER_FORMATS:
             raise ValueError(f"answer_format: one of {list(ANSWER_FORMATS)}, got {answer_format!r}")
         self.answer_format = answer_format  # how a harvest is read (answers.py)
@@ -159,7 +163,8 @@ class LLMAgent:
             tail["toolResults"] = obs.get("toolResults", [])  # 003_*: what last turn's calls returned
         if "discussion" in obs:  # last turn's report and utterances
             tail["discussion"] = obs["discussion"]
-        tail["observation"] = {k: v for k, v in obs.items() if k not in ("inbox", "toolResults", "discussion")}
+        seen = {k: v for k, v in obs.items() if k not in ("inbox", "toolResults", "discussion")}
+        tail["observation"] = seen if self.scenario is None else govsim_observation(self.scenario, seen)
         return {"role": "user", "content": dumps_compact(tail)}
 
     def request_body(
