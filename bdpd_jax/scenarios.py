@@ -132,6 +132,19 @@ GOVSIM_SCENARIOS: dict[str, GovSimScenario] = {
 GOVSIM_NAMES: tuple[str, ...] = ("John", "Kate", "Jack", "Emma", "Luke")
 
 
+#: GovSim's published rows (arXiv 2404.16698v4): (row, experiment, survival rate %, survival
+#: time, gain, efficiency %, equality %, over-usage %); NaN where the paper's number cannot be
+#: Eq. 3 (studies/govsim.py says why). The studies print their tables beside these.
+GOVSIM_PUBLISHED: tuple[tuple[str, str, float, float, float, float, float, float], ...] = (
+    ("GPT-4o, default fishery", "default", 100, 12, 71.36, 59.47, 98.03, 0.35),
+    ("GPT-4-turbo, default fishery", "default", 100, 12, 108.8, 90.67, 98.05, 0.51),
+    ("GPT-4, universalization fishery", "universalization", 100, 12, 120, 100, 100, 0),
+    ("every month-1 collapse (e.g. Llama-3-8B)", "default", 0, 1, 20, 16.67, float("nan"), float("nan")),
+    ("GPT-4o, all scenarios, default", "default", 53.3, 9.3, 66.0, 55.0, 94.4, 10.8),
+    ("GPT-4o, all scenarios, with a newcomer", "newcomer", 33.3, 6.6, 34.8, 31.3, 71.7, 15.7),
+)
+
+
 def govsim(scenario: str = "fishery", experiment: str = "default", *, players: list | None = None) -> dict[str, Any]:
     """A config (a plain dict) for ``simulate``, ``sweep`` and ``POST /api/arenas``.
 
@@ -213,4 +226,12 @@ def govsim_rules(
     return " ".join(parts)
 
 
-__all__ = ["EXPERIMENTS", "GOVSIM_NAMES", "GOVSIM_SCENARIOS", "GovSimScenario", "govsim", "govsim_rules"]
+__all__ = [
+    "EXPERIMENTS",
+    "GOVSIM_NAMES",
+    "GOVSIM_PUBLISHED",
+    "GOVSIM_SCENARIOS",
+    "GovSimScenario",
+    "govsim",
+    "govsim_rules",
+]
