@@ -41,12 +41,14 @@ async def after_harvest(run: ArenaRun, line: dict[str, Any], end: bool) -> None:
 def active(run: ArenaRun, names: list[str], turn: int) -> list[str]:
     """The speakers who play by turn ``turn`` (a slot whose ``activeFrom`` is later stays out)."""
     starts = {s.player_id: getattr(s, "active_from", None) for s in run.specs}
-    return [n for n in names if not isinstance(starts.get(n), int) or starts[n] <= turn]
+    return [n for n in names if not isinstance(start := starts.get(n), int) or start <= turn]
 
 
 async def govsim_discuss(run: ArenaRun, line: dict[str, Any]) -> None:
     """Turn ``line["turn"]``'s meeting, summary and month ends, into ``line["discussion"]``."""
     cfg = run.config.discussion
+    if cfg is None:
+        return
     t = line["turn"]
     rep = report(run, line)
     rep["requests"] = {d["playerId"]: d["harvest"] for d in line["decisions"] if "harvest" in d}
