@@ -16,6 +16,7 @@ from bdpd_jax.host.agents.answers import parse_amount, split_utterance
 from bdpd_jax.host.agents.memory import Memory, lexical_similarity
 from bdpd_jax.host.arena import Arena
 from bdpd_jax.host.replay import load, replay, strip_volatile
+from bdpd_jax.host.server.views import public_tick
 from bdpd_jax.scenarios import GOVSIM_NAMES, GOVSIM_SCENARIOS, govsim, govsim_rules
 
 SC = GOVSIM_SCENARIOS["fishery"]
@@ -236,6 +237,8 @@ def test_what_the_model_was_told_is_persisted_and_replays(tmp_path):
     assert len(sent) == 1 and "Emma" in told["system"]  # the record holds the very messages that were sent
     assert recs[0]["discussion"]["utterances"][0]["told"]["purpose"] == "speak"
     assert [e["purpose"] for e in recs[0]["discussion"]["summary"]["told"]] == ["summary", "agreedLimit"]
+    pub = public_tick(recs[0])["discussion"]  # players and the public: what was heard, nothing private
+    assert "monthEnd" not in pub and "told" not in pub["summary"] and all("told" not in u for u in pub["utterances"])
     again = replay(tmp_path)  # verify: every record equal, meeting, summary and month ends included
     assert [strip_volatile(r) for r in again.records] == [strip_volatile(r) for r in recs]
     assert json.dumps(recs[1]["discussion"]["monthEnd"]["John"]["memories"])
@@ -251,3 +254,23 @@ def test_memory_retrieval_scores():
     assert got == ["the lake holds 100 tons", "trust Kate"]  # always shown, then importance 9 beats relevance
     assert [x.text for x in m.retrieve(["fish tons"], 2, 2)] == ["I caught 10 tons of fish", "trust Kate"]
     assert lexical_similarity("ten tons", "Ten TONS") == pytest.approx(1.0) and lexical_similarity("a", "") == 0.0
+
+
+def test_embeddings_where_the_endpoint_serves_them_else_one_probe():
+    arena, client = _govsim("default", Model(), months=1, rounds=2)
+    arena.tick()
+    assert len([u for u, _ in client.requests if u.endswith("/embeddings")]) == 5  # one failed probe each
+
+    class Served(Model):
+        def __call__(self, url, req):
+            if url.endswith("/embeddings"):
+                vecs = [{"embedding": [float(len(t)), t.count("ten") + 1.0]} for t in req["input"]]
+                return json.dumps({"data": vecs}).encode()
+            return super().__call__(url, req)
+
+    arena, client = _govsim("default", Served(), months=2, rounds=2)
+    arena.tick()
+    arena.tick()
+    asked = [q["input"] for u, q in client.requests if u.endswith("/embeddings")]
+    assert ["the lake", "how many tons to catch"] in asked  # the harvest's focal points, embedded
+    assert len(_prompts(client)) == 2 * (5 + 2 + 2 + 20)  # the same calls to the model
