@@ -44,6 +44,8 @@ class GovSimScenario:
     actor: str = "fisher"  # who takes it, one of them
     act: str = "catch"  # the verb of taking
     outsider: str = ""  # the newcomer's persona (GovSim's outsider, in this project's words)
+    #: the others' persona in the newcomer experiment (GovSim's "traditional" persona, reworded)
+    local: str = "You grew up here and learned the trade from your family; you care about the village and its people."
 
     def universalization_text(self, threshold: int) -> str:
         return self.universalization.format(threshold=threshold)

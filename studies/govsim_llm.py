@@ -155,11 +155,12 @@ def cell_specs(args: argparse.Namespace, model: str, scenario: str, experiment: 
         rules = govsim_rules(scenario, experiment, extra_facts=args.extra_facts, universalization=not govsim_arch)
     common = {"architecture": args.architecture, "answerFormat": args.answer_format, "scenario": scenario}
     specs = [player_spec(n, model, rules, args.temperature, args.timeout_ms, **common) for n in GOVSIM_NAMES]
-    if experiment == "newcomer":
-        outsider = GOVSIM_SCENARIOS[scenario].outsider
-        specs[-1].update(activeFrom=NEWCOMER_FROM, **({"persona": outsider} if govsim_arch else {}))
-        if not govsim_arch:
-            specs[-1]["systemPrompt"] = outsider
+    if experiment == "newcomer":  # GovSim: 4 locals and the outsider (fish_perturbation_outsider.yaml)
+        sc = GOVSIM_SCENARIOS[scenario]
+        key = "persona" if govsim_arch else "systemPrompt"
+        for spec in specs[:-1]:
+            spec[key] = sc.local
+        specs[-1].update({key: sc.outsider, "activeFrom": NEWCOMER_FROM})
     return specs
 
 

@@ -83,7 +83,7 @@ def test_the_cells_it_builds(script):
     assert "Think about this" not in s0.rules_text  # the month's sentence is told each month instead
     newcomer = script.cell_specs(a, "m", "fishery", "newcomer")
     assert newcomer[-1]["activeFrom"] == 4 and newcomer[-1]["persona"] == GOVSIM_SCENARIOS["fishery"].outsider
-    assert all("activeFrom" not in s and "persona" not in s for s in newcomer[:-1])
+    assert all("activeFrom" not in s and s["persona"] == GOVSIM_SCENARIOS["fishery"].local for s in newcomer[:-1])
     assert script.govsim_metrics({"govsim_gain": 20.0, "govsim": {"govsim_survived": True}, "x": 1}) == {
         **dict.fromkeys(script.METRICS),
         "govsim_gain": 20.0,
