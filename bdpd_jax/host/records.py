@@ -182,7 +182,9 @@ def turn_record(
                 )
             )
             if r.record:  # the agent's own fields (a text answer, what the model was told)
-                d.update({k: v for k, v in r.record.items() if k in AGENT_RECORD_KEYS})
+                d.update(
+                    schema.wire_row(schema.PLAYERS, **{k: v for k, v in r.record.items() if k in AGENT_RECORD_KEYS})
+                )
             if r.error:
                 errors.append({"playerId": s.player_id, "error": r.error})
                 run.count(s.player_id, "errors", 1)
