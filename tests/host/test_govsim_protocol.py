@@ -10,7 +10,7 @@ import json
 import re
 
 import pytest
-from fake_llm import BASE, OPERATOR, FakeClient, completion
+from fake_llm import BASE, OPERATOR, FakeClient, completion, tool_call
 
 from bdpd_jax.host.agents.answers import parse_amount, split_utterance
 from bdpd_jax.host.agents.memory import Memory, lexical_similarity
@@ -118,7 +118,7 @@ class Model:
         return completion([], content="?")
 
 
-def _govsim(experiment: str, model: Model, months: int, rounds: int, tmp_path=None) -> tuple[Arena, FakeClient]:
+def _govsim(experiment: str, model: Model, months: int, rounds: int, tmp_path=None, **spec) -> tuple[Arena, FakeClient]:
     cfg = govsim("fishery", experiment, players=[])
     cfg["model"]["maxTurns"] = months
     cfg["discussion"] = {"rounds": rounds, "nextSpeaker": "named", "protocol": "govsim"}
@@ -136,6 +136,7 @@ def _govsim(experiment: str, model: Model, months: int, rounds: int, tmp_path=No
                 "scenario": "fishery",
                 "rulesText": rules,
                 "fallbackHarvest": 0.0,
+                **spec,
             }
         )
     return arena, client
@@ -274,3 +275,24 @@ def test_embeddings_where_the_endpoint_serves_them_else_one_probe():
     asked = [q["input"] for u, q in client.requests if u.endswith("/embeddings")]
     assert ["the lake", "how many tons to catch"] in asked  # the harvest's focal points, embedded
     assert len(_prompts(client)) == 2 * (5 + 2 + 2 + 20)  # the same calls to the model
+
+
+def test_tool_mode_harvest_and_a_speak_call_that_ends_the_meeting():
+    class Tools(Model):
+        def __call__(self, url, req):
+            prompt = req["messages"][-1]["content"] if "messages" in req else ""
+            me = req["messages"][0]["content"].split(".")[0].removeprefix("Your name is ") if prompt else ""
+            if "How many tons" in prompt:
+                assert [t["function"]["name"] for t in req["tools"]] == ["harvest"]
+                return completion([tool_call(0, "harvest", {"amount": 7})])
+            if "It is your turn to speak" in prompt:
+                assert "endConversation" in req["tools"][0]["function"]["parameters"]["properties"]
+                args = {"text": f"{me}: seven each.", "nextSpeaker": "Emma", "endConversation": me == "Emma"}
+                return completion([tool_call(0, "speak", args)])
+            return super().__call__(url, req)
+
+    arena, client = _govsim("default", Tools(), months=1, rounds=9, answerFormat="tool")
+    rec = arena.tick()
+    assert all(d["harvest"] == 7.0 and "answer" not in d for d in rec["decisions"])
+    rows = rec["discussion"]["utterances"]
+    assert [(r["speaker"], r["named"], r["end"]) for r in rows] == [("John", True, False), ("Emma", False, True)]

@@ -46,6 +46,15 @@ def govsim_speak_schema() -> dict[str, Any]:
     return schema
 
 
+def _tool_calls(data: Any) -> list[Any]:
+    """A completion's tool calls (an empty list when it has none or is malformed)."""
+    try:
+        calls = data["choices"][0]["message"].get("tool_calls") or []
+    except (KeyError, IndexError, TypeError, AttributeError):
+        return []
+    return calls if isinstance(calls, list) else []
+
+
 class GovSimAgent(LLMAgent):
     """An LLM player run as GovSim runs its agents (memory, meeting, summary, reflection)."""
 
@@ -100,11 +109,8 @@ class GovSimAgent(LLMAgent):
         finally:
             self._tools_now = None
         entry["reply"] = message_text(data)
-        try:
-            calls = data["choices"][0]["message"].get("tool_calls") or []
-        except (KeyError, IndexError, TypeError, AttributeError):
-            calls = []
-        if isinstance(calls, list) and calls:
+        calls = _tool_calls(data)
+        if calls:
             entry["toolCalls"] = [c.get("function") for c in calls[:4] if isinstance(c, dict)]
         return data, entry
 
@@ -215,7 +221,7 @@ class GovSimAgent(LLMAgent):
             return Utterance(None, None, entry["error"], record={"told": entry})
         errors: list[str] = []
         if not text_mode:
-            for call in (data["choices"][0]["message"].get("tool_calls") or [])[:4]:
+            for call in _tool_calls(data)[:4]:
                 fn = call.get("function") if isinstance(call, dict) else None
                 if not isinstance(fn, dict) or fn.get("name") != SPEAK_TOOL:
                     continue
@@ -230,6 +236,8 @@ class GovSimAgent(LLMAgent):
         raw = message_text(data)
         if self.answer_format != "tool" and raw and raw.strip():
             body, nxt, end = split_utterance(raw)
+            if not body and end:  # only the end mark: the meeting ends, nothing said
+                return Utterance(None, None, "speak: nothing said but [END]", True, {"told": entry})
             try:
                 text, nxt = validate_speak({"text": body, "nextSpeaker": nxt})
                 return Utterance(text, nxt, join_errors(errors), end, {"told": entry})
