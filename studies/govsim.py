@@ -51,7 +51,15 @@ import bdpd_jax  # noqa: E402
 from bdpd_jax import ArenaConfig, Policy  # noqa: E402
 from bdpd_jax.kernels.policies import BUILTINS  # noqa: E402
 from bdpd_jax.lab import TRACES, outcomes  # noqa: E402
-from bdpd_jax.scenarios import EXPERIMENTS, GOVSIM_SCENARIOS, MONTHS, NEWCOMER_MONTHS, PLAYERS, govsim  # noqa: E402
+from bdpd_jax.scenarios import (  # noqa: E402
+    EXPERIMENTS,
+    GOVSIM_PUBLISHED,
+    GOVSIM_SCENARIOS,
+    MONTHS,
+    NEWCOMER_MONTHS,
+    PLAYERS,
+    govsim,
+)
 
 SIZE = int(os.environ.get("BDPD_STUDY_SIZE", "1000"))  # arenas per cell
 OUT = Path(
@@ -155,16 +163,8 @@ cells = table.groupby(["baseline", "experiment"], sort=False)[list(COLS.values()
 print(cells.to_string())
 
 # %%
-PUBLISHED = pd.DataFrame(
-    [  # arXiv 2404.16698v4; rate %, time, Gain, eff. %, eq. %, over-use %
-        ("GPT-4o, default fishery", "default", 100, 12, 71.36, 59.47, 98.03, 0.35),
-        ("GPT-4-turbo, default fishery", "default", 100, 12, 108.8, 90.67, 98.05, 0.51),
-        ("GPT-4, universalization fishery", "universalization", 100, 12, 120, 100, 100, 0),
-        ("every month-1 collapse (e.g. Llama-3-8B)", "default", 0, 1, 20, 16.67, np.nan, np.nan),
-        ("GPT-4o, all scenarios, default", "default", 53.3, 9.3, 66.0, 55.0, 94.4, 10.8),
-        ("GPT-4o, all scenarios, with a newcomer", "newcomer", 33.3, 6.6, 34.8, 31.3, 71.7, 15.7),
-    ],
-    columns=["row", "experiment", *COLS.values()],
+PUBLISHED = pd.DataFrame(  # arXiv 2404.16698v4; rate %, time, Gain, eff. %, eq. %, over-use %
+    GOVSIM_PUBLISHED, columns=["row", "experiment", *COLS.values()]
 ).set_index("row")
 print(PUBLISHED.to_string())
 print(

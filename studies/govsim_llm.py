@@ -1,23 +1,29 @@
-r"""GovSim with LLM players, for an operator with a real OpenAI-compatible endpoint.
+r"""GovSim with LLM players: 3 scenarios x 4 experiments x N seeds against any OpenAI-compatible
+server (vLLM, llama.cpp's server, Ollama, a hosted API), GovSim's table beside the published rows.
 
-Runs one GovSim-style arena (``bdpd_jax.scenarios.govsim(scenario, experiment)``) with 5 LLM
-players through the live host (whole-unit answers, fallback 0, a discussion of up to 9
-utterances after each harvest, the scenario's rules text) and prints GovSim's six metrics
-from the arena's report. Not a CI notebook: it needs a model, so CI tests its arguments only.
+Each cell is one live arena (``bdpd_jax.scenarios.govsim(scenario, experiment)``) of 5 LLM
+players named as GovSim names them, run as GovSim runs its agents by default (``--architecture
+govsim``: memory, a meeting of at most ``--rounds`` utterances after every month, its summary
+and agreed limit, a reflection; free-text answers; fallback 0; docs/semantics/live.md §15). In
+``newcomer`` the fifth is the outsider (its persona) and first acts in month 4 (``activeFrom``,
+issue 37 item 5). ``no_communication`` has no meeting.
 
-    BDPD_LLM_BASE_URL=https://api.example.com/v1 BDPD_LLM_MODEL=some-model BDPD_LLM_API_KEY=... \
-        .venv/bin/python studies/govsim_llm.py --scenario fishery --experiment default --out runs/g1
+    BDPD_LLM_BASE_URL=http://localhost:8000/v1 BDPD_LLM_MODEL=some-model BDPD_LLM_API_KEY=none \
+        .venv/bin/python studies/govsim_llm.py --seeds 5 --out runs/govsim_llm
 
-The key is read from the environment at every call and never written anywhere; the arena's
-folder (``--out``) holds meta.json, turns.jsonl (with every discussion) and summary.json.
+Resumable: a cell whose folder (``OUT/scenario/experiment/seed-K``) holds summary.json is read,
+not run again; a cell cut off before its end is run again from its first month (a player's
+memory is not in the folder). The key is read from the environment at every call and never
+written anywhere.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
+import math
 import os
+import shutil
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -29,7 +35,7 @@ ENV_API_KEY = "BDPD_LLM_API_KEY"
 SCENARIOS = ("fishery", "pasture", "pollution")
 EXPERIMENTS = ("default", "universalization", "no_communication", "newcomer")
 PLAYERS = 5
-#: GovSim's six metrics as the report's columns (issue 25, item 4)
+#: GovSim's six metrics as the report's columns, and the published table's names for them
 METRICS = (
     "govsim_survival_time",
     "govsim_survived",
@@ -38,24 +44,46 @@ METRICS = (
     "govsim_equality",
     "govsim_over_usage",
 )
+SHORT = {
+    "govsim_survived": "rate",
+    "govsim_survival_time": "time",
+    "govsim_gain": "Gain",
+    "govsim_efficiency": "eff.",
+    "govsim_equality": "eq.",
+    "govsim_over_usage": "over-use",
+}
+PERCENT = ("govsim_survived", "govsim_efficiency", "govsim_equality", "govsim_over_usage")
 CREDENTIAL = "govsim"
+#: the outsider first acts in this month: GovSim's PerturbationEnv inserts it once 3 months are done
+NEWCOMER_FROM = 4
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="govsim_llm.py", description=__doc__.split("\n\n")[0])
-    p.add_argument("--scenario", choices=SCENARIOS, default="fishery")
-    p.add_argument("--experiment", choices=EXPERIMENTS, default="default")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--rounds", type=int, default=9, help="utterances after each harvest (GovSim: 9; 0: none)")
+    p.add_argument("--scenario", dest="scenarios", action="append", choices=SCENARIOS, help="repeatable; default all")
+    p.add_argument("--experiment", dest="experiments", action="append", choices=EXPERIMENTS, help="default all")
+    p.add_argument("--seeds", type=int, default=1, help="arenas per cell (GovSim ran 5)")
+    p.add_argument("--seed", type=int, default=0, help="the first seed")
+    p.add_argument("--rounds", type=int, default=9, help="utterances a month at most (GovSim: 9 after the report)")
+    p.add_argument("--months", type=int, default=None, help="stop each arena after this many months (smoke runs)")
+    p.add_argument("--architecture", choices=("govsim", "minimal"), default="govsim")
+    p.add_argument("--answer-format", choices=("tool", "text", "auto"), default=None, help="default: text (govsim)")
+    p.add_argument("--extra-facts", action="store_true", help="tell the allocation and collapse rules too")
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--timeout-ms", type=int, default=60000, help="deadline of one model call")
     p.add_argument("--rules-file", type=Path, help="the rules text given to the players (default: the scenario's)")
-    p.add_argument("--out", type=Path, help="the arena's folder (meta.json, turns.jsonl, summary.json)")
+    p.add_argument("--out", type=Path, default=Path("runs/govsim_llm"), help="one folder per cell and seed")
     args = p.parse_args(argv)
     from bdpd_jax.host.discussion import MAX_DISCUSSION_ROUNDS  # the live host's bound, re-exported there
 
+    args.scenarios = args.scenarios or list(SCENARIOS)
+    args.experiments = args.experiments or list(EXPERIMENTS)
     if not 0 <= args.rounds <= MAX_DISCUSSION_ROUNDS:
         p.error(f"--rounds: must be in [0, {MAX_DISCUSSION_ROUNDS}], got {args.rounds}")
+    if not 1 <= args.seeds <= 1000:
+        p.error(f"--seeds: must be in [1, 1000], got {args.seeds}")
+    if args.months is not None and args.months < 1:
+        p.error(f"--months: must be >= 1, got {args.months}")
     if not 0 <= args.temperature <= 2:
         p.error(f"--temperature: must be in [0, 2], got {args.temperature}")
     if args.timeout_ms <= 0:
@@ -77,35 +105,32 @@ def endpoint(env: Mapping[str, str]) -> tuple[str, str]:
 
 
 def scenario_config(scenario: str, experiment: str) -> tuple[dict[str, Any], str | None]:
-    """(the scenario's arena config as a dict, its rules text or None)."""
-    try:
-        scenarios = importlib.import_module("bdpd_jax.scenarios")
-    except ImportError:
-        raise SystemExit(
-            "govsim_llm.py: bdpd_jax.scenarios.govsim is missing (issue 25's GovSim engine and scenarios)"
-        ) from None
-    make = scenarios.govsim if callable(scenarios.govsim) else scenarios.govsim.govsim  # a function or its module
-    cfg = make(scenario, experiment)
-    cfg = cfg.model_dump(mode="json", exclude_none=True) if hasattr(cfg, "model_dump") else json.loads(json.dumps(cfg))
-    rules = next(
-        (f for f in (getattr(m, "govsim_rules", None) for m in (scenarios, scenarios.govsim)) if callable(f)), None
-    )
-    return cfg, rules(scenario, experiment) if rules is not None else None
+    """(the scenario's arena config as a dict, the rules text of a minimal player)."""
+    from bdpd_jax import scenarios
+
+    return scenarios.govsim(scenario, experiment), scenarios.govsim_rules(scenario, experiment)
 
 
-def llm_arena_config(cfg: Mapping[str, Any], experiment: str, rounds: int) -> tuple[dict[str, Any], list[str]]:
-    """(the config without its players, with the discussion of the experiment; the players'
-    names): GovSim's "no communication" has no discussion, the others ``rounds`` utterances."""
+def llm_arena_config(
+    cfg: Mapping[str, Any], experiment: str, rounds: int, protocol: str = "govsim", months: int | None = None
+) -> tuple[dict[str, Any], list[str]]:
+    """(the config without its players and without the builtin newcomer's switch, with the
+    experiment's meeting; the players' names): GovSim's "no communication" has no meeting."""
     out = json.loads(json.dumps(dict(cfg)))
     players = out.pop("players", None) or [{}] * PLAYERS
+    out["perturbations"] = [p for p in out.get("perturbations", []) if p.get("id") != "newcomer"]
     names = [p.get("name") or f"p{i}" for i, p in enumerate(players)]
     on = experiment != "no_communication" and rounds > 0
-    out["discussion"] = {"rounds": rounds if on else 0, "nextSpeaker": "named"}
+    out["discussion"] = {"rounds": rounds if on else 0, "nextSpeaker": "named", "protocol": protocol}
+    if months is not None:
+        out["model"]["maxTurns"] = min(int(out["model"]["maxTurns"]), months)
     return out, names
 
 
-def player_spec(name: str, model: str, rules: str | None, temperature: float, timeout_ms: int) -> dict[str, Any]:
-    """One LLM player's join body: whole units come from the model config, the fallback is 0."""
+def player_spec(
+    name: str, model: str, rules: str | None, temperature: float, timeout_ms: int, **options: Any
+) -> dict[str, Any]:
+    """One LLM player's join body (fallback 0); ``options``: its other wire keys."""
     spec = {
         "agentType": "llm",
         "name": name,
@@ -114,8 +139,29 @@ def player_spec(name: str, model: str, rules: str | None, temperature: float, ti
         "fallbackHarvest": 0.0,
         "temperature": temperature,
         "timeoutMs": timeout_ms,
+        **{k: v for k, v in options.items() if v is not None},
     }
     return {**spec, "rulesText": rules} if rules else spec
+
+
+def cell_specs(args: argparse.Namespace, model: str, scenario: str, experiment: str) -> list[dict[str, Any]]:
+    """The 5 join bodies of one cell: GovSim's names; in ``newcomer`` the outsider last."""
+    from bdpd_jax.scenarios import GOVSIM_NAMES, GOVSIM_SCENARIOS, govsim_rules
+
+    govsim_arch = args.architecture == "govsim"
+    if args.rules_file is not None:
+        rules = args.rules_file.read_text()
+    else:
+        rules = govsim_rules(scenario, experiment, extra_facts=args.extra_facts, universalization=not govsim_arch)
+    common = {"architecture": args.architecture, "answerFormat": args.answer_format, "scenario": scenario}
+    specs = [player_spec(n, model, rules, args.temperature, args.timeout_ms, **common) for n in GOVSIM_NAMES]
+    if experiment == "newcomer":  # GovSim: 4 locals and the outsider (fish_perturbation_outsider.yaml)
+        sc = GOVSIM_SCENARIOS[scenario]
+        key = "persona" if govsim_arch else "systemPrompt"
+        for spec in specs[:-1]:
+            spec[key] = sc.local
+        specs[-1].update({key: sc.outsider, "activeFrom": NEWCOMER_FROM})
+    return specs
 
 
 def govsim_metrics(summary: Mapping[str, Any]) -> dict[str, Any]:
@@ -130,32 +176,85 @@ def govsim_metrics(summary: Mapping[str, Any]) -> dict[str, Any]:
     return {m: found.get(m) for m in METRICS}
 
 
-def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:
-    args = parse_args(argv)
-    base_url, model = endpoint(os.environ if env is None else env)
-    cfg, rules = scenario_config(args.scenario, args.experiment)
-    if args.rules_file is not None:
-        rules = args.rules_file.read_text()
-    cfg, names = llm_arena_config(cfg, args.experiment, args.rounds)
+def run_cell(args, base_url: str, model: str, scenario: str, experiment: str, seed: int) -> dict[str, Any]:
+    """One arena, or its summary.json when it is already done (resume)."""
+    folder = args.out / scenario / experiment / f"seed-{seed}"
+    done = folder / "summary.json"
+    if done.is_file():
+        return json.loads(done.read_text())
+    if folder.exists():  # cut off: run it again from month 1
+        shutil.rmtree(folder)
     from bdpd_jax.host.arena import Arena
     from bdpd_jax.host.operator import Operator
 
+    cfg, _ = scenario_config(scenario, experiment)
+    cfg, _ = llm_arena_config(cfg, experiment, args.rounds, args.architecture, args.months)
     operator = Operator.model_validate(
         {"credentials": {CREDENTIAL: {"baseUrl": base_url, "apiKeyEnv": ENV_API_KEY, "models": [model]}}}
     )
     cfg["agentTimeout"] = max(int(cfg.get("agentTimeout", 0)), args.timeout_ms)
-    arena = Arena(cfg, seed=args.seed, no_talk=True, operator=operator, out_dir=args.out)
-    for name in names:
-        arena.join(player_spec(name, model, rules, args.temperature, args.timeout_ms))
-    summary = arena.run()
-    print(
-        f"GovSim {args.scenario} / {args.experiment}, {len(names)} LLM players ({model}), seed {args.seed}: "
-        f"{summary['turnsPlayed']} months, survived={summary['survived']}"
-    )
-    for name, value in govsim_metrics(summary).items():
-        print(f"  {name:22s} {'n/a (not in the report)' if value is None else value}")
-    fallbacks = sum(p.get("fallbacks", 0) for p in summary["players"])
-    print(f"  fallback harvests      {fallbacks}" + (f"   (folder: {args.out})" if args.out else ""))
+    arena = Arena(cfg, seed=seed, no_talk=True, operator=operator, out_dir=folder)
+    for spec in cell_specs(args, model, scenario, experiment):
+        arena.join(spec)
+    return arena.run()  # the arena writes summary.json when it closes: the cell is done
+
+
+def table(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per (scenario, experiment): the six metrics averaged over its seeds (in %
+    where the published table is), and the fallback harvests."""
+    rows = []
+    keys = sorted({(r["scenario"], r["experiment"]) for r in results}, key=lambda k: (k[1], k[0]))
+    for sc, ex in keys:
+        cell = [r for r in results if (r["scenario"], r["experiment"]) == (sc, ex)]
+        row: dict[str, Any] = {"row": f"{sc} / {ex}", "experiment": ex, "seeds": len(cell)}
+        for m in METRICS:
+            vals = [float(v) for v in (r["metrics"][m] for r in cell) if v is not None and not _nan(v)]
+            mean = sum(vals) / len(vals) if vals else math.nan
+            row[SHORT[m]] = 100.0 * mean if m in PERCENT else mean  # survived: a bool, its mean a rate
+        row["fallbacks"] = sum(r["fallbacks"] for r in cell)
+        rows.append(row)
+    return rows
+
+
+def _nan(v: Any) -> bool:
+    return isinstance(v, float) and math.isnan(v)
+
+
+def render(rows: list[dict[str, Any]]) -> str:
+    """The table, each experiment's published rows beside its cells."""
+    from bdpd_jax.scenarios import GOVSIM_PUBLISHED
+
+    cols = ("rate", "time", "Gain", "eff.", "eq.", "over-use")
+    head = f"{'':46s}" + "".join(f"{c:>10s}" for c in cols) + f"{'seeds':>7s}{'fallbacks':>10s}"
+    out = [head]
+    for ex in dict.fromkeys(r["experiment"] for r in rows):
+        out.append(f"-- {ex}")
+        for r in (r for r in rows if r["experiment"] == ex):
+            nums = "".join(f"{r[c]:10.2f}" for c in cols)
+            out.append(f"  {r['row']:44s}{nums}{r['seeds']:7d}{r['fallbacks']:10d}")
+        for pub in (p for p in GOVSIM_PUBLISHED if p[1] == ex):
+            out.append(f"  published: {pub[0][:33]:33s}" + "".join(f"{float(v):10.2f}" for v in pub[2:]))
+    return "\n".join(out)
+
+
+def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:
+    args = parse_args(argv)
+    base_url, model = endpoint(os.environ if env is None else env)
+    from bdpd_jax.host.players import LivePlayerConfig
+
+    if "newcomer" in args.experiments and "active_from" not in LivePlayerConfig.model_fields:
+        print("govsim_llm.py: newcomer cells skipped: this host has no `activeFrom` (issue 37 item 5)")
+        args.experiments = [e for e in args.experiments if e != "newcomer"]
+    results = []
+    for ex in args.experiments:
+        for sc in args.scenarios:
+            for k in range(args.seeds):
+                s = run_cell(args, base_url, model, sc, ex, args.seed + k)
+                fallbacks = sum(p.get("fallbacks", 0) for p in s.get("players", []))
+                results.append({"scenario": sc, "experiment": ex, "metrics": govsim_metrics(s), "fallbacks": fallbacks})
+                print(f"{sc} / {ex} / seed {args.seed + k}: {s.get('turnsPlayed')} months, {fallbacks} fallbacks")
+    print(f"GovSim with {PLAYERS} LLM players ({model}, architecture {args.architecture}); folder {args.out}")
+    print(render(table(results)))
     return 0
 
 

@@ -19,11 +19,15 @@ NEXT_SPEAKER_RULES: tuple[str, ...] = ("named", "round_robin")
 
 
 class DiscussionConfig(ConfigModel):
-    """``discussion: {"rounds": int, "nextSpeaker": "named" | "round_robin"}`` (0 rounds: off)."""
+    """``discussion: {"rounds": int, "nextSpeaker": "named" | "round_robin", "protocol":
+    "minimal" | "govsim"}`` (0 rounds: no utterances; under ``govsim`` the month end still runs)."""
 
     model_config = ConfigDict(extra="forbid")
     rounds: int = Field(0, ge=0, le=MAX_DISCUSSION_ROUNDS)
     next_speaker: Literal["named", "round_robin"] = "named"
+    #: ``minimal``: a report and exactly ``rounds`` utterances after every month but the last;
+    #: ``govsim``: GovSim's month end (host/govsim_talk.py; docs/semantics/live.md §15)
+    protocol: Literal["minimal", "govsim"] = "minimal"
 
     @property
     def on(self) -> bool:

@@ -29,10 +29,10 @@ import numpy as np
 from bdpd_jax.host.agent_calls import ask_agent, each
 from bdpd_jax.host.agents.base import AgentResult
 from bdpd_jax.host.arena_run import unbatch
-from bdpd_jax.host.discussion import discuss
 from bdpd_jax.host.dispatch import dispatch_tool
 from bdpd_jax.host.envelope import envelopes
 from bdpd_jax.host.governance_agent import govern
+from bdpd_jax.host.govsim_talk import after_harvest
 from bdpd_jax.host.offload import Offload, inline
 from bdpd_jax.host.programs import has_governance, programs
 from bdpd_jax.host.records import record_rows, turn_record
@@ -139,7 +139,7 @@ class LockstepBatch:
         sb, begun, ahead, seen = await offload(self._decided, state)
         by_arena, overridden = await self._ask(*seen)
         lines = await offload(self._played, sb, begun, ahead, by_arena, overridden)
-        await each([discuss(r, line) for r, line, end in lines if not end], self.waits)  # arenas talk at once
+        await each([after_harvest(r, line, end) for r, line, end in lines], self.waits)  # arenas talk at once
         await offload(self._keep, lines)
 
     def _decided(self, state):

@@ -30,6 +30,8 @@ from bdpd_jax.config.limits import (
 from bdpd_jax.host.agents.base import AgentResult, Utterance, check_wealth, fallback_harvest, valid_harvest
 from bdpd_jax.host.agents.code import DEFAULT_TIMEOUT_MS as JS_TIMEOUT_MS
 from bdpd_jax.host.agents.code import CodeAgent, compile_strategy
+from bdpd_jax.host.agents.govsim_agent import GovSimAgent
+from bdpd_jax.host.agents.govsim_prompts import scenario_of
 from bdpd_jax.host.agents.http import HttpAgent, check_url
 from bdpd_jax.host.agents.llm import LLMAgent
 from bdpd_jax.host.operator import Operator, redact_url
@@ -72,6 +74,12 @@ class LivePlayerConfig(ConfigModel):
     rules_text: str | None = Field(None, min_length=1, max_length=MAX_RULES_CHARS)  # replaces the BDPD rules
     fallback_harvest: float | None = Field(None, ge=0)  # stock units on a missing/invalid answer (None: 0.2 x capacity)
     timeout_ms: float | None = Field(None, gt=0)  # only shorter than the arena's (checked at join)
+    # llm: GovSim's protocol (issue 37; docs/semantics/live.md §15)
+    architecture: Literal["minimal", "govsim"] | None = None  # None: minimal
+    answer_format: Literal["tool", "text", "auto"] | None = None  # None: tool (minimal), text (govsim)
+    scenario: Label | None = None  # a GovSim scenario's wording for the govsim architecture
+    persona: str | None = Field(None, min_length=1, max_length=MAX_PROMPT_CHARS)  # the player's goals
+    embeddings: Literal["auto", "endpoint", "lexical"] | None = None  # None: auto
     # scripted: [{"harvest": h, "actions": [...]}, ...] by turn (turn 1 first); past the end
     # the last entry repeats
     script: list[dict] | None = None
@@ -96,11 +104,17 @@ class LivePlayerConfig(ConfigModel):
                 check_url(self.base_url)
             if not self.model:
                 raise ValueError(f"model: required for agentType 'llm', got {self.model!r}")
+        if self.scenario is not None:
+            scenario_of(self.scenario)  # ValueError naming an unknown scenario
+        for k in ("persona", "embeddings"):
+            if getattr(self, k) is not None and self.architecture != "govsim":
+                raise ValueError(f"{wire_name(LivePlayerConfig, k)}: an option of architecture 'govsim'")
         if t == "scripted" and not self.script:
             raise ValueError(
                 f"script: a non-empty list of turns is required for agentType 'scripted', got {self.script!r}"
             )
-        for k in ("rules_text", "fallback_harvest"):  # (temperature stays ignored elsewhere, as before)
+        llm_only = ("architecture", "answer_format", "scenario", "persona", "embeddings")
+        for k in ("rules_text", "fallback_harvest", *llm_only):  # (temperature stays ignored elsewhere)
             if t != "llm" and getattr(self, k) is not None:
                 raise ValueError(
                     f"{wire_name(LivePlayerConfig, k)}: an option of LLM players (agentType 'llm'), got agentType {t!r}"
@@ -177,10 +191,17 @@ class ScriptedAgent:
                 acts,
                 (time.perf_counter() - t0) * 1000,
                 True,
+                record=entry.get("record") or None,
             )
         # a harvest given (or logged) is what the kernel is fed, in stock units: never rescaled
         return AgentResult(
-            float(h), err, acts, (time.perf_counter() - t0) * 1000, bool(entry.get("fallback", False)), stock_units=True
+            float(h),
+            err,
+            acts,
+            (time.perf_counter() - t0) * 1000,
+            bool(entry.get("fallback", False)),
+            stock_units=True,
+            record=entry.get("record") or None,
         )
 
     async def speak(self, context: dict[str, Any]) -> Utterance:
@@ -196,11 +217,24 @@ class ScriptedAgent:
         if k >= len(utterances):
             return Utterance(None, None, "scripted: no utterance")
         u = utterances[k] if isinstance(utterances[k], dict) else {}
+        told = {"told": u["told"]} if "told" in u else None  # a govsim meeting's exchange, as logged
         try:
             text, nxt = validate_speak({"text": u.get("text"), "nextSpeaker": u.get("nextSpeaker")})
         except ValueError as exc:
-            return Utterance(None, None, u.get("error") or f"scripted: {exc}")
-        return Utterance(text, nxt, u.get("error"))
+            return Utterance(None, None, u.get("error") or f"scripted: {exc}", bool(u.get("end", False)), told)
+        return Utterance(text, nxt, u.get("error"), bool(u.get("end", False)), told)
+
+    def _logged(self, turn: Any, key: str) -> Any:
+        entry = next((e for e in self.script if e.get("turn") == turn), None)
+        return None if entry is None else entry.get(key)
+
+    async def summarize(self, context: dict[str, Any]) -> dict[str, Any] | None:
+        """The logged summary of ``context["turn"]``'s govsim meeting (replay; live.md §15)."""
+        return self._logged(context.get("turn"), "summary")
+
+    async def month_end(self, context: dict[str, Any]) -> dict[str, Any] | None:
+        """The logged month end of ``context["turn"]`` (replay; live.md §15); None: none logged."""
+        return self._logged(context.get("turn"), "monthEnd")
 
 
 class TimedSpec(Protocol):
@@ -260,7 +294,11 @@ def make_agent(
     if t == "llm":
         op = operator or Operator()
         op.check_player(spec)
-        return LLMAgent(
+        kind = GovSimAgent if spec.architecture == "govsim" else LLMAgent
+        extra: dict[str, Any] = {"scenario": spec.scenario}
+        if spec.architecture == "govsim":
+            extra.update(persona=spec.persona, embeddings=spec.embeddings or "auto")
+        return kind(
             model=cast(str, spec.model),
             **op.llm_endpoint(spec),
             player_id=spec.name,
@@ -274,6 +312,8 @@ def make_agent(
             fallback=spec.fallback_harvest,
             discussion=discussion,
             whole_units=whole_units,
+            answer_format=spec.answer_format or ("text" if spec.architecture == "govsim" else "tool"),
+            **extra,
         )
     return ScriptedAgent(cast(list[dict], spec.script), no_talk=no_talk)
 

@@ -151,6 +151,11 @@ def _arena_slice(tree: Any, b: int) -> Any:
     return jax.tree_util.tree_map(lambda x: np.asarray(x)[..., b], tree)
 
 
+#: decision fields an agent may add (``AgentResult.record``): a text answer's raw text and
+#: parsed value, and what a govsim-architecture model was told and answered (live.md §15)
+AGENT_RECORD_KEYS: tuple[str, ...] = ("answer", "told")
+
+
 def turn_record(
     run: ArenaRun, t: int, rec: TurnRow, calls: dict[int, AgentResult], tools: list, overridden: set
 ) -> dict[str, Any]:
@@ -176,6 +181,10 @@ def turn_record(
                     actions=r.actions,
                 )
             )
+            if r.record:  # the agent's own fields (a text answer, what the model was told)
+                d.update(
+                    schema.wire_row(schema.PLAYERS, **{k: v for k, v in r.record.items() if k in AGENT_RECORD_KEYS})
+                )
             if r.error:
                 errors.append({"playerId": s.player_id, "error": r.error})
                 run.count(s.player_id, "errors", 1)

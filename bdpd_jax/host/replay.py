@@ -21,6 +21,7 @@ from bdpd_jax.host.arena import Arena
 from bdpd_jax.host.arena_run import EVENTS_FILE
 from bdpd_jax.host.persist import read_jsonl
 from bdpd_jax.host.players import LivePlayerConfig
+from bdpd_jax.host.records import AGENT_RECORD_KEYS
 
 # decision fields that differ by construction: timings, and the agent kind (scripted in a replay)
 VOLATILE = ("elapsedMs", "agentType")
@@ -141,6 +142,8 @@ def replay(
                 "fallback": d.get("fallback", False),
                 "turn": rec["turn"],
                 "utterances": _said(rec, p["name"]),
+                "record": {k: d[k] for k in AGENT_RECORD_KEYS if k in d},
+                **_after_talk(rec, p["name"]),
             }
             for rec in records
             for d in rec["decisions"]
@@ -176,10 +179,27 @@ def _said(rec: dict[str, Any], player: str) -> list[dict[str, Any]]:
     """``player``'s utterances in turn ``rec``'s discussion, as its script replays them (a
     next speaker it did not validly name is left out: the round-robin gives it again)."""
     return [
-        {"text": u["text"], "nextSpeaker": u["nextSpeaker"] if u["named"] else None, "error": u["error"]}
+        {
+            "text": u["text"],
+            "nextSpeaker": u["nextSpeaker"] if u["named"] else None,
+            "error": u["error"],
+            **{k: u[k] for k in ("end", "told") if k in u},
+        }
         for u in rec.get("discussion", {}).get("utterances", [])
         if u["speaker"] == player
     ]
+
+
+def _after_talk(rec: dict[str, Any], player: str) -> dict[str, Any]:
+    """What ``player`` logged after turn ``rec``'s govsim conversation (the summary it was
+    asked for, its month-end entry), for its script to give back (live.md §15)."""
+    d = rec.get("discussion", {})
+    out: dict[str, Any] = {}
+    if d.get("summary", {}).get("by") == player:
+        out["summary"] = d["summary"]
+    if player in d.get("monthEnd", {}):
+        out["monthEnd"] = d["monthEnd"][player]
+    return out
 
 
 def _governor(meta: dict[str, Any], records: list[dict[str, Any]]) -> dict[str, Any] | None:

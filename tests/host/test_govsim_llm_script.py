@@ -1,18 +1,18 @@
-"""studies/govsim_llm.py, the operator's GovSim run with LLM players: its arguments, the
-missing-endpoint message, the arena it builds (no network: a scripted stub model)."""
+"""studies/govsim_llm.py, GovSim with LLM players: its arguments, the missing-endpoint message,
+the cells it builds, and a small run of its grid against a scripted endpoint (no network):
+the table beside the published rows, and a second run that resumes from the folders."""
 
 from __future__ import annotations
 
-import copy
 import importlib.util
 import json
 from pathlib import Path
 
 import pytest
-from fake_llm import BASE, FakeClient, completion, tool_call
-from payloads import SEED_LOGISTIC
+from fake_llm import BASE, FakeClient, completion
 
 from bdpd_jax.host.players import LivePlayerConfig
+from bdpd_jax.scenarios import GOVSIM_NAMES, GOVSIM_SCENARIOS, govsim
 
 PATH = Path(__file__).resolve().parents[2] / "studies" / "govsim_llm.py"
 ENV = {"BDPD_LLM_BASE_URL": BASE, "BDPD_LLM_MODEL": "m", "BDPD_LLM_API_KEY": "sk-test"}
@@ -44,9 +44,12 @@ def test_missing_endpoint_exits_naming_the_variables(script):
         ["--experiment", "x"],
         ["--rounds", "21"],
         ["--rounds", "-1"],
+        ["--seeds", "0"],
+        ["--months", "0"],
         ["--temperature", "3"],
         ["--timeout-ms", "0"],
         ["--rules-file", "/no/such/file"],
+        ["--architecture", "deep"],
         ["--seed", "x"],
     ],
 )
@@ -56,19 +59,31 @@ def test_bad_arguments_are_refused(script, argv, capsys):
     assert exc.value.code == 2 and argv[0] in capsys.readouterr().err
 
 
-def test_arguments_defaults_and_the_arena_they_build(script, tmp_path):
+def test_the_cells_it_builds(script):
     a = script.parse_args([])
-    assert (a.scenario, a.experiment, a.rounds, a.temperature) == ("fishery", "default", 9, 0.0)
-    rules = tmp_path / "rules.txt"
-    rules.write_text("the lake")
-    assert script.parse_args(["--rules-file", str(rules), "--experiment", "newcomer"]).rules_file == rules
-    cfg = {**copy.deepcopy(SEED_LOGISTIC), "players": [{"strategy": "conservative", "name": f"f{i}"} for i in range(5)]}
-    out, names = script.llm_arena_config(cfg, "default", 9)
-    assert names == [f"f{i}" for i in range(5)] and "players" not in out and "players" in cfg
-    assert out["discussion"] == {"rounds": 9, "nextSpeaker": "named"}
-    assert script.llm_arena_config(cfg, "no_communication", 9)[0]["discussion"]["rounds"] == 0
-    spec = LivePlayerConfig.model_validate(script.player_spec("f0", "m", "the lake", 0.0, 1000))
-    assert (spec.fallback_harvest, spec.rules_text, spec.credential) == (0.0, "the lake", "govsim")
+    assert (a.scenarios, a.experiments, a.seeds, a.rounds, a.architecture) == (
+        list(script.SCENARIOS),
+        list(script.EXPERIMENTS),
+        1,
+        9,
+        "govsim",
+    )
+    out, names = script.llm_arena_config(govsim("fishery", "newcomer"), "newcomer", 9, months=2)
+    assert "players" not in out and out["model"]["maxTurns"] == 2 and len(names) == 5
+    assert out["discussion"] == {"rounds": 9, "nextSpeaker": "named", "protocol": "govsim"}
+    assert not [p for p in out.get("perturbations", []) if p.get("id") == "newcomer"]  # no builtin switch
+    assert (
+        script.llm_arena_config(govsim("pasture", "no_communication"), "no_communication", 9)[0]["discussion"]["rounds"]
+        == 0
+    )
+    specs = script.cell_specs(a, "m", "pasture", "universalization")
+    assert [s["name"] for s in specs] == list(GOVSIM_NAMES)
+    s0 = LivePlayerConfig.model_validate(specs[0])
+    assert (s0.architecture, s0.scenario, s0.fallback_harvest, s0.credential) == ("govsim", "pasture", 0.0, "govsim")
+    assert "Think about this" not in s0.rules_text  # the month's sentence is told each month instead
+    newcomer = script.cell_specs(a, "m", "fishery", "newcomer")
+    assert newcomer[-1]["activeFrom"] == 4 and newcomer[-1]["persona"] == GOVSIM_SCENARIOS["fishery"].outsider
+    assert all("activeFrom" not in s and s["persona"] == GOVSIM_SCENARIOS["fishery"].local for s in newcomer[:-1])
     assert script.govsim_metrics({"govsim_gain": 20.0, "govsim": {"govsim_survived": True}, "x": 1}) == {
         **dict.fromkeys(script.METRICS),
         "govsim_gain": 20.0,
@@ -76,45 +91,31 @@ def test_arguments_defaults_and_the_arena_they_build(script, tmp_path):
     }
 
 
-def test_runs_five_llm_players_through_the_live_host(script, monkeypatch, tmp_path, capsys):
-    """The whole script with the scenario replaced by the seed's arena and the model by a
-    stub (the GovSim config itself comes with issue 25's scenarios)."""
-    cfg = copy.deepcopy(SEED_LOGISTIC)
-    cfg["model"].update(maxPlayers=5, minPlayers=5, maxTurns=2)
-    cfg["players"] = [{"strategy": "conservative", "name": f"f{i}"} for i in range(5)]
-    monkeypatch.setattr(script, "scenario_config", lambda s, e: (cfg, "A lake of fish."))
+def answer(url: str, req: dict):
+    """The scripted model: 10 tons, a two-line meeting, plain answers to the rest."""
+    if url.endswith("/embeddings"):
+        return 404, b"{}"
+    prompt = req["messages"][-1]["content"]
+    if "It is your turn to speak" in prompt:
+        heard = prompt.split("The meeting so far:")[1]
+        return completion([], content="Ten each.\n[END]" if "Ten each." in heard else "Ten each.")
+    return completion([], content="A lesson." if "lessons" in prompt else "Answer: 10")
 
-    def answer(url, req):
-        if json.loads(req["messages"][-1]["content"]).get("phase") == "discussion":
-            return completion([tool_call(0, "speak", {"text": "two each"})])
-        return completion([tool_call(0, "harvest", {"amount": 2})])
 
+def test_a_small_grid_against_a_scripted_endpoint_and_its_resume(script, monkeypatch, tmp_path, capsys):
     client = FakeClient(answer)
     monkeypatch.setattr("bdpd_jax.host.arena_callers.own_client", lambda specs, n: client)
     monkeypatch.setenv("BDPD_LLM_API_KEY", "sk-test")  # the operator's credential reads it at every call
-    assert script.main(["--rounds", "2", "--out", str(tmp_path / "a")], env=ENV) == 0
+    argv = ["--scenario", "fishery", "--experiment", "default", "--experiment", "no_communication"]
+    argv += ["--months", "2", "--rounds", "3", "--out", str(tmp_path)]
+    assert script.main(argv, env=ENV) == 0
     out = capsys.readouterr().out
-    assert "5 LLM players" in out and all(m in out for m in script.METRICS)
-    assert client.headers and all(h["authorization"] == "Bearer sk-test" for h in client.headers)
-    turns = [json.loads(x) for x in (tmp_path / "a" / "turns.jsonl").read_text().splitlines()]
-    assert [len(t.get("discussion", {}).get("utterances", [])) for t in turns] == [2, 0]
-    assert all(q["messages"][0]["content"].startswith("A lake of fish.") for _, q in client.requests)
-
-
-def test_scenario_config_reads_the_scenarios_module(script, monkeypatch):
-    """The GovSim config and its rules text come from ``bdpd_jax.scenarios`` (issue 25's other
-    items); without that module the script says so."""
-    import sys
-    import types
-
-    monkeypatch.setitem(sys.modules, "bdpd_jax.scenarios", None)  # not importable
-    with pytest.raises(SystemExit, match="bdpd_jax.scenarios.govsim is missing"):
-        script.scenario_config("fishery", "default")
-    fake = types.ModuleType("bdpd_jax.scenarios")
-    fake.govsim = lambda s, e: {**copy.deepcopy(SEED_LOGISTIC), "players": None, "tag": [s, e]}
-    fake.govsim_rules = lambda s, e: f"rules of {s}/{e}"
-    monkeypatch.setitem(sys.modules, "bdpd_jax.scenarios", fake)
-    cfg, rules = script.scenario_config("pasture", "newcomer")
-    assert cfg["tag"] == ["pasture", "newcomer"] and rules == "rules of pasture/newcomer"
-    del fake.govsim_rules
-    assert script.scenario_config("pasture", "default")[1] is None
+    assert "fishery / default" in out and "published: GPT-4o, default fishery" in out
+    assert client.headers and all(h.get("authorization") == "Bearer sk-test" for h in client.headers)
+    turns = [json.loads(x) for x in (tmp_path / "fishery/default/seed-0/turns.jsonl").read_text().splitlines()]
+    assert [len(t["discussion"]["utterances"]) for t in turns] == [2, 2]  # ended by its second speaker
+    quiet = [json.loads(x) for x in (tmp_path / "fishery/no_communication/seed-0/turns.jsonl").read_text().splitlines()]
+    assert all(t["discussion"]["utterances"] == [] and len(t["discussion"]["monthEnd"]) == 5 for t in quiet)
+    n = len(client.requests)
+    assert script.main(argv, env=ENV) == 0  # resumed: every cell is read from its folder
+    assert len(client.requests) == n and "fishery / no_communication" in capsys.readouterr().out

@@ -142,7 +142,7 @@ WIRE_BEFORE: dict[str, str] = {
     "DashboardTables": "players messages pacts perturbations sanctions tickMode tickIntervalMs",
     "LivePlayerConfig": "agentType displayName privateResource strategy intensity reductionFactor talk strategyCode "
     "rngSeed url baseUrl model credential apiKeyEnv systemPrompt temperature rulesText fallbackHarvest timeoutMs "
-    "script",
+    "architecture answerFormat scenario persona embeddings script",
     "GovernorSpec": "kind url timeoutMs model credential baseUrl systemPrompt temperature script",
     "LLMCredential": "baseUrl apiKeyEnv apiKey models",
     "Operator": "credentials llmBaseUrls httpUrls",

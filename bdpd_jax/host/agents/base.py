@@ -77,6 +77,9 @@ class AgentResult:
     elapsed_ms: float = 0.0
     fallback: bool = False
     stock_units: bool = False  # a fallback already in stock units (a player's fixed fallbackHarvest): not rescaled
+    #: what the decision's record adds (``answer``: a text answer's raw text and parsed value;
+    #: ``told``: what the model was told, under the govsim architecture); replay returns it
+    record: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         self.error = truncate_error(self.error)
@@ -90,6 +93,8 @@ class Utterance:
     text: str | None
     next_speaker: str | None = None
     error: str | None = None
+    end: bool = False  # the speaker ends the conversation (govsim protocol; docs/semantics/live.md §15)
+    record: dict[str, Any] | None = None  # what the utterance's record adds (``told``, ``raw``)
 
     def __post_init__(self) -> None:
         self.error = truncate_error(self.error)

@@ -29,7 +29,9 @@ import time
 from typing import Any
 
 from bdpd_jax.host._json import dumps_compact
+from bdpd_jax.host.agents.answers import ANSWER_FORMATS, text_answer
 from bdpd_jax.host.agents.base import AgentResult, Utterance, check_wealth, fallback_harvest, join_errors, valid_harvest
+from bdpd_jax.host.agents.govsim_prompts import govsim_observation, scenario_of
 from bdpd_jax.host.agents.http import check_timeout_ms, check_url
 from bdpd_jax.host.agents.llm_protocol import (
     decode_arguments,
@@ -72,7 +74,14 @@ class LLMAgent:
         fallback: float | None = None,
         whole_units: bool = False,
         discussion: bool = False,
+        answer_format: str = "tool",
+        scenario: str | None = None,
     ) -> None:
+        #: a GovSim cell's scenario: the observation keeps only what the scenario has (live.md §15)
+        self.scenario = None if scenario is None else scenario_of(scenario)
+        if answer_format not in ANSWER_FORMATS:
+            raise ValueError(f"answer_format: one of {list(ANSWER_FORMATS)}, got {answer_format!r}")
+        self.answer_format = answer_format  # how a harvest is read (answers.py)
         self.base_url = check_url(base_url).rstrip("/")
         if not isinstance(model, str) or not model:
             raise ValueError(f"model: must be a non-empty string, got {model!r}")
@@ -111,7 +120,7 @@ class LLMAgent:
             params["temperature"] = float(temperature)
         if max_tokens is not None:
             params["max_tokens"] = int(max_tokens)
-        if tool_choice is not None:
+        if tool_choice is not None and answer_format != "text":  # text: no tools are sent
             params["tool_choice"] = tool_choice
         self._params = {**params, **(extra_body or {})}
 
@@ -126,6 +135,7 @@ class LLMAgent:
             fallback=self.fallback,
             whole_units=self.whole_units,
             discussion=self.discussion,
+            answer_format=self.answer_format,
         )
 
     def tool_list(self) -> list[dict[str, Any]]:
@@ -153,7 +163,8 @@ class LLMAgent:
             tail["toolResults"] = obs.get("toolResults", [])  # 003_*: what last turn's calls returned
         if "discussion" in obs:  # last turn's report and utterances
             tail["discussion"] = obs["discussion"]
-        tail["observation"] = {k: v for k, v in obs.items() if k not in ("inbox", "toolResults", "discussion")}
+        seen = {k: v for k, v in obs.items() if k not in ("inbox", "toolResults", "discussion")}
+        tail["observation"] = seen if self.scenario is None else govsim_observation(self.scenario, seen)
         return {"role": "user", "content": dumps_compact(tail)}
 
     def request_body(
@@ -161,7 +172,8 @@ class LLMAgent:
     ) -> dict[str, Any]:
         """The full chat-completions request for one turn (``tail``: another last message)."""
         last = tail if tail is not None else self.volatile_message(obs, inbox)
-        return {"model": self.model, "messages": self.prefix_messages() + [last], "tools": self.tools, **self._params}
+        tools = {} if self.answer_format == "text" else {"tools": self.tools}
+        return {"model": self.model, "messages": self.prefix_messages() + [last], **tools, **self._params}
 
     def _get_client(self) -> HttpClient:
         if self._client is None:
@@ -208,21 +220,27 @@ class LLMAgent:
         w = check_wealth(wealth)
         t0 = time.perf_counter()
 
+        record: dict[str, Any] | None = None
+
         def done(harvest: float | None, actions: list[dict[str, Any]], errors: list[str]) -> AgentResult:
             elapsed = (time.perf_counter() - t0) * 1000.0
             if harvest is None and self.fallback is not None:
-                return AgentResult(self.fallback, join_errors(errors), actions, elapsed, True, stock_units=True)
+                return AgentResult(self.fallback, join_errors(errors), actions, elapsed, True, True, record)
             if harvest is None:
-                return AgentResult(fallback_harvest(w), join_errors(errors), actions, elapsed, True)
+                return AgentResult(fallback_harvest(w), join_errors(errors), actions, elapsed, True, record=record)
             if self.whole_units:
                 harvest = whole_units(harvest, pool, errors)
-            return AgentResult(harvest, join_errors(errors), actions, elapsed, False)
+            return AgentResult(harvest, join_errors(errors), actions, elapsed, False, record=record)
 
         try:
             data = await self.complete(obs, inbox)
         except TransportError as exc:
             return done(None, [], [str(exc).replace("no response", "no completion")])
-        return done(*parse_completion(data, no_talk=self.no_talk))
+        harvest, actions, errors = parse_completion(data, no_talk=self.no_talk)
+        if self.answer_format != "tool":
+            harvest, errors, answer = text_answer(data, harvest, errors, self.answer_format)
+            record = {"answer": answer}
+        return done(harvest, actions, errors)
 
     async def speak(self, context: dict[str, Any]) -> Utterance:
         """Ask the model for one utterance of the discussion phase (``context``: the report and

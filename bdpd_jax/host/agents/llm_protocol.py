@@ -20,13 +20,20 @@ _RULES = """You are a player in the BDPD commons arena, a repeated harvesting ga
 regenerating resource. Every turn all players decide simultaneously how much to harvest.
 Harvesting adds to your wealth; over-harvesting depletes the commons, and a collapsed commons
 yields nothing to anyone. Your capacity is 1 + 0.05 * your wealth.
-Each turn you receive an observation (possibly noisy or partial) as JSON in the last message.
+Each turn you receive an observation (possibly noisy or partial) as JSON in the last message."""
+_TOOL_LINE = """
 You must call the `harvest` tool exactly once with the amount you take this turn."""
 _DEFAULT_FALLBACK = """ If you do not,
 a fallback harvest of 0.2 * capacity is applied for you."""
 # after a replacing rules text (a scenario's own wording): how to answer, in the protocol's words
 _HARVEST_PROTOCOL = """
 Each turn, call the `harvest` tool exactly once with the amount you take."""
+
+_TEXT_ANSWER = """
+No tools are offered for the harvest: think it through in plain text and end with a line
+"Answer: N" (N, the amount you take); the first number after the last "Answer:" is your harvest."""
+_AUTO_ANSWER = """
+If you cannot call tools, end a plain-text answer with a line "Answer: N" (N, the amount you take)."""
 
 _WHOLE_UNITS = """
 Harvests are whole units: an amount that is not a whole number is rounded down, and one above the
@@ -52,6 +59,13 @@ There is no communication channel in this game: only the `harvest` tool is avail
 _NO_TALK_DISCUSSION = """
 There are no messages during a turn: `harvest` (and `speak`, in the discussion) is all you have."""
 
+_NO_TOOLS = """
+There is no communication channel in this game."""
+
+_NO_TOOLS_TALK = """
+Besides your answer there is only the discussion after each harvest: when the last message has
+"phase": "discussion", answer with what you say, in plain text."""
+
 _SANCTION_RULES = """
 Sanctions: you may call `sanction` with a target player id to pay a cost from your own wealth and
 fine that player, if it broke a pact or over-harvested this turn (applied at the end of the turn;
@@ -68,15 +82,24 @@ def render_system_prompt(
     fallback: float | None = None,
     whole_units: bool = False,
     discussion: bool = False,
+    answer_format: str = "tool",
 ) -> str:
     """The fixed system text of one agent (identical for every call of the run). ``rules``
     replaces the BDPD rules (a scenario's own wording); ``fallback``: the harvest of a
     missing or invalid answer, in stock units (None: 0.2 x capacity)."""
     fb = _DEFAULT_FALLBACK if fallback is None else f" If you do not, you harvest {fallback:g}."
-    parts = [(_RULES if rules is None else rules + _HARVEST_PROTOCOL) + fb]
+    if answer_format == "text":  # no tools are offered: the text line replaces the tool line
+        parts = [(_RULES if rules is None else rules) + _TEXT_ANSWER + fb]
+    else:
+        parts = [(_RULES + _TOOL_LINE if rules is None else rules + _HARVEST_PROTOCOL) + fb]
+    if answer_format == "auto":
+        parts.append(_AUTO_ANSWER)
     if whole_units:
         parts.append(_WHOLE_UNITS)
-    parts.append((_NO_TALK_DISCUSSION if discussion else _NO_TALK_RULES) if no_talk else _TALK_RULES)
+    if answer_format == "text":  # no tool at all: no talk tools either
+        parts.append(_NO_TOOLS_TALK if discussion else _NO_TOOLS)
+    else:
+        parts.append((_NO_TALK_DISCUSSION if discussion else _NO_TALK_RULES) if no_talk else _TALK_RULES)
     if sanction:
         parts.append(_SANCTION_RULES)
     if discussion:

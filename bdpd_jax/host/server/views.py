@@ -88,8 +88,21 @@ def public_tick(rec: dict[str, Any]) -> dict[str, Any]:
     discussion (its report and utterances are read by every player)."""
     out = {"turn": rec["turn"], "messages": [m for m in rec["messages"] if m.get("scope") in PUBLIC_SCOPES]}
     if "discussion" in rec:
-        out["discussion"] = rec["discussion"]
+        out["discussion"] = heard(rec["discussion"])
     return out
+
+
+def heard(d: dict[str, Any]) -> dict[str, Any]:
+    """What every player heard of a discussion: the report, the utterances and a govsim
+    meeting's summary, without what each model was told or its month end (private)."""
+    out: dict[str, Any] = {"report": d["report"], "utterances": [_said(u) for u in d["utterances"]]}
+    if "summary" in d:
+        out["summary"] = {k: d["summary"].get(k) for k in ("by", "text", "agreedLimit")}
+    return out
+
+
+def _said(u: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in u.items() if k != "told"}
 
 
 def public_event(event: str, data: dict[str, Any]) -> dict[str, Any]:
