@@ -170,11 +170,11 @@ def fork(
     Raises:
         ValueError naming the field and value of any bad input, before anything runs.
     """
+    check_run_args(replicates=replicates, seed=0 if seed is None else seed, turns=turns)
     o = origin(arena_or_folder, turn)
     a, t = o.arena, o.turn
     seed = a.seed if seed is None else seed
     n_turns = int(a.max_turns) - t if turns is None else turns
-    check_run_args(n_arenas=replicates, seed=seed, turns=None if turns is None else turns)
     if isinstance(n_turns, bool) or not isinstance(n_turns, (int, np.integer)) or n_turns < 1:
         raise ValueError(f"turns: the fork plays at least 1 turn after turn {t}, got {n_turns!r}")
     n_turns, replicates = int(n_turns), int(replicates)

@@ -12,8 +12,11 @@ and the changes applied (``bdpd_jax.run.fork``). Its state is the live arena's, 
 - a layer the live arena did not have starts from its initial state under the changed
   config; the perturbation layer's copies of the engine numbers and visibility flags take
   the changed config's values where the changes alter them (else a change would be masked);
-- a layer the live arena has whose starting state the changes alter (a new pact list on an
-  arena with a live pact table) is refused: the fork cannot know how to merge them.
+- the pacts the changes add to the config of an arena that has a live pact table are
+  written into the table's free slots, in force from the fork's turn (``accepted_turn``);
+  the live table's own pacts stay;
+- any other change to the starting state of a layer the live arena has is refused: the fork
+  cannot know how to merge it with the live one.
 """
 
 from __future__ import annotations
@@ -26,8 +29,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..kernels import pacts as P
 from ..kernels import perturb as pk
 from ..kernels.game import Game
+from ..kernels.governance import NAME as GOV
 from ..kernels.perturb import PerturbLayer
 from ..kernels.policies import Policy
 from ..prepare.game import broadcast_batch
@@ -85,6 +90,29 @@ def _same_shapes(a: Any, b: Any) -> bool:
     la, ta = jax.tree_util.tree_flatten(a)
     lb, tb = jax.tree_util.tree_flatten(b)
     return ta == tb and all(np.shape(x) == np.shape(y) for x, y in zip(la, lb, strict=True))
+
+
+def _with_new_pacts(live: Any, live0: Any, fork0: Any, turn: int) -> tuple[Any, Any]:
+    """(live governance state with the changes' new pacts written in, fork0's with the live
+    initial table): the slots of the changed config's initial table that differ from the
+    live config's and are not empty, each into the live table's first empty slot."""
+    tab, t0, f0 = (jax.tree_util.tree_map(np.array, x.pacts) for x in (live, live0, fork0))
+    fields = [f.name for f in dataclasses.fields(tab) if np.ndim(getattr(tab, f.name)) >= 1]
+    new = [
+        k
+        for k in range(t0.status.shape[0])
+        if f0.status[k] != P.EMPTY and any(not np.array_equal(getattr(t0, f)[k], getattr(f0, f)[k]) for f in fields)
+    ]
+    free = [k for k in range(tab.status.shape[0]) if tab.status[k] == P.EMPTY]
+    if len(new) > len(free):
+        raise ValueError(f"changes: {len(new)} new pacts, the live pact table has {len(free)} free slots")
+    for k, slot in zip(new, free, strict=False):
+        for f in fields:
+            getattr(tab, f)[slot] = getattr(f0, f)[k]
+        if f0.status[k] == P.ACTIVE:
+            tab.accepted_turn[slot] = turn
+        tab.proposed_turn[slot] = turn
+    return dataclasses.replace(live, pacts=tab), dataclasses.replace(fork0, pacts=live0.pacts)
 
 
 def _layer(name: str, live: Any, live0: Any, fork0: Any, perturb: bool) -> Any:
@@ -150,7 +178,10 @@ def carried_state(
             extra[name] = fork0.extra[name]
         else:
             perturb = isinstance(layer, PerturbLayer)
-            extra[name] = _layer(name, live_state.extra[name], live0.extra[name], fork0.extra[name], perturb)
+            live_layer, fork_layer0 = live_state.extra[name], fork0.extra[name]
+            if name == GOV and _same_shapes(live0.extra[name], fork_layer0):
+                live_layer, fork_layer0 = _with_new_pacts(live_layer, live0.extra[name], fork_layer0, int(live_state.turn))
+            extra[name] = _layer(name, live_layer, live0.extra[name], fork_layer0, perturb)
     return dataclasses.replace(
         fork0,
         **kept,
