@@ -23,14 +23,15 @@ ANSWER_FILE = "fork.json"
 
 
 def init_worker(niceness: int = 10) -> None:
-    """The fork worker's start: lower priority than the server's ticks, the package's settings."""
+    """The fork worker's start: lower priority than the server's ticks, the package's settings
+    and JAX's persistent compilation cache (a later server's first fork compiles less)."""
     import bdpd_jax
 
     try:
         os.nice(niceness)
     except OSError:  # not permitted here: run at the server's priority
         pass
-    bdpd_jax.configure()
+    bdpd_jax.configure(compile_cache=True)
 
 
 def _num(x: Any) -> float | None:
