@@ -56,7 +56,9 @@ def test_replicate_zero_is_the_live_continuation_bit_for_bit(played):
 
 def test_standins_changes_and_a_new_pact(tmp_path):
     a = Arena(_config(MIXED_PLAYERS[:3]), seed=1, out_dir=tmp_path, fsync=False)
-    a.join({"agentType": "scripted", "name": "ext", "privateResource": 30, "script": [{"harvest": 2.0}, {"harvest": 4.5}]})
+    a.join(
+        {"agentType": "scripted", "name": "ext", "privateResource": 30, "script": [{"harvest": 2.0}, {"harvest": 4.5}]}
+    )
     a.start()
     a.tick(), a.tick()
     pact = {"parties": [0, 1, 2, 3], "terms": {"type": "harvest_cap", "maxHarvest": 1}}

@@ -9,6 +9,7 @@ thousands of arenas shares neither the server's GIL nor its priority with the ti
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -27,10 +28,8 @@ def init_worker(niceness: int = 10) -> None:
     and JAX's persistent compilation cache (a later server's first fork compiles less)."""
     import bdpd_jax
 
-    try:
+    with contextlib.suppress(OSError):  # not permitted here: run at the server's priority
         os.nice(niceness)
-    except OSError:  # not permitted here: run at the server's priority
-        pass
     bdpd_jax.configure(compile_cache=True)
 
 

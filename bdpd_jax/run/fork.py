@@ -31,12 +31,12 @@ from ..config.limits import check_run_args, check_run_size
 from ..kernels.game import Game
 from ..kernels.policies import BUILTINS
 from ..kernels.rollout import run_turns
+from ..kernels.stored import restored
 from ..prepare.game import broadcast_batch
 from ..prepare.perturbations import compile_spec
 from ..prepare.prepared import LiveOptions, prepare
 from ..results.frames import Frames, Results, summary_frame
 from ..results.stream import flatten_record
-from ..kernels.stored import restored
 from ..sweeps.paths import apply_values, config_base
 from .fork_state import REPEAT_LAST, carried_state, fire
 from .runner import TRACES, key_words, keys_of, to_numpy
@@ -160,7 +160,7 @@ def fork(
         turn: the turn to fork after (default: the last played); 0 forks the start.
         replicates: arenas in the batch; replicate ``r`` draws from (seed, arena_index + r).
         changes: config paths (``"model.regenRate"``, ``"players[bob].strategy"``,
-            ``"governance"``) and their values, in force from the fork's turn on; and
+            ``"pacts"``) and their values, in force from the fork's turn on; and
             ``"perturb"``: a perturbation spec (or a list) fired at the fork's turn.
         seed: the forks' seed (default: the live arena's, so replicate 0 is its own key).
         turns: turns to play (default: to the live arena's last turn).
@@ -217,7 +217,12 @@ def fork(
     }
     history = {k: frames.pop(k) for k in ("turns", "players")}
     return Results(
-        summary_frame(final, index, list(prep.labels)), None, None, meta, Frames(builders=frames), Frames(builders=history)
+        summary_frame(final, index, list(prep.labels)),
+        None,
+        None,
+        meta,
+        Frames(builders=frames),
+        Frames(builders=history),
     )
 
 

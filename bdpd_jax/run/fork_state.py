@@ -138,7 +138,9 @@ def _layer(name: str, live: Any, live0: Any, fork0: Any, perturb: bool) -> Any:
         return jax.tree_util.tree_map_with_path(pick, fork0)
     differs = [
         jax.tree_util.keystr(p)
-        for (p, a), b in zip(jax.tree_util.tree_flatten_with_path(live0)[0], jax.tree_util.tree_leaves(fork0))
+        for (p, a), b in zip(
+            jax.tree_util.tree_flatten_with_path(live0)[0], jax.tree_util.tree_leaves(fork0), strict=True
+        )
         if not np.array_equal(a, b)
     ]
     if differs:
@@ -180,7 +182,9 @@ def carried_state(
             perturb = isinstance(layer, PerturbLayer)
             live_layer, fork_layer0 = live_state.extra[name], fork0.extra[name]
             if name == GOV and _same_shapes(live0.extra[name], fork_layer0):
-                live_layer, fork_layer0 = _with_new_pacts(live_layer, live0.extra[name], fork_layer0, int(live_state.turn))
+                live_layer, fork_layer0 = _with_new_pacts(
+                    live_layer, live0.extra[name], fork_layer0, int(live_state.turn)
+                )
             extra[name] = _layer(name, live_layer, live0.extra[name], fork_layer0, perturb)
     return dataclasses.replace(
         fork0,

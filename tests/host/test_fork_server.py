@@ -33,7 +33,9 @@ def arena(tmp_path_factory):
 
 def test_a_spectator_forks_and_downloads_the_frames(arena):
     c, aid, _, _, spectator = arena
-    r = c.post(f"/api/arenas/{aid}/fork", headers=spectator, json={"replicates": 3, "changes": {"model.regenRate": 0.3}})
+    r = c.post(
+        f"/api/arenas/{aid}/fork", headers=spectator, json={"replicates": 3, "changes": {"model.regenRate": 0.3}}
+    )
     assert r.status_code == 200, r.text
     ans = r.json()
     assert (ans["turn"], ans["replicates"], ans["turns"]) == (3, 3, 3)

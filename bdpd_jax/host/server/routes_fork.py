@@ -183,7 +183,9 @@ def _fork_dir(hub: Hub, arena_id: str, fork_id: str) -> Path:
 @router.get("/{arena_id}/forks", response_model=ForkList, summary="The arena's forks kept")
 async def list_forks(acc: Access = Depends(watch), hub: Hub = Depends(hub_of)):
     folder = hub.folder(acc.arena.arena_id)
-    files = [] if folder is None else sorted((folder / FORKS_DIR).glob(f"*/{ANSWER_FILE}"), key=lambda p: p.stat().st_mtime)
+    files = (
+        [] if folder is None else sorted((folder / FORKS_DIR).glob(f"*/{ANSWER_FILE}"), key=lambda p: p.stat().st_mtime)
+    )
     return {"forks": [_links(acc.arena.arena_id, json.loads(p.read_text())) for p in files]}
 
 
