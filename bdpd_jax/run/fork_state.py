@@ -89,7 +89,7 @@ def _memory(live_game: Game, live_state: Any, game: Game, fork0: Any, standin: n
 def _same_shapes(a: Any, b: Any) -> bool:
     la, ta = jax.tree_util.tree_flatten(a)
     lb, tb = jax.tree_util.tree_flatten(b)
-    return ta == tb and all(np.shape(x) == np.shape(y) for x, y in zip(la, lb, strict=True))
+    return str(ta) == str(tb) and all(np.shape(x) == np.shape(y) for x, y in zip(la, lb, strict=True))
 
 
 def _with_new_pacts(live: Any, live0: Any, fork0: Any, turn: int) -> tuple[Any, Any]:

@@ -18,7 +18,7 @@ import json
 import multiprocessing
 import shutil
 import uuid
-from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures import BrokenExecutor, Executor, ProcessPoolExecutor
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -89,7 +89,15 @@ class ForkList(ConfigModel):
     forks: list[ForkAnswer]
 
 
-router = APIRouter(prefix="/api/arenas", tags=["forks"], responses={**M.ERRORS, 429: M.ERRORS[409]})
+router = APIRouter(
+    prefix="/api/arenas",
+    tags=["forks"],
+    responses={
+        **M.ERRORS,
+        429: {"model": M.ErrorBody, "description": "forks are running or waiting: retry later"},
+        503: {"model": M.ErrorBody, "description": "the fork worker stopped"},
+    },
+)
 watch = access("spectator")
 _state: dict[str, Any] = {"executor": None, "pending": 0}
 
@@ -166,8 +174,15 @@ async def post_fork(body: ForkRequest, acc: Access = Depends(watch), hub: Hub = 
     try:
         loop = asyncio.get_running_loop()
         answer = await loop.run_in_executor(executor(), run_fork, str(folder), str(out), request)
+    except BrokenExecutor:  # the worker died (killed, out of memory): the next fork starts a new one
+        _state["executor"] = None
+        await asyncio.to_thread(shutil.rmtree, out, True)
+        raise HTTPException(503, "fork: the fork worker stopped; retry with fewer replicates or turns") from None
     finally:
         _state["pending"] -= 1
+    if not (folder / "meta.json").is_file():  # the arena was deleted meanwhile: leave nothing behind
+        await asyncio.to_thread(shutil.rmtree, folder, True)
+        raise HTTPException(404, f"arenaId: no arena {arena_id!r}")
     await asyncio.to_thread(_prune, folder / FORKS_DIR, MAX_FORKS_PER_ARENA)
     return _links(arena_id, answer)
 
