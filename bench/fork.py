@@ -4,8 +4,9 @@ turns against ``bdpd serve`` in its own process, measured from here.
 * the fork's wall time, cold (the server's fork worker process starts, imports jax, replays
   the arena and compiles the fork's program) and warm (a second fork of the same shape);
 * while it runs: the round trip of a manual ``POST /tick`` of another arena (4 built-in
-  players) and of ``/api/health``, polled back to back: their median and worst, against the
-  same polled before any fork.
+  players; replaced by a new one when its game ends) and of ``/api/health``, polled back to
+  back: their median, 99th percentile and worst, against the same polled for 5 s before any
+  fork.
 
 Run: ``.venv/bin/python bench/fork.py [--quick]`` (``--quick``: 100 arenas).
 """
@@ -44,32 +45,47 @@ def ms(xs: list[float], q: float) -> float:
     return float(np.percentile(np.asarray(xs) * 1000, q)) if xs else float("nan")
 
 
-def poll(srv: Server, probe: str, until) -> dict:
-    """Tick the probe arena and read /api/health back to back until ``until()``."""
-    owner = srv.owners[probe]
-    ticks, health, at = [], [], []
+def new_probe(srv: Server) -> str:
+    """A manual arena of 4 built-ins to tick, its first ticks out of the way."""
+    probe, _ = srv.create(payload(100_000), start="manual")
+    for _ in range(5):
+        srv.client.post(f"/api/arenas/{probe}/tick", headers=srv.owners[probe])
+    return probe
+
+
+def poll(srv: Server, probes: list[str], until) -> dict:
+    """Tick the probe arena and read /api/health back to back until ``until()``; a probe whose
+    game ended (a 409) is replaced by a new one (its creation is not timed)."""
+    ticks, health, at, ended = [], [], [], 0
     t0 = time.perf_counter()
     while not until():
         t = time.perf_counter()
-        srv.client.post(f"/api/arenas/{probe}/tick", headers=owner)
-        ticks.append(time.perf_counter() - t)
+        r = srv.client.post(f"/api/arenas/{probes[0]}/tick", headers=srv.owners[probes[0]])
+        dt = time.perf_counter() - t
+        if r.status_code != 200:
+            assert r.status_code == 409, r.text
+            ended += 1
+            probes[0] = new_probe(srv)
+            continue
+        ticks.append(dt)
         at.append(t - t0)
         t = time.perf_counter()
         srv.client.get("/api/health")
         health.append(time.perf_counter() - t)
     return {
         "ticks": len(ticks),
+        "probes_ended": ended,
         "tick_p50_ms": ms(ticks, 50),
-        "tick_max_ms": ms(ticks, 100),
         "tick_p99_ms": ms(ticks, 99),
+        "tick_max_ms": ms(ticks, 100),
         "tick_max_at_s": at[int(np.argmax(ticks))] if ticks else float("nan"),
         "health_p50_ms": ms(health, 50),
-        "health_max_ms": ms(health, 100),
         "health_p99_ms": ms(health, 99),
+        "health_max_ms": ms(health, 100),
     }
 
 
-def fork_under_watch(srv: Server, arena: str, probe: str, replicates: int, seed: int) -> dict:
+def fork_under_watch(srv: Server, arena: str, probes: list[str], replicates: int, seed: int) -> dict:
     done: list[tuple[float, int, dict]] = []
 
     def go():
@@ -83,7 +99,7 @@ def fork_under_watch(srv: Server, arena: str, probe: str, replicates: int, seed:
 
     th = threading.Thread(target=go)
     th.start()
-    watched = poll(srv, probe, lambda: bool(done))
+    watched = poll(srv, probes, lambda: bool(done))
     th.join()
     wall, status, answer = done[0]
     assert status == 200, answer
@@ -103,15 +119,13 @@ def main() -> None:
             arena, _ = srv.create(payload(FORK_TURN + FORK_TURNS), start="manual")
             for _ in range(FORK_TURN):
                 srv.client.post(f"/api/arenas/{arena}/tick", headers=srv.owners[arena])
-            probe, _ = srv.create(payload(100_000), start="manual")
-            for _ in range(20):  # the probe's first ticks out of the way
-                srv.client.post(f"/api/arenas/{probe}/tick", headers=srv.owners[probe])
+            probes = [new_probe(srv)]
             t_end = time.monotonic() + 5.0
-            base = poll(srv, probe, lambda: time.monotonic() > t_end)
+            base = poll(srv, probes, lambda: time.monotonic() > t_end)
             print("no fork", json.dumps({k: round(v, 2) for k, v in base.items()}))
             out.emit("no_fork", **base)
             for case, seed in (("cold", 1), ("warm", 2)):
-                r = fork_under_watch(srv, arena, probe, replicates, seed)
+                r = fork_under_watch(srv, arena, probes, replicates, seed)
                 print(f"fork {replicates} x {FORK_TURNS} ({case})", json.dumps({k: round(v, 2) for k, v in r.items()}))
                 out.emit(f"fork_{case}", replicates=replicates, turns=FORK_TURNS, **r)
         finally:
