@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from .kernels.policies import Policy
     from .prepare import LiveOptions, PreparedRun, prepare
     from .results.frames import Results
+    from .run.fork import fork
     from .run.simulate import simulate
     from .searches import SearchResults, search
     from .sweeps import sensitivity
@@ -31,6 +32,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "Policy": (".kernels.policies", "Policy"),
     "Results": (".results.frames", "Results"),
     "simulate": (".run.simulate", "simulate"),
+    "fork": (".run.fork", "fork"),
     "SweepResults": (".sweeps.sweep", "SweepResults"),
     "sweep": (".sweeps.sweep", "sweep"),
     "LiveOptions": (".prepare", "LiveOptions"),
@@ -69,6 +71,7 @@ __all__ = [
     "SearchResults",
     "SweepResults",
     "default_config",
+    "fork",
     "kernels",
     "lab",
     "prepare",

@@ -29,7 +29,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from bdpd_jax.host.agents.js_pool import default_pool
 from bdpd_jax.host.operator import Operator
 from bdpd_jax.host.persist import clean_stale_tmp
-from bdpd_jax.host.server import errors, routes_arenas, routes_dashboard, routes_read, web
+from bdpd_jax.host.server import errors, routes_arenas, routes_dashboard, routes_fork, routes_read, web
 from bdpd_jax.host.server.store import Hub
 
 
@@ -69,6 +69,7 @@ def create_app(
     app.include_router(routes_read.router)
     app.include_router(routes_arenas.router)
     app.include_router(routes_dashboard.router)
+    app.include_router(routes_fork.router)
     app.include_router(web.router)
     app.add_middleware(errors.BodyLimit, max_bytes=max_body_bytes)
     if cors:
