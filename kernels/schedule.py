@@ -21,11 +21,10 @@ players' claims are served further; nobody receives more than requested; nothing
 
 ``random_units``: GovSim's allocation. If the requests fit in what the engine delivers for
 the total demand (one ``step_one``, as ``simultaneous``), everyone gets their request;
-otherwise what was delivered is handed out one unit at a time, each unit to a player drawn
-uniformly among those still wanting more (draw k: stream (turn, k, UNITS)), until it is gone.
-A player's last unit, or the pool's, may be a fraction. The loop is bounded by
-``MAX_UNITS``; a shortfall larger than that (never in GovSim's pool of 100) has its rest
-rationed proportionally to what each still wants.
+otherwise what was delivered goes out one unit at a time, each unit to a player drawn
+uniformly among those still wanting more, until it is gone. ``hand_out`` draws that law in
+rounds of a block of labels instead of unit by unit (the proof is in its docstring and
+docs/semantics/game.md §19); a player's last unit, or the pool's, may be a fraction.
 
 A scheduler is ``fn(game, key, turn, engine_state, requests, params, *, wealth, redecide)``
 returning :class:`Served`. ``redecide(es, p) -> (request, invalid, memory[K, M])`` (or None)
@@ -187,33 +186,56 @@ def sequential(game, key, turn, es, requests, params, *, wealth=None, redecide=N
     return Served(es, actual, died, jnp.sum(drawns), rs[inv], bads[inv], memory)
 
 
-#: the most units ``random_units`` hands out one by one in a turn (the rest is rationed)
+#: labels drawn at once by a round of ``hand_out`` (a larger pool takes more rounds)
+BLOCK = 128
+#: ``hand_out`` is exact for pools up to this many units; the rest of a larger one is rationed
 MAX_UNITS = 4096
 
 
+def max_rounds(n: int) -> int:
+    """The rounds ``hand_out`` may take for ``n`` players and a pool of ``MAX_UNITS``: each
+    round meets a player, leaves less than one unit, or hands out a full block."""
+    return n + 2 + MAX_UNITS // BLOCK
+
+
 def hand_out(key, turn, requests: jax.Array, delivered: jax.Array, generator: str) -> jax.Array:
-    """``delivered`` (float[]) shared out unit by unit among ``requests`` (float[N]), each
-    unit to a uniformly drawn player still short of its request. -> float[N]."""
+    """``delivered`` (float[]) shared out as GovSim does among ``requests`` (float[N]): unit by
+    unit, each unit to a player drawn uniformly among those still short. -> float[N].
+
+    Drawn in rounds, not unit by unit. Round r draws e labels, e = min(BLOCK, floor(left)) (1
+    when less than one unit is left), each uniform over the players open at the round's start
+    (draw k: element k of stream (turn, r, UNITS)); open player i drawn x_i times receives
+    min(x_i, still_wanted_i, left). Exact in law: GovSim's process is the same as reading iid
+    labels uniform over the players open at the start and skipping those of players already
+    served (given the past, the first label that falls among the still-open players is uniform
+    over them, a uniform conditioned on a subset being uniform on it). Within a round the pool
+    cannot run out before its last label (e <= left and each label takes at most one unit), so
+    only the counts x_i matter; at a round's end the labels of players served meanwhile would
+    all be skipped, so the next round may draw over the open players alone. Each round meets
+    a player, leaves less than one unit or hands out a full block, so ``max_rounds(N)`` rounds
+    serve any pool up to ``MAX_UNITS``; a larger one's rest is rationed proportionally."""
     n = requests.shape[0]
     want = jnp.maximum(requests, 0.0)
-
-    def short(got):
-        return want - got > 0
+    live_k = jnp.arange(BLOCK, dtype=jnp.int32)
 
     def cond(c):
-        k, got, left = c
-        return (k < MAX_UNITS) & (left > 0) & jnp.any(short(got))
+        r, got, left = c
+        return (r < max_rounds(n)) & (left > 0) & jnp.any(want - got > 0)
 
     def body(c):
-        k, got, left = c
-        open_ = short(got)
-        m = jnp.sum(open_)
-        u = rng.uniform(key, turn, k, rng.UNITS, (), generator)
-        j = jnp.minimum(jnp.floor(u * m), m - 1).astype(jnp.int32)  # the j-th open player
-        pick = open_ & (jnp.cumsum(open_) - 1 == j)
-        unit = jnp.minimum(jnp.minimum(1.0, left), want - got)
-        got = got + jnp.where(pick, unit, 0.0)
-        return k + 1, got, left - jnp.sum(jnp.where(pick, unit, 0.0))
+        r, got, left = c
+        rem = want - got
+        open_ = rem > 0
+        m = jnp.sum(open_.astype(jnp.int32))
+        e = jnp.clip(jnp.floor(left), 1.0, float(BLOCK)).astype(jnp.int32)
+        u = rng.uniform(key, turn, r, rng.UNITS, (BLOCK,), generator)
+        j = jnp.minimum(jnp.floor(u * m.astype(u.dtype)).astype(jnp.int32), m - 1)  # the j-th open player
+        j = jnp.where(live_k < e, j, -1)  # labels past e are not drawn
+        rank = jnp.where(open_, jnp.cumsum(open_.astype(jnp.int32)) - 1, -2)  # [N]: i's place among the open
+        x = jnp.sum((j[None, :] == rank[:, None]).astype(requests.dtype), axis=1)  # [N]
+        take = jnp.minimum(jnp.minimum(x, rem), left)
+        take = jnp.where(open_, take, 0.0)
+        return r + 1, got + take, left - jnp.sum(take)
 
     z = jnp.zeros((), jnp.int32)
     _, got, left = jax.lax.while_loop(cond, body, (z, jnp.zeros((n,), requests.dtype), delivered))

@@ -1,7 +1,8 @@
 """GovSim's commons in plain Python, written from the definitions of issue 25 (GovSim's code
 and paper, Piatti et al. 2024 §2.4), independent of the kernels: the pool, the unit-by-unit
-allocation, collapse and regrowth, and the six metrics. The random draws of the allocation
-come from a ``draw(turn, k)`` callable, so the kernels' counter-based draws can be fed in.
+allocation, collapse and regrowth, and the six metrics. Who gets each unit of the allocation
+comes from a ``pick`` callable (``uniform_pick(draw)`` is GovSim's draw), so the kernels'
+counter-based choices can be fed in; ``allocation_law`` is the allocation's exact law.
 """
 
 from __future__ import annotations
@@ -10,24 +11,57 @@ import math
 from collections.abc import Callable, Sequence
 
 Draw = Callable[[int, int], float]
+#: (month, the players still short, units left) -> the player who gets the next unit
+Pick = Callable[[int, list[int], int], int]
 
 
-def allocate(requests: Sequence[int], pool: int, draw: Draw | None, turn: int) -> list[int]:
+def uniform_pick(draw: Draw) -> Pick:
+    """GovSim's draw: the floor(u * len(open))-th player still short, u = draw(month, k) for
+    the month's k-th unit."""
+    count: dict[int, int] = {}
+
+    def pick(turn: int, open_: list[int], left: int) -> int:
+        k = count.get(turn, 0)
+        count[turn] = k + 1
+        return open_[min(int(math.floor(draw(turn, k) * len(open_))), len(open_) - 1)]
+
+    return pick
+
+
+def allocate(requests: Sequence[int], pool: int, pick: Pick | None, turn: int) -> list[int]:
     """Everyone gets their request if the total fits; else units one at a time, each to an
-    agent drawn uniformly among those who still want more, until the pool is empty."""
+    agent drawn uniformly among those who still want more (``pick``), until the pool is empty."""
     if sum(requests) <= pool:
         return list(requests)
+    assert pick is not None
     got = [0] * len(requests)
-    left, k = pool, 0
+    left = pool
     while left > 0:
         open_ = [i for i, r in enumerate(requests) if got[i] < r]
         if not open_:
             break
-        j = min(int(math.floor(draw(turn, k) * len(open_))), len(open_) - 1)
-        got[open_[j]] += 1
+        got[pick(turn, open_, left)] += 1
         left -= 1
-        k += 1
     return got
+
+
+def allocation_law(requests: Sequence[int], pool: int) -> dict[tuple[int, ...], float]:
+    """The exact law of GovSim's allocation (small cases): the probability of every final
+    catch vector, the process followed unit by unit over all its branches."""
+    if sum(requests) <= pool:
+        return {tuple(requests): 1.0}
+    states: dict[tuple[int, ...], float] = {(0,) * len(requests): 1.0}
+    for _ in range(pool):
+        nxt: dict[tuple[int, ...], float] = {}
+        for got, p in states.items():
+            open_ = [i for i, r in enumerate(requests) if got[i] < r]
+            for i in open_:
+                g = got[:i] + (got[i] + 1,) + got[i + 1 :]
+                nxt[g] = nxt.get(g, 0.0) + p / len(open_)
+            if not open_:
+                nxt[got] = nxt.get(got, 0.0) + p
+        states = nxt
+    return states
 
 
 def threshold(pool: int, n: int) -> int:
@@ -41,7 +75,7 @@ def run(
     pool0: int = 100,
     cap: int = 100,
     collapse_below: int = 5,
-    draw: Draw | None = None,
+    pick: Pick | None = None,
 ) -> dict:
     """Play GovSim months with the given whole-unit requests [T][N]; stop at collapse.
     Returns the per-month pools before harvesting, catches and per-agent thresholds."""
@@ -51,7 +85,7 @@ def run(
         n = len(req)
         pools.append(pool)
         thresholds.append(threshold(pool, n))
-        got = allocate([int(r) for r in req], pool, draw, t)
+        got = allocate([int(r) for r in req], pool, pick, t)
         catches.append(got)
         left = pool - sum(got)
         if left < collapse_below:
