@@ -32,8 +32,8 @@ from .params import Params
 from .policies import decide_all
 from .schedule import Served, get_scheduler
 from .state import ArenaState, TurnRecord, still_playing
-from .sustainability import add as add_tally
 from .sustainability import acting, threshold_now
+from .sustainability import add as add_tally
 
 
 def _select(pred, a, b):
@@ -101,7 +101,8 @@ def step(game: Game, key: jax.Array, state: ArenaState, actions: Actions, params
     }
     new, after, layer_records = _after_harvest(game, key, turn, new, ctx, params)
     new = _select(live, new, state)
-    return new, _record(game, turn, live, new, ctx, after, served.reserve_drawn, invalid & live & acting(params, turn), layer_records)
+    invalid = invalid & live & acting(params, turn)
+    return new, _record(game, turn, live, new, ctx, after, served.reserve_drawn, invalid, layer_records)
 
 
 def whole(requests: jax.Array, params: Params) -> jax.Array:

@@ -129,10 +129,7 @@ def metrics(trace: dict, months: int, n: int, f0: float, horizon: int | None = N
     gains = [sum(c[i] for c in trace["catches"]) for i in range(n)]
     total = sum(gains)
     over = sum(
-        1
-        for c, th, k in zip(trace["catches"], trace["thresholds"], present, strict=True)
-        for x in c[:k]
-        if x > th
+        1 for c, th, k in zip(trace["catches"], trace["thresholds"], present, strict=True) for x in c[:k] if x > th
     )
     return {
         "govsim_survival_time": m if trace.get("collapsed", m < months) else min(h, m),
