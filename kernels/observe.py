@@ -53,7 +53,7 @@ def env_values(game, state: ArenaState, params: Params) -> jax.Array:
     vals = []
     for name in ENV_VARS:
         if name == "nPlayers":  # the players acting this turn (all of them unless some join late)
-            vals.append(farr(jnp.sum(acting(params, turn).astype(jnp.int32))))
+            vals.append(farr(jnp.sum(acting(params.players.active_from, turn).astype(jnp.int32))))
         elif name == "turn":
             vals.append(farr(state.turn + 1))
         elif name == "sustainabilityThreshold":  # every engine's f, one rule (kernels/sustainability.py)

@@ -45,15 +45,16 @@ def init_tally(n_players: int, dtype) -> Tally:
 THRESHOLD_PLAYERS: tuple[str, ...] = ("configured", "present", "all")
 
 
-def acting(params, turn) -> jax.Array:
-    """bool[N]: the players who act in ``turn`` (1-based): turn >= activeFrom."""
-    return jnp.asarray(turn) >= params.players.active_from
+def acting(active_from, turn):
+    """bool[N]: the players who act in ``turn`` (1-based): turn >= activeFrom. Plain operators:
+    the live host asks a player only from that turn, by this rule on numpy arrays."""
+    return turn >= active_from
 
 
 def threshold_players(params, turn, n_players: int) -> jax.Array:
     """int32[]: the count the threshold of ``turn`` divides by (``model.thresholdPlayers``)."""
-    present = jnp.sum(acting(params, turn).astype(jnp.int32))
-    configured = jnp.sum((params.players.active_from <= 1).astype(jnp.int32))
+    present = jnp.sum(acting(params.players.active_from, turn).astype(jnp.int32))
+    configured = jnp.sum(acting(params.players.active_from, 1).astype(jnp.int32))
     configured = jnp.where(jnp.asarray(turn) <= 1, n_players, configured)
     mode = params.threshold_players
     n = jnp.where(mode == 0, configured, jnp.where(mode == 1, present, n_players))

@@ -68,7 +68,7 @@ def step(game: Game, key: jax.Array, state: ArenaState, actions: Actions, params
     turn = state.turn + 1
     req, invalid = sanitize(jnp.asarray(actions.requests, dt))
     # a player not yet acting (activeFrom) neither harvests nor is judged
-    req = jnp.where(live & acting(params, turn), whole(req, params), 0.0)
+    req = jnp.where(live & acting(params.players.active_from, turn), whole(req, params), 0.0)
     threshold = threshold_now(game, state.engine, params, turn)  # from the pool before the harvest
     served = _serve(game, key, turn, state, req, live, params, redecide)
     memory = state.memory
@@ -101,7 +101,7 @@ def step(game: Game, key: jax.Array, state: ArenaState, actions: Actions, params
     }
     new, after, layer_records = _after_harvest(game, key, turn, new, ctx, params)
     new = _select(live, new, state)
-    invalid = invalid & live & acting(params, turn)
+    invalid = invalid & live & acting(params.players.active_from, turn)
     return new, _record(game, turn, live, new, ctx, after, served.reserve_drawn, invalid, layer_records)
 
 
@@ -120,7 +120,7 @@ def _serve(game: Game, key, turn, state: ArenaState, req, live, params: Params, 
         def decide_one(es, p):
             r, mem = redecide(es, p)
             r, bad = sanitize(jnp.asarray(r, dt))
-            return jnp.where(live & acting(params, turn)[p], whole(r, params), 0.0), bad, mem
+            return jnp.where(live & acting(params.players.active_from, turn)[p], whole(r, params), 0.0), bad, mem
 
     sched = get_scheduler(game.scheduler)
     return sched(game, key, turn, state.engine, req, params, wealth=state.wealth, redecide=decide_one)

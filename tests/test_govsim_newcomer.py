@@ -15,6 +15,7 @@ from test_govsim import COLS, REQUEST, SEED, N, check_metrics, kernel_pick
 
 import bdpd_jax as bj
 from bdpd_jax.config.game import ArenaConfig
+from bdpd_jax.kernels import rng
 from bdpd_jax.kernels.actions import Actions
 from bdpd_jax.kernels.rollout import batched
 from bdpd_jax.kernels.turn import step
@@ -108,3 +109,25 @@ def test_newcomer_inactive_for_three_months_and_the_readings_are_params():
     assert s2.govsim_survival_time == (15 if s2.govsim_survived else s2.govsim_survival_time)
     with pytest.raises(ValueError, match="thresholdPlayers"):
         ArenaConfig.load({**cfg, "model": {**cfg["model"], "thresholdPlayers": "some"}})
+
+
+def test_newcomer_live_is_asked_from_month_four():
+    """A live arena's late joiner (scripted, activeFrom 4) is not asked before month 4 (no
+    harvest in its decisions), then plays as GovSim's code would; the live report's GovSim
+    columns read the run as the reference's analysis does."""
+    from bdpd_jax.host.arena import Arena
+
+    seq = [[10, 10, 10, 10, 30]] * 6 + [[14, 13, 12, 11, 30]] * (NEW_T - 6)
+    arena = Arena(govsim("fishery", "newcomer", players=[]), seed=SEED)
+    for k in range(N):
+        script = [{"harvest": seq[t][k]} for t in range(NEW_T)]
+        arena.join({"agentType": "scripted", "name": f"x{k}", "activeFrom": 4 if k == N - 1 else 1, "script": script})
+    arena.run()
+    key = rng.arena_key(SEED, 0)
+    trace = ref.run(seq, pick=kernel_pick(key), agents=N - 1, join_after=JOIN)
+    assert [[d["actual"] for d in r["decisions"]] for r in arena.records] == [
+        [float(x) for x in c] for c in trace["catches"]
+    ]
+    asked = [("harvest" in r["decisions"][-1]) for r in arena.records]
+    assert asked[:JOIN] == [False] * JOIN and all(asked[JOIN:])
+    check_metrics(arena.summary()["govsim"], ref.metrics(trace, NEW_T, N, 50.0, horizon=12))
