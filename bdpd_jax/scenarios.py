@@ -11,9 +11,10 @@ remainder doubles, collapse below 5 after a harvest; whole-unit requests; the
   threshold (``sustainabilityThreshold``), the number the universalization sentence states;
 - ``no_communication``: as default with others' catches hidden (the discussion is the LLM
   side's, off here);
-- ``newcomer``: 4 players for 15 months and a 5th who starts to harvest at month 3 (idle
-  until then, switched by a ``strategy_override`` perturbation: the kernel's player count is
-  fixed, so the per-player threshold divides by 5 from month 1; docs/semantics/game.md).
+- ``newcomer``: 4 players for 15 months and a 5th who joins after 3 months (``activeFrom``
+  4: it first fishes in month 4, as GovSim's ``PerturbationEnv.step`` inserts it); the
+  threshold divides by the 4 configured players, and the metrics follow GovSim's analysis
+  (``survivalHorizon`` 12, gains over the players present; docs/semantics/game.md §19).
 
 The text is this project's own wording, not GovSim's prompts.
 """
@@ -27,7 +28,10 @@ from typing import Any
 EXPERIMENTS: tuple[str, ...] = ("default", "universalization", "no_communication", "newcomer")
 #: GovSim's numbers: players, months, pool and cap, collapse threshold; the newcomer's shape
 PLAYERS, MONTHS, POOL, COLLAPSE = 5, 12, 100, 5
+#: NEWCOMER_MONTH: the months played before the newcomer joins (it first acts in NEWCOMER_MONTH + 1)
 NEWCOMER_PLAYERS, NEWCOMER_MONTHS, NEWCOMER_MONTH = 5, 15, 3
+#: GovSim's analysis horizon: the survival time it reports for a run that never collapses
+SURVIVAL_HORIZON = 12
 
 
 @dataclass(frozen=True)
@@ -152,8 +156,8 @@ def govsim(scenario: str = "fishery", experiment: str = "default", *, players: l
 
     players: one entry per player (a strategy name, a :class:`Policy`, or a player dict);
     default ``threshold_taker`` for every one; ``[]`` for players who all join later. In
-    ``newcomer`` the last entry is the newcomer, idle until month 3. Raises ValueError naming
-    a bad scenario or experiment.
+    ``newcomer`` the last entry is the newcomer, given ``activeFrom`` NEWCOMER_MONTH + 1 (4)
+    unless its dict sets one. Raises ValueError naming a bad scenario or experiment.
     """
     if scenario not in GOVSIM_SCENARIOS:
         raise ValueError(f"scenario: unknown {scenario!r}; known: {sorted(GOVSIM_SCENARIOS)}")
@@ -185,22 +189,13 @@ def govsim(scenario: str = "fishery", experiment: str = "default", *, players: l
             "commonsCapacity": float(POOL),
             "regenRate": 1.0,
             "threshold": float(COLLAPSE),
+            "survivalHorizon": SURVIVAL_HORIZON,
         },
         "observability": obs,
         "players": plist,
     }
     if experiment == "newcomer" and plist:
-        newcomer = plist[-1]
-        strategy = newcomer["strategy"]  # a name, or a Policy (then the config is for simulate/sweep only)
-        newcomer["strategy"] = "idle"
-        cfg["perturbations"] = [
-            {
-                "id": "newcomer",
-                "type": "strategy_override",
-                "trigger": {"kind": "turn", "turn": NEWCOMER_MONTH},
-                "payload": {"player": n - 1, "strategy": strategy},
-            }
-        ]
+        plist[-1].setdefault("activeFrom", NEWCOMER_MONTH + 1)
     return cfg
 
 
@@ -233,6 +228,7 @@ __all__ = [
     "GOVSIM_NAMES",
     "GOVSIM_PUBLISHED",
     "GOVSIM_SCENARIOS",
+    "SURVIVAL_HORIZON",
     "GovSimScenario",
     "govsim",
     "govsim_rules",

@@ -30,7 +30,7 @@ from .params import (
     fdtype,
 )
 from .state import ArenaState
-from .sustainability import threshold_now
+from .sustainability import acting, threshold_now
 
 Wealth = TypeVar("Wealth", jax.Array, float)  # capacity() serves kernels and the host's float checks alike
 
@@ -49,15 +49,15 @@ def capacity(wealth: Wealth) -> Wealth:
 def env_values(game, state: ArenaState, params: Params) -> jax.Array:
     """True values of the environment variables, float[len(ENV_VARS)]; NaN where undefined."""
     eng = game.engine.extra_observations(state.engine, params.engine)
-    n = farr(game.n_players)
+    turn = state.turn + 1
     vals = []
     for name in ENV_VARS:
-        if name == "nPlayers":
-            vals.append(n)
+        if name == "nPlayers":  # the players acting this turn (all of them unless some join late)
+            vals.append(farr(jnp.sum(acting(params.players.active_from, turn).astype(jnp.int32))))
         elif name == "turn":
             vals.append(farr(state.turn + 1))
         elif name == "sustainabilityThreshold":  # every engine's f, one rule (kernels/sustainability.py)
-            vals.append(farr(threshold_now(game, state.engine, params)))
+            vals.append(farr(threshold_now(game, state.engine, params, turn)))
         else:
             vals.append(farr(eng.get(name, jnp.nan)))
     return jnp.stack(vals)

@@ -41,34 +41,77 @@ def efficiency(total: jax.Array, max_turns: jax.Array, per_turn: jax.Array) -> j
     return jnp.where(ok, eff, jnp.nan)
 
 
+#: ``model.metricPlayers``, by its index in params.metric_players
+METRIC_PLAYERS: tuple[str, ...] = ("present", "all")
+
+
+def _gini_of(gains: jax.Array, present: jax.Array, n_present: jax.Array) -> jax.Array:
+    """Gini of the present players' gains (pairwise form; 0 when their total is 0)."""
+    x = jnp.where(present, jnp.maximum(gains, 0.0), 0.0)
+    pair = present[:, None] & present[None, :]
+    diff = jnp.sum(jnp.where(pair, jnp.abs(x[:, None] - x[None, :]), 0.0))
+    tot = jnp.sum(x)
+    return jnp.where(tot > 0, diff / (2 * n_present.astype(x.dtype) * jnp.where(tot > 0, tot, 1.0)), 0.0)
+
+
 def outcomes(
-    tally: Tally, turns_played: jax.Array, max_turns: jax.Array, max_yield: jax.Array, f0: jax.Array
+    tally: Tally,
+    turns_played: jax.Array,
+    max_turns: jax.Array,
+    max_yield: jax.Array,
+    f0: jax.Array,
+    params=None,
+    collapsed: jax.Array | None = None,
 ) -> dict[str, jax.Array]:
     """One arena's outcome columns by name. tally: gains float[N], over int32[], share_over
     int32[N], share_judged int32[]; turns_played, max_turns: int32[]; max_yield (the engine's
-    maximum sustainable yield) and f0 (GovSim's f(0)): float[] of the gains' dtype."""
+    maximum sustainable yield) and f0 (GovSim's f(0)): float[] of the gains' dtype.
+
+    params (the arena's Params) and collapsed (bool[]) give GovSim's reading of late joiners
+    and of its analysis (docs/semantics/game.md §19): with ``metricPlayers`` "present" the
+    gain, equality and over-usage are over the players present in the log (activeFrom <= m;
+    over-usage over the player-months they acted), and with a ``survivalHorizon`` H a run
+    that never collapses has survival time min(H, m) and a run survives unless it collapsed
+    before month H. Without them: every player, and H = the run's length."""
     gains = tally.gains
     dt = gains.dtype
     n = gains.shape[0]
     m = turns_played.astype(jnp.int32)
     total = sum_players(gains, 0, jnp)
-    equal = 1.0 - gini(gains, axis=0, xp=jnp)
     nan = jnp.asarray(jnp.nan, dt)
     judged = tally.share_judged
     ex_post = sum_players(tally.share_over, 0, jnp).astype(dt) / (n * jnp.maximum(judged, 1)).astype(dt)
-    over_usage = tally.over.astype(dt) / (n * jnp.maximum(m, 1)).astype(dt)
+    equal_all = 1.0 - gini(gains, axis=0, xp=jnp)
+    gain, equal = total / n, equal_all
+    player_months = n * jnp.maximum(m, 1)
+    survival, survived = m, m >= max_turns
+    if params is not None:
+        start = params.players.active_from
+        every = params.metric_players == 1
+        present = every | (start <= m)
+        n_present = jnp.maximum(jnp.sum(present.astype(jnp.int32)), 1)
+        gain = total / n_present.astype(dt)
+        equal = jnp.where(jnp.all(present), equal_all, 1.0 - _gini_of(gains, present, n_present))
+        acted = jnp.sum(jnp.maximum(m - start + 1, 0))
+        player_months = jnp.where(every, player_months, jnp.maximum(acted, 1))
+        h = params.survival_horizon
+        horizon = jnp.where(h > 0, h, max_turns)
+        ended = jnp.zeros((), bool) if collapsed is None else collapsed
+        survival = jnp.where(~ended & (h > 0), jnp.minimum(h, m), m)
+        survived = jnp.where(ended, m >= horizon, m >= jnp.minimum(horizon, max_turns))
+    over_usage = tally.over.astype(dt) / jnp.asarray(player_months).astype(dt)
     return {
-        "govsim_survival_time": m,
-        "govsim_survived": m >= max_turns,
+        "govsim_survival_time": survival,
+        "govsim_survived": survived,
         "govsim_total_gain": total,
-        "govsim_gain": total / n,
+        "govsim_gain": gain,
         "govsim_efficiency": efficiency(total, max_turns, jnp.asarray(f0, dt)),
         "govsim_equality": jnp.where(total > 0, equal, nan),
         "govsim_over_usage": jnp.where(jnp.isfinite(f0) & (m > 0), over_usage, nan),
         "survival_time": m,
         "total_gain": total,
         "efficiency": efficiency(total, max_turns, jnp.asarray(max_yield, dt)),
-        "equality": equal,
+        "equality": equal_all,
         "ex_post_over_usage": jnp.where(judged > 0, ex_post, nan),
     }
 

@@ -63,6 +63,7 @@ class PlayerParams(eqx.Module):
     intensity: jax.Array  # float[N], aggressive i in (0, 1]
     reduction_factor: jax.Array  # float[N], adaptive f
     wealth0: jax.Array  # float[N], initial privateResource
+    active_from: jax.Array  # int32[N], the first turn each player acts (activeFrom; 1: from the start)
 
 
 class Params(eqx.Module):
@@ -70,6 +71,9 @@ class Params(eqx.Module):
 
     max_turns: jax.Array  # int32[], turns after which the game ends
     whole_units: jax.Array  # bool[], requests floored to whole units (model.wholeUnits)
+    threshold_players: jax.Array  # int32[], index into sustainability.THRESHOLD_PLAYERS
+    metric_players: jax.Array  # int32[], index into outcomes.METRIC_PLAYERS
+    survival_horizon: jax.Array  # int32[], GovSim's analysis horizon (0: the run's length)
     engine: Any  # the engine's own params pytree (e.g. LogisticParams)
     obs: ObsParams
     players: PlayerParams

@@ -21,11 +21,10 @@ players' claims are served further; nobody receives more than requested; nothing
 
 ``random_units``: GovSim's allocation. If the requests fit in what the engine delivers for
 the total demand (one ``step_one``, as ``simultaneous``), everyone gets their request;
-otherwise what was delivered is handed out one unit at a time, each unit to a player drawn
-uniformly among those still wanting more (draw k: stream (turn, k, UNITS)), until it is gone.
-A player's last unit, or the pool's, may be a fraction. The loop is bounded by
-``MAX_UNITS``; a shortfall larger than that (never in GovSim's pool of 100) has its rest
-rationed proportionally to what each still wants.
+otherwise what was delivered goes out one unit at a time, each unit to a player drawn
+uniformly among those still wanting more, until it is gone. ``hand_out`` draws that law in
+rounds of a block of labels instead of unit by unit (the proof is in its docstring and
+docs/semantics/game.md §19); a player's last unit, or the pool's, may be a fraction.
 
 A scheduler is ``fn(game, key, turn, engine_state, requests, params, *, wealth, redecide)``
 returning :class:`Served`. ``redecide(es, p) -> (request, invalid, memory[K, M])`` (or None)
@@ -109,9 +108,10 @@ class Served(NamedTuple):
 def _fit_under(actual: jax.Array, delivered: jax.Array) -> jax.Array:
     # Rounding can push the sum a few ulps above what was delivered; scale it back under.
     # The min() is a no-op that also blocks FMA contraction into wealth + actual (see ration).
-    over = jnp.sum(actual) > delivered
+    total = _sum(_players(actual))
+    over = total > delivered
     eps = jnp.finfo(actual.dtype).eps
-    scaled = actual * (delivered / jnp.maximum(jnp.sum(actual), jnp.finfo(actual.dtype).tiny)) * (1 - 4 * eps)
+    scaled = actual * (delivered / jnp.maximum(total, jnp.finfo(actual.dtype).tiny)) * (1 - 4 * eps)
     return jnp.minimum(jnp.where(over, scaled, actual), actual)
 
 
@@ -187,33 +187,70 @@ def sequential(game, key, turn, es, requests, params, *, wealth=None, redecide=N
     return Served(es, actual, died, jnp.sum(drawns), rs[inv], bads[inv], memory)
 
 
-#: the most units ``random_units`` hands out one by one in a turn (the rest is rationed)
+#: labels drawn at once by a round of ``hand_out`` (a larger pool takes more rounds; < 256)
+BLOCK = 128
+#: ``hand_out`` is exact for pools up to this many units; the rest of a larger one is rationed
 MAX_UNITS = 4096
 
 
+def max_rounds(n: int) -> int:
+    """The rounds ``hand_out`` may take for ``n`` players and a pool of ``MAX_UNITS``: each
+    round meets a player, leaves less than one unit, or hands out a full block."""
+    return n + 2 + MAX_UNITS // BLOCK
+
+
+def _counts(j: jax.Array, n: int) -> jax.Array:
+    """How many of the labels ``j`` (int32[BLOCK], a slot in [0, n) or -1: not drawn) fell on
+    each slot -> int32[n]. Four 8-bit counters to a uint32 word (a slot gets at most BLOCK <
+    256 labels), so a round sums ceil(n / 4) words over the block instead of an n x BLOCK
+    one-hot table (7x faster on XLA:CPU, bench/README.md "GovSim's allocation")."""
+    words = []
+    for w in range((n + 3) // 4):
+        here = (j >= 4 * w) & (j < 4 * w + 4)
+        shift = jnp.where(here, 8 * (j - 4 * w), 0).astype(jnp.uint32)
+        words.append(jnp.sum(jnp.where(here, jnp.uint32(1) << shift, jnp.uint32(0)), dtype=jnp.uint32))
+    return jnp.stack([((words[s // 4] >> (8 * (s % 4))) & 255).astype(jnp.int32) for s in range(n)])
+
+
 def hand_out(key, turn, requests: jax.Array, delivered: jax.Array, generator: str) -> jax.Array:
-    """``delivered`` (float[]) shared out unit by unit among ``requests`` (float[N]), each
-    unit to a uniformly drawn player still short of its request. -> float[N]."""
+    """``delivered`` (float[]) shared out as GovSim does among ``requests`` (float[N]): unit by
+    unit, each unit to a player drawn uniformly among those still short. -> float[N].
+
+    Drawn in rounds, not unit by unit. Round r draws e labels, e = min(BLOCK, floor(left)) (1
+    when less than one unit is left), each uniform over the players open at the round's start
+    (draw k: element k of stream (turn, r, UNITS)); open player i drawn x_i times receives
+    min(x_i, still_wanted_i, left). Exact in law: GovSim's process is the same as reading iid
+    labels uniform over the players open at the start and skipping those of players already
+    served (given the past, the first label that falls among the still-open players is uniform
+    over them, a uniform conditioned on a subset being uniform on it). Within a round the pool
+    cannot run out before its last label (e <= left and each label takes at most one unit), so
+    only the counts x_i matter; at a round's end the labels of players served meanwhile would
+    all be skipped, so the next round may draw over the open players alone. Each round meets
+    a player, leaves less than one unit or hands out a full block, so ``max_rounds(N)`` rounds
+    serve any pool up to ``MAX_UNITS``; a larger one's rest is rationed proportionally."""
     n = requests.shape[0]
     want = jnp.maximum(requests, 0.0)
-
-    def short(got):
-        return want - got > 0
+    live_k = jnp.arange(BLOCK, dtype=jnp.int32)
 
     def cond(c):
-        k, got, left = c
-        return (k < MAX_UNITS) & (left > 0) & jnp.any(short(got))
+        r, got, left = c
+        return (r < max_rounds(n)) & (left > 0) & jnp.any(want - got > 0)
 
     def body(c):
-        k, got, left = c
-        open_ = short(got)
-        m = jnp.sum(open_)
-        u = rng.uniform(key, turn, k, rng.UNITS, (), generator)
-        j = jnp.minimum(jnp.floor(u * m), m - 1).astype(jnp.int32)  # the j-th open player
-        pick = open_ & (jnp.cumsum(open_) - 1 == j)
-        unit = jnp.minimum(jnp.minimum(1.0, left), want - got)
-        got = got + jnp.where(pick, unit, 0.0)
-        return k + 1, got, left - jnp.sum(jnp.where(pick, unit, 0.0))
+        r, got, left = c
+        rem = want - got
+        open_ = rem > 0
+        m = jnp.sum(open_.astype(jnp.int32))
+        e = jnp.clip(jnp.floor(left), 1.0, float(BLOCK)).astype(jnp.int32)
+        u = rng.uniform(key, turn, r, rng.UNITS, (BLOCK,), generator)
+        j = jnp.minimum(jnp.floor(u * m.astype(u.dtype)).astype(jnp.int32), m - 1)  # the j-th open player
+        j = jnp.where(live_k < e, j, -1)  # labels past e are not drawn
+        by_slot = _counts(j, n)  # [N]: labels per slot (the j-th open player)
+        rank = jnp.cumsum(open_.astype(jnp.int32)) - 1  # [N]: i's slot, where open
+        x = by_slot[jnp.clip(rank, 0, n - 1)].astype(requests.dtype)
+        take = jnp.minimum(jnp.minimum(x, rem), left)
+        take = jnp.where(open_, take, 0.0)
+        return r + 1, got + take, left - jnp.sum(take)
 
     z = jnp.zeros((), jnp.int32)
     _, got, left = jax.lax.while_loop(cond, body, (z, jnp.zeros((n,), requests.dtype), delivered))
@@ -223,10 +260,16 @@ def hand_out(key, turn, requests: jax.Array, delivered: jax.Array, generator: st
 
 @scheduler("random_units")
 def random_units(game, key, turn, es, requests, params, *, wealth=None, redecide=None):
-    """GovSim: all requests when they fit, else the delivered units one by one at random."""
+    """GovSim: all requests when they fit, else the delivered units handed out at random."""
     u = rng.uniform(key, turn, 0, rng.DIE, (), game.generator)
-    es, delivered, died, drawn = game.engine.step_one(es, jnp.sum(requests), u, params.engine)
-    fits = jnp.sum(requests) <= delivered
+    rs = _players(requests)
+    total = _sum(rs)
+    es, delivered, died, drawn = game.engine.step_one(es, total, u, params.engine)
+    fits = total <= delivered
     # when the requests fit the loop is given nothing to hand out, so it stops at once
     handed = hand_out(key, turn, requests, jnp.where(fits, 0.0, delivered), game.generator)
-    return Served(es, jnp.where(fits, requests, handed), died, drawn)
+    if isinstance(rs, list):  # per player, as the other schedulers (batch-contiguous under vmap)
+        actual = jnp.stack([jnp.where(fits, r, handed[i]) for i, r in enumerate(rs)])
+    else:
+        actual = jnp.where(fits, requests, handed)
+    return Served(es, actual, died, drawn)

@@ -32,8 +32,8 @@ from .params import Params
 from .policies import decide_all
 from .schedule import Served, get_scheduler
 from .state import ArenaState, TurnRecord, still_playing
+from .sustainability import acting, threshold_now
 from .sustainability import add as add_tally
-from .sustainability import threshold_now
 
 
 def _select(pred, a, b):
@@ -67,8 +67,9 @@ def step(game: Game, key: jax.Array, state: ArenaState, actions: Actions, params
     live = still_playing(state, params)
     turn = state.turn + 1
     req, invalid = sanitize(jnp.asarray(actions.requests, dt))
-    req = jnp.where(live, whole(req, params), 0.0)
-    threshold = threshold_now(game, state.engine, params)  # from the pool before the harvest
+    # a player not yet acting (activeFrom) neither harvests nor is judged
+    req = jnp.where(live & acting(params.players.active_from, turn), whole(req, params), 0.0)
+    threshold = threshold_now(game, state.engine, params, turn)  # from the pool before the harvest
     served = _serve(game, key, turn, state, req, live, params, redecide)
     memory = state.memory
     if served.requests is not None:  # the scheduler re-decided (sequential): its requests rule
@@ -100,7 +101,8 @@ def step(game: Game, key: jax.Array, state: ArenaState, actions: Actions, params
     }
     new, after, layer_records = _after_harvest(game, key, turn, new, ctx, params)
     new = _select(live, new, state)
-    return new, _record(game, turn, live, new, ctx, after, served.reserve_drawn, invalid & live, layer_records)
+    invalid = invalid & live & acting(params.players.active_from, turn)
+    return new, _record(game, turn, live, new, ctx, after, served.reserve_drawn, invalid, layer_records)
 
 
 def whole(requests: jax.Array, params: Params) -> jax.Array:
@@ -118,7 +120,7 @@ def _serve(game: Game, key, turn, state: ArenaState, req, live, params: Params, 
         def decide_one(es, p):
             r, mem = redecide(es, p)
             r, bad = sanitize(jnp.asarray(r, dt))
-            return jnp.where(live, whole(r, params), 0.0), bad, mem
+            return jnp.where(live & acting(params.players.active_from, turn)[p], whole(r, params), 0.0), bad, mem
 
     sched = get_scheduler(game.scheduler)
     return sched(game, key, turn, state.engine, req, params, wealth=state.wealth, redecide=decide_one)
@@ -187,7 +189,7 @@ def policy_context(game: Game, key: jax.Array, state: ArenaState, params: Params
         "reduction_factor": params.players.reduction_factor,
         "reference": jnp.broadcast_to(ref, (n,)),
         "unit": jnp.broadcast_to(game.engine.harvest_unit(params.engine), (n,)),
-        "threshold": jnp.broadcast_to(threshold_now(game, state.engine, params), (n,)),
+        "threshold": jnp.broadcast_to(threshold_now(game, state.engine, params, turn), (n,)),
         "u": jax.vmap(lambda p: rng.uniform(key, turn, p, rng.POLICY, (), game.generator))(players),
         "key": jax.vmap(lambda p: rng.jax_key(key, turn, p, rng.POLICY + 100, game.generator))(players),
     }

@@ -27,8 +27,12 @@
 #
 # Rules do not read text, so the wording experiments (universalization, no communication) and
 # the three scenarios (which differ only in wording) change nothing for them: those cells are
-# run anyway, as a check. The newcomer experiment changes the shape (4 players for 15 months, a
-# 5th from month 3). Each baseline and shape is one compiled program; the 3 scenarios x 3
+# run anyway, as a check. The newcomer experiment changes the shape: 4 players for 15 months
+# and a 5th who joins after 3 months (`activeFrom` 4), as GovSim's code runs it: the threshold
+# divides by the 4 configured players throughout, and the metrics read the run as GovSim's
+# analysis does (survival 12 for a run that never collapses, a collapse from month 12 on
+# survives, means over the players present in the log; docs/semantics/game.md §19). Each
+# baseline and shape is one compiled program; the 3 scenarios x 3
 # same-shape experiments reuse it. Metrics are GovSim's §2.4 definitions (`govsim_*` columns);
 # over-usage is Eq. 3 (catches above the per-player threshold over N m). The published
 # over-usage of month-1 collapses (e.g. 35.71) is not a multiple of 4 %, which a mean of Eq. 3
@@ -115,13 +119,11 @@ def policy(s):
 
 def cell(scenario: str, experiment: str, players: list) -> dict:
     """GovSim's metrics of SIZE arenas of one cell (numpy columns)."""
-    n = len(players)
-    table = ["idle"] * (n - 1) + [players[-1]] if experiment == "newcomer" else ["idle"] * n
-    cfg = ArenaConfig.model_validate(govsim(scenario, experiment, players=table))
+    cfg = ArenaConfig.model_validate(govsim(scenario, experiment, players=["idle"] * len(players)))
     prep = bdpd_jax.prepare(cfg, extra_policies=ALL)
     game, params = prep.game, prep.params
-    start = ["idle" if experiment == "newcomer" and k == n - 1 else s for k, s in enumerate(players)]
-    index = np.asarray([game.policies.index(policy(s)) for s in start], np.int32)
+    # the newcomer plays its strategy from the start: its activeFrom (a params leaf) keeps it out until month 4
+    index = np.asarray([game.policies.index(policy(s)) for s in players], np.int32)
     params = dataclasses.replace(params, players=dataclasses.replace(params.players, strategy=index))
     return outcomes(prep, SIZE, params=params)
 

@@ -37,7 +37,13 @@ def _subclasses(cls: type) -> list[type]:
 def test_dump_keeps_the_wire_names():
     cfg = ArenaConfig.model_validate(_config())
     wire = json.loads(cfg.model_dump_json())
-    assert wire["model"] == {**SEED_LOGISTIC["model"], "wholeUnits": False}
+    assert wire["model"] == {
+        **SEED_LOGISTIC["model"],
+        "wholeUnits": False,
+        "thresholdPlayers": "configured",
+        "metricPlayers": "present",
+        "survivalHorizon": None,
+    }
     assert wire["agentTimeout"] == 30000
     assert wire["players"][2] == {
         "strategy": "adaptive",
@@ -45,6 +51,7 @@ def test_dump_keeps_the_wire_names():
         "intensity": 0.5,
         "reductionFactor": 1.0,
         "privateResource": 10.0,
+        "activeFrom": 1,
         "talk": None,
     }
     assert cfg.model_dump() == wire  # the Python dump too

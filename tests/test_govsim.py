@@ -19,7 +19,7 @@ from bdpd_jax.host.arena import Arena
 from bdpd_jax.kernels import rng
 from bdpd_jax.kernels.actions import Actions
 from bdpd_jax.kernels.rollout import batched
-from bdpd_jax.kernels.schedule import hand_out
+from bdpd_jax.kernels.schedule import BLOCK, hand_out
 from bdpd_jax.kernels.turn import step
 from bdpd_jax.prepare.game import broadcast_batch, build
 from bdpd_jax.results.frames import outcome_columns
@@ -56,10 +56,28 @@ def kernel():
     return game, pb, keys, init, stp
 
 
-def draw_of(key):
-    """The kernels' counter-based draw of unit k in month t, for the reference's allocation."""
-    fn = jax.jit(lambda t, k: rng.uniform(key, t, k, rng.UNITS, (), "hash"))
-    return lambda t, k: float(fn(t, k))
+def kernel_pick(key) -> ref.Pick:
+    """The kernels' choices fed to the reference's unit-by-unit loop: rounds of e = min(BLOCK,
+    floor(left)) labels (kernels/schedule.py ``hand_out``), each the floor(u_k m)-th of the m
+    players short at the round's start, u_k element k of stream (month, round, UNITS); a label
+    whose player was served meanwhile is skipped."""
+    fn = jax.jit(lambda t, r: rng.uniform(key, t, r, rng.UNITS, (BLOCK,), "hash"))
+    st: dict = {"turn": None}
+
+    def pick(turn: int, open_: list[int], left: int) -> int:
+        if st["turn"] != turn:
+            st.update(turn=turn, round=0, labels=[])
+        while True:
+            if not st["labels"]:
+                e, m = min(BLOCK, max(1, left)), np.float32(len(open_))
+                u = np.asarray(fn(turn, st["round"]), np.float32)[:e]
+                st["labels"] = [open_[min(int(np.floor(x * m)), len(open_) - 1)] for x in u]
+                st["round"] += 1
+            p = st["labels"].pop(0)
+            if p in open_:
+                return p
+
+    return pick
 
 
 def check_metrics(got: dict, want: dict) -> None:
@@ -88,7 +106,7 @@ def batched_run(kernel, seq):
 @given(SEQUENCES)
 def test_random_whole_unit_sequences_match_the_reference_batched(kernel, seq):
     key = arena_keys(SEED, np.arange(1))[:, 0]
-    trace = ref.run(seq, draw=draw_of(key))
+    trace = ref.run(seq, pick=kernel_pick(key))
     catches, got = batched_run(kernel, seq)
     assert catches == [[float(x) for x in c] for c in trace["catches"]]
     check_metrics(got, ref.metrics(trace, T, N, 50.0))
@@ -98,7 +116,7 @@ def test_random_whole_unit_sequences_match_the_reference_batched(kernel, seq):
 @given(SEQUENCES)
 def test_random_whole_unit_sequences_match_the_reference_live(seq):
     key = rng.arena_key(SEED, 0)
-    trace = ref.run(seq, draw=draw_of(key))
+    trace = ref.run(seq, pick=kernel_pick(key))
     cfg = govsim("fishery", "default", players=[])
     arena = Arena(cfg, seed=SEED)
     for k in range(N):
@@ -115,7 +133,7 @@ def test_reference_cases_of_the_issue(kernel):
     key = arena_keys(SEED, np.arange(1))[:, 0]
     cases = [([[20] * N] * T, 1.0), ([[30] + [10] * (N - 1)] * T, None), ([[9] + [0] * (N - 1)] * T, 0.0)]
     for seq, want in cases:
-        trace = ref.run(seq, draw=draw_of(key))
+        trace = ref.run(seq, pick=kernel_pick(key))
         _, got = batched_run(kernel, seq)
         m = ref.metrics(trace, T, N, 50.0)
         check_metrics(got, m)
@@ -151,6 +169,54 @@ def test_allocation_distribution_over_many_arenas():
     np.testing.assert_array_equal(one, got[7:9])
     equality = 1 - np.asarray([ref.gini(list(g)) for g in got[:500]])
     assert 0.85 < equality.mean() < 0.95  # the issue's "mean equality ~ 0.90" for one month
+
+
+def interleaving_law(requests: list[int], pool: int) -> dict[tuple[int, ...], float]:
+    """A law that is NOT GovSim's: the first ``pool`` units of a uniformly random order of all
+    requested units (each unit to a player in proportion to what it still wants)."""
+    states: dict[tuple[int, ...], float] = {(0,) * len(requests): 1.0}
+    for _ in range(pool):
+        nxt: dict[tuple[int, ...], float] = {}
+        for got, p in states.items():
+            rest = [r - g for r, g in zip(requests, got, strict=True)]
+            for i, w in enumerate(rest):
+                if w > 0:
+                    g = got[:i] + (got[i] + 1,) + got[i + 1 :]
+                    nxt[g] = nxt.get(g, 0.0) + p * w / sum(rest)
+        states = nxt
+    return states
+
+
+def chi2_pvalue(samples: np.ndarray, law: dict[tuple[int, ...], float]) -> float:
+    """Pearson's chi-square of sampled catch vectors against a law (outcomes outside it: p 0)."""
+    from scipy.stats import chisquare
+
+    keys = list(law)
+    seen = {tuple(int(x) for x in row) for row in samples}
+    if not seen <= set(keys):
+        return 0.0
+    index = {k: n for n, k in enumerate(keys)}
+    obs = np.bincount([index[tuple(int(x) for x in row)] for row in samples], minlength=len(keys))
+    exp = np.asarray([law[k] for k in keys]) * len(samples)
+    return float(chisquare(obs, exp).pvalue) if len(keys) > 1 else 1.0
+
+
+def test_allocation_law_is_govsims_chi_square():
+    """The rounds of ``hand_out`` draw GovSim's unit-by-unit law exactly: Pearson's chi-square of
+    4000 arenas' catches against the reference's exact law (tests/reference_govsim.py
+    ``allocation_law``) in cases where players are served mid-way; and the test has power: the
+    same samples reject the proportional interleaving law (a unit of (1, 3) goes to player 0
+    with probability 1/2 under GovSim's rule, 1/4 under the interleaving)."""
+    b = 4000
+    keys = jax.vmap(lambda a: rng.arena_key(11, a))(jnp.arange(b))
+    fn = jax.jit(jax.vmap(lambda k, r, d: hand_out(k, 1, r, d, "hash"), in_axes=(0, None, None)))
+    cases = [([1, 3, 0, 0], 1), ([1, 3, 0, 0], 2), ([2, 2, 5, 0], 6), ([1, 1, 1, 4], 5), ([3, 0, 2, 6], 7)]
+    for req, pool in cases:
+        got = np.asarray(fn(keys, jnp.asarray(req, jnp.float32), jnp.float32(pool)))
+        assert (got.sum(axis=1) == pool).all()
+        assert chi2_pvalue(got, ref.allocation_law(req, pool)) > 1e-3, (req, pool)
+    got = np.asarray(fn(keys, jnp.asarray([1, 3, 0, 0], jnp.float32), jnp.float32(1)))
+    assert chi2_pvalue(got, interleaving_law([1, 3, 0, 0], 1)) < 1e-6
 
 
 def test_whole_units_floor_requests_on_any_engine():

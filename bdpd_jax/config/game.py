@@ -24,9 +24,11 @@ from pydantic_core import PydanticCustomError
 
 from ..kernels.engines import ENGINES
 from ..kernels.observe import QUALITATIVE_VARS, SIGN_VARS
+from ..kernels.outcomes import METRIC_PLAYERS
 from ..kernels.params import OBS_VARS, OWN_VARS, PEER_VARS
 from ..kernels.policies import BUILTINS, Policy
 from ..kernels.schedule import SCHEDULERS
+from ..kernels.sustainability import THRESHOLD_PLAYERS
 from .base import ConfigModel, wire_name, wire_names
 from .discussion import DiscussionConfig
 from .engines import EngineConfig, engine_config_model
@@ -66,6 +68,13 @@ class ModelConfig(ConfigModel):
     max_turns: int = Field(30, ge=1, le=MAX_TURNS)
     # requests are floored to whole units before they are served (GovSim's integer asks); any engine
     whole_units: bool = False
+    # players whose count divides the sustainability threshold (kernels/sustainability.py): GovSim's
+    # code ("configured"), the players acting this turn ("present") or every player slot ("all")
+    threshold_players: Label = "configured"
+    # players GovSim's per-player outcomes average over: those present in the log, or every slot
+    metric_players: Label = "present"
+    # GovSim's analysis horizon: survival time of a run that never collapses; None: the run's length
+    survival_horizon: int | None = Field(None, ge=1, le=MAX_TURNS)
 
     @field_validator("engine_mode")
     @classmethod
@@ -76,6 +85,16 @@ class ModelConfig(ConfigModel):
     @classmethod
     def _known_scheduler(cls, v: str) -> str:
         return known("model.scheduler", "scheduler", v, SCHEDULERS)
+
+    @field_validator("threshold_players")
+    @classmethod
+    def _known_threshold_players(cls, v: str) -> str:
+        return known("model.thresholdPlayers", "choice", v, dict.fromkeys(THRESHOLD_PLAYERS))
+
+    @field_validator("metric_players")
+    @classmethod
+    def _known_metric_players(cls, v: str) -> str:
+        return known("model.metricPlayers", "choice", v, dict.fromkeys(METRIC_PLAYERS))
 
     @model_validator(mode="after")
     def _engine_part(self) -> ModelConfig:
@@ -154,6 +173,8 @@ class PlayerConfig(ConfigModel):
     intensity: float = Field(0.5, gt=0, le=1)
     reduction_factor: float = Field(1.0, ge=0)
     private_resource: float = Field(30.0, ge=0)
+    # the first (1-based) turn the player acts; before it, it neither harvests nor counts
+    active_from: int = Field(1, ge=1, le=MAX_TURNS)
     talk: TalkConfig | None = None  # scripted cheap talk (bdpd_jax/config/governance.py)
 
     @field_validator("strategy")

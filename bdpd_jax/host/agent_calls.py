@@ -21,6 +21,7 @@ def live_player_config_of(i: int, p: PlayerConfig) -> LivePlayerConfig:
         agent_type="builtin",
         name=p.name or f"p{i}",
         private_resource=p.private_resource,
+        active_from=p.active_from,
         strategy=p.strategy,
         intensity=p.intensity,
         reduction_factor=p.reduction_factor,

@@ -38,6 +38,7 @@ from bdpd_jax.host.programs import has_governance, programs
 from bdpd_jax.host.records import record_rows, turn_record
 from bdpd_jax.kernels.plugins import NAME
 from bdpd_jax.kernels.state import still_playing
+from bdpd_jax.kernels.sustainability import acting
 
 if TYPE_CHECKING:
     from bdpd_jax.host.arena_run import ArenaRun
@@ -95,6 +96,7 @@ class LockstepBatch:
         self.units = np.asarray([r.units for r in self.runs], np.float64)
         # per arena, the players asked from outside (specs are fixed once an arena starts)
         self._external = [[i for i, s in enumerate(r.specs) if s.external] for r in self.runs]
+        self._active_from = np.asarray(self.params.players.active_from)  # int32[N, B]: asked from that turn on
         #: whether a tick can wait on anyone (a code, HTTP or LLM player, an HTTP or LLM
         #: governance agent); if not, it runs without an event loop (:func:`drive`)
         self.waits = any(s.waits for r in self.runs for s in r.specs) or any(
@@ -199,6 +201,8 @@ class LockstepBatch:
                 raise ValueError("strategy: external players to ask, but the observations were not read")
             asked = []
             for i in self._external[b]:
+                if not acting(self._active_from[i, b], r.turn + 1):  # not yet in the game: not asked
+                    continue
                 if strategy[i, b] != r.external_index:  # strategy_override: a builtin decides
                     overridden[b].add(i)
                     continue

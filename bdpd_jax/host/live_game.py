@@ -18,13 +18,18 @@ def kernel_config(config: ArenaConfig, specs: list[LivePlayerConfig]) -> ArenaCo
     players = []
     for s in specs:
         if s.external:
-            players.append(PlayerConfig(strategy=EXTERNAL, name=s.name, private_resource=s.private_resource))
+            players.append(
+                PlayerConfig(
+                    strategy=EXTERNAL, name=s.name, private_resource=s.private_resource, active_from=s.active_from
+                )
+            )
         else:
             players.append(
                 PlayerConfig(
                     strategy=s.strategy,
                     name=s.name,
                     private_resource=s.private_resource,
+                    active_from=s.active_from,
                     intensity=s.intensity,
                     reduction_factor=s.reduction_factor,
                     talk=s.talk,

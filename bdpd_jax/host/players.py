@@ -23,6 +23,7 @@ from bdpd_jax.config.limits import (
     MAX_LABEL_CHARS,
     MAX_NAME_CHARS,
     MAX_PROMPT_CHARS,
+    MAX_TURNS,
     MAX_URL_CHARS,
     Key,
     Label,
@@ -55,6 +56,7 @@ class LivePlayerConfig(ConfigModel):
         None, alias="displayName", serialization_alias="name", min_length=1, max_length=MAX_NAME_CHARS
     )
     private_resource: float = Field(30.0, ge=0)
+    active_from: int = Field(1, ge=1, le=MAX_TURNS)  # the first turn it acts (PlayerConfig.active_from)
     # builtin
     strategy: Label = "conservative"
     intensity: float = Field(0.5, gt=0, le=1)

@@ -154,6 +154,7 @@ def replay(
                 agent_type="scripted",
                 name=p["name"],
                 private_resource=p["privateResource"],
+                active_from=p.get("activeFrom", 1),
                 script=script or [{"harvest": 0.0}],
             )
         )

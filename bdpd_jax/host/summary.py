@@ -68,7 +68,7 @@ def govsim_report(run: ArenaRun, st) -> dict[str, Any]:
     """GovSim's metrics of this game so far, keyed by their column names (NaN as null): the
     batch's own outcome columns (kernels/outcomes.py, the same compiled rule as
     ``final_numbers``) on this arena's state."""
-    cols = _govsim_program(run.game)(st.tally, st.turn, run.params)
+    cols = _govsim_program(run.game)(st.tally, st.turn, st.collapsed, run.params)
     return {
         c.name: (bool(v) if v.dtype == bool else int(v) if v.dtype.kind == "i" else num(float(v)))
         for c in schema.GOVSIM
@@ -81,9 +81,9 @@ def _govsim_program(game: Game) -> Any:
     """One arena's outcome columns from its tally, turn and params (jitted once per game;
     the maximum sustainable yield unused: only GovSim's columns are reported)."""
 
-    def run(tally: Any, turn: Any, params: Any) -> dict[str, jax.Array]:
+    def run(tally: Any, turn: Any, collapsed: Any, params: Any) -> dict[str, jax.Array]:
         f0 = f0_of(game, params)
-        return outcomes(tally, turn, params.max_turns, jnp.full_like(f0, jnp.nan), f0)
+        return outcomes(tally, turn, params.max_turns, jnp.full_like(f0, jnp.nan), f0, params, collapsed)
 
     return jax.jit(run)
 

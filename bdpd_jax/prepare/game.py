@@ -15,9 +15,11 @@ from ..config.plugins import perturbation_types
 from ..config.policy_check import check_policy_outputs
 from ..kernels.engines import get_engine
 from ..kernels.game import Game
+from ..kernels.outcomes import METRIC_PLAYERS
 from ..kernels.params import OBS_VARS, OWN_VARS, RESOLUTIONS, ObsParams, Params, PlayerParams, farr
 from ..kernels.policies import BUILTINS, Policy
 from ..kernels.rng import Generator
+from ..kernels.sustainability import THRESHOLD_PLAYERS
 from .governance import governance as governance_layer
 from .governance import sanction_specs, uses_governance
 from .perturbations import compile_specs, perturb_layer
@@ -114,6 +116,9 @@ def build(
     params = Params(
         max_turns=cast(jax.Array, np.asarray(model.max_turns, np.int32)),
         whole_units=cast(jax.Array, np.asarray(bool(model.whole_units))),
+        threshold_players=cast(jax.Array, np.asarray(THRESHOLD_PLAYERS.index(model.threshold_players), np.int32)),
+        metric_players=cast(jax.Array, np.asarray(METRIC_PLAYERS.index(model.metric_players), np.int32)),
+        survival_horizon=cast(jax.Array, np.asarray(model.survival_horizon or 0, np.int32)),
         engine=engine.params_from_model(model),
         obs=obs_params(config),
         players=PlayerParams(
@@ -121,6 +126,7 @@ def build(
             intensity=farr([p.intensity for p in players]),
             reduction_factor=farr([p.reduction_factor for p in players]),
             wealth0=farr([p.private_resource for p in players]),
+            active_from=cast(jax.Array, np.asarray([p.active_from for p in players], np.int32)),
         ),
         extra={},
     )

@@ -180,19 +180,25 @@ GOVSIM: tuple[Column, ...] = (
         "govsim_survival_time",
         "int32",
         "turns",
-        "m: the collapse turn, else the run's length (a last-turn collapse counts as T)",
+        "m: the collapse turn; without a collapse min(H, m), H = model.survivalHorizon (GovSim's analysis: 12), "
+        "else the run's length",
     ),
-    _c("govsim_survived", "bool", "", "m == T (GovSim's survival rate)"),
+    _c("govsim_survived", "bool", "", "no collapse before turn H (H as above, else T): GovSim's survival rate"),
     _c("govsim_total_gain", "float64", "stock units", "sum_i R_i (catches, never a change of wealth)"),
-    _c("govsim_gain", "float64", "stock units", "mean of R_i over players (the paper's Gain)"),
+    _c(
+        "govsim_gain",
+        "float64",
+        "stock units",
+        "mean of R_i over the players present (activeFrom <= m; model.metricPlayers) (the paper's Gain)",
+    ),
     _c("govsim_efficiency", "float64", "fraction", "min(1, sum_i R_i / (T f(0))); NaN where f(0) is undefined"),
-    _c("govsim_equality", "float64", "fraction", "1 - Gini(R); NaN when every R_i is 0"),
+    _c("govsim_equality", "float64", "fraction", "1 - Gini(R) over the players present; NaN when every R_i is 0"),
     _c(
         "govsim_over_usage",
         "float64",
         "fraction",
         "(player, turn) catches above f(stock before)/N, collapse turn "
-        "included, over N m; NaN where the engine defines no threshold",
+        "included, over the player-turns acted (N m); NaN where the engine defines no threshold",
     ),
 )
 

@@ -68,7 +68,9 @@ def final_numbers(game: Game, state: Any, params: Any, max_yield: Any) -> dict[s
     out["extra"] = _summary_extra(game, state)
     f0 = batched(functools.partial(sustainability.f0, game))(params)
     per_arena = jnp.broadcast_to(jnp.asarray(max_yield, f0.dtype), f0.shape)
-    out["outcomes"] = batched(outcomes.outcomes)(state.tally, state.turn, params.max_turns, per_arena, f0)
+    out["outcomes"] = batched(outcomes.outcomes)(
+        state.tally, state.turn, params.max_turns, per_arena, f0, params, state.collapsed
+    )
     return out
 
 

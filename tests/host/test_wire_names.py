@@ -111,7 +111,7 @@ _VIEW = "arenaId name engineMode stockLabel noShareNote status turn maxTurns pla
 #: every wire model's keys as they were before the move onto ConfigModel (the camelCase field
 #: names of main before 31aaf7a): the aliases the generator makes must stay exactly these
 WIRE_BEFORE: dict[str, str] = {
-    "BuiltinPlayer": "strategy name intensity reductionFactor privateResource talk",
+    "BuiltinPlayer": "strategy name intensity reductionFactor privateResource activeFrom talk",
     "CreateArena": "model observability agentTimeout players pacts perturbations plugins discussion seed noTalk "
     "pactSlots turns perturbable governanceAgent",
     "Created": "arenaId ownerKey arenaKey spectatorToken seed status",
@@ -140,7 +140,8 @@ WIRE_BEFORE: dict[str, str] = {
     "PerturbationTypes": "types",
     "DashboardPlayer": "playerId agentType strategy",
     "DashboardTables": "players messages pacts perturbations sanctions tickMode tickIntervalMs",
-    "LivePlayerConfig": "agentType displayName privateResource strategy intensity reductionFactor talk strategyCode "
+    "LivePlayerConfig": "agentType displayName privateResource activeFrom strategy intensity reductionFactor talk "
+    "strategyCode "
     "rngSeed url baseUrl model credential apiKeyEnv systemPrompt temperature rulesText fallbackHarvest timeoutMs "
     "architecture answerFormat scenario persona embeddings script",
     "GovernorSpec": "kind url timeoutMs model credential baseUrl systemPrompt temperature script",

@@ -34,6 +34,7 @@ class BuiltinPlayer(ConfigModel):
     intensity: float = Field(0.5, gt=0, le=1)
     reduction_factor: float = Field(1.0, ge=0)
     private_resource: float = Field(30.0, ge=0)
+    active_from: int = Field(1, ge=1)  # the first turn it acts (bounded by the arena's maxTurns check)
     talk: dict[Id, Any] | None = None
 
 
