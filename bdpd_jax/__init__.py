@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from . import kernels, lab, scenarios
     from .config.game import ArenaConfig, default_config
     from .kernels.policies import Policy
+    from .loader import load
     from .prepare import LiveOptions, PreparedRun, prepare
     from .results.frames import Results
     from .run.simulate import simulate
@@ -42,6 +43,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "SearchResults": (".searches", "SearchResults"),
     "search": (".searches", "search"),
     "scenarios": (".scenarios", None),
+    "load": (".loader", "load"),
 }
 
 
@@ -71,6 +73,7 @@ __all__ = [
     "default_config",
     "kernels",
     "lab",
+    "load",
     "prepare",
     "scenarios",
     "search",
