@@ -21,9 +21,22 @@ import bdpd_jax
 
 from ._env import configure, enable_compile_cache
 from .cli_errors import did_you_mean, guarded
-from .cli_support import check_out_dir, engine_of, example_file, points_table, print_summary, with_examples
+from .cli_support import (
+    OneLineErrors,
+    check_out_dir,
+    engine_of,
+    example_file,
+    points_table,
+    print_summary,
+    with_examples,
+)
 
-app = typer.Typer(add_completion=False, help="BDPD commons arenas, vectorized in JAX.", pretty_exceptions_enable=False)
+app = typer.Typer(
+    cls=OneLineErrors,
+    add_completion=False,
+    help="BDPD commons arenas, vectorized in JAX.",
+    pretty_exceptions_enable=False,
+)
 
 #: simulate's argument -> the flag that sets it (an error about the argument names the flag)
 RUN_FLAGS = {"n_arenas": "--arenas", "seed": "--seed", "turns": "--turns", "generator": "--generator"}

@@ -37,6 +37,25 @@ class ExampleCommand(typer.core.TyperCommand):
             formatter.write(self.examples.rstrip("\n") + "\n")
 
 
+class OneLineErrors(typer.core.TyperGroup):
+    """The ``bdpd`` group: a usage error (an unknown option, a value of the wrong type) is one
+    line on stderr and exit 2 like every other expected failure, not a boxed panel."""
+
+    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+        if not standalone_mode:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        try:
+            rv = super().main(*args, standalone_mode=False, **kwargs)
+        except typer.TyperException as e:
+            text = e.format_message() if hasattr(e, "format_message") else str(e)
+            Console(stderr=True, soft_wrap=True).print(f"[red]error:[/red] {escape(' '.join(text.split()))}")
+            raise SystemExit(getattr(e, "exit_code", 2)) from None
+        except typer.Abort:
+            Console(stderr=True).print("[red]error:[/red] interrupted")
+            raise SystemExit(2) from None
+        raise SystemExit(rv if isinstance(rv, int) else 0)
+
+
 def with_examples(examples: str) -> type[ExampleCommand]:
     """A command class printing ``examples`` verbatim at the end of its help."""
     return type("Examples", (ExampleCommand,), {"examples": examples})
