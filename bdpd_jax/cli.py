@@ -114,7 +114,7 @@ def run(
         )
     check_out_dir(out, overwrite)
     if config is not None and config.is_dir():
-        raise ValueError(f"config: {str(config)!r} is a folder, not a JSON file")
+        raise ValueError(f"config: {str(config)!r} is a directory, not a JSON file")
     enable_compile_cache()
     from .config.game import ArenaConfig
     from .config.governance import without_talk
