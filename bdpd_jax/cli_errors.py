@@ -108,11 +108,13 @@ def fields_at(model: type | None, loc: Iterable[Any]) -> list[str]:
         if isinstance(part, int):
             continue
         nxt: list[type] = []
+        named = False
         for m in models:
             for name, f in m.model_fields.items():  # type: ignore[attr-defined]
                 if part in (name, f.alias):
                     nxt += _models_in(f.annotation)
-        models = nxt
+                    named = True
+        models = nxt if named else models  # not a field: a key of a dict of models (kept)
     return sorted({f.alias or n for m in models for n, f in m.model_fields.items()})  # type: ignore[attr-defined]
 
 
