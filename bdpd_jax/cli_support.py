@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import click
 import typer.core
 from rich.console import Console
 from rich.markup import escape
@@ -31,7 +31,7 @@ class ExampleCommand(typer.core.TyperCommand):
 
     examples: str = ""
 
-    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+    def format_help(self, ctx: Any, formatter: Any) -> None:
         super().format_help(ctx, formatter)
         if self.examples:
             formatter.write(self.examples.rstrip("\n") + "\n")
@@ -41,11 +41,24 @@ class OneLineErrors(typer.core.TyperGroup):
     """The ``bdpd`` group: a usage error (an unknown option, a value of the wrong type) is one
     line on stderr and exit 2 like every other expected failure, not a boxed panel."""
 
-    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        windows_expand_args: bool = True,
+        **extra: Any,
+    ) -> Any:
+        def call() -> Any:
+            return super(OneLineErrors, self).main(
+                args, prog_name, complete_var, standalone_mode=False, windows_expand_args=windows_expand_args, **extra
+            )
+
         if not standalone_mode:
-            return super().main(*args, standalone_mode=False, **kwargs)
+            return call()
         try:
-            rv = super().main(*args, standalone_mode=False, **kwargs)
+            rv = call()
         except typer.TyperException as e:
             text = e.format_message() if hasattr(e, "format_message") else str(e)
             Console(stderr=True, soft_wrap=True).print(f"[red]error:[/red] {escape(' '.join(text.split()))}")

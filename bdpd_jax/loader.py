@@ -208,8 +208,8 @@ def live_summary(d: Path, meta: dict, records: list[dict], arena: int, strategy:
     row.update({f"strategy_{i}": strategy[i] if i < len(strategy) else None for i in range(len(w))})
     df = pd.DataFrame([row])
     df["collapse_turn"] = pd.array(df["collapse_turn"], dtype="Int64")
-    for c in ("arena", "turns_played", *[f"rank_{i}" for i in range(len(w))]):
-        df[c] = df[c].astype("int64" if c == "arena" else "int32")
+    for name in ("arena", "turns_played", *[f"rank_{i}" for i in range(len(w))]):
+        df[name] = df[name].astype("int64" if name == "arena" else "int32")
     df["survived"] = df["survived"].astype(bool)
     for i in range(len(w)):
         df[f"strategy_{i}"] = df[f"strategy_{i}"].astype("str")
