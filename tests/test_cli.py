@@ -87,18 +87,23 @@ BAD_CONFIG = {
         (["run", "--out", "{full}"], ["--out", "--overwrite"]),
         (["show", "{tmp}"], ["summary.parquet"]),
         (["config", "--scenario", "pasture"], ["--scenario"]),
+        (["search", "{objective}", "--out", "{new}"], ["did you mean 'survived_mean'", "more)"]),
     ],
 )
 def test_every_expected_failure_is_one_line_and_exit_2(args, needles, tmp_path) -> None:
     (tmp_path / "bad.json").write_text(json.dumps(BAD_CONFIG))
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "keep.txt").write_text("x")
+    (tmp_path / "arena.json").write_text(example_file("default.json"))
+    spec = example_file("search_example.toml").replace('["model.regenRate", "min"]', '["survivd_mean", "max"]')
+    (tmp_path / "objective.toml").write_text(spec)
     paths = {"{bad}": str(tmp_path / "bad.json"), "{full}": str(tmp_path / "full"), "{tmp}": str(tmp_path)}
+    paths |= {"{objective}": str(tmp_path / "objective.toml"), "{new}": str(tmp_path / "new")}
     r, out = _invoke([paths.get(a, a) for a in args])
     assert r.exit_code == 2 and "Traceback" not in out, out
     assert len(out.strip().splitlines()) == 1 and out.startswith("error: "), out
     assert all(n in out for n in needles), out
-    assert (tmp_path / "full" / "keep.txt").read_text() == "x"
+    assert (tmp_path / "full" / "keep.txt").read_text() == "x" and not (tmp_path / "new").exists()
 
 
 def test_a_missing_extra_names_the_install_and_leaves_no_folder(tmp_path, monkeypatch) -> None:
