@@ -4,6 +4,7 @@ the flag or the path (``players[2].intensity``) with a "did you mean", nothing l
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shlex
@@ -47,6 +48,10 @@ def test_help_imports_no_jax_and_a_run_warns_nothing() -> None:
     )  # (--full validates: the engines and equinox are imported after the settings)
     assert p.returncode == 0 and "Warning" not in p.stderr, p.stderr[-2000:]
     assert json.loads(p.stdout)["model"]["engineMode"] == "logistic"
+    if importlib.util.find_spec("fastapi") is not None:  # the server's own entry point imports the host first
+        cmd = [sys.executable, "-W", "error::RuntimeWarning", "-m", "bdpd_jax.host.server", "--help"]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+        assert p.returncode == 0 and "Warning" not in p.stderr, p.stderr[-2000:]
 
 
 @pytest.mark.parametrize("command", COMMANDS)
