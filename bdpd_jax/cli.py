@@ -24,6 +24,7 @@ from .cli_errors import did_you_mean, guarded
 from .cli_support import (
     OneLineErrors,
     check_out_dir,
+    clear_results,
     engine_of,
     example_file,
     points_table,
@@ -92,7 +93,9 @@ def run(
     arenas: int = typer.Option(4096, "--arenas", "-n", help="Number of arenas"),
     seed: int = typer.Option(0, "--seed", help="Seed of the run (the same seed gives the same numbers)"),
     out: Path | None = typer.Option(None, "--out", help="Folder for parquet results (must be empty or new)"),
-    overwrite: bool = typer.Option(False, "--overwrite", help="Replace what is already in --out"),
+    overwrite: bool = typer.Option(
+        False, "--overwrite", help="Replace the results already in --out (other files are kept)"
+    ),
     turns: int | None = typer.Option(None, "--turns", help="Turns to play (default: model.maxTurns)"),
     history: bool = typer.Option(True, "--history/--no-history", help="Keep per-turn frames"),
     generator: str = typer.Option(
@@ -134,10 +137,8 @@ def run(
     )
     print_summary(console, res.summary, cfg.model.engine_mode)
     if out is not None:
-        if overwrite and out.is_dir():
-            import shutil
-
-            shutil.rmtree(out)
+        if overwrite:
+            clear_results(out)
         res.to_parquet(out)
         console.print(escape(f"wrote {out}/ (read it back: bdpd show {out}, or bdpd_jax.load({str(out)!r}))"))
 

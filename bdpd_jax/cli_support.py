@@ -90,6 +90,20 @@ def check_out_dir(out: Path | None, overwrite: bool | None = None) -> None:
         raise ValueError(f"--out: cannot create or write {str(out)!r} ({str(probe)!r} is not a writable folder)")
 
 
+def clear_results(out: Path) -> None:
+    """Remove a run's results from ``out`` before another run's are written (``--overwrite``):
+    its parquet files and part folders and ``meta.json``; anything else there is kept."""
+    import shutil
+
+    if not out.is_dir():
+        return
+    for p in [*out.glob("*.parquet"), out / "meta.json"]:
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p)
+        elif p.exists() or p.is_symlink():
+            p.unlink()
+
+
 def _fmt(v: Any) -> str:
     if isinstance(v, float):
         return "nan" if math.isnan(v) else f"{v:.4g}"

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tomllib
 
+import pandas as pd
 import pytest
 import typer.main
 from typer.testing import CliRunner
@@ -157,9 +158,12 @@ def test_a_govsim_run_shows_govsims_metrics_refuses_its_folder_then_overwrites(t
     r, out = _invoke(args)
     assert r.exit_code == 0, out
     assert "govsim_gain" in out and "collapse turn nan" not in out, out
+    (out_dir / "notes.txt").write_text("mine")
     r, out = _invoke(args)
     assert r.exit_code == 2 and "--overwrite" in out, out
-    r, out = _invoke([*args, "--overwrite"])
+    r, out = _invoke([*args[:3], "-n", "2", "--turns", "3", "--out", str(out_dir), "--overwrite"])
     assert r.exit_code == 0, out
+    assert (out_dir / "notes.txt").read_text() == "mine"  # --overwrite replaces the results only
+    assert len(pd.read_parquet(out_dir / "summary.parquet")) == 2
     r, out = _invoke(["show", str(out_dir)])
     assert r.exit_code == 0 and "govsim_gain" in out, out
