@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from . import kernels, lab, scenarios
     from .config.game import ArenaConfig, default_config
     from .kernels.policies import Policy
+    from .loader import load
     from .prepare import LiveOptions, PreparedRun, prepare
     from .results.frames import Results
     from .run.fork import fork
@@ -44,6 +45,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "SearchResults": (".searches", "SearchResults"),
     "search": (".searches", "search"),
     "scenarios": (".scenarios", None),
+    "load": (".loader", "load"),
 }
 
 
@@ -74,6 +76,7 @@ __all__ = [
     "fork",
     "kernels",
     "lab",
+    "load",
     "prepare",
     "scenarios",
     "search",

@@ -1,4 +1,4 @@
-"""`python -m bdpd_jax`: the `bdpd` command line."""
+"""`python -m bdpd_jax`: the `bdpd` command line (the process settings first: ``cli.main``)."""
 
 from .cli import main
 

@@ -27,8 +27,15 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxmarl.environments import spaces
-from jaxmarl.environments.multi_agent_env import MultiAgentEnv
+
+try:  # the learn extra: one line saying what to install, not a traceback into jaxmarl
+    from jaxmarl.environments import spaces
+    from jaxmarl.environments.multi_agent_env import MultiAgentEnv
+except ImportError as exc:
+    raise ImportError(
+        f"bdpd_jax.env needs the 'learn' extra ({exc.name or 'jaxmarl'} is missing): pip install -e '.[learn]'",
+        name=exc.name,
+    ) from None
 
 from .config.game import ArenaConfig
 from .config.limits import short_repr

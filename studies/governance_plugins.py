@@ -29,8 +29,6 @@
 
 # %%
 import copy
-import os
-from pathlib import Path
 
 import matplotlib
 
@@ -39,18 +37,19 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 import bdpd_jax  # noqa: E402
+from bdpd_jax.study_output import figures_dir, save_figure, step, study_size  # noqa: E402
 
 bdpd_jax.configure()
 from bdpd_jax.kernels.metrics import METRICS  # noqa: E402
 
-SIZE = int(os.environ.get("BDPD_STUDY_SIZE", "1000"))  # arenas per cell (CI: small)
+SIZE = study_size(1000)  # arenas per cell (CI: small)
 TURNS = 30
 N = 4
 COSTS = [0.25, 1.0, 2.0]
 FINES = [1.0, 3.0, 6.0]
 COOP_BELOW = [0.0, 0.3]
 STOCK_BELOW = [0.6, 0.75, 0.9]
-OUT = Path(os.environ.get("BDPD_FIGURES_DIR", Path(__file__).resolve().parent / "figures"))
+OUT = figures_dir()
 
 # The seed's logistic payload (noisy stock, hidden reserve and its collapse die), so the
 # replicates of a cell differ and the rates below are rates, not one arena repeated.
@@ -135,6 +134,7 @@ def measure(cfg: dict) -> dict:
 
 
 cells = {"none": arm("none"), "ladder": arm("ladder")}
+step(f"simulating every arm: {SIZE} arenas each")
 for c in COSTS:
     for f in FINES:
         cells[f"voluntary c={c:g} f={f:g}"] = arm("voluntary", c, f)
@@ -156,9 +156,7 @@ for ax, key in zip(axes.ravel(), panels):
     ax.set_yticks(range(len(names)), names if ax in axes[:, 0] else [""] * len(names), fontsize=7)
     ax.set_title(key)
 fig.tight_layout()
-OUT.mkdir(parents=True, exist_ok=True)
-fig.savefig(OUT / "governance_plugins.png", dpi=90)
-print(f"saved {OUT / 'governance_plugins.png'}")
+save_figure(fig, "governance_plugins.png", dpi=90)
 
 # %% [markdown]
 # ## Conclusion (computed from the numbers above)

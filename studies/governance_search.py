@@ -22,8 +22,6 @@
 
 # %%
 import copy
-import os
-from pathlib import Path
 
 import matplotlib
 
@@ -33,13 +31,14 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 import bdpd_jax  # noqa: E402
+from bdpd_jax.study_output import figures_dir, save_figure, step, study_size  # noqa: E402
 
-SIZE = int(os.environ.get("BDPD_STUDY_SIZE", "64"))  # replicates per candidate (CI: small)
+SIZE = study_size(64)  # replicates per candidate (CI: small)
 FULL = SIZE >= 32
 POP, GENS = (16, 12) if FULL else (8, 2)
 N = 4
 GOAL = 0.95
-OUT = Path(os.environ.get("BDPD_FIGURES_DIR", Path(__file__).resolve().parent / "figures"))
+OUT = figures_dir()
 RUNGS = [f"perturbations[ladder].payload.ladder[{i}]" for i in range(3)]
 SPACE = {p: (0.0, 30.0) for p in RUNGS}
 
@@ -65,6 +64,7 @@ BASE["perturbations"] = [
 # ## Search and grid, same budget
 
 # %%
+step(f"search: {GENS} generations of {POP} candidates x {SIZE} replicates")
 res = bdpd_jax.search(
     BASE,
     SPACE,
@@ -74,9 +74,11 @@ res = bdpd_jax.search(
     generations=GENS,
     replicates=SIZE,
     seed=0,
+    progress=True,
 )
 budget = POP * GENS * SIZE
 k = max(2, int(np.floor((POP * GENS) ** (1 / 3) + 1e-9)))
+step("a grid of the same budget")
 grid = bdpd_jax.sweep(
     BASE,
     grid={p: list(np.linspace(0.0, 30.0, k)) for p in RUNGS},
@@ -102,6 +104,7 @@ found = [res.best["point"][p] for p in RUNGS]
 ladders = {"search": found, "seed 1-3-10": [1.0, 3.0, 10.0], "seed 5-10-20": [5.0, 10.0, 20.0]}
 if grid_best is not None:
     ladders["grid"] = [float(grid_best[p]) for p in RUNGS]
+step("the found ladder against the seed's, on fresh replicates")
 check = bdpd_jax.sweep(
     BASE,
     points=pd.DataFrame(list(ladders.values()), columns=RUNGS),
@@ -119,6 +122,7 @@ print(check[cols].round(3).to_string(index=False))
 # ## Pareto front: survival against total fines
 
 # %%
+step("the Pareto front of survival and fines (NSGA-II)")
 pareto = bdpd_jax.search(
     BASE,
     SPACE,
@@ -153,8 +157,7 @@ ax[2].axhline(GOAL, color="k", ls=":")
 ax[2].set(xlabel="total fines per arena", ylabel="survival", title="survival vs fines")
 ax[2].legend()
 fig.tight_layout()
-OUT.mkdir(parents=True, exist_ok=True)
-fig.savefig(OUT / "governance_search.png", dpi=110)
+save_figure(fig, "governance_search.png", dpi=110)
 
 # %% [markdown]
 # ## Conclusion (computed)

@@ -18,9 +18,7 @@
 
 # %%
 import copy
-import os
 import warnings
-from pathlib import Path
 
 import matplotlib
 
@@ -29,18 +27,19 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 import bdpd_jax  # noqa: E402
+from bdpd_jax.study_output import figures_dir, save_figure, step, study_size  # noqa: E402
 
 bdpd_jax.configure()
 from bdpd_jax import ArenaConfig, lab  # noqa: E402
 from bdpd_jax.kernels.metrics import METRICS  # noqa: E402
 
-SIZE = int(os.environ.get("BDPD_STUDY_SIZE", "2000"))  # arenas per cell (CI: small)
+SIZE = study_size(2000)  # arenas per cell (CI: small)
 TURNS = 30
 TOLERANCES = [0.0, 0.1, 0.25, 0.5]
 LADDERS = {"none": [0.0], "flat 1": [1.0], "1-3-10": [1.0, 3.0, 10.0], "5-10-20": [5.0, 10.0, 20.0]}
 COMPLIANT = [0, 1, 2, 3, 4]  # players who comply, out of 4
 N = 4
-OUT = Path(os.environ.get("BDPD_FIGURES_DIR", Path(__file__).resolve().parent / "figures"))
+OUT = figures_dir()
 
 # %%
 BASE = {
@@ -75,6 +74,7 @@ runs = [
     for t, name, c in cells
 ]  # one Game for every cell (lab.rollout checks it): one compiled program
 B = len(cells) * SIZE
+step(f"{len(cells)} cells x {SIZE} arenas in one program")
 before = lab.TRACES["run"]
 out = lab.rollout(runs, SIZE, turns=TURNS, history=True)
 state, rec = out.state, out.records
@@ -120,9 +120,7 @@ for r, (title, g) in enumerate(panels.items()):
         if r == len(panels) - 1:
             ax.set_xlabel("compliant players")
     fig.colorbar(im, ax=axes[r, :].tolist(), shrink=0.8)
-OUT.mkdir(parents=True, exist_ok=True)
-fig.savefig(OUT / "governance_sweep.png", dpi=90)
-print(f"saved {OUT / 'governance_sweep.png'}")
+save_figure(fig, "governance_sweep.png", dpi=90)
 
 # %% [markdown]
 # ## Conclusion (computed from the numbers above)

@@ -40,8 +40,6 @@
 
 # %%
 import dataclasses
-import os
-from pathlib import Path
 
 import matplotlib
 
@@ -64,13 +62,10 @@ from bdpd_jax.scenarios import (  # noqa: E402
     PLAYERS,
     govsim,
 )
+from bdpd_jax.study_output import figures_dir, save_figure, step, study_size  # noqa: E402
 
-SIZE = int(os.environ.get("BDPD_STUDY_SIZE", "1000"))  # arenas per cell
-OUT = Path(
-    os.environ.get(
-        "BDPD_FIGURES_DIR", Path(__file__).resolve().parent / "figures" if "__file__" in globals() else "figures"
-    )
-)
+SIZE = study_size(1000)  # arenas per cell
+OUT = figures_dir()
 
 
 # %%
@@ -139,6 +134,7 @@ COLS = {
 PERCENT = ("govsim_survived", "govsim_efficiency", "govsim_equality", "govsim_over_usage")
 traces0 = TRACES["run"]
 rows = []
+step(f"the baselines in 3 scenarios x {len(EXPERIMENTS)} experiments, {SIZE} arenas per cell")
 for experiment in EXPERIMENTS:
     months = NEWCOMER_MONTHS if experiment == "newcomer" else MONTHS
     for name, players in baselines(months).items():
@@ -221,8 +217,7 @@ axes[0].axhline(71.36, color="k", ls=":", lw=1, label="GPT-4o, default fishery")
 axes[0].legend(fontsize=8)
 fig.suptitle(f"GovSim's commons: rule-based baselines ({SIZE} arenas per cell)")
 fig.tight_layout()
-OUT.mkdir(parents=True, exist_ok=True)
-fig.savefig(OUT / "govsim.png", dpi=110)
+save_figure(fig, "govsim.png", dpi=110)
 
 # %% [markdown]
 # ## Conclusion (computed from the numbers above)

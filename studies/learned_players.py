@@ -24,8 +24,6 @@
 # configs.
 
 # %%
-import os
-from pathlib import Path
 
 import matplotlib
 
@@ -39,12 +37,13 @@ import optax  # noqa: E402
 
 import bdpd_jax  # noqa: E402
 from bdpd_jax.env import CommonsEnv  # noqa: E402
+from bdpd_jax.study_output import figures_dir, save_figure, step, study_size  # noqa: E402
 
-SIZE = int(os.environ.get("BDPD_STUDY_SIZE", "256"))  # parallel arenas per update (CI: small)
+SIZE = study_size(256)  # parallel arenas per update (CI: small)
 UPDATES = 120 if SIZE >= 64 else 3
 EPOCHS, GAMMA, LAMBDA, CLIP, LR = 4, 0.99, 0.95, 0.2, 3e-3
 N_ACT, N = 11, 4
-OUT = Path(os.environ.get("BDPD_FIGURES_DIR", Path(__file__).resolve().parent / "figures"))
+OUT = figures_dir()
 
 SEED = bdpd_jax.default_config().model_dump(exclude={"players"})
 share = SEED["model"]["regenRate"] * SEED["model"]["commonsCapacity"] / 4 / N
@@ -213,6 +212,7 @@ def outcome(played, actual, collapsed, slots) -> dict:
 
 # %%
 curves, rows = {}, []
+step(f"training and evaluating {len(ARMS)} arms")
 for name, (cfg, slots) in ARMS.items():
     env = CommonsEnv(cfg, learned=slots, action="discrete", n_actions=N_ACT, reward="wealth")
     train, evaluate = trainer(env)
@@ -254,8 +254,7 @@ piv = report.pivot(index="table", columns="players", values="survival")
 piv.plot.bar(ax=ax[1], rot=0)
 ax[1].set(ylabel="survival", title="learned vs built-in players")
 fig.tight_layout()
-OUT.mkdir(parents=True, exist_ok=True)
-fig.savefig(OUT / "learned_players.png", dpi=110)
+save_figure(fig, "learned_players.png", dpi=110)
 
 # %% [markdown]
 # ## Conclusion (computed)

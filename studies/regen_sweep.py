@@ -24,8 +24,6 @@
 
 # %%
 import copy
-import os
-from pathlib import Path
 
 import matplotlib
 
@@ -34,16 +32,17 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 import bdpd_jax  # noqa: E402
+from bdpd_jax.study_output import figures_dir, save_figure, step, study_size  # noqa: E402
 
 bdpd_jax.configure()
 from bdpd_jax import default_config, sweep  # noqa: E402
 
-SIZE = int(os.environ.get("BDPD_STUDY_SIZE", "1000"))  # replicates per (mix, regenRate) point
+SIZE = study_size(1000)  # replicates per (mix, regenRate) point
 TURNS = 40
 REGEN = np.round(np.linspace(0.01, 0.3, 30), 4)
 N = 4
 MIXES = {k: ["random"] * k + ["conservative"] * (N - k) for k in range(N + 1)}  # k random
-OUT = Path(os.environ.get("BDPD_FIGURES_DIR", Path(__file__).resolve().parent / "figures"))
+OUT = figures_dir()
 
 # %%
 base = default_config().model_dump(exclude_unset=True, exclude={"players"})
@@ -57,6 +56,7 @@ def mix_config(strategies: list[str]) -> dict:
 
 
 results = {}
+step(f"{len(MIXES)} player mixes: a regenRate sweep of {SIZE} replicates per point each")
 for k, strategies in MIXES.items():
     r = sweep(
         mix_config(strategies),
@@ -85,9 +85,7 @@ ax1.set(xlabel="regenRate", ylabel="survival probability", title=f"survival over
 ax2.set(xlabel="regenRate", ylabel="mean collapse turn (collapsed arenas)", title="collapse turn")
 ax1.legend(fontsize=8)
 fig.tight_layout()
-OUT.mkdir(parents=True, exist_ok=True)
-fig.savefig(OUT / "regen_sweep.png", dpi=90)
-print(f"saved {OUT / 'regen_sweep.png'}")
+save_figure(fig, "regen_sweep.png", dpi=90)
 
 # %% [markdown]
 # ## Conclusion (computed from the numbers above)

@@ -25,25 +25,20 @@
 # %%
 import copy
 import dataclasses
-import os
 import warnings
-from pathlib import Path
 
 import jax.numpy as jnp
 import numpy as np
 
 import bdpd_jax
+from bdpd_jax.study_output import figures_dir, save_figure, step, study_size
 
 bdpd_jax.configure()
 from bdpd_jax import lab  # noqa: E402
 
-SIZE = int(os.environ.get("BDPD_STUDY_SIZE", 1024))  # arenas per strategy table
+SIZE = study_size(1024)  # arenas per strategy table
 TURNS, EVERY, CHUNK = 3000, 10, 1000  # turns, record every k-th turn, turns per compiled chunk
-FIG = Path(
-    os.environ.get(
-        "BDPD_FIGURES_DIR", Path(__file__).resolve().parent / "figures" if "__file__" in globals() else "figures"
-    )
-)
+FIG = figures_dir()
 BUILTINS = ("idle", "aggressive", "conservative", "adaptive", "rcp")
 TABLES = {s: (s,) * 4 for s in BUILTINS} | {"mix": ("rcp", "conservative", "adaptive", "aggressive")}
 SEED_SENECA = {  # 004_* A.2.1, verbatim
@@ -95,6 +90,7 @@ def run_table(k: int, players: tuple) -> dict:
     }
 
 
+step(f"{len(TABLES)} strategy tables x {SIZE} arenas")
 traces0 = lab.TRACES["run"]
 res = {name: run_table(k, pl) for k, (name, pl) in enumerate(TABLES.items())}
 print("compiled programs:", lab.TRACES["run"] - traces0, "(one for all tables)")
@@ -205,9 +201,7 @@ ax.tick_params(axis="x", rotation=30)
 ax.grid(alpha=0.3, axis="y")
 fig.suptitle(f"Seneca cliff with players: seed payload, 3000 turns, {SIZE} arenas per table, harvestScale {scale:g}")
 fig.tight_layout()
-FIG.mkdir(parents=True, exist_ok=True)
-fig.savefig(FIG / "seneca_cliff.png", dpi=110)
-print("saved", FIG / "seneca_cliff.png")
+save_figure(fig, "seneca_cliff.png", dpi=110)
 
 # %% [markdown]
 # ## Conclusion (computed from the numbers above)

@@ -34,8 +34,6 @@
 # `1 - equality` (GovSim's equality of the players' total gains).
 
 # %%
-import os
-from pathlib import Path
 
 import matplotlib
 
@@ -45,17 +43,18 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 import bdpd_jax  # noqa: E402
+from bdpd_jax.study_output import figures_dir, save_figure, step, study_size  # noqa: E402
 
 bdpd_jax.configure()
 from bdpd_jax import sensitivity  # noqa: E402
 
-SIZE = int(os.environ.get("BDPD_STUDY_SIZE", "1024"))  # Sobol base samples (rounded down to a power of 2)
+SIZE = study_size(1024)  # Sobol base samples (rounded down to a power of 2)
 N_BASE = 2 ** int(np.floor(np.log2(max(SIZE, 4))))
 REPS = 4 if SIZE < 64 else 16
 TURNS = 40
 N = 4
 LADDER = [1.0, 3.0, 10.0]
-OUT = Path(os.environ.get("BDPD_FIGURES_DIR", Path(__file__).resolve().parent / "figures"))
+OUT = figures_dir()
 
 # %%
 r, K = 0.12, 150.0
@@ -101,6 +100,7 @@ def to_paths(f: pd.DataFrame) -> pd.DataFrame:
 
 import warnings  # noqa: E402
 
+step(f"Sobol analysis: base sample {N_BASE}, {REPS} replicates per point")
 with warnings.catch_warnings(record=True) as caught:  # SALib warns when an output is constant
     warnings.simplefilter("always")
     si = sensitivity.sobol(
@@ -124,9 +124,7 @@ for ax, out, title in zip(axes, ("survived", "gini"), ("survival", "final Gini o
 axes[0].set_ylabel("index")
 axes[0].legend()
 fig.tight_layout()
-OUT.mkdir(parents=True, exist_ok=True)
-fig.savefig(OUT / "sensitivity.png", dpi=90)
-print(f"saved {OUT / 'sensitivity.png'}")
+save_figure(fig, "sensitivity.png", dpi=90)
 
 # %% [markdown]
 # ## Conclusion (computed from the numbers above)

@@ -22,26 +22,21 @@
 
 # %%
 import dataclasses
-import os
-from pathlib import Path
 
 import jax.numpy as jnp
 import numpy as np
 
 import bdpd_jax
+from bdpd_jax.study_output import figures_dir, save_figure, step, study_size
 
 bdpd_jax.configure()
 from bdpd_jax import default_config, lab  # noqa: E402
 
-SIZE = int(os.environ.get("BDPD_STUDY_SIZE", 2000))  # arenas per grid point
+SIZE = study_size(2000)  # arenas per grid point
 FACTORS = np.array([0.0, 0.25, 0.5, 0.625, 0.75, 0.875, 1.0])
 TURNS = np.array([2, 15, 30])
 SCHEDULERS = ("simultaneous", "sequential", "wealth-weighted")
-FIG = Path(
-    os.environ.get(
-        "BDPD_FIGURES_DIR", Path(__file__).resolve().parent / "figures" if "__file__" in globals() else "figures"
-    )
-)
+FIG = figures_dir()
 print(f"{SIZE} arenas per point, {len(FACTORS) * len(TURNS)} points, {len(SCHEDULERS)} schedulers")
 
 
@@ -76,6 +71,7 @@ def survival_grid(scheduler: str, seed: int = 0) -> np.ndarray:
 
 
 traces0 = lab.TRACES["run"]
+step(f"survival over the shock grid for {len(SCHEDULERS)} schedulers, {SIZE} arenas per point")
 results = {s: survival_grid(s) for s in SCHEDULERS}
 print("compiled programs:", lab.TRACES["run"] - traces0, "(one per scheduler)")
 for s, (p, _) in results.items():
@@ -100,9 +96,7 @@ axes[0].set_ylabel("P(commons survives 40 turns)")
 axes[0].legend()
 fig.suptitle(f"regen_shock: survival vs size and timing ({SIZE} arenas per point, 95% CI)")
 fig.tight_layout()
-FIG.mkdir(parents=True, exist_ok=True)
-fig.savefig(FIG / "shocks.png", dpi=120)
-print("saved", FIG / "shocks.png")
+save_figure(fig, "shocks.png", dpi=120)
 
 # %% [markdown]
 # ## Conclusion (computed from the numbers above)

@@ -249,7 +249,7 @@ def test_cli_bad_arguments_exit_2_with_a_message_and_no_traceback(tmp_path):
     bad.write_text('{"model": {"threshold": 500}}')
     runner = CliRunner()
     for args, needle in [
-        (["run", "--arenas", "0"], "n_arenas"),
+        (["run", "--arenas", "0"], "--arenas"),
         (["run", str(bad)], "threshold"),
         (["run", str(tmp_path)], "directory"),
         (["run", "--seed", "-1"], "seed"),

@@ -354,11 +354,11 @@ def policy_cases() -> list[tuple[str, object, str]]:
 
 
 CLI_CASES = [  # (label, args, expect "clean" = exit 2 with a message naming the needle)
-    ("--arenas 0", ["--arenas", "0"], "n_arenas"),
-    ("--arenas -5", ["--arenas", "-5"], "n_arenas"),
+    ("--arenas 0", ["--arenas", "0"], "--arenas"),
+    ("--arenas -5", ["--arenas", "-5"], "--arenas"),
     ("--arenas abc", ["--arenas", "abc"], "arenas"),
     ("--arenas 1e12", ["--arenas", "1e12"], "arenas"),
-    ("--arenas 10**12", ["--arenas", str(10**12)], "n_arenas"),
+    ("--arenas 10**12", ["--arenas", str(10**12)], "--arenas"),
     ("--seed -1", ["--seed", "-1"], "seed"),
     ("--seed 2**32", ["--seed", str(2**32)], "seed"),
     ("--turns 0", ["--turns", "0"], "turns"),

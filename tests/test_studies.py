@@ -9,6 +9,7 @@ checks hold either way; the full-size run keeps XLA's defaults."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -27,7 +28,9 @@ STUDIES = sorted(
 @pytest.mark.heavy
 @pytest.mark.parametrize("path", STUDIES, ids=[p.stem for p in STUDIES])
 def test_study_runs_small(path, tmp_path):
-    env = {**os.environ, "MPLBACKEND": "Agg", "BDPD_FIGURES_DIR": str(tmp_path)}
+    """Run from a folder of its own without BDPD_FIGURES_DIR: the figure goes to bdpd_figures/
+    there (never into the tracked tree), and the study says where it went."""
+    env = {k: v for k, v in os.environ.items() if k != "BDPD_FIGURES_DIR"} | {"MPLBACKEND": "Agg"}
     if not HEAVY:
         env.setdefault("BDPD_STUDY_SIZE", "16")
         env.setdefault("JAX_DISABLE_MOST_OPTIMIZATIONS", "1")
@@ -37,8 +40,11 @@ def test_study_runs_small(path, tmp_path):
         text=True,
         timeout=3600 if HEAVY else 600,
         env=env,
-        cwd=path.parent.parent,
+        cwd=tmp_path,
     )
     assert p.returncode == 0, p.stderr[-3000:]
     assert p.stdout.strip(), "a study ends with a printed conclusion"
-    assert list(tmp_path.glob("*.png")), "a study ends with a figure"
+    figures = list((tmp_path / "bdpd_figures").glob("*.png"))
+    assert figures, "a study ends with a figure"
+    assert all(f"figure: {f.resolve()}" in p.stdout for f in figures), p.stdout[-2000:]
+    assert re.search(r"^\[ *[\d.]+ s\] ", p.stdout, re.M), "a study says what it does as it goes"

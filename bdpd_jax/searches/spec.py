@@ -17,21 +17,7 @@ from typing import Any
 from ..config.game import ArenaConfig
 from ..sweeps.sweep_file import read_spec
 
-EXAMPLE = """\
-config = "arena.json"          # a JSON config (relative to this file), or a [config] table
-objective = ["model.regenRate", "min"]   # or [["survived_mean", "max"], ["fines_total_mean", "min"]]
-method = "cma_es"              # evosax: cma_es, sep_cma_es, simple_es, ...; several objectives: nsga2
-population = 32
-generations = 20
-replicates = 32
-seed = 0
-
-[space]
-"model.regenRate" = [0.01, 0.6]
-
-[constraints]
-survived_mean = [">=", 0.9]
-"""
+EXAMPLE = (Path(__file__).resolve().parent.parent / "data" / "search_example.toml").read_text()  # (also in --help)
 
 SPEC_KEYS = {
     "config",

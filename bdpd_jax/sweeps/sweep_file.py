@@ -50,17 +50,7 @@ from .distributed import run_chunks
 from .sweep import SweepPlan, aggregate, explicit_points, grid_points, point_steps, sample_points
 
 # The example spec ``bdpd sweep --help`` and the README show.
-EXAMPLE = """\
-config = "arena.json"      # a JSON config (relative to this file), or a [config] table
-replicates = 100
-seed = 0
-common_random = true       # optional: replicate r of every point draws the same stream
-history = false            # optional: per-arena means of the governance metrics, fines_total
-
-[grid]                     # exactly one of [grid], [samples] (with n_samples), [points]
-"model.regenRate" = [0.05, 0.1, 0.2]
-"players[2].intensity" = [0.3, 0.9]
-"""
+EXAMPLE = (Path(__file__).resolve().parent.parent / "data" / "sweep_example.toml").read_text()  # (also in --help)
 
 SPEC_KEYS = {
     "config",

@@ -20,17 +20,28 @@ auth.json, meta.json, turns.jsonl, summary.json). ``bdpd serve`` runs it with uv
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
-from fastapi import FastAPI
-from fastapi.middleware.cors import CORSMiddleware
+import bdpd_jax  # (light: loads nothing heavy)
 
-from bdpd_jax.host.agents.js_pool import default_pool
-from bdpd_jax.host.operator import Operator
-from bdpd_jax.host.persist import clean_stale_tmp
-from bdpd_jax.host.server import errors, routes_arenas, routes_dashboard, routes_fork, routes_read, web
-from bdpd_jax.host.server.store import Hub
+# The server is an entry point (``python -m bdpd_jax.host.server``, ``uvicorn --factory
+# bdpd_jax.host.server:app_from_env``): the process settings come before the imports below
+# reach jax and equinox. Imported into a program that loaded them already, it only sets what
+# is unset (no warning: that program's own settings are its choice).
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", RuntimeWarning)
+    bdpd_jax.configure()
+
+from fastapi import FastAPI  # noqa: E402
+from fastapi.middleware.cors import CORSMiddleware  # noqa: E402
+
+from bdpd_jax.host.agents.js_pool import default_pool  # noqa: E402
+from bdpd_jax.host.operator import Operator  # noqa: E402
+from bdpd_jax.host.persist import clean_stale_tmp  # noqa: E402
+from bdpd_jax.host.server import errors, routes_arenas, routes_dashboard, routes_fork, routes_read, web  # noqa: E402
+from bdpd_jax.host.server.store import Hub  # noqa: E402
 
 
 def create_app(

@@ -1,7 +1,8 @@
-"""``python -m bdpd_jax.host.server [OPTIONS]`` is ``bdpd serve [OPTIONS]``."""
+"""``python -m bdpd_jax.host.server [OPTIONS]`` is ``bdpd serve [OPTIONS]`` (the process
+settings first: ``cli.main``)."""
 
 import sys
 
-from bdpd_jax.cli import app
+from bdpd_jax.cli import main
 
-app(["serve", *sys.argv[1:]])
+main(["serve", *sys.argv[1:]])
