@@ -137,3 +137,26 @@ def test_bad_arguments_name_the_field():
     ):
         with pytest.raises(ValueError, match=field):
             CommonsEnv(cfg, **kw)
+
+
+def test_jaxmarl_wrappers_import():
+    """The README's promise that JaxMARL's wrappers apply: gymnax (under them) needs six."""
+    from jaxmarl.wrappers.baselines import LogWrapper
+
+    assert callable(LogWrapper)
+
+
+def test_import_prints_nothing_and_keeps_the_callers_streams():
+    """JaxMARL prints "Importing submoduled environments..." and resets sys.stdout/sys.stderr
+    when imported; importing bdpd_jax.env does neither (a fresh process: jaxmarl not yet loaded)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import io, sys; out, err = io.StringIO(), io.StringIO(); sys.stdout, sys.stderr = out, err; "
+        "import bdpd_jax.env; kept = sys.stdout is out and sys.stderr is err; "
+        "sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__; print(kept, repr(out.getvalue()))"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "True ''\n", r.stdout
