@@ -58,6 +58,35 @@ def test_search_finds_the_grid_answer_within_its_resolution_with_one_compile(kno
     assert compiles <= 1  # eight generations of 16 x 8 arenas: one compiled program (or one already cached)
 
 
+LOWERING = "/jax/core/compile/jaxpr_to_mlir_module_duration"  # each program made (compiled or loaded)
+
+
+def test_a_warm_second_search_compiles_nothing(config, known):
+    """The optimiser's programs are cached by method, dimension and population, the run's by
+    shape: a second search of the known problem's shapes (other seed, other candidates)
+    traces, lowers and compiles nothing."""
+    import jax
+
+    from bdpd_jax.searches.methods import TRACES as ES_TRACES
+
+    kw = dict(constraints={"survived_mean": (">=", 0.9)}, population=16, generations=2, replicates=8)
+    made: list[str] = []
+
+    def listen(event: str, duration: float, **_: object) -> None:
+        if event == LOWERING:
+            made.append(event)
+
+    before = (dict(ES_TRACES), dict(TRACES))
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        res = search(config, SPACE, ("model.regenRate", "min"), seed=7, **kw)
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)
+    assert len(res.history) == 32
+    assert (dict(ES_TRACES), dict(TRACES)) == before
+    assert made == []
+
+
 def test_best_config_and_parquet_round_trip(known, tmp_path):
     res = known[0]
     cfg = res.config_at(res.best)
