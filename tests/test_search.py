@@ -16,6 +16,7 @@ from bdpd_jax.searches.ranking import constraints_of, front_mask, minimised, obj
 from bdpd_jax.searches.space import Space
 
 SPACE = {"model.regenRate": (0.01, 0.6)}
+SPACE_NAME = "model.regenRate"
 GRID_STEP = 0.01
 
 
@@ -56,6 +57,46 @@ def test_search_finds_the_grid_answer_within_its_resolution_with_one_compile(kno
     assert abs(best["point"]["model.regenRate"] - grid_min) <= GRID_STEP + 1e-9
     assert res.history["generation"].nunique() == 8
     assert compiles <= 1  # eight generations of 16 x 8 arenas: one compiled program (or one already cached)
+
+
+def test_the_reported_best_is_confirmed_feasible_on_fresh_keys(known):
+    """``best`` is judged on fresh replicates drawn from keys no generation used: feasible on
+    confirmation, with its interval; the history keeps both estimates."""
+    from bdpd_jax.run.runner import arena_keys
+    from bdpd_jax.searches.confirm import CONFIRM_REPLICATES
+    from bdpd_jax.searches.search import generation_seed
+
+    res = known[0]
+    best = res.best
+    m = best["metrics"]
+    assert best["confirmed"] and m["replicates"] == CONFIRM_REPLICATES == res.meta["confirm"]
+    assert m["feasible"] and m["survived_mean"] >= 0.9
+    assert m["survived_ci_low"] <= m["survived_mean"] <= m["survived_ci_high"]
+    assert best["in_sample"]["replicates"] == 8 and best["in_sample"]["feasible"]
+    h = res.history
+    confirmed = h[h["confirm_violation"].notna()]
+    assert confirmed[SPACE_NAME].nunique() == 8  # the top 8 distinct candidates
+    row = h[(h["generation"] == best["generation"]) & (h["candidate"] == best["candidate"])].iloc[0]
+    assert (
+        row["confirm_survived_mean"] == m["survived_mean"]
+        and row["survived_mean"] == best["in_sample"]["survived_mean"]
+    )
+
+    def keys(seed: int, n: int) -> set[tuple[int, int]]:
+        k = np.asarray(arena_keys(seed, np.arange(n)))
+        return set(zip(k[0].tolist(), k[1].tolist(), strict=True))
+
+    searched = set().union(*(keys(generation_seed(0, g), 8) for g in range(8)))
+    fresh = keys(res.meta["confirm_seed"], CONFIRM_REPLICATES)
+    assert len(fresh) == CONFIRM_REPLICATES and not fresh & searched
+
+
+def test_confidence_bounds_are_constraints(config):
+    from bdpd_jax.searches.search import needs_history
+
+    assert not needs_history(["survived_ci_low", "efficiency_ci_high"], ("model.regenRate",))
+    with pytest.raises(ValueError, match="confirm"):
+        search(config, SPACE, ("survived_mean", "max"), confirm=-1)
 
 
 LOWERING = "/jax/core/compile/jaxpr_to_mlir_module_duration"  # each program made (compiled or loaded)
@@ -185,7 +226,7 @@ def test_pareto_search_is_deterministic_and_resumes(config, tmp_path):
     resumed = search(config, SPACE, generations=3, out=tmp_path / "r", progress=False, **PARETO)
     pd.testing.assert_frame_equal(resumed.history, whole.history)  # same key -> same numbers, resumed or not
     front = whole.front
-    assert len(front) >= 1
+    assert len(front) >= 1 and front["confirm_feasible"].all()  # judged on fresh replicates
     f = minimised(whole.history, whole.objectives)
     for _, r in front.iterrows():  # no evaluated feasible candidate dominates a front member
         a = np.asarray([-r["survived_mean"], r["model.regenRate"]])

@@ -26,6 +26,8 @@ from ..config.limits import DEFAULT_MAX_BATCH, check_run_args
 from ..kernels.metrics import METRICS
 from ..sweeps import sweep as sweep_module
 from ..sweeps.results import HISTORY_OUTCOMES
+from .confirm import CONFIRM_REPLICATES, CONFIRM_TOP, confirm_seed
+from .confirm import confirm as confirm_top_candidates
 from .methods import make_method
 from .ranking import constraints_of, minimised, objectives_of, order, ranks, violation
 from .results import SearchResults
@@ -35,6 +37,7 @@ STATS = ("mean", "sd", "n", "ci_low", "ci_high")
 # Bounds on what one search may ask for (a spec file comes from anyone).
 MAX_POPULATION = 4096
 MAX_GENERATIONS = 10_000
+MAX_CONFIRM = 1 << 16
 
 
 def generation_seed(seed: int, generation: int) -> int:
@@ -89,6 +92,8 @@ def search(
     max_batch: int = DEFAULT_MAX_BATCH,
     progress: bool | None = None,
     out: str | Path | None = None,
+    confirm: int = CONFIRM_REPLICATES,
+    confirm_top: int = CONFIRM_TOP,
 ) -> SearchResults:
     """Search ``space`` for the candidates that best meet ``objective`` under ``constraints``.
 
@@ -109,6 +114,12 @@ def search(
     out: a directory: each generation's rows are written as it ends, and a re-run with the same
         arguments resumes after the last generation written (the optimiser is replayed).
     progress: a bar of generations with the best so far (default: when ``out`` is given).
+    confirm: fresh replicates on which the top candidates are evaluated again before ``best``
+        and ``front`` are reported (default 256; 0: report the in-sample winners). Seeds no
+        generation uses; the history keeps both estimates (``confirm_<column>``).
+    confirm_top: how many distinct candidates are confirmed with one objective (default 8, at
+        most ``population``); with several objectives the in-sample front is (at most
+        ``population`` of it).
 
     Returns a :class:`SearchResults`. Raises ValueError naming any bad argument.
     """
@@ -119,6 +130,8 @@ def search(
     population = _check_count(population, "population", MAX_POPULATION, 2)
     generations = _check_count(generations, "generations", MAX_GENERATIONS)
     check_run_args(replicates=replicates, seed=seed, turns=turns, max_batch=max_batch)
+    confirm = _check_count(confirm, "confirm", MAX_CONFIRM, 0)
+    confirm_top = _check_count(confirm_top, "confirm_top", MAX_POPULATION)
     if not isinstance(common_random, bool):
         raise ValueError(f"common_random: must be a bool, got {common_random!r}")
     history = needs_history([c for c, _ in objs] + [c for c, _, _ in cons], sp.names)
@@ -156,8 +169,26 @@ def search(
     finally:
         if bar is not None:
             bar.close()
+    hist = pd.concat(rows, ignore_index=True)
+    cseed = confirm_seed(seed, {generation_seed(seed, g) for g in range(generations)})
+    if confirm:
+        hist = confirm_top_candidates(
+            cfg,
+            sp,
+            hist,
+            objs,
+            cons,
+            top=min(confirm_top, population),
+            replicates=confirm,
+            seed=cseed,
+            population=population,
+            search_replicates=int(replicates),
+            turns=turns,
+            keep_history=history,
+            max_batch=max_batch,
+        )
     res = SearchResults(
-        pd.concat(rows, ignore_index=True),
+        hist,
         list(sp.names),
         objs,
         cons,
@@ -171,7 +202,10 @@ def search(
             "common_random": common_random,
             "turns": turns,
             "space": {n: [float(a), float(b)] for n, a, b in zip(sp.names, sp.low, sp.high, strict=True)},
-            "arena_evaluations": population * int(replicates) * generations,
+            "arena_evaluations": population * (int(replicates) * generations + confirm),
+            "confirm": confirm,
+            "confirm_top": confirm_top,
+            "confirm_seed": cseed,
         },
     )
     if out is not None:
