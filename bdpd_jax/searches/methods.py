@@ -52,7 +52,7 @@ def _counted(f: Callable[..., Any]) -> Callable[..., Any]:
     return traced
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # (hashed by identity: es_programs makes one per shape)
 class EsPrograms:
     """One evosax algorithm at one (population, dimension): the algorithm object, its
     default params (spread ``STD_INIT``) and its jitted ``init``/``ask``/``tell``, made once
