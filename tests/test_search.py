@@ -110,7 +110,7 @@ def test_a_warm_second_search_compiles_nothing(config, known):
 
     from bdpd_jax.searches.methods import TRACES as ES_TRACES
 
-    kw = dict(constraints={"survived_mean": (">=", 0.9)}, population=16, generations=2, replicates=8)
+    kw = dict(constraints={"survived_mean": (">=", 0.9)}, population=16, generations=8, replicates=8)
     made: list[str] = []
 
     def listen(event: str, duration: float, **_: object) -> None:
@@ -123,9 +123,46 @@ def test_a_warm_second_search_compiles_nothing(config, known):
         res = search(config, SPACE, ("model.regenRate", "min"), seed=7, **kw)
     finally:
         jax.monitoring.unregister_event_duration_listener(listen)
-    assert len(res.history) == 32
+    assert len(res.history) == 128 and res.meta["loop"] == "device"
     assert (dict(ES_TRACES), dict(TRACES)) == before
     assert made == []
+
+
+def test_the_device_loop_equals_the_host_loop(config, known):
+    """The known problem ran its generations on the device (one scan); the host loop (one
+    sweep per generation, reusing the confirmation's compiled program) gives the same history
+    bit for bit: same candidates, values, outcomes, ranks. Except GovSim's efficiency: its
+    f(0) is floored to whole units, and the two programs' fused multiply-adds put a threshold
+    an ulp either side of an integer for a few candidates (docs/semantics/sweeps.md)."""
+    res = known[0]
+    assert res.meta["loop"] == "device"
+    host = search(
+        config,
+        SPACE,
+        ("model.regenRate", "min"),
+        constraints={"survived_mean": (">=", 0.9)},
+        population=16,
+        generations=8,
+        replicates=8,
+        seed=0,
+        confirm=0,
+        loop="host",
+    )
+    assert host.meta["loop"] == "host"
+    floored = [c for c in host.history.columns if c.startswith("govsim_efficiency_")]
+    mine = res.history[[c for c in res.history.columns if not c.startswith("confirm_")]]
+    pd.testing.assert_frame_equal(mine.drop(columns=floored), host.history.drop(columns=floored))
+    differ = (mine[floored[0]].fillna(-1) != host.history[floored[0]].fillna(-1)).mean()
+    assert differ <= 0.05
+
+
+def test_the_device_loop_says_why_it_cannot_run(config):
+    with pytest.raises(ValueError, match="loop: the device loop cannot run this search: its method"):
+        search(config, SPACE, generations=1, loop="device", **PARETO)
+    with pytest.raises(ValueError, match="integer field"):
+        search(config, {"model.maxTurns": (5, 30)}, ("survived_mean", "max"), loop="device")
+    with pytest.raises(ValueError, match="loop"):
+        search(config, SPACE, ("survived_mean", "max"), loop="gpu")
 
 
 def test_best_config_and_parquet_round_trip(known, tmp_path):

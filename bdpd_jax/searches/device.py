@@ -36,7 +36,7 @@ from ..run.simulate import FLOAT, default_chunk, final_numbers
 from ..sweeps.build import build_points
 from ..sweeps.paths import config_base
 from ..sweeps.results import POINT_OUTCOMES, STATS, Z95, aggregate, gini
-from .methods import EsPrograms, es_key
+from .methods import TRACES, EsPrograms, es_key
 from .ranking import miss, order
 from .space import Space, outside, unit_values
 
@@ -199,6 +199,7 @@ def device_program(
         return (state, es_params, key, low, high, leaves, y0, slope), (x, v, keep)
 
     def run(state, es_params, key, g0, seeds, low, high, leaves, y0, slope):  # noqa: ANN001, ANN202
+        TRACES["device"] += 1  # once per trace, never per call
         gens = g0 + jnp.arange(block, dtype=jnp.int32)
         carry = (state, es_params, key, low, high, leaves, y0, slope)
         carry, out = jax.lax.scan(generation, carry, (gens, seeds))

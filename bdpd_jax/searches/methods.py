@@ -41,7 +41,7 @@ def known_methods() -> list[str]:
 
 # How many times each optimiser program was traced (a Python side effect of tracing, never
 # of a call): a warm search with the same method, dimension and population adds none.
-TRACES: dict[str, int] = {"es": 0}
+TRACES: dict[str, int] = {"es": 0, "device": 0}  # device: the device loop's block program
 
 
 def _counted(f: Callable[..., Any]) -> Callable[..., Any]:
