@@ -47,6 +47,7 @@ SPEC_KEYS = {
     "turns",
     "confirm",
     "confirm_top",
+    "loop",
 }
 # A spec is read from a file a user names: bound its size before parsing.
 MAX_SPEC_BYTES = 1 << 20
