@@ -156,6 +156,20 @@ def test_the_device_loop_equals_the_host_loop(config, known):
     assert differ <= 0.05
 
 
+def test_a_search_resumed_on_the_device_continues_the_same_search(config, known, tmp_path):
+    """Four generations written by the host loop, resumed to twelve: the stored four are
+    replayed through the optimiser, the device loop continues from its state (one block of
+    eight: the known problem's program), and the first eight equal the uninterrupted run's."""
+    kw = dict(constraints={"survived_mean": (">=", 0.9)}, population=16, replicates=8, seed=0, progress=False)
+    search(config, SPACE, ("model.regenRate", "min"), generations=4, out=tmp_path / "r", loop="host", confirm=0, **kw)
+    resumed = search(config, SPACE, ("model.regenRate", "min"), generations=12, out=tmp_path / "r", confirm=0, **kw)
+    assert resumed.meta["loop"] == "device"
+    whole = known[0].history
+    floored = [c for c in whole.columns if c.startswith(("govsim_efficiency_", "confirm_"))]
+    first = resumed.history[resumed.history["generation"] < 8].drop(columns=floored, errors="ignore")
+    pd.testing.assert_frame_equal(first, whole.drop(columns=floored))
+
+
 def test_the_device_loop_says_why_it_cannot_run(config):
     with pytest.raises(ValueError, match="loop: the device loop cannot run this search: its method"):
         search(config, SPACE, generations=1, loop="device", **PARETO)
