@@ -174,7 +174,7 @@ def test_the_device_loop_says_why_it_cannot_run(config):
     with pytest.raises(ValueError, match="loop: the device loop cannot run this search: its method"):
         search(config, SPACE, generations=1, loop="device", **PARETO)
     with pytest.raises(ValueError, match="integer field"):
-        search(config, {"model.maxTurns": (5, 30)}, ("survived_mean", "max"), loop="device")
+        search(config, {"model.maxTurns": (5, 30)}, ("survived_mean", "max"), population=16, loop="device")
     with pytest.raises(ValueError, match="loop"):
         search(config, SPACE, ("survived_mean", "max"), loop="gpu")
 

@@ -73,8 +73,8 @@ def device_plan(cfg: Any, sp: Space, turns: int | None) -> DevicePlan | str:
         _, game, stacked, treedef, n_turns, yields, _ = build_points(
             config_base(cfg), list(sp.names), table, turns, "hash", False, separable_min=1 << 30
         )
-    except ValueError as e:
-        return f"the probe builds failed ({e})"
+    except ValueError as err:
+        return f"the probe builds failed ({err})"
     slots = []
     owned = np.zeros(d, bool)
     for li, x in enumerate(stacked):
