@@ -37,7 +37,7 @@ def timed(fn) -> float:
     return time.perf_counter() - t0
 
 
-def ema_rate(cfg, replicates: int, n: int) -> float | None:
+def ema_rate(found, replicates: int, n: int) -> float | None:
     """Evaluations per second of the EMA workbench sampling the same space, each evaluation
     one ``simulate`` of ``replicates`` arenas; None when it is not installed."""
     try:
@@ -45,13 +45,11 @@ def ema_rate(cfg, replicates: int, n: int) -> float | None:
     except ImportError:
         return None
     import bdpd_jax
-    from bdpd_jax.sweeps.paths import apply_values, config_base
 
-    base = config_base(bdpd_jax.ArenaConfig.load(cfg))
     names = list(SPACE)
 
     def survived(r: float, i: float) -> dict:
-        c = apply_values(base, names, [r, i])
+        c = found.config_at(dict(zip(names, [r, i], strict=True)))  # (a search's results: the config at a point)
         res = bdpd_jax.simulate(c, n_arenas=replicates, seed=0, history=False)
         return {"survived": float(res.summary["survived"].mean())}
 
@@ -117,7 +115,7 @@ def case(out, cfg, P: int, R: int, G: int, H: int, n_ema: int) -> None:
         whole = timed(lambda: run(G))
     finally:
         jax.monitoring.unregister_event_duration_listener(listen)
-    ema = ema_rate(cfg, R, n_ema)
+    ema = ema_rate(found, R, n_ema)
     print(
         f"population {P} x replicates {R} = {P * R:,} arenas/generation, 30 turns: simulate {t_sim * 1e3:.1f} ms; "
         f"steady generation: device loop {dev * 1e3:.1f} ms ({dev / t_sim:.2f}x simulate), host loop "
