@@ -19,7 +19,10 @@ See docs/semantics/game.md, "Learned players".
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import contextlib
+import io
+import sys
+from collections.abc import Iterator, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -27,15 +30,6 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-
-try:  # the learn extra: one line saying what to install, not a traceback into jaxmarl
-    from jaxmarl.environments import spaces
-    from jaxmarl.environments.multi_agent_env import MultiAgentEnv
-except ImportError as exc:
-    raise ImportError(
-        f"bdpd_jax.env needs the 'learn' extra ({exc.name or 'jaxmarl'} is missing): pip install -e '.[learn]'",
-        name=exc.name,
-    ) from None
 
 from .config.game import ArenaConfig
 from .config.limits import short_repr
@@ -48,6 +42,36 @@ from .kernels.params import ENV_VARS, PEER_VARS, PLAYER_VARS, Params
 from .kernels.state import ArenaState, TurnRecord, still_playing
 from .kernels.turn import External, decide_phase, prepare, step_phase
 from .prepare.game import build
+
+
+@contextlib.contextmanager
+def _quiet_jaxmarl_import() -> Iterator[None]:
+    """JaxMARL's package import prints its search for optional submoduled environments
+    ("Importing submoduled environments...") and, around its brax import, sets ``sys.stdout``
+    and ``sys.stderr`` back to the interpreter's originals (losing a notebook's or a test's
+    streams). For this import only: its prints are swallowed and the caller's streams kept."""
+    saved = sys.stdout, sys.stderr, sys.__stdout__
+    sink = io.StringIO()
+    sys.stdout = sink
+    # what JaxMARL restores, so its later prints land here too (setattr: typeshed marks it Final)
+    setattr(sys, "__stdout__", sink)  # noqa: B010
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved[:2]
+        setattr(sys, "__stdout__", saved[2])  # noqa: B010
+
+
+try:  # the learn extra: one line saying what to install, not a traceback into jaxmarl
+    with _quiet_jaxmarl_import():
+        from jaxmarl.environments import spaces
+        from jaxmarl.environments.multi_agent_env import MultiAgentEnv
+except ImportError as exc:
+    raise ImportError(
+        f"bdpd_jax.env needs the 'learn' extra ({exc.name or 'jaxmarl'} is missing): pip install -e '.[learn]'",
+        name=exc.name,
+    ) from None
+
 
 ACTIONS = ("continuous", "discrete")
 REWARDS = ("harvest", "wealth")

@@ -180,7 +180,8 @@ lines.append(
     f"Budgets: search {budget}, grid {len(gp) * SIZE} arena-evaluations (the largest cube grid within the "
     "search's); the grid's best feasible ladder charges "
     + (f"{grid_best['fines_total_mean']:.1f}" if grid_best is not None else "nothing feasible")
-    + f", the search's {res.best['metrics']['fines_total_mean']:.1f} (in-search estimates)."
+    + f", the search's {res.best['metrics']['fines_total_mean']:.1f} (its winner confirmed on "
+    + f"{res.meta['confirm']} fresh replicates: {POP * res.meta['confirm']} arena-evaluations outside the budget)."
 )
 lines.append(
     f"The Pareto front has {len(front)} ladders, from survival {front.survived_mean.min():.1%} at "

@@ -173,3 +173,26 @@ def test_a_vmapped_step_checks_one_arenas_action(env):
     acts = {"agent_0": jnp.zeros((4, 3), jnp.int32), "agent_2": jnp.zeros((4,), jnp.int32)}
     with pytest.raises(ValueError, match=r"actions\['agent_0'\]: must be one value .* shape \(3,\)"):
         jax.vmap(env.step)(keys, st, acts)
+
+
+def test_jaxmarl_wrappers_import():
+    """The README's promise that JaxMARL's wrappers apply: gymnax (under them) needs six."""
+    from jaxmarl.wrappers.baselines import LogWrapper
+
+    assert callable(LogWrapper)
+
+
+def test_import_prints_nothing_and_keeps_the_callers_streams():
+    """JaxMARL prints "Importing submoduled environments..." and resets sys.stdout/sys.stderr
+    when imported; importing bdpd_jax.env does neither (a fresh process: jaxmarl not yet loaded)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import io, sys; out, err = io.StringIO(), io.StringIO(); sys.stdout, sys.stderr = out, err; "
+        "import bdpd_jax.env; kept = sys.stdout is out and sys.stderr is err; "
+        "sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__; print(kept, repr(out.getvalue()))"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "True ''\n", r.stdout

@@ -10,7 +10,10 @@ resuming a search relies on).
 
 from __future__ import annotations
 
+import functools
 import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -36,46 +39,92 @@ def known_methods() -> list[str]:
     return list(PARETO_METHODS) + sorted(evosax_algorithms())
 
 
+# How many times each optimiser program was traced (a Python side effect of tracing, never
+# of a call): a warm search with the same method, dimension and population adds none.
+TRACES: dict[str, int] = {"es": 0, "device": 0}  # device: the device loop's block program
+
+
+def _counted(f: Callable[..., Any]) -> Callable[..., Any]:
+    def traced(*args: Any) -> Any:
+        TRACES["es"] += 1
+        return f(*args)
+
+    return traced
+
+
+@dataclass(frozen=True, eq=False)  # (hashed by identity: es_programs makes one per shape)
+class EsPrograms:
+    """One evosax algorithm at one (population, dimension): the algorithm object, its
+    default params (spread ``STD_INIT``) and its jitted ``init``/``ask``/``tell``, made once
+    per process (:func:`es_programs`) so a second search of the same shapes compiles nothing."""
+
+    es: Any
+    params: Any
+    init: Callable[..., Any]
+    ask: Callable[..., Any]
+    tell: Callable[..., Any]
+    distribution: bool  # initialised from a mean (CMA-ES, ...), else from a first population
+
+
+@functools.lru_cache(maxsize=32)
+def es_programs(name: str, population: int, dim: int) -> EsPrograms:
+    """The cached programs of evosax's ``name`` (normalised) at ``population`` x ``dim``."""
+    import jax
+    import jax.numpy as jnp
+
+    es = evosax_algorithms()[name](population_size=population, solution=jnp.zeros(dim))
+    params = es.default_params
+    if hasattr(params, "std_init"):
+        params = params.replace(std_init=STD_INIT)
+    distribution = "mean" in inspect.signature(es.init).parameters
+    jit = jax.jit
+    return EsPrograms(es, params, jit(_counted(es.init)), jit(_counted(es.ask)), jit(_counted(es.tell)), distribution)
+
+
+def es_init_state(prog: EsPrograms, key: Any, population: int, dim: int) -> Any:
+    """The optimiser's first state from ``key``: a distribution centred in the box, or a
+    uniform first population not yet evaluated. Its leaves are made strongly typed (``init``
+    leaves some weak and ``tell`` returns them strong: else the second ``ask``/``tell``
+    would compile again)."""
+    import jax
+    import jax.numpy as jnp
+
+    k0 = jax.random.fold_in(key, 0)
+    if prog.distribution:
+        state = prog.init(k0, jnp.full((dim,), 0.5), prog.params)
+    else:
+        pop = jax.random.uniform(jax.random.fold_in(key, 1), (population, dim))
+        state = prog.init(k0, pop, jnp.full((population,), jnp.inf), prog.params)
+    return jax.tree.map(lambda x: jnp.array(x, dtype=jnp.asarray(x).dtype), state)
+
+
+def es_key(key: Any, generation: Any, what: int) -> Any:
+    """The key of generation ``g``'s ask (``what`` 0) or tell (1): traceable in ``g``."""
+    import jax
+
+    return jax.random.fold_in(jax.random.fold_in(key, 2 + generation), what)
+
+
 class EvosaxMethod:
     """An evosax algorithm; fitness = a rank (minimised)."""
 
     def __init__(self, name: str, population: int, dim: int, seed: int):
         import jax
-        import jax.numpy as jnp
 
-        cls = evosax_algorithms()[_norm(name)]
-        self.es = cls(population_size=population, solution=jnp.zeros(dim))
-        params = self.es.default_params
-        if hasattr(params, "std_init"):
-            params = params.replace(std_init=STD_INIT)
-        self.params = params
+        self.prog = es_programs(_norm(name), int(population), int(dim))
+        self.params = self.prog.params
         self.key = jax.random.key(seed)
-        self._ask = jax.jit(self.es.ask)
-        self._tell = jax.jit(self.es.tell)
-        k0 = jax.random.fold_in(self.key, 0)
-        if "mean" in inspect.signature(self.es.init).parameters:  # distribution-based
-            self.state = jax.jit(self.es.init)(k0, jnp.full((dim,), 0.5), params)
-        else:  # population-based: a uniform first population, not yet evaluated
-            pop = jax.random.uniform(jax.random.fold_in(self.key, 1), (population, dim))
-            self.state = jax.jit(self.es.init)(k0, pop, jnp.full((population,), jnp.inf), params)
-        # init leaves some leaves weakly typed and tell returns them strong: fixing the types now
-        # keeps ask/tell to one compile each (else the second generation compiles them again)
-        self.state = jax.tree.map(lambda x: jnp.array(x, dtype=jnp.asarray(x).dtype), self.state)
-
-    def _key(self, generation: int, what: int):
-        import jax
-
-        return jax.random.fold_in(jax.random.fold_in(self.key, 2 + generation), what)
+        self.state = es_init_state(self.prog, self.key, population, dim)
 
     def ask(self, generation: int) -> np.ndarray:
-        x, self.state = self._ask(self._key(generation, 0), self.state, self.params)
+        x, self.state = self.prog.ask(es_key(self.key, generation, 0), self.state, self.params)
         return np.asarray(x, dtype=float)
 
     def tell(self, generation: int, x: np.ndarray, fitness: np.ndarray, **_: Any) -> None:
         import jax.numpy as jnp
 
-        self.state, _metrics = self._tell(
-            self._key(generation, 1),
+        self.state, _metrics = self.prog.tell(
+            es_key(self.key, generation, 1),
             jnp.asarray(x, jnp.float32),
             jnp.asarray(fitness, jnp.float32),
             self.state,

@@ -79,17 +79,22 @@ def violation(points: pd.DataFrame, constraints: Sequence[tuple[str, str, float]
     """float[n]: the total amount by which each candidate misses its constraints (0 = feasible)."""
     total = np.zeros(len(points))
     for c, op, bound in constraints:
-        x = _column(points, c)
-        miss = np.maximum(bound - x, 0.0) if op == ">=" else np.maximum(x - bound, 0.0)
-        total = total + np.where(np.isnan(x), np.inf, miss)
+        total = total + miss(_column(points, c), op, bound)
     return total
 
 
-def order(f: np.ndarray, viol: np.ndarray) -> np.ndarray:
+def miss(x: Any, op: str, bound: float, xp: Any = np) -> Any:
+    """How far values ``x`` miss one constraint (0 when met, +inf when missing); ``xp`` numpy
+    or jax.numpy (the device loop ranks with the same rule)."""
+    short = xp.maximum(bound - x, 0.0) if op == ">=" else xp.maximum(x - bound, 0.0)
+    return xp.where(xp.isnan(x), xp.inf, short)
+
+
+def order(f: Any, viol: Any, xp: Any = np) -> Any:
     """Indices from best to worst for one objective (f: float[n], minimised): feasible ones by
-    f, then infeasible ones by violation (ties: by f). Stable."""
+    f, then infeasible ones by violation (ties: by f). Stable. ``xp``: numpy or jax.numpy."""
     infeasible = viol > 0
-    return np.lexsort((f, np.where(infeasible, viol, 0.0), infeasible))
+    return xp.lexsort((f, xp.where(infeasible, viol, 0.0), infeasible))
 
 
 def ranks(f: np.ndarray, viol: np.ndarray) -> np.ndarray:

@@ -6,13 +6,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import numpy as np
 import pandas as pd
 from pydantic import Field, FiniteFloat
 
 from ..config.files import Meta, load_meta, read_parquet, write_json
 from ..config.game import ArenaConfig
 from ..sweeps.paths import apply_values, config_base
+from .confirm import PREFIX, confirmed_view
 from .ranking import front_mask, minimised, order
 
 # History columns that are bookkeeping, not metrics.
@@ -24,7 +24,9 @@ class SearchResults:
     """``history``: one row per candidate per generation: ``generation``, ``candidate``, the
     searched paths' values, the optimiser's unit-cube coordinates (``unit_<j>``), the sweep's
     point columns (``replicates``, ``<outcome>_mean/_sd/_n/_ci_low/_ci_high``), ``violation``
-    (0 = feasible), ``feasible`` and ``rank`` (within its generation, 0 = best)."""
+    (0 = feasible), ``feasible`` and ``rank`` (within its generation, 0 = best); the
+    confirmed candidates' ``confirm_<column>``, ``confirm_violation``, ``confirm_feasible``
+    (their estimates on fresh replicates; NaN on the rows not confirmed)."""
 
     history: pd.DataFrame
     names: list[str]
@@ -33,41 +35,58 @@ class SearchResults:
     config: ArenaConfig | None = None
     meta: dict[str, Any] = field(default_factory=dict)
 
-    def _order(self) -> np.ndarray:
-        h = self.history
-        return order(minimised(h, self.objectives[:1])[:, 0], h["violation"].to_numpy(float))
+    def _confirmed(self) -> pd.DataFrame | None:
+        return confirmed_view(self.history, self.names)
 
     @property
     def best(self) -> dict[str, Any]:
-        """The best candidate of the whole search (feasible first, then the first objective;
-        with several objectives that is a member of the front): ``point`` {path: value},
-        ``config``, ``metrics`` (every point column of its generation's sweep, CIs included:
-        estimates over that generation's replicates), ``generation``, ``candidate``."""
-        if self.history.empty:
+        """The best candidate (feasible first, then the first objective; with several
+        objectives a member of the front). When the search confirmed its top candidates on
+        fresh replicates (``confirm``, the default), the best of those by their confirmed
+        estimates. ``point`` {path: value}, ``config``, ``metrics`` (every point column with
+        its CI, ``violation`` and ``feasible``: the confirmation's estimates when
+        ``confirmed``, else its generation's), ``in_sample`` (the same from its generation's
+        replicates), ``confirmed``, ``generation``, ``candidate``."""
+        h = self.history
+        if h.empty:
             raise ValueError("SearchResults.best: the search evaluated no candidate")
-        row = self.history.iloc[int(self._order()[0])]
+        view = self._confirmed()
+        src = h if view is None else view
+        at = int(order(minimised(src, self.objectives[:1])[:, 0], src["violation"].to_numpy(float))[0])
+        row = src.iloc[at]
         point = {n: row[n].item() if hasattr(row[n], "item") else row[n] for n in self.names}
-        skip = set(self.names) | set(BOOK) | {c for c in row.index if c.startswith("unit_")}
-        metrics = {c: row[c] for c in row.index if c not in skip}
-        metrics.update(violation=float(row["violation"]), feasible=bool(row["feasible"]))
         return {
             "point": point,
             "config": self.config_at(point) if self.config is not None else None,
-            "metrics": metrics,
+            "metrics": self._metrics(row),
+            "in_sample": self._metrics(h.loc[row.name]),
+            "confirmed": view is not None,
             "generation": int(row["generation"]),
             "candidate": int(row["candidate"]),
         }
 
+    def _metrics(self, row: pd.Series) -> dict[str, Any]:
+        skip = set(self.names) | set(BOOK)
+        metrics = {c: row[c] for c in row.index if c not in skip and not c.startswith(("unit_", PREFIX))}
+        metrics.update(violation=float(row["violation"]), feasible=bool(row["feasible"]))
+        return metrics
+
     @property
     def front(self) -> pd.DataFrame:
-        """The Pareto set over the whole history (several objectives; empty with one): the
-        non-dominated feasible candidates (the least violating when none is feasible)."""
+        """The Pareto set (several objectives; empty with one): the non-dominated feasible
+        candidates (the least violating when none is feasible), judged by their confirmed
+        estimates when the search confirmed its in-sample front, else over the whole history.
+        Rows of the history (in-sample and ``confirm_*`` columns)."""
         h = self.history
         if len(self.objectives) < 2 or h.empty:
             return h.iloc[0:0]
-        mask = front_mask(minimised(h, self.objectives), h["violation"].to_numpy(float))
-        f = h[mask]
-        return f.sort_values(self.objectives[0][0], ascending=self.objectives[0][1] == "min", ignore_index=True)
+        view = self._confirmed()
+        src = h if view is None else view
+        mask = front_mask(minimised(src, self.objectives), src["violation"].to_numpy(float))
+        f = h.loc[src.index[mask]]
+        c = self.objectives[0][0]
+        by = PREFIX + c if view is not None and PREFIX + c in f else c
+        return f.sort_values(by, ascending=self.objectives[0][1] == "min", ignore_index=True)
 
     def config_at(self, point: Any) -> ArenaConfig:
         """The config at a point: ``{path: value}``, a history row, or ``best`` itself."""

@@ -28,7 +28,10 @@ from ..config.limits import DEFAULT_MAX_BATCH, check_run_args
 from ..kernels.metrics import METRICS
 from ..sweeps import sweep as sweep_module
 from ..sweeps.results import HISTORY_OUTCOMES
-from .methods import make_method
+from .confirm import CONFIRM_REPLICATES, CONFIRM_TOP, confirm_seed
+from .confirm import confirm as confirm_top_candidates
+from .device import device_plan, run_device
+from .methods import EvosaxMethod, make_method
 from .ranking import constraints_of, minimised, objectives_of, order, ranks, violation
 from .results import SearchResults
 from .space import Space
@@ -37,6 +40,9 @@ STATS = ("mean", "sd", "n", "ci_low", "ci_high")
 # Bounds on what one search may ask for (a spec file comes from anyone).
 MAX_POPULATION = 4096
 MAX_GENERATIONS = 10_000
+MAX_CONFIRM = 1 << 16
+# Where the generations run: "auto" (the device loop when the search allows it), "host", "device".
+LOOPS = ("auto", "host", "device")
 
 
 def generation_seed(seed: int, generation: int) -> int:
@@ -91,6 +97,9 @@ def search(
     max_batch: int = DEFAULT_MAX_BATCH,
     progress: bool | None = None,
     out: str | Path | None = None,
+    confirm: int = CONFIRM_REPLICATES,
+    confirm_top: int = CONFIRM_TOP,
+    loop: str = "auto",
 ) -> SearchResults:
     """Search ``space`` for the candidates that best meet ``objective`` under ``constraints``.
 
@@ -111,6 +120,16 @@ def search(
     out: a directory: each generation's rows are written as it ends, and a re-run with the same
         arguments resumes after the last generation written (the optimiser is replayed).
     progress: a bar of generations with the best so far (default: when ``out`` is given).
+    confirm: fresh replicates on which the top candidates are evaluated again before ``best``
+        and ``front`` are reported (default 256; 0: report the in-sample winners). Seeds no
+        generation uses; the history keeps both estimates (``confirm_<column>``).
+    confirm_top: how many distinct candidates are confirmed with one objective (default 8, at
+        most ``population``); with several objectives the in-sample front is (at most
+        ``population`` of it).
+    loop: ``"auto"`` (default): with an evosax ES, columns the kernels compute and paths
+        stored in the params as their values, many generations run on the device in one
+        compiled program (bdpd_jax/searches/device.py); else, and with ``"host"``, each
+        generation is a sweep driven from Python. ``"device"`` insists (ValueError saying why not).
 
     Returns a :class:`SearchResults`. Raises ValueError naming any bad argument.
     """
@@ -124,6 +143,8 @@ def search(
     steps = {"population": population, "replicates": int(replicates), **arena_steps(cfg, turns)}
     field = "replicates" if steps["replicates"] >= population else "population"
     check_budget(field, steps[field], steps)  # one generation is one sweep of these arenas
+    confirm = _check_count(confirm, "confirm", MAX_CONFIRM, 0)
+    confirm_top = _check_count(confirm_top, "confirm_top", MAX_POPULATION)
     if not isinstance(common_random, bool):
         raise ValueError(f"common_random: must be a bool, got {common_random!r}")
     history = needs_history([c for c, _ in objs] + [c for c, _, _ in cons], sp.names)
@@ -136,8 +157,10 @@ def search(
         from tqdm.auto import tqdm
 
         bar = tqdm(total=generations, desc="search generations", unit="gen", initial=0)
+    plan = _device_plan(loop, opt, cfg, sp, turns, history)
+    host_until = generations if plan is None else min(len(done), generations)
     try:
-        for g in range(generations):
+        for g in range(host_until):
             x = opt.ask(g)
             if g < len(done):  # resuming: replay the stored generation (same candidates, same tell)
                 gen = done[g]
@@ -155,14 +178,49 @@ def search(
             f, viol = minimised(gen, objs), gen["violation"].to_numpy(float)
             opt.tell(g, x, ranks(f[:, 0], viol + sp.outside(x)), objectives=f, violation=viol)
             rows.append(gen)
-            if bar is not None:
-                bar.update(1)
-                bar.set_postfix_str(_best_text(pd.concat(rows, ignore_index=True), objs))
+            _report(bar, rows, objs)
+        if plan is not None and host_until < generations:
+            seeds = [generation_seed(seed, g) for g in range(generations)]
+            for g, x, v, pts in run_device(
+                opt,
+                plan,
+                sp,
+                objs[0],
+                cons,
+                population=population,
+                replicates=int(replicates),
+                common_random=common_random,
+                seeds=seeds,
+                start=host_until,
+                generations=generations,
+            ):
+                gen = generation_rows(g, pd.DataFrame(v, columns=list(sp.names)), x, pts, objs, cons, sp)
+                store.write(g, gen)
+                rows.append(gen)
+                _report(bar, rows, objs)
     finally:
         if bar is not None:
             bar.close()
+    hist = pd.concat(rows, ignore_index=True)
+    cseed = confirm_seed(seed, {generation_seed(seed, g) for g in range(generations)})
+    if confirm:
+        hist = confirm_top_candidates(
+            cfg,
+            sp,
+            hist,
+            objs,
+            cons,
+            top=min(confirm_top, population),
+            replicates=confirm,
+            seed=cseed,
+            population=population,
+            search_replicates=int(replicates),
+            turns=turns,
+            keep_history=history,
+            max_batch=max_batch,
+        )
     res = SearchResults(
-        pd.concat(rows, ignore_index=True),
+        hist,
         list(sp.names),
         objs,
         cons,
@@ -176,7 +234,11 @@ def search(
             "common_random": common_random,
             "turns": turns,
             "space": {n: [float(a), float(b)] for n, a, b in zip(sp.names, sp.low, sp.high, strict=True)},
-            "arena_evaluations": population * int(replicates) * generations,
+            "arena_evaluations": population * (int(replicates) * generations + confirm),
+            "confirm": confirm,
+            "confirm_top": confirm_top,
+            "confirm_seed": cseed,
+            "loop": "host" if plan is None else "device",
         },
     )
     if out is not None:
@@ -216,12 +278,23 @@ def _evaluate(
         max_batch=max_batch,
     )
     pts = res.points.sort_values("point").iloc[:n].reset_index(drop=True)
+    return generation_rows(g, table, x, pts, objs, cons, sp)
+
+
+def generation_rows(
+    g: int, table: pd.DataFrame, x: np.ndarray, pts: pd.DataFrame, objs, cons, sp: Space
+) -> pd.DataFrame:
+    """A generation's history rows: ``generation``, ``candidate``, the values, the unit
+    coordinates, the points frame's columns (its first ``len(x)`` points), violation,
+    feasibility, rank (either loop)."""
+    n = len(x)
+    pts = pts.iloc[:n].reset_index(drop=True)
     gen = pd.concat(
         [
             pd.DataFrame({"generation": np.full(n, g, np.int64), "candidate": np.arange(n, dtype=np.int64)}),
             table.reset_index(drop=True),
             pd.DataFrame({f"unit_{j}": x[:, j] for j in range(sp.dim)}),
-            pts.drop(columns=["point", *sp.names]),
+            pts.drop(columns=["point", *[c for c in sp.names if c in pts]]),
         ],
         axis=1,
     )
@@ -230,6 +303,33 @@ def _evaluate(
     gen["feasible"] = viol <= 0
     gen["rank"] = ranks(minimised(gen, objs)[:, 0], viol)
     return gen
+
+
+def _report(bar: Any, rows: list[pd.DataFrame], objs) -> None:
+    if bar is not None:
+        bar.update(1)
+        bar.set_postfix_str(_best_text(pd.concat(rows, ignore_index=True), objs))
+
+
+def _device_plan(loop: Any, opt: Any, cfg: ArenaConfig, sp: Space, turns: int | None, history: bool):
+    """The device loop's plan when ``loop`` allows it and the search can run there, else None;
+    ``loop="device"`` on a search that cannot is a ValueError saying why."""
+    if loop not in LOOPS:
+        raise ValueError(f"loop: one of {list(LOOPS)}, got {loop!r}")
+    if loop == "host":
+        return None
+    why = (
+        "its method is not an evosax ES"
+        if not isinstance(opt, EvosaxMethod)
+        else "a column read needs the per-turn records"
+        if history
+        else device_plan(cfg, sp, turns)
+    )
+    if isinstance(why, str):
+        if loop == "device":
+            raise ValueError(f"loop: the device loop cannot run this search: {why}")
+        return None
+    return why
 
 
 def _best_text(h: pd.DataFrame, objs) -> str:

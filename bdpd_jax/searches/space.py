@@ -3,6 +3,7 @@ optimisers work in."""
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -59,15 +60,17 @@ class Space:
 
     def values(self, unit: np.ndarray) -> pd.DataFrame:
         """The points (columns = paths) at unit-cube coordinates [n, D], clipped to the box;
-        integer fields rounded (and kept inside the bounds)."""
+        float fields in float32 (:func:`unit_values`: the value the params hold, and the device
+        loop's own arithmetic), integer fields rounded (and kept inside the bounds)."""
         u = np.clip(np.asarray(unit, dtype=float), 0.0, 1.0)
         x = self.low + u * (self.high - self.low)
+        x32 = np.asarray(_unit_values(u.astype(np.float32), self.low.astype(np.float32), self.high.astype(np.float32)))
         cols: dict[str, Any] = {}
         for j, n in enumerate(self.names):
             if self.integer[j]:
                 cols[n] = np.clip(np.rint(x[:, j]), math.ceil(self.low[j]), math.floor(self.high[j])).astype(np.int64)
             else:
-                cols[n] = x[:, j]
+                cols[n] = x32[:, j].astype(float)
         return pd.DataFrame(cols, columns=list(self.names))
 
     def unit(self, values: pd.DataFrame) -> np.ndarray:
@@ -77,5 +80,29 @@ class Space:
 
     def outside(self, unit: np.ndarray) -> np.ndarray:
         """float[n]: how far each unit-cube point lies outside the box (0 inside)."""
-        u = np.asarray(unit, dtype=float)
-        return np.sqrt(np.sum(np.maximum(u - 1.0, 0.0) ** 2 + np.maximum(-u, 0.0) ** 2, axis=1))
+        return np.asarray(outside(np.asarray(unit, dtype=float)))
+
+
+def outside(unit: Any, xp: Any = np) -> Any:
+    """float[n]: how far each unit-cube point [n, D] lies outside the box (0 inside); ``xp``:
+    numpy or jax.numpy (the device loop ranks with the same rule)."""
+    return xp.sqrt(xp.sum(xp.maximum(unit - 1.0, 0.0) ** 2 + xp.maximum(-unit, 0.0) ** 2, axis=1))
+
+
+def unit_values(u: Any, low: Any, high: Any) -> Any:
+    """float32 values at unit coordinates ``u`` [n, D] (clipped): ``low + u * (high - low)``,
+    traced by XLA in both loops of the search (the device loop inlines it, the host loop runs
+    it jitted), so both hold the same numbers (XLA may fuse the multiply-add: numpy's float32
+    would differ in the last bit)."""
+    return low + u * (high - low)
+
+
+@functools.cache
+def _jitted() -> Any:
+    import jax
+
+    return jax.jit(unit_values)
+
+
+def _unit_values(u: np.ndarray, low: np.ndarray, high: np.ndarray) -> Any:
+    return _jitted()(u, low, high)

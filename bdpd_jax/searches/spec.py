@@ -31,6 +31,9 @@ SPEC_KEYS = {
     "seed",
     "common_random",
     "turns",
+    "confirm",
+    "confirm_top",
+    "loop",
 }
 # A spec is read from a file a user names: bound its size before parsing.
 MAX_SPEC_BYTES = 1 << 20
