@@ -126,6 +126,8 @@ def replay(
         out_dir=out_dir,
         perturbable=meta.get("perturbable", False),
         operator=operator,
+        llm_cache=meta.get("llmCache"),
+        token_budget=meta.get("tokenBudget"),
         governance_agent=_governor(meta, records),
         agent_kinds={p["name"]: p["agentType"] for p in meta["players"] if p.get("agentType", "builtin") != "builtin"},
     )
@@ -141,6 +143,7 @@ def replay(
                 "fallback": d.get("fallback", False),
                 "turn": rec["turn"],
                 "utterances": _said(rec, p["name"]),
+                **({"usage": d["usage"]} if "usage" in d else {}),
             }
             for rec in records
             for d in rec["decisions"]

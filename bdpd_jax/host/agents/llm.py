@@ -31,6 +31,7 @@ from typing import Any
 from bdpd_jax.host._json import dumps_compact
 from bdpd_jax.host.agents.base import AgentResult, Utterance, check_wealth, fallback_harvest, join_errors, valid_harvest
 from bdpd_jax.host.agents.http import check_timeout_ms, check_url
+from bdpd_jax.host.agents.llm_client import LLMCalls
 from bdpd_jax.host.agents.llm_protocol import (
     decode_arguments,
     parse_completion,
@@ -38,7 +39,7 @@ from bdpd_jax.host.agents.llm_protocol import (
     render_system_prompt,
     whole_units,
 )
-from bdpd_jax.host.agents.transport import HttpClient, TransportError, loads_capped, make_client
+from bdpd_jax.host.agents.transport import HttpClient, TransportError, make_client
 from bdpd_jax.host.tools import (
     speak_schema,
     tool_schemas,
@@ -72,6 +73,7 @@ class LLMAgent:
         fallback: float | None = None,
         whole_units: bool = False,
         discussion: bool = False,
+        calls: LLMCalls | None = None,
     ) -> None:
         self.base_url = check_url(base_url).rstrip("/")
         if not isinstance(model, str) or not model:
@@ -90,6 +92,8 @@ class LLMAgent:
         self._client = client
         self._owns_client = client is None
         self.last_usage: dict[str, Any] | None = None
+        # limits, retries, cache and token accounting (issue 38): the arena's, else plain calls
+        self.calls = calls if calls is not None else LLMCalls(self.base_url)
         self.sanction = bool(sanction)  # the arena offers the sanction tool
         if rules_text is not None and (not isinstance(rules_text, str) or not rules_text):
             raise ValueError("rules_text: must be a non-empty string or None")
@@ -183,22 +187,20 @@ class LLMAgent:
     ) -> Any:
         """POST this turn's request under the deadline; the decoded completion, capped while it
         streams in. Any failure raises TransportError (its text is the recorded error)."""
-        try:
-            body_text = json.dumps(self.request_body(obs, inbox, tail), ensure_ascii=False, allow_nan=False)
-        except (TypeError, ValueError) as exc:
-            raise TransportError(f"obs: not serialisable ({exc})") from None
-        status, raw = await self._get_client().post(
+        data = await self.calls.complete(
+            self._get_client(),
             f"{self.base_url}/chat/completions",
-            body_text.encode(),
+            self.request_body(obs, inbox, tail),
             self._headers(),
             self.timeout_ms / 1000.0,
             MAX_COMPLETION_BYTES,
         )
-        if not 200 <= status < 300:
-            raise TransportError(f"http: status {status}")
-        data = loads_capped(raw)
         self.last_usage = data.get("usage") if isinstance(data, dict) else None
         return data
+
+    def take_usage(self) -> dict[str, int] | None:
+        """This turn's tokens so far (``LLMCalls.take_turn``; the turn record's ``usage``)."""
+        return self.calls.take_turn()
 
     async def decide(
         self, obs: dict[str, Any], wealth: float, inbox: list[dict[str, Any]] | None = None, pool: float | None = None
