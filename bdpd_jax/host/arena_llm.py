@@ -5,7 +5,7 @@ limits and retries for the player's endpoint, the arena's response cache, the ar
 account) and, at the end of every turn (``ArenaRun.end_turn``), writes the tokens into the
 record and the totals:
 
-* each decision of a player that used the model this turn gets ``usage: {promptTokens,
+* each decision of a player whose answers of this turn reported tokens gets ``usage: {promptTokens,
   completionTokens}`` (its decision and its utterances of the turn together);
 * the record gets the arena's ``usage`` of the turn when any player used the model;
 * the totals per player and per arena feed the report (:func:`report`): ``usage`` at the top

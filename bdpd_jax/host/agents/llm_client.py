@@ -69,12 +69,12 @@ class Usage:
         return {"promptTokens": self.prompt_tokens, "completionTokens": self.completion_tokens}
 
 
-def answer_usage(data: Any) -> Usage:
+def answer_usage(data: Any) -> Usage | None:
     """The tokens an OpenAI-style answer reports (``usage.prompt_tokens`` /
-    ``usage.completion_tokens``); a missing or unreadable count is 0."""
+    ``usage.completion_tokens``; an unreadable count is 0); None for an answer without ``usage``."""
     u = data.get("usage") if isinstance(data, dict) else None
     if not isinstance(u, dict):
-        return Usage()
+        return None
 
     def count(name: str) -> int:
         v = u.get(name)
@@ -207,6 +207,8 @@ class LLMCalls:
 
     def _count(self, data: Any) -> None:
         u = answer_usage(data)
+        if u is None:  # the server says nothing of tokens: nothing to record
+            return
         self.usage.add(u)
         self._turn.add(u)
         self._turn_calls += 1
@@ -214,7 +216,7 @@ class LLMCalls:
 
     def take_turn(self) -> dict[str, int] | None:
         """This turn's tokens (``{promptTokens, completionTokens}``) since the last call, None
-        when the player made no call meanwhile; the count starts again."""
+        when no answer meanwhile reported its usage; the count starts again."""
         if not self._turn_calls:
             return None
         out, self._turn, self._turn_calls = self._turn.wire(), Usage(), 0
