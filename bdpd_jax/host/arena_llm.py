@@ -21,15 +21,26 @@ its records, its totals and its stop are the run's.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from bdpd_jax.host.agents.llm_cache import ResponseCache
 from bdpd_jax.host.agents.llm_client import LLMCalls, TokenAccount, Usage
 from bdpd_jax.host.agents.llm_limits import limiter_for
 from bdpd_jax.host.operator import Operator
 
-if TYPE_CHECKING:
-    from bdpd_jax.host.arena_run import ArenaRun
+
+class ArenaRun(Protocol):
+    """What this module reads of an arena's run (``host.arena_run.ArenaRun``, which holds an
+    ``ArenaLLM``: named here, not imported, so the two modules do not import each other)."""
+
+    @property
+    def agents(self) -> list[Any]: ...
+
+    @property
+    def specs(self) -> list[Any]: ...
+
+    def agent_kind(self, i: int) -> str: ...
+
 
 #: the folder of an arena's response cache inside its own folder (no operator ``llmCacheDir``)
 CACHE_FOLDER = "llm-cache"

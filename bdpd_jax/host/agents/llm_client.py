@@ -78,8 +78,9 @@ def answer_usage(data: Any) -> Usage | None:
 
     def count(name: str) -> int:
         v = u.get(name)
-        ok = isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_TOKENS_PER_ANSWER
-        return int(v) if ok else 0
+        if isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_TOKENS_PER_ANSWER:
+            return v
+        return 0
 
     return Usage(count("prompt_tokens"), count("completion_tokens"))
 
