@@ -102,6 +102,12 @@ class TokenAccount:
         """True once the tokens used reach the budget."""
         return self.budget is not None and self.usage.total >= self.budget
 
+    def note(self, *, sent: int = 0, cached: int = 0, retried: int = 0) -> None:
+        """Count calls sent, answered from the cache, retried."""
+        self.sent += sent
+        self.cached += cached
+        self.retried += retried
+
     def calls(self) -> dict[str, int]:
         """What the report says of the calls (``sent``, ``cached``, ``retried``)."""
         return {"sent": self.sent, "cached": self.cached, "retried": self.retried}
@@ -157,7 +163,7 @@ class LLMCalls:
             key = self.cache.key(self.endpoint, body)
             hit = self.cache.get(key)
             if isinstance(hit, dict):
-                acct.cached += 1
+                acct.note(cached=1)
                 self._count(hit)
                 return hit
         data = await self._send(client, url, text, headers, timeout_s, max_bytes)
@@ -179,7 +185,7 @@ class LLMCalls:
                     reply = await self._post_once(
                         client, url, text, headers, max(deadline - loop.time(), 1e-3), max_bytes
                     )
-                    self.account.sent += 1
+                    self.account.note(sent=1)
                     status, raw = reply
                     if 200 <= status < 300:
                         break
@@ -192,7 +198,7 @@ class LLMCalls:
                             f"http: status {status}{tries} (a retry in {wait:.3g} s would pass the deadline)"
                         )
                     attempt += 1
-                    self.account.retried += 1
+                    self.account.note(retried=1)
                     await asyncio.sleep(wait)
         except TimeoutError:
             raise TransportError(f"timeout: no response within {timeout_s * 1000:g} ms") from None

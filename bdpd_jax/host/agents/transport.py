@@ -105,12 +105,11 @@ class Reply(tuple[int, bytes]):
     ``Retry-After`` header text (``retry_after``, at most 64 chars; None without one) for the
     LLM layer's retries (:mod:`~bdpd_jax.host.agents.llm_client`)."""
 
-    retry_after: str | None
-
     def __new__(cls, status: int, body: bytes, retry_after: str | None = None) -> Reply:
-        out = super().__new__(cls, (status, body))
-        out.retry_after = None if retry_after is None else retry_after[:64]
-        return out
+        return super().__new__(cls, (status, body))
+
+    def __init__(self, status: int, body: bytes, retry_after: str | None = None) -> None:
+        self.retry_after = None if retry_after is None else retry_after[:64]
 
 
 class HttpClient:
