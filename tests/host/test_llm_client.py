@@ -227,3 +227,63 @@ def test_bad_llm_options_are_refused_by_name(bad):
     kw = {"token_budget": bad.get("tokenBudget"), "llm_cache": bad.get("llmCache")}
     with pytest.raises(ValueError, match=next(iter(bad))):
         ArenaLLM(Operator(), **kw)
+
+
+class _SlowFor:
+    """A fake client whose answers for ``slow_model`` never come (the deadline ends the call)."""
+
+    def __init__(self, slow_model: str) -> None:
+        self.slow_model = slow_model
+        self.inner = FakeClient(_usage_answer)
+
+    async def post(self, url, body, headers, timeout_s, max_bytes):
+        if json.loads(body)["model"] == self.slow_model:
+            await asyncio.sleep(3600)
+        return await self.inner.post(url, body, headers, timeout_s, max_bytes)
+
+    async def aclose(self) -> None:
+        pass
+
+
+def test_one_slow_arena_holds_the_batch_no_longer_than_its_own_deadline(tmp_path):
+    """Two arenas in one LiveBatch: one's model never answers; its players fall back at their
+    deadline (the phase ends then) and the other's answers are used."""
+    slow = Arena(_cfg(), seed=5, arena_index=0, client=_SlowFor("m1"), operator={"llmBaseUrls": [BASE]})
+    fast = Arena(_cfg(), seed=5, arena_index=1, client=_SlowFor("none"), operator={"llmBaseUrls": [BASE]})
+    for a in (slow, fast):
+        for name, model in (("s1", "m1"), ("s2", "m2")):
+            a.join({"agentType": "llm", "name": name, "model": model, "baseUrl": BASE, "timeoutMs": 150})
+    batch = LiveBatch([slow, fast])
+    r_slow, r_fast = batch.tick()
+    by_slow = {d["playerId"]: d for d in r_slow["decisions"]}
+    assert by_slow["s1"]["fallback"] and by_slow["s1"]["error"].startswith("timeout: no completion within 150 ms")
+    assert not by_slow["s2"]["fallback"]
+    assert not any(d.get("fallback") for d in r_fast["decisions"])
+    batch.close()
+
+
+def test_time_queued_for_a_place_counts_against_the_deadline():
+    """maxInFlight 1, answers after 0.3 s, deadlines of 0.5 s: the calls queued behind the
+    first run out of time in the queue (a timeout, never a late answer)."""
+
+    async def main() -> tuple[list, int]:
+        async def chat(request: web.Request) -> web.Response:
+            await asyncio.sleep(0.3)
+            return web.Response(body=_answer(1.0), content_type="application/json")
+
+        runner, base = await _serve(chat)
+        op = Operator.model_validate({"llmBaseUrls": [base], "llmEndpoints": [{"baseUrl": base, "maxInFlight": 1}]})
+        client = make_client(8)
+        llm = ArenaLLM(op)
+        agents = [LLMAgent(base, "m", client=client, calls=llm.calls_for(base), timeout_ms=500) for _ in range(4)]
+        try:
+            out = await asyncio.gather(*(a.decide(OBS, 10.0) for a in agents))
+        finally:
+            await client.aclose()
+            await runner.cleanup()
+        return out, agents[0].calls.limiter.peak
+
+    results, peak = asyncio.run(main())
+    assert peak == 1 and not results[0].fallback
+    late = [r for r in results[1:] if r.fallback]
+    assert late and all(r.error.startswith("timeout: no completion within 500 ms") for r in late)

@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
 from typing import Any, Protocol
 
+from bdpd_jax.host._json import dumps_bytes
 from bdpd_jax.host.agents.llm_cache import ResponseCache
 from bdpd_jax.host.agents.llm_limits import EndpointLimiter, backoff_s, retryable
 from bdpd_jax.host.agents.transport import TransportError, loads_capped
@@ -154,8 +154,8 @@ class LLMCalls:
             raise TransportError(
                 f"budget: the arena's tokenBudget of {acct.budget} tokens is spent ({acct.usage.total} used)"
             )
-        try:
-            text = json.dumps(body, ensure_ascii=False, allow_nan=False).encode()
+        try:  # orjson, as the HTTP players' (non-finite floats -> null): ~5x less CPU than json.dumps
+            text = dumps_bytes(body)
         except (TypeError, ValueError) as exc:
             raise TransportError(f"obs: not serialisable ({exc})") from None
         key = None
