@@ -6,7 +6,9 @@ loopback OpenAI-compatible endpoint that answers after ``--delay-ms``, with the 
 The endpoint is a separate process on raw asyncio streams (it shares neither this process's
 GIL nor its CPU clock): every answer is one ``harvest`` tool call and a ``usage``. Reported:
 the wall time of the months after the first (the first compiles) against the bound the
-limit sets, ``calls x delay / maxInFlight`` (target: within 1.3x), the host CPU per call
+limit sets, ``calls x delay / maxInFlight`` (target: within 1.3x), beside what bare POSTs
+through the same client and a semaphore reach on this machine at this moment (the floor: a
+loaded machine's late timers stretch both), the host CPU per call
 (target <= 1 ms: the kernels, the records and the HTTP client together), the most calls ever
 in flight (never above the limit) and the fallbacks (0 expected).
 
@@ -112,8 +114,32 @@ def make_arenas(n: int, players: int, months: int, base: str, max_in_flight: int
     return arenas
 
 
-async def run(arenas: int, players: int, months: int, delay_ms: float, max_in_flight: int) -> dict[str, Any]:
-    """One run; the figures (see the module docstring)."""
+async def floor(base: str, calls: int, delay_ms: float, max_in_flight: int) -> float:
+    """Wall time over the bound of ``calls`` bare POSTs (the same client, a semaphore of
+    ``max_in_flight``, no arena, no agent): what this machine allows at best right now."""
+    client = make_client(max_in_flight + 16)
+    sem = asyncio.Semaphore(max_in_flight)
+    body = json.dumps({"model": "loopback", "messages": []}).encode()
+
+    async def one() -> None:
+        async with sem:
+            await client.post(f"{base}/chat/completions", body, {}, 60.0, 1 << 20)
+
+    try:
+        await asyncio.gather(*(one() for _ in range(max_in_flight)))  # connections up
+        t0 = time.perf_counter()
+        await asyncio.gather(*(one() for _ in range(calls)))
+        wall = time.perf_counter() - t0
+    finally:
+        await client.aclose()
+    return wall / (calls * delay_ms / 1000.0 / max_in_flight)
+
+
+async def run(
+    arenas: int, players: int, months: int, delay_ms: float, max_in_flight: int, floor_calls: int = 0
+) -> dict[str, Any]:
+    """One run; the figures (see the module docstring). ``floor_calls`` > 0: also the bare
+    transport's ratio on as many calls, measured right after (``floor_over_bound``)."""
     proc, base = start_endpoint(delay_ms)
     client = make_client(max_in_flight + 16)
     try:
@@ -132,6 +158,7 @@ async def run(arenas: int, players: int, months: int, delay_ms: float, max_in_fl
         fallbacks = sum(d.get("fallback", False) for a in batch.arenas for r in a.records for d in r["decisions"])
         played = [a.turn for a in batch.arenas]
         await batch.aclose()
+        bare = await floor(base, floor_calls, delay_ms, max_in_flight) if floor_calls > 0 else None
     finally:
         await client.aclose()
         proc.kill()
@@ -149,6 +176,7 @@ async def run(arenas: int, players: int, months: int, delay_ms: float, max_in_fl
         "wall_s": wall,
         "bound_s": bound,
         "wall_over_bound": wall / bound if bound else None,
+        "floor_over_bound": bare,
         "cpu_ms_per_call": 1e3 * cpu / calls if calls else None,
         "peak_in_flight": None if limiter is None else limiter.peak,
         "fallbacks": fallbacks,
@@ -162,14 +190,16 @@ def main() -> None:
     ap.add_argument("--months", type=int, default=12)
     ap.add_argument("--delay-ms", type=float, default=50.0)
     ap.add_argument("--max-in-flight", type=int, default=64)
+    ap.add_argument("--floor-calls", type=int, default=3000, help="bare POSTs timed after the run (0: none)")
     args = ap.parse_args()
-    out = asyncio.run(run(args.arenas, args.players, args.months, args.delay_ms, args.max_in_flight))
+    out = asyncio.run(run(args.arenas, args.players, args.months, args.delay_ms, args.max_in_flight, args.floor_calls))
     Figures("llm_scale", args.json).emit("loopback", **out)
     print(
         f"{out['arenas']} arenas x {out['players']} LLM players x {out['months_played']} months, "
         f"maxInFlight {out['max_in_flight']}, {out['delay_ms']:g} ms per answer\n"
         f"  months 2..: {out['calls']} calls in {out['wall_s']:.2f} s; bound calls x delay / maxInFlight "
         f"= {out['bound_s']:.2f} s -> {out['wall_over_bound']:.2f}x (target <= 1.3x)\n"
+        f"  the bare transport on this machine now: {out['floor_over_bound'] or float('nan'):.2f}x the bound\n"
         f"  host CPU {out['cpu_ms_per_call']:.3f} ms per call (target <= 1 ms); peak in flight "
         f"{out['peak_in_flight']}; fallbacks {out['fallbacks']}; first month (compile) {out['first_month_s']:.1f} s"
     )

@@ -243,6 +243,7 @@ class Arena(ArenaView):
         (given exactly when the arena had one), and the next turns are appended to
         ``out_dir``/turns.jsonl (a torn last line is dropped first)."""
         run = self._started()
+        self.llm.use_folder(out_dir)  # the resumed LLM players' cache, in the folder written to
         self._callers.ensure_client(list(specs.values()), len(run.specs))
         for i, s in enumerate(run.specs):
             if s.name in specs:

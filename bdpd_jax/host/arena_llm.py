@@ -82,6 +82,12 @@ class ArenaLLM:
         self.players: dict[str, Usage] = {}  # per player, the same
         self.stopped: str | None = None  # why the arena stopped before its game ended
 
+    def use_folder(self, out_dir: str | Path) -> None:
+        """The arena writes to ``out_dir`` from now on (a resumed replay): its cache lives
+        there when it had none and the operator names no ``llmCacheDir``."""
+        if self.cache is None and self.llm_cache is not False:
+            self.cache = ResponseCache(Path(out_dir) / CACHE_FOLDER)
+
     @property
     def token_budget(self) -> int | None:
         return self.account.budget

@@ -190,7 +190,7 @@ class LLMAgent:
         data = await self.calls.complete(
             self._get_client(),
             f"{self.base_url}/chat/completions",
-            self.request_body(obs, inbox, tail),
+            lambda: self.request_body(obs, inbox, tail),  # made when the call may go (llm_client)
             self._headers(),
             self.timeout_ms / 1000.0,
             MAX_COMPLETION_BYTES,

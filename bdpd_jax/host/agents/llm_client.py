@@ -26,7 +26,9 @@ same records, budget stop included; ``TokenAccount.cached`` says how many calls 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from bdpd_jax.host._json import dumps_bytes
@@ -113,6 +115,28 @@ class TokenAccount:
         return {"sent": self.sent, "cached": self.cached, "retried": self.retried}
 
 
+class _Request:
+    """A request body (or the function that makes it) and its wire bytes, each made once."""
+
+    def __init__(self, body: dict[str, Any] | Callable[[], dict[str, Any]]) -> None:
+        self._make = body if callable(body) else None
+        self._body = None if callable(body) else body
+        self._text: bytes | None = None
+
+    def body(self) -> dict[str, Any]:
+        if self._body is None and self._make is not None:
+            self._body = self._make()
+        return self._body if self._body is not None else {}
+
+    def text(self) -> bytes:
+        if self._text is None:
+            try:  # orjson, as the HTTP players' (non-finite floats -> null): ~5x less CPU than json.dumps
+                self._text = dumps_bytes(self.body())
+            except (TypeError, ValueError) as exc:
+                raise TransportError(f"obs: not serialisable ({exc})") from None
+        return self._text
+
+
 class LLMCalls:
     """One LLM player's calls to ``endpoint`` (its base URL). Without ``limiter``, ``cache``,
     ``account`` and retries, a call is one POST under the deadline (what it was before)."""
@@ -145,35 +169,41 @@ class LLMCalls:
         return self.cache is not None and (self.cache_any_temperature or body.get("temperature") == 0)
 
     async def complete(
-        self, client: Poster, url: str, body: dict[str, Any], headers: dict[str, str], timeout_s: float, max_bytes: int
+        self,
+        client: Poster,
+        url: str,
+        body: dict[str, Any] | Callable[[], dict[str, Any]],
+        headers: dict[str, str],
+        timeout_s: float,
+        max_bytes: int,
     ) -> Any:
         """The decoded completion of ``body`` POSTed to ``url`` (see the module docstring for
-        the steps); TransportError naming what failed."""
+        the steps); TransportError naming what failed. ``body`` may be a function that makes
+        it: without a cache it is made once the call has its place (a phase of 1 000 calls
+        behind ``maxInFlight`` 64 then renders each request when it can go, and the first
+        answers are read while the rest wait, not after every request was rendered)."""
         acct = self.account
         if acct.spent:
             raise TransportError(
                 f"budget: the arena's tokenBudget of {acct.budget} tokens is spent ({acct.usage.total} used)"
             )
-        try:  # orjson, as the HTTP players' (non-finite floats -> null): ~5x less CPU than json.dumps
-            text = dumps_bytes(body)
-        except (TypeError, ValueError) as exc:
-            raise TransportError(f"obs: not serialisable ({exc})") from None
+        req = _Request(body)
         key = None
-        if self.cache is not None and self.cached(body):
-            key = self.cache.key(self.endpoint, body)
+        if self.cache is not None and self.cached(req.body()):
+            key = self.cache.key(self.endpoint, req.body())
             hit = self.cache.get(key)
             if isinstance(hit, dict):
                 acct.note(cached=1)
                 self._count(hit)
                 return hit
-        data = await self._send(client, url, text, headers, timeout_s, max_bytes)
+        data = await self._send(client, url, req, headers, timeout_s, max_bytes)
         if key is not None and self.cache is not None and isinstance(data, dict):
             self.cache.put(key, data)
         self._count(data)
         return data
 
     async def _send(
-        self, client: Poster, url: str, text: bytes, headers: dict[str, str], timeout_s: float, max_bytes: int
+        self, client: Poster, url: str, req: _Request, headers: dict[str, str], timeout_s: float, max_bytes: int
     ) -> Any:
         """POST with the endpoint's limits and retries, all within ``timeout_s``."""
         loop = asyncio.get_running_loop()
@@ -182,9 +212,9 @@ class LLMCalls:
         try:
             async with asyncio.timeout_at(deadline):
                 while True:
-                    reply = await self._post_once(
-                        client, url, text, headers, max(deadline - loop.time(), 1e-3), max_bytes
-                    )
+                    async with self.limiter.slot() if self.limiter is not None else contextlib.nullcontext():
+                        text = req.text()  # made once, when the first try has its place
+                        reply = await client.post(url, text, headers, max(deadline - loop.time(), 1e-3), max_bytes)
                     self.account.note(sent=1)
                     status, raw = reply
                     if 200 <= status < 300:
@@ -203,14 +233,6 @@ class LLMCalls:
         except TimeoutError:
             raise TransportError(f"timeout: no response within {timeout_s * 1000:g} ms") from None
         return loads_capped(raw)
-
-    async def _post_once(
-        self, client: Poster, url: str, text: bytes, headers: dict[str, str], timeout_s: float, max_bytes: int
-    ) -> tuple[int, bytes]:
-        if self.limiter is None:
-            return await client.post(url, text, headers, timeout_s, max_bytes)
-        async with self.limiter.slot():
-            return await client.post(url, text, headers, timeout_s, max_bytes)
 
     def _count(self, data: Any) -> None:
         u = answer_usage(data)
