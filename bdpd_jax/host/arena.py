@@ -118,7 +118,9 @@ class Arena(ArenaView):
         self._joined: list[LivePlayerConfig] = []  # the players, until start hands them to the run
         self.status = "waiting"
         # the LLM players' limits, response cache and token account (issue 38; host/arena_llm.py)
-        self.llm = ArenaLLM(self.operator, llm_cache=llm_cache, token_budget=token_budget, out_dir=self.out_dir)
+        self.llm = ArenaLLM(
+            self.operator, llm_cache=llm_cache, token_budget=token_budget, out_dir=self.out_dir, scope=self.arena_id
+        )
         # the HTTP client (lent or its own) and the agents' factory
         self._callers = ArenaCallers(
             self.config,

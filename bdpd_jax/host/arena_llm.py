@@ -62,8 +62,8 @@ def check_llm_options(llm_cache: Any, token_budget: Any) -> tuple[bool | None, i
 
 class ArenaLLM:
     """The LLM calls of one arena: ``account`` (its tokens, calls and budget) and the cache in
-    ``cache_dir`` (the operator's ``llmCacheDir``, else the arena folder's ``llm-cache``; no
-    folder at all: no cache)."""
+    the operator's ``llmCacheDir``, else the arena folder's ``llm-cache`` (no folder at all:
+    no cache), its entries scoped by ``scope`` (the arena's id)."""
 
     def __init__(
         self,
@@ -72,12 +72,14 @@ class ArenaLLM:
         llm_cache: bool | None = None,
         token_budget: int | None = None,
         out_dir: str | Path | None = None,
+        scope: str = "",
     ) -> None:
         self.llm_cache, budget = check_llm_options(llm_cache, token_budget)
         self.operator = operator
         self.account = TokenAccount(budget=budget)
         folder = operator.llm_cache_dir or (None if out_dir is None else Path(out_dir) / CACHE_FOLDER)
-        self.cache = None if folder is None or self.llm_cache is False else ResponseCache(folder)
+        self.scope = scope  # the arena's id: its cache entries are its own (llm_cache.py)
+        self.cache = None if folder is None or self.llm_cache is False else ResponseCache(folder, scope)
         self.recorded = Usage()  # tokens written into the records (the budget's count)
         self.players: dict[str, Usage] = {}  # per player, the same
         self.stopped: str | None = None  # why the arena stopped before its game ended
@@ -86,7 +88,7 @@ class ArenaLLM:
         """The arena writes to ``out_dir`` from now on (a resumed replay): its cache lives
         there when it had none and the operator names no ``llmCacheDir``."""
         if self.cache is None and self.llm_cache is not False:
-            self.cache = ResponseCache(Path(out_dir) / CACHE_FOLDER)
+            self.cache = ResponseCache(Path(out_dir) / CACHE_FOLDER, self.scope)
 
     @property
     def token_budget(self) -> int | None:

@@ -191,6 +191,9 @@ def test_rerun_at_temperature_0_makes_no_calls_and_gives_identical_records(tmp_p
     off, c3 = _arena(tmp_path / "three", cache, llm_cache=False)  # the arena option turns it off
     off.run()
     assert len(c3.requests) == 8
+    other, c4 = _arena(tmp_path / "four", cache, arena_index=1)  # another arena: its own entries
+    other.run()
+    assert len(c4.requests) == 8
 
 
 def test_spent_token_budget_stops_the_arena_with_a_clear_status(tmp_path):

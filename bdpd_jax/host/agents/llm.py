@@ -18,7 +18,9 @@ units from 0 to the pool, and in an arena that talks between harvests (``discuss
 whole request runs under a hard ``timeout_ms`` deadline (spec ``agentTimeout``), the completion
 is capped while it streams (``MAX_COMPLETION_BYTES``, :mod:`~bdpd_jax.host.agents.transport`).
 The key (``api_key`` or the environment variable ``api_key_env``) is the operator's: a live
-arena builds this agent from a credential name (:mod:`~bdpd_jax.host.operator`).
+arena builds this agent from a credential name (:mod:`~bdpd_jax.host.operator`). Every call
+goes through the agent's :class:`~bdpd_jax.host.agents.llm_client.LLMCalls` (the operator's
+per-endpoint limits and retries, the arena's response cache and token account; issue 38).
 """
 
 from __future__ import annotations

@@ -2,7 +2,11 @@
 
 A chat completion is stored under a key over everything that determines it: the endpoint's
 base URL and the whole request body (model, messages, tools, temperature, seed, max_tokens,
-tool_choice and any extra field), as canonical JSON (sorted keys), hashed with SHA-256. The
+tool_choice and any extra field), as canonical JSON (sorted keys), hashed with SHA-256,
+within the cache's ``scope`` (a live arena's id: seed and arena index, unless named).
+*Choice:* arenas do not share answers, even to byte-identical requests (200 arenas of one
+config ask the same thing in month 1): a server at temperature 0 is not always bit-exact
+(vLLM's batching), and shared entries would give a re-run answers its arenas never got. The
 n-th identical request of one cache's life gets its own entry (``<hash>-<n>``): an arena that
 asks the same thing twice gets back the two answers it got the first time, in order, so a
 re-run gives the same records even where the server's answers varied.
@@ -33,8 +37,9 @@ class ResponseCache:
     """The answers of one arena's LLM calls, on disk under ``folder``. ``hits`` / ``stores``
     count this object's reads that found an answer and answers written."""
 
-    def __init__(self, folder: str | os.PathLike[str]) -> None:
+    def __init__(self, folder: str | os.PathLike[str], scope: str = "") -> None:
         self.folder = Path(folder)
+        self.scope = scope
         self._seen: dict[str, int] = {}  # request hash -> identical requests asked so far
         self.hits = 0
         self.stores = 0
@@ -43,7 +48,7 @@ class ResponseCache:
         """The entry of this request: its hash, and how many identical requests came before
         it in this cache's life. ValueError when ``body`` is not JSON."""
         try:
-            text = orjson.dumps({"endpoint": endpoint, "body": body}, option=orjson.OPT_SORT_KEYS)
+            text = orjson.dumps({"scope": self.scope, "endpoint": endpoint, "body": body}, option=orjson.OPT_SORT_KEYS)
         except TypeError as exc:
             raise ValueError(f"body: not JSON ({exc})") from None
         h = hashlib.sha256(text).hexdigest()
