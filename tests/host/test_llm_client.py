@@ -290,3 +290,19 @@ def test_time_queued_for_a_place_counts_against_the_deadline():
     assert peak == 1 and not results[0].fallback
     late = [r for r in results[1:] if r.fallback]
     assert late and all(r.error.startswith("timeout: no completion within 500 ms") for r in late)
+
+
+def test_the_server_takes_llm_cache_and_token_budget_at_create(tmp_path):
+    from fastapi.testclient import TestClient
+    from server_helpers import keys_of, payload
+
+    from bdpd_jax.host.server import create_app
+
+    with TestClient(create_app(tmp_path / "arenas")) as client:
+        r = client.post("/api/arenas", json={**payload(), "tokenBudget": 5000, "llmCache": False})
+        assert r.status_code == 200, r.text
+        owner, _, _ = keys_of(r.json())
+        meta = client.get(f"/api/arenas/{r.json()['arenaId']}/owner", headers=owner).json()["meta"]
+        assert meta["tokenBudget"] == 5000 and meta["llmCache"] is False
+        bad = client.post("/api/arenas", json={**payload(), "tokenBudget": 0})
+        assert bad.status_code == 422 and "tokenBudget" in bad.json()["detail"]
