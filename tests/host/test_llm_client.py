@@ -306,3 +306,15 @@ def test_the_server_takes_llm_cache_and_token_budget_at_create(tmp_path):
         assert meta["tokenBudget"] == 5000 and meta["llmCache"] is False
         bad = client.post("/api/arenas", json={**payload(), "tokenBudget": 0})
         assert bad.status_code == 422 and "tokenBudget" in bad.json()["detail"]
+
+
+def test_retry_after_reads_seconds_and_dates_and_backoff_is_bounded():
+    from bdpd_jax.host.agents.llm_limits import MAX_RETRY_AFTER_S, backoff_s, retry_after_s, retryable
+
+    assert retry_after_s("3") == 3.0 and retry_after_s(" 0.5 ") == 0.5 and retry_after_s("-4") == 0.0
+    assert retry_after_s(None) is None and retry_after_s("soon") is None and retry_after_s("nan") is None
+    assert retry_after_s("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # a date gone by: at once
+    assert backoff_s(0, "1e9") == MAX_RETRY_AFTER_S and backoff_s(5, "2") == 2.0
+    waits = [backoff_s(k, None) for k in range(4)]
+    assert all(0.125 * 2**k <= w < 0.25 * 2**k for k, w in enumerate(waits))
+    assert [retryable(s) for s in (429, 500, 503, 599, 400, 404, 200)] == [True] * 4 + [False] * 3
