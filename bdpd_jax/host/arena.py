@@ -42,6 +42,7 @@ from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.host.agent_calls import live_player_config_of
 from bdpd_jax.host.arena_args import arena_inputs, joining_player
 from bdpd_jax.host.arena_callers import ArenaCallers
+from bdpd_jax.host.arena_llm import ArenaLLM
 from bdpd_jax.host.arena_run import ArenaRun, utc_now
 from bdpd_jax.host.arena_view import ArenaView
 from bdpd_jax.host.batch_runner import LockstepBatch
@@ -86,6 +87,8 @@ class Arena(ArenaView):
         keep_records: int | None = DEFAULT_KEEP_RECORDS,
         agent_kinds: dict[str, str] | None = None,
         governance_agent: GovernorSpec | dict | None = None,
+        llm_cache: bool | None = None,
+        token_budget: int | None = None,
     ) -> None:
         cfg, config_players = arena_inputs(
             config, seed=seed, arena_index=arena_index, pact_slots=pact_slots, turns=turns, keep_records=keep_records
@@ -114,6 +117,10 @@ class Arena(ArenaView):
         self.out_dir = None if out_dir is None else Path(out_dir)
         self._joined: list[LivePlayerConfig] = []  # the players, until start hands them to the run
         self.status = "waiting"
+        # the LLM players' limits, response cache and token account (issue 38; host/arena_llm.py)
+        self.llm = ArenaLLM(
+            self.operator, llm_cache=llm_cache, token_budget=token_budget, out_dir=self.out_dir, scope=self.arena_id
+        )
         # the HTTP client (lent or its own) and the agents' factory
         self._callers = ArenaCallers(
             self.config,
@@ -122,6 +129,7 @@ class Arena(ArenaView):
             owner=self.arena_id,
             client=client,
             executor=executor,
+            llm=self.llm,
         )
         # the last keep_records turn records (all when None); the full log is turns.jsonl
         self.keep_records = keep_records
@@ -194,6 +202,7 @@ class Arena(ArenaView):
             agents=[self._callers.agent(s) for s in self._joined],
             keep_records=self.keep_records,
             governor=self.governor,
+            llm=self.llm,
         )
         if self.out_dir is not None:
             self.out_dir.mkdir(parents=True, exist_ok=True)
@@ -216,6 +225,8 @@ class Arena(ArenaView):
             "generator": self.generator,
             "turns": self.turns,
             "perturbable": self.perturbable,
+            "llmCache": self.llm.llm_cache,
+            "tokenBudget": self.llm.token_budget,
             "maxTurns": self.max_turns,
             "config": cfg,
             "players": [s.public() for s in self.specs],
@@ -234,6 +245,7 @@ class Arena(ArenaView):
         (given exactly when the arena had one), and the next turns are appended to
         ``out_dir``/turns.jsonl (a torn last line is dropped first)."""
         run = self._started()
+        self.llm.use_folder(out_dir)  # the resumed LLM players' cache, in the folder written to
         self._callers.ensure_client(list(specs.values()), len(run.specs))
         for i, s in enumerate(run.specs):
             if s.name in specs:

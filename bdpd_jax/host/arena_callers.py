@@ -15,6 +15,7 @@ from typing import Any
 
 from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.host.agent_calls import own_client
+from bdpd_jax.host.arena_llm import ArenaLLM
 from bdpd_jax.host.dispatch import sanction_offered
 from bdpd_jax.host.governance_agent import Governor
 from bdpd_jax.host.operator import Operator
@@ -25,7 +26,15 @@ class ArenaCallers:
     """The client and the agent factory of the arena ``owner`` (its id) under ``config``."""
 
     def __init__(
-        self, config: ArenaConfig, *, no_talk: bool, operator: Operator, owner: str, client=None, executor=None
+        self,
+        config: ArenaConfig,
+        *,
+        no_talk: bool,
+        operator: Operator,
+        owner: str,
+        client=None,
+        executor=None,
+        llm: ArenaLLM | None = None,
     ) -> None:
         self.config = config
         self.no_talk = no_talk
@@ -34,6 +43,7 @@ class ArenaCallers:
         self.client = client
         self.owns_client = False  # made here (closed by aclose), not lent
         self.executor = executor
+        self.llm = llm  # the arena's LLM calls: limits, cache, tokens (host/arena_llm.py)
 
     def lend(self, client) -> None:
         """Use ``client`` (closed by its owner) unless a client is held already."""
@@ -59,6 +69,7 @@ class ArenaCallers:
             discussion=talk is not None and talk.on,
             whole_units=bool(getattr(self.config.model, "whole_units", False)),
             owner=self.owner,
+            llm=self.llm,
         )
 
     async def aclose(self, agents: list[Any], governor: Governor | None) -> None:

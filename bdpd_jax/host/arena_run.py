@@ -29,6 +29,7 @@ import numpy as np
 from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.config.perturbations import arena_specs
 from bdpd_jax.host.action_budget import ActionBudget
+from bdpd_jax.host.arena_llm import ArenaLLM
 from bdpd_jax.host.messages import MessageBus
 from bdpd_jax.host.persist import JsonlWriter
 from bdpd_jax.host.players import LivePlayerConfig
@@ -99,6 +100,7 @@ class ArenaRun:
     kernel_tree: Any = None
     _state: Any = None  # the tree of kernel_leaves, once read
     units: float = 1.0  # stock units per harvest unit (an agent's fallback is scaled by it)
+    llm: ArenaLLM | None = None  # the LLM players' tokens and budget (host/arena_llm.py)
 
     def __post_init__(self) -> None:
         self.stats = {s.player_id: dict(STAT_KEYS) for s in self.specs}
@@ -170,6 +172,7 @@ class ArenaRun:
         agents: list[Any],
         keep_records: int | None,
         governor: Governor | None = None,
+        llm: ArenaLLM | None = None,
     ) -> ArenaRun:
         """The run state of a game about to play its first turn (``Arena.start``): the arena's
         key, a message bus, a pact registry when the game has a governance layer."""
@@ -195,6 +198,7 @@ class ArenaRun:
             records=deque(maxlen=keep_records),
             keep_records=keep_records,
             governor=governor,
+            llm=llm,
         )
 
     @property
@@ -250,6 +254,8 @@ class ArenaRun:
     def end_turn(self, line: dict[str, Any], ended: bool) -> None:
         """Turn ``line["turn"]`` was played: keep its record (and write it); ``ended``: the
         kernel's ``still_playing`` is False after it (collapsed, or the last turn played)."""
+        if self.llm is not None and self.llm.end_turn(self, line):
+            ended = True  # the arena's tokenBudget is spent: this turn is its last (line["stopped"])
         t = line["turn"]
         self.turn = t
         self.records.append(line)  # a bounded deque: the oldest record leaves

@@ -115,7 +115,8 @@ class LockstepBatch:
         """Each member's new state, split out of the batch state, written into its owner."""
         leaves = [np.asarray(x) for x in jax.tree_util.tree_leaves(state)]
         for b, r in enumerate(self.runs):
-            r.set_leaves([x[..., b] for x in leaves])
+            if not r.done:  # an arena stopped by the host (its tokenBudget) keeps its last state
+                r.set_leaves([x[..., b] for x in leaves])
 
     async def tick(self, offload: Offload = inline) -> None:
         """One turn of every arena still playing; its kernel work through ``offload``."""

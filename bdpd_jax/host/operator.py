@@ -12,7 +12,17 @@ The operator's file (``BDPD_OPERATOR`` for ``bdpd_jax.host.server:app_from_env``
 
     {"credentials": {"openai": {"baseUrl": "https://api.openai.com/v1", "apiKeyEnv": "OPENAI_API_KEY",
                                 "models": ["gpt-4o-mini"]}},
-     "llmBaseUrls": ["http://127.0.0.1:8000/v1"], "httpUrls": null}
+     "llmBaseUrls": ["http://127.0.0.1:8000/v1"], "httpUrls": null,
+     "llmEndpoints": [{"baseUrl": "http://127.0.0.1:8000/v1", "maxInFlight": 64, "requestsPerMinute": 600,
+                       "maxRetries": 4}],
+     "llmCacheDir": "runs/llm-cache"}
+
+``llmEndpoints`` (issue 38) bound how hard this process's LLM players press each model server:
+a call to a URL under an entry's ``baseUrl`` waits for one of its ``maxInFlight`` places (shared
+by every arena of the process) and its ``requestsPerMinute`` spacing, and a 429 / 5xx answer is
+retried up to ``maxRetries`` times within the player's deadline
+(:mod:`~bdpd_jax.host.agents.llm_client`). ``llmCacheDir``: where the arenas' LLM response
+caches live (default: each arena's own folder).
 """
 
 from __future__ import annotations
@@ -130,6 +140,27 @@ class LLMCredential(ConfigModel):
         return self
 
 
+#: bounds of an endpoint's limits (a typo of 10**9 would silently mean "no limit")
+MAX_IN_FLIGHT: int = 65536
+MAX_REQUESTS_PER_MINUTE: float = 6e6
+
+
+class LLMEndpoint(ConfigModel):
+    """One model server's limits (docs/semantics/live.md, operator's file): the calls of every
+    arena of the process to a URL under ``baseUrl``."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    base_url: Url
+    max_in_flight: int | None = Field(None, ge=1, le=MAX_IN_FLIGHT)  # None: no bound
+    requests_per_minute: float | None = Field(None, gt=0, le=MAX_REQUESTS_PER_MINUTE)  # None: no bound
+    max_retries: int = Field(3, ge=0, le=16)  # 429 / 5xx answers asked again, within the deadline
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, v: str) -> str:
+        return _check_url("baseUrl", v).rstrip("/")
+
+
 class Operator(ConfigModel):
     """The operator's choices. The default lets players use no credential and no LLM endpoint of
     their own (an LLM player then cannot join), and HTTP players any http(s) URL."""
@@ -138,6 +169,8 @@ class Operator(ConfigModel):
     credentials: dict[Name, LLMCredential] = Field(default_factory=dict)
     llm_base_urls: list[Url] = Field(default_factory=list)  # endpoints players may name (no key sent)
     http_urls: list[Url] | None = None  # HTTP players' URL prefixes; None: any
+    llm_endpoints: list[LLMEndpoint] = Field(default_factory=list, max_length=256)  # limits per model server
+    llm_cache_dir: str | None = Field(None, min_length=1, max_length=4096)  # LLM response caches (None: arena folders)
 
     @field_validator("llm_base_urls", "http_urls")
     @classmethod
@@ -186,6 +219,11 @@ class Operator(ConfigModel):
                 "players choose; pick a credential name instead"
             )
 
+    def endpoint_limits(self, base_url: str) -> LLMEndpoint | None:
+        """The first ``llmEndpoints`` entry whose ``baseUrl`` ``base_url`` lies under (the
+        allow-lists' rule, :func:`url_allowed`); None: the endpoint has no limits and no retries."""
+        return next((e for e in self.llm_endpoints if url_allowed(base_url, [e.base_url])), None)
+
     def llm_endpoint(self, spec) -> dict[str, Any]:
         """``{base_url, api_key_env, api_key}`` for an LLM player already checked at join."""
         if spec.credential is None:
@@ -198,4 +236,4 @@ class Operator(ConfigModel):
         }
 
 
-__all__ = ["LLMCredential", "Operator", "REDACTED", "redact_url", "url_allowed"]
+__all__ = ["LLMCredential", "LLMEndpoint", "Operator", "REDACTED", "redact_url", "url_allowed"]

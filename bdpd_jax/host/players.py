@@ -35,6 +35,7 @@ from bdpd_jax.host.agents.govsim_agent import GovSimAgent
 from bdpd_jax.host.agents.govsim_prompts import scenario_of
 from bdpd_jax.host.agents.http import HttpAgent, check_url
 from bdpd_jax.host.agents.llm import LLMAgent
+from bdpd_jax.host.arena_llm import ArenaLLM
 from bdpd_jax.host.operator import Operator, redact_url
 from bdpd_jax.host.tools import validate_action, validate_speak
 from bdpd_jax.kernels.policies import BUILTINS
@@ -168,6 +169,7 @@ class ScriptedAgent:
         self.calls = 0
         self.seen: deque[dict[str, Any]] = deque(maxlen=100)  # the last envelopes received (tests, audit)
         self._spoken: dict[Any, int] = {}  # turn -> utterances given in it, less one
+        self._usage: dict[str, int] | None = None  # the logged tokens of the last turn decided
 
     async def decide(self, obs: dict[str, Any], wealth: float, inbox: Any = None) -> AgentResult:
         w = check_wealth(wealth)
@@ -175,6 +177,7 @@ class ScriptedAgent:
         entry = self.script[min(self.calls, len(self.script) - 1)]
         self.seen.append(obs)
         self.calls += 1
+        self._usage = entry.get("usage") if isinstance(entry.get("usage"), dict) else None
         acts, errors = [], []
         for i, a in enumerate(entry.get("actions") or []):
             try:
@@ -205,6 +208,11 @@ class ScriptedAgent:
             stock_units=True,
             record=entry.get("record") or None,
         )
+
+    def take_usage(self) -> dict[str, int] | None:
+        """The tokens logged with the turn last decided (a replayed LLM player's ``usage``), once."""
+        out, self._usage = self._usage, None
+        return out
 
     async def speak(self, context: dict[str, Any]) -> Utterance:
         """The next of this turn's ``utterances`` (``[{"text", "nextSpeaker", "error"}]``) from
@@ -272,12 +280,14 @@ def make_agent(
     discussion: bool = False,
     whole_units: bool = False,
     owner: str | None = None,
+    llm: ArenaLLM | None = None,
 ):
     """The agent runner of an external player (None for builtins). ``sanction``: the arena
     offers the ``sanction`` tool (an LLM player then sees it in its tool list); ``discussion``:
     the arena talks between harvests (LLM players speak); ``whole_units``: the model's requests
     are whole units (an LLM's answer is read as one); ``owner``: the arena's id (a code
-    player's share of the JS workers is its arena's)."""
+    player's share of the JS workers is its arena's); ``llm``: the arena's LLM calls (limits,
+    cache, tokens: :class:`~bdpd_jax.host.arena_llm.ArenaLLM`; None: plain calls)."""
     t = spec.agent_type
     if t == "builtin":
         return None
@@ -300,9 +310,11 @@ def make_agent(
         extra: dict[str, Any] = {"scenario": spec.scenario}
         if spec.architecture == "govsim":
             extra.update(persona=spec.persona, embeddings=spec.embeddings or "auto")
+        endpoint = op.llm_endpoint(spec)
         return kind(
             model=cast(str, spec.model),
-            **op.llm_endpoint(spec),
+            **endpoint,
+            calls=None if llm is None else llm.calls_for(endpoint["base_url"]),
             player_id=spec.name,
             timeout_ms=tmo,
             no_talk=no_talk,

@@ -127,6 +127,8 @@ def replay(
         out_dir=out_dir,
         perturbable=meta.get("perturbable", False),
         operator=operator,
+        llm_cache=meta.get("llmCache"),
+        token_budget=meta.get("tokenBudget"),
         governance_agent=_governor(meta, records),
         agent_kinds={p["name"]: p["agentType"] for p in meta["players"] if p.get("agentType", "builtin") != "builtin"},
     )
@@ -144,6 +146,7 @@ def replay(
                 "utterances": _said(rec, p["name"]),
                 "record": {k: d[k] for k in AGENT_RECORD_KEYS if k in d},
                 **_after_talk(rec, p["name"]),
+                **({"usage": d["usage"]} if "usage" in d else {}),
             }
             for rec in records
             for d in rec["decisions"]

@@ -25,6 +25,7 @@ def summary(run: ArenaRun, st, status: str) -> dict[str, Any]:
     """The report of the arena whose run state is ``run``; ``st``: its kernel state (numpy
     leaves, no batch axis); ``status``: the arena's."""
     players = run.players
+    llm = run.llm
     wealth = np.asarray(st.wealth)
     order = sorted(range(len(run.specs)), key=lambda i: (-float(wealth[i]), i))
     rank = {i: r + 1 for r, i in enumerate(order)}
@@ -55,12 +56,14 @@ def summary(run: ArenaRun, st, status: str) -> dict[str, Any]:
                 "wealth": num(wealth[i]),
                 "rank": rank[i],
                 **run.stats[s.player_id],
+                **({"usage": u} if (u := llm.player_usage(s.player_id) if llm else None) is not None else {}),
             }
             for i, s in enumerate(run.specs)
         ],
         "govsim": govsim_report(run, st),
         "pacts": run.registry.compact() if run.registry is not None else [],
         "messages": len(run.bus),
+        **(llm.report(run) if llm is not None else {}),  # tokens, calls, budget, stop (issue 38)
     }
 
 

@@ -12,7 +12,7 @@ from server_helpers import keys_of, payload
 
 from bdpd_jax.config.base import ConfigModel, wire_names
 from bdpd_jax.host.governance_agent import GovernorSpec
-from bdpd_jax.host.operator import LLMCredential, Operator
+from bdpd_jax.host.operator import LLMCredential, LLMEndpoint, Operator
 from bdpd_jax.host.players import LivePlayerConfig
 from bdpd_jax.host.server import create_app
 from bdpd_jax.host.server import models as M
@@ -22,6 +22,7 @@ WIRE_MODELS: list[type[ConfigModel]] = [
     LivePlayerConfig,
     GovernorSpec,
     LLMCredential,
+    LLMEndpoint,
     Operator,
 ]
 
@@ -102,7 +103,7 @@ def test_operator_file_keeps_its_camel_case_keys():
         }
     )
     assert op.credentials["k"].base_url == "https://llm.example/v1" and op.http_urls == ["http://a.example"]
-    assert set(op.model_dump()) == {"credentials", "llmBaseUrls", "httpUrls"}
+    assert set(op.model_dump()) == {"credentials", "llmBaseUrls", "httpUrls", "llmEndpoints", "llmCacheDir"}
     with pytest.raises(ValueError, match="apiKey: give apiKeyEnv or apiKey"):
         LLMCredential.model_validate({"baseUrl": "https://llm.example", "apiKeyEnv": "K", "apiKey": "s"})
 
@@ -113,7 +114,7 @@ _VIEW = "arenaId name engineMode stockLabel noShareNote status turn maxTurns pla
 WIRE_BEFORE: dict[str, str] = {
     "BuiltinPlayer": "strategy name intensity reductionFactor privateResource activeFrom talk",
     "CreateArena": "model observability agentTimeout players pacts perturbations plugins discussion seed noTalk "
-    "pactSlots turns perturbable governanceAgent",
+    "pactSlots turns perturbable llmCache tokenBudget governanceAgent",  # issue 38: llmCache, tokenBudget
     "Created": "arenaId ownerKey arenaKey spectatorToken seed status",
     "StartArena": "tickMode tickIntervalMs",
     "PerturbSpec": "id type trigger payload",
@@ -146,7 +147,8 @@ WIRE_BEFORE: dict[str, str] = {
     "architecture answerFormat scenario persona embeddings script",
     "GovernorSpec": "kind url timeoutMs model credential baseUrl systemPrompt temperature script",
     "LLMCredential": "baseUrl apiKeyEnv apiKey models",
-    "Operator": "credentials llmBaseUrls httpUrls",
+    "Operator": "credentials llmBaseUrls httpUrls llmEndpoints llmCacheDir",  # issue 38: the last two
+    "LLMEndpoint": "baseUrl maxInFlight requestsPerMinute maxRetries",  # issue 38
 }
 
 

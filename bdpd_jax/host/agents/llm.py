@@ -18,7 +18,9 @@ units from 0 to the pool, and in an arena that talks between harvests (``discuss
 whole request runs under a hard ``timeout_ms`` deadline (spec ``agentTimeout``), the completion
 is capped while it streams (``MAX_COMPLETION_BYTES``, :mod:`~bdpd_jax.host.agents.transport`).
 The key (``api_key`` or the environment variable ``api_key_env``) is the operator's: a live
-arena builds this agent from a credential name (:mod:`~bdpd_jax.host.operator`).
+arena builds this agent from a credential name (:mod:`~bdpd_jax.host.operator`). Every call
+goes through the agent's :class:`~bdpd_jax.host.agents.llm_client.LLMCalls` (the operator's
+per-endpoint limits and retries, the arena's response cache and token account; issue 38).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from bdpd_jax.host.agents.answers import ANSWER_FORMATS, text_answer
 from bdpd_jax.host.agents.base import AgentResult, Utterance, check_wealth, fallback_harvest, join_errors, valid_harvest
 from bdpd_jax.host.agents.govsim_prompts import govsim_observation, scenario_of
 from bdpd_jax.host.agents.http import check_timeout_ms, check_url
+from bdpd_jax.host.agents.llm_client import LLMCalls
 from bdpd_jax.host.agents.llm_protocol import (
     decode_arguments,
     parse_completion,
@@ -40,7 +43,7 @@ from bdpd_jax.host.agents.llm_protocol import (
     render_system_prompt,
     whole_units,
 )
-from bdpd_jax.host.agents.transport import HttpClient, TransportError, loads_capped, make_client
+from bdpd_jax.host.agents.transport import HttpClient, TransportError, make_client
 from bdpd_jax.host.tools import (
     speak_schema,
     tool_schemas,
@@ -76,6 +79,7 @@ class LLMAgent:
         discussion: bool = False,
         answer_format: str = "tool",
         scenario: str | None = None,
+        calls: LLMCalls | None = None,
     ) -> None:
         #: a GovSim cell's scenario: the observation keeps only what the scenario has (live.md §15)
         self.scenario = None if scenario is None else scenario_of(scenario)
@@ -99,6 +103,8 @@ class LLMAgent:
         self._client = client
         self._owns_client = client is None
         self.last_usage: dict[str, Any] | None = None
+        # limits, retries, cache and token accounting (issue 38): the arena's, else plain calls
+        self.calls = calls if calls is not None else LLMCalls(self.base_url)
         self.sanction = bool(sanction)  # the arena offers the sanction tool
         if rules_text is not None and (not isinstance(rules_text, str) or not rules_text):
             raise ValueError("rules_text: must be a non-empty string or None")
@@ -195,22 +201,20 @@ class LLMAgent:
     ) -> Any:
         """POST this turn's request under the deadline; the decoded completion, capped while it
         streams in. Any failure raises TransportError (its text is the recorded error)."""
-        try:
-            body_text = json.dumps(self.request_body(obs, inbox, tail), ensure_ascii=False, allow_nan=False)
-        except (TypeError, ValueError) as exc:
-            raise TransportError(f"obs: not serialisable ({exc})") from None
-        status, raw = await self._get_client().post(
+        data = await self.calls.complete(
+            self._get_client(),
             f"{self.base_url}/chat/completions",
-            body_text.encode(),
+            lambda: self.request_body(obs, inbox, tail),  # made when the call may go (llm_client)
             self._headers(),
             self.timeout_ms / 1000.0,
             MAX_COMPLETION_BYTES,
         )
-        if not 200 <= status < 300:
-            raise TransportError(f"http: status {status}")
-        data = loads_capped(raw)
         self.last_usage = data.get("usage") if isinstance(data, dict) else None
         return data
+
+    def take_usage(self) -> dict[str, int] | None:
+        """This turn's tokens so far (``LLMCalls.take_turn``; the turn record's ``usage``)."""
+        return self.calls.take_turn()
 
     async def decide(
         self, obs: dict[str, Any], wealth: float, inbox: list[dict[str, Any]] | None = None, pool: float | None = None

@@ -100,6 +100,18 @@ def _inflate(raw: bytes, encoding: str, max_bytes: int) -> bytes:
     return out
 
 
+class Reply(tuple[int, bytes]):
+    """``(status, body)`` as :meth:`HttpClient.post` returns it, with the answer's
+    ``Retry-After`` header text (``retry_after``, at most 64 chars; None without one) for the
+    LLM layer's retries (:mod:`~bdpd_jax.host.agents.llm_client`)."""
+
+    def __new__(cls, status: int, body: bytes, retry_after: str | None = None) -> Reply:
+        return super().__new__(cls, (status, body))
+
+    def __init__(self, status: int, body: bytes, retry_after: str | None = None) -> None:
+        self.retry_after = None if retry_after is None else retry_after[:64]
+
+
 class HttpClient:
     """A keep-alive pool for a set of agents (one arena's by default). ``await aclose()``."""
 
@@ -167,7 +179,7 @@ class HttpClient:
             enc = resp.headers.get("content-encoding", "identity").strip().lower()
             if enc not in ("", "identity"):
                 raw = _inflate(raw, enc, max_bytes)
-            return resp.status, raw
+            return Reply(resp.status, raw, resp.headers.get("retry-after"))
 
     async def __aenter__(self) -> HttpClient:
         return self
@@ -191,4 +203,13 @@ def make_client(max_connections: int = 256) -> HttpClient:
     return HttpClient(max_connections)
 
 
-__all__ = ["canonical_url", "HttpClient", "MAX_JSON_DEPTH", "TransportError", "too_deep", "loads_capped", "make_client"]
+__all__ = [
+    "canonical_url",
+    "HttpClient",
+    "Reply",
+    "MAX_JSON_DEPTH",
+    "TransportError",
+    "too_deep",
+    "loads_capped",
+    "make_client",
+]

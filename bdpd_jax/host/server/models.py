@@ -59,6 +59,12 @@ class CreateArena(ConfigModel):
     pact_slots: int = Field(DEFAULT_PACT_SLOTS, ge=1, description="bounded by bdpd_jax/config/limits.py MAX_PACT_SLOTS")
     turns: int | None = Field(None, ge=1, description="turns to play (default model.maxTurns)")
     perturbable: StrictBool = True
+    llm_cache: StrictBool | None = Field(
+        None, description="LLM response cache: null (default) at temperature 0, true at any, false off (issue 38)"
+    )
+    token_budget: int | None = Field(
+        None, ge=1, le=10**15, description="tokens the arena's LLM players may use; the arena stops once spent"
+    )
     governance_agent: GovernorSpec | None = Field(
         None,
         description="the owner's HTTP / LLM governance agent, driving an external governance_agent plugin "
@@ -70,7 +76,16 @@ class CreateArena(ConfigModel):
         out = self.model_dump(
             mode="json",
             exclude_unset=True,
-            exclude={"seed", "no_talk", "pact_slots", "turns", "perturbable", "governance_agent"},
+            exclude={
+                "seed",
+                "no_talk",
+                "pact_slots",
+                "turns",
+                "perturbable",
+                "governance_agent",
+                "llm_cache",
+                "token_budget",
+            },
         )
         if self.players is not None:
             out["players"] = [p.model_dump(mode="json", exclude_unset=True) for p in self.players]

@@ -94,6 +94,8 @@ async def create(body: M.CreateArena, hub: Hub = Depends(hub_of)):
             perturbable=body.perturbable,
             operator=hub.operator,
             governance_agent=body.governance_agent,
+            llm_cache=body.llm_cache,
+            token_budget=body.token_budget,
             fsync=False,
         )  # the ticker syncs each tick's lines (durable.py)
         hub.write_auth(arena_id, hashes)  # only once the config is valid: a refused create leaves nothing

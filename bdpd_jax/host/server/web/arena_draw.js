@@ -114,10 +114,18 @@ function drawTables() {
     const v = S.summary.victory, per = Object.fromEntries((S.summary.players || []).map(p => [p.playerId, p]));
     $("summaryCard").hidden = false;
     $("outcome").textContent = `outcome: ${v.outcome}` + (v.collapseTurn ? ` at turn ${v.collapseTurn}` : "") +
-      ` · winners: ${v.winners.length ? v.winners.join(", ") : "none"}`;
+      ` · winners: ${v.winners.length ? v.winners.join(", ") : "none"}` + tokens(S.summary);
     $("rankings").tBodies[0].innerHTML = v.rankings.map(r => `<tr><td class="num">${r.rank}</td><td>${esc(r.playerId)}</td>
       <td class="num">${fmt(r.gain)}</td><td class="num">${fmt(r.wealth)}</td><td>${r.compliant ? "yes" : "no"}</td>
       <td class="num">${esc((per[r.playerId] || {}).errors ?? "")}</td><td class="num">${esc((per[r.playerId] || {}).fallbacks ?? "")}</td>
       <td>${v.winners.includes(r.playerId) ? "★" : ""}</td></tr>`).join("");
   }
+}
+
+function tokens(summ) {  // the LLM players' tokens and the budget stop of the report (issue 38), or nothing
+  const u = summ.usage;
+  if (!u) return "";
+  const calls = summ.llmCalls ? ` in ${summ.llmCalls.sent} calls (${summ.llmCalls.cached} cached)` : "";
+  return ` · LLM tokens: ${u.promptTokens} prompt + ${u.completionTokens} completion${calls}` +
+    (summ.stopped ? ` · stopped: ${summ.stopped}` : "");
 }

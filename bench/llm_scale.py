@@ -1,0 +1,209 @@
+"""Many LLM arenas against one model server (issue 38): ``--arenas`` GovSim fishery arenas x
+``--players`` LLM players x ``--months`` months in one ``LiveBatch``, every call to one
+loopback OpenAI-compatible endpoint that answers after ``--delay-ms``, with the operator's
+``maxInFlight`` (``--max-in-flight``) on that endpoint.
+
+The endpoint is a separate process on raw asyncio streams (it shares neither this process's
+GIL nor its CPU clock): every answer is one ``harvest`` tool call and a ``usage``. Reported:
+the wall time of the months after the first (the first compiles) against the bound the
+limit sets, ``calls x delay / maxInFlight`` (target: within 1.3x), beside what bare POSTs
+through the same client and a semaphore reach on this machine at this moment (the floor: a
+loaded machine's late timers stretch both), the host CPU per call
+(target <= 1 ms: the kernels, the records and the HTTP client together), the most calls ever
+in flight (never above the limit) and the fallbacks (0 expected).
+
+    .venv/bin/python bench/llm_scale.py [--arenas 200] [--players 5] [--months 12] \
+        [--delay-ms 50] [--max-in-flight 64] [--json out.jsonl]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from typing import Any
+
+from harness import Figures, parser, setup  # bench/ is on a bench script's path
+
+setup()  # the process settings before the host imports jax
+
+from bdpd_jax.host.agents.transport import make_client  # noqa: E402
+from bdpd_jax.host.arena import Arena  # noqa: E402
+from bdpd_jax.host.live_batch import LiveBatch  # noqa: E402
+from bdpd_jax.scenarios import govsim, govsim_rules  # noqa: E402
+
+# The endpoint: keep-alive HTTP/1.1 on asyncio streams; reads a request's head and body, waits
+# DELAY, answers one harvest of 2 units (a sustainable catch: the fishery lasts the year).
+ENDPOINT = textwrap.dedent("""
+    import asyncio, json, sys
+    DELAY = float(sys.argv[2]) / 1000.0
+    MSG = {"role": "assistant", "content": None, "tool_calls": [{"id": "c0", "type": "function",
+           "function": {"name": "harvest", "arguments": "{\\"amount\\": 2}"}}]}
+    BODY = json.dumps({"id": "x", "object": "chat.completion", "choices": [{"index": 0, "message": MSG,
+        "finish_reason": "tool_calls"}], "usage": {"prompt_tokens": 900, "completion_tokens": 12}}).encode()
+    HEAD = (b"HTTP/1.1 200 OK\\r\\ncontent-type: application/json\\r\\ncontent-length: "
+            + str(len(BODY)).encode() + b"\\r\\n\\r\\n")
+    async def handle(reader, writer):
+        try:
+            while True:
+                head = await reader.readuntil(b"\\r\\n\\r\\n")
+                n = 0
+                for line in head.split(b"\\r\\n"):
+                    if line.lower().startswith(b"content-length:"):
+                        n = int(line.split(b":", 1)[1])
+                if n:
+                    await reader.readexactly(n)
+                await asyncio.sleep(DELAY)
+                writer.write(HEAD + BODY)
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            writer.close()
+    async def main():
+        server = await asyncio.start_server(handle, "127.0.0.1", int(sys.argv[1]), backlog=4096)
+        async with server:
+            await server.serve_forever()
+    asyncio.run(main())
+""")
+
+
+def start_endpoint(delay_ms: float) -> tuple[subprocess.Popen, str]:
+    """The loopback endpoint's process and its base URL (``.../v1``)."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    proc = subprocess.Popen([sys.executable, "-c", ENDPOINT, str(port), str(delay_ms)])
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return proc, f"http://127.0.0.1:{port}/v1"
+        except OSError:
+            time.sleep(0.05)
+    proc.kill()
+    raise RuntimeError("llm_scale: the loopback endpoint did not start")
+
+
+def make_arenas(n: int, players: int, months: int, base: str, max_in_flight: int) -> list[Arena]:
+    """``n`` GovSim fishery arenas (no discussion), ``players`` LLM players each, one operator."""
+    cfg = govsim("fishery", "no_communication", players=[])
+    cfg["model"].update(maxPlayers=players, minPlayers=players, maxTurns=months)
+    cfg["agentTimeout"] = 60000
+    operator = {"llmBaseUrls": [base], "llmEndpoints": [{"baseUrl": base, "maxInFlight": max_in_flight}]}
+    rules = govsim_rules("fishery", "no_communication")
+    arenas = []
+    for k in range(n):
+        a = Arena(json.loads(json.dumps(cfg)), seed=0, arena_index=k, operator=operator, fsync=False, keep_records=12)
+        for i in range(players):
+            a.join(
+                {
+                    "agentType": "llm",
+                    "name": f"fisher_{i + 1}",
+                    "model": "loopback",
+                    "baseUrl": base,
+                    "temperature": 0.0,
+                    "rulesText": rules,
+                    "fallbackHarvest": 0.0,
+                }
+            )
+        arenas.append(a)
+    return arenas
+
+
+async def floor(base: str, calls: int, delay_ms: float, max_in_flight: int) -> float:
+    """Wall time over the bound of ``calls`` bare POSTs (the same client, a semaphore of
+    ``max_in_flight``, no arena, no agent): what this machine allows at best right now."""
+    client = make_client(max_in_flight + 16)
+    sem = asyncio.Semaphore(max_in_flight)
+    body = json.dumps({"model": "loopback", "messages": []}).encode()
+
+    async def one() -> None:
+        async with sem:
+            await client.post(f"{base}/chat/completions", body, {}, 60.0, 1 << 20)
+
+    try:
+        await asyncio.gather(*(one() for _ in range(max_in_flight)))  # connections up
+        t0 = time.perf_counter()
+        await asyncio.gather(*(one() for _ in range(calls)))
+        wall = time.perf_counter() - t0
+    finally:
+        await client.aclose()
+    return wall / (calls * delay_ms / 1000.0 / max_in_flight)
+
+
+async def run(
+    arenas: int, players: int, months: int, delay_ms: float, max_in_flight: int, floor_calls: int = 0
+) -> dict[str, Any]:
+    """One run; the figures (see the module docstring). ``floor_calls`` > 0: also the bare
+    transport's ratio on as many calls, measured right after (``floor_over_bound``)."""
+    proc, base = start_endpoint(delay_ms)
+    client = make_client(max_in_flight + 16)
+    try:
+        batch = LiveBatch(make_arenas(arenas, players, months, base, max_in_flight), client=client)
+        t0 = time.perf_counter()
+        await batch.atick()  # compiles the batched programs
+        first_s = time.perf_counter() - t0
+        sent0 = sum(a.llm.account.sent for a in batch.arenas)
+        t0, c0 = time.perf_counter(), time.process_time()
+        while not batch.done:
+            await batch.atick()
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        accounts = [a.llm.account for a in batch.arenas]
+        calls = sum(x.sent for x in accounts) - sent0
+        limiter = batch.arenas[0].agents[0].calls.limiter
+        fallbacks = sum(d.get("fallback", False) for a in batch.arenas for r in a.records for d in r["decisions"])
+        played = [a.turn for a in batch.arenas]
+        await batch.aclose()
+        bare = await floor(base, floor_calls, delay_ms, max_in_flight) if floor_calls > 0 else None
+    finally:
+        await client.aclose()
+        proc.kill()
+        proc.wait()
+    bound = calls * delay_ms / 1000.0 / max_in_flight
+    return {
+        "arenas": arenas,
+        "players": players,
+        "months": months,
+        "months_played": min(played),
+        "delay_ms": delay_ms,
+        "max_in_flight": max_in_flight,
+        "first_month_s": first_s,
+        "calls": calls,
+        "wall_s": wall,
+        "bound_s": bound,
+        "wall_over_bound": wall / bound if bound else None,
+        "floor_over_bound": bare,
+        "cpu_ms_per_call": 1e3 * cpu / calls if calls else None,
+        "peak_in_flight": None if limiter is None else limiter.peak,
+        "fallbacks": fallbacks,
+    }
+
+
+def main() -> None:
+    ap = parser(__doc__)
+    ap.add_argument("--arenas", type=int, default=200)
+    ap.add_argument("--players", type=int, default=5)
+    ap.add_argument("--months", type=int, default=12)
+    ap.add_argument("--delay-ms", type=float, default=50.0)
+    ap.add_argument("--max-in-flight", type=int, default=64)
+    ap.add_argument("--floor-calls", type=int, default=3000, help="bare POSTs timed after the run (0: none)")
+    args = ap.parse_args()
+    out = asyncio.run(run(args.arenas, args.players, args.months, args.delay_ms, args.max_in_flight, args.floor_calls))
+    Figures("llm_scale", args.json).emit("loopback", **out)
+    print(
+        f"{out['arenas']} arenas x {out['players']} LLM players x {out['months_played']} months, "
+        f"maxInFlight {out['max_in_flight']}, {out['delay_ms']:g} ms per answer\n"
+        f"  months 2..: {out['calls']} calls in {out['wall_s']:.2f} s; bound calls x delay / maxInFlight "
+        f"= {out['bound_s']:.2f} s -> {out['wall_over_bound']:.2f}x (target <= 1.3x)\n"
+        f"  the bare transport on this machine now: {out['floor_over_bound'] or float('nan'):.2f}x the bound\n"
+        f"  host CPU {out['cpu_ms_per_call']:.3f} ms per call (target <= 1 ms); peak in flight "
+        f"{out['peak_in_flight']}; fallbacks {out['fallbacks']}; first month (compile) {out['first_month_s']:.1f} s"
+    )
+
+
+if __name__ == "__main__":
+    main()
