@@ -33,7 +33,7 @@ from bdpd_jax.host.agents.code import CodeAgent, compile_strategy
 from bdpd_jax.host.agents.http import HttpAgent, check_url
 from bdpd_jax.host.agents.llm import LLMAgent
 from bdpd_jax.host.operator import Operator, redact_url
-from bdpd_jax.host.tools import validate_action, validate_speak
+from bdpd_jax.host.tools import first_entries, validate_action, validate_speak
 from bdpd_jax.kernels.policies import BUILTINS
 
 AGENT_TYPES: tuple[str, ...] = ("builtin", "code", "http", "llm", "scripted")
@@ -141,7 +141,10 @@ class LivePlayerConfig(ConfigModel):
 class ScriptedAgent:
     """Plays a fixed list of turns ``{"harvest": h, "actions": [...]}`` (replay, tests).
 
-    ``harvest`` None (or missing) gives the fallback harvest, as a failed call would.
+    ``harvest`` None (or missing) gives the fallback harvest, as a failed call would. Anyone
+    may join one, so every field is bounded as an LLM's answer is: actions past
+    ``MAX_ANSWER_ENTRIES`` are dropped unread, texts are cut by the tools' validation and an
+    ``error`` of any shape is recorded as bounded text (``truncate_error``).
     """
 
     def __init__(self, script: list[dict], *, no_talk: bool = False) -> None:
@@ -160,7 +163,11 @@ class ScriptedAgent:
         self.seen.append(obs)
         self.calls += 1
         acts, errors = [], []
-        for i, a in enumerate(entry.get("actions") or []):
+        raw = entry.get("actions") or []
+        if not isinstance(raw, list):
+            errors.append(f"actions: must be a list, got {type(raw).__name__}")
+            raw = []
+        for i, a in enumerate(first_entries(raw, "actions", errors)):  # as many as an LLM's answer
             try:
                 acts.append(validate_action(a, no_talk=self.no_talk))
             except ValueError as exc:
@@ -192,7 +199,8 @@ class ScriptedAgent:
         if entry is None:
             entry = self.script[min(max(self.calls - 1, 0), len(self.script) - 1)]
         k = self._spoken[t] = self._spoken.get(t, -1) + 1
-        utterances = entry.get("utterances") or []
+        utterances = entry.get("utterances")
+        utterances = utterances if isinstance(utterances, list) else []
         if k >= len(utterances):
             return Utterance(None, None, "scripted: no utterance")
         u = utterances[k] if isinstance(utterances[k], dict) else {}
