@@ -123,10 +123,11 @@ class Workers:
 class LiveArena:
     """One served arena; ``role_of`` maps a presented key to owner / spectator / player."""
 
-    def __init__(self, arena: Arena, workers: Workers, hashes: dict[str, str]) -> None:
+    def __init__(self, arena: Arena, workers: Workers, hashes: dict[str, str], private_text: bool = False) -> None:
         self.arena = arena
         self.workers = workers
         self.hashes = dict(hashes)  # role -> SHA-256 of its key (the keys themselves are not kept)
+        self.private_text = private_text  # the owner let spectators read private messages' text
         self.lock = asyncio.Lock()
         self.thread_lock = threading.Lock()
         self.subscribers: set[Subscriber] = set()
@@ -203,12 +204,12 @@ class LiveArena:
     # -- events ------------------------------------------------------------------------------
     def publish(self, event: str, data: dict[str, Any]) -> None:
         """Send ``event`` to every subscriber, each in the view its role may see."""
-        cache: dict[bool, str] = {}
+        cache: dict[str, str] = {}
         for sub in list(self.subscribers):
-            full = sub.role in ("owner", "spectator")
-            if full not in cache:
-                cache[full] = sse(event, data if full else views.public_event(event, data))
-            if not sub.put(cache[full]):
+            view = views.view_of(sub.role, self.private_text)
+            if view not in cache:
+                cache[view] = sse(event, views.event_for(view, event, data))
+            if not sub.put(cache[view]):
                 self.subscribers.discard(sub)
 
     def end_streams(self) -> None:
@@ -233,10 +234,13 @@ class LiveArena:
 
     def init_event(self, role: str) -> dict[str, Any]:
         """The ``init`` event: status and the compact history of every past tick."""
-        full = role in ("owner", "spectator")
+        view = views.view_of(role, self.private_text)
+        full = view != "public"
         base = self.owner() if full else self.public()
         base.pop("meta", None)
         base.pop("lastTick", None)
+        if view == "spectator" and "messages" in base:
+            base["messages"] = [views.hide_private(m) for m in base["messages"]]
         recs = [r for r in self.history() if r["turn"] <= self.published]
         return {**base, "history": [views.compact_tick(r) if full else views.public_tick(r) for r in recs]}
 

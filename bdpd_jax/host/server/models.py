@@ -58,6 +58,10 @@ class CreateArena(ConfigModel):
     pact_slots: int = Field(DEFAULT_PACT_SLOTS, ge=1, description="bounded by bdpd_jax/config/limits.py MAX_PACT_SLOTS")
     turns: int | None = Field(None, ge=1, description="turns to play (default model.maxTurns)")
     perturbable: StrictBool = True
+    spectator_private_text: StrictBool = Field(
+        False,
+        description="spectators read private messages' text too (default: they see sender, recipient and turn only)",
+    )
     governance_agent: GovernorSpec | None = Field(
         None,
         description="the owner's HTTP / LLM governance agent, driving an external governance_agent plugin "
@@ -69,7 +73,15 @@ class CreateArena(ConfigModel):
         out = self.model_dump(
             mode="json",
             exclude_unset=True,
-            exclude={"seed", "no_talk", "pact_slots", "turns", "perturbable", "governance_agent"},
+            exclude={
+                "seed",
+                "no_talk",
+                "pact_slots",
+                "turns",
+                "perturbable",
+                "spectator_private_text",
+                "governance_agent",
+            },
         )
         if self.players is not None:
             out["players"] = [p.model_dump(mode="json", exclude_unset=True) for p in self.players]
@@ -83,6 +95,7 @@ class Created(ConfigModel):
     spectator_token: str
     seed: int
     status: str
+    spectator_private_text: bool = False
 
 
 class StartArena(ConfigModel):
@@ -295,8 +308,9 @@ class DashboardPlayer(ConfigModel):
 
 
 class DashboardTables(ConfigModel):
-    """What the dashboard's tables show, the same for the owner and the spectator: no key, no
-    meta (player URLs, the config, the governance agent's endpoint stay the owner's)."""
+    """What the dashboard's tables show, the same for the owner and the spectator (but private
+    message text, which a spectator sees only where the owner chose so): no key, no meta
+    (player URLs, the config, the governance agent's endpoint stay the owner's)."""
 
     players: list[DashboardPlayer]
     messages: list[dict[str, Any]]
@@ -305,3 +319,4 @@ class DashboardTables(ConfigModel):
     sanctions: list[dict[str, Any]]
     tick_mode: Literal["manual", "auto"] = "manual"
     tick_interval_ms: float | None = None
+    spectator_private_text: bool = False  # the owner's choice at create: spectators read private text

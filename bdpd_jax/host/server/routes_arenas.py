@@ -96,12 +96,14 @@ async def create(body: M.CreateArena, hub: Hub = Depends(hub_of)):
             governance_agent=body.governance_agent,
             fsync=False,
         )  # the ticker syncs each tick's lines (durable.py)
-        hub.write_auth(arena_id, hashes)  # only once the config is valid: a refused create leaves nothing
+        hub.write_auth(
+            arena_id, hashes, body.spectator_private_text
+        )  # only once the config is valid: a refused create leaves nothing
         return arena
 
     async with hub.lifecycle(arena_id):
         arena = await asyncio.get_running_loop().run_in_executor(hub.executor, make)
-        hub.add(LiveArena(arena, hub.workers, hashes))
+        hub.add(LiveArena(arena, hub.workers, hashes, body.spectator_private_text))
     return {
         "arenaId": arena_id,
         "ownerKey": keys["owner"],
@@ -109,6 +111,7 @@ async def create(body: M.CreateArena, hub: Hub = Depends(hub_of)):
         "spectatorToken": keys["spectator"],
         "seed": seed,
         "status": arena.status,
+        "spectatorPrivateText": body.spectator_private_text,
     }
 
 
@@ -218,7 +221,7 @@ async def resume(body: M.Resume, acc: Access = Depends(owner), hub: Hub = Depend
         )
         if arena.arena_id != a.arena_id or arena.arena_id in hub.live:
             raise HTTPException(409, f"status: arena {a.arena_id!r} is live; it cannot be resumed over")
-        lv = LiveArena(arena, hub.workers, a.hashes)
+        lv = LiveArena(arena, hub.workers, a.hashes, a.private_text)
         hub.add(lv)
         if body.tick_mode == "auto":
             start_auto(hub, lv, body.tick_interval_ms)

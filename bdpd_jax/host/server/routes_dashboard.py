@@ -93,8 +93,9 @@ def _players(a: LiveArena | DiskArena) -> list[dict[str, Any]]:
     summary="The dashboard's tables (owner and spectator): messages, pacts, perturbations, sanctions",
 )
 async def dashboard_tables(acc: Viewer, hub: HubDep):
-    """Owner and spectator see the same rows (docs/semantics/live.md: both see every tick in
-    full); no key and no meta leave here."""
+    """Owner and spectator see the same rows, but a spectator sees a private message's
+    sender, recipient and turn, not its text, unless the owner chose so at create
+    (docs/semantics/live.md); no key and no meta leave here."""
     a = acc.arena
     folder = a.arena.out_dir if isinstance(a, LiveArena) else a.folder
     try:  # the owner's event lines (events.jsonl; turns.jsonl in folders from before it)
@@ -112,6 +113,8 @@ async def dashboard_tables(acc: Viewer, hub: HubDep):
         msgs = [m for r in recs for m in r["messages"]]
         pacts = recs[-1]["pacts"] if recs else []
         mode = {"tickMode": "manual", "tickIntervalMs": None}
+    if views.view_of(acc.role, a.private_text) == "spectator":
+        msgs = [views.hide_private(m) for m in msgs]
     sanctions = [s for r in recs for s in r.get("sanctions", [])]
     last = recs[-1]["turn"] if recs else 0  # owner firings after the last tick: in no record yet
     pending = [
@@ -126,6 +129,7 @@ async def dashboard_tables(acc: Viewer, hub: HubDep):
         "sanctions": sanctions,
         "perturbations": views.perturbation_log(recs, pending),
         **mode,
+        "spectatorPrivateText": a.private_text,
     }
 
 
