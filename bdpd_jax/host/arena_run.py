@@ -29,6 +29,7 @@ import numpy as np
 from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.config.perturbations import arena_specs
 from bdpd_jax.host.action_budget import ActionBudget
+from bdpd_jax.host.interrupt import Interrupt
 from bdpd_jax.host.messages import MessageBus
 from bdpd_jax.host.persist import JsonlWriter
 from bdpd_jax.host.players import LivePlayerConfig
@@ -99,6 +100,7 @@ class ArenaRun:
     kernel_tree: Any = None
     _state: Any = None  # the tree of kernel_leaves, once read
     units: float = 1.0  # stock units per harvest unit (an agent's fallback is scaled by it)
+    interrupt: Interrupt = dataclasses.field(default_factory=Interrupt)  # the owner's close / delete
 
     def __post_init__(self) -> None:
         self.stats = {s.player_id: dict(STAT_KEYS) for s in self.specs}

@@ -32,6 +32,7 @@ from bdpd_jax.host.agents.code import DEFAULT_TIMEOUT_MS as JS_TIMEOUT_MS
 from bdpd_jax.host.agents.code import CodeAgent, compile_strategy
 from bdpd_jax.host.agents.http import HttpAgent, check_url
 from bdpd_jax.host.agents.llm import LLMAgent
+from bdpd_jax.host.interrupt import CUT_REASONS, ConversationCut
 from bdpd_jax.host.operator import Operator, redact_url
 from bdpd_jax.host.tools import first_entries, validate_action, validate_speak
 from bdpd_jax.kernels.policies import BUILTINS
@@ -193,7 +194,9 @@ class ScriptedAgent:
     async def speak(self, context: dict[str, Any]) -> Utterance:
         """The next of this turn's ``utterances`` (``[{"text", "nextSpeaker", "error"}]``) from
         the script entry of ``context["turn"]`` (an entry with that ``turn``, else the entry of
-        the last decision): what replay feeds a logged LLM player's discussion back with."""
+        the last decision): what replay feeds a logged LLM player's discussion back with. Past
+        its last utterance of a turn whose logged conversation was cut (``discussionCut``), the
+        conversation ends there as it did (:class:`ConversationCut`)."""
         t = context.get("turn")
         entry = next((e for e in self.script if e.get("turn") == t), None)
         if entry is None:
@@ -202,6 +205,8 @@ class ScriptedAgent:
         utterances = entry.get("utterances")
         utterances = utterances if isinstance(utterances, list) else []
         if k >= len(utterances):
+            if entry.get("discussionCut") in CUT_REASONS:  # the logged conversation ended here
+                raise ConversationCut(entry["discussionCut"])
             return Utterance(None, None, "scripted: no utterance")
         u = utterances[k] if isinstance(utterances[k], dict) else {}
         try:

@@ -141,6 +141,7 @@ def replay(
                 "fallback": d.get("fallback", False),
                 "turn": rec["turn"],
                 "utterances": _said(rec, p["name"]),
+                "discussionCut": rec.get("discussion", {}).get("cut"),
             }
             for rec in records
             for d in rec["decisions"]

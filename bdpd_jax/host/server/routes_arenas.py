@@ -8,7 +8,9 @@ Each route runs under its arena's lifecycle lock (:meth:`Hub.lifecycle`) and loo
 up again once it holds it (:func:`locked`): a request that waited behind a DELETE finds no
 arena (404), one that waited behind a close or a resume finds the arena as it now is, and a
 request in the wrong state gets 409 (a tick: the arena's own check, ``Arena.atick``, whose
-``ValueError("status: ...")`` errors.py answers with 409)."""
+``ValueError("status: ...")`` errors.py answers with 409). A close or a delete does not wait
+behind a tick's players: while it waits, the tick in flight stops waiting on them
+(:func:`interrupting`, issue 35)."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ import asyncio
 import secrets
 import uuid
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractContextManager, asynccontextmanager, nullcontext
 from typing import Any
 
 from fastapi import APIRouter, Depends, HTTPException, Response
@@ -161,8 +163,19 @@ async def perturb(body: M.Perturb, acc: Access = Depends(owner), hub: Hub = Depe
         return fired
 
 
+def interrupting(acc: Access) -> AbstractContextManager[None]:
+    """While a close or delete waits for the arena, its tick in flight stops waiting on players
+    and its discussion ends (``Arena.interrupting``), so the owner is answered at once."""
+    return acc.arena.arena.interrupting() if isinstance(acc.arena, LiveArena) else nullcontext()
+
+
 @router.post("/{arena_id}/close", response_model=M.Summary, summary="Close; returns the report")
 async def close(acc: Access = Depends(owner), hub: Hub = Depends(hub_of)):
+    with interrupting(acc):
+        return await _close(acc, hub)
+
+
+async def _close(acc: Access, hub: Hub) -> dict[str, Any]:
     async with locked(hub, acc) as acc:
         if isinstance(acc.arena, DiskArena):
             summ = acc.arena.summary()
@@ -186,6 +199,11 @@ async def close(acc: Access = Depends(owner), hub: Hub = Depends(hub_of)):
 
 @router.delete("/{arena_id}", response_model=M.Deleted, summary="Delete from memory and disk")
 async def delete(acc: Access = Depends(owner), hub: Hub = Depends(hub_of)):
+    with interrupting(acc):
+        return await _delete(acc, hub)
+
+
+async def _delete(acc: Access, hub: Hub) -> dict[str, str]:
     async with locked(hub, acc) as acc:
         a = acc.arena
         if isinstance(a, LiveArena):
