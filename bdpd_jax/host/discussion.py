@@ -95,7 +95,8 @@ async def discuss(run: ArenaRun, line: dict[str, Any], *, timed: bool = False) -
             "utterancesLeft": cfg.rounds - order + 1,
         }
         try:
-            u = await run.interrupt.within(ask(agents[current], context), end, timed)
+            said = ask(agents[current], context)
+            u = await (run.interrupt.within(said, end) if timed else said)
         except ConversationCut as exc:
             cut = exc.reason
             break

@@ -86,12 +86,10 @@ class Interrupt:
         task.cancel()
         return stopped()
 
-    async def within(self, coro: Coroutine[Any, Any, T], end: float, timed: bool) -> T:
+    async def within(self, coro: Coroutine[Any, Any, T], end: float) -> T:
         """``coro``'s result before ``time.monotonic()`` reaches ``end`` and while no interrupt
-        is pending, else :class:`ConversationCut` (``deadline`` / ``interrupted``). Untimed
-        (no event loop): ``coro`` as it is."""
-        if not timed:
-            return await coro
+        is pending, else :class:`ConversationCut` (``deadline`` / ``interrupted``). Call it on
+        an event loop only."""
         if self.pending:
             coro.close()
             raise ConversationCut("interrupted")
