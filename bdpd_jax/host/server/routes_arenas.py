@@ -22,6 +22,7 @@ from contextlib import AbstractContextManager, asynccontextmanager, nullcontext
 from typing import Any
 
 from fastapi import APIRouter, Depends, HTTPException, Response
+from starlette.concurrency import run_in_threadpool
 
 from bdpd_jax.host._json import dumps_bytes
 from bdpd_jax.host.arena import Arena
@@ -57,7 +58,7 @@ async def locked(hub: Hub, acc: Access) -> AsyncIterator[Access]:
     """Hold the arena's lifecycle lock; yields its Access as the arena is now (404 if gone)."""
     arena_id = acc.arena.arena_id
     async with hub.lifecycle(arena_id):
-        arena = hub.find(arena_id)
+        arena = hub.live.get(arena_id) or await run_in_threadpool(hub.on_disk, arena_id)  # reads its folder
         if arena is None:
             raise HTTPException(404, f"arenaId: no arena {arena_id!r}")
         yield Access(arena, acc.role)
@@ -187,8 +188,8 @@ async def _close(acc: Access, hub: Hub) -> dict[str, Any]:
             raise HTTPException(409, "status: the arena never started")
         await stop_auto(hub, lv)
         if lv.arena_id not in hub.live:  # the last auto tick closed it
-            d = hub.on_disk(lv.arena_id)
-            summ = d.summary() if d is not None else None
+            d = await run_in_threadpool(hub.on_disk, lv.arena_id)
+            summ = await run_in_threadpool(d.summary) if d is not None else None
             if summ is None:
                 raise HTTPException(409, "status: the arena is closed and has no report")
             return summ
