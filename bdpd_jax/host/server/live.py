@@ -137,6 +137,11 @@ class Workers:
         async with self.cpu:
             return await asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)
 
+    async def io(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)`` in a worker thread holding no ``cpu`` slot: a wait on the disk (an
+        fsync of a tick's lines) that other arenas' kernel work must not queue behind (issue 35)."""
+        return await asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)
+
     def shutdown(self) -> None:
         self.executor.shutdown(wait=False, cancel_futures=True)
 
