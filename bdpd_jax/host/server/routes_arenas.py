@@ -58,7 +58,9 @@ async def locked(hub: Hub, acc: Access) -> AsyncIterator[Access]:
     """Hold the arena's lifecycle lock; yields its Access as the arena is now (404 if gone)."""
     arena_id = acc.arena.arena_id
     async with hub.lifecycle(arena_id):
-        arena = hub.live.get(arena_id) or await run_in_threadpool(hub.on_disk, arena_id)  # reads its folder
+        arena: LiveArena | DiskArena | None = hub.live.get(arena_id)
+        if arena is None:
+            arena = await run_in_threadpool(hub.on_disk, arena_id)  # reads its folder
         if arena is None:
             raise HTTPException(404, f"arenaId: no arena {arena_id!r}")
         yield Access(arena, acc.role)
