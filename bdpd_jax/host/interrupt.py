@@ -44,7 +44,7 @@ class Interrupt:
 
     def __init__(self) -> None:
         self._pending = 0
-        self._event: asyncio.Event | None = None
+        self._stop: asyncio.Future[None] | None = None  # done once an interrupt is pending
 
     @property
     def pending(self) -> bool:
@@ -54,14 +54,22 @@ class Interrupt:
     def holding(self) -> Iterator[None]:
         """While the block runs (a close or a delete), the arena's waits end at once."""
         self._pending += 1
-        if self._event is not None:
-            self._event.set()
+        if self._stop is not None and not self._stop.done():
+            self._stop.set_result(None)
         try:
             yield
         finally:
             self._pending -= 1
             if not self._pending:
-                self._event = None  # the next tick waits again
+                self._stop = None  # the next tick waits again
+
+    def _stopped(self) -> asyncio.Future[None]:
+        """The future a wait races against (one per interrupt and loop: a plain future, no
+        task, so a tick of many players adds no task per player for it)."""
+        loop = asyncio.get_running_loop()
+        if self._stop is None or self._stop.get_loop() is not loop:
+            self._stop = loop.create_future()
+        return self._stop
 
     async def race(self, coro: Coroutine[Any, Any, T], stopped: Callable[[], T]) -> T:
         """``coro``'s result, or ``stopped()`` (``coro`` cancelled) once an interrupt is pending.
@@ -69,18 +77,13 @@ class Interrupt:
         if self.pending:
             coro.close()
             return stopped()
-        if self._event is None:
-            self._event = asyncio.Event()
-        event = self._event
+        stop = self._stopped()
         task = asyncio.ensure_future(coro)
-        wake = asyncio.ensure_future(event.wait())
         try:
-            await asyncio.wait({task, wake}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
         except BaseException:  # cancelled (e.g. by a deadline): the call goes too
             task.cancel()
             raise
-        finally:
-            wake.cancel()
         if task.done():
             return task.result()
         task.cancel()
