@@ -33,6 +33,7 @@ tick (:meth:`Arena.atick`); the server's routes and ticker rely on that check (i
 from __future__ import annotations
 
 import uuid
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -168,6 +169,11 @@ class Arena(ArenaView):
         """Whether a tick can wait on anyone: a code, HTTP or LLM player, an HTTP or LLM
         governance agent (``tick()`` then runs on an event loop; a server awaits ``atick``)."""
         return any(s.waits for s in self.specs) or (self.governor is not None and self.governor.waits)
+
+    def interrupting(self) -> AbstractContextManager[None]:
+        """While the block runs (the owner's close or delete), a tick in flight stops waiting on
+        its players and its discussion (:mod:`~bdpd_jax.host.interrupt`)."""
+        return self._run.interrupt.holding() if self._run is not None else nullcontext()
 
     def start(self) -> None:
         """Build the game, the bus, the pact registry and the agents (one ArenaRun); write meta.json."""

@@ -30,6 +30,7 @@ from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.config.perturbations import arena_specs
 from bdpd_jax.host.action_budget import ActionBudget
 from bdpd_jax.host.arena_llm import ArenaLLM
+from bdpd_jax.host.interrupt import Interrupt
 from bdpd_jax.host.messages import MessageBus
 from bdpd_jax.host.persist import JsonlWriter
 from bdpd_jax.host.players import LivePlayerConfig
@@ -101,6 +102,7 @@ class ArenaRun:
     _state: Any = None  # the tree of kernel_leaves, once read
     units: float = 1.0  # stock units per harvest unit (an agent's fallback is scaled by it)
     llm: ArenaLLM | None = None  # the LLM players' tokens and budget (host/arena_llm.py)
+    interrupt: Interrupt = dataclasses.field(default_factory=Interrupt)  # the owner's close / delete
 
     def __post_init__(self) -> None:
         self.stats = {s.player_id: dict(STAT_KEYS) for s in self.specs}

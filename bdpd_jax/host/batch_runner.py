@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Coroutine
+from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import jax
@@ -27,12 +28,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from bdpd_jax.host.agent_calls import ask_agent, each
-from bdpd_jax.host.agents.base import AgentResult
+from bdpd_jax.host.agents.base import AgentResult, fallback_harvest
 from bdpd_jax.host.arena_run import unbatch
 from bdpd_jax.host.dispatch import dispatch_tool
 from bdpd_jax.host.envelope import envelopes
 from bdpd_jax.host.governance_agent import govern
 from bdpd_jax.host.govsim_talk import after_harvest
+from bdpd_jax.host.interrupt import INTERRUPTED
 from bdpd_jax.host.offload import Offload, inline
 from bdpd_jax.host.programs import has_governance, programs
 from bdpd_jax.host.records import record_rows, turn_record
@@ -142,7 +144,8 @@ class LockstepBatch:
         sb, begun, ahead, seen = await offload(self._decided, state)
         by_arena, overridden = await self._ask(*seen)
         lines = await offload(self._played, sb, begun, ahead, by_arena, overridden)
-        await each([after_harvest(r, line, end) for r, line, end in lines], self.waits)  # arenas talk at once
+        talks = [after_harvest(r, line, end, timed=self.waits) for r, line, end in lines]
+        await each(talks, self.waits)  # arenas talk at once
         await offload(self._keep, lines)
 
     def _decided(self, state):
@@ -215,15 +218,16 @@ class LockstepBatch:
             )
             for i in asked:
                 s = r.specs[i]
-                jobs.append(
-                    ask_agent(
-                        r.agents[i],
-                        envs[s.player_id],
-                        float(wealth[i, b]),
-                        s.agent_type,
-                        pool=None if pool is None else float(pool[b]),
-                    )
+                job = ask_agent(
+                    r.agents[i],
+                    envs[s.player_id],
+                    float(wealth[i, b]),
+                    s.agent_type,
+                    pool=None if pool is None else float(pool[b]),
                 )
+                if self.waits:  # the owner's close or delete ends the wait (host/interrupt.py)
+                    job = r.interrupt.race(job, partial(_interrupted, float(wealth[i, b])))
+                jobs.append(job)
                 where.append((b, i))
         results = await each(jobs, self.waits)
         by_arena: list[dict[int, AgentResult]] = [{} for _ in runs]
@@ -291,6 +295,11 @@ class LockstepBatch:
         """Each record kept by its arena and appended to its turns.jsonl."""
         for r, line, end in lines:
             r.end_turn(line, end)
+
+
+def _interrupted(wealth: float) -> AgentResult:
+    """The answer of a player whose call the owner's close or delete cut short: the fallback."""
+    return AgentResult(fallback_harvest(wealth), INTERRUPTED, [], 0.0, True)
 
 
 def with_sanction_intents(sb, runs: list[ArenaRun]):

@@ -14,11 +14,13 @@ read it in their next envelope. The harvest numbers never depend on it.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from bdpd_jax.config.discussion import MAX_DISCUSSION_ROUNDS
 from bdpd_jax.host.agents.base import Utterance
+from bdpd_jax.host.interrupt import ConversationCut
 
 if TYPE_CHECKING:
     from bdpd_jax.host.arena_run import ArenaRun
@@ -58,18 +60,24 @@ async def ask(agent: Any, context: dict[str, Any]) -> Utterance:
     """One utterance; an agent that raises says nothing (the error is recorded)."""
     try:
         out = await agent.speak(context)
+    except ConversationCut:  # a replayed speaker: the logged conversation ended here
+        raise
     except Exception as exc:  # noqa: BLE001 - a broken agent must never stall the turn
         return Utterance(None, None, f"agent: {type(exc).__name__}: {exc}")
     return out if isinstance(out, Utterance) else Utterance(None, None, "agent: speak returned no Utterance")
 
 
-async def discuss(run: ArenaRun, line: dict[str, Any]) -> None:
+async def discuss(run: ArenaRun, line: dict[str, Any], *, timed: bool = False) -> None:
     """Run turn ``line["turn"]``'s discussion and add it to the record (``line["discussion"]``);
     nothing when the arena has no discussion. The speakers are asked one at a time, each
-    under its own deadline; an error counts in the summary's ``errors``."""
+    under its own deadline; an error counts in the summary's ``errors``. ``timed`` (on an
+    event loop): the whole conversation ends at ``deadlineMs`` or when the owner closes or
+    deletes the arena, the utterance in flight dropped (``cut``: host/interrupt.py)."""
     cfg = run.config.discussion
     if cfg is None or not cfg.on:
         return
+    end = time.monotonic() + cfg.deadline_ms / 1000.0
+    cut: str | None = None
     t = line["turn"]
     rep = report(run, line)
     names = speakers(run)
@@ -86,7 +94,12 @@ async def discuss(run: ArenaRun, line: dict[str, Any]) -> None:
             "utterances": [{"speaker": r["speaker"], "text": r["text"]} for r in rows],
             "utterancesLeft": cfg.rounds - order + 1,
         }
-        u = await ask(agents[current], context)
+        try:
+            said = ask(agents[current], context)
+            u = await (run.interrupt.within(said, end) if timed else said)
+        except ConversationCut as exc:
+            cut = exc.reason
+            break
         nxt, named = next_speaker(cfg.next_speaker, names, current, u.next_speaker)
         rows.append(
             {
@@ -102,7 +115,7 @@ async def discuss(run: ArenaRun, line: dict[str, Any]) -> None:
         if u.error:
             run.count(current, "errors", 1)
         current = nxt
-    line["discussion"] = {"report": rep, "utterances": rows}
+    line["discussion"] = {"report": rep, "utterances": rows, **({"cut": cut} if cut else {})}
 
 
 def last_discussion(records: Sequence[dict[str, Any]], turn: int) -> dict[str, Any] | None:

@@ -13,10 +13,12 @@ agent then gives the summary and the agreed limit, and every speaker's agent its
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
 from bdpd_jax.host.agent_calls import each
 from bdpd_jax.host.discussion import ask, discuss, next_speaker, report, speakers
+from bdpd_jax.host.interrupt import ConversationCut
 
 if TYPE_CHECKING:
     from bdpd_jax.host.arena_run import ArenaRun
@@ -29,13 +31,14 @@ def is_govsim(run: ArenaRun) -> bool:
     return cfg is not None and getattr(cfg, "protocol", "minimal") == "govsim"
 
 
-async def after_harvest(run: ArenaRun, line: dict[str, Any], end: bool) -> None:
+async def after_harvest(run: ArenaRun, line: dict[str, Any], end: bool, *, timed: bool = False) -> None:
     """What follows turn ``line["turn"]``'s step: the govsim month end in every month, the
-    minimal discussion in every month but the last."""
+    minimal discussion in every month but the last. ``timed`` (on an event loop): both end at
+    the discussion's ``deadlineMs`` or when the owner closes or deletes the arena."""
     if is_govsim(run):
-        await govsim_discuss(run, line)
+        await govsim_discuss(run, line, timed=timed)
     elif not end:
-        await discuss(run, line)
+        await discuss(run, line, timed=timed)
 
 
 def active(run: ArenaRun, names: list[str], turn: int) -> list[str]:
@@ -44,11 +47,20 @@ def active(run: ArenaRun, names: list[str], turn: int) -> list[str]:
     return [n for n in names if not isinstance(start := starts.get(n), int) or start <= turn]
 
 
-async def govsim_discuss(run: ArenaRun, line: dict[str, Any]) -> None:
-    """Turn ``line["turn"]``'s meeting, summary and month ends, into ``line["discussion"]``."""
+async def govsim_discuss(run: ArenaRun, line: dict[str, Any], *, timed: bool = False) -> None:
+    """Turn ``line["turn"]``'s meeting, summary and month ends, into ``line["discussion"]``.
+    ``timed``: the whole of it (meeting, summary, month ends) shares the discussion's
+    ``deadlineMs`` and stops when the owner interrupts; what was cut is not asked
+    (``cut``, as in :func:`~bdpd_jax.host.discussion.discuss`)."""
     cfg = run.config.discussion
     if cfg is None:
         return
+    deadline = time.monotonic() + cfg.deadline_ms / 1000.0
+    cut: str | None = None
+
+    async def bounded(coro: Any) -> Any:
+        return await (run.interrupt.within(coro, deadline) if timed else coro)
+
     t = line["turn"]
     rep = report(run, line)
     rep["requests"] = {d["playerId"]: d["harvest"] for d in line["decisions"] if "harvest" in d}
@@ -67,7 +79,11 @@ async def govsim_discuss(run: ArenaRun, line: dict[str, Any]) -> None:
             "utterances": [{"speaker": r["speaker"], "text": r["text"]} for r in rows],
             "utterancesLeft": cfg.rounds - order + 1,
         }
-        u = await ask(agents[current], context)
+        try:
+            u = await bounded(ask(agents[current], context))
+        except ConversationCut as exc:
+            cut = exc.reason
+            break
         nxt, named = next_speaker(cfg.next_speaker, names, current, u.next_speaker)
         row = {"turn": t, "order": order, "speaker": current, "text": u.text, "nextSpeaker": nxt, "named": named}
         rows.append({**row, "error": u.error, "end": u.end, **(u.record or {})})
@@ -78,8 +94,11 @@ async def govsim_discuss(run: ArenaRun, line: dict[str, Any]) -> None:
         current = nxt
     heard = [{"speaker": r["speaker"], "text": r["text"]} for r in rows]
     summary = None
-    if rows and hasattr(agents[names[0]], "summarize"):
-        summary = await agents[names[0]].summarize({"turn": t, "report": rep, "utterances": heard})
+    if rows and cut is None and hasattr(agents[names[0]], "summarize"):
+        try:
+            summary = await bounded(agents[names[0]].summarize({"turn": t, "report": rep, "utterances": heard}))
+        except ConversationCut as exc:
+            cut = exc.reason
     contexts = {
         n: {
             "turn": t,
@@ -89,16 +108,20 @@ async def govsim_discuss(run: ArenaRun, line: dict[str, Any]) -> None:
             "agreedLimit": (summary or {}).get("agreedLimit"),
         }
         for n in names
-        if hasattr(agents[n], "month_end")
+        if cut is None and hasattr(agents[n], "month_end")
     }
-    ends = await month_end_all(agents, contexts, any(s.waits for s in run.specs))
+    ends: dict[str, dict[str, Any]] = {}
+    try:
+        ends = await bounded(month_end_all(agents, contexts, any(s.waits for s in run.specs)))
+    except ConversationCut as exc:
+        cut = exc.reason
     for n, e in ends.items():
         if e.get("error"):
             run.count(n, "errors", 1)
     out: dict[str, Any] = {"report": rep, "utterances": rows}
     if summary:
         out["summary"] = summary
-    line["discussion"] = {**out, "monthEnd": ends}
+    line["discussion"] = {**out, "monthEnd": ends, **({"cut": cut} if cut else {})}
 
 
 async def month_end_all(

@@ -36,8 +36,9 @@ from bdpd_jax.host.agents.govsim_prompts import scenario_of
 from bdpd_jax.host.agents.http import HttpAgent, check_url
 from bdpd_jax.host.agents.llm import LLMAgent
 from bdpd_jax.host.arena_llm import ArenaLLM
+from bdpd_jax.host.interrupt import CUT_REASONS, ConversationCut
 from bdpd_jax.host.operator import Operator, redact_url
-from bdpd_jax.host.tools import validate_action, validate_speak
+from bdpd_jax.host.tools import first_entries, validate_action, validate_speak
 from bdpd_jax.kernels.policies import BUILTINS
 
 AGENT_TYPES: tuple[str, ...] = ("builtin", "code", "http", "llm", "scripted")
@@ -158,7 +159,10 @@ class LivePlayerConfig(ConfigModel):
 class ScriptedAgent:
     """Plays a fixed list of turns ``{"harvest": h, "actions": [...]}`` (replay, tests).
 
-    ``harvest`` None (or missing) gives the fallback harvest, as a failed call would.
+    ``harvest`` None (or missing) gives the fallback harvest, as a failed call would. Anyone
+    may join one, so every field is bounded as an LLM's answer is: actions past
+    ``MAX_ANSWER_ENTRIES`` are dropped unread, texts are cut by the tools' validation and an
+    ``error`` of any shape is recorded as bounded text (``truncate_error``).
     """
 
     def __init__(self, script: list[dict], *, no_talk: bool = False) -> None:
@@ -179,7 +183,11 @@ class ScriptedAgent:
         self.calls += 1
         self._usage = entry.get("usage") if isinstance(entry.get("usage"), dict) else None
         acts, errors = [], []
-        for i, a in enumerate(entry.get("actions") or []):
+        raw = entry.get("actions") or []
+        if not isinstance(raw, list):
+            errors.append(f"actions: must be a list, got {type(raw).__name__}")
+            raw = []
+        for i, a in enumerate(first_entries(raw, "actions", errors)):  # as many as an LLM's answer
             try:
                 acts.append(validate_action(a, no_talk=self.no_talk))
             except ValueError as exc:
@@ -217,14 +225,19 @@ class ScriptedAgent:
     async def speak(self, context: dict[str, Any]) -> Utterance:
         """The next of this turn's ``utterances`` (``[{"text", "nextSpeaker", "error"}]``) from
         the script entry of ``context["turn"]`` (an entry with that ``turn``, else the entry of
-        the last decision): what replay feeds a logged LLM player's discussion back with."""
+        the last decision): what replay feeds a logged LLM player's discussion back with. Past
+        its last utterance of a turn whose logged conversation was cut (``discussionCut``), the
+        conversation ends there as it did (:class:`ConversationCut`)."""
         t = context.get("turn")
         entry = next((e for e in self.script if e.get("turn") == t), None)
         if entry is None:
             entry = self.script[min(max(self.calls - 1, 0), len(self.script) - 1)]
         k = self._spoken[t] = self._spoken.get(t, -1) + 1
-        utterances = entry.get("utterances") or []
+        utterances = entry.get("utterances")
+        utterances = utterances if isinstance(utterances, list) else []
         if k >= len(utterances):
+            if entry.get("discussionCut") in CUT_REASONS:  # the logged conversation ended here
+                raise ConversationCut(entry["discussionCut"])
             return Utterance(None, None, "scripted: no utterance")
         u = utterances[k] if isinstance(utterances[k], dict) else {}
         told = {"told": u["told"]} if "told" in u else None  # a govsim meeting's exchange, as logged

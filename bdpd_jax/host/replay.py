@@ -147,6 +147,7 @@ def replay(
                 "record": {k: d[k] for k in AGENT_RECORD_KEYS if k in d},
                 **_after_talk(rec, p["name"]),
                 **({"usage": d["usage"]} if "usage" in d else {}),
+                "discussionCut": rec.get("discussion", {}).get("cut"),
             }
             for rec in records
             for d in rec["decisions"]

@@ -39,6 +39,9 @@ MAX_UTTERANCE_CHARS: int = 1000  # an utterance is truncated past this (as messa
 # entries are dropped unread) and, of those dispatched, how many may be messages.
 MAX_ACTIONS_PER_TURN: int = 16
 MAX_MESSAGES_PER_TURN: int = 8
+#: entries read from one answer that carries its harvest among its actions (an LLM's tool calls,
+#: a scripted player's turn): the talk actions and one harvest; the rest is dropped unread
+MAX_ANSWER_ENTRIES: int = MAX_ACTIONS_PER_TURN + 1
 MAX_PARTIES: int = 64  # names in one propose_pact
 
 
@@ -237,6 +240,14 @@ def validate_action(action: Any, *, no_talk: bool = False) -> dict[str, Any]:
     if not no_talk and a.get("announced") is not None:
         out["announced"] = _num("announced", a["announced"])
     return out
+
+
+def first_entries(raw: list, field: str, errors: list[str]) -> list:
+    """The first ``MAX_ANSWER_ENTRIES`` of one answer's ``field`` list; how many were dropped
+    unread goes to ``errors`` (a flood costs neither validation nor records)."""
+    if len(raw) > MAX_ANSWER_ENTRIES:
+        errors.append(f"{field}: {len(raw) - MAX_ANSWER_ENTRIES} past the first {MAX_ANSWER_ENTRIES} dropped unread")
+    return raw[:MAX_ANSWER_ENTRIES]
 
 
 def validate_actions(raw: Any, *, no_talk: bool = False) -> tuple[list[dict[str, Any]], list[str]]:

@@ -320,8 +320,12 @@ def test_spectator_tables_failing_player_and_phone(browser, server, root, shots)
     tables = ("messages", "pacts", "perturbations", "sanctions", "players")
     seen = {t: table_rows(opage, t) for t in tables}
     assert all(seen[t] for t in tables), seen
-    for t in tables:
+    for t in tables[1:]:
         assert table_rows(spage, t) == seen[t], t
+    # a private message: the spectator sees its row (turn, sender, recipient), not its text (issue 35)
+    spec_msgs = table_rows(spage, "messages")
+    assert len(spec_msgs) == len(seen["messages"]) and not any("psst" in r for r in spec_msgs)
+    assert any("private" in r and "text hidden" in r for r in spec_msgs)
     assert spage.is_hidden("#keysCard") and made["ownerKey"] not in spage.content()
     assert made["arenaKey"] not in spage.content() and spage.is_hidden("#perturbCard")
     assert any("c" in r and "trigger" in r for r in seen["perturbations"])

@@ -16,7 +16,7 @@ from bdpd_jax.host.arena import Arena
 from bdpd_jax.host.dispatch import ActionBudget
 from bdpd_jax.host.persist import atomic_write_json, clean_stale_tmp, read_jsonl
 from bdpd_jax.host.players import MAX_CODE_CHARS, MAX_NAME_CHARS
-from bdpd_jax.host.tools import MAX_ACTIONS_PER_TURN, MAX_MESSAGES_PER_TURN, validate_actions
+from bdpd_jax.host.tools import MAX_ACTIONS_PER_TURN, MAX_ANSWER_ENTRIES, MAX_MESSAGES_PER_TURN, validate_actions
 
 
 def _cfg(**model):
@@ -114,7 +114,8 @@ def test_spammer_is_capped_records_and_messages_bounded(tmp_path) -> None:
     assert len(logged) == 6 and len(a.records) == 3 and [r["turn"] for r in a.records] == [4, 5, 6]
     for rec in logged:
         oks = [t["result"]["ok"] for t in rec["tools"]]
-        assert oks == [True] * MAX_MESSAGES_PER_TURN + [False] * (20 - MAX_MESSAGES_PER_TURN)
+        # the first MAX_ANSWER_ENTRIES of the 20 are read (as an LLM's), 8 of them go through
+        assert oks == [True] * MAX_MESSAGES_PER_TURN + [False] * (MAX_ANSWER_ENTRIES - MAX_MESSAGES_PER_TURN)
         assert "limit" in rec["tools"][-1]["result"]["reason"]
         assert len(rec["messages"]) == MAX_MESSAGES_PER_TURN
         assert len(rec["decisions"][0]["error"]) == MAX_ERROR_CHARS

@@ -1,5 +1,6 @@
 """Views by role (issue 14): a player (arena key) and the public learn nothing through any
-endpoint that the player's observation hides; the owner and spectator see everything."""
+endpoint that the player's observation hides; the owner sees everything, the spectator all but
+private message text (tests/host/test_private_messages.py)."""
 
 from __future__ import annotations
 
@@ -110,7 +111,7 @@ def test_player_and_public_learn_nothing_hidden(tmp_path):
             assert SECRET not in text, where
             for v in stocks | wealth:
                 assert json.dumps(v) not in text or v in (1.0, 30.0), (where, v)
-        # the owner and spectator see the true state and the private message
+        # the spectator sees the true state; the owner the private message too
         full = _events(client, aid, spec)[0][1]
         assert [t["stock"] for t in full["history"]] == [t["stock"] for t in ticks]
         assert SECRET in json.dumps(client.get(f"/api/arenas/{aid}/owner", headers=owner).json())

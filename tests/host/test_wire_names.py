@@ -47,7 +47,15 @@ def test_camel_case_requests_give_camel_case_responses(client):
     r = client.post("/api/arenas", json={**payload(), "agentTimeout": 5000, "noTalk": True, "pactSlots": 4})
     assert r.status_code == 200, r.text
     created = r.json()
-    assert set(created) == {"arenaId", "ownerKey", "arenaKey", "spectatorToken", "seed", "status"}
+    assert set(created) == {
+        "arenaId",
+        "ownerKey",
+        "arenaKey",
+        "spectatorToken",
+        "seed",
+        "status",
+        "spectatorPrivateText",
+    }
     aid, (owner, akey, _) = created["arenaId"], keys_of(created)
     spec = {"agentType": "builtin", "displayName": "late", "privateResource": 12, "reductionFactor": 0.5}
     joined = client.post(f"/api/arenas/{aid}/join", headers=akey, json=spec)
@@ -114,8 +122,8 @@ _VIEW = "arenaId name engineMode stockLabel noShareNote status turn maxTurns pla
 WIRE_BEFORE: dict[str, str] = {
     "BuiltinPlayer": "strategy name intensity reductionFactor privateResource activeFrom talk",
     "CreateArena": "model observability agentTimeout players pacts perturbations plugins discussion seed noTalk "
-    "pactSlots turns perturbable llmCache tokenBudget governanceAgent",  # issue 38: llmCache, tokenBudget
-    "Created": "arenaId ownerKey arenaKey spectatorToken seed status",
+    "pactSlots turns perturbable llmCache tokenBudget spectatorPrivateText governanceAgent",  # issues 38, 35
+    "Created": "arenaId ownerKey arenaKey spectatorToken seed status spectatorPrivateText",
     "StartArena": "tickMode tickIntervalMs",
     "PerturbSpec": "id type trigger payload",
     "Perturb": "specId spec",
@@ -140,7 +148,7 @@ WIRE_BEFORE: dict[str, str] = {
     "PerturbationType": "type description example payloadSchema supported",
     "PerturbationTypes": "types",
     "DashboardPlayer": "playerId agentType strategy",
-    "DashboardTables": "players messages pacts perturbations sanctions tickMode tickIntervalMs",
+    "DashboardTables": "players messages pacts perturbations sanctions tickMode tickIntervalMs spectatorPrivateText",
     "LivePlayerConfig": "agentType displayName privateResource activeFrom strategy intensity reductionFactor talk "
     "strategyCode "
     "rngSeed url baseUrl model credential apiKeyEnv systemPrompt temperature rulesText fallbackHarvest timeoutMs "

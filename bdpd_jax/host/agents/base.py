@@ -10,18 +10,34 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from bdpd_jax.kernels.observe import capacity as _kernel_capacity
 
 FALLBACK_FRACTION: float = 0.2
 MAX_ERROR_CHARS: int = 2000  # an agent's error text as recorded (turns.jsonl, summaries)
 
 
-def truncate_error(text: str | None) -> str | None:
-    """Cap an error text at ``MAX_ERROR_CHARS``, saying how long it was (idempotent)."""
-    if text is None or len(text) <= MAX_ERROR_CHARS:
+def truncate_error(value: Any) -> str | None:
+    """An error as recorded: text of at most ``MAX_ERROR_CHARS``, saying how long it was
+    (idempotent). Any other value (a scripted player's list, object, nested value) is bounded
+    by its serialized size, not its ``len()``: it becomes its JSON text, then is cut the same way."""
+    if value is None:
+        return None
+    text = value if isinstance(value, str) else _serialized(value)
+    if len(text) <= MAX_ERROR_CHARS:
         return text
     note = f"... [{len(text)} chars]"
     return text[: MAX_ERROR_CHARS - len(note)] + note
+
+
+def _serialized(value: Any) -> str:
+    """``value`` as compact JSON text; a value JSON cannot hold (too deep, a lone surrogate, an
+    unknown type) as its type name, so recording an error never raises."""
+    try:
+        return orjson.dumps(value).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        return f"<unserializable {type(value).__name__}>"
 
 
 def capacity(wealth: float) -> float:
@@ -72,7 +88,7 @@ class AgentResult:
     """
 
     harvest: float
-    error: str | None = None
+    error: str | None = None  # any value given is recorded as bounded text (truncate_error)
     actions: list[dict[str, Any]] = field(default_factory=list)
     elapsed_ms: float = 0.0
     fallback: bool = False

@@ -51,17 +51,21 @@ PENALTY_S: float = 10.0  # an owner whose call was killed for its deadline is se
 
 
 class _Ticket:
-    """One call waiting for a worker; ``worker`` is set by the dispatcher."""
+    """One call waiting for a worker; ``worker`` is set by the dispatcher, which wakes this
+    call alone (``cv``, on the pool's lock): a grant never wakes every waiting call, so the
+    waiting calls of a hostile arena do not crowd the GIL (issue 35)."""
 
-    __slots__ = ("owner", "worker")
+    __slots__ = ("owner", "worker", "cv")
 
-    def __init__(self, owner: str) -> None:
+    def __init__(self, owner: str, lock: Any) -> None:
         self.owner = owner
         self.worker: _Worker | None = None
+        self.cv = threading.Condition(lock)
 
     def grant(self, worker: _Worker) -> None:
-        """The dispatcher hands this call its worker (under the pool's lock)."""
+        """The dispatcher hands this call its worker (under the pool's lock) and wakes it."""
         self.worker = worker
+        self.cv.notify()
 
 
 class _Worker:
@@ -141,7 +145,8 @@ class JsPool:
         self.kills = 0  # workers killed for a missed deadline or a bad answer (tests, monitoring)
         self._idle: list[_Worker] = []
         self._count = 0
-        self._cv = threading.Condition()
+        self._lock = threading.RLock()
+        self._cv = threading.Condition(self._lock)  # the pool's state; each waiting call has its own wake-up
         # calls wait in their owner's queue; owners with waiting calls take turns (_dispatch)
         self._queues: dict[str, deque[_Ticket]] = {}
         self._turns: deque[str] = deque()
@@ -203,7 +208,6 @@ class JsPool:
                 del self._queues[pick]
             t.grant(self._idle.pop(self._ready_index()))
             self._held[pick] += 1
-            self._cv.notify_all()
 
     def _ready_index(self) -> int:
         """An idle worker that has started (a poll, no wait), else the newest: a call given a
@@ -238,7 +242,7 @@ class JsPool:
             q = self._queues.get(owner)
             if q is not None and len(q) >= self.max_queued:
                 return "full"
-            t = _Ticket(owner)
+            t = _Ticket(owner, self._lock)
             if q is None:
                 q = self._queues[owner] = deque()
                 self._turns.append(owner)
@@ -254,7 +258,7 @@ class JsPool:
                             del self._queues[owner]
                             self._turns.remove(owner)
                     return None
-                self._cv.wait(left)
+                t.cv.wait(left)
             return t.worker
 
     def _release(self, w: _Worker, healthy: bool, owner: str = "", penalise: bool = False) -> None:
@@ -356,7 +360,9 @@ class JsPool:
         with self._cv:
             self._closed = True
             idle, self._idle = self._idle, []
-            self._cv.notify_all()
+            for q in self._queues.values():
+                for t in q:
+                    t.cv.notify()
         for w in idle:
             w.kill()
         self._threads.shutdown(wait=False)

@@ -14,7 +14,14 @@ import orjson
 from bdpd_jax.host.agents.base import Utterance, join_errors, valid_harvest
 from bdpd_jax.host.agents.transport import TransportError, loads_capped, too_deep
 from bdpd_jax.host.messages import MAX_MESSAGE_LEN
-from bdpd_jax.host.tools import HARVEST_TOOL, MAX_ACTIONS_PER_TURN, SPEAK_TOOL, validate_action, validate_speak
+from bdpd_jax.host.tools import (
+    HARVEST_TOOL,
+    MAX_ANSWER_ENTRIES,
+    SPEAK_TOOL,
+    first_entries,
+    validate_action,
+    validate_speak,
+)
 
 _RULES = """You are a player in the BDPD commons arena, a repeated harvesting game on a shared,
 regenerating resource. Every turn all players decide simultaneously how much to harvest.
@@ -143,13 +150,7 @@ def parse_completion(data: Any, *, no_talk: bool = False) -> tuple[float | None,
     harvest: float | None = None
     actions: list[dict[str, Any]] = []
     errors: list[str] = []
-    if len(calls) > MAX_ACTIONS_PER_TURN + 1:  # the talk actions and one harvest
-        errors.append(
-            f"tool_calls: {len(calls) - MAX_ACTIONS_PER_TURN - 1} past the first "
-            f"{MAX_ACTIONS_PER_TURN + 1} dropped unread"
-        )
-        calls = calls[: MAX_ACTIONS_PER_TURN + 1]
-    for i, call in enumerate(calls):
+    for i, call in enumerate(first_entries(calls, "tool_calls", errors)):
         try:
             fn = call.get("function") if isinstance(call, dict) else None
             if not isinstance(fn, dict):
@@ -189,7 +190,7 @@ def parse_utterance(data: Any) -> Utterance:
         return Utterance(None, None, "response: no choices[0].message in completion")
     calls = message.get("tool_calls") or []
     errors: list[str] = []
-    for i, call in enumerate(calls[: MAX_ACTIONS_PER_TURN + 1] if isinstance(calls, list) else []):
+    for i, call in enumerate(calls[:MAX_ANSWER_ENTRIES] if isinstance(calls, list) else []):
         fn = call.get("function") if isinstance(call, dict) else None
         if not isinstance(fn, dict) or fn.get("name") != SPEAK_TOOL:
             errors.append(f"tool_calls[{i}] ignored: only `speak` is read in the discussion")

@@ -71,18 +71,39 @@ def sse(event: str, data: Any) -> str:
 
 
 class Subscriber:
-    """One SSE client: a bounded queue; ``full`` when dropped (its last event says so)."""
+    """One SSE client: a bounded queue; ``full`` when dropped (its last event says so).
+    ``held``: its events wait (as many as its queue takes) until :meth:`open` gives the first
+    one (``init``, built off the loop while the subscriber already receives the ticks after it)."""
 
-    def __init__(self, role: str, limit: int = QUEUE_LIMIT) -> None:
+    def __init__(self, role: str, limit: int = QUEUE_LIMIT, *, held: bool = False) -> None:
         self.role = role
         self.queue: asyncio.Queue[str | None] = asyncio.Queue(maxsize=limit + 1)
         self.limit = limit
         self.dropped = False
+        self._held: list[str | None] | None = [] if held else None
+
+    def open(self, first: str) -> None:
+        """Queue ``first``, then the events held until now."""
+        held, self._held = self._held or [], None
+        if self.dropped:  # it overflowed while held: its init, then why it ends
+            self.queue.put_nowait(first)
+            self.queue.put_nowait(held[-1])
+            return
+        for msg in [first, *held]:
+            if not self.put(msg):
+                return
 
     def put(self, msg: str | None) -> bool:
         """Queue ``msg`` (None ends the stream); False once the client has been dropped."""
         if self.dropped:
             return False
+        if self._held is not None:
+            if len(self._held) >= self.limit:
+                self.dropped = True  # too many events while its init was built: dropped as a slow one
+                self._held.append(sse("dropped", {"reason": f"client too slow: {self.limit} events queued"}))
+                return False
+            self._held.append(msg)
+            return True
         if msg is not None and self.queue.qsize() >= self.limit:
             self.dropped = True
             self.queue.put_nowait(sse("dropped", {"reason": f"client too slow: {self.limit} events queued"}))
@@ -116,6 +137,11 @@ class Workers:
         async with self.cpu:
             return await asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)
 
+    async def io(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)`` in a worker thread holding no ``cpu`` slot: a wait on the disk (an
+        fsync of a tick's lines) that other arenas' kernel work must not queue behind (issue 35)."""
+        return await asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)
+
     def shutdown(self) -> None:
         self.executor.shutdown(wait=False, cancel_futures=True)
 
@@ -123,10 +149,13 @@ class Workers:
 class LiveArena:
     """One served arena; ``role_of`` maps a presented key to owner / spectator / player."""
 
-    def __init__(self, arena: Arena, workers: Workers, hashes: dict[str, str]) -> None:
+    private_text: bool = False  # the owner let spectators read private messages' text (set at create)
+
+    def __init__(self, arena: Arena, workers: Workers, hashes: dict[str, str], private_text: bool = False) -> None:
         self.arena = arena
         self.workers = workers
         self.hashes = dict(hashes)  # role -> SHA-256 of its key (the keys themselves are not kept)
+        self.private_text = private_text
         self.lock = asyncio.Lock()
         self.thread_lock = threading.Lock()
         self.subscribers: set[Subscriber] = set()
@@ -203,12 +232,12 @@ class LiveArena:
     # -- events ------------------------------------------------------------------------------
     def publish(self, event: str, data: dict[str, Any]) -> None:
         """Send ``event`` to every subscriber, each in the view its role may see."""
-        cache: dict[bool, str] = {}
+        cache: dict[str, str] = {}
         for sub in list(self.subscribers):
-            full = sub.role in ("owner", "spectator")
-            if full not in cache:
-                cache[full] = sse(event, data if full else views.public_event(event, data))
-            if not sub.put(cache[full]):
+            view = views.view_of(sub.role, self.private_text)
+            if view not in cache:
+                cache[view] = sse(event, views.event_for(view, event, data))
+            if not sub.put(cache[view]):
                 self.subscribers.discard(sub)
 
     def end_streams(self) -> None:
@@ -231,13 +260,19 @@ class LiveArena:
             recs = turn_records(read_jsonl(self.arena.out_dir / "turns.jsonl"))
         return recs
 
-    def init_event(self, role: str) -> dict[str, Any]:
-        """The ``init`` event: status and the compact history of every past tick."""
-        full = role in ("owner", "spectator")
+    def init_event(self, role: str, upto: int | None = None) -> dict[str, Any]:
+        """The ``init`` event: status and the compact history of every past tick (up to turn
+        ``upto``, default the last published one). Reads turns.jsonl when the arena keeps only
+        its last records: call it in a worker thread."""
+        view = views.view_of(role, self.private_text)
+        full = view != "public"
         base = self.owner() if full else self.public()
         base.pop("meta", None)
         base.pop("lastTick", None)
-        recs = [r for r in self.history() if r["turn"] <= self.published]
+        if view == "spectator" and "messages" in base:
+            base["messages"] = [views.hide_private(m) for m in base["messages"]]
+        last = self.published if upto is None else upto
+        recs = [r for r in self.history() if r["turn"] <= last]
         return {**base, "history": [views.compact_tick(r) if full else views.public_tick(r) for r in recs]}
 
 

@@ -65,6 +65,10 @@ class CreateArena(ConfigModel):
     token_budget: int | None = Field(
         None, ge=1, le=10**15, description="tokens the arena's LLM players may use; the arena stops once spent"
     )
+    spectator_private_text: StrictBool = Field(
+        False,
+        description="spectators read private messages' text too (default: they see sender, recipient and turn only)",
+    )
     governance_agent: GovernorSpec | None = Field(
         None,
         description="the owner's HTTP / LLM governance agent, driving an external governance_agent plugin "
@@ -82,9 +86,10 @@ class CreateArena(ConfigModel):
                 "pact_slots",
                 "turns",
                 "perturbable",
-                "governance_agent",
                 "llm_cache",
                 "token_budget",
+                "spectator_private_text",
+                "governance_agent",
             },
         )
         if self.players is not None:
@@ -99,6 +104,7 @@ class Created(ConfigModel):
     spectator_token: str
     seed: int
     status: str
+    spectator_private_text: bool = False
 
 
 class StartArena(ConfigModel):
@@ -311,8 +317,9 @@ class DashboardPlayer(ConfigModel):
 
 
 class DashboardTables(ConfigModel):
-    """What the dashboard's tables show, the same for the owner and the spectator: no key, no
-    meta (player URLs, the config, the governance agent's endpoint stay the owner's)."""
+    """What the dashboard's tables show, the same for the owner and the spectator (but private
+    message text, which a spectator sees only where the owner chose so): no key, no meta
+    (player URLs, the config, the governance agent's endpoint stay the owner's)."""
 
     players: list[DashboardPlayer]
     messages: list[dict[str, Any]]
@@ -321,3 +328,4 @@ class DashboardTables(ConfigModel):
     sanctions: list[dict[str, Any]]
     tick_mode: Literal["manual", "auto"] = "manual"
     tick_interval_ms: float | None = None
+    spectator_private_text: bool = False  # the owner's choice at create: spectators read private text

@@ -8,7 +8,9 @@ Each route runs under its arena's lifecycle lock (:meth:`Hub.lifecycle`) and loo
 up again once it holds it (:func:`locked`): a request that waited behind a DELETE finds no
 arena (404), one that waited behind a close or a resume finds the arena as it now is, and a
 request in the wrong state gets 409 (a tick: the arena's own check, ``Arena.atick``, whose
-``ValueError("status: ...")`` errors.py answers with 409)."""
+``ValueError("status: ...")`` errors.py answers with 409). A close or a delete does not wait
+behind a tick's players: while it waits, the tick in flight stops waiting on them
+(:func:`interrupting`, issue 35)."""
 
 from __future__ import annotations
 
@@ -16,10 +18,11 @@ import asyncio
 import secrets
 import uuid
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractContextManager, asynccontextmanager, nullcontext
 from typing import Any
 
 from fastapi import APIRouter, Depends, HTTPException, Response
+from starlette.concurrency import run_in_threadpool
 
 from bdpd_jax.host._json import dumps_bytes
 from bdpd_jax.host.arena import Arena
@@ -55,7 +58,9 @@ async def locked(hub: Hub, acc: Access) -> AsyncIterator[Access]:
     """Hold the arena's lifecycle lock; yields its Access as the arena is now (404 if gone)."""
     arena_id = acc.arena.arena_id
     async with hub.lifecycle(arena_id):
-        arena = hub.find(arena_id)
+        arena: LiveArena | DiskArena | None = hub.live.get(arena_id)
+        if arena is None:
+            arena = await run_in_threadpool(hub.on_disk, arena_id)  # reads its folder
         if arena is None:
             raise HTTPException(404, f"arenaId: no arena {arena_id!r}")
         yield Access(arena, acc.role)
@@ -98,12 +103,14 @@ async def create(body: M.CreateArena, hub: Hub = Depends(hub_of)):
             token_budget=body.token_budget,
             fsync=False,
         )  # the ticker syncs each tick's lines (durable.py)
-        hub.write_auth(arena_id, hashes)  # only once the config is valid: a refused create leaves nothing
+        hub.write_auth(
+            arena_id, hashes, body.spectator_private_text
+        )  # only once the config is valid: a refused create leaves nothing
         return arena
 
     async with hub.lifecycle(arena_id):
         arena = await asyncio.get_running_loop().run_in_executor(hub.executor, make)
-        hub.add(LiveArena(arena, hub.workers, hashes))
+        hub.add(LiveArena(arena, hub.workers, hashes, body.spectator_private_text))
     return {
         "arenaId": arena_id,
         "ownerKey": keys["owner"],
@@ -111,6 +118,7 @@ async def create(body: M.CreateArena, hub: Hub = Depends(hub_of)):
         "spectatorToken": keys["spectator"],
         "seed": seed,
         "status": arena.status,
+        "spectatorPrivateText": body.spectator_private_text,
     }
 
 
@@ -160,8 +168,19 @@ async def perturb(body: M.Perturb, acc: Access = Depends(owner), hub: Hub = Depe
         return fired
 
 
+def interrupting(acc: Access) -> AbstractContextManager[None]:
+    """While a close or delete waits for the arena, its tick in flight stops waiting on players
+    and its discussion ends (``Arena.interrupting``), so the owner is answered at once."""
+    return acc.arena.arena.interrupting() if isinstance(acc.arena, LiveArena) else nullcontext()
+
+
 @router.post("/{arena_id}/close", response_model=M.Summary, summary="Close; returns the report")
 async def close(acc: Access = Depends(owner), hub: Hub = Depends(hub_of)):
+    with interrupting(acc):
+        return await _close(acc, hub)
+
+
+async def _close(acc: Access, hub: Hub) -> dict[str, Any]:
     async with locked(hub, acc) as acc:
         if isinstance(acc.arena, DiskArena):
             summ = acc.arena.summary()
@@ -173,8 +192,8 @@ async def close(acc: Access = Depends(owner), hub: Hub = Depends(hub_of)):
             raise HTTPException(409, "status: the arena never started")
         await stop_auto(hub, lv)
         if lv.arena_id not in hub.live:  # the last auto tick closed it
-            d = hub.on_disk(lv.arena_id)
-            summ = d.summary() if d is not None else None
+            d = await run_in_threadpool(hub.on_disk, lv.arena_id)
+            summ = await run_in_threadpool(d.summary) if d is not None else None
             if summ is None:
                 raise HTTPException(409, "status: the arena is closed and has no report")
             return summ
@@ -185,6 +204,11 @@ async def close(acc: Access = Depends(owner), hub: Hub = Depends(hub_of)):
 
 @router.delete("/{arena_id}", response_model=M.Deleted, summary="Delete from memory and disk")
 async def delete(acc: Access = Depends(owner), hub: Hub = Depends(hub_of)):
+    with interrupting(acc):
+        return await _delete(acc, hub)
+
+
+async def _delete(acc: Access, hub: Hub) -> dict[str, str]:
     async with locked(hub, acc) as acc:
         a = acc.arena
         if isinstance(a, LiveArena):
@@ -220,7 +244,7 @@ async def resume(body: M.Resume, acc: Access = Depends(owner), hub: Hub = Depend
         )
         if arena.arena_id != a.arena_id or arena.arena_id in hub.live:
             raise HTTPException(409, f"status: arena {a.arena_id!r} is live; it cannot be resumed over")
-        lv = LiveArena(arena, hub.workers, a.hashes)
+        lv = LiveArena(arena, hub.workers, a.hashes, a.private_text)
         hub.add(lv)
         if body.tick_mode == "auto":
             start_auto(hub, lv, body.tick_interval_ms)

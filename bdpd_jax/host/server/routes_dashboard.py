@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Query
 from pydantic import BaseModel
+from starlette.concurrency import run_in_threadpool
 
 from bdpd_jax.config import perturbations as specs
 from bdpd_jax.host.replay import load_lines
@@ -93,9 +94,22 @@ def _players(a: LiveArena | DiskArena) -> list[dict[str, Any]]:
     summary="The dashboard's tables (owner and spectator): messages, pacts, perturbations, sanctions",
 )
 async def dashboard_tables(acc: Viewer, hub: HubDep):
-    """Owner and spectator see the same rows (docs/semantics/live.md: both see every tick in
-    full); no key and no meta leave here."""
+    """Owner and spectator see the same rows, but a spectator sees a private message's
+    sender, recipient and turn, not its text, unless the owner chose so at create
+    (docs/semantics/live.md); no key and no meta leave here. The files and the history are
+    read in a worker thread, never on the event loop (a long turns.jsonl must not hold up
+    every other request, issue 35)."""
     a = acc.arena
+    if isinstance(a, LiveArena):
+        mode = {"tickMode": a.tick_mode, "tickIntervalMs": _interval_ms(hub, a)}
+    else:
+        mode = {"tickMode": "manual", "tickIntervalMs": None}
+    tables = await run_in_threadpool(_tables, a, views.view_of(acc.role, a.private_text))
+    return {**tables, **mode, "spectatorPrivateText": a.private_text}
+
+
+def _tables(a: LiveArena | DiskArena, view: str) -> dict[str, Any]:
+    """The tables of ``a`` in ``view`` (blocking reads: run it in a worker thread)."""
     folder = a.arena.out_dir if isinstance(a, LiveArena) else a.folder
     try:  # the owner's event lines (events.jsonl; turns.jsonl in folders from before it)
         lines = load_lines(folder)[1] if folder is not None else []
@@ -106,12 +120,12 @@ async def dashboard_tables(acc: Viewer, hub: HubDep):
         started = a.arena.status != "waiting"  # bus and registry exist from the start on
         msgs = a.arena.bus.to_json()["messages"] if started else []
         pacts = a.arena.registry.compact() if started and a.arena.registry is not None else []
-        mode = {"tickMode": a.tick_mode, "tickIntervalMs": _interval_ms(hub, a)}
     else:
         recs = a.records()
         msgs = [m for r in recs for m in r["messages"]]
         pacts = recs[-1]["pacts"] if recs else []
-        mode = {"tickMode": "manual", "tickIntervalMs": None}
+    if view == "spectator":
+        msgs = [views.hide_private(m) for m in msgs]
     sanctions = [s for r in recs for s in r.get("sanctions", [])]
     last = recs[-1]["turn"] if recs else 0  # owner firings after the last tick: in no record yet
     pending = [
@@ -125,7 +139,6 @@ async def dashboard_tables(acc: Viewer, hub: HubDep):
         "pacts": pacts,
         "sanctions": sanctions,
         "perturbations": views.perturbation_log(recs, pending),
-        **mode,
     }
 
 

@@ -1,5 +1,9 @@
 """The routes that read arenas (004_* A.2): health, history, views, perturbation log,
-summary and the SSE stream. Closed and interrupted arenas are read from their folders."""
+summary and the SSE stream. Closed and interrupted arenas are read from their folders.
+
+No handler reads a file or a long history on the event loop (issue 35): what reads a folder
+or turns.jsonl runs in a worker thread (``run_in_threadpool``), so a spectator reading a long
+history holds up no other request; what is in memory is read on the loop."""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, HTTPException
 from fastapi.responses import StreamingResponse
+from starlette.concurrency import run_in_threadpool
 
 from bdpd_jax.host.server import models as M
 from bdpd_jax.host.server import views
@@ -31,22 +36,28 @@ async def list_arenas(x_owner_key: KeyHeader = None, hub: Hub = Depends(hub_of))
     if x_owner_key is None:
         return {"arenas": [lv.public() for lv in hub.live.values()]}
     rows = [lv.public() for lv in hub.live.values() if lv.role_of(x_owner_key) == "owner"]
+    return {"arenas": rows + await run_in_threadpool(_owned_on_disk, hub, x_owner_key)}
+
+
+def _owned_on_disk(hub: Hub, key: str) -> list[dict[str, Any]]:
+    """The public views of the closed and interrupted arenas ``key`` owns (reads folders)."""
+    rows = []
     for h in hub.history():
         d = hub.on_disk(h["arenaId"])
-        if d is not None and d.role_of(x_owner_key) == "owner":
+        if d is not None and d.role_of(key) == "owner":
             rows.append(views.public_meta_view(d.meta, d.status, turn=d.turns_played()))
-    return {"arenas": rows}
+    return rows
 
 
 @router.get("/api/arenas/history", response_model=M.HistoryList, summary="Closed and interrupted arenas on disk")
 async def history(hub: Hub = Depends(hub_of)):
-    return {"arenas": hub.history()}
+    return {"arenas": await run_in_threadpool(hub.history)}
 
 
 @router.get("/api/arenas/history/{arena_id}/summary", response_model=M.Summary, summary="Report of a closed arena")
 async def history_summary(arena_id: ArenaId, hub: Hub = Depends(hub_of)):
-    d = hub.on_disk(arena_id)
-    summ = d.summary() if d is not None else None
+    d = await run_in_threadpool(hub.on_disk, arena_id)
+    summ = await run_in_threadpool(d.summary) if d is not None else None
     if summ is None:
         raise HTTPException(404, f"arenaId: no closed arena {arena_id!r} on disk")
     return summ
@@ -55,7 +66,9 @@ async def history_summary(arena_id: ArenaId, hub: Hub = Depends(hub_of)):
 @router.get("/api/arenas/{arena_id}", response_model=M.PublicView, summary="Public view (no hidden value)")
 async def public_view(acc: Access = Depends(access("public"))):
     a = acc.arena
-    return a.public() if isinstance(a, LiveArena) else views.public_meta_view(a.meta, a.status, turn=a.turns_played())
+    if isinstance(a, LiveArena):
+        return a.public()
+    return views.public_meta_view(a.meta, a.status, turn=await run_in_threadpool(a.turns_played))
 
 
 def _disk_owner(d: DiskArena) -> dict[str, Any]:
@@ -75,7 +88,7 @@ def _disk_owner(d: DiskArena) -> dict[str, Any]:
 @router.get("/api/arenas/{arena_id}/owner", response_model=M.OwnerView, summary="Owner view (full state)")
 async def owner_view(acc: Access = Depends(owner)):
     a = acc.arena
-    return a.owner() if isinstance(a, LiveArena) else _disk_owner(a)
+    return a.owner() if isinstance(a, LiveArena) else await run_in_threadpool(_disk_owner, a)
 
 
 @router.get(
@@ -86,9 +99,9 @@ async def owner_view(acc: Access = Depends(owner)):
 async def perturbations(acc: Access = Depends(owner)):
     a = acc.arena
     if isinstance(a, LiveArena):
-        specs, recs = a.arena.config.model_dump(mode="json")["perturbations"], a.history()
+        specs, recs = a.arena.config.model_dump(mode="json")["perturbations"], await run_in_threadpool(a.history)
     else:
-        specs, recs = a.meta.get("config", {}).get("perturbations", []), a.records()
+        specs, recs = a.meta.get("config", {}).get("perturbations", []), await run_in_threadpool(a.records)
     return {"specs": specs, "log": views.perturbation_log(recs)}
 
 
@@ -96,7 +109,7 @@ async def perturbations(acc: Access = Depends(owner)):
 async def summary(acc: Access = Depends(owner)):
     a = acc.arena
     if isinstance(a, DiskArena):
-        summ = a.summary()
+        summ = await run_in_threadpool(a.summary)
         if summ is None:
             raise HTTPException(409, "status: the arena was interrupted; resume or delete it")
         return summ
@@ -118,7 +131,8 @@ async def _events(sub: Subscriber):
             return
 
 
-def _disk_stream(d: DiskArena, role: str):
+def _disk_events(d: DiskArena, role: str) -> list[str]:
+    """The events of an arena read from its folder (blocking reads: run it in a worker thread)."""
     full = role in ("owner", "spectator")
     recs = d.records()
     init = {
@@ -131,12 +145,12 @@ def _disk_stream(d: DiskArena, role: str):
         out.append(sse("arena_closed", summ))
     else:
         out.append(sse("arena_interrupted", {"arenaId": d.arena_id, "turn": len(recs)}))
+    return out
 
-    async def gen():
-        for m in out:
-            yield m
 
-    return gen()
+async def _replayed(events: list[str]):
+    for m in events:
+        yield m
 
 
 @router.get(
@@ -153,14 +167,24 @@ async def stream(acc: Access = Depends(access("public"))):
     a = acc.arena
     headers = {"cache-control": "no-cache", "x-accel-buffering": "no"}
     if isinstance(a, DiskArena) and a.status == "closed":
-        return StreamingResponse(_disk_stream(a, "spectator"), media_type="text/event-stream", headers=headers)
+        events = await run_in_threadpool(_disk_events, a, "spectator")
+        return StreamingResponse(_replayed(events), media_type="text/event-stream", headers=headers)
     if acc.role == "public":
         raise HTTPException(403, "token: a spectator token, arena key or owner key is required")
     if isinstance(a, DiskArena):
-        return StreamingResponse(_disk_stream(a, acc.role), media_type="text/event-stream", headers=headers)
-    sub = Subscriber(acc.role)
-    sub.put(sse("init", a.init_event(acc.role)))
+        events = await run_in_threadpool(_disk_events, a, acc.role)
+        return StreamingResponse(_replayed(events), media_type="text/event-stream", headers=headers)
+    # subscribed first, holding its events, so that none is lost while ``init`` (the history
+    # up to the last published tick, read in a worker thread) is built; then init, then them
+    sub = Subscriber(acc.role, held=True)
+    upto = a.published
     a.subscribers.add(sub)
+    try:
+        init = await run_in_threadpool(lambda: sse("init", a.init_event(acc.role, upto)))
+    except BaseException:
+        a.subscribers.discard(sub)
+        raise
+    sub.open(init)
 
     async def gen():
         try:

@@ -1,11 +1,11 @@
 """``Hub``: the server's arenas -- live ones in memory, closed and interrupted ones on disk.
 
-An arena's folder ``root/<arenaId>/`` holds ``auth.json`` (SHA-256 of its keys, written at
-create), ``meta.json``, ``turns.jsonl`` and, once closed, ``summary.json``. A closed arena
-leaves memory at once; every read of it (views, summary, stream, history) comes from its
-folder. An arena whose ``meta.json`` says ``running`` but that no live arena of this process
-holds was running when a previous server died: it is ``interrupted``, listed in ``/history``,
-and can be resumed (replayed from ``turns.jsonl``) or deleted.
+An arena's folder ``root/<arenaId>/`` holds ``auth.json`` (SHA-256 of its keys and whether
+spectators read private text, written at create), ``meta.json``, ``turns.jsonl`` and, once
+closed, ``summary.json``. A closed arena leaves memory at once; every read of it (views,
+summary, stream, history) comes from its folder. An arena whose ``meta.json`` says
+``running`` but that no live arena of this process holds was running when a previous server
+died: it is ``interrupted``, listed in ``/history``, and can be resumed (replayed from ``turns.jsonl``) or deleted.
 
 The folder is data, not authority: an arena is keyed by its folder's name (never by the id its
 ``meta.json`` claims), symlinks are never followed (a folder or file that is one is not an
@@ -30,15 +30,18 @@ from bdpd_jax.host.server.live import LiveArena, Workers, role_of
 from bdpd_jax.host.server.ticker import Ticker
 
 _SAFE_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+#: auth.json's entry beside the key hashes: whether spectators read private messages' text
+PRIVATE_TEXT = "spectatorPrivateText"
 
 
 class DiskArena:
     """An arena known only from its folder (closed, or interrupted by a server death)."""
 
-    def __init__(self, folder: Path, meta: dict[str, Any], hashes: dict[str, str]) -> None:
+    def __init__(self, folder: Path, meta: dict[str, Any], hashes: dict[str, str], private_text: bool = False) -> None:
         self.folder = folder
         self.meta = meta
         self.hashes = hashes
+        self.private_text = private_text  # spectators read private text (the owner's choice at create)
         self.arena_id = folder.name  # the folder's name, not what meta.json claims
         self.status = "closed" if meta.get("status") == "closed" else "interrupted"
 
@@ -120,11 +123,12 @@ class Hub:
         f = self.root / arena_id
         return None if f.is_symlink() else f
 
-    def write_auth(self, arena_id: str, hashes: dict[str, str]) -> None:
-        """The arena's folder with its key hashes (blocking I/O: call it from a worker)."""
+    def write_auth(self, arena_id: str, hashes: dict[str, str], private_text: bool = False) -> None:
+        """The arena's folder with its key hashes and who reads private text (``PRIVATE_TEXT``:
+        the owner's access choice, kept with the keys; blocking I/O: call it from a worker)."""
         folder = self.root / arena_id
         folder.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(folder / "auth.json", hashes)
+        atomic_write_json(folder / "auth.json", {**hashes, PRIVATE_TEXT: bool(private_text)})
 
     def add(self, lv: LiveArena) -> None:
         self.live[lv.arena_id] = lv
@@ -156,7 +160,8 @@ class Hub:
             return None
         if not isinstance(meta, dict) or not isinstance(hashes, dict):
             return None
-        return DiskArena(f, meta, hashes)
+        private_text = hashes.pop(PRIVATE_TEXT, False) is True  # absent (older folders): hidden
+        return DiskArena(f, meta, hashes, private_text)
 
     def find(self, arena_id: str) -> LiveArena | DiskArena | None:
         return self.live.get(arena_id) or self.on_disk(arena_id)

@@ -249,7 +249,7 @@ class Ticker:
         ``LiveArena.run_on_loop``); the kernel work through ``offload``."""
         a = lv.arena
         rec = await a.atick(offload, start_waiting=False)
-        await offload(sync_files, [records_path(a)])
+        await self.workers.io(sync_files, [records_path(a)])  # a wait on the disk holds no kernel slot
         out = rec, (await a.aclose(offload) if a.done else None)
         await offload(self.collect)
         return out

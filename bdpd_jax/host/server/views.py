@@ -1,8 +1,11 @@
-"""Views by role (issue 14): what each key may see of an arena.
+"""Views by role (issue 14, issue 35): what each key may see of an arena.
 
-* **owner** and **spectator** (the owner's read-only token): everything -- the true state of
-  every tick (stock, every player's request, harvest and wealth, engine variables), pacts,
-  every message including private ones, the metrics.
+* **owner**: everything -- the true state of every tick (stock, every player's request,
+  harvest and wealth, engine variables), pacts, every message with its text.
+* **spectator** (the read-only token the owner shares): the owner's view, except that a
+  private message shows who sent it to whom and when, not its text (003_*: a private message
+  is visible "only to the named recipient"), unless the owner chose at create to show private
+  text to spectators (``spectatorPrivateText``).
 * **player** (the arena key, shared by every player) and **public** (no key): the game's
   frame only -- status, turn, players' names and kinds, and per tick the turn number, the
   messages addressed to everyone (broadcasts, announcements) and the discussion (the report
@@ -11,6 +14,9 @@
   is what *every* player knows. A player learns the state only through its own observation.
   The post-game report (summary.json) is public once the arena is closed (the seed serves
   ``/history/:id/summary`` without a key).
+
+A role is read through :func:`view_of`: ``"owner"`` (all), ``"spectator"`` (private text
+hidden) or ``"public"``.
 """
 
 from __future__ import annotations
@@ -25,6 +31,43 @@ from bdpd_jax.kernels.engines import ENGINES
 PUBLIC_SCOPES = ("broadcast", "announcement")
 #: the ``tick`` fields the dashboard charts (owner / spectator)
 COMPACT_DECISION = ("playerId", "requested", "actual", "wealth", "announced", "sanction", "fallback", "error")
+
+
+def view_of(role: str, private_text: bool) -> str:
+    """The view a role gets: ``owner``, ``spectator`` (private message text hidden) or
+    ``public``; a spectator of an arena whose owner chose ``private_text`` sees the owner's."""
+    if role == "owner" or (role == "spectator" and private_text):
+        return "owner"
+    return "spectator" if role == "spectator" else "public"
+
+
+def hide_private(msg: dict[str, Any]) -> dict[str, Any]:
+    """A message as a spectator sees it: a private one keeps its sender, recipient, turn and
+    id, and says its text is hidden (``textHidden``); any other is as sent."""
+    if msg.get("scope") != "private":
+        return msg
+    return {**{k: v for k, v in msg.items() if k != "text"}, "textHidden": True}
+
+
+def _hide_action(act: Any) -> Any:
+    """A tool action as a spectator sees it: a ``send_private`` without its text."""
+    if not isinstance(act, dict) or act.get("tool") != "send_private":
+        return act
+    return {**{k: v for k, v in act.items() if k != "text"}, "textHidden": True}
+
+
+def spectator_tick(rec: dict[str, Any]) -> dict[str, Any]:
+    """A turn record as a spectator sees it: private texts left out of its messages and of
+    the ``send_private`` actions that carry them too (each decision's ``actions``, the tool log)."""
+    out = {**rec, "messages": [hide_private(m) for m in rec.get("messages", [])]}
+    if "tools" in rec:
+        out["tools"] = [{**t, "action": _hide_action(t.get("action"))} for t in rec["tools"]]
+    if "decisions" in rec:
+        out["decisions"] = [
+            {**d, "actions": [_hide_action(a) for a in d["actions"]]} if isinstance(d.get("actions"), list) else d
+            for d in rec["decisions"]
+        ]
+    return out
 
 
 def engine_labels(engine_mode: str) -> dict[str, Any]:
@@ -105,6 +148,15 @@ def _said(u: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in u.items() if k != "told"}
 
 
+def event_for(view: str, event: str, data: dict[str, Any]) -> dict[str, Any]:
+    """An SSE event's payload in ``view`` (:func:`view_of`)."""
+    if view == "owner":
+        return data
+    if view == "spectator":
+        return spectator_tick(data) if event == "tick" else data
+    return public_event(event, data)
+
+
 def public_event(event: str, data: dict[str, Any]) -> dict[str, Any]:
     """An SSE event's payload for the player / public role."""
     if event == "tick":
@@ -151,6 +203,10 @@ def perturbation_log(recs: list[dict[str, Any]], pending: Iterable[dict[str, Any
 
 
 __all__ = [
+    "view_of",
+    "hide_private",
+    "spectator_tick",
+    "event_for",
     "public_view",
     "owner_view",
     "compact_tick",

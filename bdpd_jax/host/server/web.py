@@ -1,4 +1,6 @@
-"""The dashboard and the offline API reference, served from the package (no CDN)."""
+"""The dashboard and the offline API reference, served from the package (no CDN). The routes
+are plain functions: FastAPI runs them in its worker threads, so no file is read on the event
+loop (issue 35)."""
 
 from __future__ import annotations
 
@@ -26,23 +28,23 @@ def _page(name: str) -> HTMLResponse:
 
 @router.get("/")
 @router.get("/index.html")
-async def index():
+def index():
     return _page("index.html")
 
 
 @router.get("/arenas/{arena_id}")
-async def arena_page(arena_id: ArenaId):
+def arena_page(arena_id: ArenaId):
     return _page("arena.html")
 
 
 @router.get("/arena.html")
-async def arena_html():
+def arena_html():
     return _page("arena.html")
 
 
 @router.get("/favicon.ico")
 @router.get("/favicon.svg")
-async def favicon():
+def favicon():
     """The tab icon (browsers ask for /favicon.ico on their own: an SVG answers both)."""
     return FileResponse(
         str(_asset("favicon.svg")), media_type="image/svg+xml", headers={"cache-control": "max-age=86400"}
@@ -50,12 +52,12 @@ async def favicon():
 
 
 @router.get("/docs")
-async def docs():
+def docs():
     return _page("docs.html")
 
 
 @router.get("/static/{name}")
-async def static(name: ArenaId):
+def static(name: ArenaId):
     p = _asset(name)
     suffix = "." + name.rsplit(".", 1)[-1]
     return FileResponse(str(p), media_type=_TYPES.get(suffix, "application/octet-stream"))

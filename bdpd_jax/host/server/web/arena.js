@@ -73,6 +73,7 @@ async function loadTables() {
     S.perturbations = t.perturbations.filter(p => p.turn <= known + 1);
     S.sanctions = t.sanctions.filter(s => s.turn <= known);
     S.players = t.players; S.tickMode = t.tickMode; S.tickIntervalMs = t.tickIntervalMs;
+    S.privateText = t.spectatorPrivateText; if (typeof invitePanel === "function") invitePanel();
     setView({});
   } catch (e) { showError(e); }
 }

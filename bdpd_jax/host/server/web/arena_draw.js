@@ -99,7 +99,7 @@ function drawTables() {
   const scope = $("scope").value;
   $("messages").tBodies[0].innerHTML = S.messages.filter(m => !scope || m.scope === scope).slice(-300).reverse()
     .map(m => `<tr><td class="num">${esc(m.turn)}</td><td>${esc(m.scope)}</td><td>${esc(m.fromId)}</td><td>${esc(m.to || "all")}</td>
-    <td>${m.scope === "announcement" ? fmt(m.value) : esc(m.text)}</td></tr>`).join("");
+    <td>${m.scope === "announcement" ? fmt(m.value) : m.textHidden ? "<i>(private: text hidden)</i>" : esc(m.text)}</td></tr>`).join("");
   $("perturbations").tBodies[0].innerHTML = S.perturbations.map((p, k) => `<tr><td class="num">${esc(p.turn)}</td>
     <td>${esc(p.type)}${p.spec && p.spec.id ? ` <span class="muted">${esc(p.spec.id)}</span>` : p.id ? ` <span class="muted">${esc(p.id)}</span>` : ""}</td>
     <td>${esc(p.target)}</td><td class="num">${beforeAfter(p, k)}</td><td>${p.owner ? "owner" : "trigger"}</td></tr>`).join("");

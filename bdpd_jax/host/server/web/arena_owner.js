@@ -70,6 +70,9 @@ function invitePanel() {
   $("arenaKey").textContent = KEYS.arenaKey || "(not in this browser)";
   $("spectatorToken").textContent = KEYS.spectatorToken || "(not in this browser)";
   $("ownerKey").textContent = KEYS.ownerKey;
+  $("privateTextLine").textContent = S.privateText === undefined ? ""
+    : S.privateText ? "Spectators read private messages' text (chosen at create)."
+    : "Spectators see who sent a private message to whom and when, not its text (the default).";
   const url = `${BASE}/api/arenas/${ARENA}/join`, key = KEYS.arenaKey || "<ARENA_KEY>";
   $("snipCurl").textContent = `curl -X POST ${url} \\\n  -H "X-Arena-Key: ${key}" \\\n`
     + `  -H "Content-Type: application/json" \\\n  -d '{"agentType": "http", "displayName": "Remote", `
