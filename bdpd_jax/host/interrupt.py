@@ -79,8 +79,9 @@ class Interrupt:
             return stopped()
         stop = self._stopped()
         task = asyncio.ensure_future(coro)
+        either: set[asyncio.Future[Any]] = {task, stop}
         try:
-            await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
         except BaseException:  # cancelled (e.g. by a deadline): the call goes too
             task.cancel()
             raise
