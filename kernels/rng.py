@@ -29,7 +29,7 @@ DIE = 3
 ORDER = 4
 PERTURB = 5
 # 6 is retired (a talk stream that was never drawn); new purposes take 7 on
-UNITS = 7  # random_units: unit k's draw is (turn, k, UNITS)
+UNITS = 7  # random_units: label k of hand-out round r is element k of (turn, r, UNITS)
 
 _M1 = jnp.uint32(0x7FEB352D)
 _M2 = jnp.uint32(0x846CA68B)

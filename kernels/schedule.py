@@ -203,7 +203,7 @@ def _counts(j: jax.Array, n: int) -> jax.Array:
     """How many of the labels ``j`` (int32[BLOCK], a slot in [0, n) or -1: not drawn) fell on
     each slot -> int32[n]. Four 8-bit counters to a uint32 word (a slot gets at most BLOCK <
     256 labels), so a round sums ceil(n / 4) words over the block instead of an n x BLOCK
-    one-hot table (7x faster on XLA:CPU, bench/README.md "GovSim's allocation")."""
+    one-hot table (7x faster on XLA:CPU: bench/HISTORY.md, govsim_alloc.py)."""
     words = []
     for w in range((n + 3) // 4):
         here = (j >= 4 * w) & (j < 4 * w + 4)
@@ -230,7 +230,7 @@ def hand_out(key, turn, requests: jax.Array, delivered: jax.Array, generator: st
     serve any pool up to ``MAX_UNITS``; a larger one's rest is rationed proportionally."""
     n = requests.shape[0]
     want = jnp.maximum(requests, 0.0)
-    live_k = jnp.arange(BLOCK, dtype=jnp.int32)
+    k_index = jnp.arange(BLOCK, dtype=jnp.int32)
 
     def cond(c):
         r, got, left = c
@@ -244,7 +244,7 @@ def hand_out(key, turn, requests: jax.Array, delivered: jax.Array, generator: st
         e = jnp.clip(jnp.floor(left), 1.0, float(BLOCK)).astype(jnp.int32)
         u = rng.uniform(key, turn, r, rng.UNITS, (BLOCK,), generator)
         j = jnp.minimum(jnp.floor(u * m.astype(u.dtype)).astype(jnp.int32), m - 1)  # the j-th open player
-        j = jnp.where(live_k < e, j, -1)  # labels past e are not drawn
+        j = jnp.where(k_index < e, j, -1)  # labels past e are not drawn
         by_slot = _counts(j, n)  # [N]: labels per slot (the j-th open player)
         rank = jnp.cumsum(open_.astype(jnp.int32)) - 1  # [N]: i's slot, where open
         x = by_slot[jnp.clip(rank, 0, n - 1)].astype(requests.dtype)

@@ -107,6 +107,11 @@ def test_newcomer_inactive_for_three_months_and_the_readings_are_params():
     s2 = res2.summary.iloc[0]
     assert s2.govsim_gain == pytest.approx(s2.govsim_total_gain / 5)
     assert s2.govsim_survival_time == (15 if s2.govsim_survived else s2.govsim_survival_time)
+    later = govsim("fishery", "newcomer")
+    later["players"][-1]["activeFrom"] = 6  # activeFrom too is a params leaf
+    p3 = bj.simulate(later, n_arenas=2, seed=3).players
+    p3 = p3[p3.arena == 0].pivot(index="turn", columns="player", values="actual")
+    assert TRACES["run"] == traces and (p3.loc[1:5, 4] == 0).all() and p3.loc[6, 4] > 0
     with pytest.raises(ValueError, match="thresholdPlayers"):
         ArenaConfig.load({**cfg, "model": {**cfg["model"], "thresholdPlayers": "some"}})
 
