@@ -139,7 +139,10 @@ def run(
     if out is not None:
         if overwrite:
             clear_results(out)
-        res.to_parquet(out)
+        try:
+            res.to_parquet(out)
+        except OSError as e:
+            raise ValueError(f"--out: could not write {str(out)!r}: {e.strerror or e}") from None
         console.print(escape(f"wrote {out}/ (read it back: bdpd show {out}, or bdpd_jax.load({str(out)!r}))"))
 
 

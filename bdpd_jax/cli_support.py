@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
@@ -76,25 +77,31 @@ def with_examples(examples: str) -> type[ExampleCommand]:
 
 def check_out_dir(out: Path | None, overwrite: bool | None = None) -> None:
     """--out must be a folder (or not exist yet) that can be written: checked before the run,
-    creating nothing. ``overwrite`` False: a folder that holds files is refused (None: not checked)."""
+    leaving nothing (a folder it had to make to know is removed again). ``overwrite`` False:
+    a folder that holds files is refused (None: not checked)."""
     if out is None:
         return
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out: {str(out)!r} exists and is not a folder")
     if overwrite is False and out.is_dir() and any(out.iterdir()):
         raise ValueError(f"--out: {str(out)!r} is not empty; pass --overwrite to replace what is in it")
-    probe = out
-    while not probe.exists():  # the nearest existing folder must let us create the rest
-        probe = probe.parent if probe.parent != probe else Path(".")
-    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
-        raise ValueError(f"--out: cannot create or write {str(out)!r} ({str(probe)!r} is not a writable folder)")
+    if out.is_dir():
+        if not os.access(out, os.W_OK | os.X_OK):
+            raise ValueError(f"--out: {str(out)!r} is not writable")
+        return
+    top = out  # the first folder of the path that does not exist yet: made now and removed again
+    while not top.parent.exists() and top.parent != top:
+        top = top.parent
+    try:
+        out.mkdir(parents=True)
+    except OSError as e:
+        raise ValueError(f"--out: cannot create {str(out)!r}: {e.strerror or e}") from None
+    shutil.rmtree(top, ignore_errors=True)
 
 
 def clear_results(out: Path) -> None:
     """Remove a run's results from ``out`` before another run's are written (``--overwrite``):
     its parquet files and part folders and ``meta.json``; anything else there is kept."""
-    import shutil
-
     if not out.is_dir():
         return
     for p in [*out.glob("*.parquet"), out / "meta.json"]:
