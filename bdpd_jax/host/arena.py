@@ -380,7 +380,8 @@ class Arena(ArenaView):
         summ = self.summary()
         if self.out_dir is not None:
             atomic_write_json(self.out_dir / "summary.json", summ, mkdir=False)
-            atomic_write_json(self.out_dir / "meta.json", {**self.meta(), "closedAt": utc_now()}, mkdir=False)
+            closed = {**self.meta(), "closedAt": utc_now(), **self.llm.calls_report(self._started())}
+            atomic_write_json(self.out_dir / "meta.json", closed, mkdir=False)
         self._started().close_writer()
         return summ
 

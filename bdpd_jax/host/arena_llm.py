@@ -8,8 +8,9 @@ record and the totals:
 * each decision of a player whose answers of this turn reported tokens gets ``usage: {promptTokens,
   completionTokens}`` (its decision and its utterances of the turn together);
 * the record gets the arena's ``usage`` of the turn when any player used the model;
-* the totals per player and per arena feed the report (:func:`report`): ``usage`` at the top
-  and on each LLM player, ``llmCalls: {sent, cached, retried}``, and ``stopped``.
+* the totals per player and per arena feed the report (:meth:`ArenaLLM.report`): ``usage``
+  at the top and on each LLM player, ``tokenBudget`` and ``stopped``; the closing meta.json
+  gets ``llmCalls: {sent, cached, retried}`` (:meth:`ArenaLLM.calls_report`).
 
 ``tokenBudget``: once the tokens recorded reach it, the turn that spent it is the last (the
 record says why in ``stopped``; the game is over, as at its last turn, and closing writes the
@@ -140,12 +141,20 @@ class ArenaLLM:
         """What summary.json says of the LLM calls (nothing for an arena without LLM players)."""
         if not any(run.agent_kind(i) == "llm" for i in range(len(run.specs))):
             return {}
-        out: dict[str, Any] = {"usage": self.recorded.wire(), "llmCalls": self.account.calls()}
+        out: dict[str, Any] = {"usage": self.recorded.wire()}
         if self.account.budget is not None:
             out["tokenBudget"] = self.account.budget
         if self.stopped is not None:
             out["stopped"] = self.stopped
         return out
+
+    def calls_report(self, run: ArenaRun) -> dict[str, Any]:
+        """What the closing meta.json says of the calls: ``llmCalls: {sent, cached, retried}``
+        (nothing without LLM players). *Choice:* in meta.json, not the report: a replay makes
+        no call, and its report is the folder's summary.json exactly."""
+        if not any(run.agent_kind(i) == "llm" for i in range(len(run.specs))):
+            return {}
+        return {"llmCalls": self.account.calls()}
 
     def player_usage(self, player: str) -> dict[str, int] | None:
         u = self.players.get(player)

@@ -174,9 +174,10 @@ def test_usage_is_summed_per_call_player_and_arena(tmp_path):
         "s2": {"promptTokens": 800, "completionTokens": 28},
     }
     assert summary["usage"] == {"promptTokens": 1200, "completionTokens": 48}
-    assert summary["llmCalls"] == {"sent": 8, "cached": 0, "retried": 0}
+    meta = json.loads((tmp_path / "a" / "meta.json").read_text())
+    assert meta["llmCalls"] == {"sent": 8, "cached": 0, "retried": 0}
     again = replay(tmp_path / "a")  # verify: the replayed records carry the logged usage
-    assert again.close()["usage"] == summary["usage"]
+    assert again.close() == summary  # and the report is the folder's
 
 
 def test_rerun_at_temperature_0_makes_no_calls_and_gives_identical_records(tmp_path):
@@ -184,10 +185,11 @@ def test_rerun_at_temperature_0_makes_no_calls_and_gives_identical_records(tmp_p
     first, c1 = _arena(tmp_path / "one", cache)
     first.run()
     again, c2 = _arena(tmp_path / "two", cache)
-    summary = again.run()
+    again.run()
     assert len(c1.requests) == 8 and c2.requests == []
     assert _records(tmp_path / "two") == _records(tmp_path / "one")
-    assert summary["llmCalls"] == {"sent": 0, "cached": 8, "retried": 0}
+    assert again.llm.account.calls() == {"sent": 0, "cached": 8, "retried": 0}
+    assert json.loads((tmp_path / "two" / "meta.json").read_text())["llmCalls"]["cached"] == 8
     off, c3 = _arena(tmp_path / "three", cache, llm_cache=False)  # the arena option turns it off
     off.run()
     assert len(c3.requests) == 8

@@ -125,7 +125,6 @@ function drawTables() {
 function tokens(summ) {  // the LLM players' tokens and the budget stop of the report (issue 38), or nothing
   const u = summ.usage;
   if (!u) return "";
-  const calls = summ.llmCalls ? ` in ${summ.llmCalls.sent} calls (${summ.llmCalls.cached} cached)` : "";
-  return ` · LLM tokens: ${u.promptTokens} prompt + ${u.completionTokens} completion${calls}` +
+  return ` · LLM tokens: ${u.promptTokens} prompt + ${u.completionTokens} completion` +
     (summ.stopped ? ` · stopped: ${summ.stopped}` : "");
 }
