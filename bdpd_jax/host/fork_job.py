@@ -9,10 +9,8 @@ thousands of arenas shares neither the server's GIL nor its priority with the ti
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
-import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -23,13 +21,11 @@ FORKS_DIR = "forks"
 ANSWER_FILE = "fork.json"
 
 
-def init_worker(niceness: int = 10) -> None:
-    """The fork worker's start: lower priority than the server's ticks, the package's settings
-    and JAX's persistent compilation cache (a later server's first fork compiles less)."""
+def init_worker() -> None:
+    """The fork worker's start (the server spawns it niced): the package's settings and JAX's
+    persistent compilation cache (a later server's first fork compiles less)."""
     import bdpd_jax
 
-    with contextlib.suppress(OSError):  # not permitted here: run at the server's priority
-        os.nice(niceness)
     bdpd_jax.configure(compile_cache=True)
 
 

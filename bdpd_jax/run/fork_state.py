@@ -131,7 +131,10 @@ def _layer(name: str, live: Any, live0: Any, fork0: Any, perturb: bool) -> Any:
             old = flat0.get(path)
             if old is None or np.shape(old) != np.shape(new):
                 if path in flat_live and np.shape(flat_live[path]) != np.shape(new):
-                    raise ValueError(f"changes: they change the shape of the perturbation layer's {path}")
+                    raise ValueError(
+                        f"changes: they change the shape of the perturbation layer's {jax.tree_util.keystr(path)} "
+                        "(a perturbation added to an arena that has some); fire it as a 'perturb' change"
+                    )
                 return new
             return new if not np.array_equal(old, new) else flat_live[path]
 

@@ -3,7 +3,7 @@
 A fork continues the arena's state at a turn as a batch of arenas (``bdpd_jax.fork``,
 docs/semantics/live.md "Forks"). The owner or a spectator asks; the size is bounded
 (replicates x turns x players, ``MAX_FORK_CELLS``; a 400 names the numbers) and forks run
-one at a time in a worker process of their own, niced (``fork_job.init_worker``), so the
+one at a time in a worker process of their own, niced from its spawn on, so the
 event loop, ``/api/health`` and the other arenas' ticks keep their threads and their
 priority; a request while ``MAX_PENDING_FORKS`` are running or waiting gets 429. The answer
 holds the fork's fan (per turn the quantiles of the stock over its arenas) and links to its
@@ -13,10 +13,13 @@ frames, kept in the arena's folder (``forks/<forkId>/``, the newest ``MAX_FORKS_
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import json
 import multiprocessing
+import os
 import shutil
+import threading
 import uuid
 from concurrent.futures import BrokenExecutor, Executor, ProcessPoolExecutor
 from pathlib import Path
@@ -44,6 +47,8 @@ MAX_CHANGES = 32
 MAX_FORKS_PER_ARENA = 8
 #: forks running or waiting for the worker at once, server-wide
 MAX_PENDING_FORKS = 2
+#: the fork worker's niceness (below the server's ticks)
+FORK_NICENESS = 10
 FORMATS = ("csv", "json", "parquet")
 
 ForkId = Annotated[str, PathParam(pattern=r"^[0-9a-f]{12}$")]
@@ -102,11 +107,23 @@ watch = access("spectator")
 _state: dict[str, Any] = {"executor": None, "pending": 0}
 
 
+def _spawn_niced(ex: ProcessPoolExecutor) -> None:
+    """Start ``ex``'s process from this (short-lived) thread, niced first: on Linux a child
+    inherits the niceness of the thread that forks it, so the worker's start (an interpreter
+    and jax imported) already runs below the ticks' priority."""
+    with contextlib.suppress(OSError):
+        os.nice(FORK_NICENESS)
+    ex.submit(int)  # a no-op task: the process is spawned here, in this thread
+
+
 def executor() -> Executor:
     """The fork worker (one process, made on first use; ``use_executor`` replaces it)."""
     if _state["executor"] is None:
-        ctx = multiprocessing.get_context("spawn")
-        _state["executor"] = ProcessPoolExecutor(1, mp_context=ctx, initializer=init_worker)
+        ex = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"), initializer=init_worker)
+        starter = threading.Thread(target=_spawn_niced, args=(ex,), name="bdpd-fork-spawn")
+        starter.start()
+        starter.join()  # the spawn only (milliseconds); the worker starts up on its own
+        _state["executor"] = ex
     return _state["executor"]
 
 
