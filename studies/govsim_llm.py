@@ -54,8 +54,6 @@ SHORT = {
 }
 PERCENT = ("govsim_survived", "govsim_efficiency", "govsim_equality", "govsim_over_usage")
 CREDENTIAL = "govsim"
-#: the outsider first acts in this month: GovSim's PerturbationEnv inserts it once 3 months are done
-NEWCOMER_FROM = 4
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -146,7 +144,7 @@ def player_spec(
 
 def cell_specs(args: argparse.Namespace, model: str, scenario: str, experiment: str) -> list[dict[str, Any]]:
     """The 5 join bodies of one cell: GovSim's names; in ``newcomer`` the outsider last."""
-    from bdpd_jax.scenarios import GOVSIM_NAMES, GOVSIM_SCENARIOS, govsim_rules
+    from bdpd_jax.scenarios import GOVSIM_NAMES, GOVSIM_SCENARIOS, govsim, govsim_rules
 
     govsim_arch = args.architecture == "govsim"
     if args.rules_file is not None:
@@ -160,7 +158,8 @@ def cell_specs(args: argparse.Namespace, model: str, scenario: str, experiment: 
         key = "persona" if govsim_arch else "systemPrompt"
         for spec in specs[:-1]:
             spec[key] = sc.local
-        specs[-1].update({key: sc.outsider, "activeFrom": NEWCOMER_FROM})
+        # the month the outsider first acts is the scenario's (GovSim's PerturbationEnv: after 3 months)
+        specs[-1].update({key: sc.outsider, "activeFrom": govsim(scenario, experiment)["players"][-1]["activeFrom"]})
     return specs
 
 
@@ -240,11 +239,7 @@ def render(rows: list[dict[str, Any]]) -> str:
 def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:
     args = parse_args(argv)
     base_url, model = endpoint(os.environ if env is None else env)
-    from bdpd_jax.host.players import LivePlayerConfig
 
-    if "newcomer" in args.experiments and "active_from" not in LivePlayerConfig.model_fields:
-        print("govsim_llm.py: newcomer cells skipped: this host has no `activeFrom` (issue 37 item 5)")
-        args.experiments = [e for e in args.experiments if e != "newcomer"]
     results = []
     for ex in args.experiments:
         for sc in args.scenarios:

@@ -119,3 +119,32 @@ def test_a_small_grid_against_a_scripted_endpoint_and_its_resume(script, monkeyp
     n = len(client.requests)
     assert script.main(argv, env=ENV) == 0  # resumed: every cell is read from its folder
     assert len(client.requests) == n and "fishery / no_communication" in capsys.readouterr().out
+
+
+def test_the_newcomer_cell_runs_its_outsider_as_an_llm_from_month_4(script, monkeypatch, tmp_path, capsys):
+    """Issue 37 item 5 with the study: the outsider joins as an LLM after 3 months (GovSim's
+    PerturbationEnv): it is neither asked to harvest nor heard in the meeting before month 4."""
+    client = FakeClient(answer)
+    monkeypatch.setattr("bdpd_jax.host.arena_callers.own_client", lambda specs, n: client)
+    monkeypatch.setenv("BDPD_LLM_API_KEY", "sk-test")
+    argv = [
+        "--scenario",
+        "fishery",
+        "--experiment",
+        "newcomer",
+        "--months",
+        "5",
+        "--rounds",
+        "2",
+        "--out",
+        str(tmp_path),
+    ]
+    assert script.main(argv, env=ENV) == 0
+    assert "fishery / newcomer" in capsys.readouterr().out
+    rows = (tmp_path / "fishery/newcomer/seed-0/turns.jsonl").read_text().splitlines()
+    turns = [json.loads(x) for x in rows]
+    outsider = GOVSIM_NAMES[-1]
+    asked = [t["turn"] for t in turns for d in t["decisions"] if d["playerId"] == outsider and "harvest" in d]
+    spoke = [t["turn"] for t in turns for u in t["discussion"]["utterances"] if u["speaker"] == outsider]
+    assert len(turns) == 5 and asked == [4, 5]
+    assert all(t >= 4 for t in spoke)
