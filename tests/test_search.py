@@ -91,6 +91,18 @@ def test_the_reported_best_is_confirmed_feasible_on_fresh_keys(known):
     assert len(fresh) == CONFIRM_REPLICATES and not fresh & searched
 
 
+def test_confirmation_meets_candidates_inside_the_feasible_set():
+    """Many lucky candidates crowd the boundary: half the confirmed are the search's best,
+    half spread over the feasible ones, denser near the best."""
+    from bdpd_jax.searches.confirm import chosen
+
+    x = np.r_[np.linspace(0.30, 0.301, 40), np.linspace(0.31, 0.6, 30)]
+    h = pd.DataFrame({"r": x, "violation": np.r_[np.zeros(40), np.zeros(30)]})
+    pts = chosen(h, ["r"], [("r", "min")], 8, 64)["r"].to_numpy()
+    assert len(pts) == 8 and list(pts[:4]) == list(x[:4])  # the search's first four
+    assert pts.max() == x.max() and (pts[4:] > 0.301).sum() >= 3  # the others inside, to the far end
+
+
 def test_confidence_bounds_are_constraints(config):
     from bdpd_jax.searches.search import needs_history
 

@@ -2,10 +2,11 @@
 evaluated again on fresh replicates, and those estimates decide.
 
 Each candidate of a search is judged on its own generation's few replicates; among the many
-near a constraint a lucky one looks feasible (the winner's curse). So the ``top`` distinct
-candidates by the search's own order (with several objectives: the in-sample front) are run
-again as one sweep of ``replicates`` arenas each, drawn from a seed no generation uses
-(:func:`confirm_seed`), with common random numbers (the candidates meet the same streams).
+near a constraint a lucky one looks feasible (the winner's curse). So ``top`` distinct
+candidates (:func:`chosen`: the best by the search's own order and some spread inside the
+feasible set; with several objectives the in-sample front) are run again as one sweep of
+``replicates`` arenas each, drawn from a seed no generation uses (:func:`confirm_seed`),
+with common random numbers (the candidates meet the same streams).
 Their point columns come back as ``confirm_<column>`` in the history (NaN for the rows not
 confirmed), with ``confirm_violation`` and ``confirm_feasible``. See docs/semantics/sweeps.md.
 """
@@ -37,9 +38,12 @@ def confirm_seed(seed: int, generation_seeds: set[int]) -> int:
 
 
 def chosen(history: pd.DataFrame, names: list[str], objectives: list, top: int, most: int) -> pd.DataFrame:
-    """The distinct points to confirm (columns = paths): one objective, the first ``top`` by
-    the search's order; several, the in-sample front (at most ``most``, spread along the first
-    objective)."""
+    """The distinct points to confirm (columns = paths). One objective: the first half of
+    ``top`` by the search's order, and the other half spread over the in-sample feasible ones
+    from the best to the worst objective, denser near the best (at ``(k / m)^3`` of the range):
+    a search that converged onto a constraint's boundary holds many lucky candidates there,
+    and the confirmation then still meets candidates a little inside it. Several objectives:
+    the in-sample front (at most ``most``, spread along the first objective)."""
     viol = history["violation"].to_numpy(float)
     if len(objectives) > 1:
         f = minimised(history, objectives)
@@ -48,8 +52,21 @@ def chosen(history: pd.DataFrame, names: list[str], objectives: list, top: int, 
         if len(pts) > most:
             pts = pts.iloc[np.unique(np.linspace(0, len(pts) - 1, most).round().astype(int))]
         return pts.reset_index(drop=True)
-    idx = order(minimised(history, objectives[:1])[:, 0], viol)
-    return history.iloc[idx][names].drop_duplicates().iloc[:top].reset_index(drop=True)
+    f = minimised(history, objectives[:1])[:, 0]
+    idx = order(f, viol)
+    ranked = history.iloc[idx][names].assign(_f=f[idx], _ok=viol[idx] <= 0).drop_duplicates(names)
+    head = ranked.iloc[: -(-top // 2)]
+    ok = ranked[ranked["_ok"].to_numpy() & np.isfinite(ranked["_f"].to_numpy())]
+    picks = [head]
+    if len(ok):
+        fv = ok["_f"].to_numpy()
+        m = top - len(head)
+        targets = fv[0] + (fv[-1] - fv[0]) * (np.arange(1, m + 1) / max(m, 1)) ** 3
+        picks.append(ok.iloc[np.minimum(np.searchsorted(fv, targets), len(ok) - 1)])
+    pts = pd.concat(picks).drop_duplicates(names)
+    if len(pts) < top:  # (spread picks fell on the head: fill in the search's order)
+        pts = pd.concat([pts, ranked]).drop_duplicates(names).iloc[:top]
+    return pts[names].reset_index(drop=True)
 
 
 def confirm(

@@ -32,7 +32,7 @@ import pandas as pd
 from ..kernels.rollout import init_batch, run_turns
 from ..prepare.game import broadcast_batch
 from ..run.runner import keys_of
-from ..run.simulate import FLOAT, default_chunk, final_numbers
+from ..run.simulate import FLOAT, final_numbers
 from ..sweeps.build import build_points
 from ..sweeps.paths import config_base
 from ..sweeps.results import POINT_OUTCOMES, STATS, Z95, aggregate, gini
@@ -56,7 +56,7 @@ class DevicePlan:
     treedef: Any
     leaves: tuple[np.ndarray, ...]
     slots: tuple[tuple[int, int, int], ...]
-    chunk_turns: int
+    n_turns: int
     y0: float
     slope: np.ndarray  # float[D]
 
@@ -101,7 +101,8 @@ def device_plan(cfg: Any, sp: Space, turns: int | None) -> DevicePlan | str:
     slope = np.nan_to_num(slope)
     # as intercept + slope . v: a yield proportional to one path (the logistic r K / 4) is then
     # one rounding of an exact product, as the host's float64 yield cast to float32
-    return DevicePlan(game, treedef, leaves, tuple(slots), default_chunk(max(n_turns)), float(y[0] - slope @ a), slope)
+    # all the turns in one scan (a sweep's chunks of default_chunk turns give the same numbers)
+    return DevicePlan(game, treedef, leaves, tuple(slots), max(n_turns), float(y[0] - slope @ a), slope)
 
 
 def arena_columns(fin: dict[str, Any]) -> dict[str, np.ndarray]:
@@ -163,7 +164,7 @@ def device_program(
     """The jitted block of ``block`` generations: ``(es_state, es_params, key, g0, seeds,
     low, high, leaves, y0, slope) -> (es_state, per generation: unit x, values, final
     numbers)``. Cached by everything static (one compile per shape, across calls)."""
-    game, treedef, slots, chunk_turns = plan_key
+    game, treedef, slots, n_turns = plan_key
     b = population * replicates
     point_of = np.arange(b) // replicates
     offsets = jnp.asarray(np.arange(b) % replicates if common_random else np.arange(b), jnp.uint32)
@@ -181,7 +182,7 @@ def device_program(
             flat[li] = shaped.at[e].set(v[point_of, j].astype(shaped.dtype)).reshape(flat[li].shape)
         params = jax.tree_util.tree_unflatten(treedef, flat)
         my = (y0 + (v * slope).sum(axis=1))[point_of].astype(FLOAT)
-        st, _ = run_turns(game, chunk_turns, False, keys_of(seed, offsets), init_batch(game, params), params, 1, True)
+        st, _ = run_turns(game, n_turns, False, keys_of(seed, offsets), init_batch(game, params), params, 1, True)
         fin = final_numbers(game, st, params, my)
         keep = {k: fin[k] for k in ("survived", "collapse_turn", "wealth", "outcomes")}
         survived = fin["survived"]
@@ -232,7 +233,7 @@ def run_device(
     block = -(-left // n_blocks)
     run = device_program(
         opt.prog,
-        (plan.game, plan.treedef, plan.slots, plan.chunk_turns),
+        (plan.game, plan.treedef, plan.slots, plan.n_turns),
         population,
         replicates,
         sp.names,

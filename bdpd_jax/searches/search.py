@@ -157,7 +157,7 @@ def search(
         from tqdm.auto import tqdm
 
         bar = tqdm(total=generations, desc="search generations", unit="gen", initial=0)
-    plan = _device_plan(loop, opt, cfg, sp, turns, history)
+    plan = _device_plan(loop, opt, cfg, sp, turns, history, population * int(replicates) > max_batch)
     host_until = generations if plan is None else min(len(done), generations)
     try:
         for g in range(host_until):
@@ -311,7 +311,7 @@ def _report(bar: Any, rows: list[pd.DataFrame], objs) -> None:
         bar.set_postfix_str(_best_text(pd.concat(rows, ignore_index=True), objs))
 
 
-def _device_plan(loop: Any, opt: Any, cfg: ArenaConfig, sp: Space, turns: int | None, history: bool):
+def _device_plan(loop: Any, opt: Any, cfg: ArenaConfig, sp: Space, turns: int | None, history: bool, wide: bool):
     """The device loop's plan when ``loop`` allows it and the search can run there, else None;
     ``loop="device"`` on a search that cannot is a ValueError saying why."""
     if loop not in LOOPS:
@@ -323,6 +323,8 @@ def _device_plan(loop: Any, opt: Any, cfg: ArenaConfig, sp: Space, turns: int | 
         if not isinstance(opt, EvosaxMethod)
         else "a column read needs the per-turn records"
         if history
+        else "population x replicates exceeds max_batch (a generation runs as one batch there)"
+        if wide
         else device_plan(cfg, sp, turns)
     )
     if isinstance(why, str):
