@@ -125,13 +125,32 @@ def test_a_missing_extra_names_the_install_and_leaves_no_folder(tmp_path, monkey
     assert not (tmp_path / "res").exists()
 
 
-def test_ctrl_c_is_one_line(monkeypatch) -> None:
-    def interrupted(name):
-        raise KeyboardInterrupt
+@pytest.mark.parametrize(
+    "exc, needle",
+    [
+        (KeyboardInterrupt(), "error: interrupted"),
+        (MemoryError(), "error: out of memory"),
+        (OverflowError("int too large to convert to float"), "error: OverflowError: int too large"),
+        (OSError(28, "No space left on device", "results/x.parquet"), "error: results/x.parquet: No space left"),
+        (RecursionError("maximum recursion depth exceeded"), "error: RecursionError"),
+    ],
+)
+def test_ctrl_c_and_the_machine_s_limits_are_one_line(exc, needle, monkeypatch) -> None:
+    def fails(name):
+        raise exc
 
-    monkeypatch.setattr(cli, "starting_config", interrupted)
+    monkeypatch.setattr(cli, "starting_config", fails)
     r, out = _invoke(["config"])
-    assert r.exit_code == 2 and out.strip() == "error: interrupted", out
+    assert r.exit_code == 2 and out.startswith(needle) and len(out.strip().splitlines()) == 1, out
+
+
+def test_a_bug_still_shows_its_traceback(monkeypatch) -> None:
+    def bug(name):
+        raise AttributeError("a bug")
+
+    monkeypatch.setattr(cli, "starting_config", bug)
+    r, _ = _invoke(["config"])
+    assert r.exit_code == 1 and isinstance(r.exception, AttributeError)
 
 
 def test_serve_on_a_busy_port_fails_first_and_creates_nothing(tmp_path) -> None:

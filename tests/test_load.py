@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from typer.testing import CliRunner
 
 import bdpd_jax
+from bdpd_jax.cli import app
 from bdpd_jax.host.arena import Arena
 
 sys.path.insert(0, str(Path(__file__).parent / "host"))
@@ -30,22 +32,30 @@ def _equal_where_shared(live: pd.DataFrame, batch: pd.DataFrame, name: str) -> N
     pd.testing.assert_frame_equal(a, b, obj=name, check_dtype=False)
 
 
-@pytest.mark.parametrize("players", [None, GOVERNED["players"]], ids=["mixed", "governed"])
-def test_a_live_folder_loads_into_the_frames_a_batch_run_gives(players, tmp_path) -> None:
-    cfg = _cfg(players=copy.deepcopy(players) if players else None, maxTurns=8)
-    if players:
-        cfg.update({k: copy.deepcopy(v) for k, v in GOVERNED.items() if k != "players"})
-    seed = 11
-    batch = bdpd_jax.simulate(cfg, n_arenas=1, seed=seed)
-    arena = Arena(cfg, seed=seed, out_dir=tmp_path / "a")
+# the configs, seeds and batch sizes of tests/host/test_host_arena.py's live == batch tests, so
+# that the suite's compilation cache holds these programs already
+CASES = {"mixed": (False, 11, 1), "governed": (True, 4, 3)}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_a_live_folder_loads_into_the_frames_a_batch_run_gives(case, tmp_path) -> None:
+    governed, seed, n_arenas = CASES[case]
+    cfg = _cfg()
+    if governed:
+        cfg.update(copy.deepcopy(GOVERNED))
+    batch = bdpd_jax.simulate(cfg, n_arenas=n_arenas, seed=seed)
+    arena = Arena(cfg, seed=seed, out_dir=tmp_path / "a")  # arena index 0
     arena.run()
     arena.close()
     live = bdpd_jax.load(tmp_path / "a")
-    assert isinstance(live, bdpd_jax.Results) and len(live.turns) == len(batch.turns) > 3
+    assert isinstance(live, bdpd_jax.Results) and len(live.turns) == (batch.turns.arena == 0).sum() > 3
     for name in FRAMES:
-        _equal_where_shared(getattr(live, name), getattr(batch, name), name)
-    if players:  # the governed arena fires sanctions and perturbations: the rows are compared, not just empty frames
+        frame = getattr(batch, name)
+        _equal_where_shared(getattr(live, name), frame[frame.arena == 0], name)
+    if governed:  # the governed arena fires sanctions and perturbations: rows are compared, not just empty frames
         assert len(live.sanctions) and len(live.perturbations) and len(live.violations)
+    r = CliRunner().invoke(app, ["show", str(tmp_path / "a")])
+    assert r.exit_code == 0 and "survival rate" in r.output and "final wealth by strategy" in r.output, r.output
 
 
 def test_run_and_sweep_folders_round_trip(tmp_path) -> None:
@@ -78,6 +88,8 @@ def test_a_search_folder_loads(tmp_path) -> None:
     got = bdpd_jax.load(tmp_path / "s")
     assert isinstance(got, bdpd_jax.SearchResults)
     pd.testing.assert_frame_equal(got.history, res.history)
+    r = CliRunner().invoke(app, ["show", str(tmp_path / "s")])
+    assert r.exit_code == 0 and "best (generation" in r.output, r.output
 
 
 def test_an_unknown_folder_says_what_it_looks_for(tmp_path) -> None:

@@ -85,6 +85,7 @@ def test_the_shell_blocks_and_specs_run(tmp_path) -> None:
         cmd = [str(BIN / "bdpd"), name, f"{name}.toml", "--out", f"{name}1/"]
         p = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=900)
         assert p.returncode == 0, p.stderr[-3000:]
+        assert ("points: mean +-" if name == "sweep" else "best (generation") in p.stdout, p.stdout[-2000:]
     env = {**os.environ, "COLUMNS": "200"}
     p = subprocess.run([str(BIN / "bdpd"), "show", "sweep1/"], cwd=tmp_path, capture_output=True, text=True, env=env)
     assert p.returncode == 0 and "model.regenRate" in p.stdout, p.stdout + p.stderr
