@@ -6,7 +6,10 @@ players named as GovSim names them, run as GovSim runs its agents by default (``
 govsim``: memory, a meeting of at most ``--rounds`` utterances after every month, its summary
 and agreed limit, a reflection; free-text answers; fallback 0; docs/semantics/live.md §15). In
 ``newcomer`` the fifth is the outsider (its persona) and first acts in month 4 (``activeFrom``,
-issue 37 item 5). ``no_communication`` has no meeting.
+issue 37 item 5). ``no_communication`` has no meeting. A cell's seeds play at once, in
+lockstep in one ``LiveBatch``, every call to the endpoint under ``--max-in-flight`` (the
+operator's ``maxInFlight``; retries on 429/5xx within each player's deadline; issue 38), and
+the table counts the tokens each cell used (the answers' ``usage``).
 
     BDPD_LLM_BASE_URL=http://localhost:8000/v1 BDPD_LLM_MODEL=some-model BDPD_LLM_API_KEY=none \
         .venv/bin/python studies/govsim_llm.py --seeds 5 --out runs/govsim_llm
@@ -60,7 +63,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="govsim_llm.py", description=__doc__.split("\n\n")[0])
     p.add_argument("--scenario", dest="scenarios", action="append", choices=SCENARIOS, help="repeatable; default all")
     p.add_argument("--experiment", dest="experiments", action="append", choices=EXPERIMENTS, help="default all")
-    p.add_argument("--seeds", type=int, default=1, help="arenas per cell (GovSim ran 5)")
+    p.add_argument("--seeds", type=int, default=1, help="arenas per cell (GovSim ran 5), played at once")
+    p.add_argument(
+        "--max-in-flight", type=int, default=16, help="calls in flight to the endpoint at most, over all arenas"
+    )
     p.add_argument("--seed", type=int, default=0, help="the first seed")
     p.add_argument("--rounds", type=int, default=9, help="utterances a month at most (GovSim: 9 after the report)")
     p.add_argument("--months", type=int, default=None, help="stop each arena after this many months (smoke runs)")
@@ -175,27 +181,42 @@ def govsim_metrics(summary: Mapping[str, Any]) -> dict[str, Any]:
     return {m: found.get(m) for m in METRICS}
 
 
-def run_cell(args, base_url: str, model: str, scenario: str, experiment: str, seed: int) -> dict[str, Any]:
-    """One arena, or its summary.json when it is already done (resume)."""
-    folder = args.out / scenario / experiment / f"seed-{seed}"
-    done = folder / "summary.json"
-    if done.is_file():
-        return json.loads(done.read_text())
-    if folder.exists():  # cut off: run it again from month 1
-        shutil.rmtree(folder)
+def run_cell(args, base_url: str, model: str, scenario: str, experiment: str, seeds: Sequence[int]) -> list[dict]:
+    """The summaries of one cell's seeds. A seed whose folder holds its summary.json is read
+    back (resume); a cut-off one is run again from month 1; the rest play at once, in lockstep
+    in one ``LiveBatch``, every call to the endpoint under its ``maxInFlight`` (issue 38)."""
     from bdpd_jax.host.arena import Arena
+    from bdpd_jax.host.live_batch import LiveBatch
     from bdpd_jax.host.operator import Operator
 
+    folders = {s: args.out / scenario / experiment / f"seed-{s}" for s in seeds}
+    todo = [s for s in seeds if not (folders[s] / "summary.json").is_file()]
     cfg, _ = scenario_config(scenario, experiment)
     cfg, _ = llm_arena_config(cfg, experiment, args.rounds, args.architecture, args.months)
-    operator = Operator.model_validate(
-        {"credentials": {CREDENTIAL: {"baseUrl": base_url, "apiKeyEnv": ENV_API_KEY, "models": [model]}}}
-    )
     cfg["agentTimeout"] = max(int(cfg.get("agentTimeout", 0)), args.timeout_ms)
-    arena = Arena(cfg, seed=seed, no_talk=True, operator=operator, out_dir=folder)
-    for spec in cell_specs(args, model, scenario, experiment):
-        arena.join(spec)
-    return arena.run()  # the arena writes summary.json when it closes: the cell is done
+    operator = Operator.model_validate(
+        {
+            "credentials": {CREDENTIAL: {"baseUrl": base_url, "apiKeyEnv": ENV_API_KEY, "models": [model]}},
+            "llmEndpoints": [{"baseUrl": base_url, "maxInFlight": args.max_in_flight}],
+        }
+    )
+    arenas = []
+    for s in todo:
+        if folders[s].exists():  # cut off: run it again from month 1
+            shutil.rmtree(folders[s])
+        arena = Arena(cfg, seed=s, no_talk=True, operator=operator, out_dir=folders[s])
+        for spec in cell_specs(args, model, scenario, experiment):
+            arena.join(spec)
+        arenas.append(arena)
+    if arenas:
+        LiveBatch(arenas).run()  # each arena writes summary.json when it closes: its seed is done
+    return [json.loads((folders[s] / "summary.json").read_text()) for s in seeds]
+
+
+def tokens(summary: Mapping[str, Any]) -> int:
+    """The tokens an arena's LLM players used (prompt + completion; 0 where none were counted)."""
+    u = summary.get("usage") or {}
+    return int(u.get("promptTokens", 0)) + int(u.get("completionTokens", 0))
 
 
 def table(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -211,6 +232,7 @@ def table(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
             mean = sum(vals) / len(vals) if vals else math.nan
             row[SHORT[m]] = 100.0 * mean if m in PERCENT else mean  # survived: a bool, its mean a rate
         row["fallbacks"] = sum(r["fallbacks"] for r in cell)
+        row["tokens"] = sum(r["tokens"] for r in cell)
         rows.append(row)
     return rows
 
@@ -224,13 +246,13 @@ def render(rows: list[dict[str, Any]]) -> str:
     from bdpd_jax.scenarios import GOVSIM_PUBLISHED
 
     cols = ("rate", "time", "Gain", "eff.", "eq.", "over-use")
-    head = f"{'':46s}" + "".join(f"{c:>10s}" for c in cols) + f"{'seeds':>7s}{'fallbacks':>10s}"
+    head = f"{'':46s}" + "".join(f"{c:>10s}" for c in cols) + f"{'seeds':>7s}{'fallbacks':>10s}{'tokens':>12s}"
     out = [head]
     for ex in dict.fromkeys(r["experiment"] for r in rows):
         out.append(f"-- {ex}")
         for r in (r for r in rows if r["experiment"] == ex):
             nums = "".join(f"{r[c]:10.2f}" for c in cols)
-            out.append(f"  {r['row']:44s}{nums}{r['seeds']:7d}{r['fallbacks']:10d}")
+            out.append(f"  {r['row']:44s}{nums}{r['seeds']:7d}{r['fallbacks']:10d}{r['tokens']:12d}")
         for pub in (p for p in GOVSIM_PUBLISHED if p[1] == ex):
             out.append(f"  published: {pub[0][:33]:33s}" + "".join(f"{float(v):10.2f}" for v in pub[2:]))
     return "\n".join(out)
@@ -243,11 +265,15 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     results = []
     for ex in args.experiments:
         for sc in args.scenarios:
-            for k in range(args.seeds):
-                s = run_cell(args, base_url, model, sc, ex, args.seed + k)
+            seeds = [args.seed + k for k in range(args.seeds)]
+            for seed, s in zip(seeds, run_cell(args, base_url, model, sc, ex, seeds), strict=True):
                 fallbacks = sum(p.get("fallbacks", 0) for p in s.get("players", []))
-                results.append({"scenario": sc, "experiment": ex, "metrics": govsim_metrics(s), "fallbacks": fallbacks})
-                print(f"{sc} / {ex} / seed {args.seed + k}: {s.get('turnsPlayed')} months, {fallbacks} fallbacks")
+                row = {"metrics": govsim_metrics(s), "fallbacks": fallbacks, "tokens": tokens(s)}
+                results.append({"scenario": sc, "experiment": ex, **row})
+                print(
+                    f"{sc} / {ex} / seed {seed}: {s.get('turnsPlayed')} months, {fallbacks} fallbacks, "
+                    f"{row['tokens']} tokens"
+                )
     print(f"GovSim with {PLAYERS} LLM players ({model}, architecture {args.architecture}); folder {args.out}")
     print(render(table(results)))
     return 0

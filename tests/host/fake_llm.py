@@ -3,6 +3,7 @@ function of the request, and every request body is kept. Passed as ``Arena(clien
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from typing import Any
@@ -30,6 +31,8 @@ class FakeClient:
         self.answer = answer
         self.requests: list[tuple[str, dict[str, Any]]] = []
         self.headers: list[dict[str, str]] = []
+        self.in_flight = 0
+        self.peak_in_flight = 0  # the most requests this client held at once
 
     async def post(
         self, url: str, body: bytes, headers: dict[str, str], timeout_s: float, max_bytes: int
@@ -39,6 +42,12 @@ class FakeClient:
         req = json.loads(body)
         self.requests.append((url, req))
         self.headers.append(dict(headers))
+        self.in_flight += 1
+        self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        try:
+            await asyncio.sleep(0)  # other calls may start meanwhile, as on a wire
+        finally:
+            self.in_flight -= 1
         out = self.answer(url, req)
         if isinstance(out, Exception):
             raise out

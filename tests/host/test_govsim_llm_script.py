@@ -107,10 +107,12 @@ def test_a_small_grid_against_a_scripted_endpoint_and_its_resume(script, monkeyp
     monkeypatch.setattr("bdpd_jax.host.arena_callers.own_client", lambda specs, n: client)
     monkeypatch.setenv("BDPD_LLM_API_KEY", "sk-test")  # the operator's credential reads it at every call
     argv = ["--scenario", "fishery", "--experiment", "default", "--experiment", "no_communication"]
-    argv += ["--months", "2", "--rounds", "3", "--out", str(tmp_path)]
+    argv += ["--months", "2", "--rounds", "3", "--seeds", "2", "--max-in-flight", "3", "--out", str(tmp_path)]
     assert script.main(argv, env=ENV) == 0
     out = capsys.readouterr().out
     assert "fishery / default" in out and "published: GPT-4o, default fishery" in out
+    assert 1 < client.peak_in_flight <= 3  # two seeds at once, under the endpoint's maxInFlight
+    assert "fishery / default / seed 1: 2 months" in out
     assert client.headers and all(h.get("authorization") == "Bearer sk-test" for h in client.headers)
     turns = [json.loads(x) for x in (tmp_path / "fishery/default/seed-0/turns.jsonl").read_text().splitlines()]
     assert [len(t["discussion"]["utterances"]) for t in turns] == [2, 2]  # ended by its second speaker

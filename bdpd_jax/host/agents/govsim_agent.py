@@ -14,6 +14,7 @@ the model is asked for. Every exchange (prompt, reply, error) is returned for th
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import time
@@ -120,10 +121,12 @@ class GovSimAgent(LLMAgent):
         if self._embed_ok is False or not texts:
             return None
         body = json.dumps({"model": self.model, "input": texts}).encode()
+        limiter = self.calls.limiter  # the endpoint's maxInFlight covers these calls too (issue 38)
         try:
-            status, raw = await self._get_client().post(
-                f"{self.base_url}/embeddings", body, self._headers(), self.timeout_ms / 1000.0, MAX_EMBEDDING_BYTES
-            )
+            async with limiter.slot() if limiter is not None else contextlib.nullcontext():
+                status, raw = await self._get_client().post(
+                    f"{self.base_url}/embeddings", body, self._headers(), self.timeout_ms / 1000.0, MAX_EMBEDDING_BYTES
+                )
             data = loads_capped(raw) if 200 <= status < 300 else None
             vecs = [[float(x) for x in d["embedding"]] for d in data["data"]] if isinstance(data, dict) else None
         except (TransportError, KeyError, TypeError, ValueError):
