@@ -79,6 +79,11 @@ class Params(eqx.Module):
     players: PlayerParams
     extra: dict  # pytrees of optional layers (governance, perturbations), keyed by layer name
 
+    def with_max_turns(self, max_turns: Any) -> Params:
+        """A copy whose ``max_turns`` is ``max_turns`` (an int32 scalar array): the one leaf a
+        run's length sets, replaced in this one place (prepare, live options, sweep points)."""
+        return type(self)(**{**self.__dict__, "max_turns": max_turns})
+
 
 def fdtype() -> jnp.dtype:
     """The float dtype in force: float32, or float64 under ``jax_enable_x64``."""

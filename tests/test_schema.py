@@ -174,12 +174,12 @@ def test_column_wise_frames_equal_plain_loops_and_the_chunked_path() -> None:
         pd.testing.assert_frame_equal(getattr(one, name), getattr(chunked, name), check_exact=True)
         pd.testing.assert_frame_equal(getattr(one, name), getattr(again, name), check_exact=True)
     assert one.turns.groupby("arena").size().nunique() > 1  # some arenas ended early: rows were masked
-    from bdpd_jax.prepare.prepared import prepared
+    from bdpd_jax.prepare.prepared import prepare
     from bdpd_jax.results.stream import flatten_record
     from bdpd_jax.run.simulate import run_whole_history
 
-    prep = prepared(cfg)
-    params = prep.params.__class__(**{**prep.params.__dict__, "max_turns": np.asarray(30, np.int32)})
+    prep = prepare(cfg)
+    params = prep.params_for(30)
     arenas = np.arange(7, 12)
     _, rec = run_whole_history(prep.game, 30, 1, 3, arenas, params, prep.max_yield)
     ref = _reference_players(flatten_record(rec), arenas)

@@ -41,8 +41,6 @@ from .policy_check import check_policy_fields
 
 _STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-NonNeg = Field(ge=0)
-
 
 def known(where: str, what: str, v: str, registry: Mapping[str, Any]) -> str:
     """``v`` if the registry (read now, so later registrations count) has it, else ValueError."""

@@ -103,7 +103,7 @@ def player_index(ref: PlayerRef, names: Sequence[str | None], field: str) -> int
     return names.index(ref)
 
 
-def check_governance(players: list[Any], pacts: list[PactConfig], n_slots_hint: int | None = None) -> None:
+def check_governance(players: list[Any], pacts: list[PactConfig]) -> None:
     """Cross-checks needing the players list: every party reference resolves."""
     names = [p.name for p in players]
     for i, pc in enumerate(pacts):

@@ -41,8 +41,6 @@ from bdpd_jax.host.operator import Operator, redact_url
 from bdpd_jax.host.tools import first_entries, validate_action, validate_speak
 from bdpd_jax.kernels.policies import BUILTINS
 
-AGENT_TYPES: tuple[str, ...] = ("builtin", "code", "http", "llm", "scripted")
-
 # Size limits of a join body's free-text fields (checked at join): bdpd_jax/config/limits.py
 MAX_MODEL_CHARS: int = MAX_LABEL_CHARS
 MAX_RULES_CHARS: int = 8192  # an LLM player's ``rulesText`` (a scenario's whole rules)
@@ -346,7 +344,6 @@ def make_agent(
 
 
 __all__ = [
-    "AGENT_TYPES",
     "MAX_CODE_CHARS",
     "MAX_NAME_CHARS",
     "MAX_PROMPT_CHARS",

@@ -3,7 +3,7 @@
 
 A PreparedRun holds the validated config and everything derived from it that a run reads,
 each computed once: the static Game, the Params, the players' labels, the perturbation spec
-ids, the sanction specs, f0 (the engine's sustainable yield) and the run's metadata.
+ids, the sanction specs, max_yield (the engine's sustainable yield) and the run's metadata.
 
 ``prepare`` called again with a config already seen (same content: a dict, JSON, a file or
 an ArenaConfig) returns the same PreparedRun instead of validating and building it again:
@@ -81,15 +81,6 @@ class PreparedRun:
         return self.config
 
     @property
-    def perturb_ids(self) -> tuple[str, ...]:
-        return self.spec_ids
-
-    @property
-    def f0(self) -> float:
-        """The engine's maximum sustainable yield (``max_yield``) by its earlier name."""
-        return self.max_yield
-
-    @property
     def n_players(self) -> int:
         return self.game.n_players
 
@@ -102,7 +93,7 @@ class PreparedRun:
         (no new pytree: building one costs more than a small run's host work), else a copy."""
         if int(n_turns) == int(self.params.max_turns):
             return self.params
-        return self.params.__class__(**{**self.params.__dict__, "max_turns": np.asarray(int(n_turns), np.int32)})
+        return self.params.with_max_turns(np.asarray(int(n_turns), np.int32))
 
     def params_on_device(self, n_turns: int) -> Params:
         """``params_for(n_turns)`` on the default device, placed once: a run's call then moves
@@ -112,8 +103,6 @@ class PreparedRun:
             placed = self.placed[int(n_turns)] = jax.device_put(self.params_for(n_turns))
         return placed
 
-
-Prepared = PreparedRun  # the earlier name
 
 _CACHE: OrderedDict[tuple, PreparedRun] = OrderedDict()
 _PINNED: dict[int, Any] = {}  # objects keyed by identity: kept alive so no other takes their id
@@ -183,11 +172,6 @@ def prepare(
     return prep
 
 
-def prepared(source: Any, generator: str = "hash") -> PreparedRun:
-    """``prepare(source, generator=generator)`` (the earlier name)."""
-    return prepare(source, generator=generator)
-
-
 def _prepare(source: Any, generator: str, live: LiveOptions | None, options: dict | None = None) -> PreparedRun:
     cfg = ArenaConfig.load(source)
     if isinstance(source, ArenaConfig):  # the caller's object may change later: keep a copy
@@ -213,7 +197,7 @@ def _prepare(source: Any, generator: str, live: LiveOptions | None, options: dic
             kw["external"] = tuple(bool(x) for x in live.external)
     game, params = build(cfg, **kw)
     if live is not None and live.max_turns is not None:
-        params = params.__class__(**{**params.__dict__, "max_turns": np.asarray(int(live.max_turns), np.int32)})
+        params = params.with_max_turns(np.asarray(int(live.max_turns), np.int32))
     meta = {
         "config": cfg.model_dump(mode="json", exclude={"players"}, fallback=_by_name),  # a Policy by its name
         "players": [{**p.model_dump(exclude={"strategy"}), "strategy": p.strategy_name} for p in players],

@@ -19,7 +19,7 @@ from . import schema
 COLUMNS = schema.names(schema.PERTURBATIONS)
 
 
-def target_label(type_: str, target: int, policy_names=None, index: float | None = None) -> str:
+def target_label(type_: str, target: int) -> str:
     """What a firing acted on, from the type's registered target kind and label."""
     pt = pk.perturbation_type(type_)
     if pt.target == "player":

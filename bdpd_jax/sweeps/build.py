@@ -71,7 +71,7 @@ def cpu_build_device():
 
 
 def param_leaves(params, n_turns: int) -> tuple[list[np.ndarray], Any]:
-    p = params.__class__(**{**params.__dict__, "max_turns": jnp.asarray(n_turns, jnp.int32)})
+    p = params.with_max_turns(jnp.asarray(n_turns, jnp.int32))
     leaves, treedef = jax.tree_util.tree_flatten(p)
     return [np.asarray(x) for x in leaves], treedef
 
