@@ -126,6 +126,18 @@ def _render(folder: Path, name: str, fmt: str, hide: bool) -> bytes:
     return buf.getvalue()
 
 
+@router.get("/api/arenas/{arena_id}/frames", summary="The frames the arena exports, and their formats")
+async def export_list(acc: Access = Depends(viewer)):
+    """What the page's export panel lists (read here, never restated in the page)."""
+    base = f"/api/arenas/{acc.arena.arena_id}"
+    return {
+        "frames": list(FRAMES),
+        "formats": list(_MEDIA),
+        "archive": f"{base}/archive.zip",
+        "privateTextHidden": views.view_of(acc.role, acc.arena.private_text) != "owner",
+    }
+
+
 @router.get("/api/arenas/{arena_id}/frames/{name}.{fmt}", summary="One frame of the arena (csv or parquet)")
 async def export_frame(name: FrameName, fmt: Literal["csv", "parquet"], acc: Access = Depends(viewer)):
     if name not in FRAMES:

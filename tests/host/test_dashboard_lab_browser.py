@@ -1,0 +1,88 @@
+"""The dashboard as an experiment lab (issue 41), in Debian's chromium driven by Playwright:
+export (each frame and the whole arena downloaded from the arena page, read back with
+``bdpd_jax.load``), the index's outcome columns and the comparison page, and the create
+box's presets. One server, one browser and one pair of played arenas per module."""
+
+from __future__ import annotations
+
+import io
+import shutil
+from pathlib import Path
+
+import httpx
+import pandas as pd
+import pytest
+from server_helpers import keys_of, payload, serve
+
+import bdpd_jax
+
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if exe is None:
+        pytest.skip("no chromium found (apt-get install chromium); the browser test needs the system browser")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (test extra)")
+    with sync_api.sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=exe, args=ARGS, headless=True)
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """A server with two closed arenas of the logistic example (one collapses: aggressive
+    players), played through the API."""
+    root = tmp_path_factory.mktemp("arenas")
+    with serve(root) as base, httpx.Client(base_url=base, timeout=120) as c:
+        made = []
+        for k, extra in enumerate(({}, {"regenRate": 0.05})):
+            cfg = payload(max_turns=5, players=3, name=f"lab{k}", **extra)
+            m = c.post("/api/arenas", json=cfg).json()
+            owner = keys_of(m)[0]
+            c.post(f"/api/arenas/{m['arenaId']}/start", headers=owner)
+            for _ in range(3):
+                c.post(f"/api/arenas/{m['arenaId']}/tick", headers=owner)
+            made.append(m)
+        yield base, root, made
+
+
+def _open(browser, base: str, arena_id: str, key: str):
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
+    page = ctx.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(f"{base}/arenas/{arena_id}")
+    page.click("#useKeyCard summary")
+    page.fill("#useKey", key)
+    page.click("#useKeyForm button[type=submit]")
+    page.wait_for_load_state()
+    page.wait_for_function("window.bdpd && window.bdpd.view !== null")
+    return ctx, page, errors
+
+
+def _download(page, selector: str) -> bytes:
+    with page.expect_download() as d:
+        page.click(selector)
+    return Path(d.value.path()).read_bytes()
+
+
+def test_export_from_the_arena_page(browser, lab, tmp_path):
+    base, root, made = lab
+    aid, spec = made[0]["arenaId"], made[0]["spectatorToken"]
+    ctx, page, errors = _open(browser, base, aid, spec)
+    page.wait_for_selector("#exportCard:not([hidden])")
+    frames = page.eval_on_selector_all("#exportList button", "bs => bs.map(b => b.dataset.frame)")
+    assert {"turns.csv", "turns.parquet", "players.parquet", "discussion.csv", "messages.csv"} <= set(frames)
+    want = bdpd_jax.load(root / aid)
+    turns = pd.read_parquet(io.BytesIO(_download(page, "button[data-frame='turns.parquet']")))
+    pd.testing.assert_frame_equal(turns, want.turns)
+    players = pd.read_csv(io.BytesIO(_download(page, "button[data-frame='players.csv']")))
+    assert list(players.columns) == list(want.players.columns) and len(players) == len(want.players)
+    path = tmp_path / "arena.zip"
+    path.write_bytes(_download(page, "#exportZip"))
+    pd.testing.assert_frame_equal(bdpd_jax.load(path).turns, want.turns)
+    assert "left out" in page.inner_text("#exportNote") and not errors
+    ctx.close()
