@@ -33,8 +33,8 @@ def browser():
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    """A server with two closed arenas of the logistic example (one collapses: aggressive
-    players), played through the API."""
+    """A server with two closed arenas of the logistic example (3 turns of 3 built-ins; the
+    second regrows slower), played through the API."""
     root = tmp_path_factory.mktemp("arenas")
     with serve(root) as base, httpx.Client(base_url=base, timeout=120) as c:
         made = []
@@ -45,6 +45,7 @@ def lab(tmp_path_factory):
             c.post(f"/api/arenas/{m['arenaId']}/start", headers=owner)
             for _ in range(3):
                 c.post(f"/api/arenas/{m['arenaId']}/tick", headers=owner)
+            c.post(f"/api/arenas/{m['arenaId']}/close", headers=owner)
             made.append(m)
         yield base, root, made
 
@@ -85,4 +86,38 @@ def test_export_from_the_arena_page(browser, lab, tmp_path):
     path.write_bytes(_download(page, "#exportZip"))
     pd.testing.assert_frame_equal(bdpd_jax.load(path).turns, want.turns)
     assert "left out" in page.inner_text("#exportNote") and not errors
+    ctx.close()
+
+
+def test_index_outcomes_sort_and_compare(browser, lab):
+    base, root, made = lab
+    ids = [m["arenaId"] for m in made]
+    with httpx.Client(base_url=base) as c:
+        reports = [c.get(f"/api/arenas/history/{a}/summary").json() for a in ids]
+        series = [c.get(f"/api/arenas/history/{a}/series").json() for a in ids]
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = ctx.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(base)
+    page.wait_for_function("window.bdpdIndex.rows.filter(r => r.finalStock !== undefined).length === 2")
+    rows = {r["arenaId"]: r for r in page.evaluate("window.bdpdIndex.rows")}
+    for a, rep in zip(ids, reports, strict=True):
+        assert rows[a]["finalStock"] == rep["finalStock"] and rows[a]["survived"] is True
+        assert rows[a]["endTurn"] == 3 and abs(rows[a]["gini"] - (1 - rep["govsim"]["govsim_equality"])) < 1e-6
+    metrics = page.eval_on_selector_all("th.metric", "ths => ths.map(t => t.title)")
+    assert "govsim_efficiency" in metrics and "govsim_survival_time" in metrics
+    lower = min(ids, key=lambda a: rows[a]["finalStock"])
+    page.click("button[data-sort=finalStock]")  # ascending: the lower final stock first
+    assert lower in page.inner_text("#arenas tbody tr:first-child")
+    page.click("button[data-sort=finalStock]")
+    assert lower not in page.inner_text("#arenas tbody tr:first-child")
+    for a in ids:
+        page.check(f"input.pick[data-id='{a}']")
+    page.click("#compareBtn")
+    page.wait_for_function("window.bdpdCompare && window.bdpdCompare.charts")
+    stock = page.evaluate("window.bdpdCompare.charts.stock")
+    assert [s["points"] for s in stock] == [[[t, v] for t, v in zip(s["turn"], s["stock"], strict=True)] for s in series]
+    assert page.locator("#chart-wealth svg path, #chart-wealth svg polyline").count() >= 2
+    assert len(page.eval_on_selector_all("#outcomes tbody tr", "r => r")) == 2 and not errors
     ctx.close()

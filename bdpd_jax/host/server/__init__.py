@@ -43,6 +43,7 @@ from bdpd_jax.host.persist import clean_stale_tmp  # noqa: E402
 from bdpd_jax.host.server import (  # noqa: E402
     errors,
     routes_arenas,
+    routes_compare,
     routes_dashboard,
     routes_export,
     routes_fork,
@@ -85,6 +86,7 @@ def create_app(
     app.state.hub = hub
     app.state.arenas = hub.live
     errors.install(app)
+    app.include_router(routes_compare.router)  # (before /api/arenas/{id})
     app.include_router(routes_read.router)
     app.include_router(routes_arenas.router)
     app.include_router(routes_dashboard.router)
