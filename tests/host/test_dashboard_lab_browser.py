@@ -117,7 +117,8 @@ def test_index_outcomes_sort_and_compare(browser, lab):
     page.click("#compareBtn")
     page.wait_for_function("window.bdpdCompare && window.bdpdCompare.charts")
     stock = page.evaluate("window.bdpdCompare.charts.stock")
-    assert [s["points"] for s in stock] == [[[t, v] for t, v in zip(s["turn"], s["stock"], strict=True)] for s in series]
+    want = [[[t, v] for t, v in zip(s["turn"], s["stock"], strict=True)] for s in series]
+    assert [s["points"] for s in stock] == want
     assert page.locator("#chart-wealth svg path, #chart-wealth svg polyline").count() >= 2
     assert len(page.eval_on_selector_all("#outcomes tbody tr", "r => r")) == 2 and not errors
     ctx.close()
