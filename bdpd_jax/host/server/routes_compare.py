@@ -2,7 +2,8 @@
 
 A closed arena's report is public (``/history/{id}/summary``), so its outcome and its series
 are too: ``GET /api/arenas/outcomes`` gives each closed arena's survived, collapse turn, end
-turn, final stock, Gini and the engine's metric family (the report's ``govsim_*``), and
+turn, final stock, Gini and the engine's metric family (the report's block of ``schema.GOVSIM``
+columns), and
 ``GET /api/arenas/history/{id}/series`` its stock and every player's wealth per turn. A
 running arena's state stays with its owner and spectators (views.py): it has no outcome here.
 
@@ -23,6 +24,7 @@ from starlette.concurrency import run_in_threadpool
 from bdpd_jax.host.server import models as M
 from bdpd_jax.host.server.deps import ArenaId, hub_of
 from bdpd_jax.host.server.store import Hub, data_file
+from bdpd_jax.results import schema
 from bdpd_jax.sweeps.results import gini
 
 router = APIRouter(tags=["read"], responses=M.ERRORS)
@@ -33,7 +35,9 @@ _cache: dict[Path, tuple[tuple[int, int], dict[str, Any] | None]] = {}
 def outcome(summary: dict[str, Any]) -> dict[str, Any]:
     """The outcome columns of a report (summary.json): the Gini of the players' gains is
     1 - GovSim's equality, as a sweep's (``bdpd_jax.sweeps.results.gini``)."""
-    metrics = {k: v for k, v in (summary.get("govsim") or {}).items() if isinstance(v, bool | int | float | None)}
+    family = set(schema.names(schema.GOVSIM))  # the report's metric block holds these columns
+    block = next((v for v in summary.values() if isinstance(v, dict) and family & set(v)), {})
+    metrics = {k: v for k, v in block.items() if k in family and isinstance(v, bool | int | float | None)}
     eq = metrics.get("govsim_equality")
     g = None if eq is None else float(gini(np.asarray(eq)))
     return {
