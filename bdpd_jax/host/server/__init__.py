@@ -44,6 +44,7 @@ from bdpd_jax.host.server import (  # noqa: E402
     errors,
     routes_arenas,
     routes_compare,
+    routes_create,
     routes_dashboard,
     routes_export,
     routes_fork,
@@ -87,6 +88,7 @@ def create_app(
     app.state.arenas = hub.live
     errors.install(app)
     app.include_router(routes_compare.router)  # (before /api/arenas/{id})
+    app.include_router(routes_create.router)
     app.include_router(routes_read.router)
     app.include_router(routes_arenas.router)
     app.include_router(routes_dashboard.router)

@@ -1,6 +1,7 @@
-"""Export of an arena (issue 41): every frame as CSV and parquet with the columns
-``bdpd_jax.load`` gives, the whole arena as a zip that ``bdpd_jax.load`` reads, and the
-dashboard's access rule (a spectator gets no private message's text unless allowed)."""
+"""The dashboard's lab routes (issue 41). Export: every frame as CSV and parquet with the
+columns ``bdpd_jax.load`` gives, the whole arena as a zip that ``bdpd_jax.load`` reads, and the
+dashboard's access rule (a spectator gets no private message's text unless allowed).
+Create: every preset makes an arena; the built-in list is the registry's."""
 
 from __future__ import annotations
 
@@ -96,3 +97,29 @@ def test_the_archive_loads_as_its_folder(played, tmp_path):
         z.writestr("a/readme.txt", "x")
     with pytest.raises(ValueError, match="no live arena"):
         bdpd_jax.load(empty)
+
+
+def test_every_preset_creates_an_arena_and_builtins_are_the_registry(played):
+    from bdpd_jax.kernels.policies import BUILTINS
+
+    client = played[0]
+    got = client.get("/api/presets").json()["presets"]
+    cells = [p for p in got if p["id"].startswith("govsim/")]
+    assert len(cells) == 12 and {"pact_ladder", "voluntary_sanctions", "governance_agent"} <= {p["id"] for p in got}
+    for p in got:
+        r = client.post("/api/arenas", json=p["payload"])
+        assert r.status_code == 200, (p["id"], r.text)
+    assert client.get("/api/builtins").json()["strategies"] == sorted(BUILTINS)
+    assert {"idle", "threshold_taker"} <= set(BUILTINS)
+
+
+def test_small_fixes_got_once_and_the_expected_shape(played):
+    from bdpd_jax.host.agents.http import parse_response
+
+    client = played[0]
+    cfg = payload()
+    cfg["model"]["regenRate"] = "x"
+    detail = client.post("/api/arenas", json=cfg).json()["detail"]
+    assert detail.count("got") == 1 and "regenRate" in detail and "'x'" in detail
+    errors = parse_response(3)[2]
+    assert len(errors) == 1 and '"harvest"' in errors[0] and "int 3" in errors[0]
