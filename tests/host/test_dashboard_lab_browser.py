@@ -122,3 +122,44 @@ def test_index_outcomes_sort_and_compare(browser, lab):
     assert page.locator("#chart-wealth svg path, #chart-wealth svg polyline").count() >= 2
     assert len(page.eval_on_selector_all("#outcomes tbody tr", "r => r")) == 2 and not errors
     ctx.close()
+
+
+def test_create_presets_numbers_join_forms_and_compile_notice(browser, lab):
+    base = lab[0]
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = ctx.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(base)
+    page.wait_for_function("document.querySelectorAll('#example option').length >= 17")
+    groups = page.eval_on_selector_all("#example optgroup", "gs => gs.map(g => [g.label, g.children.length])")
+    assert ["GovSim cells", 12] in groups and ["Governance", 3] in groups
+    page.select_option("#example", "govsim/fishery/default")
+    assert [page.input_value(f"#{i}") for i in ("nRegen", "nCapacity", "nTurns")] == ["1", "100", "12"]
+    page.fill("#nTurns", "7")
+    assert '"maxTurns": 7' in page.input_value("#payload")
+    page.select_option("#example", "logistic")
+    page.fill("#nTurns", "4")
+    page.click("#createBtn")
+    page.wait_for_url("**/arenas/*")
+    page.wait_for_function("window.bdpd && window.bdpd.view && window.bdpd.view.status === 'waiting'")
+    assert page.evaluate("window.bdpd.view.maxTurns") == 4
+    with httpx.Client(base_url=base) as c:
+        want = c.get("/api/builtins").json()["strategies"]
+    assert page.eval_on_selector_all("#builtinPick option", "os => os.map(o => o.value)") == want
+    assert {"idle", "threshold_taker"} <= set(want)
+    page.click("[data-tab=llm]")
+    assert page.is_visible("#join-llm textarea[name=rulesText]") and page.is_visible("#join-llm [name=credential]")
+    page.click("[data-tab=builtin]")
+    for k, s in enumerate(["idle", "threshold_taker", "conservative", "aggressive"]):
+        page.fill("#join-builtin [name=displayName]", f"p{k}")
+        page.select_option("#builtinPick", s)
+        page.click("#join-builtin button[type=submit]")
+        page.wait_for_function(f"(window.bdpd.view.players || []).length === {k + 1}")
+        assert page.input_value("#join-builtin [name=displayName]") == ""  # the form starts blank again
+    seen: list[str] = []
+    page.route("**/start", lambda route: (seen.append(page.inner_text("#notice")), route.continue_()))
+    page.click("#startBtn")
+    page.wait_for_function("window.bdpd.view.status === 'running'", timeout=120_000)
+    assert seen and "compiling the first run of this shape" in seen[0] and not errors
+    ctx.close()
