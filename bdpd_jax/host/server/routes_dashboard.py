@@ -44,7 +44,8 @@ async def perturbation_types(engine: Annotated[str | None, Query(max_length=64)]
         out.append(
             {
                 "type": name,
-                "description": (model.__doc__ or "").strip().split("\n")[0],
+                # the docstring's first line as text (reST ``literal`` markup left out)
+                "description": (model.__doc__ or "").strip().split("\n")[0].replace("``", ""),
                 "example": dict(model.example),
                 "payloadSchema": schema,
                 "supported": None if engine is None else pk.supported(ENGINES[engine], name),

@@ -19,6 +19,7 @@ function controls() {
   }
   $("replayBtn").hidden = st !== "closed" || !S.ticks.length || !!S.replay;
   $("keysCard").hidden = !OWNER;
+  if (st && st !== "waiting" && !S.keysFolded) { S.keysFolded = true; $("keysCard").open = false; }  // folded once running
   $("joinCard").hidden = st !== "waiting" || !KEYS.arenaKey;
   $("perturbCard").hidden = !OWNER || st !== "running";
   $("resumeCard").hidden = !OWNER || st !== "interrupted";
