@@ -16,6 +16,8 @@ from server_helpers import keys_of, payload, serve
 
 import bdpd_jax
 
+LADDER = {"id": "g", "type": "sanction_graduated", "trigger": {"kind": "pact_violation"}, "payload": {"ladder": [1.0]}}
+SHOCK = {"type": "commons_shock", "payload": {"amount": -5}}
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
 
 
@@ -40,11 +42,16 @@ def lab(tmp_path_factory):
         made = []
         for k, extra in enumerate(({}, {"regenRate": 0.05})):
             cfg = payload(max_turns=5, players=3, name=f"lab{k}", **extra)
+            if k == 1:  # a cap the aggressive player breaks, fined on a ladder
+                cfg["pacts"] = [{"parties": [0, 1, 2], "terms": {"type": "harvest_cap", "maxHarvest": 0.5}}]
+                cfg["perturbations"] = [LADDER]
             m = c.post("/api/arenas", json=cfg).json()
             owner = keys_of(m)[0]
             c.post(f"/api/arenas/{m['arenaId']}/start", headers=owner)
-            for _ in range(3):
+            for t in range(3):
                 c.post(f"/api/arenas/{m['arenaId']}/tick", headers=owner)
+                if t == 0:
+                    c.post(f"/api/arenas/{m['arenaId']}/perturb", headers=owner, json=SHOCK)
             c.post(f"/api/arenas/{m['arenaId']}/close", headers=owner)
             made.append(m)
         yield base, root, made
@@ -162,4 +169,34 @@ def test_create_presets_numbers_join_forms_and_compile_notice(browser, lab):
     page.click("#startBtn")
     page.wait_for_function("window.bdpd.view.status === 'running'", timeout=120_000)
     assert seen and "compiling the first run of this shape" in seen[0] and not errors
+    ctx.close()
+
+
+def test_arena_page_reads_well(browser, lab):
+    base, root, made = lab
+    ctx, page, errors = _open(browser, base, made[1]["arenaId"], made[1]["ownerKey"])
+    page.wait_for_function("window.bdpd.summary && window.bdpd.ticks.length === 3 && window.bdpd.sanctions.length > 0")
+    assert page.evaluate("document.getElementById('keysCard').open") is False  # folded: the arena is closed
+    kinds = {m["kind"] for m in page.evaluate("window.bdpd.markers")}
+    assert kinds == {"perturbation", "sanction"}
+    assert page.locator("#chart-stock line.marker[data-kind=sanction]").count() >= 1
+    assert "harvest_cap: maxHarvest 0.5" in page.inner_text("#pacts tbody")
+    assert "cooperation index" in page.inner_text("#chart-metrics .legend")
+    assert "000" not in page.inner_text("main h2:has(+ #chart-metrics)")
+    dashes = page.eval_on_selector_all(
+        "#chart-wealth path[data-series]", "ps => ps.map(p => p.getAttribute('stroke-dasharray'))"
+    )
+    assert len(dashes) == 3 and len(set(dashes)) == 3
+    page.click("#chart-wealth .legend button[data-series=b0]")
+    assert page.get_attribute("#chart-wealth path[data-series=b0]", "visibility") == "hidden"
+    page.evaluate("window.bdpd.ticks.push(...[]); redraw()")  # a redraw keeps the reader's choice
+    page.wait_for_timeout(100)
+    assert page.get_attribute("#chart-wealth path[data-series=b0]", "visibility") == "hidden"
+    family = page.eval_on_selector_all("#familyReport th", "ths => ths.map(t => t.title)")
+    assert len(family) == 7 and "govsim_equality" in family
+    # the discussion reads in chat order: the oldest month first, its speakers as they spoke
+    page.evaluate("""() => { bdpd.discussion = [1, 2].flatMap(t => ['A', 'B', 'C'].map((s, k) =>
+        ({turn: t, order: k, speaker: s, text: s + t, nextSpeaker: null, named: true}))); drawTables(); }""")
+    rows = page.eval_on_selector_all("#discussion tbody tr td:nth-child(3)", "tds => tds.map(t => t.innerText)")
+    assert rows == ["A1", "B1", "C1", "A2", "B2", "C2"] and not errors
     ctx.close()
