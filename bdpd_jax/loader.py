@@ -5,7 +5,8 @@
 - a search folder (``history.parquet`` and ``meta.json``) -> :class:`SearchResults`;
 - a live arena's folder (``meta.json`` and ``turns.jsonl``) -> :class:`Results` with the
   frames a batch run of that arena gives: ``turns``, ``players``, ``summary``,
-  ``violations``, ``sanctions``, ``perturbations`` and ``discussion``.
+  ``violations``, ``sanctions``, ``perturbations`` and ``discussion``;
+- a live arena's zip (the dashboard's ``archive.zip``: the folder's files) -> as its folder.
 
 A live folder's frames are read from the records the arena wrote (their keys are the
 schema's wire aliases: bdpd_jax/results/schema.py); a player or a pact named by id on the
