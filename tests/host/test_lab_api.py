@@ -123,3 +123,16 @@ def test_small_fixes_got_once_and_the_expected_shape(played):
     assert detail.count("got") == 1 and "regenRate" in detail and "'x'" in detail
     errors = parse_response(3)[2]
     assert len(errors) == 1 and '"harvest"' in errors[0] and "int 3" in errors[0]
+
+
+def test_the_configs_pacts_are_listed_before_the_first_tick(played):
+    client = played[0]
+    cfg = payload(players=3)
+    cfg["pacts"] = [{"parties": [0, 1], "terms": {"type": "harvest_cap", "maxHarvest": 2.0}}]
+    made = client.post("/api/arenas", json=cfg).json()
+    owner, spec = keys_of(made)[0], keys_of(made)[2]
+    pacts = client.get(f"/api/arenas/{made['arenaId']}/dashboard", headers=spec).json()["pacts"]
+    assert [(p["status"], p["parties"], p["terms"]["maxHarvest"]) for p in pacts] == [("configured", [0, 1], 2.0)]
+    client.post(f"/api/arenas/{made['arenaId']}/start", headers=owner)
+    pacts = client.get(f"/api/arenas/{made['arenaId']}/dashboard", headers=spec).json()["pacts"]
+    assert len(pacts) == 1 and pacts[0]["status"] != "configured"
