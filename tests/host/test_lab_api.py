@@ -136,3 +136,8 @@ def test_the_configs_pacts_are_listed_before_the_first_tick(played):
     client.post(f"/api/arenas/{made['arenaId']}/start", headers=owner)
     pacts = client.get(f"/api/arenas/{made['arenaId']}/dashboard", headers=spec).json()["pacts"]
     assert len(pacts) == 1 and pacts[0]["status"] != "configured"
+
+
+def test_perturbation_help_has_no_markup(played):
+    types = played[0].get("/api/perturbation-types").json()["types"]
+    assert types and not [t["type"] for t in types if "``" in t["description"]]
