@@ -42,9 +42,9 @@ def lab(tmp_path_factory):
         made = []
         for k, extra in enumerate(({}, {"regenRate": 0.05})):
             cfg = payload(max_turns=5, players=3, name=f"lab{k}", **extra)
-            if k == 1:  # a cap the aggressive player breaks, fined on a ladder
-                cfg["pacts"] = [{"parties": [0, 1, 2], "terms": {"type": "harvest_cap", "maxHarvest": 0.5}}]
-                cfg["perturbations"] = [LADDER]
+            # a cap the aggressive player breaks, fined on a ladder (both arenas: one compiled shape)
+            cfg["pacts"] = [{"parties": [0, 1, 2], "terms": {"type": "harvest_cap", "maxHarvest": 0.5}}]
+            cfg["perturbations"] = [LADDER]
             m = c.post("/api/arenas", json=cfg).json()
             owner = keys_of(m)[0]
             c.post(f"/api/arenas/{m['arenaId']}/start", headers=owner)
