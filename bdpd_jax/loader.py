@@ -5,7 +5,8 @@
 - a search folder (``history.parquet`` and ``meta.json``) -> :class:`SearchResults`;
 - a live arena's folder (``meta.json`` and ``turns.jsonl``) -> :class:`Results` with the
   frames a batch run of that arena gives: ``turns``, ``players``, ``summary``,
-  ``violations``, ``sanctions``, ``perturbations`` and ``discussion``.
+  ``violations``, ``sanctions``, ``perturbations`` and ``discussion``;
+- a live arena's zip (the dashboard's ``archive.zip``: the folder's files) -> as its folder.
 
 A live folder's frames are read from the records the arena wrote (their keys are the
 schema's wire aliases: bdpd_jax/results/schema.py); a player or a pact named by id on the
@@ -16,7 +17,9 @@ column, the column is left out rather than recomputed here (docs/semantics/recor
 from __future__ import annotations
 
 import json
-from pathlib import Path
+import tempfile
+import zipfile
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import numpy as np
@@ -48,7 +51,10 @@ def kind_of(path: str | Path) -> str:
 
 def load(path: str | Path) -> Any:
     """The results in a folder written by ``bdpd run``, ``bdpd sweep``, ``bdpd search`` or a
-    live arena, as the object the library gives for that kind (see the module's docstring)."""
+    live arena, as the object the library gives for that kind (see the module's docstring);
+    a live arena's zip (the dashboard's archive) is read as its folder (:func:`load_zip`)."""
+    if Path(path).is_file() and zipfile.is_zipfile(path):
+        return load_zip(path)
     kind = kind_of(path)
     if kind == "run":
         from .results.frames import Results
@@ -63,6 +69,37 @@ def load(path: str | Path) -> Any:
 
         return SearchResults.from_parquet(path)
     return load_live(path)
+
+
+#: what a zip may unpack to (the server's exports stop at 256 MiB of files)
+MAX_ZIP_BYTES = 2**30
+
+
+def _members(z: zipfile.ZipFile) -> dict[str, zipfile.ZipInfo]:
+    """file name -> member of a zip holding one arena's files, at its top or in one folder."""
+    files = [i for i in z.infolist() if not i.is_dir()]
+    parts = [PurePosixPath(i.filename).parts for i in files]
+    if any(p.is_absolute() for p in (PurePosixPath(i.filename) for i in files)) or any(".." in p for p in parts):
+        raise ValueError("path: the zip names a file outside its folder")
+    if sum(i.file_size for i in files) > MAX_ZIP_BYTES:
+        raise ValueError(f"path: the zip unpacks to more than {MAX_ZIP_BYTES} bytes")
+    tops = {p[0] for p in parts if len(p) > 1}
+    depth = 2 if len(tops) == 1 and all(len(p) == 2 for p in parts) else 1
+    return {p[-1]: i for p, i in zip(parts, files, strict=True) if len(p) == depth}
+
+
+def load_zip(path: str | Path) -> Any:
+    """A live arena's zip (``GET /api/arenas/{id}/archive.zip``: its folder's files, at the
+    zip's top or under one folder) as :func:`load_live` reads the folder."""
+    with zipfile.ZipFile(path) as z, tempfile.TemporaryDirectory(prefix="bdpd_zip_") as tmp:
+        members = _members(z)
+        if not all(f in members for f in KINDS["live"]):
+            raise ValueError(f"path: {str(path)!r} holds no live arena (it needs {', '.join(KINDS['live'])})")
+        for name, info in members.items():
+            (Path(tmp) / name).write_bytes(z.read(info))
+        res = load_live(tmp)
+    res.meta["live"] = str(path)
+    return res
 
 
 def _cast(df: pd.DataFrame, layer: tuple[schema.Column, ...]) -> pd.DataFrame:
@@ -221,4 +258,4 @@ def live_summary(d: Path, meta: dict, records: list[dict], arena: int, strategy:
     return df
 
 
-__all__ = ["KINDS", "kind_of", "load", "load_live"]
+__all__ = ["KINDS", "MAX_ZIP_BYTES", "kind_of", "load", "load_live", "load_zip"]

@@ -39,10 +39,18 @@ def check_timeout_ms(timeout_ms: Any) -> float:
     return float(timeout_ms)
 
 
+#: the answer's shape, told to a player that sent something else (docs/semantics/live.md)
+EXPECTED_SHAPE = '{"harvest": 2.5, "actions": []}'
+
+
 def parse_response(body: Any, *, no_talk: bool = False) -> tuple[float | None, list[dict[str, Any]], list[str]]:
     """Extract ``(harvest or None, actions, errors)`` from a decoded response body."""
     if not isinstance(body, dict):
-        return None, [], [f"response: expected a JSON object, got {type(body).__name__}"]
+        return (
+            None,
+            [],
+            [f"response: expected a JSON object such as {EXPECTED_SHAPE}, got {type(body).__name__} {body!r:.40}"],
+        )
     errors: list[str] = []
     harvest = valid_harvest(body.get("harvest"))
     if harvest is None:

@@ -40,7 +40,17 @@ from fastapi.middleware.cors import CORSMiddleware  # noqa: E402
 from bdpd_jax.host.agents.js_pool import default_pool  # noqa: E402
 from bdpd_jax.host.operator import Operator  # noqa: E402
 from bdpd_jax.host.persist import clean_stale_tmp  # noqa: E402
-from bdpd_jax.host.server import errors, routes_arenas, routes_dashboard, routes_fork, routes_read, web  # noqa: E402
+from bdpd_jax.host.server import (  # noqa: E402
+    errors,
+    routes_arenas,
+    routes_compare,
+    routes_create,
+    routes_dashboard,
+    routes_export,
+    routes_fork,
+    routes_read,
+    web,
+)
 from bdpd_jax.host.server.store import Hub  # noqa: E402
 
 
@@ -77,10 +87,13 @@ def create_app(
     app.state.hub = hub
     app.state.arenas = hub.live
     errors.install(app)
+    app.include_router(routes_compare.router)  # (before /api/arenas/{id})
+    app.include_router(routes_create.router)
     app.include_router(routes_read.router)
     app.include_router(routes_arenas.router)
     app.include_router(routes_dashboard.router)
     app.include_router(routes_fork.router)
+    app.include_router(routes_export.router)
     app.include_router(web.router)
     app.add_middleware(errors.BodyLimit, max_bytes=max_body_bytes)
     if cors:

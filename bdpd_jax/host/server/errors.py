@@ -40,8 +40,8 @@ def one_line(errors: list[dict[str, Any]]) -> tuple[int, str]:
     if semantic:
         msg = msg.removeprefix("Value error, ")
     field = ".".join(loc) or "body"
-    if semantic and ":" in msg.split(" ")[0]:  # the validator already names its field
-        text = msg
+    if ":" in msg.split(" ")[0] and (semantic or ", got " in msg):
+        text = msg  # the validator already names its field (and, with ", got", its value: once)
     else:
         text = f"{field}: {msg}"
         if "input" in e and e.get("type") != "missing":

@@ -44,7 +44,8 @@ async def perturbation_types(engine: Annotated[str | None, Query(max_length=64)]
         out.append(
             {
                 "type": name,
-                "description": (model.__doc__ or "").strip().split("\n")[0],
+                # the docstring's first line as text (reST ``literal`` markup left out)
+                "description": (model.__doc__ or "").strip().split("\n")[0].replace("``", ""),
                 "example": dict(model.example),
                 "payloadSchema": schema,
                 "supported": None if engine is None else pk.supported(ENGINES[engine], name),
@@ -108,6 +109,22 @@ async def dashboard_tables(acc: Viewer, hub: HubDep):
     return {**tables, **mode, "spectatorPrivateText": a.private_text}
 
 
+def _configured(a: LiveArena) -> list[dict[str, Any]]:
+    """The config's pacts of an arena not started yet, listed as ``configured`` (they enter the
+    registry at start; until then a party is the config's player index)."""
+    pacts = a.arena.config.model_dump(mode="json", by_alias=True).get("pacts") or []
+    return [
+        {
+            "id": f"config[{k}]",
+            "parties": p.get("parties", []),
+            "terms": p.get("terms"),
+            "status": "configured",
+            "violationCount": 0,
+        }
+        for k, p in enumerate(pacts)
+    ]
+
+
 def _tables(a: LiveArena | DiskArena, view: str) -> dict[str, Any]:
     """The tables of ``a`` in ``view`` (blocking reads: run it in a worker thread)."""
     folder = a.arena.out_dir if isinstance(a, LiveArena) else a.folder
@@ -119,7 +136,7 @@ def _tables(a: LiveArena | DiskArena, view: str) -> dict[str, Any]:
         recs = a.history()
         started = a.arena.status != "waiting"  # bus and registry exist from the start on
         msgs = a.arena.bus.to_json()["messages"] if started else []
-        pacts = a.arena.registry.compact() if started and a.arena.registry is not None else []
+        pacts = a.arena.registry.compact() if started and a.arena.registry is not None else _configured(a)
     else:
         recs = a.records()
         msgs = [m for r in recs for m in r["messages"]]

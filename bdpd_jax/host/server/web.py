@@ -37,6 +37,12 @@ def arena_page(arena_id: ArenaId):
     return _page("arena.html")
 
 
+@router.get("/compare")
+def compare_page():
+    """Closed arenas' stock and wealth overlaid (``?ids=a,b``; read by compare.js)."""
+    return _page("compare.html")
+
+
 @router.get("/arena.html")
 def arena_html():
     return _page("arena.html")

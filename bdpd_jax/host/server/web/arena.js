@@ -24,7 +24,9 @@ function showError(e) { $("err").textContent = e ? String(e.message || e) : ""; 
 function notice() {
   const st = (S.view || {}).status, el = $("notice");
   let text = "";
-  if (S.conn === "lost") text = "Connection to the server lost: reconnecting… (the page catches up by itself)";
+  if (S.starting) text = "Starting: compiling the first run of this shape (a few seconds the first time; "
+    + "later arenas of the same shape start at once).";
+  else if (S.conn === "lost") text = "Connection to the server lost: reconnecting… (the page catches up by itself)";
   else if (st === "interrupted") text = OWNER ? "Interrupted: the server restarted while this arena ran. Resume it to "
     + "go on from its last saved turn, or delete it." : "Interrupted: the server restarted while this arena ran; "
     + "its owner can resume it.";

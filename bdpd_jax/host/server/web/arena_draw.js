@@ -21,6 +21,28 @@ function metricGap(name) {
   return "no value";
 }
 
+const readable = id => String(id).replace(/_/g, " ");  // an identifier as words (cooperation_index -> cooperation index)
+
+// the stock and wealth charts' event lines: perturbations, sanctions (one per turn) and the collapse
+function eventMarkers() {
+  const out = S.perturbations.map(p => ({ x: p.turn, kind: "perturbation", label: `${p.type} ${p.target ?? ""}` }));
+  const fined = [...new Set(S.sanctions.map(x => x.turn))];
+  out.push(...fined.map(t => ({ x: t, kind: "sanction",
+    label: S.sanctions.filter(x => x.turn === t).map(x => `${x.playerId} ${fmt(x.amount)}`).join(", ") })));
+  const fall = S.ticks.find(t => t.collapsed);
+  if (fall) out.push({ x: fall.turn, kind: "collapse", label: "the commons collapsed" });
+  S.markers = out;
+  return out;
+}
+
+// a pact's terms as words: "harvest_cap: maxHarvest 2" (any term type, its fields as sent)
+function termsText(t) {
+  if (!t || typeof t !== "object") return String(t ?? "");
+  const rest = Object.entries(t).filter(([k]) => k !== "type")
+    .map(([k, v]) => `${k} ${typeof v === "number" ? fmt(v) : typeof v === "object" ? JSON.stringify(v) : v}`);
+  return `${t.type || "terms"}${rest.length ? ": " + rest.join(", ") : ""}`;
+}
+
 function draw() {
   const all = S.ticks;
   if (S.replay) S.ticks = all.slice(0, S.replay.upto);  // a replay draws the first turns only
@@ -39,12 +61,14 @@ function drawAll() {
   $("stockTitle").textContent = label === "stock" ? "Commons stock" : `Commons stock: ${label} (${S.view.engineMode})`;
   const stock = [{ name: "stock", points: S.ticks.map(t => [t.turn, t.stock]) }];
   const names = S.ticks.length ? Object.keys(S.ticks[S.ticks.length - 1].metrics || {}) : [];
-  const metrics = names.map(m => ({ name: m, points: S.ticks.map(t => [t.turn, (t.metrics || {})[m] ?? null]) }));
+  const metrics = names.map(m => ({ name: m, label: readable(m), points: S.ticks.map(t => [t.turn, (t.metrics || {})[m] ?? null]) }));
   S.charts = { stock, metrics, requested: series("requested"), actual: series("actual"), wealth: series("wealth") };
   const yTitle = { stock: label, metrics: "share / score", requested: "requested",
     actual: "harvest", wealth: "wealth" };
+  const markers = eventMarkers();
   for (const k in S.charts) {
-    lineChart($("chart-" + k), S.charts[k], { x: "turn", y: yTitle[k], gap: k === "metrics" ? s => metricGap(s.name) : null });
+    lineChart($("chart-" + k), S.charts[k], { x: "turn", y: yTitle[k], gap: k === "metrics" ? s => metricGap(s.name) : null,
+      markers: k === "stock" || k === "wealth" ? markers : [] });
   }
   // the engine's recorded variables (Engine.recorded, whatever the engine): one axis each
   const evars = [...new Set(S.ticks.flatMap(t => Object.keys(t.engine || {})))];
@@ -94,7 +118,7 @@ function beforeAfter(p, k) {  // the stock before a firing: the last value known
 
 function drawTables() {
   $("pacts").tBodies[0].innerHTML = S.pacts.map(p => `<tr><td title="${esc(p.id)}">${esc(String(p.id).slice(0, 8))}</td>
-    <td>${esc((p.parties || []).join(", "))}</td><td>${esc(JSON.stringify(p.terms))}</td><td>${esc(p.status)}</td>
+    <td>${esc((p.parties || []).join(", "))}</td><td>${esc(termsText(p.terms))}</td><td>${esc(p.status)}</td>
     <td class="num">${esc(p.violationCount)}</td></tr>`).join("");
   const scope = $("scope").value;
   $("messages").tBodies[0].innerHTML = S.messages.filter(m => !scope || m.scope === scope).slice(-300).reverse()
@@ -103,12 +127,13 @@ function drawTables() {
   $("perturbations").tBodies[0].innerHTML = S.perturbations.map((p, k) => `<tr><td class="num">${esc(p.turn)}</td>
     <td>${esc(p.type)}${p.spec && p.spec.id ? ` <span class="muted">${esc(p.spec.id)}</span>` : p.id ? ` <span class="muted">${esc(p.id)}</span>` : ""}</td>
     <td>${esc(p.target)}</td><td class="num">${beforeAfter(p, k)}</td><td>${p.owner ? "owner" : "trigger"}</td></tr>`).join("");
-  $("discussion").tBodies[0].innerHTML = S.discussion.slice(-300).reverse().map(u => `<tr><td class="num">${esc(u.turn)}</td>
+  // chat order: the oldest month first, each month's speakers in the order they spoke
+  $("discussion").tBodies[0].innerHTML = S.discussion.slice(-300).map(u => `<tr><td class="num">${esc(u.turn)}</td>
     <td>${esc(u.speaker)}</td><td>${u.text === null ? "<i>(no answer)</i>" : esc(u.text)}</td>
     <td>${esc(u.nextSpeaker)}${u.named ? "" : " (rr)"}</td></tr>`).join("");
   $("sanctions").tBodies[0].innerHTML = S.sanctions.map(s => `<tr><td class="num">${esc(s.turn)}</td><td>${esc(s.playerId)}</td>
     <td class="num">${fmt(s.amount)}</td><td>${esc(s.paidBy ?? "automatic")}</td><td class="num">${fmt(s.cost)}</td>
-    <td>${esc(s.reason ?? "")}</td><td title="${esc(s.pactId ?? "")}">${esc(String(s.pactId ?? "").slice(0, 8))}</td><td>${esc(s.termType ?? "")}</td>
+    <td>${esc(s.reason ?? (s.specId ? `rule ${s.specId}` : ""))}</td><td title="${esc(s.pactId ?? "")}">${esc(String(s.pactId ?? "").slice(0, 8))}</td><td>${esc(s.termType ?? "")}</td>
     <td class="num">${esc(s.ordinal ?? "")}</td></tr>`).join("");
   if (S.summary && S.summary.victory) {
     const v = S.summary.victory, per = Object.fromEntries((S.summary.players || []).map(p => [p.playerId, p]));
@@ -119,6 +144,11 @@ function drawTables() {
       <td class="num">${fmt(r.gain)}</td><td class="num">${fmt(r.wealth)}</td><td>${r.compliant ? "yes" : "no"}</td>
       <td class="num">${esc((per[r.playerId] || {}).errors ?? "")}</td><td class="num">${esc((per[r.playerId] || {}).fallbacks ?? "")}</td>
       <td>${v.winners.includes(r.playerId) ? "★" : ""}</td></tr>`).join("");
+    // the engine's metric family of the report (GovSim's six), as the server reports it
+    const fam = Object.entries(S.summary.govsim || {});
+    $("familyReport").hidden = !fam.length;
+    $("familyReport").tBodies[0].innerHTML = fam.map(([k, x]) => `<tr><th scope="row" title="${esc(k)}">${esc(readable(k))}</th>
+      <td class="num">${typeof x === "boolean" ? (x ? "yes" : "no") : esc(fmt(x))}</td></tr>`).join("");
   }
 }
 

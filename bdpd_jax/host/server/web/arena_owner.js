@@ -19,6 +19,7 @@ function controls() {
   }
   $("replayBtn").hidden = st !== "closed" || !S.ticks.length || !!S.replay;
   $("keysCard").hidden = !OWNER;
+  if (st && st !== "waiting" && !S.keysFolded) { S.keysFolded = true; $("keysCard").open = false; }  // folded once running
   $("joinCard").hidden = st !== "waiting" || !KEYS.arenaKey;
   $("perturbCard").hidden = !OWNER || st !== "running";
   $("resumeCard").hidden = !OWNER || st !== "interrupted";
@@ -39,7 +40,9 @@ async function ownerDo(button, method, path, body) {
 const modeBody = () => ({ tickMode: $("tickMode").value, tickIntervalMs: Number($("interval").value) });
 
 $("startBtn").onclick = async () => {
-  const v = await ownerDo($("startBtn"), "POST", "/start", modeBody());
+  S.starting = true; notice();  // the first start of a game shape compiles its program (seconds)
+  let v;
+  try { v = await ownerDo($("startBtn"), "POST", "/start", modeBody()); } finally { S.starting = false; notice(); }
   if (v) { S.tickMode = v.tickMode; S.tickIntervalMs = modeBody().tickIntervalMs; setView(v); }
 };
 $("tickBtn").onclick = async () => { const v = await ownerDo($("tickBtn"), "POST", "/tick"); if (v) setView(v); };
@@ -110,8 +113,15 @@ document.querySelectorAll("form[data-kind]").forEach(f => f.onsubmit = async ev 
     setView({ players: r.players.map(p => ({ playerId: p, agentType: p === r.playerId ? body.agentType
       : ((S.view.players || []).find(x => x.playerId === p) || {}).agentType })) });
     if (VIEWER) loadTables().then(redraw);
+    const code = f.querySelector("textarea[name=strategyCode]"), kept = code ? code.value : null;
+    f.reset();  // the next player starts from a blank form (the example code stays)
+    if (code) code.value = kept;
   } catch (e) { showError(e); }
 });
+// every registered built-in, from the server (kernels.policies.BUILTINS)
+api("GET", "/api/builtins").then(r => {
+  $("builtinPick").innerHTML = r.strategies.map(s => `<option${s === "conservative" ? " selected" : ""}>${esc(s)}</option>`).join("");
+}).catch(showError);
 fetch("/static/example_agent.js").then(r => r.text()).then(t => { document.querySelector("#join-code textarea").value = t; });
 
 // -- perturbation form: the config's specs by id, or an ad-hoc spec built from the registry ----

@@ -1,9 +1,17 @@
 // Inline-SVG line charts for the dashboard (no library). lineChart(el, series, opts):
-// series = [{name, color, points: [[x, y], ...]}]; null y values break the line.
-// opts: {x, y} axis titles, height, gap(series) -> why its last value is missing.
+// series = [{name, label, color, points: [[x, y], ...]}]; null y values break the line; label
+// (default name) is what the reader sees. Each series has its own colour, dash and width (the
+// first drawn widest, so identical series show as nested strokes), and its legend entry is a
+// toggle (kept per chart element across redraws). opts: {x, y} axis titles, height,
+// gap(series) -> why its last value is missing, markers: [{x, kind, label}] vertical event lines.
 "use strict";
 const PALETTE = ["#2f6fdf", "#d35400", "#1e8449", "#8e44ad", "#c0392b", "#16a085", "#7d6608", "#2c3e50",
   "#6c3483", "#b9770e"];
+
+const DASHES = ["", "7 3", "2 3", "9 3 2 3", "4 4", "1 3"];
+const MARK_COLORS = { perturbation: "#8e44ad", sanction: "#d35400", collapse: "#c0392b" };
+const HIDDEN = new Map();  // chart element id -> the series names its reader switched off
+const labelOf = s => s.label || s.name;
 
 function fmt(v) {
   if (v === null || v === undefined || Number.isNaN(v)) return "–";
@@ -34,7 +42,7 @@ function lineChart(el, series, opts) {
   el.classList.add("chartbox");
   const W = 560, H = opts.height || 220, L = 58, R = 10, T = 10, B = 34;
   const svg = svgEl("svg", { class: "chart", viewBox: `0 0 ${W} ${H}`, preserveAspectRatio: "none", role: "img",
-    "aria-label": `${opts.y || "value"} by ${opts.x || "turn"}: ${series.map(s => s.name).join(", ")}` }, el);
+    "aria-label": `${opts.y || "value"} by ${opts.x || "turn"}: ${series.map(labelOf).join(", ")}` }, el);
   svg.style.height = H + "px";
   const pts = series.flatMap(s => s.points.filter(p => p[1] !== null && Number.isFinite(p[1])));
   let x0 = 1, x1 = 2, y0 = 0, y1 = 1;
@@ -59,6 +67,13 @@ function lineChart(el, series, opts) {
   svgEl("line", { x1: L, x2: L, y1: T, y2: H - B, stroke: "#c5cad6" }, svg);
   svgEl("line", { x1: L, x2: W - R, y1: H - B, y2: H - B, stroke: "#c5cad6" }, svg);
   const colors = series.map((s, k) => s.color || PALETTE[k % PALETTE.length]);
+  const hidden = HIDDEN.get(el.id) || new Set();
+  for (const m of opts.markers || []) {
+    if (!(m.x >= x0 && m.x <= x1)) continue;
+    const line = svgEl("line", { x1: sx(m.x), x2: sx(m.x), y1: T, y2: H - B, stroke: MARK_COLORS[m.kind] || "#555",
+      "stroke-dasharray": m.kind === "collapse" ? "" : "4 3", "stroke-width": 1.2, class: "marker", "data-kind": m.kind }, svg);
+    svgEl("title", {}, line).textContent = `${m.kind} at ${opts.x || "turn"} ${m.x}${m.label ? ": " + m.label : ""}`;
+  }
   series.forEach((s, k) => {
     let d = "", pen = false;
     for (const [x, y] of s.points) {
@@ -66,8 +81,10 @@ function lineChart(el, series, opts) {
       d += (pen ? "L" : "M") + sx(x).toFixed(1) + "," + sy(y).toFixed(1);
       pen = true;
     }
-    svgEl("path", { d, fill: "none", stroke: colors[k], "stroke-width": 1.8, "vector-effect": "non-scaling-stroke",
-      "data-series": s.name }, svg);
+    const width = series.length > 1 ? 1.4 + 1.2 * (series.length - 1 - k) / (series.length - 1) : 1.8;
+    svgEl("path", { d, fill: "none", stroke: colors[k], "stroke-width": width.toFixed(2), "vector-effect": "non-scaling-stroke",
+      "stroke-dasharray": DASHES[k % DASHES.length], "data-series": s.name,
+      visibility: hidden.has(s.name) ? "hidden" : "visible" }, svg);
   });
   // hover readout: the nearest turn's value of every series
   const cursor = svgEl("line", { y1: T, y2: H - B, stroke: "#8a93a6", "stroke-dasharray": "3 3", visibility: "hidden" }, svg);
@@ -87,7 +104,7 @@ function lineChart(el, series, opts) {
       const p = s.points.find(q => q[0] === x);
       const row = document.createElement("div");
       row.innerHTML = `<i style="background:${colors[k]}"></i>`;
-      row.appendChild(document.createTextNode(`${s.name}: ${fmt(p ? p[1] : null)}`));
+      row.appendChild(document.createTextNode(`${labelOf(s)}: ${fmt(p ? p[1] : null)}`));
       tip.appendChild(row);
     });
     tip.hidden = false;
@@ -97,12 +114,24 @@ function lineChart(el, series, opts) {
   const legend = document.createElement("div");
   legend.className = "legend";
   series.forEach((s, k) => {
-    const span = document.createElement("span");
+    const span = document.createElement(el.id ? "button" : "span");
     const last = s.points.length ? s.points[s.points.length - 1][1] : null;
     span.innerHTML = `<i style="background:${colors[k]}"></i>`;
     const missing = last === null || last === undefined || Number.isNaN(last);
     const why = missing && opts.gap ? opts.gap(s) : "";
-    span.appendChild(document.createTextNode(`${s.name} ${fmt(last)}` + (why ? ` (${why})` : "")));
+    span.appendChild(document.createTextNode(`${labelOf(s)} ${fmt(last)}` + (why ? ` (${why})` : "")));
+    if (el.id) {  // a toggle: show or hide the series (kept across redraws)
+      span.type = "button"; span.className = "toggle"; span.dataset.series = s.name;
+      span.setAttribute("aria-pressed", String(!hidden.has(s.name)));
+      span.onclick = () => {
+        if (hidden.has(s.name)) hidden.delete(s.name); else hidden.add(s.name);
+        HIDDEN.set(el.id, hidden);
+        span.setAttribute("aria-pressed", String(!hidden.has(s.name)));
+        svg.querySelectorAll("path[data-series]").forEach(p => {
+          if (p.dataset.series === s.name) p.setAttribute("visibility", hidden.has(s.name) ? "hidden" : "visible");
+        });
+      };
+    }
     legend.appendChild(span);
   });
   el.appendChild(legend);
