@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from bdpd_jax.config.base import ConfigModel
 from bdpd_jax.config.game import ArenaConfig
-from bdpd_jax.config.limits import MAX_TURNS, QUANTITY_BOUNDS, check_magnitudes
+from bdpd_jax.config.limits import MAX_TURNS, QUANTITY_BOUNDS, check_magnitudes, short_repr, to_float
 from bdpd_jax.host.agent_calls import each
 from bdpd_jax.host.agents.base import MAX_ERROR_CHARS, join_errors, truncate_error
 from bdpd_jax.host.agents.governors import LIFT, MAX_GOV_RESPONSE_BYTES, HttpGovernor, LLMGovernor, ScriptedGovernor
@@ -130,9 +130,11 @@ def parse_answer(body: Any, dtype: Any = np.float32) -> tuple[dict[str, Any], li
         v = given[k]
         try:
             if v != LIFT:
-                check_magnitudes(float(v), k)
-                if abs(float(v)) > QUANTITY_BOUNDS[k]:
-                    raise ValueError(f"{k}: {v!r} is over its bound {QUANTITY_BOUNDS[k]:g} (kernels/bounds.py)")
+                x = to_float(v, k)  # a huge int (10**400): a ValueError, never an OverflowError
+                check_magnitudes(x, k)
+                if abs(x) > QUANTITY_BOUNDS[k]:
+                    bound = QUANTITY_BOUNDS[k]
+                    raise ValueError(f"{k}: {short_repr(v)} is over its bound {bound:g} (kernels/bounds.py)")
         except ValueError as exc:
             errors.append(f"{k} dropped: {exc}")
             continue
