@@ -27,12 +27,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from bdpd_jax.config.base import ConfigModel
 from bdpd_jax.config.game import ArenaConfig
-from bdpd_jax.config.limits import MAX_TURNS, QUANTITY_BOUNDS, check_magnitudes
+from bdpd_jax.config.limits import MAX_TURNS, QUANTITY_BOUNDS, check_magnitudes, short_repr, to_float
 from bdpd_jax.host.agent_calls import each
 from bdpd_jax.host.agents.base import MAX_ERROR_CHARS, join_errors, truncate_error
 from bdpd_jax.host.agents.governors import LIFT, MAX_GOV_RESPONSE_BYTES, HttpGovernor, LLMGovernor, ScriptedGovernor
 from bdpd_jax.host.agents.http import check_url
 from bdpd_jax.host.agents.transport import HttpClient, TransportError, make_client
+from bdpd_jax.host.interrupt import INTERRUPTED, Interrupt
 from bdpd_jax.host.offload import Offload, inline
 from bdpd_jax.host.operator import Operator, redact_url
 from bdpd_jax.host.players import MAX_MODEL_CHARS, MAX_NAME_CHARS, MAX_PROMPT_CHARS, MAX_URL_CHARS, player_timeout_ms
@@ -130,9 +131,11 @@ def parse_answer(body: Any, dtype: Any = np.float32) -> tuple[dict[str, Any], li
         v = given[k]
         try:
             if v != LIFT:
-                check_magnitudes(float(v), k)
-                if abs(float(v)) > QUANTITY_BOUNDS[k]:
-                    raise ValueError(f"{k}: {v!r} is over its bound {QUANTITY_BOUNDS[k]:g} (kernels/bounds.py)")
+                x = to_float(v, k)  # a huge int (10**400): a ValueError, never an OverflowError
+                check_magnitudes(x, k)
+                if abs(x) > QUANTITY_BOUNDS[k]:
+                    bound = QUANTITY_BOUNDS[k]
+                    raise ValueError(f"{k}: {short_repr(v)} is over its bound {bound:g} (kernels/bounds.py)")
         except ValueError as exc:
             errors.append(f"{k} dropped: {exc}")
             continue
@@ -229,7 +232,7 @@ async def govern(state, runs: list, offload: Offload = inline) -> Any:
     jobs = []
     for b, r in live:
         in_force = from_action([f[..., b] for f in force])
-        jobs.append(r.governor.ask(observation(r, r.governor, r.turn + 1, in_force), dt))
+        jobs.append(r.governor.ask(observation(r, r.governor, r.turn + 1, in_force), dt, r.interrupt))
     decisions = await each(jobs, any(r.governor.waits for _, r in live))
     fields = np.full((len(FIELDS), len(runs)), np.nan, dt)
     for (b, _), d in zip(live, decisions, strict=True):
@@ -270,6 +273,14 @@ def attach(config, spec: GovernorSpec | dict | None, operator: Operator, agent_t
         config = ArenaConfig.model_validate({**data, "plugins": [*config.plugins, plugin]})
         ext = [len(config.plugins) - 1]
     return config, Governor(spec, ext[0], timeout)
+
+
+class _Interrupted(Exception):  # noqa: N818 - a signal, not an error
+    """The owner's close or delete ended the wait on the agent (``Interrupt.race``)."""
+
+
+def _cut() -> Any:
+    raise _Interrupted
 
 
 class Governor:
@@ -318,15 +329,18 @@ class Governor:
             await self._own_client.aclose()
             self._own_client = None
 
-    async def ask(self, obs: dict[str, Any], dtype: Any) -> GovDecision:
+    async def ask(self, obs: dict[str, Any], dtype: Any, interrupt: Interrupt | None = None) -> GovDecision:
         """One answer, validated, kept for the turn record; never raises (a failure is no
-        action, with its error)."""
+        action, with its error). ``interrupt``: the arena's (host/interrupt.py): the owner's
+        close or delete ends the wait at once, as it ends the players' (no action, the error
+        ``INTERRUPTED``)."""
         t0 = time.perf_counter()
         errors: list[str] = []
         logged = None  # a replayed entry: its logged error and fallback stand
         try:
             if self.waits:
-                raw = await asyncio.wait_for(self.agent.answer(obs), self.timeout_ms / 1000.0 + 1.0)
+                call = asyncio.wait_for(self.agent.answer(obs), self.timeout_ms / 1000.0 + 1.0)
+                raw = await (interrupt.race(call, _cut) if interrupt is not None else call)
             else:  # a script answers at once (no deadline: no event loop needed)
                 raw = await self.agent.answer(obs)
             if isinstance(self.agent, LLMGovernor):
@@ -339,6 +353,9 @@ class Governor:
         except TimeoutError:
             action, fallback = {}, True
             errors.append(f"timeout: no answer within {self.timeout_ms:g} ms")
+        except _Interrupted:
+            action, fallback = {}, True
+            errors.append(INTERRUPTED)
         except TransportError as exc:
             action, fallback = {}, True
             errors.append(str(exc))

@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
+from bdpd_jax.config.limits import short_repr, to_float
 from bdpd_jax.kernels.actions import ANNOUNCE_DECIMALS
 
 MESSAGE_SCOPES: tuple[str, ...] = ("broadcast", "private", "announcement")
@@ -59,10 +60,10 @@ def _check_text(text: Any) -> str:
 def round_announcement(value: Any) -> float:
     """Validate an announced harvest (finite number >= 0) and round it to 3 decimals."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"value: must be a number >= 0, got {value!r}")
-    v = float(value)
+        raise ValueError(f"value: must be a number >= 0, got {short_repr(value)}")
+    v = to_float(value, "value")  # a huge int (10**400) is a ValueError, never an OverflowError
     if not math.isfinite(v) or v < 0:
-        raise ValueError(f"value: must be a finite number >= 0, got {value!r}")
+        raise ValueError(f"value: must be a finite number >= 0, got {short_repr(value)}")
     return round(v, ANNOUNCE_DECIMALS)
 
 

@@ -27,15 +27,15 @@ caches live (default: each arena's own folder).
 
 from __future__ import annotations
 
-import json
 import os
-from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from pydantic import ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic import ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
 from bdpd_jax.config.base import ConfigModel
+from bdpd_jax.config.error_lines import pydantic_line
+from bdpd_jax.config.files import MAX_CONFIG_BYTES, read_text
 from bdpd_jax.config.limits import MAX_KEY_CHARS, Key, Label, Name, Url
 from bdpd_jax.host.agents.transport import canonical_url
 
@@ -179,12 +179,23 @@ class Operator(ConfigModel):
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Operator:
-        """Read the operator's JSON file; ValueError names the bad field."""
+        """Read the operator's JSON file (at most ``MAX_CONFIG_BYTES``: never read whole past
+        it); ValueError naming the file and the bad field, one line: an unknown key (a typo)
+        lists the valid keys with a "did you mean" (config/error_lines.py), not pydantic's text."""
         try:
-            data = json.loads(Path(path).read_text())
-        except (OSError, json.JSONDecodeError) as exc:
-            raise ValueError(f"operator: cannot read {str(path)!r} ({exc})") from None
-        return cls.model_validate(data)
+            text = read_text(path, MAX_CONFIG_BYTES, "operator")
+        except OSError as exc:  # unreadable (permissions, ...): missing and too large are ValueErrors
+            raise ValueError(f"operator: cannot read {str(path)!r} ({exc.strerror or exc})") from None
+        try:
+            return cls.model_validate_json(text)
+        except ValidationError as e:
+            err = e.errors(include_url=False)[0]
+            if err["type"] == "json_invalid":
+                why = (err.get("ctx") or {}).get("error", err["msg"])
+                raise ValueError(f"operator: {str(path)!r} is not valid JSON ({why})") from None
+            more = f" [+{e.error_count() - 1} more]" if e.error_count() > 1 else ""
+            line = pydantic_line(err, cls) if err["loc"] else f"must hold a JSON object, got {err['msg']}"
+            raise ValueError(f"operator: {str(path)!r}: {line}{more}") from None
 
     def check_player(self, spec) -> None:
         """Refuse a joining player that picks what only the operator may (ValueError)."""

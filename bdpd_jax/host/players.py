@@ -27,6 +27,7 @@ from bdpd_jax.config.limits import (
     MAX_URL_CHARS,
     Key,
     Label,
+    short_repr,
 )
 from bdpd_jax.host.agents.base import AgentResult, Utterance, check_wealth, fallback_harvest, valid_harvest
 from bdpd_jax.host.agents.code import DEFAULT_TIMEOUT_MS as JS_TIMEOUT_MS
@@ -193,7 +194,7 @@ class ScriptedAgent:
         h = entry.get("harvest")
         err = entry["error"] if "error" in entry else ("; ".join(errors) or None)  # replay keeps the logged error
         if h is not None and valid_harvest(h) is None:
-            errors.append(f"harvest: must be a finite number >= 0, got {h!r}")
+            errors.append(f"harvest: must be a finite number >= 0, got {short_repr(h)}")
             err, h = "; ".join(errors), None
         if h is None:
             return AgentResult(

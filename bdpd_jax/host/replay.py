@@ -1,6 +1,8 @@
 """``replay(dir)``: rebuild a live arena from its folder by re-feeding the recorded actions.
 
-``meta.json`` (written at start) gives the config, seed, arena index and players;
+``meta.json`` (written at start) gives the config, seed, arena index and players (read
+bounded and validated, :mod:`~bdpd_jax.host.arena_meta`: its config is a JSON object, never
+a path to open);
 ``turns.jsonl`` gives, per turn, what every external player submitted (the harvest the kernel
 was fed and the tool actions in order). Builtin players are re-run by the kernels (same key,
 same counters); external players become :class:`ScriptedAgent` s playing their log. The
@@ -13,11 +15,11 @@ replayed arena gives the folder's summary.json. A process killed mid-run leaves 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from bdpd_jax.host.arena import Arena
+from bdpd_jax.host.arena_meta import read_meta
 from bdpd_jax.host.arena_run import EVENTS_FILE
 from bdpd_jax.host.persist import read_jsonl
 from bdpd_jax.host.players import LivePlayerConfig
@@ -53,9 +55,9 @@ def load_lines(dir: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     order they happened: each event before the turn it precedes). Folders from before
     events.jsonl kept their event lines in turns.jsonl, in order; those are read as they are."""
     d = Path(dir)
-    meta_path = d / "meta.json"
-    if not meta_path.is_file():
+    if not (d / "meta.json").is_file():
         raise ValueError("dir: no meta.json in the arena's folder")
+    meta = read_meta(d)  # bounded and validated; its config is a JSON object, never a path
     lines = read_jsonl(d / "turns.jsonl")
     events = read_jsonl(d / EVENTS_FILE)
     if events:
@@ -67,7 +69,7 @@ def load_lines(dir: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
                     merged.append(queue.pop(0))
             merged.append(rec)
         lines = merged + queue
-    return json.loads(meta_path.read_text()), lines
+    return meta, lines
 
 
 def _owner_event(arena: Arena, ev: dict[str, Any]) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from bdpd_jax.config.limits import short_repr, to_float
 from bdpd_jax.config.terms import parse_terms, terms_schema
 from bdpd_jax.host.messages import MAX_MESSAGE_LEN, truncate_text
 
@@ -173,13 +174,18 @@ def tool_names(no_talk: bool = False) -> tuple[str, ...]:
 
 # -- validation -------------------------------------------------------------------------------
 def _num(field: str, value: Any, *, strict_positive: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ValueError(f"{field}: must be a finite number, got {value!r:.80}")
-    if strict_positive and value <= 0:
-        raise ValueError(f"{field}: must be > 0, got {value!r:.80}")
-    if value < 0:
-        raise ValueError(f"{field}: must be >= 0, got {value!r:.80}")
-    return float(value)
+    """A finite number >= 0 (> 0 with ``strict_positive``); a huge int (10**400) is a
+    ValueError like any other bad number (``limits.to_float``), never an OverflowError."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{field}: must be a finite number, got {short_repr(value)}")
+    v = to_float(value, field)
+    if not math.isfinite(v):
+        raise ValueError(f"{field}: must be a finite number, got {short_repr(value)}")
+    if strict_positive and v <= 0:
+        raise ValueError(f"{field}: must be > 0, got {short_repr(value)}")
+    if v < 0:
+        raise ValueError(f"{field}: must be >= 0, got {short_repr(value)}")
+    return v
 
 
 def _str(field: str, value: Any) -> str:

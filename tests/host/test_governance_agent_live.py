@@ -5,6 +5,7 @@ goes on, the error is recorded, nothing else is lost), secrets stay the operator
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
 
@@ -18,6 +19,7 @@ import bdpd_jax
 from bdpd_jax.host.agents.transport import TransportError
 from bdpd_jax.host.arena import Arena
 from bdpd_jax.host.governance_agent import MAX_GOV_RESPONSE_BYTES, parse_answer
+from bdpd_jax.host.interrupt import INTERRUPTED
 from bdpd_jax.host.replay import replay, strip_volatile
 
 TURNS = 5
@@ -232,6 +234,42 @@ def test_agent_failures_give_no_action_and_the_turn_goes_on():
     assert g1["fallback"] and g1["action"] == {} and g1["error"].startswith("timeout")
     assert g2["fallback"] and "status 500" in g2["error"]
     assert g2["applied"] == {"cap": None, "ladder_scale": None, "regen": None}
+
+
+class _Silent:
+    """An HTTP client whose governance agent never answers (``asked`` once it is waiting)."""
+
+    def __init__(self) -> None:
+        self.asked = asyncio.Event()
+
+    async def post(self, url, body, headers, timeout_s, max_bytes):
+        self.asked.set()
+        await asyncio.sleep(3600)
+        raise AssertionError("unreachable")
+
+    async def aclose(self) -> None:
+        pass
+
+
+def test_close_interrupts_a_wait_on_the_governance_agent(tmp_path):
+    """Issue 35: the owner's close or delete ends a wait on the governance agent as it ends the
+    players' (host/interrupt.py): the turn completes at once with no action and the error
+    ``INTERRUPTED``, well before the agent's 60 s deadline, and the folder replays."""
+    cfg = {**_cfg(), "agentTimeout": 60_000}
+    client = _Silent()
+    arena = Arena(cfg, seed=5, client=client, out_dir=tmp_path / "g", governance_agent={"kind": "http", "url": GOV_URL})
+
+    async def tick_then_close():
+        ticking = asyncio.ensure_future(arena.atick())
+        await asyncio.wait_for(client.asked.wait(), 60)
+        with arena.interrupting():  # what POST /close and DELETE hold while they wait
+            return await asyncio.wait_for(ticking, 20)  # the agent alone would hold it 61 s
+
+    g = asyncio.run(tick_then_close())["governance"]
+    assert g["action"] == {} and g["fallback"] and g["error"] == INTERRUPTED
+    arena.close()
+    again = replay(tmp_path / "g")
+    assert again.records[-1]["governance"]["error"] == INTERRUPTED
 
 
 def test_real_transport_caps_the_body_and_the_agent_closes_its_own_client(live_server):

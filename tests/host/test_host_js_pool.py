@@ -5,12 +5,14 @@ storms, normalize), catastrophic regexes and plain loops all come back as a fall
 from __future__ import annotations
 
 import asyncio
+import os
 import time
+from pathlib import Path
 
 import pytest
 
 from bdpd_jax.host.agents import CodeAgent, fallback_harvest
-from bdpd_jax.host.agents.js_pool import JsPool
+from bdpd_jax.host.agents.js_pool import PENALISED_NICE, JsPool
 
 HOSTILE = {
     "bigint": "let x = 3n; for (;;) x = x * x;",
@@ -84,3 +86,34 @@ def test_pool_validation() -> None:
         JsPool(0)
     with pytest.raises(ValueError, match="pool"):
         CodeAgent("function decide(){return 1}", pool=object())
+
+
+def test_a_penalised_owners_call_runs_at_the_lowest_priority_on_a_worker_then_retired(monkeypatch) -> None:
+    """Issue 35: an arena whose code missed its deadline runs its next calls at the lowest CPU
+    priority, so its loops take no core an honest arena's worker wants, and that worker is then
+    replaced (a priority cannot be raised back): honest calls never run on a lowered one."""
+    seen: list[tuple[int, int]] = []  # (pid, its nice value) of each lowered worker
+    setpriority = os.setpriority
+
+    def spy(which: int, who: int, prio: int) -> None:
+        setpriority(which, who, prio)
+        seen.append((who, os.getpriority(which, who)))
+
+    monkeypatch.setattr(os, "setpriority", spy)
+    pool = JsPool(2)
+    pool.warm()
+    try:
+        code = "function decide(o, m) { if (o.bad) { " + HOSTILE["bigint"] + " } return 0.5; }"
+        bad, good = CodeAgent(code, pool=pool, owner="bad"), CodeAgent(code, pool=pool, owner="good")
+        assert bad.decide_sync({"bad": True}, 20.0).fallback and pool.penalised("bad") and seen == []
+        assert bad.decide_sync({}, 20.0).harvest == 0.5  # an honest answer of a penalised owner
+        assert [n for _, n in seen] == [PENALISED_NICE]
+        pid = seen[0][0]
+        for _ in range(400):  # retired: killed and reaped off the caller's path
+            if not Path(f"/proc/{pid}").exists():
+                break
+            time.sleep(0.025)
+        assert not Path(f"/proc/{pid}").exists()
+        assert good.decide_sync({}, 20.0).harvest == 0.5 and len(seen) == 1  # never lowered for honest code
+    finally:
+        pool.close()

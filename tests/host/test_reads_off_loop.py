@@ -13,6 +13,7 @@ from pathlib import Path
 from fastapi.testclient import TestClient
 from server_helpers import keys_of, payload
 
+from bdpd_jax.config import files
 from bdpd_jax.host import persist
 from bdpd_jax.host import replay as replay_mod
 from bdpd_jax.host.server import create_app
@@ -40,7 +41,15 @@ def test_every_read_route_reads_its_files_in_a_worker_thread(tmp_path, monkeypat
         reads.append((Path(path).name, _on_loop()))
         return persist.read_jsonl(path, *a, **k)
 
+    bounded = files.read_text
+
+    def spy_bounded(path, *a, **k):  # meta.json and auth.json: read bounded (config/files.py)
+        reads.append((Path(path).name, _on_loop()))
+        return bounded(path, *a, **k)
+
     monkeypatch.setattr(Path, "read_text", spy_text)
+    monkeypatch.setattr(files, "read_text", spy_bounded)
+    monkeypatch.setattr(store_mod, "read_text", spy_bounded)
     for mod in (live_mod, store_mod, replay_mod):
         monkeypatch.setattr(mod, "read_jsonl", spy_jsonl)
     with TestClient(create_app(tmp_path)) as client:

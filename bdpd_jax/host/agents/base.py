@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 
+from bdpd_jax.config.limits import to_float
 from bdpd_jax.kernels.observe import capacity as _kernel_capacity
 
 FALLBACK_FRACTION: float = 0.2
@@ -64,10 +65,14 @@ def check_wealth(wealth: float) -> float:
 
 
 def valid_harvest(value: Any) -> float | None:
-    """Return ``value`` as float if it is a finite real number >= 0, else None."""
+    """Return ``value`` as float if it is a finite real number >= 0, else None (a JSON
+    integer too large for a float, e.g. 10**400, is None too: the fallback, flagged)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    v = float(value)
+    try:
+        v = to_float(value, "harvest")
+    except ValueError:
+        return None
     if not math.isfinite(v) or v < 0:
         return None
     return v

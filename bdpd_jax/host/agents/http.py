@@ -19,6 +19,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from bdpd_jax.config.limits import short_repr
 from bdpd_jax.host._json import dumps_bytes
 from bdpd_jax.host.agents.base import AgentResult, check_wealth, fallback_harvest, join_errors, valid_harvest
 from bdpd_jax.host.agents.transport import HttpClient, TransportError, canonical_url, loads_capped, make_client
@@ -54,7 +55,7 @@ def parse_response(body: Any, *, no_talk: bool = False) -> tuple[float | None, l
     errors: list[str] = []
     harvest = valid_harvest(body.get("harvest"))
     if harvest is None:
-        errors.append(f"harvest: missing or invalid {body.get('harvest')!r:.80} (need a finite number >= 0)")
+        errors.append(f"harvest: missing or invalid {short_repr(body.get('harvest'))} (need a finite number >= 0)")
     actions, action_errors = validate_actions(body.get("actions"), no_talk=no_talk)
     errors.extend(action_errors)
     for i, a in enumerate(list(actions)):

@@ -19,7 +19,10 @@ other arenas stay free whatever the code does.
   is *penalised* for ``penalty_s``: it is served after every unpenalised owner, and the
   penalised owners together hold at most ``size - 1`` workers and never the last idle one, so
   one worker is always left for arenas whose code keeps to its budget. Honest code thus waits at most for one honest
-  call per other arena, never for a hostile one (bench/hostile_js_fairness.py).
+  call per other arena, never for a hostile one (bench/hostile_js_fairness.py). A penalised
+  owner's call runs at the lowest CPU priority (``PENALISED_NICE``) and its worker is then
+  replaced, so its loops take no core an honest arena's worker wants (issue 35: on 2 cores an
+  honest code arena beside 12 killed code players missed deadlines).
 * Workers start lazily, in the background; a killed one is replaced at once. They get an
   empty environment (no operator secrets) and a 4 GiB address-space cap on top of QuickJS's
   heap limit.
@@ -48,6 +51,9 @@ DEFAULT_SLACK_S: float = 0.010  # on top of the guest's budget: the kill comes ~
 MAX_RESULT_BYTES: int = 4 << 20  # an answer larger than this is refused (the worker is killed)
 MAX_QUEUED: int = 64  # calls of one owner (arena) waiting for a worker; past it a call fails at once
 PENALTY_S: float = 10.0  # an owner whose call was killed for its deadline is served last for this long
+#: the CPU priority (nice) of a worker running a penalised owner's call: its loop yields the
+#: cores to honest arenas' workers (issue 35), and the worker is retired after the call
+PENALISED_NICE: int = 19
 
 
 class _Ticket:
@@ -83,6 +89,14 @@ class _Worker:
         )
         self.stdin, self.stdout = cast(IO[bytes], self.proc.stdin), cast(IO[bytes], self.proc.stdout)  # pipes
         self.ready = False
+        self.niced = False  # runs at PENALISED_NICE: never handed to another call
+
+    def lower_priority(self) -> None:
+        """Run at :data:`PENALISED_NICE` (a priority cannot be raised back unprivileged: the
+        worker is retired after this call)."""
+        self.niced = True
+        with contextlib.suppress(OSError, AttributeError):  # (gone already; no setpriority off POSIX)
+            os.setpriority(os.PRIO_PROCESS, self.proc.pid, PENALISED_NICE)
 
     def wait_ready(self, timeout_s: float) -> bool:
         if not self.ready:
@@ -206,7 +220,10 @@ class JsPool:
                 self._turns.append(pick)  # its next call waits for its next turn
             else:
                 del self._queues[pick]
-            t.grant(self._idle.pop(self._ready_index()))
+            w = self._idle.pop(self._ready_index())
+            if self._is_penalised(pick, now):
+                w.lower_priority()
+            t.grant(w)
             self._held[pick] += 1
 
     def _ready_index(self) -> int:
@@ -270,7 +287,7 @@ class JsPool:
                 self.kills += 1
             if penalise:  # the guest's fault (a missed deadline, an answer too large): served last a while
                 self._penalised[owner] = time.perf_counter() + self.penalty_s
-        if not healthy:
+        if not healthy or w.niced:  # a niced worker is retired too: honest calls get full priority
             w.proc.kill()
             threading.Thread(target=self._replace, args=(w,), daemon=True).start()
             return

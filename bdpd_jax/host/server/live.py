@@ -273,7 +273,7 @@ class LiveArena:
             base["messages"] = [views.hide_private(m) for m in base["messages"]]
         last = self.published if upto is None else upto
         recs = [r for r in self.history() if r["turn"] <= last]
-        return {**base, "history": [views.compact_tick(r) if full else views.public_tick(r) for r in recs]}
+        return {**base, "history": [views.compact_tick(r, view) if full else views.public_tick(r) for r in recs]}
 
 
 def _retrieved(task: asyncio.Task) -> None:

@@ -133,11 +133,11 @@ async def _events(sub: Subscriber):
 
 def _disk_events(d: DiskArena, role: str) -> list[str]:
     """The events of an arena read from its folder (blocking reads: run it in a worker thread)."""
-    full = role in ("owner", "spectator")
+    view = views.view_of(role, d.private_text)
     recs = d.records()
     init = {
         **views.public_meta_view(d.meta, d.status, turn=recs[-1]["turn"] if recs else 0),
-        "history": [views.compact_tick(r) if full else views.public_tick(r) for r in recs],
+        "history": [views.compact_tick(r, view) if view != "public" else views.public_tick(r) for r in recs],
     }
     out = [sse("init", init)]
     summ = d.summary()

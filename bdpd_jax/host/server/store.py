@@ -23,6 +23,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from bdpd_jax.config.files import MAX_META_BYTES, read_text
+from bdpd_jax.host.arena_meta import FolderMeta, read_meta
 from bdpd_jax.host.operator import Operator
 from bdpd_jax.host.persist import atomic_write_json, read_jsonl
 from bdpd_jax.host.replay import turn_records
@@ -153,9 +155,9 @@ class Hub:
         if meta_path is None:
             return None
         auth = data_file(f, "auth.json")
-        try:
-            meta = json.loads(meta_path.read_text())
-            hashes = json.loads(auth.read_text()) if auth is not None else {}
+        try:  # bounded and validated (its config an object, its players a list of objects)
+            meta = read_meta(f, FolderMeta)
+            hashes = json.loads(read_text(auth, MAX_META_BYTES, "auth.json")) if auth is not None else {}
         except (OSError, ValueError):
             return None
         if not isinstance(meta, dict) or not isinstance(hashes, dict):

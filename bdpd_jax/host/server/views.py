@@ -15,12 +15,17 @@
   The post-game report (summary.json) is public once the arena is closed (the seed serves
   ``/history/:id/summary`` without a key).
 
+Spectators and the public read a player's error as its category only (:func:`error_category`):
+an LLM's or HTTP player's error may quote part of a malformed tool call, a ``send_private``'s
+text among them.
+
 A role is read through :func:`view_of`: ``"owner"`` (all), ``"spectator"`` (private text
 hidden) or ``"public"``.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -31,6 +36,29 @@ from bdpd_jax.kernels.engines import ENGINES
 PUBLIC_SCOPES = ("broadcast", "announcement")
 #: the ``tick`` fields the dashboard charts (owner / spectator)
 COMPACT_DECISION = ("playerId", "requested", "actual", "wealth", "announced", "sanction", "fallback", "error")
+
+
+#: an error's leading label (``timeout``, ``tool_calls[0] dropped``, ``harvest``): what it names
+_LABEL = re.compile(r"[A-Za-z_][\w\[\]. -]{0,47}")
+#: what stands for an error's details in the spectator and public views
+HIDDEN_DETAILS = "details hidden from spectators"
+
+
+def error_category(error: Any) -> Any:
+    """An error as a spectator or the public reads it: its first label (the text before the
+    first ``:``, when that is a short name) and :data:`HIDDEN_DETAILS`, else ``error``. Only
+    the first label: what follows it may quote a private message, separators included."""
+    if not isinstance(error, str) or not error:
+        return error
+    head = error.split(":", 1)[0].strip() if ":" in error else ""
+    return f"{head if _LABEL.fullmatch(head) else 'error'}: {HIDDEN_DETAILS}"
+
+
+def _hide_errors(rows: Any) -> Any:
+    """``rows`` (dicts with an ``error``) with each error as its category."""
+    if not isinstance(rows, list):
+        return rows
+    return [{**r, "error": error_category(r.get("error"))} if isinstance(r, dict) and "error" in r else r for r in rows]
 
 
 def view_of(role: str, private_text: bool) -> str:
@@ -58,15 +86,23 @@ def _hide_action(act: Any) -> Any:
 
 def spectator_tick(rec: dict[str, Any]) -> dict[str, Any]:
     """A turn record as a spectator sees it: private texts left out of its messages and of
-    the ``send_private`` actions that carry them too (each decision's ``actions``, the tool log)."""
+    the ``send_private`` actions that carry them too (each decision's ``actions``, the tool log),
+    and the players' errors (decisions, ``errors``, the discussion's utterances) as their
+    categories (:func:`error_category`)."""
     out = {**rec, "messages": [hide_private(m) for m in rec.get("messages", [])]}
     if "tools" in rec:
         out["tools"] = [{**t, "action": _hide_action(t.get("action"))} for t in rec["tools"]]
     if "decisions" in rec:
-        out["decisions"] = [
-            {**d, "actions": [_hide_action(a) for a in d["actions"]]} if isinstance(d.get("actions"), list) else d
-            for d in rec["decisions"]
-        ]
+        out["decisions"] = _hide_errors(
+            [
+                {**d, "actions": [_hide_action(a) for a in d["actions"]]} if isinstance(d.get("actions"), list) else d
+                for d in rec["decisions"]
+            ]
+        )
+    if "errors" in rec:
+        out["errors"] = _hide_errors(rec["errors"])
+    if isinstance(rec.get("discussion"), dict):
+        out["discussion"] = {**rec["discussion"], "utterances": _hide_errors(rec["discussion"].get("utterances"))}
     return out
 
 
@@ -110,15 +146,17 @@ def owner_view(a: Arena) -> dict[str, Any]:
     return out
 
 
-def compact_tick(rec: dict[str, Any]) -> dict[str, Any]:
-    """A tick as the dashboard keeps it (``init`` history of owner / spectator streams)."""
+def compact_tick(rec: dict[str, Any], view: str = "owner") -> dict[str, Any]:
+    """A tick as the dashboard keeps it (``init`` history of owner / spectator streams); in
+    any ``view`` but the owner's, the players' errors are their categories."""
+    decisions = [{k: d.get(k) for k in COMPACT_DECISION} for d in rec["decisions"]]
     return {
         "turn": rec["turn"],
         "stock": rec["stock"],
         "collapsed": rec["collapsed"],
         "engine": rec.get("engine", {}),
         "metrics": rec.get("metrics", {}),
-        "decisions": [{k: d.get(k) for k in COMPACT_DECISION} for d in rec["decisions"]],
+        "decisions": decisions if view == "owner" else _hide_errors(decisions),
         "violations": len(rec["violations"]),
         "messages": len(rec["messages"]),
         **({"discussion": len(rec["discussion"]["utterances"])} if "discussion" in rec else {}),
@@ -137,8 +175,9 @@ def public_tick(rec: dict[str, Any]) -> dict[str, Any]:
 
 def heard(d: dict[str, Any]) -> dict[str, Any]:
     """What every player heard of a discussion: the report, the utterances and a govsim
-    meeting's summary, without what each model was told or its month end (private)."""
-    out: dict[str, Any] = {"report": d["report"], "utterances": [_said(u) for u in d["utterances"]]}
+    meeting's summary, without what each model was told or its month end (private), each
+    utterance's error as its category (:func:`error_category`)."""
+    out: dict[str, Any] = {"report": d["report"], "utterances": _hide_errors([_said(u) for u in d["utterances"]])}
     if "summary" in d:
         out["summary"] = {k: d["summary"].get(k) for k in ("by", "text", "agreedLimit")}
     return out
@@ -205,6 +244,8 @@ def perturbation_log(recs: list[dict[str, Any]], pending: Iterable[dict[str, Any
 __all__ = [
     "view_of",
     "hide_private",
+    "error_category",
+    "HIDDEN_DETAILS",
     "spectator_tick",
     "event_for",
     "public_view",
