@@ -123,13 +123,26 @@ def engine_of(meta: dict[str, Any]) -> str | None:
     return model.get("engineMode") if isinstance(model, dict) else None
 
 
+def metric_family(engine: str | None) -> tuple[str, ...]:
+    """The outcome columns the engine leads with (``Engine.metric_family``; empty for the
+    project's own family or an unknown engine)."""
+    if engine is None:
+        return ()
+    from bdpd_jax.kernels.engines.base import get_engine
+
+    try:
+        return tuple(get_engine(engine).metric_family)
+    except (KeyError, ValueError):
+        return ()
+
+
 def summary_lines(summary: Any, engine: str | None) -> list[str]:
-    """The outcome line(s) of a batch summary frame, in the metric family of its engine:
-    GovSim's metrics for the ``govsim`` engine, else survival and collapse."""
+    """The outcome line(s) of a batch summary frame, in the metric family of its engine (its
+    ``metric_family``, e.g. GovSim's metrics), else survival and collapse."""
     s = summary
-    if engine == "govsim" and "govsim_survived" in s.columns:
-        cols = [c for c in s.columns if c.startswith("govsim_")]
-        return ["GovSim metrics (mean over arenas): " + ", ".join(f"{c} {_fmt(float(s[c].mean()))}" for c in cols)]
+    family = [c for c in metric_family(engine) if c in s.columns]
+    if family:
+        return ["metrics (mean over arenas): " + ", ".join(f"{c} {_fmt(float(s[c].mean()))}" for c in family)]
     collapsed = s["collapse_turn"].dropna()
     when = f"mean collapse turn {float(collapsed.mean()):.2f}" if len(collapsed) else "no arena collapsed"
     return [f"survival rate {float(s['survived'].mean()):.3f} ({len(collapsed)} of {len(s)} collapsed; {when})"]
@@ -160,8 +173,7 @@ def print_summary(console: Console, summary: Any, engine: str | None) -> None:
 def points_table(points: Any, names: list[str], engine: str | None, limit: int = 40) -> Table:
     """A sweep's points: the swept values and the outcomes of the engine's metric family, each
     as its mean +- the half-width of its 95 % interval (outcomes with no value left out)."""
-    family = ("govsim_survived", "govsim_gain", "govsim_efficiency", "govsim_equality")
-    wanted = family if engine == "govsim" else ("survived", "collapse_turn", "wealth_mean", "efficiency")
+    wanted = metric_family(engine) or ("survived", "collapse_turn", "wealth_mean", "efficiency")
     shown = [o for o in wanted if f"{o}_mean" in points.columns and points[f"{o}_mean"].notna().any()]
     table = Table(title=f"{len(points)} points: mean +- half-width of the 95 % interval")
     for name in [*names, *shown]:

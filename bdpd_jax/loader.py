@@ -250,7 +250,7 @@ def live_summary(d: Path, meta: dict, records: list[dict], arena: int, strategy:
     df["survived"] = df["survived"].astype(bool)
     for i in range(len(w)):
         df[f"strategy_{i}"] = df[f"strategy_{i}"].astype("str")
-    gov = rep.get("govsim") or {}
+    gov = rep.get(schema.GOVSIM_LAYER) or {}
     for c in schema.GOVSIM:
         if c.name in gov:
             v = gov[c.name]

@@ -60,7 +60,7 @@ def summary(run: ArenaRun, st, status: str) -> dict[str, Any]:
             }
             for i, s in enumerate(run.specs)
         ],
-        "govsim": govsim_report(run, st),
+        schema.GOVSIM_LAYER: govsim_report(run, st),
         "pacts": run.registry.compact() if run.registry is not None else [],
         "messages": len(run.bus),
         **(llm.report(run) if llm is not None else {}),  # tokens, calls, budget, stop (issue 38)

@@ -233,6 +233,9 @@ SUMMARY: tuple[Column, ...] = (
     _c("strategy_{i}", "str", "", "player i's strategy label"),
 )
 
+#: the name of GovSim's outcome table: its layer here and its block in a live arena's report
+GOVSIM_LAYER = "govsim"
+
 LAYERS: dict[str, tuple[Column, ...]] = {
     "turns": TURNS,
     "metrics": METRICS,
@@ -242,7 +245,7 @@ LAYERS: dict[str, tuple[Column, ...]] = {
     "perturbations": PERTURBATIONS,
     "governance_actions": GOVERNANCE_ACTIONS,
     "summary": SUMMARY,
-    "govsim": GOVSIM,
+    GOVSIM_LAYER: GOVSIM,
     "project": PROJECT,
 }
 

@@ -33,6 +33,9 @@ class Engine:
     #: why this engine's sustainable share can be undefined while the commons stands (the
     #: dashboard's note on a null cooperation_index); None: only a collapse leaves it undefined
     no_share_note: ClassVar[str | None] = None
+    #: the outcome columns a summary of this engine's runs leads with (its metric family, e.g.
+    #: GovSim's metrics); empty: the project's own (survival, collapse, wealth, efficiency)
+    metric_family: ClassVar[tuple[str, ...]] = ()
 
     @property
     def hidden_reserve(self) -> bool:

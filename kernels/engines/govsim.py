@@ -34,6 +34,15 @@ class GovSim(Engine):
     name = "govsim"
     variables = ("commonsStock", "regenRate", "commonsCapacity", "threshold", "commonsRatio", "sustainabilityThreshold")
     features = frozenset({"capacity", "threshold", "regen_rate", "stock"})
+    #: GovSim's table: what the paper reports of a run (bdpd_jax/results/schema.py GOVSIM)
+    metric_family = (
+        "govsim_survived",
+        "govsim_survival_time",
+        "govsim_gain",
+        "govsim_efficiency",
+        "govsim_equality",
+        "govsim_over_usage",
+    )
 
     def params_from_model(self, model: Any) -> GovSimParams:
         return GovSimParams(
