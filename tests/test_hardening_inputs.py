@@ -146,7 +146,7 @@ def test_search_results_never_follow_a_path_in_their_meta(config, tmp_path):
     elsewhere.write_text(json.dumps(config))  # a valid config: taking the string as a path would load it
     (tmp_path / "s").mkdir()
     d = _search_dir(tmp_path / "s", config=str(elsewhere))
-    with pytest.raises(ValueError, match=r"meta\.json'?: config: .*got '.*elsewhere\.json'"):
+    with pytest.raises(ValueError, match=r"meta\.json'?: config: Input should be an object, got '/"):
         SearchResults.from_parquet(d)
     assert SearchResults.from_parquet(_search_dir(d, config=config)).config is not None  # an object is fine
 
