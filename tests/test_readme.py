@@ -32,6 +32,9 @@ SMALL = {
     "replicates = 32": "replicates = 2",
     "n = 256": "n = 8",
 }
+# At this size the blocks' time is XLA compiling: compile without its optimisation passes (the same
+# programs; tests/test_studies.py does the same for the studies and says why)
+ENV = {**os.environ, "JAX_DISABLE_MOST_OPTIMIZATIONS": "1"}
 COVERED_ELSEWHERE = ("bdpd serve --port 3000", "curl -s http://localhost:3000/api/health", "studies/regen_sweep.py")
 
 
@@ -67,7 +70,9 @@ def test_the_python_blocks_run_in_order(tmp_path) -> None:
     for extra in ("evosax", "pymoo", "jaxmarl"):
         pytest.importorskip(extra)
     code = "\n".join(small(c) for k, c in blocks() if k == "python")
-    p = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=1200)
+    p = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=1200, env=ENV
+    )
     assert p.returncode == 0, p.stderr[-3000:]
     assert (tmp_path / "results" / "summary.parquet").is_file()
 
@@ -76,16 +81,18 @@ def test_the_python_blocks_run_in_order(tmp_path) -> None:
 def test_the_shell_blocks_and_specs_run(tmp_path) -> None:
     pytest.importorskip("evosax")
     (first,) = [c for k, c in blocks() if k == "bash" and "bdpd config > arena.json" in c]
-    p = subprocess.run(["bash", "-ec", small(first)], cwd=tmp_path, capture_output=True, text=True, timeout=900)
+    p = subprocess.run(
+        ["bash", "-ec", small(first)], cwd=tmp_path, capture_output=True, text=True, timeout=900, env=ENV
+    )
     assert p.returncode == 0, p.stderr[-3000:]
     assert "govsim_gain" in p.stdout and "survival rate" in p.stdout, p.stdout[-2000:]
     sweep_spec, search_spec = [small(c) for k, c in blocks() if k == "toml"]
     for name, spec in (("sweep", sweep_spec), ("search", search_spec)):
         (tmp_path / f"{name}.toml").write_text(spec)
         cmd = [str(BIN / "bdpd"), name, f"{name}.toml", "--out", f"{name}1/"]
-        p = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=900)
+        p = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=900, env=ENV)
         assert p.returncode == 0, p.stderr[-3000:]
         assert ("points: mean +-" if name == "sweep" else "best (generation") in p.stdout, p.stdout[-2000:]
-    env = {**os.environ, "COLUMNS": "200"}
+    env = {**ENV, "COLUMNS": "200"}
     p = subprocess.run([str(BIN / "bdpd"), "show", "sweep1/"], cwd=tmp_path, capture_output=True, text=True, env=env)
     assert p.returncode == 0 and "model.regenRate" in p.stdout, p.stdout + p.stderr
