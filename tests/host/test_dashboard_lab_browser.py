@@ -1,12 +1,14 @@
 """The dashboard as an experiment lab (issue 41), in Debian's chromium driven by Playwright:
 export (each frame and the whole arena downloaded from the arena page, read back with
 ``bdpd_jax.load``), the index's outcome columns and the comparison page, and the create
-box's presets. One server, one browser and one pair of played arenas per module."""
+box's presets, and the arena page's "What if" fork panel. One server, one browser and one pair
+of played arenas per module."""
 
 from __future__ import annotations
 
 import io
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -15,6 +17,7 @@ import pytest
 from server_helpers import keys_of, payload, serve
 
 import bdpd_jax
+from bdpd_jax.host.server import routes_fork
 
 LADDER = {"id": "g", "type": "sanction_graduated", "trigger": {"kind": "pact_violation"}, "payload": {"ladder": [1.0]}}
 SHOCK = {"type": "commons_shock", "payload": {"amount": -5}}
@@ -200,3 +203,57 @@ def test_arena_page_reads_well(browser, lab):
     rows = page.eval_on_selector_all("#discussion tbody tr td:nth-child(3)", "tds => tds.map(t => t.innerText)")
     assert rows == ["A1", "B1", "C1", "A2", "B2", "C2"] and not errors
     ctx.close()
+
+
+def test_fork_fan_on_the_stock_chart(browser, lab):
+    """A spectator forks a closed arena from the page (8 arenas from turn 1, 4 turns, a regen
+    change): errors read as sentences, the busy notice names the first compile, the fan's bands
+    and median are drawn on the stock chart with the answer's numbers and toggle with their
+    legend entry, and the download buttons fetch the fork's frames."""
+    base, root, made = lab
+    aid = made[1]["arenaId"]
+    pool = ThreadPoolExecutor(1)
+    routes_fork.use_executor(pool)  # the fork runs in this process: no worker start, no jax import
+    try:
+        ctx, page, errors = _open(browser, base, aid, made[1]["spectatorToken"])
+        page.wait_for_selector("#forkCard:not([hidden])")
+        page.fill("#forkTurn", "1")
+        page.fill("#forkReplicates", "8")
+        page.fill("#forkChanges", "{regen: 0.3")
+        page.click("#forkBtn")
+        assert "changes: not valid JSON" in page.inner_text("#forkNotice")
+        page.fill("#forkChanges", '{"model.regenRate": 0.3}')
+        busy = '{"detail": "fork: 2 forks are running or waiting; retry later"}'
+        page.route("**/fork", lambda route: route.fulfill(status=429, content_type="application/json", body=busy))
+        page.click("#forkBtn")
+        page.wait_for_function("document.getElementById('forkNotice').innerText.includes('retry')")
+        assert page.inner_text("#forkNotice").startswith("Forks are busy") and "{" not in page.inner_text("#forkNotice")
+        page.unroute("**/fork")
+        seen: list[str] = []
+        page.route("**/fork", lambda route: (seen.append(page.inner_text("#forkNotice")), route.continue_()))
+        with page.expect_response("**/fork", timeout=300_000) as resp:
+            page.click("#forkBtn")
+        ans = resp.value.json()
+        assert resp.value.status == 200 and "compiles" in seen[0]
+        assert (ans["turn"], ans["replicates"], ans["turns"]) == (1, 8, 4)
+        page.wait_for_selector("#chart-stock polygon.band[data-series=fork]")
+        assert page.locator("#chart-stock polygon.band[data-series=fork]").count() == 2
+        assert page.locator("#chart-stock path[data-series=fork]").count() == 1
+        points = page.evaluate("window.bdpd.charts.stock.find(s => s.name === 'fork').points")
+        assert [[r["turn"], r["median"]] for r in ans["fan"]] == points[1:]  # after the live stock at turn 1
+        assert points[0] == [1, page.evaluate("window.bdpd.ticks.find(t => t.turn === 1).stock")]
+        page.click("#chart-stock .legend button[data-series=fork]")
+        hidden = page.eval_on_selector_all(
+            "#chart-stock svg [data-series=fork]", "es => es.map(e => e.getAttribute('visibility'))"
+        )
+        assert hidden == ["hidden"] * 3
+        hrefs = page.eval_on_selector_all("#forkLinks button[data-frame$='.csv']", "bs => bs.map(b => b.dataset.href)")
+        assert sorted(hrefs) == sorted(ans["links"].values()) and ans["forkId"] in hrefs[0]
+        turns = pd.read_csv(io.BytesIO(_download(page, "#forkLinks button[data-frame='turns.csv']")))
+        assert list(turns.columns[:2]) == ["arena", "turn"] and len(turns) == 8 * 4
+        assert turns.groupby("turn").stock.median().round(4).tolist() == [round(r["median"], 4) for r in ans["fan"]]
+        assert not errors
+        ctx.close()
+    finally:
+        routes_fork.use_executor(None)
+        pool.shutdown(wait=False)

@@ -60,6 +60,8 @@ function drawAll() {
   const label = (S.view && S.view.stockLabel) || "stock";
   $("stockTitle").textContent = label === "stock" ? "Commons stock" : `Commons stock: ${label} (${S.view.engineMode})`;
   const stock = [{ name: "stock", points: S.ticks.map(t => [t.turn, t.stock]) }];
+  if (typeof forkPanel === "function") forkPanel();
+  if (S.fork) stock.push(fanSeries(S.fork));  // a "what if" fork's fan beside the live series (arena_fork.js)
   const names = S.ticks.length ? Object.keys(S.ticks[S.ticks.length - 1].metrics || {}) : [];
   const metrics = names.map(m => ({ name: m, label: readable(m), points: S.ticks.map(t => [t.turn, (t.metrics || {})[m] ?? null]) }));
   S.charts = { stock, metrics, requested: series("requested"), actual: series("actual"), wealth: series("wealth") };

@@ -4,6 +4,8 @@
 // first drawn widest, so identical series show as nested strokes), and its legend entry is a
 // toggle (kept per chart element across redraws). opts: {x, y} axis titles, height,
 // gap(series) -> why its last value is missing, markers: [{x, kind, label}] vertical event lines.
+// A series may carry bands: [[[x, lo, hi], ...], ...] (outer first), shaded areas drawn under
+// the lines in its colour and toggled with it (a fork's fan: arena_fork.js).
 "use strict";
 const PALETTE = ["#2f6fdf", "#d35400", "#1e8449", "#8e44ad", "#c0392b", "#16a085", "#7d6608", "#2c3e50",
   "#6c3483", "#b9770e"];
@@ -44,7 +46,8 @@ function lineChart(el, series, opts) {
   const svg = svgEl("svg", { class: "chart", viewBox: `0 0 ${W} ${H}`, preserveAspectRatio: "none", role: "img",
     "aria-label": `${opts.y || "value"} by ${opts.x || "turn"}: ${series.map(labelOf).join(", ")}` }, el);
   svg.style.height = H + "px";
-  const pts = series.flatMap(s => s.points.filter(p => p[1] !== null && Number.isFinite(p[1])));
+  const bandPts = series.flatMap(s => (s.bands || []).flat().flatMap(([x, lo, hi]) => [[x, lo], [x, hi]]));
+  const pts = series.flatMap(s => s.points).concat(bandPts).filter(p => p[1] !== null && Number.isFinite(p[1]));
   let x0 = 1, x1 = 2, y0 = 0, y1 = 1;
   if (pts.length) {
     x0 = Math.min(...pts.map(p => p[0])); x1 = Math.max(...pts.map(p => p[0]));
@@ -74,6 +77,14 @@ function lineChart(el, series, opts) {
       "stroke-dasharray": m.kind === "collapse" ? "" : "4 3", "stroke-width": 1.2, class: "marker", "data-kind": m.kind }, svg);
     svgEl("title", {}, line).textContent = `${m.kind} at ${opts.x || "turn"} ${m.x}${m.label ? ": " + m.label : ""}`;
   }
+  series.forEach((s, k) => (s.bands || []).forEach((band, b) => {  // upper edge on, lower edge back
+    const ok = band.filter(([, lo, hi]) => Number.isFinite(lo) && Number.isFinite(hi));
+    if (!ok.length) return;
+    const edge = ok.map(([x, , hi]) => `${sx(x).toFixed(1)},${sy(hi).toFixed(1)}`)
+      .concat(ok.slice().reverse().map(([x, lo]) => `${sx(x).toFixed(1)},${sy(lo).toFixed(1)}`));
+    svgEl("polygon", { points: edge.join(" "), fill: colors[k], "fill-opacity": (0.14 * (b + 1)).toFixed(2), stroke: "none",
+      class: "band", "data-series": s.name, "data-band": b, visibility: hidden.has(s.name) ? "hidden" : "visible" }, svg);
+  }));
   series.forEach((s, k) => {
     let d = "", pen = false;
     for (const [x, y] of s.points) {
@@ -127,7 +138,7 @@ function lineChart(el, series, opts) {
         if (hidden.has(s.name)) hidden.delete(s.name); else hidden.add(s.name);
         HIDDEN.set(el.id, hidden);
         span.setAttribute("aria-pressed", String(!hidden.has(s.name)));
-        svg.querySelectorAll("path[data-series]").forEach(p => {
+        svg.querySelectorAll("[data-series]").forEach(p => {
           if (p.dataset.series === s.name) p.setAttribute("visibility", hidden.has(s.name) ? "hidden" : "visible");
         });
       };
