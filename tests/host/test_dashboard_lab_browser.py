@@ -184,6 +184,12 @@ def test_arena_page_reads_well(browser, lab):
     assert kinds == {"perturbation", "sanction"}
     assert page.locator("#chart-stock line.marker[data-kind=sanction]").count() >= 1
     assert "harvest_cap: maxHarvest 0.5" in page.inner_text("#pacts tbody")
+    shares = page.evaluate(
+        """['pacts', 'messages', 'perturbations', 'discussion', 'sanctions'].map(id => {
+            const card = document.getElementById(id).closest('.card');
+            return card.getBoundingClientRect().width / card.parentElement.getBoundingClientRect().width; })"""
+    )
+    assert min(shares) > 0.95, shares  # the tables take the grid's full width (issue 41)
     assert "cooperation index" in page.inner_text("#chart-metrics .legend")
     assert "000" not in page.inner_text("main h2:has(+ #chart-metrics)")
     dashes = page.eval_on_selector_all(
