@@ -138,6 +138,18 @@ GOVSIM_SCENARIOS: dict[str, GovSimScenario] = {
 GOVSIM_NAMES: tuple[str, ...] = ("John", "Kate", "Jack", "Emma", "Luke")
 
 
+#: GovSim's table: each metric's column label, in the published order (its rows below use it)
+GOVSIM_LABELS: dict[str, str] = {
+    "govsim_survived": "rate",
+    "govsim_survival_time": "time",
+    "govsim_gain": "Gain",
+    "govsim_efficiency": "eff.",
+    "govsim_equality": "eq.",
+    "govsim_over_usage": "over-use",
+}
+#: the metrics GovSim's table prints in percent
+GOVSIM_PERCENT: tuple[str, ...] = ("govsim_survived", "govsim_efficiency", "govsim_equality", "govsim_over_usage")
+
 #: GovSim's published rows (arXiv 2404.16698v4): (row, experiment, survival rate %, survival
 #: time, gain, efficiency %, equality %, over-usage %); NaN where the paper's number cannot be
 #: Eq. 3 (studies/govsim.py says why). The studies print their tables beside these.
@@ -225,7 +237,9 @@ def govsim_rules(
 
 __all__ = [
     "EXPERIMENTS",
+    "GOVSIM_LABELS",
     "GOVSIM_NAMES",
+    "GOVSIM_PERCENT",
     "GOVSIM_PUBLISHED",
     "GOVSIM_SCENARIOS",
     "SURVIVAL_HORIZON",

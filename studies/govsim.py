@@ -55,6 +55,8 @@ from bdpd_jax.kernels.policies import BUILTINS  # noqa: E402
 from bdpd_jax.lab import TRACES, outcomes  # noqa: E402
 from bdpd_jax.scenarios import (  # noqa: E402
     EXPERIMENTS,
+    GOVSIM_LABELS,
+    GOVSIM_PERCENT,
     GOVSIM_PUBLISHED,
     GOVSIM_SCENARIOS,
     MONTHS,
@@ -123,15 +125,8 @@ def cell(scenario: str, experiment: str, players: list) -> dict:
     return outcomes(prep, SIZE, params=params)
 
 
-COLS = {
-    "govsim_survived": "rate",
-    "govsim_survival_time": "time",
-    "govsim_gain": "Gain",
-    "govsim_efficiency": "eff.",
-    "govsim_equality": "eq.",
-    "govsim_over_usage": "over-use",
-}
-PERCENT = ("govsim_survived", "govsim_efficiency", "govsim_equality", "govsim_over_usage")
+COLS = GOVSIM_LABELS
+PERCENT = GOVSIM_PERCENT
 traces0 = TRACES["run"]
 rows = []
 step(f"the baselines in 3 scenarios x {len(EXPERIMENTS)} experiments, {SIZE} arenas per cell")

@@ -32,11 +32,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from bdpd_jax.scenarios import EXPERIMENTS, GOVSIM_LABELS, GOVSIM_PERCENT, GOVSIM_SCENARIOS
+
 ENV_BASE_URL = "BDPD_LLM_BASE_URL"
 ENV_MODEL = "BDPD_LLM_MODEL"
 ENV_API_KEY = "BDPD_LLM_API_KEY"
-SCENARIOS = ("fishery", "pasture", "pollution")
-EXPERIMENTS = ("default", "universalization", "no_communication", "newcomer")
+SCENARIOS = tuple(GOVSIM_SCENARIOS)
 PLAYERS = 5
 #: GovSim's six metrics as the report's columns, and the published table's names for them
 METRICS = (
@@ -47,15 +48,8 @@ METRICS = (
     "govsim_equality",
     "govsim_over_usage",
 )
-SHORT = {
-    "govsim_survived": "rate",
-    "govsim_survival_time": "time",
-    "govsim_gain": "Gain",
-    "govsim_efficiency": "eff.",
-    "govsim_equality": "eq.",
-    "govsim_over_usage": "over-use",
-}
-PERCENT = ("govsim_survived", "govsim_efficiency", "govsim_equality", "govsim_over_usage")
+SHORT = GOVSIM_LABELS
+PERCENT = GOVSIM_PERCENT
 CREDENTIAL = "govsim"
 
 
