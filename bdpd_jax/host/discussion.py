@@ -85,17 +85,8 @@ async def discuss(run: ArenaRun, line: dict[str, Any], *, timed: bool = False) -
     rows: list[dict[str, Any]] = []
     current = first_speaker(names, t) if names else ""
     for order in range(1, cfg.rounds + 1 if names else 1):
-        context = {
-            "phase": "discussion",
-            "turn": t,
-            "playerId": current,
-            "speakers": names,
-            "report": rep,
-            "utterances": [{"speaker": r["speaker"], "text": r["text"]} for r in rows],
-            "utterancesLeft": cfg.rounds - order + 1,
-        }
         try:
-            said = ask(agents[current], context)
+            said = ask(agents[current], speak_context(t, current, names, rep, rows, cfg.rounds - order + 1))
             u = await (run.interrupt.within(said, end) if timed else said)
         except ConversationCut as exc:
             cut = exc.reason
@@ -116,6 +107,22 @@ async def discuss(run: ArenaRun, line: dict[str, Any], *, timed: bool = False) -
             run.count(current, "errors", 1)
         current = nxt
     line["discussion"] = {"report": rep, "utterances": rows, **({"cut": cut} if cut else {})}
+
+
+def speak_context(
+    turn: int, speaker: str, names: list[str], rep: dict[str, Any], rows: list[dict[str, Any]], left: int
+) -> dict[str, Any]:
+    """What the speaker of one utterance is given: the turn's report, the speakers, what was said
+    so far and how many utterances are left (both protocols ask with it)."""
+    return {
+        "phase": "discussion",
+        "turn": turn,
+        "playerId": speaker,
+        "speakers": names,
+        "report": rep,
+        "utterances": [{"speaker": r["speaker"], "text": r["text"]} for r in rows],
+        "utterancesLeft": left,
+    }
 
 
 def last_discussion(records: Sequence[dict[str, Any]], turn: int) -> dict[str, Any] | None:
@@ -139,5 +146,6 @@ __all__ = [
     "last_discussion",
     "next_speaker",
     "report",
+    "speak_context",
     "speakers",
 ]

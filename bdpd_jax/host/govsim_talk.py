@@ -17,7 +17,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from bdpd_jax.host.agent_calls import each
-from bdpd_jax.host.discussion import ask, discuss, next_speaker, report, speakers
+from bdpd_jax.host.discussion import ask, discuss, next_speaker, report, speak_context, speakers
 from bdpd_jax.host.interrupt import ConversationCut
 
 if TYPE_CHECKING:
@@ -69,16 +69,7 @@ async def govsim_discuss(run: ArenaRun, line: dict[str, Any], *, timed: bool = F
     rows: list[dict[str, Any]] = []
     current = names[0] if names else ""
     for order in range(1, cfg.rounds + 1 if names else 1):
-        context = {
-            "phase": "discussion",
-            "protocol": "govsim",
-            "turn": t,
-            "playerId": current,
-            "speakers": names,
-            "report": rep,
-            "utterances": [{"speaker": r["speaker"], "text": r["text"]} for r in rows],
-            "utterancesLeft": cfg.rounds - order + 1,
-        }
+        context = {**speak_context(t, current, names, rep, rows, cfg.rounds - order + 1), "protocol": "govsim"}
         try:
             u = await bounded(ask(agents[current], context))
         except ConversationCut as exc:
