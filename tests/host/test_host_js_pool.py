@@ -22,7 +22,7 @@ HOSTILE = {
     "loop": "for (;;) {}",
     "normalize": "'\\u1E9B\\u0323'.repeat(1e6).normalize('NFKC');",
 }
-WALL_S = 0.2  # the ~60 ms kill plus scheduling on a loaded 2-core machine
+WALL_S = 1.0  # the ~60 ms kill plus scheduling on a loaded 2-core machine; unkilled, each case runs for seconds or forever
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +77,7 @@ def test_event_loop_is_never_held(pool) -> None:
 
     worst, results = asyncio.run(main())
     assert all(r.fallback for r in results)
-    assert worst < 0.06, worst
+    assert worst < 0.1, worst  # held, the loop would stall for the hostile calls in turn (4 x ~60 ms)
     assert pool.kills >= 2  # the native cases were killed, not waited for
 
 
