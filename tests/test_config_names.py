@@ -19,6 +19,7 @@ from bdpd_jax.config.engines.logistic import LogisticConfig
 from bdpd_jax.config.game import ArenaConfig, ModelConfig, PlayerConfig
 from bdpd_jax.config.governance import TalkConfig
 from bdpd_jax.host.server import models as _wire_models  # noqa: F401  (its ConfigModel subclasses)
+from bdpd_jax.sweeps.paths import apply_values, config_base
 
 
 def _config() -> dict:
@@ -97,6 +98,11 @@ def test_engine_fields_are_flat_on_the_wire_only():
     assert "engine" not in ModelConfig.model_json_schema().get("properties", {})
     with pytest.raises(ValueError, match=r"model\.regenRate: 1e\+39 is outside the valid range"):
         ArenaConfig.model_validate({"model": {"regenRate": 1e39}})  # the path of the wire, not of the nesting
+    # a sweep's wire path is resolved against the flat dump and applied by validating it
+    base = config_base(ArenaConfig.model_validate(_config()))
+    assert base.resolve("model.collapseDie.sides") == (["model", "collapseDie", "sides"], 6)
+    point = apply_values(base, ["model.regenRate", "model.collapseDie.sides"], [0.2, 8])
+    assert (point.model.engine.regen_rate, point.model.engine.collapse_die.sides) == (0.2, 8)
 
 
 def test_camel_case_attributes_are_not_read_or_written():
