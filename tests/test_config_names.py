@@ -118,7 +118,7 @@ def test_camel_case_attributes_are_not_read_or_written():
     with pytest.raises(AttributeError):
         _ = cfg.model.regen_rate  # the engine's fields live on cfg.model.engine only
     with pytest.raises(ValueError):  # pydantic refuses a name that is no field (no silent alias)
-        cfg.players[0].privateResource = 12.0  # type: ignore[attr-defined]
+        cfg.players[0].privateResource = 12.0
 
 
 def _config_classes() -> list[tuple[str, ast.ClassDef]]:
