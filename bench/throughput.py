@@ -153,7 +153,7 @@ def bench_python(arenas: int, turns: int) -> float:
 
     cfg = config(turns)
     model = cfg.model.model_dump()
-    model["collapseDie"] = cfg.model.collapse_die.model_dump()
+    model["collapseDie"] = cfg.model.engine.collapse_die.model_dump()
     obs = {k: v.model_dump() for k, v in cfg.observability.items()}
     players = [p.model_dump() for p in cfg.players]
     rnd = random.Random(0)

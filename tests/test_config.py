@@ -14,20 +14,21 @@ from bdpd_jax.config.game import default_config
 
 def test_seed_logistic_example_validates():
     cfg = ArenaConfig.model_validate(SEED_LOGISTIC)
-    assert cfg.model.collapse_die.sides == 6 and cfg.model.use_hidden_reserve
+    assert cfg.model.engine.collapse_die.sides == 6 and cfg.model.engine.use_hidden_reserve
     assert cfg.observability["regenRate"].visible is False
 
 
 def test_seed_seneca_example_validates():
     cfg = ArenaConfig.model_validate(SEED_SENECA)
-    assert cfg.model.engine_mode == "seneca" and cfg.model.commons_initial == 1.0
+    assert cfg.model.engine_mode == "seneca" and cfg.model.engine.commons_initial == 1.0
 
 
 def test_defaults_are_the_seeds():
-    m = ArenaConfig.model_validate({}).model
+    m = ArenaConfig.model_validate({}).model.engine
     assert (m.commons_initial, m.commons_capacity, m.regen_rate, m.threshold) == (150, 150, 0.12, 10)
-    assert m.hidden_reserve_initial == 20 and m.use_hidden_reserve and m.max_turns == 30
-    assert ArenaConfig.model_validate({}).agent_timeout == 30000
+    assert m.hidden_reserve_initial == 20 and m.use_hidden_reserve
+    cfg = ArenaConfig.model_validate({})
+    assert cfg.agent_timeout == 30000 and cfg.model.max_turns == 30
 
 
 def _with(path: str, value, base=None) -> dict:
@@ -137,7 +138,7 @@ def test_seneca_adaptive_needs_a_solver_with_an_error_estimate():
     with pytest.raises(ValueError, match="seneca.solver.*'euler'"):
         ArenaConfig.model_validate(cfg)
     cfg["model"]["seneca"]["solver"] = "tsit5"
-    assert ArenaConfig.model_validate(cfg).model.seneca.adaptive
+    assert ArenaConfig.model_validate(cfg).model.engine.seneca.adaptive
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,7 @@
 """Config names: snake_case attributes in Python, camelCase keys on the wire (config files, HTTP
-bodies, ``model_dump``), one alias table per model (bdpd_jax/config/base.py); old camelCase
-attribute reads keep working, and the package itself never uses them."""
+bodies, ``model_dump``), one alias table per model (bdpd_jax/config/base.py). No config model has
+a camelCase attribute fallback or a dynamic proxy: the engine's fields are the typed
+``cfg.model.engine``, flat in the ``model`` block on the wire (issue 36)."""
 
 from __future__ import annotations
 
@@ -13,12 +14,12 @@ from pathlib import Path
 import pytest
 from payloads import MIXED_PLAYERS, SEED_LOGISTIC, SEED_SENECA
 
-import bdpd_jax
 from bdpd_jax.config.base import ConfigModel, alias_table
+from bdpd_jax.config.engines.logistic import LogisticConfig
 from bdpd_jax.config.game import ArenaConfig, ModelConfig, PlayerConfig
 from bdpd_jax.config.governance import TalkConfig
-from bdpd_jax.host.arena import Arena
 from bdpd_jax.host.server import models as _wire_models  # noqa: F401  (its ConfigModel subclasses)
+from bdpd_jax.sweeps.paths import apply_values, config_base
 
 
 def _config() -> dict:
@@ -66,38 +67,82 @@ def test_python_reads_snake_case():
     cfg = ArenaConfig.model_validate(_config())
     m = cfg.model
     assert (m.engine_mode, m.max_players, m.min_players, m.max_turns, m.whole_units) == ("logistic", 4, 4, 30, False)
-    # the engine's fields, kept under their keys: read and written by their Python names
-    assert (m.commons_initial, m.regen_rate, m.use_hidden_reserve, m.collapse_die.success_threshold) == (
+    # the engine's fields: the typed model registered for engineMode, flat again on dump
+    e = m.engine
+    assert isinstance(e, LogisticConfig)
+    assert (e.commons_initial, e.regen_rate, e.use_hidden_reserve, e.collapse_die.success_threshold) == (
         150,
         0.12,
         True,
         4,
     )
-    assert m.engine.regen_rate == 0.12  # the engine's model, as validated
-    m.regen_rate = 0.3
-    assert m.model_dump()["regenRate"] == 0.3 and m.regenRate == 0.3
+    e.regen_rate = 0.3
+    assert m.model_dump()["regenRate"] == 0.3 and "engine" not in m.model_dump()
     assert (cfg.agent_timeout, cfg.players[2].private_resource, cfg.players[2].reduction_factor) == (30000, 10, 1.0)
     # either spelling validates, the snake_case one from Python
     assert PlayerConfig(private_resource=5.0) == PlayerConfig.model_validate({"privateResource": 5.0})
     assert TalkConfig(accept_min_cap=2.0).model_dump()["acceptMinCap"] == 2.0
     assert ModelConfig(max_turns=7, regen_rate=0.3).model_dump()["regenRate"] == 0.3
+    # an engine model passed whole from Python, its fields with the block's flat keys
+    made = ModelConfig(max_turns=7, engine=LogisticConfig(regen_rate=0.3), threshold=5.0).engine
+    assert isinstance(made, LogisticConfig) and (made.regen_rate, made.threshold) == (0.3, 5.0)
 
 
-def test_old_camel_case_reads_and_writes_still_work():
+def test_engine_fields_are_flat_on_the_wire_only():
+    """The edge: only the flat layout validates and dumps; a nested ``engine`` key is not the wire,
+    the JSON schema has no ``engine`` property, and a user's unset fields stay unset."""
+    with pytest.raises(ValueError, match=r"model\.engine: not a field of engineMode='logistic'"):
+        ArenaConfig.model_validate({"model": {"engine": {"regenRate": 0.2}}})
+    given = ArenaConfig.model_validate({"model": {"regenRate": 0.2, "maxTurns": 5}}).model_dump(exclude_unset=True)
+    assert given == {"model": {"regenRate": 0.2, "maxTurns": 5}}
+    assert "engine" not in ModelConfig.model_json_schema().get("properties", {})
+    with pytest.raises(ValueError, match=r"model\.regenRate: 1e\+39 is outside the valid range"):
+        ArenaConfig.model_validate({"model": {"regenRate": 1e39}})  # the path of the wire, not of the nesting
+    # a sweep's wire path is resolved against the flat dump and applied by validating it
+    base = config_base(ArenaConfig.model_validate(_config()))
+    assert base.resolve("model.collapseDie.sides") == (["model", "collapseDie", "sides"], 6)
+    point = apply_values(base, ["model.regenRate", "model.collapseDie.sides"], [0.2, 8])
+    assert (point.model.engine.regen_rate, point.model.engine.collapse_die.sides) == (0.2, 8)
+
+
+def test_camel_case_attributes_are_not_read_or_written():
     cfg = ArenaConfig.model_validate(_config())
-    m = cfg.model
-    assert m.maxTurns == m.max_turns == 30 and m.engineMode == "logistic"
-    assert cfg.agentTimeout == 30000 and cfg.players[3].privateResource == 50
-    assert m.regenRate == m.engine.regenRate == 0.12  # the engine's fields, on the block and on its model
-    m.regenRate = 0.2
-    assert m.regen_rate == 0.2 and m.model_dump()["regenRate"] == 0.2
-    assert m.collapseDie.successThreshold == 4
-    p = cfg.players[0]
-    p.privateResource = 12.0
-    assert p.private_resource == 12.0 and p.model_dump()["privateResource"] == 12.0
+    for obj, name in (
+        (cfg.model, "maxTurns"),
+        (cfg.model, "regenRate"),
+        (cfg.model.engine, "regenRate"),
+        (cfg, "agentTimeout"),
+    ):
+        with pytest.raises(AttributeError):
+            getattr(obj, name)
     with pytest.raises(AttributeError):
-        _ = m.maxTurn  # a name in no alias table is still an error
-    assert not hasattr(cfg, "agent_timeoutMs")
+        _ = cfg.model.regen_rate  # the engine's fields live on cfg.model.engine only
+    with pytest.raises(ValueError):  # pydantic refuses a name that is no field (no silent alias)
+        cfg.players[0].privateResource = 12.0
+
+
+def _config_classes() -> list[tuple[str, ast.ClassDef]]:
+    root = Path(__file__).resolve().parents[1] / "bdpd_jax" / "config"
+    return [
+        (f"{f.relative_to(root.parents[1])}:{c.name}", c)
+        for f in sorted(root.rglob("*.py"))
+        for c in ast.walk(ast.parse(f.read_text()))
+        if isinstance(c, ast.ClassDef)
+    ]
+
+
+def test_no_config_class_proxies_attributes():
+    """No class in bdpd_jax/config/ defines ``__getattr__``/``__setattr__`` (also under an
+    ``if``): every read is a declared field the type checker sees."""
+    found = [
+        f"{where}.{n.name}"
+        for where, c in _config_classes()
+        for n in ast.walk(c)
+        if isinstance(n, ast.FunctionDef) and n.name in ("__getattr__", "__setattr__", "__getattribute__")
+    ]
+    assert len(_config_classes()) > 20 and found == []
+    dynamic = [m for m in _subclasses(ConfigModel) if "__getattr__" in vars(m) or "__setattr__" in vars(m)]
+    assert [m.__name__ for m in dynamic if m.__module__.startswith("bdpd_jax.")] == []
 
 
 def test_every_config_field_is_snake_case_with_a_camel_case_alias():
@@ -107,76 +152,6 @@ def test_every_config_field_is_snake_case_with_a_camel_case_alias():
         for name, field in model.model_fields.items():
             assert re.fullmatch(r"[a-z][a-z0-9_]*", name), (model.__name__, name)
             assert field.alias is None or re.fullmatch(r"[a-z][a-zA-Z0-9]*", field.alias), (model.__name__, name)
-
-
-RICH = {
-    "players": [
-        {
-            "strategy": "conservative",
-            "name": "ann",
-            "talk": {
-                "announce": "honest",
-                "comply": True,
-                "pledge": {"turn": 1, "maxHarvest": 2},
-                "accept": "min_cap",
-                "acceptMinCap": 1,
-                "declineRejects": False,
-            },
-        },
-        {
-            "strategy": "aggressive",
-            "talk": {"propose": {"turn": 2, "parties": [0, 1], "terms": {"type": "harvest_cap", "maxHarvest": 3}}},
-        },
-        {"strategy": "adaptive", "reductionFactor": 0.5, "privateResource": 10},
-        {"strategy": "random"},
-    ],
-    "pacts": [{"parties": [0, 1, 2, 3], "terms": {"type": "no_aggression", "tolerance": 0.1}}],
-    "perturbations": [
-        {
-            "id": "fine",
-            "type": "sanction",
-            "trigger": {"kind": "pact_violation", "termType": "harvest_cap"},
-            "payload": {"amount": 1},
-        },
-        {"id": "dry", "type": "regen_shock", "trigger": {"kind": "turn", "turn": 3}, "payload": {"factor": 0.5}},
-    ],
-    "plugins": [{"type": "governance_agent", "id": "gov", "cap": 2.0}],
-    "discussion": {"rounds": 0, "nextSpeaker": "round_robin"},
-}
-
-
-def test_the_package_reads_no_config_attribute_by_its_camel_case_name(monkeypatch):
-    """Validation, a batch run and its frames, a sweep and a live arena, with every camelCase
-    attribute access on a config model (alias fallback or extra field) recorded."""
-    seen: list[str] = []
-    get, put = ConfigModel.__getattr__, ConfigModel.__setattr__
-
-    def spy_get(self, name):
-        if re.search("[A-Z]", name) and not name.startswith("_"):
-            seen.append(f"{type(self).__name__}.{name}")
-        return get(self, name)
-
-    def spy_set(self, name, value):
-        if re.search("[A-Z]", name) and not name.startswith("_"):
-            seen.append(f"{type(self).__name__}.{name} =")
-        return put(self, name, value)
-
-    monkeypatch.setattr(ConfigModel, "__getattr__", spy_get)
-    monkeypatch.setattr(ConfigModel, "__setattr__", spy_set)
-    cfg = _config()
-    cfg["model"]["maxTurns"] = 5
-    cfg.update(copy.deepcopy(RICH))
-    m = ArenaConfig.model_validate(cfg).model
-    assert not seen
-    assert m.maxTurns == 5 and seen == ["ModelConfig.maxTurns"]  # the spy sees a camelCase read
-    seen.clear()
-    res = bdpd_jax.simulate(cfg, n_arenas=2, seed=0, progress=False)
-    _ = (res.summary, res.turns, res.players, res.extra)
-    bdpd_jax.sweep(cfg, grid={"model.regenRate": [0.1, 0.2]}, replicates=1, seed=0, progress=False)
-    arena = Arena(cfg, seed=0)
-    arena.run()
-    arena.summary()
-    assert sorted(set(seen)) == []
 
 
 def test_no_module_reads_a_config_alias_as_an_attribute():

@@ -104,7 +104,7 @@ def play_with_reference(cfg_dict, seed=3, turns=20, rtol=1e-9):
     cfg = ArenaConfig.model_validate(cfg_dict)
     game, params = build(cfg)
     model = cfg.model.model_dump()
-    model["collapseDie"] = cfg.model.collapse_die.model_dump()
+    model["collapseDie"] = cfg.model.engine.collapse_die.model_dump()
     obs_cfg = {k: v.model_dump() for k, v in cfg.observability.items()}
     ref = RefPerturbArena(model, obs_cfg, [p.model_dump() for p in cfg.players], cfg_dict["perturbations"])
     key = rng.arena_key(seed, 0)

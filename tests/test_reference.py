@@ -103,7 +103,7 @@ def play_both(cfg_dict: dict, seed: int, turns: int, external=None, rtol=1e-9):
     # every strategy compiled in, in one order, so examples differing only in assignment share one program
     game, params = canonical_order(*build(cfg, extra_policies=tuple(STRATS)))
     model = cfg.model.model_dump()
-    model["collapseDie"] = cfg.model.collapse_die.model_dump()
+    model["collapseDie"] = cfg.model.engine.collapse_die.model_dump()
     obs_cfg = {k: v.model_dump() for k, v in cfg.observability.items()}
     ref = RefArena(model, obs_cfg, [p.model_dump() for p in cfg.players])
     key = rng.arena_key(seed, 0)

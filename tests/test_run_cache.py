@@ -38,7 +38,7 @@ def test_simulate_builds_a_config_once_per_content(monkeypatch):
     # an ArenaConfig changed after a run does not change what the cache holds for its old content
     obj = ArenaConfig.model_validate(_cfg())
     first = bdpd_jax.simulate(obj, n_arenas=2, seed=1, history=False)
-    obj.model.threshold = 1000.0  # every arena collapses at once
+    obj.model.engine.threshold = 1000.0  # every arena collapses at once
     assert (bdpd_jax.simulate(obj, n_arenas=2, seed=1, history=False).summary.turns_played == 1).all()
     again = bdpd_jax.simulate(ArenaConfig.model_validate(_cfg()), n_arenas=2, seed=1, history=False)
     pd.testing.assert_frame_equal(first.summary, again.summary, check_exact=True)

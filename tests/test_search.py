@@ -194,11 +194,11 @@ def test_the_device_loop_says_why_it_cannot_run(config):
 def test_best_config_and_parquet_round_trip(known, tmp_path):
     res = known[0]
     cfg = res.config_at(res.best)
-    assert cfg.model.regen_rate == pytest.approx(res.best["point"]["model.regenRate"])
+    assert cfg.model.engine.regen_rate == pytest.approx(res.best["point"]["model.regenRate"])
     back = SearchResults.from_parquet(res.to_parquet(tmp_path / "s"))
     pd.testing.assert_frame_equal(back.history, res.history)
     assert back.best["point"] == res.best["point"]
-    assert back.config_at(back.best).model.regen_rate == cfg.model.regen_rate
+    assert back.config_at(back.best).model.engine.regen_rate == cfg.model.engine.regen_rate
 
 
 def test_history_ranks_match_the_ranking_rule(known):

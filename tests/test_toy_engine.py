@@ -100,7 +100,7 @@ def config(**model) -> dict:
 
 def test_config_is_validated_by_the_engine_model(toy):
     m = bj.ArenaConfig.load(config(regrowth=6.0)).model
-    assert (m.regrowth, m.commons_initial, m.engine.floor) == (6.0, 50.0, 1.0)
+    assert (m.engine.regrowth, m.engine.commons_initial, m.engine.floor) == (6.0, 50.0, 1.0)
     with pytest.raises(ValueError, match="model.regrowth"):
         bj.ArenaConfig.load(config(regrowth=-1.0))
     with pytest.raises(ValueError, match="model.regenRate: not a field of engineMode='toy_constant'"):

@@ -10,7 +10,6 @@ A field whose wire name is not the camelCase of its Python name declares ``Field
 from __future__ import annotations
 
 from functools import cache
-from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
@@ -38,22 +37,10 @@ def wire_names(model: type[BaseModel]) -> list[str]:
 class ConfigModel(BaseModel):
     """A config model: fields named in snake_case, read from and written to the wire in camelCase.
 
-    Old code that reads or writes a field by its camelCase wire name (``cfg.model.maxTurns``)
-    still works: the name is looked up in the alias table (the one fallback, for every model).
-    Type checkers do not see it, so they flag such a read in checked code."""
+    Python reads and writes the snake_case names only (``cfg.model.max_turns``); a camelCase
+    attribute (``cfg.model.maxTurns``) is an AttributeError, so the type checker sees every read."""
 
     model_config = WIRE
-
-    if not TYPE_CHECKING:
-
-        def __getattr__(self, name: str) -> Any:
-            field = None if name.startswith("_") else alias_table(type(self)).get(name)
-            if field is not None:
-                return getattr(self, field)
-            return super().__getattr__(name)
-
-        def __setattr__(self, name: str, value: Any) -> None:
-            super().__setattr__(alias_table(type(self)).get(name, name), value)
 
 
 __all__ = ["WIRE", "ConfigModel", "alias_table", "wire_name", "wire_names"]

@@ -8,19 +8,24 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import Any, ClassVar, Literal
 
 from pydantic import (
     ConfigDict,
     Field,
-    PrivateAttr,
+    GetJsonSchemaHandler,
+    SerializeAsAny,
+    SerializerFunctionWrapHandler,
     ValidationError,
     ValidationInfo,
     field_validator,
+    model_serializer,
     model_validator,
 )
-from pydantic_core import PydanticCustomError
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema, PydanticCustomError
 
 from ..kernels.engines import ENGINES
 from ..kernels.observe import QUALITATIVE_VARS, SIGN_VARS
@@ -29,7 +34,7 @@ from ..kernels.params import OBS_VARS, OWN_VARS, PEER_VARS
 from ..kernels.policies import BUILTINS, Policy
 from ..kernels.schedule import SCHEDULERS
 from ..kernels.sustainability import THRESHOLD_PLAYERS
-from .base import ConfigModel, wire_name, wire_names
+from .base import ConfigModel, wire_names
 from .discussion import DiscussionConfig
 from .engines import EngineConfig, engine_config_model
 from .files import MAX_CONFIG_BYTES, read_text
@@ -49,15 +54,44 @@ def known(where: str, what: str, v: str, registry: Mapping[str, Any]) -> str:
     return v
 
 
+def _engine_part(mode: str, given: dict[str, Any]) -> EngineConfig:
+    """The engine's own fields of a ``model`` block, validated by the config model registered for
+    ``mode``; an error names the field as the user wrote it (``model.<field>``)."""
+    cls = engine_config_model(mode)
+    try:
+        return cls.model_validate(given)
+    except ValidationError as e:
+        er = e.errors()[0]
+        loc = ".".join(str(x) for x in er["loc"])
+        got = repr(er.get("input"))
+        got = got if len(got) <= 80 else got[:77] + "..."  # a client's value, bounded in the message
+        if er["type"] == "extra_forbidden":
+            own = sorted(wire_names(cls))
+            text = f"model.{loc}: not a field of engineMode={mode!r} (its own fields: {own}), got {got}"
+        elif not loc:  # the engine model's own rule: its message names the field
+            text = er["msg"].removeprefix("Value error, ")
+        else:
+            text = f"model.{loc}: {er['msg']} (engineMode={mode!r}), got {got}"
+        # the inner error's type is kept: a type error stays a 422, a rule's ValueError a 400 (server/errors.py)
+        raise PydanticCustomError(er["type"], "{text}", {"text": text}) from None
+
+
+@cache
+def _shared_keys() -> frozenset[str]:
+    """The ``model`` block's keys that are ModelConfig's own (Python names and wire names)."""
+    fields = {k: f for k, f in ModelConfig.model_fields.items() if k != "engine"}
+    return frozenset(fields) | {f.alias for f in fields.values() if f.alias}
+
+
 class ModelConfig(ConfigModel):
     """The ``model`` block: the fields every engine shares, declared here, and the engine's
-    own fields (flat, as in the seed's payload), validated by the config model registered for
-    ``engineMode`` (bdpd_jax/config/engines/, read when called) and kept as this model's
-    extra fields under their config-file keys, defaults applied once. Python reads and writes
-    them by the engine model's snake_case names (``cfg.model.regen_rate``), mapped to those
-    keys through its alias table. Defaults are the seed's logistic example."""
+    own fields as the typed ``engine`` field (``cfg.model.engine.regen_rate``): the config
+    model registered for ``engineMode`` (bdpd_jax/config/engines/, read when called). On the
+    wire the block is flat, as in the seed's payload: validation moves the engine's keys into
+    ``engine`` and a dump puts them back (the edge; docs/semantics/records.md). Defaults are
+    the seed's logistic example."""
 
-    model_config = ConfigDict(extra="allow", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     name: Label = "fishery_commons_v1"
     engine_mode: Label = "logistic"
     scheduler: Label = "simultaneous"
@@ -73,6 +107,48 @@ class ModelConfig(ConfigModel):
     metric_players: Label = "present"
     # GovSim's analysis horizon: survival time of a run that never collapses; None: the run's length
     survival_horizon: int | None = Field(None, ge=1, le=MAX_TURNS)
+    # the engine's own fields; SerializeAsAny: dumped by the registered model's fields, not the base's
+    engine: SerializeAsAny[EngineConfig] = Field(
+        default_factory=lambda data: engine_config_model(data["engine_mode"])()
+    )
+
+    #: fields whose own fields sit in this block on the wire (dump, paths of check_magnitudes)
+    flat_fields: ClassVar[tuple[str, ...]] = ("engine",)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _nest_engine_fields(cls, data: Any) -> Any:
+        """The flat wire block -> the shared fields plus ``engine`` (the engine's keys, validated).
+        A Python caller may pass ``engine=`` a model of the engine's own (revalidated here)."""
+        if not isinstance(data, dict):
+            return data
+        shared = _shared_keys()
+        out = {k: v for k, v in data.items() if k in shared}
+        given = {k: v for k, v in data.items() if k not in shared}
+        if isinstance(given.get("engine"), EngineConfig):
+            given = {**given.pop("engine").model_dump(exclude_unset=True), **given}
+        mode = data.get("engineMode", data.get("engine_mode", cls.model_fields["engine_mode"].default))
+        # an unknown engineMode: its field's error is the one reported (the placeholder never escapes)
+        known_mode = isinstance(mode, str) and mode in ENGINES
+        out["engine"] = _engine_part(mode, given) if known_mode else EngineConfig()
+        return out
+
+    @model_serializer(mode="wrap")
+    def _flat_engine_fields(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """The dump's ``model`` block flat, as the wire has it: the engine's keys beside the shared ones."""
+        out: dict[str, Any] = handler(self)
+        part = out.pop("engine", None)
+        return {**out, **part} if isinstance(part, dict) else out
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        """The block's JSON schema as the wire has it: the shared keys, and the engine's as
+        further keys (which ones depends on ``engineMode``)."""
+        out = handler(schema)
+        target = handler.resolve_ref_schema(out)
+        target.get("properties", {}).pop("engine", None)
+        target["additionalProperties"] = True
+        return out
 
     @field_validator("engine_mode")
     @classmethod
@@ -95,62 +171,10 @@ class ModelConfig(ConfigModel):
         return known("model.metricPlayers", "choice", v, dict.fromkeys(METRIC_PLAYERS))
 
     @model_validator(mode="after")
-    def _engine_part(self) -> ModelConfig:
+    def _player_bounds(self) -> ModelConfig:
         if self.min_players > self.max_players:
             raise ValueError(f"model.minPlayers: {self.min_players} > maxPlayers={self.max_players}")
-        cls = engine_config_model(self.engine_mode)
-        given = dict(self.__pydantic_extra__ or {})
-        try:
-            part = cls.model_validate(given)
-        except ValidationError as e:  # name the field as the user wrote it: model.<field>
-            er = e.errors()[0]
-            loc = ".".join(str(x) for x in er["loc"])
-            got = repr(er.get("input"))
-            got = got if len(got) <= 80 else got[:77] + "..."  # a client's value, bounded in the message
-            if er["type"] == "extra_forbidden":
-                text = (
-                    f"model.{loc}: not a field of engineMode={self.engine_mode!r} (its own fields: "
-                    f"{sorted(wire_names(cls))}), got {got}"
-                )
-            elif not loc:  # the engine model's own rule: its message names the field
-                text = er["msg"].removeprefix("Value error, ")
-            else:
-                text = f"model.{loc}: {er['msg']} (engineMode={self.engine_mode!r}), got {got}"
-            # the inner error's type is kept: a type error stays a 422, a rule's ValueError a 400 (server/errors.py)
-            raise PydanticCustomError(er["type"], "{text}", {"text": text}) from None
-        # kept under their wire names: a dump gives back the flat block
-        self.__pydantic_extra__ = {w: getattr(part, k) for k, w in zip(cls.model_fields, wire_names(cls), strict=True)}
-        object.__setattr__(self, "_engine", part)
         return self
-
-    _engine: Any = PrivateAttr(default=None)
-
-    @property
-    def engine(self) -> EngineConfig:
-        """The engine's config model as validated (its own fields, defaults applied)."""
-        return cast(EngineConfig, self._engine)
-
-    def _engine_key(self, name: str) -> str | None:
-        """The block's key of the engine field named ``name`` in Python, None if it names none."""
-        part = self.__dict__.get("_engine")
-        if part is None or name not in type(part).model_fields:
-            return None
-        return wire_name(type(part), name)
-
-    if not TYPE_CHECKING:  # the engine's fields by their Python names: the extra field under its key
-
-        def __getattr__(self, name: str) -> Any:
-            key = self._engine_key(name)
-            if key is not None and self.__pydantic_extra__ is not None and key in self.__pydantic_extra__:
-                return self.__pydantic_extra__[key]
-            return super().__getattr__(name)
-
-        def __setattr__(self, name: str, value: Any) -> None:
-            key = self._engine_key(name)
-            if key is None or self.__pydantic_extra__ is None:
-                super().__setattr__(name, value)
-            else:
-                self.__pydantic_extra__[key] = value
 
 
 class ObsVar(ConfigModel):

@@ -121,7 +121,11 @@ def check_magnitudes(tree: Any, where: str) -> None:
         elif isinstance(node, (list, tuple)):
             stack.extend((v, path + (i,)) for i, v in enumerate(node))
         elif hasattr(type(node), "model_fields"):  # a pydantic model: its fields, without a dump, by wire name
-            stack.extend((getattr(node, k), path + (f.alias or k,)) for k, f in type(node).model_fields.items())
+            flat = getattr(type(node), "flat_fields", ())  # fields whose keys sit in this block on the wire
+            stack.extend(
+                (getattr(node, k), path if k in flat else path + (f.alias or k,))
+                for k, f in type(node).model_fields.items()
+            )
             # and its extra fields (a pact's terms keep their registered fields as extras)
             stack.extend((v, path + (k,)) for k, v in (getattr(node, "__pydantic_extra__", None) or {}).items())
 

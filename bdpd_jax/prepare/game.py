@@ -62,7 +62,7 @@ def resolution_of(config: ArenaConfig) -> tuple:
 def sustainable_yield(config: ArenaConfig) -> float:
     """f0: the engine's sustainable per-turn total harvest, NaN when it has no closed form
     (the engine's own rule, read from the registry when called)."""
-    return float(get_engine(config.model.engine_mode).sustainable_yield(config.model))
+    return float(get_engine(config.model.engine_mode).sustainable_yield(config.model.engine))
 
 
 def build(
@@ -119,7 +119,7 @@ def build(
         threshold_players=cast(jax.Array, np.asarray(THRESHOLD_PLAYERS.index(model.threshold_players), np.int32)),
         metric_players=cast(jax.Array, np.asarray(METRIC_PLAYERS.index(model.metric_players), np.int32)),
         survival_horizon=cast(jax.Array, np.asarray(model.survival_horizon or 0, np.int32)),
-        engine=engine.params_from_model(model),
+        engine=engine.params_from_model(model.engine),
         obs=obs_params(config),
         players=PlayerParams(
             strategy=cast(jax.Array, np.asarray(index, np.int32)),

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pydantic import Field, model_validator
 
 from ...kernels.engines.govsim import DEFAULTS
-from . import EngineConfig, register_engine_config
+from .base import EngineConfig, register_engine_config
 
 
 class GovSimConfig(EngineConfig):

@@ -7,7 +7,7 @@ from pydantic import Field, model_validator
 from ...kernels.engines.logistic import DIE_DEFAULTS
 from ..base import ConfigModel
 from ..limits import MAX_DIE_SIDES
-from . import STRICT, EngineConfig, register_engine_config
+from .base import STRICT, EngineConfig, register_engine_config
 
 
 class CollapseDie(ConfigModel):

@@ -11,7 +11,7 @@ from ...kernels.engines.seneca import HARVEST_SCALE, SOLVERS
 from ...kernels.observe import capacity
 from ..base import ConfigModel
 from ..limits import Label
-from . import STRICT, EngineConfig, register_engine_config
+from .base import STRICT, EngineConfig, register_engine_config
 
 
 def _known(where: str, v: str, registry: dict) -> str:

@@ -1,0 +1,70 @@
+"""The config side of the engine registry: the base of an engine's config model and the
+registry of config models per engine name, read when called.
+
+An engine is one kernel file (``kernels/engines/<name>.py``, pure JAX) plus one config model
+(a pydantic model of the engine's own fields of the ``model`` block: names, defaults,
+bounds), registered here under the engine's name. ``ModelConfig`` validates the fields every
+engine shares and holds the model registered for ``engineMode`` as its typed ``engine`` field.
+The engine modules import this module only; the package imports them (no cycle).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ConfigDict
+
+from ...kernels.engines import Engine, register
+from ..base import ConfigModel
+
+#: what every engine config model starts from: unknown keys rejected, finite numbers only
+STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+class EngineConfig(ConfigModel):
+    """Base of an engine's config model. ``check_players`` is the hook for checks that need
+    the players list too (e.g. Seneca's harvest scale); the default accepts everything."""
+
+    model_config = STRICT
+
+    def check_players(self, players: list[Any]) -> None:
+        """Raise ValueError when this engine part cannot run with ``players`` (PlayerConfig list)."""
+
+
+#: config model per engine name (the config's ``engineMode``)
+ENGINE_CONFIGS: dict[str, type[EngineConfig]] = {}
+
+
+def register_engine_config(name: str, model: type[EngineConfig]) -> type[EngineConfig]:
+    """Register ``model`` as the config model of engine ``name``."""
+    ENGINE_CONFIGS[name] = model
+    return model
+
+
+def register_engine(engine: Engine, model: type[EngineConfig]) -> Engine:
+    """Register a kernel engine and its config model in one call (a new engine in one file)."""
+    register(engine)
+    register_engine_config(engine.name, model)
+    return engine
+
+
+def engine_config_model(name: str) -> type[EngineConfig]:
+    """The config model of engine ``name`` (the registry read now); ValueError naming the field."""
+    try:
+        return ENGINE_CONFIGS[name]
+    except (KeyError, TypeError):  # TypeError: a client's unhashable value
+        shown = repr(name)
+        shown = shown if len(shown) <= 80 else shown[:77] + "..."
+        raise ValueError(
+            f"model.engineMode: engine {shown} has no config model; known: {sorted(ENGINE_CONFIGS)}"
+        ) from None
+
+
+__all__ = [
+    "ENGINE_CONFIGS",
+    "EngineConfig",
+    "STRICT",
+    "engine_config_model",
+    "register_engine",
+    "register_engine_config",
+]
