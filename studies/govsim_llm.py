@@ -72,7 +72,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--rules-file", type=Path, help="the rules text given to the players (default: the scenario's)")
     p.add_argument("--out", type=Path, default=Path("runs/govsim_llm"), help="one folder per cell and seed")
     args = p.parse_args(argv)
-    from bdpd_jax.host.discussion import MAX_DISCUSSION_ROUNDS  # the live host's bound, re-exported there
+    from bdpd_jax.host.live.discussion import MAX_DISCUSSION_ROUNDS  # the live host's bound, re-exported there
 
     args.scenarios = args.scenarios or list(SCENARIOS)
     args.experiments = args.experiments or list(EXPERIMENTS)
@@ -179,9 +179,9 @@ def run_cell(args, base_url: str, model: str, scenario: str, experiment: str, se
     """The summaries of one cell's seeds. A seed whose folder holds its summary.json is read
     back (resume); a cut-off one is run again from month 1; the rest play at once, in lockstep
     in one ``LiveBatch``, every call to the endpoint under its ``maxInFlight`` (issue 38)."""
-    from bdpd_jax.host.arena import Arena
-    from bdpd_jax.host.live_batch import LiveBatch
-    from bdpd_jax.host.operator import Operator
+    from bdpd_jax.host.live.arena import Arena
+    from bdpd_jax.host.live.live_batch import LiveBatch
+    from bdpd_jax.host.live.operator import Operator
 
     folders = {s: args.out / scenario / experiment / f"seed-{s}" for s in seeds}
     todo = [s for s in seeds if not (folders[s] / "summary.json").is_file()]

@@ -17,7 +17,7 @@ import bdpd_jax
 from bdpd_jax.config.base import ConfigModel, alias_table
 from bdpd_jax.config.game import ArenaConfig, ModelConfig, PlayerConfig
 from bdpd_jax.config.governance import TalkConfig
-from bdpd_jax.host.arena import Arena
+from bdpd_jax.host.live.arena import Arena
 from bdpd_jax.host.server import models as _wire_models  # noqa: F401  (its ConfigModel subclasses)
 
 

@@ -2,7 +2,7 @@
 
 ``fork(arena_or_folder, turn=t, replicates=N, changes={...}, seed=s)`` takes the live arena's
 kernel state after turn ``t`` (an ``Arena`` at its current turn as it is; an earlier turn,
-or a folder, rebuilt by replaying its records through the kernels: ``host.replay``), applies
+or a folder, rebuilt by replaying its records through the kernels: ``host.live.replay``), applies
 the changes (config paths as a sweep names them, and ``perturb``: specs fired at the fork's
 turn), puts built-in stand-ins in the remote players' seats, and plays the turns left for N
 arenas in ONE compiled program (``kernels.rollout.run_turns``). It returns a ``Results`` like
@@ -61,9 +61,9 @@ class Origin:
 
 def origin(arena_or_folder: Any, turn: int | None) -> Origin:
     """The live arena's state at ``turn`` (default: its last turn played): an ``Arena`` at
-    its current turn as it is, otherwise replayed from its folder (``host.replay``)."""
-    from ..host.arena import Arena
-    from ..host.replay import load, replay
+    its current turn as it is, otherwise replayed from its folder (``host.live.replay``)."""
+    from ..host.live.arena import Arena
+    from ..host.live.replay import load, replay
 
     if isinstance(arena_or_folder, Arena):
         a = arena_or_folder
@@ -155,7 +155,7 @@ def fork(
     """Continue a live arena from ``turn`` as ``replicates`` arenas; returns their Results.
 
     Args:
-        arena_or_folder: a started ``bdpd_jax.host.arena.Arena`` or its folder (meta.json,
+        arena_or_folder: a started ``bdpd_jax.host.live.arena.Arena`` or its folder (meta.json,
             turns.jsonl).
         turn: the turn to fork after (default: the last played); 0 forks the start.
         replicates: arenas in the batch; replicate ``r`` draws from (seed, arena_index + r).

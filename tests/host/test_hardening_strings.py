@@ -59,7 +59,7 @@ def client_models() -> list[type[BaseModel]]:
     """Every model a client or a config file fills: config models (registries read now), the
     live side's specs, the operator's file, governance answers and the routes' bodies."""
     from bdpd_jax.config import game, governance, perturbation_types, perturbations, plugins
-    from bdpd_jax.host import governance_agent, operator, players
+    from bdpd_jax.host.live import governance_agent, operator, players
 
     mods = (game, governance, perturbation_types, perturbations, plugins, players, operator, governance_agent)
     found = [

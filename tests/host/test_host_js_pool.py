@@ -22,7 +22,9 @@ HOSTILE = {
     "loop": "for (;;) {}",
     "normalize": "'\\u1E9B\\u0323'.repeat(1e6).normalize('NFKC');",
 }
-WALL_S = 1.0  # the ~60 ms kill plus scheduling on a loaded 2-core machine; unkilled, each case runs for seconds or forever
+WALL_S = (
+    1.0  # the ~60 ms kill plus scheduling on a loaded 2-core machine; unkilled, each case runs for seconds or forever
+)
 
 
 @pytest.fixture(scope="module")

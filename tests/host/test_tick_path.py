@@ -11,11 +11,11 @@ import jax
 import numpy as np
 from payloads import MIXED_PLAYERS, SEED_LOGISTIC
 
-from bdpd_jax.host import batch_runner, dispatch, players, tools
-from bdpd_jax.host.arena import Arena
-from bdpd_jax.host.batch_runner import drive
-from bdpd_jax.host.live_batch import LiveBatch
-from bdpd_jax.host.registry import PactRegistry
+from bdpd_jax.host.live import batch_runner, dispatch, players, tools
+from bdpd_jax.host.live.arena import Arena
+from bdpd_jax.host.live.batch_runner import drive
+from bdpd_jax.host.live.live_batch import LiveBatch
+from bdpd_jax.host.live.registry import PactRegistry
 
 
 def _cfg(turns: int = 6) -> dict:

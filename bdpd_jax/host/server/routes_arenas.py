@@ -24,11 +24,11 @@ from typing import Any
 from fastapi import APIRouter, Depends, HTTPException, Response
 from starlette.concurrency import run_in_threadpool
 
-from bdpd_jax.host._json import dumps_bytes
-from bdpd_jax.host.arena import Arena
-from bdpd_jax.host.arena_run import EVENTS_FILE
-from bdpd_jax.host.players import LivePlayerConfig
-from bdpd_jax.host.replay import replay
+from bdpd_jax.host.live._json import dumps_bytes
+from bdpd_jax.host.live.arena import Arena
+from bdpd_jax.host.live.arena_run import EVENTS_FILE
+from bdpd_jax.host.live.players import LivePlayerConfig
+from bdpd_jax.host.live.replay import replay
 from bdpd_jax.host.server import models as M
 from bdpd_jax.host.server.deps import Access, access, hub_of
 from bdpd_jax.host.server.durable import sync_files

@@ -33,7 +33,7 @@ from pydantic import ConfigDict, Field
 
 from bdpd_jax.config.base import ConfigModel
 from bdpd_jax.config.limits import Id, Label, Name
-from bdpd_jax.host.fork_job import ANSWER_FILE, FORKS_DIR, init_worker, run_fork
+from bdpd_jax.host.live.fork_job import ANSWER_FILE, FORKS_DIR, init_worker, run_fork
 from bdpd_jax.host.server import models as M
 from bdpd_jax.host.server.deps import Access, access, hub_of
 from bdpd_jax.host.server.live import LiveArena

@@ -41,10 +41,10 @@ from collections.abc import Callable, Hashable
 from contextlib import ExitStack
 from typing import Any
 
-from bdpd_jax.host.arena import Arena
-from bdpd_jax.host.batch_runner import drive
-from bdpd_jax.host.live_batch import freeze_history
-from bdpd_jax.host.offload import Offload
+from bdpd_jax.host.live.arena import Arena
+from bdpd_jax.host.live.batch_runner import drive
+from bdpd_jax.host.live.live_batch import freeze_history
+from bdpd_jax.host.live.offload import Offload
 from bdpd_jax.host.server.durable import sync_files
 from bdpd_jax.host.server.live import LiveArena, Workers
 

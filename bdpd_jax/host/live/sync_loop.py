@@ -1,9 +1,9 @@
 """``SyncLoop``: how the sync calls of a live object (``tick()`` / ``run()`` / ``close()`` of an
-:class:`~bdpd_jax.host.arena.Arena` or a :class:`~bdpd_jax.host.live_batch.LiveBatch`) run
+:class:`~bdpd_jax.host.live.arena.Arena` or a :class:`~bdpd_jax.host.live.live_batch.LiveBatch`) run
 their coroutines (``atick`` / ``arun`` / ``aclose``) to the end.
 
 A tick that waits on no one (built-in and scripted players, no governance agent or a scripted
-one) never suspends and runs with no event loop at all (:func:`~bdpd_jax.host.batch_runner.drive`).
+one) never suspends and runs with no event loop at all (:func:`~bdpd_jax.host.live.batch_runner.drive`).
 One that waits on someone runs on the loop of this sync caller, made on first use and kept
 (the HTTP clients bind to it), and only where no loop is running, so that it is the process's
 one loop (docs/semantics/live.md "One event loop"). Inside a running loop the caller awaits
@@ -17,7 +17,7 @@ import asyncio
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-from bdpd_jax.host.batch_runner import drive
+from bdpd_jax.host.live.batch_runner import drive
 
 T = TypeVar("T")
 

@@ -42,7 +42,7 @@ class FolderMeta(Meta):
 
 
 class ArenaMeta(FolderMeta):
-    """What :func:`~bdpd_jax.host.replay.replay` rebuilds the arena from (``Arena.meta``)."""
+    """What :func:`~bdpd_jax.host.live.replay.replay` rebuilds the arena from (``Arena.meta``)."""
 
     arena_id: StrictStr = Field(min_length=1)
     seed: StrictInt

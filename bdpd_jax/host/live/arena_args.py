@@ -9,8 +9,8 @@ from pathlib import Path
 from bdpd_jax.config.base import wire_name
 from bdpd_jax.config.game import ArenaConfig, PlayerConfig
 from bdpd_jax.config.limits import ARENA_INDEX_LIMIT, MAX_PACT_SLOTS, check_int, check_magnitudes, check_run_args
-from bdpd_jax.host.operator import Operator
-from bdpd_jax.host.players import LivePlayerConfig, player_timeout_ms
+from bdpd_jax.host.live.operator import Operator
+from bdpd_jax.host.live.players import LivePlayerConfig, player_timeout_ms
 
 
 def arena_inputs(

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from bdpd_jax.config.game import ArenaConfig, PlayerConfig
-from bdpd_jax.host.players import LivePlayerConfig
-from bdpd_jax.host.programs import EXTERNAL
+from bdpd_jax.host.live.players import LivePlayerConfig
+from bdpd_jax.host.live.programs import EXTERNAL
 from bdpd_jax.kernels.game import Game
 from bdpd_jax.kernels.params import Params
 from bdpd_jax.prepare.prepared import LiveOptions, prepare

@@ -18,9 +18,9 @@ from __future__ import annotations
 import gc
 from typing import Any
 
-from bdpd_jax.host.arena import Arena
-from bdpd_jax.host.batch_runner import LockstepBatch
-from bdpd_jax.host.sync_loop import SyncLoop
+from bdpd_jax.host.live.arena import Arena
+from bdpd_jax.host.live.batch_runner import LockstepBatch
+from bdpd_jax.host.live.sync_loop import SyncLoop
 
 
 class LiveBatch:
