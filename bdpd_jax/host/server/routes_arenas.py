@@ -39,11 +39,6 @@ router = APIRouter(prefix="/api/arenas", tags=["arenas"], responses=M.ERRORS)
 owner = access("owner")
 
 
-async def tick_once(hub: Hub, lv: LiveArena) -> dict[str, Any] | None:
-    """One tick of ``lv`` alone, published (``Ticker.tick_once``)."""
-    return await hub.ticker.tick_once(lv)
-
-
 def start_auto(hub: Hub, lv: LiveArena, interval_ms: float) -> None:
     hub.ticker.add(lv, interval_ms)
 
@@ -152,7 +147,7 @@ async def tick(acc: Access = Depends(owner), hub: Hub = Depends(hub_of)):
     validated again: ``M.Ticked`` documents it in the OpenAPI schema."""
     async with locked(hub, acc) as acc:
         lv = acc.live
-        rec = await tick_once(hub, lv)
+        rec = await hub.ticker.tick_once(lv)
         return Response(dumps_bytes({"tick": rec, **lv.public()}), media_type="application/json")
 
 
@@ -251,4 +246,4 @@ async def resume(body: M.Resume, acc: Access = Depends(owner), hub: Hub = Depend
         return {**lv.public(), "tickMode": body.tick_mode}
 
 
-__all__ = ["router", "tick_once", "locked"]
+__all__ = ["router", "locked"]
