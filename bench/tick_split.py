@@ -8,7 +8,7 @@ announcement, a pledge: the pact kernels run), so the envelopes, the tool dispat
 records do their full work; the scripted player answers at once, so no network is timed.
 Prints the first tick (it compiles) and the median and p90 of each piece over the later
 ticks; the rest of the tick (envelopes, the players asked) runs on the loop. docs/semantics/
-live.md "One event loop" says what the server chose from these figures.
+live/arena.md "One event loop" says what the server chose from these figures.
 
     .venv/bin/python bench/tick_split.py [--ticks 200] [--json PATH]
 """

@@ -4,7 +4,7 @@ server (vLLM, llama.cpp's server, Ollama, a hosted API), GovSim's table beside t
 Each cell is one live arena (``bdpd_jax.scenarios.govsim(scenario, experiment)``) of 5 LLM
 players named as GovSim names them, run as GovSim runs its agents by default (``--architecture
 govsim``: memory, a meeting of at most ``--rounds`` utterances after every month, its summary
-and agreed limit, a reflection; free-text answers; fallback 0; docs/semantics/live.md §15). In
+and agreed limit, a reflection; free-text answers; fallback 0; docs/semantics/live/agents.md §15). In
 ``newcomer`` the fifth is the outsider (its persona) and first acts in month 4 (``activeFrom``,
 issue 37 item 5). ``no_communication`` has no meeting. A cell's seeds play at once, in
 lockstep in one ``LiveBatch``, every call to the endpoint under ``--max-in-flight`` (the

@@ -435,7 +435,7 @@ def test_the_lab_guard_sees_what_it_forbids(tmp_path) -> None:
     ]
 
 
-# -- the tick path (issue 24 item 4; docs/semantics/live.md "The tick path") -------------------
+# -- the tick path (issue 24 item 4; docs/semantics/live/arena.md "The tick path") -------------------
 def _calls(module: str, name: str) -> list[ast.Call]:
     """The calls of ``name`` (a function or a method of any object; every call when empty) in ``module``."""
     tree = ast.parse(MODULES[module].read_text(), str(MODULES[module]))

@@ -102,8 +102,8 @@ PLAYERS: tuple[Column, ...] = (
     _live("elapsed_ms", "float64", "ms", "the agent call's wall time", "elapsedMs"),
     _live("actions", "object", "", "the tool actions the agent took this turn", "actions"),
     _live("overridden", "bool", "", "an owner's strategy override decided instead of the agent", "overridden"),
-    _live("answer", "object", "", "a text answer: {format, raw, parsed, parseFailed} (live.md §15)", "answer"),
-    _live("told", "object", "", "a govsim LLM's exchanges: what it was told and answered (live.md §15)", "told"),
+    _live("answer", "object", "", "a text answer: {format, raw, parsed, parseFailed} (live/agents.md §15)", "answer"),
+    _live("told", "object", "", "a govsim LLM's exchanges: what it was told and answered (live/agents.md §15)", "told"),
 )
 
 # one row per pact violation event {partyId, pactId, termType} (001_*)

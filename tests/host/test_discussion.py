@@ -269,7 +269,7 @@ class _Run:
 
 
 def _reference(kinds, noms, rounds, rule, turn):
-    """The rule as docs/semantics/live.md §14 states it, written apart from the module."""
+    """The rule as docs/semantics/live/agents.md §14 states it, written apart from the module."""
     players = [f"p{i}" for i in range(len(kinds))]
     spk = [p for p, k in zip(players, kinds, strict=True) if k == "llm"]
     if not spk:

@@ -1,4 +1,4 @@
-"""One event loop per process (issue 24 item 4; docs/semantics/live.md "One event loop").
+"""One event loop per process (issue 24 item 4; docs/semantics/live/arena.md "One event loop").
 
 The server ticks an arena that waits on players (HTTP here, and an HTTP governance agent) as a
 coroutine on its own loop: every call to a player is made from the server's loop and no loop

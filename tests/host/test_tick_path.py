@@ -1,4 +1,4 @@
-"""The tick path's rules (issue 24 item 4, docs/semantics/live.md "The tick path"): one owner
+"""The tick path's rules (issue 24 item 4, docs/semantics/live/arena.md "The tick path"): one owner
 of an arena's kernel state, the pact table synced once per tick, a tool action validated once,
 the record built once per arena and tick."""
 

@@ -1,5 +1,5 @@
 """The ``govsim`` architecture of an LLM player: GovSim's month (issue 37 item 1;
-docs/semantics/live.md §15).
+docs/semantics/live/agents.md §15).
 
 The player keeps a :class:`~bdpd_jax.host.agents.memory.Memory`. Each month it stores what
 it sees (the pool, and under universalization the month's sentence with that month's

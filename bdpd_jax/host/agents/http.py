@@ -40,7 +40,7 @@ def check_timeout_ms(timeout_ms: Any) -> float:
     return float(timeout_ms)
 
 
-#: the answer's shape, told to a player that sent something else (docs/semantics/live.md)
+#: the answer's shape, told to a player that sent something else (docs/semantics/live/agents.md)
 EXPECTED_SHAPE = '{"harvest": 2.5, "actions": []}'
 
 

@@ -11,7 +11,7 @@ The model acts through tool calls: the six cheap-talk tools of ``bdpd_jax.host.l
 JSON arguments, unknown tools or wrong types produce an error entry for that call and never a crash. The harvest
 comes from the first valid ``harvest`` call (or, for models without tool support, a JSON
 ``{"harvest": n}`` message body); without one the fallback ``0.2 * capacity(w)`` applies (or the
-player's fixed ``fallback``, in stock units). Options GovSim runs its players with (docs/semantics/live.md
+player's fixed ``fallback``, in stock units). Options GovSim runs its players with (docs/semantics/live/agents.md
 §14): ``rules_text`` replaces the BDPD rules paragraph, ``whole_units`` reads an answer as whole
 units from 0 to the pool, and in an arena that talks between harvests (``discussion``) the
 ``speak`` tool is in every call's list and :meth:`LLMAgent.speak` asks for one utterance. The
@@ -81,7 +81,7 @@ class LLMAgent:
         scenario: str | None = None,
         calls: LLMCalls | None = None,
     ) -> None:
-        #: a GovSim cell's scenario: the observation keeps only what the scenario has (live.md §15)
+        #: a GovSim cell's scenario: the observation keeps only what the scenario has (live/agents.md §15)
         self.scenario = None if scenario is None else scenario_of(scenario)
         if answer_format not in ANSWER_FORMATS:
             raise ValueError(f"answer_format: one of {list(ANSWER_FORMATS)}, got {answer_format!r}")

@@ -6,7 +6,7 @@ kernel game, writes ``meta.json``; status ``running``) -> ``tick()`` (one turn) 
 (to the end) -> ``close()`` (``summary.json`` and ``meta.json``, atomically; status
 ``closed``). ``await atick()`` / ``await arun()`` / ``await aclose()`` are the same from
 inside an event loop; the sync calls refuse to run inside one (one event loop per process,
-docs/semantics/live.md "One event loop").
+docs/semantics/live/arena.md "One event loop").
 
 The arena's run (:class:`~bdpd_jax.host.live.arena_run.ArenaRun`) owns its kernel state for its
 whole life. One turn is one ``LockstepBatch.tick`` (:mod:`~bdpd_jax.host.live.batch_runner`, shared
@@ -20,7 +20,7 @@ players are all builtin plays exactly the batched arena ``simulate(config, seed=
 arena_offset=arena_index)`` plays, bit for bit.
 
 ``start()`` builds one :class:`~bdpd_jax.host.live.arena_run.ArenaRun` the arena owns; its
-collaborators (batch_runner, dispatch, records, envelope, owner_perturb, live_game,
+collaborators (batch_runner, dispatch, records, envelope, owner_perturb,
 agent_calls) take that run state, never the Arena. Its HTTP client and its players' agents
 are its :class:`~bdpd_jax.host.live.arena_callers.ArenaCallers`; its sync calls run through a
 :class:`~bdpd_jax.host.live.sync_loop.SyncLoop`.
@@ -41,7 +41,7 @@ import numpy as np
 
 from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.host.live.agent_calls import live_player_config_of
-from bdpd_jax.host.live.arena_args import arena_inputs, joining_player
+from bdpd_jax.host.live.arena_args import arena_inputs, joining_player, kernel_config, prepare_live
 from bdpd_jax.host.live.arena_callers import ArenaCallers
 from bdpd_jax.host.live.arena_llm import ArenaLLM
 from bdpd_jax.host.live.arena_run import ArenaRun, utc_now
@@ -50,15 +50,15 @@ from bdpd_jax.host.live.batch_runner import LockstepBatch
 from bdpd_jax.host.live.dispatch import TOOL_SCOPES, dispatch_tool
 from bdpd_jax.host.live.governance_agent import GovernorSpec
 from bdpd_jax.host.live.governance_agent import attach as attach_governor
-from bdpd_jax.host.live.live_game import kernel_config, live_game
 from bdpd_jax.host.live.offload import Offload, inline
 from bdpd_jax.host.live.operator import Operator
 from bdpd_jax.host.live.owner_perturb import fire_perturbation, owner_slot
 from bdpd_jax.host.live.persist import JsonlWriter, atomic_write_json, clean_stale_tmp
 from bdpd_jax.host.live.players import LivePlayerConfig
 from bdpd_jax.host.live.summary import summary
-from bdpd_jax.host.live.sync_loop import SyncLoop
+from bdpd_jax.host.live.sync_loop import SyncLoop, run_to_end
 from bdpd_jax.kernels import rng
+from bdpd_jax.prepare.prepared import PreparedRun
 
 DEFAULT_PACT_SLOTS = 16  # a live arena's pact table when the create names none (bound: limits.MAX_PACT_SLOTS)
 DEFAULT_KEEP_RECORDS = 100  # turn records (and turns of messages) an arena keeps in memory
@@ -157,8 +157,14 @@ class Arena(ArenaView):
 
     # -- start ------------------------------------------------------------------------------
     def kernel_config(self) -> ArenaConfig:
-        """The kernels' view: builtins as configured, external players on the placeholder."""
-        return kernel_config(self.config, self.specs)
+        """The kernels' view: builtins as configured, external players on the placeholder
+        (once started, the config its PreparedRun was prepared from)."""
+        return self._run.config if self._run is not None else kernel_config(self.config, self.specs)
+
+    @property
+    def prepared(self) -> PreparedRun:
+        """The arena's one preparation (config, game, params; a fork starts from it)."""
+        return self._started().prepared
 
     @property
     def uses_tools(self) -> bool:
@@ -183,8 +189,8 @@ class Arena(ArenaView):
         if not m.min_players <= n <= m.max_players:
             raise ValueError(f"players: {n} joined, outside [minPlayers={m.min_players}, maxPlayers={m.max_players}]")
         external = np.asarray([s.external for s in self._joined], bool)
-        game, params = live_game(
-            self.kernel_config(),
+        prepared = prepare_live(
+            kernel_config(self.config, self._joined),
             external,
             uses_tools=self.uses_tools,
             pact_slots=self.pact_slots,
@@ -197,14 +203,12 @@ class Arena(ArenaView):
             self.governor.start(self._callers.client, self.operator)
         self._run = ArenaRun.begin(
             arena_id=self.arena_id,
-            config=self.config,
+            prepared=prepared,
             specs=self._joined,
             shown_kinds=self._shown_kinds,
             no_talk=self.no_talk,
             seed=self.seed,
             arena_index=self.arena_index,
-            game=game,
-            params=params,
             agents=[self._callers.agent(s) for s in self._joined],
             keep_records=self.keep_records,
             governor=self.governor,
@@ -218,24 +222,31 @@ class Arena(ArenaView):
         self.status = "running"
 
     def meta(self) -> dict[str, Any]:
-        """meta.json: everything replay needs (config, seed, players, switches) and the status."""
-        cfg = self.config.model_dump(mode="json", exclude={"players"})
+        """meta.json: everything replay needs (config, seed, players, switches) and the status.
+        Once started, the config, generator, pact slots, perturbable and max turns are those of
+        its PreparedRun (before: the config as given, for the owner's view of a waiting arena)."""
+        prep = self._run.prepared if self._run is not None else None
+        live = prep.live if prep is not None else None
         return {
+            **(
+                prep.meta()
+                if prep is not None
+                else {"config": self.config.model_dump(mode="json", exclude={"players"})}
+            ),
             "arenaId": self.arena_id,
             "status": self.status if self.status != "waiting" else "running",
             "createdAt": self._run.created if self._run is not None else utc_now(),
             "seed": self.seed,
             "arenaIndex": self.arena_index,
             "noTalk": self.no_talk,
-            "pactSlots": self.pact_slots,
-            "generator": self.generator,
+            "pactSlots": live.pact_slots if live is not None else self.pact_slots,
+            "generator": prep.generator if prep is not None else self.generator,
             "turns": self.turns,
-            "perturbable": self.perturbable,
+            "perturbable": live.perturbable if live is not None else self.perturbable,
             "llmCache": self.llm.llm_cache,
             "tokenBudget": self.llm.token_budget,
             "maxTurns": self.max_turns,
-            "config": cfg,
-            "players": [s.public() for s in self.specs],
+            "players": [s.public() for s in self.specs],  # the live players (kinds, endpoints redacted)
             "turnsPlayed": self.turn,
             **({"governanceAgent": self.governor.spec.public()} if self.governor is not None else {}),
         }
@@ -346,13 +357,7 @@ class Arena(ArenaView):
         """Tick until the game is over (or ``max_ticks``); then close. Returns the summary."""
         if self.status == "waiting":
             self.start()
-        k = 0
-        while not self.done and (max_ticks is None or k < max_ticks):
-            await self.atick()
-            k += 1
-        if self.done:
-            return await self.aclose()
-        return self.summary()
+        return await run_to_end(self, max_ticks)
 
     def run(self, max_ticks: int | None = None) -> dict[str, Any]:
         return self._loop.drive(self.arun(max_ticks), self.waits)

@@ -27,7 +27,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from bdpd_jax.config.game import ArenaConfig
-from bdpd_jax.config.perturbations import arena_specs
 from bdpd_jax.host.live.action_budget import ActionBudget
 from bdpd_jax.host.live.arena_llm import ArenaLLM
 from bdpd_jax.host.live.interrupt import Interrupt
@@ -40,7 +39,7 @@ from bdpd_jax.kernels import rng
 from bdpd_jax.kernels.game import Game
 from bdpd_jax.kernels.governance import NAME as GOV
 from bdpd_jax.kernels.params import Params
-from bdpd_jax.prepare.governance import sanction_specs
+from bdpd_jax.prepare.prepared import PreparedRun
 
 if TYPE_CHECKING:
     from bdpd_jax.host.live.governance_agent import Governor
@@ -69,18 +68,15 @@ class ArenaRun:
     """The running game of one live arena (built once by ``Arena.start``)."""
 
     arena_id: str
-    config: ArenaConfig
+    prepared: PreparedRun  # the one preparation: config, game, params (max_turns the arena's), spec ids
     specs: list[LivePlayerConfig]  # [N] fixed at start (a resume swaps an external player's spec)
     shown_kinds: dict[str, str]  # name -> kind shown for a replayed (scripted) player
     no_talk: bool
-    game: Game
-    params: Params  # max_turns set to the arena's
     key: jax.Array  # uint32[2] rng.arena_key(seed, arena_index)
     external: np.ndarray  # bool[N] players asked from outside
     bus: MessageBus
     registry: PactRegistry | None  # None without a governance layer
     agents: list[Any]  # [N] an agent per external player, None for builtins
-    spec_ids: list[str]  # the config's perturbation spec ids, in slot order
     created: str  # ISO time of start (meta.json createdAt)
     writer: JsonlWriter | None  # turns.jsonl (None: not persisted)
     records: deque[dict[str, Any]]  # the last keep_records turn records
@@ -144,14 +140,33 @@ class ArenaRun:
         )
 
     @property
+    def config(self) -> ArenaConfig:
+        """The kernels' config (external players on the placeholder policy)."""
+        return self.prepared.config
+
+    @property
+    def game(self) -> Game:
+        return self.prepared.game
+
+    @property
+    def params(self) -> Params:
+        """The kernel params (no batch axis), ``max_turns`` the arena's."""
+        return self.prepared.params
+
+    @property
+    def spec_ids(self) -> tuple[str, ...]:
+        """The config's perturbation spec ids, in slot order."""
+        return self.prepared.spec_ids
+
+    @property
+    def sanction_specs(self) -> tuple[Any, ...]:
+        """The config's sanction specs (the record's provenance), listed once per preparation."""
+        return self.prepared.sanctions
+
+    @property
     def max_turns(self) -> int:
         """The turn the game ends at (the kernel params' ``max_turns``)."""
         return int(self.params.max_turns)
-
-    @functools.cached_property
-    def sanction_specs(self) -> tuple[Any, ...]:
-        """The config's sanction specs (the record's provenance), listed once per run."""
-        return tuple(sanction_specs(self.config))
 
     @functools.cached_property
     def external_index(self) -> int:
@@ -163,14 +178,12 @@ class ArenaRun:
         cls,
         *,
         arena_id: str,
-        config: ArenaConfig,
+        prepared: PreparedRun,
         specs: list[LivePlayerConfig],
         shown_kinds: dict[str, str],
         no_talk: bool,
         seed: int,
         arena_index: int,
-        game: Game,
-        params: Params,
         agents: list[Any],
         keep_records: int | None,
         governor: Governor | None = None,
@@ -181,20 +194,17 @@ class ArenaRun:
         players = [s.player_id for s in specs]
         return cls(
             arena_id=arena_id,
-            config=config,
+            prepared=prepared,
             specs=list(specs),
             shown_kinds=shown_kinds,
             no_talk=no_talk,
-            game=game,
-            params=params,
             key=rng.arena_key(seed, arena_index),
             external=np.asarray([s.external for s in specs], bool),
             bus=MessageBus(seed=f"{seed}:{arena_index}", known_players=players),
-            registry=PactRegistry(params.extra[GOV].pacts0, players, seed, arena_index)
-            if has_governance(game)
+            registry=PactRegistry(prepared.params.extra[GOV].pacts0, players, seed, arena_index)
+            if has_governance(prepared.game)
             else None,
             agents=agents,
-            spec_ids=[sp.id for sp in arena_specs(config)],
             created=utc_now(),
             writer=None,
             records=deque(maxlen=keep_records),

@@ -5,7 +5,7 @@ phase per turn; shared by :class:`~bdpd_jax.host.live.arena.Arena` and
 
 It holds no arena's kernel state: each tick stacks the owners' states in and writes each new
 one back (stack in, split out). One tick, :meth:`LockstepBatch.tick`, is the path written in
-docs/semantics/live.md "The tick path": stack in, kernel ``decide_phase`` (one jitted call),
+docs/semantics/live/arena.md "The tick path": stack in, kernel ``decide_phase`` (one jitted call),
 each pact table adopted once, every external player asked at once (``asyncio.gather``), their
 validated tool actions dispatched in player order (:func:`~bdpd_jax.host.live.dispatch.dispatch_tool`),
 kernel ``step_phase`` (one jitted call), split out, one turn record per arena (with its

@@ -1,5 +1,5 @@
 """The discussion phase of a live arena (GovSim's moderated conversation; config
-``discussion``, :mod:`bdpd_jax.config.discussion`; docs/semantics/live.md §14).
+``discussion``, :mod:`bdpd_jax.config.discussion`; docs/semantics/live/agents.md §14).
 
 After a harvest that does not end the game, every player sees a report of everyone's catch,
 then up to ``rounds`` utterances, each one visible to every player. The speakers are the

@@ -1,5 +1,5 @@
 """The month's end under ``discussion.protocol: "govsim"`` (issue 37 item 2;
-docs/semantics/live.md §15): GovSim's meeting, summary and reflection.
+docs/semantics/live/agents.md §15): GovSim's meeting, summary and reflection.
 
 Kept apart from :func:`bdpd_jax.host.live.discussion.discuss` (the minimal protocol): it runs after
 every month, the last one and a collapse included (GovSim's ``concurrent_env.step`` decides

@@ -4,7 +4,7 @@ A live tick awaits its players on an event loop and calls the kernels (the jitte
 tool writes, the records) in between. It hands each piece of kernel work to an ``offload``:
 :func:`inline` (the default: run it here, as a script's tick or a tick with no event loop
 does) or the server's (``server.live.Workers.offload``: a worker thread, awaited from the
-server's one event loop, so a compile or a step never holds up the loop; docs/semantics/live.md
+server's one event loop, so a compile or a step never holds up the loop; docs/semantics/live/arena.md
 "One event loop").
 """
 

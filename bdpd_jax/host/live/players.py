@@ -77,7 +77,7 @@ class LivePlayerConfig(ConfigModel):
     rules_text: str | None = Field(None, min_length=1, max_length=MAX_RULES_CHARS)  # replaces the BDPD rules
     fallback_harvest: float | None = Field(None, ge=0)  # stock units on a missing/invalid answer (None: 0.2 x capacity)
     timeout_ms: float | None = Field(None, gt=0)  # only shorter than the arena's (checked at join)
-    # llm: GovSim's protocol (issue 37; docs/semantics/live.md §15)
+    # llm: GovSim's protocol (issue 37; docs/semantics/live/agents.md §15)
     architecture: Literal["minimal", "govsim"] | None = None  # None: minimal
     answer_format: Literal["tool", "text", "auto"] | None = None  # None: tool (minimal), text (govsim)
     scenario: Label | None = None  # a GovSim scenario's wording for the govsim architecture
@@ -251,11 +251,11 @@ class ScriptedAgent:
         return None if entry is None else entry.get(key)
 
     async def summarize(self, context: dict[str, Any]) -> dict[str, Any] | None:
-        """The logged summary of ``context["turn"]``'s govsim meeting (replay; live.md §15)."""
+        """The logged summary of ``context["turn"]``'s govsim meeting (replay; live/agents.md §15)."""
         return self._logged(context.get("turn"), "summary")
 
     async def month_end(self, context: dict[str, Any]) -> dict[str, Any] | None:
-        """The logged month end of ``context["turn"]`` (replay; live.md §15); None: none logged."""
+        """The logged month end of ``context["turn"]`` (replay; live/agents.md §15); None: none logged."""
         return self._logged(context.get("turn"), "monthEnd")
 
 

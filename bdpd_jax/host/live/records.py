@@ -152,7 +152,7 @@ def _arena_slice(tree: Any, b: int) -> Any:
 
 
 #: decision fields an agent may add (``AgentResult.record``): a text answer's raw text and
-#: parsed value, and what a govsim-architecture model was told and answered (live.md §15)
+#: parsed value, and what a govsim-architecture model was told and answered (live/agents.md §15)
 AGENT_RECORD_KEYS: tuple[str, ...] = ("answer", "told")
 
 

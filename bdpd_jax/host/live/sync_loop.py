@@ -6,7 +6,7 @@ A tick that waits on no one (built-in and scripted players, no governance agent 
 one) never suspends and runs with no event loop at all (:func:`~bdpd_jax.host.live.batch_runner.drive`).
 One that waits on someone runs on the loop of this sync caller, made on first use and kept
 (the HTTP clients bind to it), and only where no loop is running, so that it is the process's
-one loop (docs/semantics/live.md "One event loop"). Inside a running loop the caller awaits
+one loop (docs/semantics/live/arena.md "One event loop"). Inside a running loop the caller awaits
 ``atick`` / ``arun`` / ``aclose`` instead: a second loop would bind the clients away from the
 caller's.
 """
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Coroutine
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from bdpd_jax.host.live.batch_runner import drive
 
@@ -59,4 +59,27 @@ class SyncLoop:
             self._loop = None
 
 
-__all__ = ["SyncLoop"]
+class Ticking(Protocol):
+    """What :func:`run_to_end` drives: an Arena or a LiveBatch."""
+
+    @property
+    def done(self) -> bool: ...
+
+    async def atick(self) -> Any: ...
+
+    async def aclose(self) -> Any: ...
+
+    def summary(self) -> Any: ...
+
+
+async def run_to_end(live: Ticking, max_ticks: int | None) -> Any:
+    """Tick ``live`` until its game is over (or ``max_ticks``), then close it: its summary
+    (``arun`` of an Arena and of a LiveBatch)."""
+    k = 0
+    while not live.done and (max_ticks is None or k < max_ticks):
+        await live.atick()
+        k += 1
+    return await live.aclose() if live.done else live.summary()
+
+
+__all__ = ["SyncLoop", "Ticking", "run_to_end"]

@@ -32,7 +32,7 @@ MESSAGE_TOOLS: tuple[str, ...] = ("broadcast", "send_private", "announce_intende
 #: governance tool, offered when the arena runs a ``voluntary_sanction`` plugin (not talk:
 #: ``--no-talk`` keeps it)
 SANCTION_TOOL: str = "sanction"
-#: the discussion phase's tool, offered when the arena talks between harvests (docs/semantics/live.md §14)
+#: the discussion phase's tool, offered when the arena talks between harvests (docs/semantics/live/agents.md §14)
 SPEAK_TOOL: str = "speak"
 MAX_UTTERANCE_CHARS: int = 1000  # an utterance is truncated past this (as messages are past MAX_MESSAGE_LEN)
 

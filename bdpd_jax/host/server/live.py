@@ -1,6 +1,6 @@
 """``LiveArena``: one served arena -- its Arena, keys, tick worker and SSE subscribers.
 
-One event loop per process, the server's (docs/semantics/live.md "One event loop"). Kernel
+One event loop per process, the server's (docs/semantics/live/arena.md "One event loop"). Kernel
 work (start, ticks with their first compile, perturbations, close) never runs on it:
 
 * an arena that waits on no one (built-in and scripted players) ticks and closes in a worker

@@ -8,7 +8,7 @@ of ``join`` by :class:`bdpd_jax.host.live.players.LivePlayerConfig`.
 
 from __future__ import annotations
 
-from typing import Any, Literal, cast
+from typing import Any, ClassVar, Literal, cast
 
 from pydantic import ConfigDict, Field, StrictBool, model_validator
 
@@ -52,7 +52,7 @@ class CreateArena(ConfigModel):
     discussion: DiscussionConfig | None = Field(
         None,
         description="talk between harvests: a report of every catch, then up to `rounds` utterances "
-        "(docs/semantics/live.md §14)",
+        "(docs/semantics/live/agents.md §14)",
     )
     seed: int | None = Field(None, ge=0, lt=2**32, description="random in [0, 2**32) when absent")
     no_talk: StrictBool | None = Field(None, description="default: the server's --no-talk")
@@ -75,26 +75,27 @@ class CreateArena(ConfigModel):
         "(docs/semantics.md, Governance plugins)",
     )
 
+    #: the server's options that are the Arena's own arguments (``arena_options``), not config
+    ARENA_OPTIONS: ClassVar[tuple[str, ...]] = (
+        "pact_slots",
+        "turns",
+        "perturbable",
+        "llm_cache",
+        "token_budget",
+        "governance_agent",
+    )
+
     def config(self) -> dict[str, Any]:
         """The arena configuration (what ``Arena`` validates), as given."""
-        out = self.model_dump(
-            mode="json",
-            exclude_unset=True,
-            exclude={
-                "seed",
-                "no_talk",
-                "pact_slots",
-                "turns",
-                "perturbable",
-                "llm_cache",
-                "token_budget",
-                "spectator_private_text",
-                "governance_agent",
-            },
-        )
+        server = {"seed", "no_talk", "spectator_private_text", *self.ARENA_OPTIONS}
+        out = self.model_dump(mode="json", exclude_unset=True, exclude=server)
         if self.players is not None:
             out["players"] = [p.model_dump(mode="json", exclude_unset=True) for p in self.players]
         return out
+
+    def arena_options(self) -> dict[str, Any]:
+        """The ``Arena(...)`` keyword arguments this payload gives (``ARENA_OPTIONS``)."""
+        return {k: getattr(self, k) for k in self.ARENA_OPTIONS}
 
 
 class Created(ConfigModel):

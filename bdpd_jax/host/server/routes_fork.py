@@ -1,7 +1,7 @@
 """Forks of a served arena ("what if"): ``POST /api/arenas/{id}/fork`` and the fork's frames.
 
 A fork continues the arena's state at a turn as a batch of arenas (``bdpd_jax.fork``,
-docs/semantics/live.md "Forks"). The owner or a spectator asks; the size is bounded
+docs/semantics/live/arena.md "Forks"). The owner or a spectator asks; the size is bounded
 (replicates x turns x players, ``MAX_FORK_CELLS``; a 400 names the numbers) and forks run
 one at a time in a worker process of their own, niced from its spawn on, so the
 event loop, ``/api/health`` and the other arenas' ticks keep their threads and their
