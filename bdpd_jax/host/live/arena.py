@@ -19,9 +19,10 @@ Randomness is the kernels': ``rng.arena_key(seed, arena_index)``, so a live aren
 players are all builtin plays exactly the batched arena ``simulate(config, seed=seed,
 arena_offset=arena_index)`` plays, bit for bit.
 
-``start()`` builds one :class:`~bdpd_jax.host.live.arena_run.ArenaRun` the arena owns; its
-collaborators (batch_runner, dispatch, records, envelope, owner_perturb,
-agent_calls) take that run state, never the Arena. Its HTTP client and its players' agents
+``start()`` prepares the arena once (its ``PreparedRun``: ``arena_args.prepare_live``) and
+builds one :class:`~bdpd_jax.host.live.arena_run.ArenaRun` the arena owns, holding it; its
+collaborators (batch_runner, dispatch, records, envelope, owner_perturb, agent_calls) take
+that run state, never the Arena. Its HTTP client and its players' agents
 are its :class:`~bdpd_jax.host.live.arena_callers.ArenaCallers`; its sync calls run through a
 :class:`~bdpd_jax.host.live.sync_loop.SyncLoop`.
 

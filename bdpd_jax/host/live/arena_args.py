@@ -72,28 +72,20 @@ def joining_player(
     return spec
 
 
+#: what the kernels read of every player's spec; a builtin's own settings besides
+KERNEL_FIELDS = ("name", "private_resource", "active_from")
+BUILTIN_FIELDS = ("intensity", "reduction_factor", "talk")
+
+
 def kernel_config(config: ArenaConfig, specs: list[LivePlayerConfig]) -> ArenaConfig:
     """The kernels' view: builtins as configured, external players on the placeholder."""
-    players = []
-    for s in specs:
-        if s.external:
-            players.append(
-                PlayerConfig(
-                    strategy=EXTERNAL, name=s.name, private_resource=s.private_resource, active_from=s.active_from
-                )
-            )
-        else:
-            players.append(
-                PlayerConfig(
-                    strategy=s.strategy,
-                    name=s.name,
-                    private_resource=s.private_resource,
-                    active_from=s.active_from,
-                    intensity=s.intensity,
-                    reduction_factor=s.reduction_factor,
-                    talk=s.talk,
-                )
-            )
+    players = [
+        PlayerConfig(
+            strategy=EXTERNAL if s.external else s.strategy,
+            **{k: getattr(s, k) for k in KERNEL_FIELDS + (() if s.external else BUILTIN_FIELDS)},
+        )
+        for s in specs
+    ]
     data = {k: getattr(config, k) for k in ArenaConfig.model_fields if k != "players"}
     return ArenaConfig.model_validate({**data, "players": players})
 

@@ -11,6 +11,7 @@ arena's own client.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from bdpd_jax.config.game import ArenaConfig
@@ -22,28 +23,19 @@ from bdpd_jax.host.live.operator import Operator
 from bdpd_jax.host.live.players import LivePlayerConfig, make_agent
 
 
+@dataclasses.dataclass(eq=False)
 class ArenaCallers:
     """The client and the agent factory of the arena ``owner`` (its id) under ``config``."""
 
-    def __init__(
-        self,
-        config: ArenaConfig,
-        *,
-        no_talk: bool,
-        operator: Operator,
-        owner: str,
-        client=None,
-        executor=None,
-        llm: ArenaLLM | None = None,
-    ) -> None:
-        self.config = config
-        self.no_talk = no_talk
-        self.operator = operator
-        self.owner = owner
-        self.client = client
-        self.owns_client = False  # made here (closed by aclose), not lent
-        self.executor = executor
-        self.llm = llm  # the arena's LLM calls: limits, cache, tokens (host/live/arena_llm.py)
+    config: ArenaConfig
+    _: dataclasses.KW_ONLY
+    no_talk: bool
+    operator: Operator
+    owner: str
+    client: Any = None  # lent (closed by its owner) or the arena's own
+    executor: Any = None  # the JS workers of code players
+    llm: ArenaLLM | None = None  # the arena's LLM calls: limits, cache, tokens (host/live/arena_llm.py)
+    owns_client: bool = dataclasses.field(default=False, init=False)  # made here (closed by aclose), not lent
 
     def lend(self, client) -> None:
         """Use ``client`` (closed by its owner) unless a client is held already."""

@@ -2,7 +2,9 @@
 
 It is the ONE owner of the arena's kernel state (``state``: numpy leaves, no batch axis) for
 the arena's whole life: a lockstep batch stacks its members' states into one kernel call and
-writes each new state back here (stack in, split out); nothing keeps it between ticks.
+writes each new state back here (stack in, split out); nothing keeps it between ticks. It
+holds the arena's one ``PreparedRun`` (config, game, params, spec ids, sanction specs), read
+through it, never derived again.
 
 The collaborators of a live arena take it as an explicit input, never the Arena:
 :class:`~bdpd_jax.host.live.batch_runner.LockstepBatch` (the turn),
