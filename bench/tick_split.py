@@ -1,5 +1,5 @@
 """Where a live tick's time goes between its waits: the kernel pieces a tick hands to its
-``offload`` (bdpd_jax/host/live/offload.py), timed one by one, against the cost of one hop to a
+``offload`` (bdpd_jax/host/live/sync_loop.py), timed one by one, against the cost of one hop to a
 worker thread (``run_in_executor``, as the server's ``Workers.offload`` makes).
 
 One arena alone (as the server ticks an arena with external players): 2 conservative

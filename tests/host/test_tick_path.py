@@ -19,9 +19,9 @@ import bdpd_jax
 import bdpd_jax.kernels
 from bdpd_jax.host.live import batch_runner, dispatch, players, tools
 from bdpd_jax.host.live.arena import Arena
-from bdpd_jax.host.live.batch_runner import drive
 from bdpd_jax.host.live.live_batch import LiveBatch
 from bdpd_jax.host.live.registry import PactRegistry
+from bdpd_jax.host.live.sync_loop import drive
 
 
 def _cfg(turns: int = 6) -> dict:

@@ -51,13 +51,12 @@ from bdpd_jax.host.live.batch_runner import LockstepBatch
 from bdpd_jax.host.live.dispatch import TOOL_SCOPES, dispatch_tool
 from bdpd_jax.host.live.governance_agent import GovernorSpec
 from bdpd_jax.host.live.governance_agent import attach as attach_governor
-from bdpd_jax.host.live.offload import Offload, inline
 from bdpd_jax.host.live.operator import Operator
 from bdpd_jax.host.live.owner_perturb import fire_perturbation, owner_slot
 from bdpd_jax.host.live.persist import JsonlWriter, atomic_write_json, clean_stale_tmp
 from bdpd_jax.host.live.players import LivePlayerConfig
 from bdpd_jax.host.live.summary import summary
-from bdpd_jax.host.live.sync_loop import SyncLoop, run_to_end
+from bdpd_jax.host.live.sync_loop import Offload, SyncLoop, inline, run_to_end
 from bdpd_jax.kernels import rng
 from bdpd_jax.prepare.prepared import PreparedRun
 
@@ -334,7 +333,7 @@ class Arena(ArenaView):
     # -- running ----------------------------------------------------------------------------
     async def atick(self, offload: Offload = inline, *, start_waiting: bool = True) -> dict[str, Any] | None:
         """Play one turn; returns its record (None once the game is over). The kernel work goes
-        through ``offload`` (:mod:`~bdpd_jax.host.live.offload`; the server's runs it in a worker).
+        through ``offload`` (:mod:`~bdpd_jax.host.live.sync_loop`; the server's runs it in a worker).
 
         The tick's one status check: a running arena plays; a waiting one is started first
         (``start_waiting=False``: refused, as the server's tick is); any other is refused,

@@ -12,16 +12,15 @@ kernel ``step_phase`` (one jitted call), split out, one turn record per arena (w
 discussion), appended to ``turns.jsonl`` and returned.
 
 The waits (agents, speakers) are awaited on the caller's event loop; the kernel work between
-them goes through the tick's ``offload`` (:mod:`~bdpd_jax.host.live.offload`: inline by default, a
+them goes through the tick's ``offload`` (:mod:`~bdpd_jax.host.live.sync_loop`: inline by default, a
 worker thread in the server), so one event loop serves every tick of a process.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Coroutine
 from functools import partial
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -35,9 +34,9 @@ from bdpd_jax.host.live.envelope import envelopes
 from bdpd_jax.host.live.governance_agent import govern
 from bdpd_jax.host.live.govsim_talk import after_harvest
 from bdpd_jax.host.live.interrupt import INTERRUPTED
-from bdpd_jax.host.live.offload import Offload, inline
 from bdpd_jax.host.live.programs import has_governance, programs
 from bdpd_jax.host.live.records import record_rows, turn_record
+from bdpd_jax.host.live.sync_loop import Offload, inline
 from bdpd_jax.kernels.plugins import NAME
 from bdpd_jax.kernels.state import still_playing
 from bdpd_jax.kernels.sustainability import acting
@@ -47,18 +46,6 @@ if TYPE_CHECKING:
 
 
 T = TypeVar("T")
-
-
-def drive(coro: Coroutine[Any, Any, T]) -> T:
-    """Run ``coro`` to its end without an event loop. For a tick that waits on no one (built-in
-    players only, no governance agent: :attr:`LockstepBatch.waits` False): it never suspends, so
-    it needs no loop of its own. RuntimeError if it does suspend."""
-    try:
-        coro.send(None)
-    except StopIteration as stop:
-        return stop.value
-    coro.close()
-    raise RuntimeError("drive: the coroutine waited on something; run it on an event loop")
 
 
 def _stack(trees: list):
@@ -100,7 +87,7 @@ class LockstepBatch:
         self._external = [[i for i, s in enumerate(r.specs) if s.external] for r in self.runs]
         self._active_from = np.asarray(self.params.players.active_from)  # int32[N, B]: asked from that turn on
         #: whether a tick can wait on anyone (a code, HTTP or LLM player, an HTTP or LLM
-        #: governance agent); if not, it runs without an event loop (:func:`drive`)
+        #: governance agent); if not, it runs without an event loop (``sync_loop.drive``)
         self.waits = any(s.waits for r in self.runs for s in r.specs) or any(
             r.governor is not None and r.governor.waits for r in self.runs
         )
@@ -317,4 +304,4 @@ def with_sanction_intents(sb, runs: list[ArenaRun]):
     return dataclasses.replace(sb, extra={**sb.extra, NAME: tuple(mems)})
 
 
-__all__ = ["drive", "LockstepBatch", "with_sanction_intents"]
+__all__ = ["LockstepBatch", "with_sanction_intents"]

@@ -34,7 +34,6 @@ from bdpd_jax.host.agents.http import check_url
 from bdpd_jax.host.agents.transport import HttpClient, TransportError, make_client
 from bdpd_jax.host.live.agent_calls import each
 from bdpd_jax.host.live.interrupt import INTERRUPTED, Interrupt
-from bdpd_jax.host.live.offload import Offload, inline
 from bdpd_jax.host.live.operator import Operator, redact_url
 from bdpd_jax.host.live.players import (
     MAX_MODEL_CHARS,
@@ -44,6 +43,7 @@ from bdpd_jax.host.live.players import (
     player_timeout_ms,
 )
 from bdpd_jax.host.live.registry import num
+from bdpd_jax.host.live.sync_loop import Offload, inline
 from bdpd_jax.kernels.governance_agent import GovAction, set_pending, valid
 from bdpd_jax.kernels.plugins import NAME
 

@@ -1,9 +1,17 @@
-"""``SyncLoop``: how the sync calls of a live object (``tick()`` / ``run()`` / ``close()`` of an
-:class:`~bdpd_jax.host.live.arena.Arena` or a :class:`~bdpd_jax.host.live.live_batch.LiveBatch`) run
-their coroutines (``atick`` / ``arun`` / ``aclose``) to the end.
+"""Where a live tick runs: its kernel work through an ``offload``, the tick itself with no
+event loop (:func:`drive`) or on its caller's one (:class:`SyncLoop`).
 
-A tick that waits on no one (built-in and scripted players, no governance agent or a scripted
-one) never suspends and runs with no event loop at all (:func:`~bdpd_jax.host.live.batch_runner.drive`).
+``await offload(fn, *args)`` is ``fn(*args)``: a live tick awaits its players on an event loop
+and hands each piece of kernel work in between (the jitted phases, the tool writes, the
+records) to an offload, :func:`inline` (the default: run it here, as a script's tick or a tick
+with no event loop does) or the server's (``server.live.Workers.offload``: a worker thread,
+awaited from the server's one event loop, so a compile or a step never holds up the loop).
+
+``SyncLoop``: how the sync calls of a live object (``tick()`` / ``run()`` / ``close()`` of an
+:class:`~bdpd_jax.host.live.arena.Arena` or a :class:`~bdpd_jax.host.live.live_batch.LiveBatch`) run
+their coroutines (``atick`` / ``arun`` / ``aclose``) to the end. A tick that waits on no one
+(built-in and scripted players, no governance agent or a scripted one) never suspends and runs
+with no event loop at all (:func:`drive`).
 One that waits on someone runs on the loop of this sync caller, made on first use and kept
 (the HTTP clients bind to it), and only where no loop is running, so that it is the process's
 one loop (docs/semantics/live/arena.md "One event loop"). Inside a running loop the caller awaits
@@ -14,12 +22,30 @@ caller's.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Protocol, TypeVar
 
-from bdpd_jax.host.live.batch_runner import drive
-
 T = TypeVar("T")
+
+#: ``await offload(fn, *args)`` is ``fn(*args)``, run wherever the caller chose
+Offload = Callable[..., Awaitable[Any]]
+
+
+async def inline(fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)`` right here (never suspends, so it also runs under :func:`drive`)."""
+    return fn(*args)
+
+
+def drive(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` to its end without an event loop. For a tick that waits on no one (built-in
+    players only, no governance agent: ``LockstepBatch.waits`` False): it never suspends, so
+    it needs no loop of its own. RuntimeError if it does suspend."""
+    try:
+        coro.send(None)
+    except StopIteration as stop:
+        return stop.value
+    coro.close()
+    raise RuntimeError("drive: the coroutine waited on something; run it on an event loop")
 
 
 class SyncLoop:
@@ -82,4 +108,4 @@ async def run_to_end(live: Ticking, max_ticks: int | None) -> Any:
     return await live.aclose() if live.done else live.summary()
 
 
-__all__ = ["SyncLoop", "Ticking", "run_to_end"]
+__all__ = ["Offload", "SyncLoop", "Ticking", "drive", "inline", "run_to_end"]
