@@ -40,7 +40,7 @@ OUT_PARAMS = ("out",)
 #: a validation error's title (the model's name) -> the model its unknown keys are checked against
 MODELS: dict[str, tuple[str, str]] = {
     "ArenaConfig": ("bdpd_jax.config.game", "ArenaConfig"),
-    "Operator": ("bdpd_jax.host.operator", "Operator"),
+    "Operator": ("bdpd_jax.host.live.operator", "Operator"),
 }
 #: a library message naming an unknown name and the known ones: "unknown X 'name'; known: [...]"
 _UNKNOWN = re.compile(r"unknown [^']*'([^']+)'[;,]? known(?: here)?: (\[[^\]]*\])")

@@ -53,7 +53,7 @@ def serve(
         raise ValueError(f"--arenas: {str(arenas)!r} is not a folder")
     import uvicorn  # optional dependency: the host extra (a missing one is a one-line error)
 
-    from bdpd_jax.host.operator import Operator  # the host extra (aiohttp, jsbox)
+    from bdpd_jax.host.live.operator import Operator  # the host extra (aiohttp, jsbox)
     from bdpd_jax.host.server import create_app  # the host extra (FastAPI)
 
     try:

@@ -129,8 +129,8 @@ def _rows(records: list[dict[str, Any]], key: str, layer: tuple[schema.Column, .
 
 def load_live(path: str | Path) -> Any:
     """A live arena's folder as :class:`Results` (one arena: ``meta.json``'s ``arenaIndex``)."""
-    from .host.registry import pact_id
-    from .host.replay import load as read_arena
+    from .host.live.registry import pact_id
+    from .host.live.replay import load as read_arena
     from .results.frames import Results
 
     d = Path(path)

@@ -219,7 +219,7 @@ def govsim_rules(
     ``no_communication``), the allocation and collapse rules only with ``extra_facts``, and
     under ``universalization`` the sentence with month 1's per-player threshold ((POOL // 2)
     // PLAYERS = 10) unless ``universalization`` is False: a govsim-architecture player is told
-    each month's own threshold instead (docs/semantics/live.md §15)."""
+    each month's own threshold instead (docs/semantics/live/agents.md §15)."""
     if scenario not in GOVSIM_SCENARIOS:
         raise ValueError(f"scenario: unknown GovSim scenario {scenario!r}; known: {sorted(GOVSIM_SCENARIOS)}")
     if experiment not in EXPERIMENTS:

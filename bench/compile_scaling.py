@@ -33,7 +33,7 @@ CHILD = textwrap.dedent("""
     import bdpd_jax
     bdpd_jax.configure()
     n, slots, specs, ladder = (int(x) for x in sys.argv[1:5])
-    from bdpd_jax.host.arena import Arena
+    from bdpd_jax.host.live.arena import Arena
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     cfg = {"model": {"maxPlayers": n, "minPlayers": 1, "maxTurns": 10}}
     kinds = [("regen_shock", {"factor": 0.9}), ("commons_shock", {"amount": -1.0}),

@@ -30,7 +30,7 @@ from payloads import SEED_LOGISTIC  # noqa: E402
 setup()
 
 from bdpd_jax.host.agents.js_pool import JsPool  # noqa: E402
-from bdpd_jax.host.arena import Arena  # noqa: E402
+from bdpd_jax.host.live.arena import Arena  # noqa: E402
 
 HONEST = (ROOT / "bdpd_jax/host/server/web/example_agent.js").read_text()
 HOSTILE = "function decide(obs, memory) { let x = 3n; for (;;) x = x * x; }"

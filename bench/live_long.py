@@ -45,8 +45,8 @@ def child(root: str, n: int, ticks: int, window: int, gc_freeze: bool) -> dict:
     bdpd_jax.configure()
     import inspect
 
-    from bdpd_jax.host.arena import Arena
-    from bdpd_jax.host.live_batch import LiveBatch
+    from bdpd_jax.host.live.arena import Arena
+    from bdpd_jax.host.live.live_batch import LiveBatch
 
     arenas = []
     for k in range(n):

@@ -20,8 +20,8 @@ from harness import Figures, parser, setup  # bench/ is on a bench script's path
 
 setup()  # the process settings before the host imports jax and equinox
 
-from bdpd_jax.host.arena import Arena  # noqa: E402
-from bdpd_jax.host.live_batch import LiveBatch  # noqa: E402
+from bdpd_jax.host.live.arena import Arena  # noqa: E402
+from bdpd_jax.host.live.live_batch import LiveBatch  # noqa: E402
 
 CONFIG = {
     "model": {"maxPlayers": 3, "minPlayers": 3, "maxTurns": 100000},

@@ -310,8 +310,8 @@ def group_tick_profile(n: int, ticks: int = 10) -> None:
     import cProfile
     import pstats
 
-    from bdpd_jax.host.arena import Arena
-    from bdpd_jax.host.live_batch import freeze_history
+    from bdpd_jax.host.live.arena import Arena
+    from bdpd_jax.host.live.live_batch import freeze_history
     from bdpd_jax.host.server.durable import sync_files
     from bdpd_jax.host.server.ticker import batch_width
 

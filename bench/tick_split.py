@@ -1,5 +1,5 @@
 """Where a live tick's time goes between its waits: the kernel pieces a tick hands to its
-``offload`` (bdpd_jax/host/offload.py), timed one by one, against the cost of one hop to a
+``offload`` (bdpd_jax/host/live/sync_loop.py), timed one by one, against the cost of one hop to a
 worker thread (``run_in_executor``, as the server's ``Workers.offload`` makes).
 
 One arena alone (as the server ticks an arena with external players): 2 conservative
@@ -8,7 +8,7 @@ announcement, a pledge: the pact kernels run), so the envelopes, the tool dispat
 records do their full work; the scripted player answers at once, so no network is timed.
 Prints the first tick (it compiles) and the median and p90 of each piece over the later
 ticks; the rest of the tick (envelopes, the players asked) runs on the loop. docs/semantics/
-live.md "One event loop" says what the server chose from these figures.
+live/arena.md "One event loop" says what the server chose from these figures.
 
     .venv/bin/python bench/tick_split.py [--ticks 200] [--json PATH]
 """
@@ -32,7 +32,7 @@ from payloads import SEED_LOGISTIC  # noqa: E402
 
 setup()
 
-from bdpd_jax.host.arena import Arena  # noqa: E402
+from bdpd_jax.host.live.arena import Arena  # noqa: E402
 
 TOOLS = [
     {"tool": "broadcast", "text": "hello"},

@@ -5,7 +5,7 @@ HTTP/LLM/JS players through the host), so a live arena and a batched one run the
 The order of a turn's phases is written here once: :func:`decide_phase` (the layers'
 start-of-turn writes, then their begin hooks) and :func:`step_phase` (the policies decide,
 the decide-side layers act, then :func:`step`). :func:`play` is the two in a row; the
-rollout (kernels/rollout.py) scans ``play``; the live host (bdpd_jax/host/programs.py)
+rollout (kernels/rollout.py) scans ``play``; the live host (bdpd_jax/host/live/programs.py)
 stops between the two to ask its external players.
 Order within ``step``: sanitise requests, serve them (scheduler + engine ``step_one``: stock,
 hidden reserve, collapse die), credit wealth, test collapse, run the dynamics (``step``,
@@ -289,7 +289,7 @@ def decide_phase(game: Game, key: jax.Array, state: ArenaState, params: Params, 
     """A turn up to the players' decisions: the layers' start-of-turn writes (:func:`prewrite`;
     skipped when ``prewritten``, static: the rollout applies them batch-wide) and begin
     hooks (:func:`begin`). -> (state, begin records). A live turn stops here to ask the
-    external players (bdpd_jax/host/programs.py)."""
+    external players (bdpd_jax/host/live/programs.py)."""
     if not prewritten:
         state = prewrite(game, key, state, params)
     return begin(game, key, state, params)

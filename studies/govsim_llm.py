@@ -4,7 +4,7 @@ server (vLLM, llama.cpp's server, Ollama, a hosted API), GovSim's table beside t
 Each cell is one live arena (``bdpd_jax.scenarios.govsim(scenario, experiment)``) of 5 LLM
 players named as GovSim names them, run as GovSim runs its agents by default (``--architecture
 govsim``: memory, a meeting of at most ``--rounds`` utterances after every month, its summary
-and agreed limit, a reflection; free-text answers; fallback 0; docs/semantics/live.md §15). In
+and agreed limit, a reflection; free-text answers; fallback 0; docs/semantics/live/agents.md §15). In
 ``newcomer`` the fifth is the outsider (its persona) and first acts in month 4 (``activeFrom``,
 issue 37 item 5). ``no_communication`` has no meeting. A cell's seeds play at once, in
 lockstep in one ``LiveBatch``, every call to the endpoint under ``--max-in-flight`` (the
@@ -72,7 +72,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--rules-file", type=Path, help="the rules text given to the players (default: the scenario's)")
     p.add_argument("--out", type=Path, default=Path("runs/govsim_llm"), help="one folder per cell and seed")
     args = p.parse_args(argv)
-    from bdpd_jax.host.discussion import MAX_DISCUSSION_ROUNDS  # the live host's bound, re-exported there
+    from bdpd_jax.host.live.discussion import MAX_DISCUSSION_ROUNDS  # the live host's bound, re-exported there
 
     args.scenarios = args.scenarios or list(SCENARIOS)
     args.experiments = args.experiments or list(EXPERIMENTS)
@@ -179,9 +179,9 @@ def run_cell(args, base_url: str, model: str, scenario: str, experiment: str, se
     """The summaries of one cell's seeds. A seed whose folder holds its summary.json is read
     back (resume); a cut-off one is run again from month 1; the rest play at once, in lockstep
     in one ``LiveBatch``, every call to the endpoint under its ``maxInFlight`` (issue 38)."""
-    from bdpd_jax.host.arena import Arena
-    from bdpd_jax.host.live_batch import LiveBatch
-    from bdpd_jax.host.operator import Operator
+    from bdpd_jax.host.live.arena import Arena
+    from bdpd_jax.host.live.live_batch import LiveBatch
+    from bdpd_jax.host.live.operator import Operator
 
     folders = {s: args.out / scenario / experiment / f"seed-{s}" for s in seeds}
     todo = [s for s in seeds if not (folders[s] / "summary.json").is_file()]

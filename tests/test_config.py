@@ -230,7 +230,7 @@ def test_bad_policy_fields_are_refused_at_validation(kw, needle):
 
 def test_tick_interval_and_pact_slot_bounds():
     from bdpd_jax.config.limits import MAX_PACT_SLOTS, check_tick_interval
-    from bdpd_jax.host.arena import Arena
+    from bdpd_jax.host.live.arena import Arena
 
     for bad in (math.inf, 1e308, -1, "10", math.nan, True):
         with pytest.raises(ValueError, match="tickIntervalMs"):

@@ -13,7 +13,7 @@ import pytest
 from payloads import MIXED_PLAYERS, SEED_LOGISTIC
 
 import bdpd_jax
-from bdpd_jax.host.arena import Arena
+from bdpd_jax.host.live.arena import Arena
 from bdpd_jax.run.fork import fan
 
 TURNS = 8

@@ -185,7 +185,7 @@ def join_config():
     value=garbage,
 )
 def test_join_body_is_refused_cleanly_or_plays_finite(join_config, which, key, value):
-    from bdpd_jax.host.arena import Arena
+    from bdpd_jax.host.live.arena import Arena
 
     body = {**copy.deepcopy(JOIN_BASE[which]), key: value}
     arena = Arena(join_config, seed=3, fsync=False)

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 import bdpd_jax
 from bdpd_jax.cli import app
-from bdpd_jax.host.arena import Arena
+from bdpd_jax.host.live.arena import Arena
 
 sys.path.insert(0, str(Path(__file__).parent / "host"))
 from test_host_arena import GOVERNED, _cfg  # noqa: E402  (the live == batch configs of tests/host)

@@ -7,7 +7,7 @@ import copy
 
 from payloads import SEED_LOGISTIC
 
-from bdpd_jax.host.arena import Arena
+from bdpd_jax.host.live.arena import Arena
 
 
 def _arena(noise: float, harvests: list[float]) -> Arena:

@@ -18,7 +18,7 @@ from payloads import MIXED_PLAYERS, SEED_LOGISTIC
 
 import bdpd_jax
 from bdpd_jax.config.plugins import PluginSpec, register_plugin
-from bdpd_jax.host.arena import Arena
+from bdpd_jax.host.live.arena import Arena
 from bdpd_jax.kernels import plugins as K
 from bdpd_jax.kernels import voluntary_sanction as V
 

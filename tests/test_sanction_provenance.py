@@ -12,8 +12,8 @@ import pytest
 from payloads import SEED_LOGISTIC
 
 import bdpd_jax
-from bdpd_jax.host.arena import Arena
-from bdpd_jax.host.persist import read_jsonl
+from bdpd_jax.host.live.arena import Arena
+from bdpd_jax.host.live.persist import read_jsonl
 
 # 000_* section 2.4, verbatim
 AUTO = {

@@ -93,7 +93,7 @@ def test_cli_run_accepts_a_high_seed(tmp_path):
 
 def test_live_arena_with_a_high_seed_equals_simulate():
     """The server draws seeds in [0, 2**32) and builds an Arena with it."""
-    from bdpd_jax.host.arena import Arena
+    from bdpd_jax.host.live.arena import Arena
 
     cfg = _cfg()
     arena = Arena(cfg, seed=BIG)

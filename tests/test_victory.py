@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from payloads import MIXED_PLAYERS, SEED_LOGISTIC
 
 import bdpd_jax
-from bdpd_jax.host.arena import Arena
+from bdpd_jax.host.live.arena import Arena
 from bdpd_jax.results.victory import evaluate
 
 

@@ -1,6 +1,6 @@
 """One line per pydantic validation error, with the valid keys and a "did you mean" for an
 unknown key: the one rule the CLI (``bdpd_jax.cli_errors``) and the host's file loaders
-(``host/operator.py``) share, so a typo in a config or operator file reads the same everywhere."""
+(``host/live/operator.py``) share, so a typo in a config or operator file reads the same everywhere."""
 
 from __future__ import annotations
 

@@ -65,7 +65,7 @@ MEMORY_FRACTION: float = 0.5
 # Every string a client sends (create, join, perturb, resume, governance and agent answers,
 # config and operator files) has one of these bounds, named by what it holds; the models use
 # the constrained types below, and tests/host/test_hardening_strings.py fails on any str field
-# without a bound. docs/semantics/live.md "String bounds" lists them (checked by a test).
+# without a bound. docs/semantics/live/server.md "String bounds" lists them (checked by a test).
 #: ids: plugin, perturbation and pact ids, player references, spec ids, tool and term names
 MAX_ID_CHARS: int = 128
 #: names: a player's name (``name`` / ``displayName``), a credential's name
@@ -91,7 +91,7 @@ Url = Annotated[str, StringConstraints(max_length=MAX_URL_CHARS)]
 Prompt = Annotated[str, StringConstraints(max_length=MAX_PROMPT_CHARS)]
 Code = Annotated[str, StringConstraints(max_length=MAX_CODE_CHARS)]
 Key = Annotated[str, StringConstraints(max_length=MAX_KEY_CHARS)]
-#: the bound of each constrained string type, by the name docs/semantics/live.md uses
+#: the bound of each constrained string type, by the name docs/semantics/live/server.md uses
 STRING_BOUNDS: dict[str, int] = {
     "Id": MAX_ID_CHARS,
     "Name": MAX_NAME_CHARS,

@@ -41,7 +41,7 @@ MAX_ENTRIES = 32
 
 @dataclass(frozen=True)
 class LiveOptions:
-    """What only a live arena's preparation needs (bdpd_jax/host/live_game.py).
+    """What only a live arena's preparation needs (bdpd_jax/host/live/arena_args.py).
 
     external: bool[N], the players asked from outside (their answers to proposals come from
         their ``accept_pact`` calls, never from the kernel's scripted rule);

@@ -1,4 +1,4 @@
-"""The discussion phase's transcript as a frame (docs/semantics/live.md §14): one row per
+"""The discussion phase's transcript as a frame (docs/semantics/live/agents.md §14): one row per
 utterance of a live arena's turn records (``Arena.records``, or ``replay.load(dir)[1]``)."""
 
 from __future__ import annotations

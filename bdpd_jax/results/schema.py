@@ -3,7 +3,7 @@
 A layer is a tuple of :class:`Column`. The frames (``Results.turns``, ``players``,
 ``violations``, ``sanctions``, ``perturbations``, ``governance_actions``, ``summary`` and its
 GovSim columns) take their column names and order from here, and a live arena's turn record
-(bdpd_jax/host/records.py, ``turns.jsonl`` and the HTTP API) takes its keys from the same
+(bdpd_jax/host/live/records.py, ``turns.jsonl`` and the HTTP API) takes its keys from the same
 columns' ``wire`` aliases. ``name`` is snake_case (Python, frames, parquet); ``wire`` is the
 camelCase key of the live JSON (None: the column is not on the wire, e.g. ``arena``, which a
 live record carries once as ``arenaId``). A frame's value and the wire's may differ in form
@@ -102,8 +102,8 @@ PLAYERS: tuple[Column, ...] = (
     _live("elapsed_ms", "float64", "ms", "the agent call's wall time", "elapsedMs"),
     _live("actions", "object", "", "the tool actions the agent took this turn", "actions"),
     _live("overridden", "bool", "", "an owner's strategy override decided instead of the agent", "overridden"),
-    _live("answer", "object", "", "a text answer: {format, raw, parsed, parseFailed} (live.md §15)", "answer"),
-    _live("told", "object", "", "a govsim LLM's exchanges: what it was told and answered (live.md §15)", "told"),
+    _live("answer", "object", "", "a text answer: {format, raw, parsed, parseFailed} (live/agents.md §15)", "answer"),
+    _live("told", "object", "", "a govsim LLM's exchanges: what it was told and answered (live/agents.md §15)", "told"),
 )
 
 # one row per pact violation event {partyId, pactId, termType} (001_*)

@@ -2,7 +2,7 @@
 
 ``fork(arena_or_folder, turn=t, replicates=N, changes={...}, seed=s)`` takes the live arena's
 kernel state after turn ``t`` (an ``Arena`` at its current turn as it is; an earlier turn,
-or a folder, rebuilt by replaying its records through the kernels: ``host.replay``), applies
+or a folder, rebuilt by replaying its records through the kernels: ``host.live.replay``), applies
 the changes (config paths as a sweep names them, and ``perturb``: specs fired at the fork's
 turn), puts built-in stand-ins in the remote players' seats, and plays the turns left for N
 arenas in ONE compiled program (``kernels.rollout.run_turns``). It returns a ``Results`` like
@@ -11,11 +11,12 @@ arenas in ONE compiled program (``kernels.rollout.run_turns``). It returns a ``R
 Randomness is counter-based: replicate ``r`` plays with ``rng.arena_key(seed, arena_index +
 r)`` from turn ``t + 1`` on (the live arena's seed and index by default), so replicate 0 of a
 fork without changes is the live arena's own continuation, bit for bit where its players
-are built-ins. Rules and choices: docs/semantics/live.md, "Forks".
+are built-ins. Rules and choices: docs/semantics/live/arena.md, "Forks".
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from dataclasses import dataclass
@@ -34,7 +35,7 @@ from ..kernels.rollout import run_turns
 from ..kernels.stored import restored
 from ..prepare.game import broadcast_batch
 from ..prepare.perturbations import compile_spec
-from ..prepare.prepared import LiveOptions, prepare
+from ..prepare.prepared import LiveOptions, PreparedRun, prepare
 from ..results.frames import Frames, Results, summary_frame
 from ..results.stream import flatten_record
 from ..sweeps.paths import apply_values, config_base
@@ -61,9 +62,9 @@ class Origin:
 
 def origin(arena_or_folder: Any, turn: int | None) -> Origin:
     """The live arena's state at ``turn`` (default: its last turn played): an ``Arena`` at
-    its current turn as it is, otherwise replayed from its folder (``host.replay``)."""
-    from ..host.arena import Arena
-    from ..host.replay import load, replay
+    its current turn as it is, otherwise replayed from its folder (``host.live.replay``)."""
+    from ..host.live.arena import Arena
+    from ..host.live.replay import load, replay
 
     if isinstance(arena_or_folder, Arena):
         a = arena_or_folder
@@ -123,6 +124,23 @@ def fork_config(a: Any, changes: dict[str, Any], standins: dict[str, str]) -> tu
     return kcfg, fire_specs
 
 
+def _fork_prepared(live_run: PreparedRun, kcfg: ArenaConfig, fires: bool, max_turns: int) -> PreparedRun:
+    """The fork's preparation: the live arena's own PreparedRun when the fork changes nothing of
+    it (no remote seat, no change, no new perturbation type, the same last turn), else the live
+    arena's options with every seat built in, ``fires`` owner-fired types compiled in and
+    ``max_turns``."""
+    base = live_run.live or LiveOptions(external=(False,) * live_run.n_players)
+    live = dataclasses.replace(
+        base,
+        external=(False,) * live_run.n_players,
+        perturbable=base.perturbable or fires,
+        max_turns=max_turns,
+    )
+    if live == live_run.live and kcfg == live_run.config:
+        return live_run
+    return prepare(kcfg, generator=live_run.generator, live=live)
+
+
 def _program(game: Game, n_turns: int) -> Any:
     return _compiled(game, int(n_turns))
 
@@ -155,7 +173,7 @@ def fork(
     """Continue a live arena from ``turn`` as ``replicates`` arenas; returns their Results.
 
     Args:
-        arena_or_folder: a started ``bdpd_jax.host.arena.Arena`` or its folder (meta.json,
+        arena_or_folder: a started ``bdpd_jax.host.live.arena.Arena`` or its folder (meta.json,
             turns.jsonl).
         turn: the turn to fork after (default: the last played); 0 forks the start.
         replicates: arenas in the batch; replicate ``r`` draws from (seed, arena_index + r).
@@ -181,14 +199,7 @@ def fork(
     standins = _standins(a.specs, standin)
     kcfg, fire_specs = fork_config(a, changes or {}, standins)
     check_run_size(replicates, n_turns, len(a.specs), True)
-    live = LiveOptions(
-        external=(False,) * len(a.specs),
-        uses_tools=a.uses_tools,
-        pact_slots=a.pact_slots,
-        perturbable=a.perturbable or bool(fire_specs),
-        max_turns=t + n_turns,
-    )
-    prep = prepare(kcfg, generator=a.generator, live=live)
+    prep = _fork_prepared(a.prepared, kcfg, bool(fire_specs), t + n_turns)
     game, params = prep.game, prep.params
     standin_mask = np.asarray([s.external for s in a.specs], bool)
     state = carried_state(a.game, a.params, a.state, game, params, standin_mask, _last_requests(a, t))
@@ -206,7 +217,7 @@ def fork(
         "n_arenas": replicates,
         "seed": int(seed),
         "turns": n_turns,
-        "generator": a.generator,
+        "generator": prep.generator,
         "fork": {
             "arenaId": o.arena_id,
             "turn": t,

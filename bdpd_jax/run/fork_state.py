@@ -3,7 +3,7 @@
 The fork's game is the live arena's, with its remote players replaced by built-in stand-ins
 and the changes applied (``bdpd_jax.run.fork``). Its state is the live arena's, leaf by leaf
 (the exact state at the turn), with four rules where the two games differ
-(docs/semantics/live.md, "Forks"):
+(docs/semantics/live/arena.md, "Forks"):
 
 - ``strategy``: the strategy in force is carried by its name; a stand-in, or a player whose
   strategy the changes set, starts on its new strategy;

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from bdpd_jax.host.replay import load_lines, replay
+from bdpd_jax.host.live.replay import load_lines, replay
 from bdpd_jax.host.server.store import Hub
 
 META = {

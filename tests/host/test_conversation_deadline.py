@@ -17,9 +17,9 @@ from payloads import SEED_LOGISTIC
 from server_helpers import keys_of, payload, serve
 
 from bdpd_jax.config.discussion import DEFAULT_DISCUSSION_DEADLINE_MS, MAX_DISCUSSION_DEADLINE_MS, DiscussionConfig
-from bdpd_jax.host.arena import Arena
-from bdpd_jax.host.interrupt import INTERRUPTED
-from bdpd_jax.host.replay import load, replay, strip_volatile
+from bdpd_jax.host.live.arena import Arena
+from bdpd_jax.host.live.interrupt import INTERRUPTED
+from bdpd_jax.host.live.replay import load, replay, strip_volatile
 
 LLMS = ("A", "B", "C")  # the shapes of test_discussion.py / test_discussion_server.py (their compiled programs)
 
@@ -100,7 +100,7 @@ def test_close_and_delete_interrupt_a_running_tick(tmp_path, monkeypatch, route,
     the tick runs answers at once, not after the 20 s the conversation would take; the tick
     in flight completes (recorded: its discussion cut, unanswered harvests the fallback)."""
     model = Mute(talk=0, harvest_hangs=harvest_hangs)
-    monkeypatch.setattr("bdpd_jax.host.arena_callers.own_client", lambda specs, n: model)
+    monkeypatch.setattr("bdpd_jax.host.live.arena_callers.own_client", lambda specs, n: model)
     with serve(tmp_path, operator=OPERATOR) as base, httpx.Client(base_url=base, timeout=60, trust_env=False) as http:
         aid, owner = _arena_with_mute_speakers(http)
         ticked: dict = {}

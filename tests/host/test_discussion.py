@@ -20,10 +20,10 @@ import bdpd_jax
 from bdpd_jax.config.discussion import MAX_DISCUSSION_ROUNDS, DiscussionConfig
 from bdpd_jax.host.agents.base import Utterance
 from bdpd_jax.host.agents.llm import LLMAgent, render_system_prompt, whole_units
-from bdpd_jax.host.arena import Arena
-from bdpd_jax.host.discussion import discuss, first_speaker, next_speaker
-from bdpd_jax.host.players import MAX_RULES_CHARS
-from bdpd_jax.host.replay import load, replay, strip_volatile
+from bdpd_jax.host.live.arena import Arena
+from bdpd_jax.host.live.discussion import discuss, first_speaker, next_speaker
+from bdpd_jax.host.live.players import MAX_RULES_CHARS
+from bdpd_jax.host.live.replay import load, replay, strip_volatile
 from bdpd_jax.results.discussion import COLUMNS, discussion_frame
 
 RULES = "You fish in a lake of 100 tons with four others. Each month you choose how many tons to catch."
@@ -269,7 +269,7 @@ class _Run:
 
 
 def _reference(kinds, noms, rounds, rule, turn):
-    """The rule as docs/semantics/live.md §14 states it, written apart from the module."""
+    """The rule as docs/semantics/live/agents.md §14 states it, written apart from the module."""
     players = [f"p{i}" for i in range(len(kinds))]
     spk = [p for p, k in zip(players, kinds, strict=True) if k == "llm"]
     if not spk:
@@ -341,7 +341,7 @@ def test_fixed_fallback_is_in_stock_units_and_replays_on_seneca(tmp_path):
 def test_live_batch_arenas_talk_apart():
     """Arenas of one LiveBatch hold their discussions at once, each with its own players and
     transcript, equal to the same arena ticked alone."""
-    from bdpd_jax.host.live_batch import LiveBatch
+    from bdpd_jax.host.live.live_batch import LiveBatch
 
     says = {"A": ["C"], "C": ["B"], "B": ["A"]}
     alone, _ = _arena(_cfg(rounds=3), Script(says=says))

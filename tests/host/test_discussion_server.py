@@ -9,8 +9,8 @@ from fake_llm import BASE, OPERATOR, FakeClient, completion, tool_call
 from server_helpers import keys_of, payload, read_stream, serve
 
 from bdpd_jax.config.discussion import MAX_DISCUSSION_ROUNDS
-from bdpd_jax.host.players import MAX_RULES_CHARS
-from bdpd_jax.host.replay import load
+from bdpd_jax.host.live.players import MAX_RULES_CHARS
+from bdpd_jax.host.live.replay import load
 
 RULES = "A lake, five fishers, whole tons; catch what the lake can give back."
 
@@ -27,7 +27,7 @@ def answer(url: str, req: dict) -> bytes:
 
 def test_server_runs_a_discussion_arena_end_to_end(tmp_path, monkeypatch):
     client = FakeClient(answer)
-    monkeypatch.setattr("bdpd_jax.host.arena_callers.own_client", lambda specs, n: client)
+    monkeypatch.setattr("bdpd_jax.host.live.arena_callers.own_client", lambda specs, n: client)
     body = {**payload(max_turns=3, players=1), "discussion": {"rounds": 3, "nextSpeaker": "named"}}
     llm = {
         "agentType": "llm",

@@ -8,7 +8,7 @@ import pytest
 from payloads import SEED_SENECA
 
 from bdpd_jax.host.agents.base import fallback_harvest
-from bdpd_jax.host.arena import Arena
+from bdpd_jax.host.live.arena import Arena
 
 
 @pytest.mark.parametrize("scale", [1e-4, 2.5e-3])

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from fake_llm import BASE, FakeClient, completion
 
-from bdpd_jax.host.players import LivePlayerConfig
+from bdpd_jax.host.live.players import LivePlayerConfig
 from bdpd_jax.scenarios import GOVSIM_NAMES, GOVSIM_SCENARIOS, govsim
 
 PATH = Path(__file__).resolve().parents[2] / "studies" / "govsim_llm.py"
@@ -104,7 +104,7 @@ def answer(url: str, req: dict):
 
 def test_a_small_grid_against_a_scripted_endpoint_and_its_resume(script, monkeypatch, tmp_path, capsys):
     client = FakeClient(answer)
-    monkeypatch.setattr("bdpd_jax.host.arena_callers.own_client", lambda specs, n: client)
+    monkeypatch.setattr("bdpd_jax.host.live.arena_callers.own_client", lambda specs, n: client)
     monkeypatch.setenv("BDPD_LLM_API_KEY", "sk-test")  # the operator's credential reads it at every call
     argv = ["--scenario", "fishery", "--experiment", "default", "--experiment", "no_communication"]
     argv += ["--months", "2", "--rounds", "3", "--seeds", "2", "--max-in-flight", "3", "--out", str(tmp_path)]
@@ -127,7 +127,7 @@ def test_the_newcomer_cell_runs_its_outsider_as_an_llm_from_month_4(script, monk
     """Issue 37 item 5 with the study: the outsider joins as an LLM after 3 months (GovSim's
     PerturbationEnv): it is neither asked to harvest nor heard in the meeting before month 4."""
     client = FakeClient(answer)
-    monkeypatch.setattr("bdpd_jax.host.arena_callers.own_client", lambda specs, n: client)
+    monkeypatch.setattr("bdpd_jax.host.live.arena_callers.own_client", lambda specs, n: client)
     monkeypatch.setenv("BDPD_LLM_API_KEY", "sk-test")
     argv = [
         "--scenario",

@@ -14,8 +14,8 @@ from fake_llm import BASE, OPERATOR, FakeClient, completion, tool_call
 
 from bdpd_jax.host.agents.answers import parse_amount, split_utterance
 from bdpd_jax.host.agents.memory import Memory, lexical_similarity
-from bdpd_jax.host.arena import Arena
-from bdpd_jax.host.replay import load, replay, strip_volatile
+from bdpd_jax.host.live.arena import Arena
+from bdpd_jax.host.live.replay import load, replay, strip_volatile
 from bdpd_jax.host.server.views import public_tick
 from bdpd_jax.scenarios import GOVSIM_NAMES, GOVSIM_SCENARIOS, govsim, govsim_rules
 

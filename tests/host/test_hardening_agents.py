@@ -13,7 +13,7 @@ import pytest
 from bdpd_jax.host.agents import CodeAgent
 from bdpd_jax.host.agents.js_pool import JsPool
 from bdpd_jax.host.agents.transport import HttpClient, TransportError, canonical_url
-from bdpd_jax.host.operator import Operator, url_allowed
+from bdpd_jax.host.live.operator import Operator, url_allowed
 
 BIGINT = "let x = 3n; for (;;) x = x * x;"  # native: QuickJS cannot interrupt it, the worker is killed
 
@@ -170,8 +170,8 @@ def test_allow_list_admits_what_normalises_under_the_prefix(url) -> None:
 
 def test_join_with_a_dot_dot_path_is_refused_for_every_kind() -> None:
     op = Operator(llmBaseUrls=["http://127.0.0.1:8000/v1"], httpUrls=["http://127.0.0.1:8000/v1"])
-    from bdpd_jax.host.governance_agent import GovernorSpec
-    from bdpd_jax.host.players import LivePlayerConfig
+    from bdpd_jax.host.live.governance_agent import GovernorSpec
+    from bdpd_jax.host.live.players import LivePlayerConfig
 
     for spec in (
         LivePlayerConfig(agentType="llm", model="m", baseUrl="http://127.0.0.1:8000/v1/../admin"),
@@ -185,7 +185,7 @@ def test_join_with_a_dot_dot_path_is_refused_for_every_kind() -> None:
 # -- regulator answers -------------------------------------------------------------------------
 def test_governance_answer_over_its_bound_is_dropped() -> None:
     from bdpd_jax.config.limits import QUANTITY_BOUNDS
-    from bdpd_jax.host.governance_agent import parse_answer
+    from bdpd_jax.host.live.governance_agent import parse_answer
 
     action, errors = parse_answer({"ladder_scale": QUANTITY_BOUNDS["ladder_scale"] * 10, "regen": 0.1})
     assert action == {"regen": 0.1} and any(e.startswith("ladder_scale dropped") for e in errors)

@@ -19,8 +19,8 @@ pytest.importorskip("uvicorn")
 
 from server_helpers import keys_of, payload, serve  # noqa: E402
 
-from bdpd_jax.host.persist import read_jsonl  # noqa: E402
-from bdpd_jax.host.replay import replay  # noqa: E402
+from bdpd_jax.host.live.persist import read_jsonl  # noqa: E402
+from bdpd_jax.host.live.replay import replay  # noqa: E402
 
 N_ARENAS = 6
 DEADLINE_S = 240.0

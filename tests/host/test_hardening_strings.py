@@ -59,7 +59,7 @@ def client_models() -> list[type[BaseModel]]:
     """Every model a client or a config file fills: config models (registries read now), the
     live side's specs, the operator's file, governance answers and the routes' bodies."""
     from bdpd_jax.config import game, governance, perturbation_types, perturbations, plugins
-    from bdpd_jax.host import governance_agent, operator, players
+    from bdpd_jax.host.live import governance_agent, operator, players
 
     mods = (game, governance, perturbation_types, perturbations, plugins, players, operator, governance_agent)
     found = [
@@ -123,8 +123,8 @@ def test_walker_catches_an_unbounded_field() -> None:
 
 
 def test_docs_list_every_string_bound() -> None:
-    """docs/semantics/live.md's "String bounds" table has one row per bound, with its value."""
-    text = (ROOT / "docs/semantics/live.md").read_text()
+    """docs/semantics/live/server.md's "String bounds" table has one row per bound, with its value."""
+    text = (ROOT / "docs/semantics/live/server.md").read_text()
     section = text.split("### String bounds", 1)[1].split("\n### ", 1)[0]
     rows = dict(re.findall(r"^\| `(\w+)` \| ([\d ]+) \|", section, re.M))
     assert {k: int(v.replace(" ", "")) for k, v in rows.items()} == limits.STRING_BOUNDS

@@ -13,10 +13,10 @@ from payloads import MIXED_PLAYERS, SEED_LOGISTIC
 
 import bdpd_jax
 from bdpd_jax.config.game import ArenaConfig
-from bdpd_jax.host.arena import Arena
-from bdpd_jax.host.live_batch import LiveBatch
-from bdpd_jax.host.persist import read_jsonl
-from bdpd_jax.host.registry import pact_id
+from bdpd_jax.host.live.arena import Arena
+from bdpd_jax.host.live.live_batch import LiveBatch
+from bdpd_jax.host.live.persist import read_jsonl
+from bdpd_jax.host.live.registry import pact_id
 from bdpd_jax.kernels.actions import Actions
 from bdpd_jax.kernels.rollout import batched
 from bdpd_jax.kernels.turn import step

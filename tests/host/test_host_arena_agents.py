@@ -9,8 +9,8 @@ import time
 
 from payloads import SEED_LOGISTIC
 
-from bdpd_jax.host.arena import Arena
-from bdpd_jax.host.live_batch import LiveBatch
+from bdpd_jax.host.live.arena import Arena
+from bdpd_jax.host.live.live_batch import LiveBatch
 
 
 def _cfg(**model):

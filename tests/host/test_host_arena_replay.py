@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 from payloads import SEED_LOGISTIC
 
-from bdpd_jax.host.arena import Arena
-from bdpd_jax.host.persist import read_jsonl
-from bdpd_jax.host.registry import num
-from bdpd_jax.host.replay import replay, strip_volatile
+from bdpd_jax.host.live.arena import Arena
+from bdpd_jax.host.live.persist import read_jsonl
+from bdpd_jax.host.live.registry import num
+from bdpd_jax.host.live.replay import replay, strip_volatile
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bdpd_jax.host.messages import MAX_MESSAGE_LEN, MESSAGE_SCOPES, MessageBus, message_id, truncate_text
+from bdpd_jax.host.live.messages import MAX_MESSAGE_LEN, MESSAGE_SCOPES, MessageBus, message_id, truncate_text
 
 
 def _bus() -> MessageBus:

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from bdpd_jax.host.registry import num, nums
+from bdpd_jax.host.live.registry import num, nums
 
 
 @settings(max_examples=200, deadline=None)

@@ -10,8 +10,8 @@ import json
 import pytest
 from payloads import SEED_LOGISTIC
 
-from bdpd_jax.host.arena import Arena
-from bdpd_jax.host.operator import Operator, redact_url, url_allowed
+from bdpd_jax.host.live.arena import Arena
+from bdpd_jax.host.live.operator import Operator, redact_url, url_allowed
 
 
 def _cfg(**model):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bdpd_jax.host.persist import JsonlWriter, atomic_write_json, read_jsonl
+from bdpd_jax.host.live.persist import JsonlWriter, atomic_write_json, read_jsonl
 
 
 def test_atomic_write_json_replaces_and_leaves_no_temp(tmp_path: Path) -> None:

@@ -9,9 +9,9 @@ import gc
 
 import numpy as np
 
-from bdpd_jax.host.arena import Arena
-from bdpd_jax.host.live_batch import LiveBatch
-from bdpd_jax.host.registry import num, nums
+from bdpd_jax.host.live.arena import Arena
+from bdpd_jax.host.live.live_batch import LiveBatch
+from bdpd_jax.host.live.registry import num, nums
 
 
 def test_nums_equals_num_on_every_kind_of_float():

@@ -10,8 +10,8 @@ import copy
 from fake_llm import BASE, OPERATOR, FakeClient, completion, tool_call
 from payloads import SEED_LOGISTIC
 
-from bdpd_jax.host.arena import Arena
-from bdpd_jax.host.replay import replay, strip_volatile
+from bdpd_jax.host.live.arena import Arena
+from bdpd_jax.host.live.replay import replay, strip_volatile
 
 CALLS = [
     {"tool": "sanction", "target": "a", "reason": "greedy"},

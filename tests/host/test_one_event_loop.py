@@ -1,4 +1,4 @@
-"""One event loop per process (issue 24 item 4; docs/semantics/live.md "One event loop").
+"""One event loop per process (issue 24 item 4; docs/semantics/live/arena.md "One event loop").
 
 The server ticks an arena that waits on players (HTTP here, and an HTTP governance agent) as a
 coroutine on its own loop: every call to a player is made from the server's loop and no loop
@@ -22,9 +22,9 @@ pytest.importorskip("uvicorn")
 from server_helpers import keys_of, serve  # noqa: E402
 
 from bdpd_jax.host.agents.transport import HttpClient  # noqa: E402
-from bdpd_jax.host.arena import Arena  # noqa: E402
-from bdpd_jax.host.live_batch import LiveBatch  # noqa: E402
-from bdpd_jax.host.replay import replay, strip_volatile  # noqa: E402
+from bdpd_jax.host.live.arena import Arena  # noqa: E402
+from bdpd_jax.host.live.live_batch import LiveBatch  # noqa: E402
+from bdpd_jax.host.live.replay import replay, strip_volatile  # noqa: E402
 from bdpd_jax.host.server.live import LiveArena, Workers  # noqa: E402
 from bdpd_jax.host.server.ticker import Ticker  # noqa: E402
 

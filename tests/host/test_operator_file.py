@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from bdpd_jax.host.operator import Operator
+from bdpd_jax.host.live.operator import Operator
 
 
 def _write(tmp_path, data) -> str:
@@ -30,7 +30,7 @@ def test_a_typo_lists_the_valid_keys_and_the_closest(tmp_path) -> None:
 
 
 def test_the_file_is_read_with_a_size_bound(tmp_path, monkeypatch) -> None:
-    monkeypatch.setattr("bdpd_jax.host.operator.MAX_CONFIG_BYTES", 64)
+    monkeypatch.setattr("bdpd_jax.host.live.operator.MAX_CONFIG_BYTES", 64)
     path = _write(tmp_path, {"llmBaseUrls": ["http://127.0.0.1:8000/v1"] * 4})
     with pytest.raises(ValueError, match="larger than the limit of 64 bytes"):
         Operator.load(path)

@@ -14,8 +14,8 @@ from fastapi.testclient import TestClient
 from server_helpers import keys_of, payload
 
 from bdpd_jax.config import files
-from bdpd_jax.host import persist
-from bdpd_jax.host import replay as replay_mod
+from bdpd_jax.host.live import persist
+from bdpd_jax.host.live import replay as replay_mod
 from bdpd_jax.host.server import create_app
 from bdpd_jax.host.server import live as live_mod
 from bdpd_jax.host.server import store as store_mod

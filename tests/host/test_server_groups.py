@@ -9,9 +9,9 @@ import time
 import httpx
 from server_helpers import keys_of, payload, serve
 
-from bdpd_jax.host.arena import Arena
-from bdpd_jax.host.persist import read_jsonl
-from bdpd_jax.host.replay import turn_records
+from bdpd_jax.host.live.arena import Arena
+from bdpd_jax.host.live.persist import read_jsonl
+from bdpd_jax.host.live.replay import turn_records
 from bdpd_jax.host.server import models as M
 from bdpd_jax.host.server import ticker as ticker_mod
 from bdpd_jax.host.server.live import Workers

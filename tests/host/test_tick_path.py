@@ -1,4 +1,4 @@
-"""The tick path's rules (issue 24 item 4, docs/semantics/live.md "The tick path"): one owner
+"""The tick path's rules (issue 24 item 4, docs/semantics/live/arena.md "The tick path"): one owner
 of an arena's kernel state, the pact table synced once per tick, a tool action validated once,
 the record built once per arena and tick."""
 
@@ -6,16 +6,22 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import jax
 import numpy as np
 from payloads import MIXED_PLAYERS, SEED_LOGISTIC
 
-from bdpd_jax.host import batch_runner, dispatch, players, tools
-from bdpd_jax.host.arena import Arena
-from bdpd_jax.host.batch_runner import drive
-from bdpd_jax.host.live_batch import LiveBatch
-from bdpd_jax.host.registry import PactRegistry
+import bdpd_jax
+import bdpd_jax.kernels
+from bdpd_jax.host.live import batch_runner, dispatch, players, tools
+from bdpd_jax.host.live.arena import Arena
+from bdpd_jax.host.live.live_batch import LiveBatch
+from bdpd_jax.host.live.registry import PactRegistry
+from bdpd_jax.host.live.sync_loop import drive
 
 
 def _cfg(turns: int = 6) -> dict:
@@ -123,3 +129,73 @@ def test_built_in_arenas_tick_without_an_event_loop(monkeypatch):
     batch = LiveBatch([_arena(7), _arena(8)])
     assert [r["turn"] for r in batch.tick()] == [1, 1]
     assert a.run()["turnsPlayed"] == 6 and batch.run()
+
+
+# -- the route's call path, counted as it runs (issue 36) ---------------------------------------
+PACKAGE = Path(bdpd_jax.__file__).resolve().parent
+KERNELS = Path(bdpd_jax.kernels.__file__).resolve().parent
+MAX_CALLS = 10  # from the route handler to the kernel's jitted decide phase
+
+
+def _ours(frame) -> bool:
+    f = Path(frame.f_code.co_filename).resolve()
+    return f.is_relative_to(PACKAGE) or f.is_relative_to(KERNELS)
+
+
+def _chain(frame) -> list[str]:
+    """The bdpd_jax frames under ``frame`` (itself included), outermost first."""
+    out = []
+    while frame is not None:
+        if _ours(frame):
+            out.append(f"{Path(frame.f_code.co_filename).stem}.{frame.f_code.co_qualname}")
+        frame = frame.f_back
+    return out[::-1]
+
+
+def test_a_routes_tick_reaches_the_kernel_in_at_most_ten_calls(monkeypatch, tmp_path):
+    """``POST /api/arenas/{id}/tick`` run for real: every bdpd_jax frame from the route handler
+    to the one that calls the jitted decide phase, across the hand-off to the arena's worker
+    thread (the submitting frames prefix the worker's), each frame one call."""
+    from fastapi.testclient import TestClient
+    from server_helpers import keys_of
+
+    from bdpd_jax.host.server import create_app
+
+    local = threading.local()
+    seen: list[list[str]] = []
+    submit = ThreadPoolExecutor.submit
+
+    def traced_submit(pool, fn, *args, **kw):  # the caller's chain travels with the work
+        parent = _chain(sys._getframe(1))
+
+        def run(*a, **k):
+            local.parent = parent
+            try:
+                return fn(*a, **k)
+            finally:
+                local.parent = []
+
+        return submit(pool, run, *args, **kw)
+
+    real = batch_runner.programs
+
+    def traced_programs(game):
+        init, decide, step = real(game)
+
+        def traced_decide(*args):
+            seen.append(getattr(local, "parent", []) + _chain(sys._getframe(1)))
+            return decide(*args)
+
+        return init, traced_decide, step
+
+    monkeypatch.setattr(ThreadPoolExecutor, "submit", traced_submit)
+    monkeypatch.setattr(batch_runner, "programs", traced_programs)
+    with TestClient(create_app(tmp_path)) as client:
+        created = client.post("/api/arenas", json={**_cfg(), "seed": 3}).json()
+        owner, base = keys_of(created)[0], f"/api/arenas/{created['arenaId']}"
+        assert client.post(f"{base}/start", headers=owner).status_code == 200
+        assert client.post(f"{base}/tick", headers=owner).status_code == 200
+    assert len(seen) == 1, seen
+    path = seen[0][[i for i, f in enumerate(seen[0]) if f == "routes_arenas.tick"][0] :]
+    assert path[-1] == "batch_runner.LockstepBatch._decided", path  # the kernel work's frame
+    assert len(path) <= MAX_CALLS, path

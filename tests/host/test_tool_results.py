@@ -9,7 +9,7 @@ import json
 from payloads import SEED_LOGISTIC
 
 from bdpd_jax.host.agents.llm import LLMAgent
-from bdpd_jax.host.arena import Arena
+from bdpd_jax.host.live.arena import Arena
 
 
 def _cfg():

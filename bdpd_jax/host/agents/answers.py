@@ -1,4 +1,4 @@
-"""Free-text answers of an LLM player (issue 37 item 3; docs/semantics/live.md §15).
+"""Free-text answers of an LLM player (issue 37 item 3; docs/semantics/live/agents.md §15).
 
 GovSim reads a harvest from free text: the model reasons, then writes the amount after an
 ``Answer:`` marker, and the first whole number after it is the amount (GovSim

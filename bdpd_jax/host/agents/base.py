@@ -108,13 +108,13 @@ class AgentResult:
 
 @dataclass
 class Utterance:
-    """One answer in the discussion phase (docs/semantics/live.md §14): ``text`` (None: the
+    """One answer in the discussion phase (docs/semantics/live/agents.md §14): ``text`` (None: the
     player said nothing usable), the player it names to speak next (None: none), what went wrong."""
 
     text: str | None
     next_speaker: str | None = None
     error: str | None = None
-    end: bool = False  # the speaker ends the conversation (govsim protocol; docs/semantics/live.md §15)
+    end: bool = False  # the speaker ends the conversation (govsim protocol; docs/semantics/live/agents.md §15)
     record: dict[str, Any] | None = None  # what the utterance's record adds (``told``, ``raw``)
 
     def __post_init__(self) -> None:

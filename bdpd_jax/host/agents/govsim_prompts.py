@@ -1,4 +1,4 @@
-"""The prompts of a govsim-architecture LLM player (issue 37; docs/semantics/live.md §15).
+"""The prompts of a govsim-architecture LLM player (issue 37; docs/semantics/live/agents.md §15).
 
 What is asked follows GovSim's month (``persona_v3/cognition``: act, converse, store,
 reflect); every sentence here is this project's own. Each function returns the text of

@@ -13,8 +13,8 @@ import orjson
 
 from bdpd_jax.host.agents.base import Utterance, join_errors, valid_harvest
 from bdpd_jax.host.agents.transport import TransportError, loads_capped, too_deep
-from bdpd_jax.host.messages import MAX_MESSAGE_LEN
-from bdpd_jax.host.tools import (
+from bdpd_jax.host.live.messages import MAX_MESSAGE_LEN
+from bdpd_jax.host.live.tools import (
     HARVEST_TOOL,
     MAX_ANSWER_ENTRIES,
     SPEAK_TOOL,

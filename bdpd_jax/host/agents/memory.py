@@ -1,4 +1,4 @@
-"""A govsim-architecture LLM player's memory (issue 37 item 1; docs/semantics/live.md §15).
+"""A govsim-architecture LLM player's memory (issue 37 item 1; docs/semantics/live/agents.md §15).
 
 Each memory has a kind (``observation``, ``catch``, ``utterance``, ``summary``, ``limit``,
 ``reflection``), its text, the month it was made in, an importance from 1 to 10 (asked of

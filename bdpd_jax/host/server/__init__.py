@@ -38,8 +38,8 @@ from fastapi import FastAPI  # noqa: E402
 from fastapi.middleware.cors import CORSMiddleware  # noqa: E402
 
 from bdpd_jax.host.agents.js_pool import default_pool  # noqa: E402
-from bdpd_jax.host.operator import Operator  # noqa: E402
-from bdpd_jax.host.persist import clean_stale_tmp  # noqa: E402
+from bdpd_jax.host.live.operator import Operator  # noqa: E402
+from bdpd_jax.host.live.persist import clean_stale_tmp  # noqa: E402
 from bdpd_jax.host.server import (  # noqa: E402
     errors,
     routes_arenas,
@@ -67,7 +67,7 @@ def create_app(
     """The API app; arenas persist under ``root``.
 
     operator: the LLM credentials and endpoints joining players may use
-    (:class:`~bdpd_jax.host.operator.Operator`; default none). cors: allowed origins (``["*"]`` for any).
+    (:class:`~bdpd_jax.host.live.operator.Operator`; default none). cors: allowed origins (``["*"]`` for any).
     no_talk: the default of ``noTalk`` for new arenas. max_body_bytes: the request body limit (413
     above it). workers: kernel-bound arena work running at once (``live.Workers``; ticks waiting
     on HTTP / LLM players are not counted). group_ticks: auto-ticking arenas of built-in players

@@ -14,7 +14,7 @@ import ctypes
 import os
 from pathlib import Path
 
-from bdpd_jax.host.persist import fsync_path
+from bdpd_jax.host.live.persist import fsync_path
 
 #: more files than this in one sync: one syncfs of their file system (Linux) instead
 SYNCFS_ABOVE = 8

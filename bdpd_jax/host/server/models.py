@@ -3,12 +3,12 @@
 Every body is a pydantic model, so ``/openapi.json`` documents it and a bad field is refused
 before the route runs (a failed request changes nothing). The arena configuration itself is
 validated by :class:`bdpd_jax.config.game.ArenaConfig` (its models are reused here); the players
-of ``join`` by :class:`bdpd_jax.host.players.LivePlayerConfig`.
+of ``join`` by :class:`bdpd_jax.host.live.players.LivePlayerConfig`.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal, cast
+from typing import Any, ClassVar, Literal, cast
 
 from pydantic import ConfigDict, Field, StrictBool, model_validator
 
@@ -18,8 +18,8 @@ from bdpd_jax.config.game import ModelConfig, ObsVar
 
 # the longest pause between auto ticks: Infinity or 1e308 would sleep forever
 from bdpd_jax.config.limits import MAX_TICK_INTERVAL_MS, Id, Label, Name
-from bdpd_jax.host.arena import DEFAULT_PACT_SLOTS
-from bdpd_jax.host.governance_agent import GovernorSpec
+from bdpd_jax.host.live.arena import DEFAULT_PACT_SLOTS
+from bdpd_jax.host.live.governance_agent import GovernorSpec
 
 _BODY = ConfigDict(extra="forbid", allow_inf_nan=False)
 _OPEN = ConfigDict(extra="allow", allow_inf_nan=False)
@@ -52,7 +52,7 @@ class CreateArena(ConfigModel):
     discussion: DiscussionConfig | None = Field(
         None,
         description="talk between harvests: a report of every catch, then up to `rounds` utterances "
-        "(docs/semantics/live.md §14)",
+        "(docs/semantics/live/agents.md §14)",
     )
     seed: int | None = Field(None, ge=0, lt=2**32, description="random in [0, 2**32) when absent")
     no_talk: StrictBool | None = Field(None, description="default: the server's --no-talk")
@@ -75,26 +75,27 @@ class CreateArena(ConfigModel):
         "(docs/semantics.md, Governance plugins)",
     )
 
+    #: the server's options that are the Arena's own arguments (``arena_options``), not config
+    ARENA_OPTIONS: ClassVar[tuple[str, ...]] = (
+        "pact_slots",
+        "turns",
+        "perturbable",
+        "llm_cache",
+        "token_budget",
+        "governance_agent",
+    )
+
     def config(self) -> dict[str, Any]:
         """The arena configuration (what ``Arena`` validates), as given."""
-        out = self.model_dump(
-            mode="json",
-            exclude_unset=True,
-            exclude={
-                "seed",
-                "no_talk",
-                "pact_slots",
-                "turns",
-                "perturbable",
-                "llm_cache",
-                "token_budget",
-                "spectator_private_text",
-                "governance_agent",
-            },
-        )
+        server = {"seed", "no_talk", "spectator_private_text", *self.ARENA_OPTIONS}
+        out = self.model_dump(mode="json", exclude_unset=True, exclude=server)
         if self.players is not None:
             out["players"] = [p.model_dump(mode="json", exclude_unset=True) for p in self.players]
         return out
+
+    def arena_options(self) -> dict[str, Any]:
+        """The ``Arena(...)`` keyword arguments this payload gives (``ARENA_OPTIONS``)."""
+        return {k: getattr(self, k) for k in self.ARENA_OPTIONS}
 
 
 class Created(ConfigModel):

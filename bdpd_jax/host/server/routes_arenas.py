@@ -10,7 +10,7 @@ arena (404), one that waited behind a close or a resume finds the arena as it no
 request in the wrong state gets 409 (a tick: the arena's own check, ``Arena.atick``, whose
 ``ValueError("status: ...")`` errors.py answers with 409). A close or a delete does not wait
 behind a tick's players: while it waits, the tick in flight stops waiting on them
-(:func:`interrupting`, issue 35)."""
+(:func:`ending`, issue 35)."""
 
 from __future__ import annotations
 
@@ -18,17 +18,17 @@ import asyncio
 import secrets
 import uuid
 from collections.abc import AsyncIterator
-from contextlib import AbstractContextManager, asynccontextmanager, nullcontext
+from contextlib import asynccontextmanager, nullcontext
 from typing import Any
 
 from fastapi import APIRouter, Depends, HTTPException, Response
 from starlette.concurrency import run_in_threadpool
 
-from bdpd_jax.host._json import dumps_bytes
-from bdpd_jax.host.arena import Arena
-from bdpd_jax.host.arena_run import EVENTS_FILE
-from bdpd_jax.host.players import LivePlayerConfig
-from bdpd_jax.host.replay import replay
+from bdpd_jax.host.live._json import dumps_bytes
+from bdpd_jax.host.live.arena import Arena
+from bdpd_jax.host.live.arena_run import EVENTS_FILE
+from bdpd_jax.host.live.players import LivePlayerConfig
+from bdpd_jax.host.live.replay import replay
 from bdpd_jax.host.server import models as M
 from bdpd_jax.host.server.deps import Access, access, hub_of
 from bdpd_jax.host.server.durable import sync_files
@@ -37,11 +37,6 @@ from bdpd_jax.host.server.store import DiskArena, Hub
 
 router = APIRouter(prefix="/api/arenas", tags=["arenas"], responses=M.ERRORS)
 owner = access("owner")
-
-
-async def tick_once(hub: Hub, lv: LiveArena) -> dict[str, Any] | None:
-    """One tick of ``lv`` alone, published (``Ticker.tick_once``)."""
-    return await hub.ticker.tick_once(lv)
 
 
 def start_auto(hub: Hub, lv: LiveArena, interval_ms: float) -> None:
@@ -88,21 +83,17 @@ async def create(body: M.CreateArena, hub: Hub = Depends(hub_of)):
     hashes = {r: key_hash(k) for r, k in keys.items()}
 
     def make() -> Arena:
+        # fsync off: the ticker syncs each tick's lines (durable.py)
         arena = Arena(
             body.config(),
             seed=seed,
             no_talk=no_talk,
-            pact_slots=body.pact_slots,
-            turns=body.turns,
             arena_id=arena_id,
             out_dir=hub.root / arena_id,
-            perturbable=body.perturbable,
             operator=hub.operator,
-            governance_agent=body.governance_agent,
-            llm_cache=body.llm_cache,
-            token_budget=body.token_budget,
             fsync=False,
-        )  # the ticker syncs each tick's lines (durable.py)
+            **body.arena_options(),
+        )
         hub.write_auth(
             arena_id, hashes, body.spectator_private_text
         )  # only once the config is valid: a refused create leaves nothing
@@ -152,7 +143,7 @@ async def tick(acc: Access = Depends(owner), hub: Hub = Depends(hub_of)):
     validated again: ``M.Ticked`` documents it in the OpenAPI schema."""
     async with locked(hub, acc) as acc:
         lv = acc.live
-        rec = await tick_once(hub, lv)
+        rec = await hub.ticker.tick_once(lv)
         return Response(dumps_bytes({"tick": rec, **lv.public()}), media_type="application/json")
 
 
@@ -168,20 +159,20 @@ async def perturb(body: M.Perturb, acc: Access = Depends(owner), hub: Hub = Depe
         return fired
 
 
-def interrupting(acc: Access) -> AbstractContextManager[None]:
-    """While a close or delete waits for the arena, its tick in flight stops waiting on players
-    and its discussion ends (``Arena.interrupting``), so the owner is answered at once."""
-    return acc.arena.arena.interrupting() if isinstance(acc.arena, LiveArena) else nullcontext()
+@asynccontextmanager
+async def ending(hub: Hub, acc: Access) -> AsyncIterator[Access]:
+    """``locked`` for a close or a delete: while it waits for the arena, the arena's tick in
+    flight stops waiting on players and its discussion ends (``Arena.interrupting``), so the
+    owner is answered at once."""
+    live = acc.arena.arena if isinstance(acc.arena, LiveArena) else None
+    with live.interrupting() if live is not None else nullcontext():
+        async with locked(hub, acc) as acc:
+            yield acc
 
 
 @router.post("/{arena_id}/close", response_model=M.Summary, summary="Close; returns the report")
 async def close(acc: Access = Depends(owner), hub: Hub = Depends(hub_of)):
-    with interrupting(acc):
-        return await _close(acc, hub)
-
-
-async def _close(acc: Access, hub: Hub) -> dict[str, Any]:
-    async with locked(hub, acc) as acc:
+    async with ending(hub, acc) as acc:
         if isinstance(acc.arena, DiskArena):
             summ = acc.arena.summary()
             if summ is None:
@@ -204,12 +195,7 @@ async def _close(acc: Access, hub: Hub) -> dict[str, Any]:
 
 @router.delete("/{arena_id}", response_model=M.Deleted, summary="Delete from memory and disk")
 async def delete(acc: Access = Depends(owner), hub: Hub = Depends(hub_of)):
-    with interrupting(acc):
-        return await _delete(acc, hub)
-
-
-async def _delete(acc: Access, hub: Hub) -> dict[str, str]:
-    async with locked(hub, acc) as acc:
+    async with ending(hub, acc) as acc:
         a = acc.arena
         if isinstance(a, LiveArena):
             await stop_auto(hub, a)
@@ -251,4 +237,4 @@ async def resume(body: M.Resume, acc: Access = Depends(owner), hub: Hub = Depend
         return {**lv.public(), "tickMode": body.tick_mode}
 
 
-__all__ = ["router", "tick_once", "locked"]
+__all__ = ["router", "locked"]

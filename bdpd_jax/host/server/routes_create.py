@@ -6,7 +6,7 @@ registered built-in strategy, ``kernels.policies.BUILTINS``). The page restates 
 
 The governance presets' numbers are illustrative, not from a paper: a cap of 2 per turn on a
 commons of 150 regrowing at 0.12 is under the regrowth four players can sustain, and the
-ladder ``[1, 3, 10]`` is the one the issue's trial used (docs/semantics/live.md "Presets").
+ladder ``[1, 3, 10]`` is the one the issue's trial used (docs/semantics/live/server.md "Presets").
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
 from bdpd_jax.config import perturbations as specs
-from bdpd_jax.host.replay import load_lines
+from bdpd_jax.host.live.replay import load_lines
 from bdpd_jax.host.server import models as M
 from bdpd_jax.host.server import views
 from bdpd_jax.host.server.deps import Access, access, hub_of
@@ -97,7 +97,7 @@ def _players(a: LiveArena | DiskArena) -> list[dict[str, Any]]:
 async def dashboard_tables(acc: Viewer, hub: HubDep):
     """Owner and spectator see the same rows, but a spectator sees a private message's
     sender, recipient and turn, not its text, unless the owner chose so at create
-    (docs/semantics/live.md); no key and no meta leave here. The files and the history are
+    (docs/semantics/live/server.md); no key and no meta leave here. The files and the history are
     read in a worker thread, never on the event loop (a long turns.jsonl must not hold up
     every other request, issue 35)."""
     a = acc.arena

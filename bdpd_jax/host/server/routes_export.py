@@ -104,7 +104,7 @@ def messages_frame(records: list[dict[str, Any]], arena: int, hide: bool) -> pd.
 
 def frame_of(folder: Path, name: str, hide: bool) -> pd.DataFrame:
     """The frame ``name`` of the arena in ``folder`` (blocking reads: run it in a worker)."""
-    from bdpd_jax.host.replay import load as read_arena
+    from bdpd_jax.host.live.replay import load as read_arena
     from bdpd_jax.loader import load_live
 
     if name == "messages":

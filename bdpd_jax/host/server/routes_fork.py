@@ -1,7 +1,7 @@
 """Forks of a served arena ("what if"): ``POST /api/arenas/{id}/fork`` and the fork's frames.
 
 A fork continues the arena's state at a turn as a batch of arenas (``bdpd_jax.fork``,
-docs/semantics/live.md "Forks"). The owner or a spectator asks; the size is bounded
+docs/semantics/live/arena.md "Forks"). The owner or a spectator asks; the size is bounded
 (replicates x turns x players, ``MAX_FORK_CELLS``; a 400 names the numbers) and forks run
 one at a time in a worker process of their own, niced from its spawn on, so the
 event loop, ``/api/health`` and the other arenas' ticks keep their threads and their
@@ -33,7 +33,7 @@ from pydantic import ConfigDict, Field
 
 from bdpd_jax.config.base import ConfigModel
 from bdpd_jax.config.limits import Id, Label, Name
-from bdpd_jax.host.fork_job import ANSWER_FILE, FORKS_DIR, init_worker, run_fork
+from bdpd_jax.host.live.fork_job import ANSWER_FILE, FORKS_DIR, init_worker, run_fork
 from bdpd_jax.host.server import models as M
 from bdpd_jax.host.server.deps import Access, access, hub_of
 from bdpd_jax.host.server.live import LiveArena

@@ -24,10 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from bdpd_jax.config.files import MAX_META_BYTES, read_text
-from bdpd_jax.host.arena_meta import FolderMeta, read_meta
-from bdpd_jax.host.operator import Operator
-from bdpd_jax.host.persist import atomic_write_json, read_jsonl
-from bdpd_jax.host.replay import turn_records
+from bdpd_jax.host.live.operator import Operator
+from bdpd_jax.host.live.persist import atomic_write_json, read_jsonl
+from bdpd_jax.host.live.replay import FolderMeta, read_meta, turn_records
 from bdpd_jax.host.server.live import LiveArena, Workers, role_of
 from bdpd_jax.host.server.ticker import Ticker
 

@@ -22,7 +22,7 @@ The scheduler is one task on the server's event loop, the process's only loop; k
 runs in the hub's worker threads, so ``/api/health`` is never queued behind a tick. A group
 tick, or the tick of an arena that waits on no one, runs whole in a worker (holding one
 ``--workers`` slot; nothing suspends, so it runs without an event loop,
-``batch_runner.drive``). An arena that waits on someone ticks on the server's loop
+``sync_loop.drive``). An arena that waits on someone ticks on the server's loop
 (:meth:`Ticker.astep`): its players are awaited there and its kernel work is offloaded to the
 workers, a slot per piece. A group tick holds every member's locks (taken in arena-id order) while it runs, so
 owner requests (perturb, summary, close) on a member wait for it, as for one arena.
@@ -41,10 +41,9 @@ from collections.abc import Callable, Hashable
 from contextlib import ExitStack
 from typing import Any
 
-from bdpd_jax.host.arena import Arena
-from bdpd_jax.host.batch_runner import drive
-from bdpd_jax.host.live_batch import freeze_history
-from bdpd_jax.host.offload import Offload
+from bdpd_jax.host.live.arena import Arena
+from bdpd_jax.host.live.live_batch import freeze_history
+from bdpd_jax.host.live.sync_loop import Offload, drive
 from bdpd_jax.host.server.durable import sync_files
 from bdpd_jax.host.server.live import LiveArena, Workers
 

@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bdpd_jax.host.registry import num
+from bdpd_jax.host.live.registry import num
 from bdpd_jax.kernels.game import Game
 from bdpd_jax.kernels.outcomes import outcomes
 from bdpd_jax.kernels.sustainability import f0 as f0_of
@@ -18,7 +18,7 @@ from bdpd_jax.results import schema
 from bdpd_jax.results.victory import report
 
 if TYPE_CHECKING:
-    from bdpd_jax.host.arena_run import ArenaRun
+    from bdpd_jax.host.live.arena_run import ArenaRun
 
 
 def summary(run: ArenaRun, st, status: str) -> dict[str, Any]:

@@ -1,5 +1,5 @@
 """The discussion phase of a live arena (GovSim's moderated conversation; config
-``discussion``, :mod:`bdpd_jax.config.discussion`; docs/semantics/live.md §14).
+``discussion``, :mod:`bdpd_jax.config.discussion`; docs/semantics/live/agents.md §14).
 
 After a harvest that does not end the game, every player sees a report of everyone's catch,
 then up to ``rounds`` utterances, each one visible to every player. The speakers are the
@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 from bdpd_jax.config.discussion import MAX_DISCUSSION_ROUNDS
 from bdpd_jax.host.agents.base import Utterance
-from bdpd_jax.host.interrupt import ConversationCut
+from bdpd_jax.host.live.interrupt import ConversationCut
 
 if TYPE_CHECKING:
-    from bdpd_jax.host.arena_run import ArenaRun
+    from bdpd_jax.host.live.arena_run import ArenaRun
 
 #: agent kinds (as records show them) that speak in the discussion
 SPEAKING_KINDS: tuple[str, ...] = ("llm", "scripted")
@@ -72,7 +72,7 @@ async def discuss(run: ArenaRun, line: dict[str, Any], *, timed: bool = False) -
     nothing when the arena has no discussion. The speakers are asked one at a time, each
     under its own deadline; an error counts in the summary's ``errors``. ``timed`` (on an
     event loop): the whole conversation ends at ``deadlineMs`` or when the owner closes or
-    deletes the arena, the utterance in flight dropped (``cut``: host/interrupt.py)."""
+    deletes the arena, the utterance in flight dropped (``cut``: host/live/interrupt.py)."""
     cfg = run.config.discussion
     if cfg is None or not cfg.on:
         return

@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bdpd_jax.host.discussion import last_discussion
-from bdpd_jax.host.registry import nums
+from bdpd_jax.host.live.discussion import last_discussion
+from bdpd_jax.host.live.registry import nums
 from bdpd_jax.kernels.params import OBS_VARS, PEER_VARS
 
 if TYPE_CHECKING:
-    from bdpd_jax.host.arena_run import ArenaRun
+    from bdpd_jax.host.live.arena_run import ArenaRun
 
 
 def envelopes(run: ArenaRun, players: list[str], obs: dict[str, np.ndarray], turn: int) -> dict[str, dict[str, Any]]:

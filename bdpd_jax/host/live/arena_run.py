@@ -2,15 +2,17 @@
 
 It is the ONE owner of the arena's kernel state (``state``: numpy leaves, no batch axis) for
 the arena's whole life: a lockstep batch stacks its members' states into one kernel call and
-writes each new state back here (stack in, split out); nothing keeps it between ticks.
+writes each new state back here (stack in, split out); nothing keeps it between ticks. It
+holds the arena's one ``PreparedRun`` (config, game, params, spec ids, sanction specs), read
+through it, never derived again.
 
 The collaborators of a live arena take it as an explicit input, never the Arena:
-:class:`~bdpd_jax.host.batch_runner.LockstepBatch` (the turn),
-:func:`~bdpd_jax.host.dispatch.dispatch_tool` (the tools),
-:func:`~bdpd_jax.host.records.turn_record` (turn records and the summary's counts),
-:func:`~bdpd_jax.host.envelope.envelopes` (what an external player decides on),
-:func:`~bdpd_jax.host.governance_agent.govern` (the owner's governance agent) and
-:func:`~bdpd_jax.host.owner_perturb.fire_perturbation`. They change it only through its
+:class:`~bdpd_jax.host.live.batch_runner.LockstepBatch` (the turn),
+:func:`~bdpd_jax.host.live.dispatch.dispatch_tool` (the tools),
+:func:`~bdpd_jax.host.live.records.turn_record` (turn records and the summary's counts),
+:func:`~bdpd_jax.host.live.envelope.envelopes` (what an external player decides on),
+:func:`~bdpd_jax.host.live.governance_agent.govern` (the owner's governance agent) and
+:func:`~bdpd_jax.host.live.owner_perturb.fire_perturbation`. They change it only through its
 methods.
 """
 
@@ -27,23 +29,22 @@ import jax.numpy as jnp
 import numpy as np
 
 from bdpd_jax.config.game import ArenaConfig
-from bdpd_jax.config.perturbations import arena_specs
-from bdpd_jax.host.action_budget import ActionBudget
-from bdpd_jax.host.arena_llm import ArenaLLM
-from bdpd_jax.host.interrupt import Interrupt
-from bdpd_jax.host.messages import MessageBus
-from bdpd_jax.host.persist import JsonlWriter
-from bdpd_jax.host.players import LivePlayerConfig
-from bdpd_jax.host.programs import EXTERNAL, has_governance, programs
-from bdpd_jax.host.registry import PactRegistry
+from bdpd_jax.host.live.action_budget import ActionBudget
+from bdpd_jax.host.live.arena_llm import ArenaLLM
+from bdpd_jax.host.live.interrupt import Interrupt
+from bdpd_jax.host.live.messages import MessageBus
+from bdpd_jax.host.live.persist import JsonlWriter
+from bdpd_jax.host.live.players import LivePlayerConfig
+from bdpd_jax.host.live.programs import EXTERNAL, has_governance, programs
+from bdpd_jax.host.live.registry import PactRegistry
 from bdpd_jax.kernels import rng
 from bdpd_jax.kernels.game import Game
 from bdpd_jax.kernels.governance import NAME as GOV
 from bdpd_jax.kernels.params import Params
-from bdpd_jax.prepare.governance import sanction_specs
+from bdpd_jax.prepare.prepared import PreparedRun
 
 if TYPE_CHECKING:
-    from bdpd_jax.host.governance_agent import Governor
+    from bdpd_jax.host.live.governance_agent import Governor
 
 #: the per-player counts summary.json reports, each starting at 0
 STAT_KEYS: dict[str, float] = {"totalHarvest": 0.0, "fallbacks": 0, "errors": 0, "violations": 0, "sanctions": 0.0}
@@ -69,18 +70,15 @@ class ArenaRun:
     """The running game of one live arena (built once by ``Arena.start``)."""
 
     arena_id: str
-    config: ArenaConfig
+    prepared: PreparedRun  # the one preparation: config, game, params (max_turns the arena's), spec ids
     specs: list[LivePlayerConfig]  # [N] fixed at start (a resume swaps an external player's spec)
     shown_kinds: dict[str, str]  # name -> kind shown for a replayed (scripted) player
     no_talk: bool
-    game: Game
-    params: Params  # max_turns set to the arena's
     key: jax.Array  # uint32[2] rng.arena_key(seed, arena_index)
     external: np.ndarray  # bool[N] players asked from outside
     bus: MessageBus
     registry: PactRegistry | None  # None without a governance layer
     agents: list[Any]  # [N] an agent per external player, None for builtins
-    spec_ids: list[str]  # the config's perturbation spec ids, in slot order
     created: str  # ISO time of start (meta.json createdAt)
     writer: JsonlWriter | None  # turns.jsonl (None: not persisted)
     records: deque[dict[str, Any]]  # the last keep_records turn records
@@ -101,7 +99,7 @@ class ArenaRun:
     kernel_tree: Any = None
     _state: Any = None  # the tree of kernel_leaves, once read
     units: float = 1.0  # stock units per harvest unit (an agent's fallback is scaled by it)
-    llm: ArenaLLM | None = None  # the LLM players' tokens and budget (host/arena_llm.py)
+    llm: ArenaLLM | None = None  # the LLM players' tokens and budget (host/live/arena_llm.py)
     interrupt: Interrupt = dataclasses.field(default_factory=Interrupt)  # the owner's close / delete
 
     def __post_init__(self) -> None:
@@ -144,14 +142,33 @@ class ArenaRun:
         )
 
     @property
+    def config(self) -> ArenaConfig:
+        """The kernels' config (external players on the placeholder policy)."""
+        return self.prepared.config
+
+    @property
+    def game(self) -> Game:
+        return self.prepared.game
+
+    @property
+    def params(self) -> Params:
+        """The kernel params (no batch axis), ``max_turns`` the arena's."""
+        return self.prepared.params
+
+    @property
+    def spec_ids(self) -> tuple[str, ...]:
+        """The config's perturbation spec ids, in slot order."""
+        return self.prepared.spec_ids
+
+    @property
+    def sanction_specs(self) -> tuple[Any, ...]:
+        """The config's sanction specs (the record's provenance), listed once per preparation."""
+        return self.prepared.sanctions
+
+    @property
     def max_turns(self) -> int:
         """The turn the game ends at (the kernel params' ``max_turns``)."""
         return int(self.params.max_turns)
-
-    @functools.cached_property
-    def sanction_specs(self) -> tuple[Any, ...]:
-        """The config's sanction specs (the record's provenance), listed once per run."""
-        return tuple(sanction_specs(self.config))
 
     @functools.cached_property
     def external_index(self) -> int:
@@ -163,14 +180,12 @@ class ArenaRun:
         cls,
         *,
         arena_id: str,
-        config: ArenaConfig,
+        prepared: PreparedRun,
         specs: list[LivePlayerConfig],
         shown_kinds: dict[str, str],
         no_talk: bool,
         seed: int,
         arena_index: int,
-        game: Game,
-        params: Params,
         agents: list[Any],
         keep_records: int | None,
         governor: Governor | None = None,
@@ -181,20 +196,17 @@ class ArenaRun:
         players = [s.player_id for s in specs]
         return cls(
             arena_id=arena_id,
-            config=config,
+            prepared=prepared,
             specs=list(specs),
             shown_kinds=shown_kinds,
             no_talk=no_talk,
-            game=game,
-            params=params,
             key=rng.arena_key(seed, arena_index),
             external=np.asarray([s.external for s in specs], bool),
             bus=MessageBus(seed=f"{seed}:{arena_index}", known_players=players),
-            registry=PactRegistry(params.extra[GOV].pacts0, players, seed, arena_index)
-            if has_governance(game)
+            registry=PactRegistry(prepared.params.extra[GOV].pacts0, players, seed, arena_index)
+            if has_governance(prepared.game)
             else None,
             agents=agents,
-            spec_ids=[sp.id for sp in arena_specs(config)],
             created=utc_now(),
             writer=None,
             records=deque(maxlen=keep_records),

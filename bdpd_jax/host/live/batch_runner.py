@@ -1,64 +1,51 @@
 """``LockstepBatch``: live arenas of one Game advanced in lockstep, one batched kernel call per
-phase per turn; shared by :class:`~bdpd_jax.host.arena.Arena` and
-:class:`~bdpd_jax.host.live_batch.LiveBatch`. It works on each arena's run state
-(:class:`~bdpd_jax.host.arena_run.ArenaRun`), never on the Arena.
+phase per turn; shared by :class:`~bdpd_jax.host.live.arena.Arena` and
+:class:`~bdpd_jax.host.live.live_batch.LiveBatch`. It works on each arena's run state
+(:class:`~bdpd_jax.host.live.arena_run.ArenaRun`), never on the Arena.
 
 It holds no arena's kernel state: each tick stacks the owners' states in and writes each new
 one back (stack in, split out). One tick, :meth:`LockstepBatch.tick`, is the path written in
-docs/semantics/live.md "The tick path": stack in, kernel ``decide_phase`` (one jitted call),
+docs/semantics/live/arena.md "The tick path": stack in, kernel ``decide_phase`` (one jitted call),
 each pact table adopted once, every external player asked at once (``asyncio.gather``), their
-validated tool actions dispatched in player order (:func:`~bdpd_jax.host.dispatch.dispatch_tool`),
+validated tool actions dispatched in player order (:func:`~bdpd_jax.host.live.dispatch.dispatch_tool`),
 kernel ``step_phase`` (one jitted call), split out, one turn record per arena (with its
 discussion), appended to ``turns.jsonl`` and returned.
 
 The waits (agents, speakers) are awaited on the caller's event loop; the kernel work between
-them goes through the tick's ``offload`` (:mod:`~bdpd_jax.host.offload`: inline by default, a
+them goes through the tick's ``offload`` (:mod:`~bdpd_jax.host.live.sync_loop`: inline by default, a
 worker thread in the server), so one event loop serves every tick of a process.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Coroutine
 from functools import partial
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bdpd_jax.host.agent_calls import ask_agent, each
 from bdpd_jax.host.agents.base import AgentResult, fallback_harvest
-from bdpd_jax.host.arena_run import unbatch
-from bdpd_jax.host.dispatch import dispatch_tool
-from bdpd_jax.host.envelope import envelopes
-from bdpd_jax.host.governance_agent import govern
-from bdpd_jax.host.govsim_talk import after_harvest
-from bdpd_jax.host.interrupt import INTERRUPTED
-from bdpd_jax.host.offload import Offload, inline
-from bdpd_jax.host.programs import has_governance, programs
-from bdpd_jax.host.records import record_rows, turn_record
+from bdpd_jax.host.live.agent_calls import ask_agent, each
+from bdpd_jax.host.live.arena_run import unbatch
+from bdpd_jax.host.live.dispatch import dispatch_tool
+from bdpd_jax.host.live.envelope import envelopes
+from bdpd_jax.host.live.governance_agent import govern
+from bdpd_jax.host.live.govsim_talk import after_harvest
+from bdpd_jax.host.live.interrupt import INTERRUPTED
+from bdpd_jax.host.live.programs import has_governance, programs
+from bdpd_jax.host.live.records import record_rows, turn_record
+from bdpd_jax.host.live.sync_loop import Offload, inline
 from bdpd_jax.kernels.plugins import NAME
 from bdpd_jax.kernels.state import still_playing
 from bdpd_jax.kernels.sustainability import acting
 
 if TYPE_CHECKING:
-    from bdpd_jax.host.arena_run import ArenaRun
+    from bdpd_jax.host.live.arena_run import ArenaRun
 
 
 T = TypeVar("T")
-
-
-def drive(coro: Coroutine[Any, Any, T]) -> T:
-    """Run ``coro`` to its end without an event loop. For a tick that waits on no one (built-in
-    players only, no governance agent: :attr:`LockstepBatch.waits` False): it never suspends, so
-    it needs no loop of its own. RuntimeError if it does suspend."""
-    try:
-        coro.send(None)
-    except StopIteration as stop:
-        return stop.value
-    coro.close()
-    raise RuntimeError("drive: the coroutine waited on something; run it on an event loop")
 
 
 def _stack(trees: list):
@@ -100,7 +87,7 @@ class LockstepBatch:
         self._external = [[i for i, s in enumerate(r.specs) if s.external] for r in self.runs]
         self._active_from = np.asarray(self.params.players.active_from)  # int32[N, B]: asked from that turn on
         #: whether a tick can wait on anyone (a code, HTTP or LLM player, an HTTP or LLM
-        #: governance agent); if not, it runs without an event loop (:func:`drive`)
+        #: governance agent); if not, it runs without an event loop (``sync_loop.drive``)
         self.waits = any(s.waits for r in self.runs for s in r.specs) or any(
             r.governor is not None and r.governor.waits for r in self.runs
         )
@@ -121,32 +108,30 @@ class LockstepBatch:
                 r.set_leaves([x[..., b] for x in leaves])
 
     async def tick(self, offload: Offload = inline) -> None:
-        """One turn of every arena still playing; its kernel work through ``offload``."""
+        """One turn of every arena still playing. Awaited here: the governance agents, the
+        players, the speakers; the kernel work between them goes through ``offload`` (3 calls
+        a tick, 4 with a governance agent). Written as one method so that a route's tick
+        reaches the kernel in <= 10 calls (counted by tests/host/test_tick_path.py)."""
         runs = self.runs
         if all(r.done for r in runs):
             return
         for r in runs:
             r.set_in_tick(True)
         try:
-            await self._tick(offload)
+            state = None
+            if any(r.governor is not None for r in runs):  # the owners' governance agents act first
+                state = await govern(await offload(self.stacked_state), runs, offload)
+            sb, begun, ahead, seen = await offload(self._decided, state)
+            by_arena, overridden = await self._ask(*seen)
+            lines = await offload(self._played, sb, begun, ahead, by_arena, overridden)
+            talks = [after_harvest(r, line, end, timed=self.waits) for r, line, end in lines]
+            await each(talks, self.waits)  # arenas talk at once
+            await offload(self._keep, lines)
         finally:
             for r in runs:
                 r.set_in_tick(False)
                 if r.registry is not None:
                     r.registry.release()
-
-    async def _tick(self, offload: Offload) -> None:
-        """Awaited here: the governance agents, the players, the speakers; the kernel work
-        between them goes through ``offload`` (3 calls a tick, 4 with a governance agent)."""
-        state = None
-        if any(r.governor is not None for r in self.runs):  # the owners' governance agents act first
-            state = await govern(await offload(self.stacked_state), self.runs, offload)
-        sb, begun, ahead, seen = await offload(self._decided, state)
-        by_arena, overridden = await self._ask(*seen)
-        lines = await offload(self._played, sb, begun, ahead, by_arena, overridden)
-        talks = [after_harvest(r, line, end, timed=self.waits) for r, line, end in lines]
-        await each(talks, self.waits)  # arenas talk at once
-        await offload(self._keep, lines)
 
     def _decided(self, state):
         """Stack in (unless ``state`` is given), the decide phase, and what asking the players
@@ -225,7 +210,7 @@ class LockstepBatch:
                     s.agent_type,
                     pool=None if pool is None else float(pool[b]),
                 )
-                if self.waits:  # the owner's close or delete ends the wait (host/interrupt.py)
+                if self.waits:  # the owner's close or delete ends the wait (host/live/interrupt.py)
                     job = r.interrupt.race(job, partial(_interrupted, float(wealth[i, b])))
                 jobs.append(job)
                 where.append((b, i))
@@ -319,4 +304,4 @@ def with_sanction_intents(sb, runs: list[ArenaRun]):
     return dataclasses.replace(sb, extra={**sb.extra, NAME: tuple(mems)})
 
 
-__all__ = ["drive", "LockstepBatch", "with_sanction_intents"]
+__all__ = ["LockstepBatch", "with_sanction_intents"]

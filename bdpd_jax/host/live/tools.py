@@ -15,7 +15,7 @@ from typing import Any
 
 from bdpd_jax.config.limits import short_repr, to_float
 from bdpd_jax.config.terms import parse_terms, terms_schema
-from bdpd_jax.host.messages import MAX_MESSAGE_LEN, truncate_text
+from bdpd_jax.host.live.messages import MAX_MESSAGE_LEN, truncate_text
 
 MAX_ID_CHARS: int = 128  # player and pact ids named in an action
 
@@ -32,7 +32,7 @@ MESSAGE_TOOLS: tuple[str, ...] = ("broadcast", "send_private", "announce_intende
 #: governance tool, offered when the arena runs a ``voluntary_sanction`` plugin (not talk:
 #: ``--no-talk`` keeps it)
 SANCTION_TOOL: str = "sanction"
-#: the discussion phase's tool, offered when the arena talks between harvests (docs/semantics/live.md §14)
+#: the discussion phase's tool, offered when the arena talks between harvests (docs/semantics/live/agents.md §14)
 SPEAK_TOOL: str = "speak"
 MAX_UTTERANCE_CHARS: int = 1000  # an utterance is truncated past this (as messages are past MAX_MESSAGE_LEN)
 

@@ -18,9 +18,9 @@ from __future__ import annotations
 import gc
 from typing import Any
 
-from bdpd_jax.host.arena import Arena
-from bdpd_jax.host.batch_runner import LockstepBatch
-from bdpd_jax.host.sync_loop import SyncLoop
+from bdpd_jax.host.live.arena import Arena
+from bdpd_jax.host.live.batch_runner import LockstepBatch
+from bdpd_jax.host.live.sync_loop import SyncLoop, run_to_end
 
 
 class LiveBatch:
@@ -55,12 +55,10 @@ class LiveBatch:
 
     async def arun(self, max_ticks: int | None = None) -> list[dict[str, Any]]:
         """Tick until every arena is over (or ``max_ticks``), then close them; summaries."""
-        k = 0
-        while not self.done and (max_ticks is None or k < max_ticks):
-            await self.atick()
-            k += 1
-        if self.done:
-            return await self.aclose()
+        return await run_to_end(self, max_ticks)
+
+    def summary(self) -> list[dict[str, Any]]:
+        """Every arena's summary (``Arena.summary``)."""
         return [a.summary() for a in self.arenas]
 
     def tick(self) -> list[dict[str, Any] | None]:

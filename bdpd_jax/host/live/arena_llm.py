@@ -27,11 +27,11 @@ from typing import Any, Protocol
 from bdpd_jax.host.agents.llm_cache import ResponseCache
 from bdpd_jax.host.agents.llm_client import LLMCalls, TokenAccount, Usage
 from bdpd_jax.host.agents.llm_limits import limiter_for
-from bdpd_jax.host.operator import Operator
+from bdpd_jax.host.live.operator import Operator
 
 
 class ArenaRun(Protocol):
-    """What this module reads of an arena's run (``host.arena_run.ArenaRun``, which holds an
+    """What this module reads of an arena's run (``host.live.arena_run.ArenaRun``, which holds an
     ``ArenaLLM``: named here, not imported, so the two modules do not import each other)."""
 
     @property

@@ -146,7 +146,7 @@ MAX_REQUESTS_PER_MINUTE: float = 6e6
 
 
 class LLMEndpoint(ConfigModel):
-    """One model server's limits (docs/semantics/live.md, operator's file): the calls of every
+    """One model server's limits (docs/semantics/live/agents.md, operator's file): the calls of every
     arena of the process to a URL under ``baseUrl``."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)

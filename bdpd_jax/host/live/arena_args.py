@@ -1,16 +1,22 @@
-"""The checks of a live arena's creation arguments (``Arena(...)``) and of a joining player,
-apart from the arena so that its module holds the lifecycle and the turn. ValueError names
-the bad argument."""
+"""A live arena's inputs, apart from the arena so that its module holds the lifecycle and the
+turn: its creation arguments (``Arena(...)``) and each joining player checked (ValueError
+names the bad argument), and its one preparation at start: the kernel config (external
+players on the placeholder policy) prepared with the live options, the ``PreparedRun`` the
+arena's run holds for its life and a fork starts from."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 from bdpd_jax.config.base import wire_name
 from bdpd_jax.config.game import ArenaConfig, PlayerConfig
 from bdpd_jax.config.limits import ARENA_INDEX_LIMIT, MAX_PACT_SLOTS, check_int, check_magnitudes, check_run_args
-from bdpd_jax.host.operator import Operator
-from bdpd_jax.host.players import LivePlayerConfig, player_timeout_ms
+from bdpd_jax.host.live.operator import Operator
+from bdpd_jax.host.live.players import LivePlayerConfig, player_timeout_ms
+from bdpd_jax.host.live.programs import EXTERNAL
+from bdpd_jax.prepare.prepared import LiveOptions, PreparedRun, prepare
 
 
 def arena_inputs(
@@ -66,4 +72,46 @@ def joining_player(
     return spec
 
 
-__all__ = ["arena_inputs", "joining_player"]
+#: what the kernels read of every player's spec; a builtin's own settings besides
+KERNEL_FIELDS = ("name", "private_resource", "active_from")
+BUILTIN_FIELDS = ("intensity", "reduction_factor", "talk")
+
+
+def kernel_config(config: ArenaConfig, specs: list[LivePlayerConfig]) -> ArenaConfig:
+    """The kernels' view: builtins as configured, external players on the placeholder."""
+    players = [
+        PlayerConfig(
+            strategy=EXTERNAL if s.external else s.strategy,
+            **{k: getattr(s, k) for k in KERNEL_FIELDS + (() if s.external else BUILTIN_FIELDS)},
+        )
+        for s in specs
+    ]
+    data = {k: getattr(config, k) for k in ArenaConfig.model_fields if k != "players"}
+    return ArenaConfig.model_validate({**data, "players": players})
+
+
+def prepare_live(
+    kcfg: ArenaConfig,
+    external: np.ndarray,
+    *,
+    uses_tools: bool,
+    pact_slots: int,
+    generator: str,
+    perturbable: bool,
+    max_turns: int,
+) -> PreparedRun:
+    """A live arena's one preparation (``bdpd_jax.prepare``) with the live options passed in.
+    ``external``: bool[N], the players asked from outside; ``uses_tools``: some external
+    player talks (the pact table takes proposals at any turn). With no external talker this
+    is exactly the batched build."""
+    live = LiveOptions(
+        external=tuple(bool(x) for x in np.asarray(external, bool)),
+        uses_tools=uses_tools,
+        pact_slots=int(pact_slots),
+        perturbable=perturbable,
+        max_turns=int(max_turns),
+    )
+    return prepare(kcfg, generator=generator, live=live)
+
+
+__all__ = ["arena_inputs", "joining_player", "kernel_config", "prepare_live"]

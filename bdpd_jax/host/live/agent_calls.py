@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 from bdpd_jax.config.game import PlayerConfig
 from bdpd_jax.host.agents.base import AgentResult, fallback_harvest
 from bdpd_jax.host.agents.http import make_client
-from bdpd_jax.host.players import LivePlayerConfig
+from bdpd_jax.host.live.players import LivePlayerConfig
 
 T = TypeVar("T")
 
@@ -52,7 +52,7 @@ async def ask_agent(agent, env: dict[str, Any], wealth: float, kind: str, pool: 
 async def each(jobs: list[Coroutine[Any, Any, T]], at_once: bool) -> list[T]:
     """The results of ``jobs``, in order: run at once (``asyncio.gather``) when ``at_once`` (some
     may wait), else one after the other (none suspends, so none needs an event loop:
-    ``batch_runner.drive``)."""
+    ``sync_loop.drive``)."""
     if at_once and jobs:
         return list(await asyncio.gather(*jobs))
     return [await job for job in jobs]

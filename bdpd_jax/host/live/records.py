@@ -1,7 +1,7 @@
 """One turn record of a live arena (a line of ``turns.jsonl``, 004_* A.1).
 
 :func:`turn_record` builds the record of one turn from the arena's run state
-(:class:`~bdpd_jax.host.arena_run.ArenaRun`): the decisions (with the external agents'
+(:class:`~bdpd_jax.host.live.arena_run.ArenaRun`): the decisions (with the external agents'
 calls), the turn's messages, tool results, pacts, violations, sanctions, errors, metrics and
 perturbations; it adds to the run's per-player counts for ``summary.json`` (``ArenaRun.count``).
 """
@@ -16,7 +16,7 @@ import numpy as np
 
 from bdpd_jax.config.plugins import reason_name
 from bdpd_jax.host.agents.base import AgentResult
-from bdpd_jax.host.registry import num, nums
+from bdpd_jax.host.live.registry import num, nums
 from bdpd_jax.kernels import pacts as P
 from bdpd_jax.kernels import perturb as pk
 from bdpd_jax.kernels.governance import NAME as GOV
@@ -26,7 +26,7 @@ from bdpd_jax.results.governance import layer_record
 from bdpd_jax.results.perturbations import perturb_record, target_label
 
 if TYPE_CHECKING:
-    from bdpd_jax.host.arena_run import ArenaRun
+    from bdpd_jax.host.live.arena_run import ArenaRun
 
 
 def sanction_rows(run: ArenaRun, t: int, g: dict, rec_extra: dict) -> list[dict[str, Any]]:
@@ -119,7 +119,7 @@ class TurnRow:
 def record_rows(rec) -> list[TurnRow]:
     """Per arena, the values :func:`turn_record` reads from a batched kernel turn record
     (numpy leaves, batch axis last), converted column by column once per tick (the values of
-    :func:`~bdpd_jax.host.registry.num`): floats (None for NaN), bools, ints as Python
+    :func:`~bdpd_jax.host.live.registry.num`): floats (None for NaN), bools, ints as Python
     objects, ``extra`` (the layers' records) and ``actual_np`` as numpy slices."""
     nb = np.shape(rec.turn)[-1]
     cols = {k: nums(np.asarray(getattr(rec, k)).T) for k in _PLAYER_FLOATS}  # [N, B] -> per arena [N]
@@ -152,7 +152,7 @@ def _arena_slice(tree: Any, b: int) -> Any:
 
 
 #: decision fields an agent may add (``AgentResult.record``): a text answer's raw text and
-#: parsed value, and what a govsim-architecture model was told and answered (live.md §15)
+#: parsed value, and what a govsim-architecture model was told and answered (live/agents.md §15)
 AGENT_RECORD_KEYS: tuple[str, ...] = ("answer", "told")
 
 

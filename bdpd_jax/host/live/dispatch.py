@@ -1,22 +1,22 @@
 """The six talk tools of a live arena (003_* tool table): one action of one player.
 
 :func:`dispatch_tool` acts on the arena's run state
-(:class:`~bdpd_jax.host.arena_run.ArenaRun`): messages go on its
-:class:`~bdpd_jax.host.messages.MessageBus`, pact writes into its
-:class:`~bdpd_jax.host.registry.PactRegistry`. An invalid action returns ``ok: false`` with a
+(:class:`~bdpd_jax.host.live.arena_run.ArenaRun`): messages go on its
+:class:`~bdpd_jax.host.live.messages.MessageBus`, pact writes into its
+:class:`~bdpd_jax.host.live.registry.PactRegistry`. An invalid action returns ``ok: false`` with a
 ``reason`` and changes nothing. A player's own actions (during a turn) count against its
-:class:`~bdpd_jax.host.action_budget.ActionBudget`.
+:class:`~bdpd_jax.host.live.action_budget.ActionBudget`.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from bdpd_jax.host.action_budget import ActionBudget
-from bdpd_jax.host.tools import SANCTION_TOOL, TALK_TOOLS, validate_action
+from bdpd_jax.host.live.action_budget import ActionBudget
+from bdpd_jax.host.live.tools import SANCTION_TOOL, TALK_TOOLS, validate_action
 
 if TYPE_CHECKING:
-    from bdpd_jax.host.arena_run import ArenaRun
+    from bdpd_jax.host.live.arena_run import ArenaRun
 
 # 003_* tool table, column "Scope"
 TOOL_SCOPES: dict[str, str] = {

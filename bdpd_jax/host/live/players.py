@@ -3,7 +3,7 @@
 ``agentType``: ``builtin`` (a kernel heuristic, decided inside the jitted kernel ``decide``),
 ``code`` (``strategyCode``: sandboxed JS, :class:`CodeAgent`), ``http`` (``url``:
 :class:`HttpAgent`), ``llm`` (``model`` + an operator's ``credential`` name or a ``baseUrl`` the
-operator allows: :class:`LLMAgent`, :mod:`~bdpd_jax.host.operator`) or ``scripted``
+operator allows: :class:`LLMAgent`, :mod:`~bdpd_jax.host.live.operator`) or ``scripted``
 (``script``: a list of recorded turns; what replay and tests use). Everything is validated at
 join: a JS syntax error is rejected with the parser's message, a bad URL by name, a field over
 its size limit (``MAX_*_CHARS``) by name.
@@ -36,10 +36,10 @@ from bdpd_jax.host.agents.govsim_agent import GovSimAgent
 from bdpd_jax.host.agents.govsim_prompts import scenario_of
 from bdpd_jax.host.agents.http import HttpAgent, check_url
 from bdpd_jax.host.agents.llm import LLMAgent
-from bdpd_jax.host.arena_llm import ArenaLLM
-from bdpd_jax.host.interrupt import CUT_REASONS, ConversationCut
-from bdpd_jax.host.operator import Operator, redact_url
-from bdpd_jax.host.tools import first_entries, validate_action, validate_speak
+from bdpd_jax.host.live.arena_llm import ArenaLLM
+from bdpd_jax.host.live.interrupt import CUT_REASONS, ConversationCut
+from bdpd_jax.host.live.operator import Operator, redact_url
+from bdpd_jax.host.live.tools import first_entries, validate_action, validate_speak
 from bdpd_jax.kernels.policies import BUILTINS
 
 # Size limits of a join body's free-text fields (checked at join): bdpd_jax/config/limits.py
@@ -77,7 +77,7 @@ class LivePlayerConfig(ConfigModel):
     rules_text: str | None = Field(None, min_length=1, max_length=MAX_RULES_CHARS)  # replaces the BDPD rules
     fallback_harvest: float | None = Field(None, ge=0)  # stock units on a missing/invalid answer (None: 0.2 x capacity)
     timeout_ms: float | None = Field(None, gt=0)  # only shorter than the arena's (checked at join)
-    # llm: GovSim's protocol (issue 37; docs/semantics/live.md §15)
+    # llm: GovSim's protocol (issue 37; docs/semantics/live/agents.md §15)
     architecture: Literal["minimal", "govsim"] | None = None  # None: minimal
     answer_format: Literal["tool", "text", "auto"] | None = None  # None: tool (minimal), text (govsim)
     scenario: Label | None = None  # a GovSim scenario's wording for the govsim architecture
@@ -251,11 +251,11 @@ class ScriptedAgent:
         return None if entry is None else entry.get(key)
 
     async def summarize(self, context: dict[str, Any]) -> dict[str, Any] | None:
-        """The logged summary of ``context["turn"]``'s govsim meeting (replay; live.md §15)."""
+        """The logged summary of ``context["turn"]``'s govsim meeting (replay; live/agents.md §15)."""
         return self._logged(context.get("turn"), "summary")
 
     async def month_end(self, context: dict[str, Any]) -> dict[str, Any] | None:
-        """The logged month end of ``context["turn"]`` (replay; live.md §15); None: none logged."""
+        """The logged month end of ``context["turn"]`` (replay; live/agents.md §15); None: none logged."""
         return self._logged(context.get("turn"), "monthEnd")
 
 
@@ -299,7 +299,7 @@ def make_agent(
     the arena talks between harvests (LLM players speak); ``whole_units``: the model's requests
     are whole units (an LLM's answer is read as one); ``owner``: the arena's id (a code
     player's share of the JS workers is its arena's); ``llm``: the arena's LLM calls (limits,
-    cache, tokens: :class:`~bdpd_jax.host.arena_llm.ArenaLLM`; None: plain calls)."""
+    cache, tokens: :class:`~bdpd_jax.host.live.arena_llm.ArenaLLM`; None: plain calls)."""
     t = spec.agent_type
     if t == "builtin":
         return None

@@ -1,7 +1,7 @@
 """The month's end under ``discussion.protocol: "govsim"`` (issue 37 item 2;
-docs/semantics/live.md §15): GovSim's meeting, summary and reflection.
+docs/semantics/live/agents.md §15): GovSim's meeting, summary and reflection.
 
-Kept apart from :func:`bdpd_jax.host.discussion.discuss` (the minimal protocol): it runs after
+Kept apart from :func:`bdpd_jax.host.live.discussion.discuss` (the minimal protocol): it runs after
 every month, the last one and a collapse included (GovSim's ``concurrent_env.step`` decides
 the end only after the home phase: "we want to see also the discussion in case no fish
 remain"); the first speaker in player order opens every month (GovSim's restaurant phase
@@ -16,12 +16,12 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from bdpd_jax.host.agent_calls import each
-from bdpd_jax.host.discussion import ask, discuss, next_speaker, report, speak_context, speakers
-from bdpd_jax.host.interrupt import ConversationCut
+from bdpd_jax.host.live.agent_calls import each
+from bdpd_jax.host.live.discussion import ask, discuss, next_speaker, report, speak_context, speakers
+from bdpd_jax.host.live.interrupt import ConversationCut
 
 if TYPE_CHECKING:
-    from bdpd_jax.host.arena_run import ArenaRun
+    from bdpd_jax.host.live.arena_run import ArenaRun
 
 PROTOCOLS: tuple[str, ...] = ("minimal", "govsim")
 
@@ -51,7 +51,7 @@ async def govsim_discuss(run: ArenaRun, line: dict[str, Any], *, timed: bool = F
     """Turn ``line["turn"]``'s meeting, summary and month ends, into ``line["discussion"]``.
     ``timed``: the whole of it (meeting, summary, month ends) shares the discussion's
     ``deadlineMs`` and stops when the owner interrupts; what was cut is not asked
-    (``cut``, as in :func:`~bdpd_jax.host.discussion.discuss`)."""
+    (``cut``, as in :func:`~bdpd_jax.host.live.discussion.discuss`)."""
     cfg = run.config.discussion
     if cfg is None:
         return

@@ -1,8 +1,7 @@
 """``replay(dir)``: rebuild a live arena from its folder by re-feeding the recorded actions.
 
 ``meta.json`` (written at start) gives the config, seed, arena index and players (read
-bounded and validated, :mod:`~bdpd_jax.host.arena_meta`: its config is a JSON object, never
-a path to open);
+bounded and validated by :func:`read_meta`, below);
 ``turns.jsonl`` gives, per turn, what every external player submitted (the harvest the kernel
 was fed and the tool actions in order). Builtin players are re-run by the kernels (same key,
 same counters); external players become :class:`ScriptedAgent` s playing their log. The
@@ -18,13 +17,71 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bdpd_jax.host.arena import Arena
-from bdpd_jax.host.arena_meta import read_meta
-from bdpd_jax.host.arena_run import EVENTS_FILE
-from bdpd_jax.host.persist import read_jsonl
-from bdpd_jax.host.players import LivePlayerConfig
-from bdpd_jax.host.records import AGENT_RECORD_KEYS
+from pydantic import ConfigDict, Field, StrictBool, StrictInt, StrictStr
+from pydantic.alias_generators import to_camel
 
+from bdpd_jax.config.files import Meta, load_meta
+from bdpd_jax.config.limits import MAX_NAME_CHARS
+from bdpd_jax.host.live.arena import Arena
+from bdpd_jax.host.live.arena_run import EVENTS_FILE
+from bdpd_jax.host.live.persist import read_jsonl
+from bdpd_jax.host.live.players import LivePlayerConfig
+from bdpd_jax.host.live.records import AGENT_RECORD_KEYS
+
+# -- meta.json read back ------------------------------------------------------------
+# An arena folder's ``meta.json`` read back: bounded and validated by a model, never trusted.
+#
+# ``meta.json`` is data, not authority (a folder may be damaged, foreign or hand-edited):
+# :func:`read_meta` reads it through ``config/files.py`` (at most ``MAX_META_BYTES``), and a
+# wrong field is a ValueError naming the file and the field. Its ``config`` is a JSON object,
+# never a path: a string there is refused, not opened (the rule of ``config/files.py``: a
+# loader never follows a path found inside a file). :class:`FolderMeta` is what listing and
+# viewing a folder read; :class:`ArenaMeta` adds what replaying it needs.
+
+#: camelCase keys, as written; keys not declared are kept as they are (a newer writer may add some)
+_WIRE = ConfigDict(extra="allow", alias_generator=to_camel, validate_by_name=True, serialize_by_alias=True)
+
+
+class PlayerMeta(Meta):
+    """One player as meta.json lists it (``LivePlayerConfig.public``): its name and kind; the
+    rest (strategy, resource, ...) is validated by ``LivePlayerConfig`` when it joins again."""
+
+    model_config = _WIRE
+    name: StrictStr = Field(min_length=1, max_length=MAX_NAME_CHARS)
+    agent_type: StrictStr = "builtin"
+
+
+class FolderMeta(Meta):
+    """What the server reads of a folder to list and show it: the config as a JSON object (or
+    none) and the players as a list of objects."""
+
+    model_config = _WIRE
+    config: dict[str, Any] = {}  # a JSON object, never a path to follow
+    players: list[PlayerMeta] = []
+
+
+class ArenaMeta(FolderMeta):
+    """What :func:`~bdpd_jax.host.live.replay.replay` rebuilds the arena from (``Arena.meta``)."""
+
+    arena_id: StrictStr = Field(min_length=1)
+    seed: StrictInt
+    arena_index: StrictInt = Field(ge=0)
+    no_talk: StrictBool
+    pact_slots: StrictInt = Field(ge=1)
+    generator: StrictStr
+    turns: StrictInt | None
+    config: dict[str, Any]  # required to replay
+    players: list[PlayerMeta]
+
+
+def read_meta(folder: str | Path, model: type[FolderMeta] = ArenaMeta) -> dict[str, Any]:
+    """``folder``/meta.json, bounded and validated by ``model``, as the dict it holds (keys as
+    written; defaults left out). ValueError naming the file and the field."""
+    m = load_meta(Path(folder) / "meta.json", model)
+    return m.model_dump(by_alias=True, exclude_unset=True)
+
+
+# -- the replay ----------------------------------------------------------------------
 # decision fields that differ by construction: timings, and the agent kind (scripted in a replay)
 VOLATILE = ("elapsedMs", "agentType")
 
@@ -103,7 +160,7 @@ def replay(
     goes on where it stopped. governance_agent: with resume, the live governance agent of an
     arena that had one (required then, as a spec is for every external player). operator: the
     credentials and endpoints resumed LLM / HTTP players and governance agents may use
-    (:class:`~bdpd_jax.host.operator.Operator`; never stored in the folder).
+    (:class:`~bdpd_jax.host.live.operator.Operator`; never stored in the folder).
     """
     if resume is not None and out_dir is not None:
         raise ValueError("out_dir: a resumed arena writes to dir itself")
@@ -199,7 +256,7 @@ def _said(rec: dict[str, Any], player: str) -> list[dict[str, Any]]:
 
 def _after_talk(rec: dict[str, Any], player: str) -> dict[str, Any]:
     """What ``player`` logged after turn ``rec``'s govsim conversation (the summary it was
-    asked for, its month-end entry), for its script to give back (live.md §15)."""
+    asked for, its month-end entry), for its script to give back (live/agents.md §15)."""
     d = rec.get("discussion", {})
     out: dict[str, Any] = {}
     if d.get("summary", {}).get("by") == player:
@@ -249,4 +306,4 @@ def _resume(arena: Arena, dir: Path, meta: dict[str, Any], resume: dict[str, Any
     arena.resume(specs, dir, governance_agent)
 
 
-__all__ = ["replay", "load", "load_lines", "strip_volatile"]
+__all__ = ["replay", "load", "load_lines", "strip_volatile", "ArenaMeta", "FolderMeta", "PlayerMeta", "read_meta"]

@@ -1,6 +1,6 @@
-"""``ArenaView``: the read side of a live :class:`~bdpd_jax.host.arena.Arena`.
+"""``ArenaView``: the read side of a live :class:`~bdpd_jax.host.live.arena.Arena`.
 
-What an arena shows of the :class:`~bdpd_jax.host.arena_run.ArenaRun` it owns once started:
+What an arena shows of the :class:`~bdpd_jax.host.live.arena_run.ArenaRun` it owns once started:
 the run's state (turn, records, game, bus, pact registry, agents, the kernel state), its
 players, and the envelopes they decide on. Before the start each field reads its default, or
 raises a ValueError naming it. Read-only: the Arena (the lifecycle, the tick, the owner's
@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from bdpd_jax.host.arena_run import ArenaRun, shown_kind
-from bdpd_jax.host.envelope import envelopes
-from bdpd_jax.host.players import LivePlayerConfig
+from bdpd_jax.host.live.arena_run import ArenaRun, shown_kind
+from bdpd_jax.host.live.envelope import envelopes
+from bdpd_jax.host.live.players import LivePlayerConfig
 
 _NOT_STARTED = object()
 
@@ -85,7 +85,7 @@ class ArenaView:
         return self.envelopes([player], obs, turn)[player]
 
     def envelopes(self, players: list[str], obs: dict[str, np.ndarray], turn: int) -> dict[str, dict[str, Any]]:
-        """The envelopes of several players of one turn (:func:`~bdpd_jax.host.envelope.envelopes`)."""
+        """The envelopes of several players of one turn (:func:`~bdpd_jax.host.live.envelope.envelopes`)."""
         return envelopes(self._started(), players, obs, turn)
 
 
