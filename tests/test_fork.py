@@ -14,6 +14,9 @@ from payloads import MIXED_PLAYERS, SEED_LOGISTIC
 
 import bdpd_jax
 from bdpd_jax.host.live.arena import Arena
+from bdpd_jax.host.live.replay import replay
+from bdpd_jax.prepare import prepare
+from bdpd_jax.run import fork as fork_mod
 from bdpd_jax.run.fork import fan
 
 TURNS = 8
@@ -52,6 +55,22 @@ def test_replicate_zero_is_the_live_continuation_bit_for_bit(played):
     f = fan(res)
     assert list(f.turn) == list(range(4, TURNS + 1)) and (f.n == 2).all()
     assert (f.q05 <= f["median"]).all() and (f["median"] <= f.q95).all()
+
+
+def test_the_arena_and_a_fork_that_changes_nothing_share_one_prepared_run(played, monkeypatch):
+    """The live arena holds one PreparedRun (its run's game and params, its meta's config); a
+    fork that changes nothing of it plays on it, one with a change prepares its own."""
+    folder, _ = played
+    a = replay(folder, turns=3, verify=False)
+    prep = a.prepared
+    assert a.game is prep.game and a.params is prep.params and a.kernel_config() is prep.config
+    assert a.meta()["config"] == prep.meta()["config"] and a.meta()["maxTurns"] == TURNS
+    calls = []
+    monkeypatch.setattr(fork_mod, "prepare", lambda *x, **k: calls.append(1) or prepare(*x, **k))
+    bdpd_jax.fork(a, replicates=2)
+    assert calls == []
+    bdpd_jax.fork(a, replicates=2, changes={"model.regenRate": 0.3})
+    assert len(calls) == 1
 
 
 def test_standins_changes_and_a_new_pact(tmp_path):
