@@ -380,7 +380,6 @@ INTERNAL = (
     "bdpd_jax.results",
     "bdpd_jax.cli",
     "bdpd_jax.sweeps.build",
-    "bdpd_jax.sweeps.paths",
 )
 
 

@@ -31,10 +31,10 @@ import pandas as pd
 
 from ..kernels.rollout import init_batch, run_turns
 from ..prepare.game import broadcast_batch
+from ..prepare.points import prepare_points
+from ..prepare.prepared import prepare
 from ..run.runner import keys_of
 from ..run.simulate import FLOAT, final_numbers
-from ..sweeps.build import build_points
-from ..sweeps.paths import config_base
 from ..sweeps.results import POINT_OUTCOMES, STATS, Z95, aggregate, gini
 from .methods import TRACES, EsPrograms, es_key
 from .ranking import miss, order
@@ -70,11 +70,10 @@ def device_plan(cfg: Any, sp: Space, turns: int | None) -> DevicePlan | str:
     rows = [a] + [np.where(np.arange(d) == j, b, a) for j in range(d)] + [c]
     table = pd.DataFrame(rows, columns=list(sp.names))
     try:
-        _, game, stacked, treedef, n_turns, yields, _ = build_points(
-            config_base(cfg), list(sp.names), table, turns, "hash", False, separable_min=1 << 30
-        )
+        pts = prepare_points(prepare(cfg), sp.names, table, turns=turns, separable_min=1 << 30)
     except ValueError as err:
         return f"the probe builds failed ({err})"
+    game, stacked, treedef, n_turns, yields = pts.game, pts.stacked, pts.treedef, pts.n_turns, pts.max_yield
     slots = []
     owned = np.zeros(d, bool)
     for li, x in enumerate(stacked):

@@ -33,6 +33,7 @@ import pandas as pd
 
 from ..config.game import ArenaConfig
 from ..config.limits import DEFAULT_MAX_BATCH
+from ..run.options import RunOptions
 from ..run.simulate import TRACES
 from .sweep import SweepPlan, point_steps, points_table, run_points
 
@@ -43,7 +44,7 @@ def _worker_plan(key: str, inputs: dict):
     plan = _PLANS.get(key)
     if plan is None:
         _PLANS.clear()  # one sweep's plan at a time per worker (bounded memory)
-        plan = _PLANS[key] = SweepPlan(inputs["config"], inputs["table"], **inputs["kwargs"])
+        plan = _PLANS[key] = SweepPlan(inputs["config"], inputs["table"], inputs["options"])
     return plan
 
 
@@ -63,17 +64,17 @@ def client_of(client: Any):
 
 
 def run_chunks(
-    client: Any, config, table: pd.DataFrame, chunks: list[int], *, info: list | None = None, **kwargs: Any
+    client: Any, config, table: pd.DataFrame, options: RunOptions, chunks: list[int], *, info: list | None = None
 ) -> Iterator[tuple[int, pd.DataFrame]]:
-    """Run the given chunks of the sweep ``(config, table, **kwargs)`` (SweepPlan's
-    arguments) on the cluster; yields ``(k, rows)`` as chunks complete. ``info``: a list
-    that receives each task's ``{"pid", "traces"}``."""
+    """Run the given chunks of the sweep ``(config, table, options)`` (a SweepPlan's, its
+    chunk width pinned: :meth:`SweepPlan.worker_options`) on the cluster; yields ``(k, rows)``
+    as chunks complete. ``info``: a list that receives each task's ``{"pid", "traces"}``."""
     from dask.distributed import as_completed  # optional dependency: the dist extra
 
     if not chunks:
         return
     cl = client_of(client)
-    inputs = {"config": ArenaConfig.load(config), "table": table, "kwargs": kwargs}
+    inputs = {"config": ArenaConfig.load(config), "table": table, "options": options}
     key = uuid.uuid4().hex
     [fut_inputs] = cl.scatter([inputs], broadcast=True, hash=False)  # one object, a unique key
     futures = [
@@ -99,7 +100,7 @@ def on_cluster(client: Any, info: list | None = None):
     cluster of ``client`` (each worker plans the same chunks, :meth:`SweepPlan.worker_options`)."""
 
     def chunks(plan, progress=None) -> Iterator[tuple[int, pd.DataFrame]]:
-        return run_chunks(client, plan.cfg, plan.table, list(range(plan.n_chunks)), info=info, **plan.worker_options())
+        return run_chunks(client, plan.cfg, plan.table, plan.worker_options(), list(range(plan.n_chunks)), info=info)
 
     return chunks
 
@@ -124,11 +125,7 @@ def sweep_on_cluster(
     info: list | None = None,
 ):
     """``sweep`` with its chunks run on a Dask cluster; returns the same SweepResults."""
-    per_point = point_steps(config, replicates, turns)
-    table = points_table(grid, samples, points, names=names, n_samples=n_samples, seed=seed, per_point=per_point)
-    return run_points(
-        config,
-        table,
+    options = RunOptions(
         replicates=replicates,
         seed=seed,
         history=history,
@@ -139,5 +136,7 @@ def sweep_on_cluster(
         round_ints=samples is not None,
         common_random=common_random,
         progress=False,
-        chunks=on_cluster(client, info),
     )
+    per_point = point_steps(config, options)
+    table = points_table(grid, samples, points, names=names, n_samples=n_samples, seed=seed, per_point=per_point)
+    return run_points(config, table, options, chunks=on_cluster(client, info))

@@ -29,9 +29,11 @@ import pandas as pd
 
 from ..config.budget import arena_steps
 from ..config.game import ArenaConfig
-from ..config.limits import DEFAULT_MAX_BATCH, check_run_args
+from ..config.limits import DEFAULT_MAX_BATCH
+from ..prepare.paths import ConfigBase, apply_values, check_paths, config_base, parse_path, resolve
+from ..prepare.prepared import prepare
+from ..run.options import RunOptions
 from .build import DEVICE_COPIES, ROW_CELL_BYTES, bytes_per_arena, resolve_devices
-from .paths import ConfigBase, apply_values, check_paths, config_base, parse_path, resolve
 from .plan import SEPARABLE_MIN_POINTS, SweepPlan, cached_plan
 from .points import explicit_points, grid_points, points_table, sample_points
 from .results import POINT_OUTCOMES, Z95, Rows, SweepResults, aggregate, combine
@@ -40,6 +42,7 @@ __all__ = [
     "DEVICE_COPIES",
     "POINT_OUTCOMES",
     "ROW_CELL_BYTES",
+    "RunOptions",
     "SEPARABLE_MIN_POINTS",
     "Z95",
     "ConfigBase",
@@ -90,48 +93,26 @@ def run_here(plan: SweepPlan, progress: bool | None = None) -> Iterator[tuple[in
 def run_points(
     config: ArenaConfig | dict[str, Any] | str,
     table: pd.DataFrame,
+    options: RunOptions,
     *,
-    replicates: int = 1,
-    seed: int = 0,
-    history: bool = False,
-    turns: int | None = None,
-    max_batch: int = DEFAULT_MAX_BATCH,
-    generator: str = "hash",
-    progress: bool | None = None,
-    round_ints: bool = False,
-    common_random: bool = False,
-    memory_budget: int | None = None,
-    devices: Any = None,
     chunks: ChunkRunner = run_here,
 ) -> SweepResults:
-    """Run every row of ``table`` (columns = config paths) ``replicates`` times in one
+    """Run every row of ``table`` (columns = config paths) ``options.replicates`` times in one
     batched program; see :func:`sweep`. ``chunks`` runs the plan's chunks (default: here;
     ``bdpd_jax.sweeps.distributed.sweep_on_cluster`` passes a Dask cluster's)."""
-    plan = cached_plan(
-        config,
-        table,
-        replicates=replicates,
-        seed=seed,
-        history=history,
-        turns=turns,
-        max_batch=max_batch,
-        memory_budget=memory_budget,
-        generator=generator,
-        round_ints=round_ints,
-        common_random=common_random,
-        devices=devices,
-    )
-    parts = dict(chunks(plan, progress))
+    plan = cached_plan(config, table, options)
+    parts = dict(chunks(plan, options.progress))
     arenas = combine([parts[k] for k in sorted(parts)])
     points = aggregate(arenas, plan.names, plan.outcomes())
     return SweepResults(arenas, points, plan.names, plan.meta())
 
 
-def point_steps(config: ArenaConfig | dict[str, Any] | str, replicates: Any, turns: Any) -> dict[str, int]:
+def point_steps(config: ArenaConfig | dict[str, Any] | str, options: RunOptions) -> dict[str, int]:
     """``{"replicates": R, "turns": T, "players": N}``: what one point of a sweep of ``config``
-    runs, for the run budget's check of a grid or of samples before their table is made."""
-    check_run_args(replicates=replicates, turns=turns)
-    return {"replicates": int(replicates), **arena_steps(ArenaConfig.load(config), turns)}
+    runs, for the run budget's check of a grid or of samples before their table is made (the
+    config prepared once: ``prepare`` reuses it for the plan)."""
+    cfg = prepare(config, generator=options.generator).config
+    return {"replicates": int(options.replicates), **arena_steps(cfg, options.turns)}
 
 
 def sweep(
@@ -180,27 +161,20 @@ def sweep(
     Returns a :class:`SweepResults`. Raises ValueError naming the path and value of a bad
     parameter, or the parameter that changes the static structure of the game.
     """
-    table = points_table(
-        grid,
-        samples,
-        points,
-        names=names,
-        n_samples=n_samples,
-        seed=seed,
-        per_point=point_steps(config, replicates, turns),
-    )
-    return run_points(
-        config,
-        table,
+    options = RunOptions(
         replicates=replicates,
         seed=seed,
         history=history,
         turns=turns,
         max_batch=max_batch,
+        memory_budget=memory_budget,
         generator=generator,
-        progress=progress,
         round_ints=samples is not None,
         common_random=common_random,
-        memory_budget=memory_budget,
         devices=devices,
+        progress=progress,
     )
+    table = points_table(
+        grid, samples, points, names=names, n_samples=n_samples, seed=seed, per_point=point_steps(config, options)
+    )
+    return run_points(config, table, options)

@@ -45,7 +45,8 @@ from pydantic import Field
 
 from ..config.files import MAX_CONFIG_BYTES, Meta, load_meta, read_parquet, read_text, write_json
 from ..config.game import ArenaConfig
-from ..config.limits import DEFAULT_MAX_BATCH, check_run_args
+from ..config.limits import DEFAULT_MAX_BATCH
+from ..run.options import RunOptions
 from .distributed import run_chunks
 from .sweep import SweepPlan, aggregate, explicit_points, grid_points, point_steps, sample_points
 
@@ -113,8 +114,9 @@ class SweepFile:
     round_ints: bool = False
     source: dict = field(default_factory=dict)
 
-    def plan_kwargs(self) -> dict[str, Any]:
-        return dict(
+    def options(self, **more: Any) -> RunOptions:
+        """The spec's run options (``more``: devices, chunk width, progress)."""
+        return RunOptions(
             replicates=self.replicates,
             seed=self.seed,
             history=self.history,
@@ -124,6 +126,7 @@ class SweepFile:
             generator=self.generator,
             round_ints=self.round_ints,
             common_random=self.common_random,
+            **more,
         )
 
     def digest(self) -> str:
@@ -138,7 +141,15 @@ class SweepFile:
             ],
             "names": [str(c) for c in self.table.columns],
             "points": [[repr(x) for x in row] for row in self.table.itertuples(index=False, name=None)],
-            "options": {k: v for k, v in self.plan_kwargs().items() if k not in ("max_batch", "memory_budget")},
+            "options": {
+                "replicates": self.replicates,
+                "seed": self.seed,
+                "history": self.history,
+                "turns": self.turns,
+                "generator": self.generator,
+                "round_ints": self.round_ints,
+                "common_random": self.common_random,
+            },
         }
         return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
 
@@ -229,8 +240,8 @@ def load_sweep_file(spec: str | Path | dict, root: str | Path | None = None) -> 
         max_batch=d.get("max_batch", DEFAULT_MAX_BATCH),
         memory_budget=parse_bytes(d.get("memory_budget")),
     )
-    check_run_args(**run)  # before the samples are drawn with the seed and the budget reads the rest
-    per_point = point_steps(cfg, run["replicates"], run["turns"])
+    # checked before the samples are drawn with the seed and the budget reads the rest
+    per_point = point_steps(cfg, RunOptions(**run, generator=d.get("generator", "hash")))
     if "grid" in d:
         table = grid_points(d["grid"], per_point)
     elif "samples" in d:
@@ -357,7 +368,7 @@ def run_sweep_file(
     out = Path(out)
     digest = sp.digest()
     width = _resumed_width(out, digest, overwrite)
-    plan = SweepPlan(sp.config, sp.table, devices=devices, chunk_width=width, **sp.plan_kwargs())
+    plan = SweepPlan(sp.config, sp.table, sp.options(devices=devices, chunk_width=width))
     _write_manifest(out, digest, plan)
     done = [k for k in range(plan.n_chunks) if _part(out, k).is_file()]
     todo = [k for k in range(plan.n_chunks) if k not in set(done)]
@@ -369,7 +380,7 @@ def run_sweep_file(
     if client is None:
         frames: Iterator[tuple[int, pd.DataFrame]] = ((k, plan.run_chunk(k)) for k in todo)  # (run as written)
     else:
-        frames = run_chunks(client, sp.config, sp.table, todo, info=info, **plan.worker_options())
+        frames = run_chunks(client, sp.config, sp.table, plan.worker_options(), todo, info=info)
     try:
         for k, frame in frames:
             write_part(out, k, frame)
