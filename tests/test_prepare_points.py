@@ -79,7 +79,7 @@ def test_every_points_config_is_validated_once(monkeypatch, separable_min, capac
 
 def test_a_sweep_validates_its_base_once_and_each_point_once(monkeypatch):
     cfg = _fresh_config(163.0)
-    monkeypatch.setattr(sweep_mod, "run_points", lambda config, table, options: cached_plan(config, table, options))
+    monkeypatch.setattr(sweep_mod, "run_points", lambda base, table, options: cached_plan(base, table, options))
     validations = _count_validations(monkeypatch)
     plan = sweep_mod.sweep(cfg, grid={"model.regenRate": [0.1, 0.2]}, replicates=2)
     assert plan.n_points == 2

@@ -13,11 +13,10 @@ confirmed), with ``confirm_violation`` and ``confirm_feasible``. See docs/semant
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pandas as pd
 
+from ..prepare.prepared import PreparedRun
 from ..run.options import RunOptions
 from ..sweeps import sweep as sweep_module
 from .ranking import front_mask, minimised, order, violation
@@ -71,7 +70,7 @@ def chosen(history: pd.DataFrame, names: list[str], objectives: list, top: int, 
 
 
 def confirm(
-    cfg: Any,
+    base: PreparedRun,
     sp: Space,
     history: pd.DataFrame,
     objectives: list,
@@ -95,7 +94,7 @@ def confirm(
     padded = pts.iloc[np.minimum(np.arange(population), k - 1)].reset_index(drop=True)
     width = min(int(options.max_batch), population * int(options.replicates))  # a generation's chunks
     res = sweep_module.run_points(
-        cfg, padded, options.replace(replicates=replicates, seed=seed, common_random=True, max_batch=width)
+        base, padded, options.replace(replicates=replicates, seed=seed, common_random=True, max_batch=width)
     )
     got = res.points.sort_values("point").iloc[:k].reset_index(drop=True)
     est = got.drop(columns=["point"])

@@ -26,7 +26,7 @@ from ..config.files import Meta, load_meta, read_parquet, write_json
 from ..config.game import ArenaConfig
 from ..config.limits import DEFAULT_MAX_BATCH
 from ..kernels.metrics import METRICS
-from ..prepare.prepared import prepare
+from ..prepare.prepared import PreparedRun, prepare
 from ..run.options import RunOptions
 from ..sweeps import sweep as sweep_module
 from ..sweeps.results import HISTORY_OUTCOMES
@@ -135,7 +135,8 @@ def search(
 
     Returns a :class:`SearchResults`. Raises ValueError naming any bad argument.
     """
-    cfg = prepare(config).config  # validated once (every generation's sweep reuses it)
+    base = prepare(config)  # validated and built once: every generation's sweep starts from it
+    cfg = base.config
     sp = Space.of(cfg, space)
     objs = objectives_of(objective)
     cons = constraints_of(constraints)
@@ -181,7 +182,7 @@ def search(
                         "(a different search or library version); use a fresh directory"
                     )
             else:
-                gen = _evaluate(cfg, sp, x, g, objs, cons, population, options)
+                gen = _evaluate(base, sp, x, g, objs, cons, population, options)
                 store.write(g, gen)
             f, viol = minimised(gen, objs), gen["violation"].to_numpy(float)
             opt.tell(g, x, ranks(f[:, 0], viol + sp.outside(x)), objectives=f, violation=viol)
@@ -213,7 +214,7 @@ def search(
     cseed = confirm_seed(seed, {generation_seed(seed, g) for g in range(generations)})
     if confirm:
         hist = confirm_top_candidates(
-            cfg,
+            base,
             sp,
             hist,
             objs,
@@ -251,13 +252,15 @@ def search(
     return res
 
 
-def _evaluate(cfg, sp: Space, x: np.ndarray, g: int, objs, cons, population: int, options: RunOptions) -> pd.DataFrame:
+def _evaluate(
+    base: PreparedRun, sp: Space, x: np.ndarray, g: int, objs, cons, population: int, options: RunOptions
+) -> pd.DataFrame:
     """One generation: its candidates (padded to ``population`` rows) as one sweep; one row per
     candidate with its values, unit coordinates, point columns, violation, feasibility, rank."""
     n = len(x)
     table = sp.values(x)
     padded = table.iloc[np.minimum(np.arange(population), n - 1)].reset_index(drop=True)
-    res = sweep_module.run_points(cfg, padded, options.replace(seed=generation_seed(options.seed, g)))
+    res = sweep_module.run_points(base, padded, options.replace(seed=generation_seed(options.seed, g)))
     pts = res.points.sort_values("point").iloc[:n].reset_index(drop=True)
     return generation_rows(g, table, x, pts, objs, cons, sp)
 

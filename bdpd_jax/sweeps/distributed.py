@@ -33,6 +33,7 @@ import pandas as pd
 
 from ..config.game import ArenaConfig
 from ..config.limits import DEFAULT_MAX_BATCH
+from ..prepare.prepared import prepare
 from ..run.options import RunOptions
 from ..run.simulate import TRACES
 from .sweep import SweepPlan, point_steps, points_table, run_points
@@ -44,7 +45,9 @@ def _worker_plan(key: str, inputs: dict):
     plan = _PLANS.get(key)
     if plan is None:
         _PLANS.clear()  # one sweep's plan at a time per worker (bounded memory)
-        plan = _PLANS[key] = SweepPlan(inputs["config"], inputs["table"], inputs["options"])
+        options = inputs["options"]
+        base = prepare(inputs["config"], generator=options.generator)
+        plan = _PLANS[key] = SweepPlan(base, inputs["table"], options)
     return plan
 
 

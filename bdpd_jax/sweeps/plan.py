@@ -22,7 +22,7 @@ from ..config.game import ArenaConfig
 from ..kernels.metrics import METRICS
 from ..prepare.paths import apply_values, check_paths, config_base
 from ..prepare.points import SEPARABLE_MIN_POINTS, prepare_points, same_leaf
-from ..prepare.prepared import content_key, prepare
+from ..prepare.prepared import PreparedRun
 from ..results.frames import summary_columns
 from ..results.stream import flatten_record
 from ..run.options import RunOptions
@@ -67,9 +67,13 @@ class SweepPlan:
     and the dask runner (bdpd_jax/sweeps/distributed.py) rely on.
     """
 
-    def __init__(self, config: ArenaConfig | dict[str, Any] | str, table: pd.DataFrame, options: RunOptions) -> None:
+    def __init__(self, base: PreparedRun, table: pd.DataFrame, options: RunOptions) -> None:
+        if base.generator != options.generator:
+            raise ValueError(
+                f"generator: the base was prepared with {base.generator!r}, the options ask {options.generator!r}"
+            )
         self.options = options  # (what another process needs to plan the same)
-        self.prep = prepare(config, generator=options.generator)  # the base config, validated and built once
+        self.prep = base  # the base config, validated and built once
         cfg = self.prep.config
         names = [str(c) for c in table.columns]
         if len(set(names)) != len(names):
@@ -271,18 +275,18 @@ _PLANS: OrderedDict[tuple[Any, ...], SweepPlan] = OrderedDict()
 MAX_PLANS = 8
 
 
-def cached_plan(config: ArenaConfig | dict[str, Any] | str, table: pd.DataFrame, options: RunOptions) -> SweepPlan:
-    """A SweepPlan, reused when the same config content, table and options were planned
-    before (every point's config is validated and built once; bdpd_jax/prepare/points.py)."""
+def cached_plan(base: PreparedRun, table: pd.DataFrame, options: RunOptions) -> SweepPlan:
+    """A SweepPlan, reused when the same prepared base (``prepare`` gives one object per config
+    content while cached; a plan keeps its base alive, so its identity is never reused),
+    table and options were planned before (every point's config is validated and built
+    once; bdpd_jax/prepare/points.py)."""
     try:
-        key = (content_key(config), table_key(table), options.plan_key(), SEPARABLE_MIN_POINTS)
+        key = (id(base), table_key(table), options.plan_key(), SEPARABLE_MIN_POINTS)
     except (TypeError, ValueError):  # unhashable cells or options: plan afresh
-        return SweepPlan(config, table, options)
+        return SweepPlan(base, table, options)
     plan = _PLANS.get(key)
     if plan is None:
-        if isinstance(config, ArenaConfig):  # the caller's object may change later: plan a copy
-            config = config.model_copy(deep=True)
-        plan = _PLANS[key] = SweepPlan(config, table.copy(), options)
+        plan = _PLANS[key] = SweepPlan(base, table.copy(), options)
         while len(_PLANS) > MAX_PLANS:
             _PLANS.popitem(last=False)
     _PLANS.move_to_end(key)

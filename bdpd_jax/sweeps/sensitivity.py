@@ -32,7 +32,7 @@ from ..config.budget import check_budget
 from ..config.game import ArenaConfig
 from ..config.limits import DEFAULT_MAX_BATCH
 from ..kernels.metrics import METRICS
-from ..prepare.prepared import prepare
+from ..prepare.prepared import PreparedRun, prepare
 from ..run.options import RunOptions
 from .results import gini
 from .sweep import check_paths, config_base, point_steps, run_points
@@ -78,7 +78,7 @@ class PointModel:
     run: Callable[[Any], np.ndarray]
     names: list[str]
     outputs: tuple[str, ...]
-    config: ArenaConfig  # the base config, prepared once
+    base: PreparedRun  # the base config, prepared once
     options: RunOptions  # how every call runs its points
 
     def __call__(self, X: Any) -> np.ndarray:
@@ -113,7 +113,8 @@ def model(
     transform: ``names`` are factor names and ``transform(DataFrame(X, columns=names))``
         returns the points as a DataFrame of config paths (same rows).
     """
-    cfg = prepare(config, generator=generator).config  # validated once (prepare reuses it for each call's plan)
+    base = prepare(config, generator=generator)  # validated and built once: every call's sweep starts from it
+    cfg = base.config
     names = [str(n) for n in names]
     if not names:
         raise ValueError("names: at least one parameter path")
@@ -151,10 +152,10 @@ def model(
             if not isinstance(table, pd.DataFrame) or len(table) != len(x):
                 raise ValueError(f"transform: must return a DataFrame of config paths with {len(x)} rows")
             table = table.reset_index(drop=True)
-        res = run_points(cfg, table, options)
+        res = run_points(base, table, options)
         return _point_means(res.arenas, names, outputs, cols)
 
-    return PointModel(f, names, outputs, cfg, options)
+    return PointModel(f, names, outputs, base, options)
 
 
 def _problem(problem: dict) -> dict:
@@ -173,7 +174,7 @@ def _check_size(f: PointModel, n: Any, per_n: int) -> None:
     replicates, turns and players) before SALib draws them."""
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise ValueError(f"n: must be an integer >= 1, got {n!r}")
-    check_budget("n", n, {"points": int(n) * per_n, **point_steps(f.config, f.options)})
+    check_budget("n", n, {"points": int(n) * per_n, **point_steps(f.base, f.options)})
 
 
 def _index_rows(f: PointModel, Y: np.ndarray, analyse: Callable[[np.ndarray], Any], keys: tuple) -> pd.DataFrame:

@@ -31,7 +31,7 @@ from ..config.budget import arena_steps
 from ..config.game import ArenaConfig
 from ..config.limits import DEFAULT_MAX_BATCH
 from ..prepare.paths import ConfigBase, apply_values, check_paths, config_base, parse_path, resolve
-from ..prepare.prepared import prepare
+from ..prepare.prepared import PreparedRun, prepare
 from ..run.options import RunOptions
 from .build import DEVICE_COPIES, ROW_CELL_BYTES, bytes_per_arena, resolve_devices
 from .plan import SEPARABLE_MIN_POINTS, SweepPlan, cached_plan
@@ -91,27 +91,33 @@ def run_here(plan: SweepPlan, progress: bool | None = None) -> Iterator[tuple[in
 
 
 def run_points(
-    config: ArenaConfig | dict[str, Any] | str,
+    config: PreparedRun | ArenaConfig | dict[str, Any] | str,
     table: pd.DataFrame,
     options: RunOptions,
     *,
     chunks: ChunkRunner = run_here,
 ) -> SweepResults:
     """Run every row of ``table`` (columns = config paths) ``options.replicates`` times in one
-    batched program; see :func:`sweep`. ``chunks`` runs the plan's chunks (default: here;
+    batched program; see :func:`sweep`. ``config``: the base config or its PreparedRun.
+    ``chunks`` runs the plan's chunks (default: here;
     ``bdpd_jax.sweeps.distributed.sweep_on_cluster`` passes a Dask cluster's)."""
-    plan = cached_plan(config, table, options)
+    plan = cached_plan(prepared(config, options), table, options)
     parts = dict(chunks(plan, options.progress))
     arenas = combine([parts[k] for k in sorted(parts)])
     points = aggregate(arenas, plan.names, plan.outcomes())
     return SweepResults(arenas, points, plan.names, plan.meta())
 
 
-def point_steps(config: ArenaConfig | dict[str, Any] | str, options: RunOptions) -> dict[str, int]:
+def prepared(config: PreparedRun | ArenaConfig | dict[str, Any] | str, options: RunOptions) -> PreparedRun:
+    """The base of a sweep: ``config`` itself when prepared, else ``prepare(config)`` (once
+    per config content) with the options' generator."""
+    return config if isinstance(config, PreparedRun) else prepare(config, generator=options.generator)
+
+
+def point_steps(config: PreparedRun | ArenaConfig | dict[str, Any] | str, options: RunOptions) -> dict[str, int]:
     """``{"replicates": R, "turns": T, "players": N}``: what one point of a sweep of ``config``
-    runs, for the run budget's check of a grid or of samples before their table is made (the
-    config prepared once: ``prepare`` reuses it for the plan)."""
-    cfg = prepare(config, generator=options.generator).config
+    runs, for the run budget's check of a grid or of samples before their table is made."""
+    cfg = prepared(config, options).config
     return {"replicates": int(options.replicates), **arena_steps(cfg, options.turns)}
 
 
@@ -174,7 +180,8 @@ def sweep(
         devices=devices,
         progress=progress,
     )
+    base = prepared(config, options)  # validated and built once (per config content)
     table = points_table(
-        grid, samples, points, names=names, n_samples=n_samples, seed=seed, per_point=point_steps(config, options)
+        grid, samples, points, names=names, n_samples=n_samples, seed=seed, per_point=point_steps(base, options)
     )
-    return run_points(config, table, options)
+    return run_points(base, table, options)

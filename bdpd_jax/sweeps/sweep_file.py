@@ -46,6 +46,7 @@ from pydantic import Field
 from ..config.files import MAX_CONFIG_BYTES, Meta, load_meta, read_parquet, read_text, write_json
 from ..config.game import ArenaConfig
 from ..config.limits import DEFAULT_MAX_BATCH
+from ..prepare.prepared import prepare
 from ..run.options import RunOptions
 from .distributed import run_chunks
 from .sweep import SweepPlan, aggregate, explicit_points, grid_points, point_steps, sample_points
@@ -368,7 +369,8 @@ def run_sweep_file(
     out = Path(out)
     digest = sp.digest()
     width = _resumed_width(out, digest, overwrite)
-    plan = SweepPlan(sp.config, sp.table, sp.options(devices=devices, chunk_width=width))
+    options = sp.options(devices=devices, chunk_width=width)
+    plan = SweepPlan(prepare(sp.config, generator=options.generator), sp.table, options)
     _write_manifest(out, digest, plan)
     done = [k for k in range(plan.n_chunks) if _part(out, k).is_file()]
     todo = [k for k in range(plan.n_chunks) if k not in set(done)]
