@@ -32,11 +32,10 @@ from typing import Any
 import pandas as pd
 
 from ..config.game import ArenaConfig
-from ..config.limits import DEFAULT_MAX_BATCH
 from ..prepare.prepared import prepare
 from ..run.options import RunOptions
 from ..run.simulate import TRACES
-from .sweep import SweepPlan, point_steps, points_table, run_points
+from .sweep import SweepPlan, sweep
 
 _PLANS: dict[str, Any] = {}
 
@@ -108,38 +107,9 @@ def on_cluster(client: Any, info: list | None = None):
     return chunks
 
 
-def sweep_on_cluster(
-    client: Any,
-    config,
-    grid=None,
-    samples=None,
-    points=None,
-    *,
-    names=None,
-    n_samples=None,
-    replicates: int = 1,
-    seed: int = 0,
-    history: bool = False,
-    turns: int | None = None,
-    max_batch: int = DEFAULT_MAX_BATCH,
-    memory_budget: int | None = None,
-    generator: str = "hash",
-    common_random: bool = False,
-    info: list | None = None,
-):
-    """``sweep`` with its chunks run on a Dask cluster; returns the same SweepResults."""
-    options = RunOptions(
-        replicates=replicates,
-        seed=seed,
-        history=history,
-        turns=turns,
-        max_batch=max_batch,
-        memory_budget=memory_budget,
-        generator=generator,
-        round_ints=samples is not None,
-        common_random=common_random,
-        progress=False,
-    )
-    per_point = point_steps(config, options)
-    table = points_table(grid, samples, points, names=names, n_samples=n_samples, seed=seed, per_point=per_point)
-    return run_points(config, table, options, chunks=on_cluster(client, info))
+def sweep_on_cluster(client: Any, config, grid=None, samples=None, points=None, *, info: list | None = None, **options):
+    """``sweep`` with its chunks run on a Dask cluster; returns the same SweepResults.
+    ``options``: ``sweep``'s keyword arguments (``replicates``, ``seed``, ``history``, ``turns``,
+    ``max_batch``, ``memory_budget``, ``generator``, ``common_random``, ``names``,
+    ``n_samples``); each worker runs its chunks on its own devices, without a progress bar."""
+    return sweep(config, grid, samples, points, progress=False, chunks=on_cluster(client, info), **options)

@@ -139,6 +139,7 @@ def sweep(
     common_random: bool = False,
     memory_budget: int | None = None,
     devices: Any = None,
+    chunks: ChunkRunner = run_here,
 ) -> SweepResults:
     """Run a parameter sweep of ``config`` as one batched run that compiles once.
 
@@ -163,6 +164,8 @@ def sweep(
         None (default) every local device, an int k the first k, or a list of jax devices.
         The chunk width is a multiple of the device count; results are bit-identical to
         one device.
+    chunks: how the plan's chunks run (default: here, in order;
+        ``bdpd_jax.sweeps.distributed.sweep_on_cluster`` passes a Dask cluster's).
 
     Returns a :class:`SweepResults`. Raises ValueError naming the path and value of a bad
     parameter, or the parameter that changes the static structure of the game.
@@ -184,4 +187,4 @@ def sweep(
     table = points_table(
         grid, samples, points, names=names, n_samples=n_samples, seed=seed, per_point=point_steps(base, options)
     )
-    return run_points(base, table, options)
+    return run_points(base, table, options, chunks=chunks)

@@ -104,31 +104,8 @@ class SweepFile:
 
     config: ArenaConfig
     table: pd.DataFrame
-    replicates: int = 1
-    seed: int = 0
-    history: bool = False
-    turns: int | None = None
-    max_batch: int = DEFAULT_MAX_BATCH
-    memory_budget: int | None = None
-    common_random: bool = False
-    generator: str = "hash"
-    round_ints: bool = False
+    options: RunOptions  # the run's options (no devices, chunk width or progress: a run's own)
     source: dict = field(default_factory=dict)
-
-    def options(self, **more: Any) -> RunOptions:
-        """The spec's run options (``more``: devices, chunk width, progress)."""
-        return RunOptions(
-            replicates=self.replicates,
-            seed=self.seed,
-            history=self.history,
-            turns=self.turns,
-            max_batch=self.max_batch,
-            memory_budget=self.memory_budget,
-            generator=self.generator,
-            round_ints=self.round_ints,
-            common_random=self.common_random,
-            **more,
-        )
 
     def digest(self) -> str:
         """A hash of everything that decides the arenas' rows (not the chunk layout, which
@@ -143,13 +120,8 @@ class SweepFile:
             "names": [str(c) for c in self.table.columns],
             "points": [[repr(x) for x in row] for row in self.table.itertuples(index=False, name=None)],
             "options": {
-                "replicates": self.replicates,
-                "seed": self.seed,
-                "history": self.history,
-                "turns": self.turns,
-                "generator": self.generator,
-                "round_ints": self.round_ints,
-                "common_random": self.common_random,
+                k: getattr(self.options, k)
+                for k in ("replicates", "seed", "history", "turns", "generator", "round_ints", "common_random")
             },
         }
         return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
@@ -234,15 +206,18 @@ def load_sweep_file(spec: str | Path | dict, root: str | Path | None = None) -> 
         if k in d and not isinstance(d[k], t):
             raise ValueError(f"{k}: expected {t.__name__}, got {d[k]!r}")
     seed = d.get("seed", 0)
-    run = dict(
+    options = RunOptions(  # checked before the samples are drawn with the seed and the budget reads the rest
         replicates=d.get("replicates", 1),
         seed=seed,
+        history=d.get("history", False),
         turns=d.get("turns"),
         max_batch=d.get("max_batch", DEFAULT_MAX_BATCH),
         memory_budget=parse_bytes(d.get("memory_budget")),
+        generator=d.get("generator", "hash"),
+        round_ints="samples" in d,
+        common_random=d.get("common_random", False),
     )
-    # checked before the samples are drawn with the seed and the budget reads the rest
-    per_point = point_steps(cfg, RunOptions(**run, generator=d.get("generator", "hash")))
+    per_point = point_steps(cfg, options)
     if "grid" in d:
         table = grid_points(d["grid"], per_point)
     elif "samples" in d:
@@ -254,16 +229,7 @@ def load_sweep_file(spec: str | Path | dict, root: str | Path | None = None) -> 
         )
     else:
         table = _points_from(d["points"], root)
-    return SweepFile(
-        config=cfg,
-        table=table,
-        history=d.get("history", False),
-        common_random=d.get("common_random", False),
-        generator=d.get("generator", "hash"),
-        round_ints="samples" in d,
-        source=d,
-        **run,
-    )
+    return SweepFile(config=cfg, table=table, options=options, source=d)
 
 
 def _part(out: Path, k: int) -> Path:
@@ -369,7 +335,7 @@ def run_sweep_file(
     out = Path(out)
     digest = sp.digest()
     width = _resumed_width(out, digest, overwrite)
-    options = sp.options(devices=devices, chunk_width=width)
+    options = sp.options.replace(devices=devices, chunk_width=width)
     plan = SweepPlan(prepare(sp.config, generator=options.generator), sp.table, options)
     _write_manifest(out, digest, plan)
     done = [k for k in range(plan.n_chunks) if _part(out, k).is_file()]
