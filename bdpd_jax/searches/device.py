@@ -33,6 +33,7 @@ from ..kernels.rollout import init_batch, run_turns
 from ..prepare.game import broadcast_batch
 from ..prepare.points import prepare_points
 from ..prepare.prepared import prepare
+from ..run.options import RunOptions
 from ..run.runner import keys_of
 from ..run.simulate import FLOAT, final_numbers
 from ..sweeps.results import POINT_OUTCOMES, STATS, Z95, aggregate, gini
@@ -216,17 +217,18 @@ def run_device(
     constraints: list[tuple[str, str, float]],
     *,
     population: int,
-    replicates: int,
-    common_random: bool,
+    options: RunOptions,
     seeds: list[int],
     start: int,
     generations: int,
 ) -> Any:
     """Generations ``start`` .. ``generations - 1`` in blocks of one compiled program each,
     continuing ``opt`` (an :class:`~.methods.EvosaxMethod`: its state is advanced). Yields
-    per generation ``(g, unit x, values, points frame)``. ``seeds``: every generation's sweep
-    seed. A block is at most DEVICE_BLOCK generations, all of one length (the last block may
-    run a few generations past ``generations``; they are dropped)."""
+    per generation ``(g, unit x, values, points frame)``. ``options``: the search's
+    (replicates, common random numbers); ``seeds``: every generation's sweep seed. A block
+    is at most DEVICE_BLOCK generations, all of one length (the last block may run a few
+    generations past ``generations``; they are dropped)."""
+    replicates = int(options.replicates)
     left = generations - start
     n_blocks = -(-left // DEVICE_BLOCK)
     block = -(-left // n_blocks)
@@ -238,7 +240,7 @@ def run_device(
         sp.names,
         objective,
         tuple(constraints),
-        common_random,
+        bool(options.common_random),
         block,
     )
     f32 = np.float32
