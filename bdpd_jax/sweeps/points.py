@@ -103,13 +103,13 @@ def points_table(
     try:
         key = json.dumps([grid, samples, n_samples, seed, per_point])
     except (TypeError, ValueError):  # numpy values and the like: made afresh
-        key = None
-    hit = _TABLES.get(key) if key is not None else None
+        key = ""
+    hit = _TABLES.get(key) if key else None
     if hit is not None:
         _TABLES.move_to_end(key)
         return hit
     table = grid_points(grid, per_point) if grid is not None else sample_points(samples, n_samples, seed, per_point)
-    if key is not None and len(key) <= MAX_TABLE_KEY:
+    if key and len(key) <= MAX_TABLE_KEY:
         _TABLES[key] = table
         while len(_TABLES) > MAX_TABLES:
             _TABLES.popitem(last=False)
