@@ -3,8 +3,8 @@
 What a run plays is its :class:`~bdpd_jax.prepare.prepared.PreparedRun` (or a sweep's
 :class:`~bdpd_jax.prepare.points.PreparedPoints`); how it plays them (seed, turns, chunking,
 devices, history, progress, a sweep's replicates) is this object, built and checked once at
-the public edge (``sweep``, ``sensitivity``, ``search``, ``sweep_on_cluster``, a sweep spec)
-and passed down whole, never relayed keyword by keyword.
+the public edge (``simulate``, ``sweep``, ``sensitivity``, ``search``, ``sweep_on_cluster``, a
+sweep spec) and passed down whole, never relayed keyword by keyword.
 """
 
 from __future__ import annotations
@@ -27,7 +27,9 @@ class RunOptions:
     config holds an int is rounded (sampled points); common_random: replicate ``r`` of every
     point draws from ``(seed, r)``; devices: None (every local device), a count or a list of
     jax devices; chunk_width: arenas per chunk when fixed elsewhere (a Dask worker, a
-    resumed run); progress: a progress bar (None: when the run has more than four chunks).
+    resumed run); progress: a progress bar (None: when the run has more than four chunks);
+    chunk_turns: turns per compiled chunk (None: the default, ``simulate.default_chunk``);
+    history_every: keep every k-th turn's records (``simulate``).
     """
 
     replicates: int = 1
@@ -42,6 +44,8 @@ class RunOptions:
     devices: Any = None
     chunk_width: int | None = None
     progress: bool | None = None
+    chunk_turns: int | None = None
+    history_every: int = 1
 
     def __post_init__(self) -> None:
         check_run_args(
@@ -50,6 +54,8 @@ class RunOptions:
             turns=self.turns,
             max_batch=self.max_batch,
             memory_budget=self.memory_budget,
+            chunk_turns=self.chunk_turns,
+            history_every=self.history_every,
         )
         if self.generator not in ("hash", "threefry"):
             raise ValueError(f"generator: unknown {self.generator!r}; known: ['hash', 'threefry']")
