@@ -79,7 +79,7 @@ def test_every_points_config_is_validated_once(monkeypatch, separable_min, capac
 
 def test_a_sweep_validates_its_base_once_and_each_point_once(monkeypatch):
     cfg = _fresh_config(163.0)
-    monkeypatch.setattr(sweep_mod, "run_points", lambda base, table, options: cached_plan(base, table, options))
+    monkeypatch.setattr(sweep_mod, "run_points", lambda base, table, options, chunks: cached_plan(base, table, options))
     validations = _count_validations(monkeypatch)
     plan = sweep_mod.sweep(cfg, grid={"model.regenRate": [0.1, 0.2]}, replicates=2)
     assert plan.n_points == 2
@@ -114,3 +114,16 @@ def test_turns_set_every_points_max_turns_and_bad_points_name_their_path():
     np.testing.assert_array_equal(np.asarray(fixed.params_at(1).max_turns), 4)
     with pytest.raises(ValueError, match=r"point 1: model.regenRate=-0.5"):
         prepare_points(base, ("model.regenRate",), [(0.1,), (-0.5,)])
+
+
+def test_a_grids_table_is_made_once_and_its_budget_still_checked(monkeypatch):
+    from bdpd_jax.sweeps.points import points_table
+
+    per = {"replicates": 10, "turns": 30, "players": 4}
+    grid = {"model.regenRate": [0.1, 0.2, 0.3]}
+    first = points_table(grid, per_point=per)
+    assert points_table(grid, per_point=per) is first  # reused
+    assert points_table({"model.regenRate": np.asarray([0.1, 0.2, 0.3])}, per_point=per) is not first  # numpy: afresh
+    monkeypatch.setenv("BDPD_RUN_BUDGET", "100")
+    with pytest.raises(ValueError, match="grid: .* over the run budget"):
+        points_table(grid, per_point=per)

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..config.budget import check_budget, grid_size
+from ..config.budget import check_budget, grid_size, run_budget
 from ..config.limits import to_float
 
 # ----------------------------------------------------------------------------- points
@@ -82,8 +82,9 @@ def explicit_points(points: Any, names: Sequence[str] | None) -> pd.DataFrame:
 
 
 # Tables of grids and samples asked before (a warm sweep makes none: a 16-row frame costs as
-# much as the sweep's per-point statistics); keyed by their JSON, so only plain values
-# (lists of numbers, strings, bools) are kept, and at most MAX_TABLE_KEY characters of it.
+# much as the sweep's per-point statistics); keyed by their JSON with the run budget they were
+# checked against, so only plain values (lists of numbers, strings, bools) are kept, and at
+# most MAX_TABLE_KEY characters of it.
 _TABLES: OrderedDict[str, pd.DataFrame] = OrderedDict()
 MAX_TABLES = 8
 MAX_TABLE_KEY = 100_000
@@ -101,7 +102,7 @@ def points_table(
     if points is not None:
         return explicit_points(points, names)
     try:
-        key = json.dumps([grid, samples, n_samples, seed, per_point])
+        key = json.dumps([grid, samples, n_samples, seed, per_point, run_budget()])  # (the budget: read per check)
     except (TypeError, ValueError):  # numpy values and the like: made afresh
         key = ""
     hit = _TABLES.get(key) if key else None
