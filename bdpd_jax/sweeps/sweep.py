@@ -3,9 +3,10 @@
 Parameters are named by their config path (``model.regenRate``, ``players[2].intensity``,
 ``observability.commonsStock.noise``, ``perturbations[auto-sanction].payload.ladder``).
 Every point x replicate is one arena: the point's values are applied to a copy of the
-config (validated by pydantic, errors name the path and value), ``build()`` gives its
-Params, every point must give the same static :class:`Game`, and the per-point Params are
-stacked along the trailing batch axis and run through simulate's compiled program
+config (validated by pydantic, errors name the path and value), ``prepare_points``
+(bdpd_jax/prepare/points.py) builds every point's Params from the base ``PreparedRun``, every
+point must give the same static :class:`Game`, and the per-point Params are stacked along
+the trailing batch axis and run through simulate's compiled program
 (``run_batch``/``compiled_run``). Arena ``i`` (point ``i // replicates``, replicate
 ``i % replicates``) draws from ``arena_keys(seed, i)``, so its row equals
 ``simulate(config_at_point, n_arenas=1, seed=seed, arena_offset=i)``.
