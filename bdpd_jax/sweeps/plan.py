@@ -1,6 +1,6 @@
 """A sweep's plan: its points built and validated once, one static Game, the chunk layout
 (``max_batch``, ``memory_budget``, devices), and each chunk's run into arena rows
-(:class:`SweepPlan`); plans are cached by content (:func:`cached_plan`). Run by
+(:class:`SweepPlan`); plans are cached by base, table and options (:func:`cached_plan`). Run by
 :mod:`bdpd_jax.sweeps.sweep`, the CLI's resumable runner and the Dask runner."""
 
 from __future__ import annotations
