@@ -21,7 +21,7 @@ strategy tables, the kernel timed alone, records of a custom batch).
 - ``engine_config_model(name)``: an engine's config model (its defaults applied once), for a
   bench that builds an engine's params directly.
 
-The live arena is ``bdpd_jax.host.arena.Arena`` (and ``LiveBatch`` for many in lockstep).
+The live arena is ``bdpd_jax.host.live.arena.Arena`` (and ``LiveBatch`` for many in lockstep).
 """
 
 from __future__ import annotations

@@ -274,8 +274,8 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
 def test_the_import_reader_sees_relative_and_type_checking_imports() -> None:
     edges = {target for target, _, _ in _imports("bdpd_jax.sweeps.plan")}
     assert "bdpd_jax.run.simulate" in edges  # a relative import (``from ..run.simulate import ...``)
-    assert "bdpd_jax.host.arena_run" in {target for target, _, _ in _imports("bdpd_jax.host.records")}
-    assert "bdpd_jax.host.arena_run" not in {t for t, _, _ in _imports("bdpd_jax.host.records", type_checking=False)}
+    assert "bdpd_jax.host.live.arena_run" in {target for target, _, _ in _imports("bdpd_jax.host.live.records")}
+    assert "bdpd_jax.host.live.arena_run" not in {t for t, _, _ in _imports("bdpd_jax.host.live.records", type_checking=False)}
 
 
 def test_the_attribute_guards_see_what_they_forbid(tmp_path) -> None:
@@ -421,7 +421,7 @@ def test_the_lab_guard_sees_what_it_forbids(tmp_path) -> None:
     src.write_text(
         "from bdpd_jax._env import apply_env\nfrom bdpd_jax.prepare.game import build\n"
         "from bdpd_jax.run import simulate\nfrom bdpd_jax import lab, _private\nimport bdpd_jax.config.game\n"
-        "from bdpd_jax.host.arena import Arena\nfrom bdpd_jax import prepare\n"
+        "from bdpd_jax.host.live.arena import Arena\nfrom bdpd_jax import prepare\n"
     )
     assert [b.split(" imports ")[1] for b in _lab_violations(src)] == [
         "bdpd_jax._env.apply_env",
@@ -459,11 +459,11 @@ def _self_stores(module: str, cls_name: str) -> set[str]:
 
 
 def test_the_tick_path_keeps_its_rules() -> None:
-    runner = "bdpd_jax.host.batch_runner"
+    runner = "bdpd_jax.host.live.batch_runner"
     # one owner of an arena's kernel state (its ArenaRun): no batch keeps one, no arena binds to a batch
     assert not {"state", "kernel_leaves"} & _self_stores(runner, "LockstepBatch")
-    assert "kernel_leaves" in _self_stores("bdpd_jax.host.arena_run", "ArenaRun")
-    assert not {"_batch", "_b"} & _self_stores("bdpd_jax.host.arena", "Arena")
+    assert "kernel_leaves" in _self_stores("bdpd_jax.host.live.arena_run", "ArenaRun")
+    assert not {"_batch", "_b"} & _self_stores("bdpd_jax.host.live.arena", "Arena")
     assert "shared" not in _self_stores("bdpd_jax.host.server.ticker", "Ticker")
     # the pact table: one kernel -> host sync per tick, in the batch's tick only
     assert [m for m in _live_host() if _calls(m, "sync")] == [runner] and len(_calls(runner, "sync")) == 1
@@ -472,15 +472,15 @@ def test_the_tick_path_keeps_its_rules() -> None:
     assert all(any(k.arg == "validated" for k in c.keywords) for c in _calls(runner, "dispatch_tool"))
     bus_calls = {
         c.func.attr
-        for c in _calls("bdpd_jax.host.dispatch", "")
+        for c in _calls("bdpd_jax.host.live.dispatch", "")
         if isinstance(c.func, ast.Attribute) and getattr(c.func.value, "attr", None) == "bus"
     }
     assert bus_calls == {"post", "is_known"}, bus_calls  # the bus stores validated actions unchecked
     # nothing re-derived from the config per tick; no event loop made by the tick
-    assert not _calls("bdpd_jax.host.records", "sanction_specs")
+    assert not _calls("bdpd_jax.host.live.records", "sanction_specs")
     assert not _calls(runner, "new_event_loop")
     # one event loop per process: only a sync caller's SyncLoop makes one (never the server's code)
-    assert [m for m in _live_host() if _calls(m, "new_event_loop")] == ["bdpd_jax.host.sync_loop"]
+    assert [m for m in _live_host() if _calls(m, "new_event_loop")] == ["bdpd_jax.host.live.sync_loop"]
     # the documented path stays short: fewer than 10 hops
     doc = (ROOT / "docs/semantics/live.md").read_text().split("### The tick path", 1)[1].split("\n### ", 1)[0]
     hops = [line for line in doc.splitlines() if line[:1].isdigit() and ". **" in line[:6]]

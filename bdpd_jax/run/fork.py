@@ -155,7 +155,7 @@ def fork(
     """Continue a live arena from ``turn`` as ``replicates`` arenas; returns their Results.
 
     Args:
-        arena_or_folder: a started ``bdpd_jax.host.arena.Arena`` or its folder (meta.json,
+        arena_or_folder: a started ``bdpd_jax.host.live.arena.Arena`` or its folder (meta.json,
             turns.jsonl).
         turn: the turn to fork after (default: the last played); 0 forks the start.
         replicates: arenas in the batch; replicate ``r`` draws from (seed, arena_index + r).
