@@ -216,7 +216,7 @@ def sweep(
     )
     console.print(
         escape(
-            f"{len(sp.table)} points x {sp.replicates} replicates in {r.n_chunks} chunk(s): computed "
+            f"{len(sp.table)} points x {sp.options.replicates} replicates in {r.n_chunks} chunk(s): computed "
             f"{len(r.computed)}, already written {len(r.skipped)}, {time.perf_counter() - t0:.2f} s; wrote {out}/ "
             f"(read it back: bdpd show {out}, or bdpd_jax.load({str(out)!r}))"
         )

@@ -3,6 +3,9 @@ benches build on when they need more than a summary (one compiled program over s
 strategy tables, the kernel timed alone, records of a custom batch).
 
 - ``prepare(config) -> PreparedRun``: the one preparation (bdpd_jax/prepare/prepared.py);
+  ``prepare_points(run, names, values) -> PreparedPoints``: many points of one prepared
+  config as one Game and params stacked over points, what a sweep runs
+  (bdpd_jax/prepare/points.py); ``RunOptions``: a sweep's run options as one object;
 - ``batch_params(runs, n_arenas)``: a prepared run's params broadcast to a batch, or several
   runs of one Game stacked run-major (each repeated ``n_arenas`` times);
 - ``rollout(runs, n_arenas, ...) -> Rollout``: the batch run through the chunked runner
@@ -34,8 +37,10 @@ from .kernels.game import Game
 from .kernels.params import Params
 from .prepare.game import broadcast_batch
 from .prepare.governance import stack_batch
+from .prepare.points import PreparedPoints, prepare_points
 from .prepare.prepared import LiveOptions, PreparedRun, prepare
 from .results.frames import outcome_columns
+from .run.options import RunOptions
 from .run.runner import TRACES, arena_keys, compiled_init, compiled_run, lanes_for, run_batch, to_numpy
 from .run.simulate import compiled_whole_history, default_chunk, key_words, run_whole
 
@@ -116,8 +121,10 @@ def outcomes(
 
 __all__ = [
     "LiveOptions",
+    "PreparedPoints",
     "PreparedRun",
     "Rollout",
+    "RunOptions",
     "TRACES",
     "arena_keys",
     "batch_params",
@@ -129,6 +136,7 @@ __all__ = [
     "lanes_for",
     "outcomes",
     "prepare",
+    "prepare_points",
     "rollout",
     "to_numpy",
 ]

@@ -3,6 +3,7 @@ forced CPU devices, against a Python loop calling ``simulate`` once per point.
 
     .venv/bin/python bench/sweep.py               # both cases below, 1 and 2 devices
     .venv/bin/python bench/sweep.py --scale 0.2   # a smoke run (grid sides x 0.2)
+    .venv/bin/python bench/sweep.py --vs-simulate --runs 10   # sweep 16 x 1024 / simulate 16 384
 
 Two cases of 100 000 arenas: ``points`` (a 100 x 100 x 10 grid, one arena per point) and
 ``replicates`` (a 10 x 10 x 10 grid, 100 replicates per point).
@@ -14,7 +15,16 @@ history=False, arena_offset=...)`` per point (what a user would write without ``
 the first ``--loop-points`` points (1000) after one warm-up call, so it does not pay the
 compile either; its time per point is scaled to the sweep's points. Played arena-turns
 (turns before each arena ended) are printed beside arena-turns (every arena x 30 turns).
-Figures: bench/README.md.
+
+``--vs-simulate``: the seed's payload (``bdpd_jax.default_config()``), a ``sweep`` of 16
+regenRate values x 1 024 replicates against ``simulate`` of 16 384 arenas (history off), in
+one process: each of ``--runs`` runs calls the two alternately ``--repeat`` times and keeps
+each one's best; the ratio of each run is printed, then the median, min-max and quartiles over
+runs, for wall time and for process CPU time (all threads: what the run costs, whatever else
+the machine runs). The 16 values lie within 2 % of the seed's 0.12, where every arena plays
+what the seed's do (played arena-turns printed for both): the ratio is the sweep's overhead,
+not other dynamics. Its parts (plan lookup, one chunk's run and columns, the per-point
+statistics) are timed in the same loop. Figures: bench/README.md.
 """
 
 from __future__ import annotations
@@ -22,6 +32,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import math
 import os
 import subprocess
 import sys
@@ -124,6 +135,75 @@ def loop(case: str, scale: float, n_points: int) -> dict:
     }
 
 
+def vs_simulate(runs: int, repeat: int, width: int = 16_384, n_points: int = 16) -> dict:
+    """Per run: the best wall and CPU seconds of ``sweep``, ``simulate`` and the sweep's parts,
+    interleaved; then each run's sweep / simulate ratio (see the module docstring)."""
+    import numpy as np
+
+    import bdpd_jax
+    from bdpd_jax.sweeps.results import aggregate
+    from bdpd_jax.sweeps.sweep import RunOptions, cached_plan, point_steps, points_table, sweep
+
+    cfg = bdpd_jax.default_config().model_dump()
+    r0 = cfg["model"]["regenRate"]
+    grid = {"model.regenRate": [float(x) for x in r0 * np.linspace(0.98, 1.02, n_points)]}
+    reps = width // n_points
+    opts = RunOptions(replicates=reps, progress=False)
+    table = points_table(grid, None, None, per_point=point_steps(cfg, opts))
+    plan = cached_plan(bdpd_jax.prepare(cfg), table, opts)
+    rows = plan.chunk_columns(0)
+    calls = {
+        "simulate": lambda: bdpd_jax.simulate(cfg, n_arenas=width, history=False, progress=False),
+        "sweep": lambda: sweep(cfg, grid=grid, replicates=reps, progress=False),
+        "sweep_plan": lambda: cached_plan(
+            bdpd_jax.prepare(cfg), points_table(grid, None, None, per_point=point_steps(cfg, opts)), opts
+        ),
+        "sweep_rows": lambda: plan.chunk_columns(0),
+        "sweep_points": lambda: aggregate(rows, plan.names, plan.outcomes()),
+    }
+    played = {
+        "simulate": int(calls["simulate"]().summary["turns_played"].sum()),
+        "sweep": int(calls["sweep"]().arenas["survival_time"].sum()),
+    }
+    for f in calls.values():
+        f()  # compiled and warm
+    per_run = []
+    for r in range(runs):
+        best = {k: [math.inf, math.inf] for k in calls}
+        for i in range(repeat):
+            order = list(calls) if (r + i) % 2 == 0 else [k for k in reversed(calls)]
+            for k in order:
+                w0, c0 = time.perf_counter(), time.process_time()
+                calls[k]()
+                w, c = time.perf_counter() - w0, time.process_time() - c0
+                best[k] = [min(best[k][0], w), min(best[k][1], c)]
+        per_run.append(best)
+    return {"played": played, "runs": per_run, "arenas": width, "points": n_points}
+
+
+def _spread(xs: list[float]) -> str:
+    import numpy as np
+
+    q1, med, q3 = np.percentile(xs, [25, 50, 75])
+    return f"median {med:.3f}x (min {min(xs):.3f}, max {max(xs):.3f}, IQR {q1:.3f}-{q3:.3f})"
+
+
+def report_vs_simulate(out: Figures, res: dict) -> None:
+    runs = res["runs"]
+    print(
+        f"sweep of {res['points']} points x {res['arenas'] // res['points']} replicates / simulate of "
+        f"{res['arenas']} arenas, seed payload, {len(runs)} runs; played arena-turns: "
+        f"sweep {res['played']['sweep']}, simulate {res['played']['simulate']}"
+    )
+    for j, what in enumerate(("wall", "cpu")):
+        ratios = [b["sweep"][j] / b["simulate"][j] for b in runs]
+        print(f"  {what}: per run {[round(x, 3) for x in ratios]}")
+        print(f"  {what}: {_spread(ratios)}")
+        parts = {k: sorted(b[k][j] * 1e3 for b in runs)[len(runs) // 2] for k in runs[0]}
+        print(f"  {what} ms, median over runs of each best: " + ", ".join(f"{k} {v:.2f}" for k, v in parts.items()))
+        out.emit(f"vs_simulate_{what}", runs=len(runs), ratios=ratios, played=res["played"], parts_ms=parts)
+
+
 def main() -> None:
     ap = parser(__doc__)
     ap.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
@@ -132,7 +212,13 @@ def main() -> None:
     ap.add_argument("--loop-points", type=int, default=1000, help="points the loop runs (then per point)")
     ap.add_argument("--devices", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--vs-simulate", action="store_true", help="a 16 x 1024 sweep / simulate of 16 384 arenas")
+    ap.add_argument("--runs", type=int, default=10, help="runs of --vs-simulate (its spread is over them)")
     a = ap.parse_args()
+    if a.vs_simulate:
+        setup()
+        report_vs_simulate(Figures("sweep", a.json), vs_simulate(a.runs, max(a.repeat, 3)))
+        return
     if a.worker is not None:
         print("RESULT " + json.dumps(worker(a.worker, a.cases[0], a.scale, a.repeat)))
         return

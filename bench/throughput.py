@@ -232,7 +232,7 @@ def bench_simulate(b: int, turns: int, reps: int = 7) -> dict:
     import pandas as pd
 
     from bdpd_jax.sweeps.results import aggregate
-    from bdpd_jax.sweeps.sweep import cached_plan, run_points
+    from bdpd_jax.sweeps.sweep import RunOptions, cached_plan, run_points
 
     cfg = config(turns)
     prep = bdpd_jax.prepare(cfg)
@@ -248,9 +248,7 @@ def bench_simulate(b: int, turns: int, reps: int = 7) -> dict:
             run_points,
             cfg.model_dump(),
             pd.DataFrame({"model.regenRate": np.linspace(0.3, 0.7, 16)}),
-            replicates=b // 16,
-            turns=turns,
-            progress=False,
+            RunOptions(replicates=b // 16, turns=turns, progress=False),
         ),
     }
     # the sweep with its arena rows read as a frame (built on that first read: the sweep
@@ -259,9 +257,11 @@ def bench_simulate(b: int, turns: int, reps: int = 7) -> dict:
     # where a sweep's time goes beyond the kernel: its plan lookup, its one chunk's arena rows
     # (keys, init, the turns, final numbers, the per-arena columns) and the per-point aggregation
     table = pd.DataFrame({"model.regenRate": np.linspace(0.3, 0.7, 16)})
-    plan = cached_plan(cfg.model_dump(), table, replicates=b // 16, turns=turns)
+    plan = cached_plan(bdpd_jax.prepare(cfg.model_dump()), table, RunOptions(replicates=b // 16, turns=turns))
     rows = plan.chunk_columns(0)
-    calls["sweep_plan"] = lambda: cached_plan(cfg.model_dump(), table, replicates=b // 16, turns=turns)
+    calls["sweep_plan"] = lambda: cached_plan(
+        bdpd_jax.prepare(cfg.model_dump()), table, RunOptions(replicates=b // 16, turns=turns)
+    )
     calls["sweep_rows"] = lambda: plan.chunk_columns(0)
     calls["sweep_points"] = lambda: aggregate(rows, plan.names, plan.outcomes())
     for f in calls.values():
@@ -310,7 +310,7 @@ def bench_skip_mixed(b: int = 16384, turns: int = 3000) -> dict:
     laned one for the mixed run)."""
     import pandas as pd
 
-    from bdpd_jax.sweeps.sweep import run_points
+    from bdpd_jax.sweeps.sweep import RunOptions, run_points
 
     cfg = seed_payload(turns)
     cfg["players"] = [{"strategy": "aggressive", "intensity": 0.5, "privateResource": 30} for _ in range(4)]
@@ -320,7 +320,7 @@ def bench_skip_mixed(b: int = 16384, turns: int = 3000) -> dict:
         "none_end": pd.DataFrame({c: [0.001, 0.001] for c in cols}),
     }
     runs = {
-        name: (lambda tab=tab: run_points(cfg, tab, replicates=b // 2, turns=turns, progress=False))
+        name: (lambda tab=tab: run_points(cfg, tab, RunOptions(replicates=b // 2, turns=turns, progress=False)))
         for name, tab in tables.items()
     }
     out = {}

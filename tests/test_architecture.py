@@ -382,7 +382,6 @@ INTERNAL = (
     "bdpd_jax.results",
     "bdpd_jax.cli",
     "bdpd_jax.sweeps.build",
-    "bdpd_jax.sweeps.paths",
 )
 
 

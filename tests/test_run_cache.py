@@ -12,6 +12,7 @@ from payloads import MIXED_PLAYERS, SEED_LOGISTIC
 import bdpd_jax
 from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.prepare import prepared
+from bdpd_jax.run.options import RunOptions
 from bdpd_jax.sweeps import plan, sweep
 
 
@@ -47,12 +48,12 @@ def test_simulate_builds_a_config_once_per_content(monkeypatch):
 def test_sweep_plans_a_table_once():
     cfg = _cfg()
     table = pd.DataFrame({"model.regenRate": [0.11, 0.13]})
-    a = sweep.run_points(cfg, table, replicates=2, progress=False)
+    a = sweep.run_points(cfg, table, RunOptions(replicates=2, progress=False))
     n = len(plan._PLANS)
-    b = sweep.run_points(copy.deepcopy(cfg), table.copy(), replicates=2, progress=False)
+    b = sweep.run_points(copy.deepcopy(cfg), table.copy(), RunOptions(replicates=2, progress=False))
     assert len(plan._PLANS) == n
     pd.testing.assert_frame_equal(a.arenas, b.arenas, check_exact=True)
-    sweep.run_points(cfg, pd.DataFrame({"model.regenRate": [0.11, 0.14]}), replicates=2, progress=False)
+    sweep.run_points(cfg, pd.DataFrame({"model.regenRate": [0.11, 0.14]}), RunOptions(replicates=2, progress=False))
     assert len(plan._PLANS) == min(n + 1, plan.MAX_PLANS)
 
 
@@ -70,10 +71,10 @@ def test_table_key_sees_values_dtypes_and_names_not_the_index():
 def test_sweep_arenas_frame_is_built_once_on_first_read():
     cfg = _cfg()
     table = pd.DataFrame({"model.regenRate": [0.11, 0.13]})
-    res = sweep.run_points(cfg, table, replicates=3, progress=False)
+    res = sweep.run_points(cfg, table, RunOptions(replicates=3, progress=False))
     back = pickle.loads(pickle.dumps(res))  # before the frame was read: pickled as one
     pd.testing.assert_frame_equal(back.arenas, res.arenas, check_exact=True)
-    plan = sweep.cached_plan(cfg, table, replicates=3)
+    plan = sweep.cached_plan(bdpd_jax.prepare(cfg), table, RunOptions(replicates=3))
     assert res.arenas is res.arenas  # built once, then kept
     pd.testing.assert_frame_equal(res.arenas, plan.run_chunk(0), check_exact=True)
     pd.testing.assert_frame_equal(res.points, sweep.aggregate(res.arenas, res.names, plan.outcomes()), check_exact=True)

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 import bdpd_jax
 from bdpd_jax import sensitivity
+from bdpd_jax.run.options import RunOptions
 from bdpd_jax.run.simulate import TRACES, run_whole
 from bdpd_jax.sweeps.sweep import SweepResults, aggregate, apply_values, config_base, parse_path, sweep
 
@@ -88,7 +89,7 @@ def test_a_leaf_the_same_at_every_point_is_broadcast_with_the_same_numbers(cfg):
 
     grid = {"model.regenRate": [0.2], "players[1].intensity": [0.3, 0.9]}
     r = sweep(cfg, grid=grid, replicates=REPS, seed=SEED, devices=1)  # (one device: the one-program path)
-    plan = SweepPlan(cfg, grid_points(grid), replicates=REPS, seed=SEED, devices=1)
+    plan = SweepPlan(bdpd_jax.prepare(cfg), grid_points(grid), RunOptions(replicates=REPS, seed=SEED, devices=1))
     shapes = {x.shape[-1] for x in jax.tree_util.tree_leaves(plan.placed)}
     assert shapes == {1, 2}  # shared leaves once, the intensity's per point
     for i in (0, 5):
@@ -269,13 +270,13 @@ def test_one_program_sweep_equals_the_chunked_run(cfg, monkeypatch):
     whole = []
     monkeypatch.setattr(plan_mod, "run_whole", lambda *a, **k: whole.append(1) or run_whole(*a, **k))
     table = pd.DataFrame({"model.regenRate": [0.05, 0.2, 0.3], "model.maxTurns": [12, 12, 9]})
-    kw = dict(replicates=3, seed=SEED, turns=None, common_random=True, progress=False)
-    one = sweep_mod.run_points(cfg, table, **kw, devices=1)
+    kw = RunOptions(replicates=3, seed=SEED, turns=None, common_random=True, progress=False)
+    one = sweep_mod.run_points(cfg, table, kw.replace(devices=1))
     assert whole == [1]  # the one-program path
-    sharded = sweep_mod.run_points(cfg, table, **kw)
+    sharded = sweep_mod.run_points(cfg, table, kw)
     assert whole == [1] and sharded.meta["n_devices"] == 2
     monkeypatch.setattr(plan_mod, "default_chunk", lambda n: 5)
-    chunked = sweep_mod.run_points(cfg, table, **kw, devices=1, memory_budget=1 << 40)  # a new plan (3 chunks)
+    chunked = sweep_mod.run_points(cfg, table, kw.replace(devices=1, memory_budget=1 << 40))  # a new plan (3 chunks)
     assert whole == [1]
     for other in (sharded, chunked):
         pd.testing.assert_frame_equal(one.arenas, other.arenas, check_exact=True)

@@ -96,7 +96,7 @@ strategy = "conservative"
 """
     (d / "s.toml").write_text(inline)
     sp = load_sweep_file(d / "s.toml")
-    assert sp.round_ints and sp.memory_budget == 64_000_000 and len(sp.table) == 3
+    assert sp.options.round_ints and sp.options.memory_budget == 64_000_000 and len(sp.table) == 3
     res = run_sweep_file(sp, d / "s_out", progress=False)
     back = SweepResults.from_parquet(d / "s_out")
     assert len(back.arenas) == 6 and res.n_chunks == 1

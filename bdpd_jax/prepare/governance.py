@@ -34,6 +34,20 @@ def uses_governance(config, specs: list | None = None) -> bool:
     )
 
 
+def governance_shapes(configs) -> dict | None:
+    """The governance layer's static shapes that fit every config of ``configs`` (the
+    largest pact table, sanction ladder and spec count), so all of them run as one program;
+    None when none of them uses governance."""
+    specs = [sanction_specs(c) for c in configs]
+    if not any(uses_governance(c, s) for c, s in zip(configs, specs, strict=True)):
+        return None
+    return {
+        "pact_slots": max(needed_slots(c) for c in configs),
+        "ladder_width": max([1] + [len(x.ladder) for s in specs for x in s]),
+        "n_specs": max(len(s) for s in specs),
+    }
+
+
 def talk_params(talks: list, names: list[str]) -> T.TalkParams:
     """The scripted talk of each player (``players[i].talk``, None for none) as TalkParams."""
     n = len(talks)

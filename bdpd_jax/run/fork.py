@@ -34,11 +34,11 @@ from ..kernels.policies import BUILTINS
 from ..kernels.rollout import run_turns
 from ..kernels.stored import restored
 from ..prepare.game import broadcast_batch
+from ..prepare.paths import apply_values, config_base
 from ..prepare.perturbations import compile_spec
 from ..prepare.prepared import LiveOptions, PreparedRun, prepare
 from ..results.frames import Frames, Results, summary_frame
 from ..results.stream import flatten_record
-from ..sweeps.paths import apply_values, config_base
 from .fork_state import REPEAT_LAST, carried_state, fire
 from .runner import TRACES, key_words, keys_of, to_numpy
 from .simulate import FLOAT, final_numbers, game_layer_names, record_frames

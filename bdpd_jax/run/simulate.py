@@ -39,6 +39,7 @@ from ..results.governance import sanctions_frame, violations_frame
 from ..results.perturbations import perturbations_frame
 from ..results.plugins import governance_actions_frame
 from ..results.stream import flatten_record, parquet_sink, stream_dir
+from .options import RunOptions
 from .runner import (  # noqa: F401 (re-exported)
     SCANNED,
     TRACES,
@@ -235,13 +236,15 @@ def simulate(
         raise ValueError("n_arenas: must be an integer >= 1, got None")
     prep = prepare(config, generator=generator)  # validated and built once per config content
     cfg = prep.config
-    check_run_args(
-        n_arenas=n_arenas,
-        arena_offset=arena_offset,
+    check_run_args(n_arenas=n_arenas, arena_offset=arena_offset)
+    options = RunOptions(
         seed=seed,
+        history=history,
         turns=turns,
         chunk_turns=chunk_turns,
         max_batch=max_batch,
+        generator=generator,
+        progress=progress,
         history_every=history_every,
     )
     every = int(history_every)
@@ -264,9 +267,7 @@ def simulate(
         for a0, a1 in arena_chunks:
             arenas = np.arange(a0, a1, dtype=np.int64) + arena_offset
             sink = None if out_dir is None else parquet_sink(out_dir, arenas, a0, list(prep.names))
-            for name, frame in _arena_chunk(
-                prep, params, seed, arenas, n_turns, chunk, history, every, bar, sink
-            ).items():
+            for name, frame in _arena_chunk(prep, params, options, arenas, n_turns, chunk, bar, sink).items():
                 frames.setdefault(name, []).append(frame)
     finally:
         if bar is not None:
@@ -295,20 +296,19 @@ def _bar(total: int, progress: bool | None) -> Any:
 def _arena_chunk(
     prep: PreparedRun,
     params: Any,
-    seed: int,
+    options: RunOptions,
     arenas: np.ndarray,
     n_turns: int,
     chunk: int,
-    history: bool,
-    every: int,
     bar: Any,
     sink: Callable[[Any], None] | None,
 ) -> dict[str, Any]:
-    """One chunk of arenas: run, then its frames by name: ``summary`` always; with history
+    """One chunk of arenas (``chunk``: turns per compiled chunk, a multiple of the options'
+    ``history_every``): run, then its frames by name: ``summary`` always; with history
     kept in memory (no ``sink``) builders of ``turns``, ``players`` and the layers'
     ``violations``, ``sanctions``, ``governance_actions``, ``perturbations`` (run on first
     access: Results' frames are built lazily). One turn chunk is one program."""
-    game = prep.game
+    game, seed, history, every = prep.game, int(options.seed), bool(options.history), int(options.history_every)
     if one_program(history, chunk, n_turns):
         final = run_whole(game, chunk, seed, range(int(arenas[0]), int(arenas[-1]) + 1), params, prep.max_yield)
         if bar is not None:

@@ -13,11 +13,11 @@ confirmed), with ``confirm_violation`` and ``confirm_feasible``. See docs/semant
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pandas as pd
 
+from ..prepare.prepared import PreparedRun
+from ..run.options import RunOptions
 from ..sweeps import sweep as sweep_module
 from .ranking import front_mask, minimised, order, violation
 from .space import Space
@@ -70,22 +70,20 @@ def chosen(history: pd.DataFrame, names: list[str], objectives: list, top: int, 
 
 
 def confirm(
-    cfg: Any,
+    base: PreparedRun,
     sp: Space,
     history: pd.DataFrame,
     objectives: list,
     constraints: list,
     *,
     top: int,
+    population: int,
+    options: RunOptions,
     replicates: int,
     seed: int,
-    population: int,
-    search_replicates: int,
-    turns: int | None,
-    keep_history: bool,
-    max_batch: int,
 ) -> pd.DataFrame:
-    """``history`` with the ``confirm_*`` columns of its top candidates (see the module).
+    """``history`` with the ``confirm_*`` columns of its top candidates (see the module):
+    ``replicates`` fresh ones each, drawn from ``seed``; ``options``: the search's.
 
     The confirmation runs the search's own compiled program: its points are padded to
     ``population`` rows and its chunks are a generation's width (a generation's program runs
@@ -94,16 +92,9 @@ def confirm(
     pts = chosen(history, names, objectives, top, population)
     k = len(pts)
     padded = pts.iloc[np.minimum(np.arange(population), k - 1)].reset_index(drop=True)
-    res = sweep_module.sweep(
-        cfg,
-        points=padded,
-        replicates=replicates,
-        seed=seed,
-        history=keep_history,
-        turns=turns,
-        common_random=True,
-        progress=False,
-        max_batch=min(int(max_batch), population * int(search_replicates)),
+    width = min(int(options.max_batch), population * int(options.replicates))  # a generation's chunks
+    res = sweep_module.run_points(
+        base, padded, options.replace(replicates=replicates, seed=seed, common_random=True, max_batch=width)
     )
     got = res.points.sort_values("point").iloc[:k].reset_index(drop=True)
     est = got.drop(columns=["point"])

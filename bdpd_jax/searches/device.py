@@ -31,10 +31,11 @@ import pandas as pd
 
 from ..kernels.rollout import init_batch, run_turns
 from ..prepare.game import broadcast_batch
+from ..prepare.points import prepare_points
+from ..prepare.prepared import prepare
+from ..run.options import RunOptions
 from ..run.runner import keys_of
 from ..run.simulate import FLOAT, final_numbers
-from ..sweeps.build import build_points
-from ..sweeps.paths import config_base
 from ..sweeps.results import POINT_OUTCOMES, STATS, Z95, aggregate, gini
 from .methods import TRACES, EsPrograms, es_key
 from .ranking import miss, order
@@ -70,11 +71,10 @@ def device_plan(cfg: Any, sp: Space, turns: int | None) -> DevicePlan | str:
     rows = [a] + [np.where(np.arange(d) == j, b, a) for j in range(d)] + [c]
     table = pd.DataFrame(rows, columns=list(sp.names))
     try:
-        _, game, stacked, treedef, n_turns, yields, _ = build_points(
-            config_base(cfg), list(sp.names), table, turns, "hash", False, separable_min=1 << 30
-        )
+        pts = prepare_points(prepare(cfg), sp.names, table, turns=turns, separable_min=1 << 30)
     except ValueError as err:
         return f"the probe builds failed ({err})"
+    game, stacked, treedef, n_turns, yields = pts.game, pts.stacked, pts.treedef, pts.n_turns, pts.max_yield
     slots = []
     owned = np.zeros(d, bool)
     for li, x in enumerate(stacked):
@@ -217,17 +217,18 @@ def run_device(
     constraints: list[tuple[str, str, float]],
     *,
     population: int,
-    replicates: int,
-    common_random: bool,
+    options: RunOptions,
     seeds: list[int],
     start: int,
     generations: int,
 ) -> Any:
     """Generations ``start`` .. ``generations - 1`` in blocks of one compiled program each,
     continuing ``opt`` (an :class:`~.methods.EvosaxMethod`: its state is advanced). Yields
-    per generation ``(g, unit x, values, points frame)``. ``seeds``: every generation's sweep
-    seed. A block is at most DEVICE_BLOCK generations, all of one length (the last block may
-    run a few generations past ``generations``; they are dropped)."""
+    per generation ``(g, unit x, values, points frame)``. ``options``: the search's
+    (replicates, common random numbers); ``seeds``: every generation's sweep seed. A block
+    is at most DEVICE_BLOCK generations, all of one length (the last block may run a few
+    generations past ``generations``; they are dropped)."""
+    replicates = int(options.replicates)
     left = generations - start
     n_blocks = -(-left // DEVICE_BLOCK)
     block = -(-left // n_blocks)
@@ -239,7 +240,7 @@ def run_device(
         sp.names,
         objective,
         tuple(constraints),
-        common_random,
+        bool(options.common_random),
         block,
     )
     f32 = np.float32

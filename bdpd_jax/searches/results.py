@@ -11,7 +11,7 @@ from pydantic import Field, FiniteFloat
 
 from ..config.files import Meta, load_meta, read_parquet, write_json
 from ..config.game import ArenaConfig
-from ..sweeps.paths import apply_values, config_base
+from ..prepare.paths import apply_values, config_base
 from .confirm import PREFIX, confirmed_view
 from .ranking import front_mask, minimised, order
 

@@ -24,8 +24,10 @@ import pandas as pd
 from ..config.budget import arena_steps, check_budget
 from ..config.files import Meta, load_meta, read_parquet, write_json
 from ..config.game import ArenaConfig
-from ..config.limits import DEFAULT_MAX_BATCH, check_run_args
+from ..config.limits import DEFAULT_MAX_BATCH
 from ..kernels.metrics import METRICS
+from ..prepare.prepared import PreparedRun, prepare
+from ..run.options import RunOptions
 from ..sweeps import sweep as sweep_module
 from ..sweeps.results import HISTORY_OUTCOMES
 from .confirm import CONFIRM_REPLICATES, CONFIRM_TOP, confirm_seed
@@ -133,21 +135,30 @@ def search(
 
     Returns a :class:`SearchResults`. Raises ValueError naming any bad argument.
     """
-    cfg = ArenaConfig.load(config)
+    base = prepare(config)  # validated and built once: every generation's sweep starts from it
+    cfg = base.config
     sp = Space.of(cfg, space)
     objs = objectives_of(objective)
     cons = constraints_of(constraints)
     population = _check_count(population, "population", MAX_POPULATION, 2)
     generations = _check_count(generations, "generations", MAX_GENERATIONS)
-    check_run_args(replicates=replicates, seed=seed, turns=turns, max_batch=max_batch)
+    if not isinstance(common_random, bool):
+        raise ValueError(f"common_random: must be a bool, got {common_random!r}")
+    history = needs_history([c for c, _ in objs] + [c for c, _, _ in cons], sp.names)
+    options = RunOptions(  # (each generation's sweep: its seed set per generation)
+        replicates=replicates,
+        seed=seed,
+        history=history,
+        turns=turns,
+        max_batch=max_batch,
+        common_random=common_random,
+        progress=False,
+    )
     steps = {"population": population, "replicates": int(replicates), **arena_steps(cfg, turns)}
     field = "replicates" if steps["replicates"] >= population else "population"
     check_budget(field, steps[field], steps)  # one generation is one sweep of these arenas
     confirm = _check_count(confirm, "confirm", MAX_CONFIRM, 0)
     confirm_top = _check_count(confirm_top, "confirm_top", MAX_POPULATION)
-    if not isinstance(common_random, bool):
-        raise ValueError(f"common_random: must be a bool, got {common_random!r}")
-    history = needs_history([c for c, _ in objs] + [c for c, _, _ in cons], sp.names)
     opt = make_method(method, population, sp.dim, len(objs), bool(cons), int(seed))
     store = _Store(out, cfg, space, objs, cons, method, population, replicates, seed, common_random, turns)
     done = store.load()
@@ -171,9 +182,7 @@ def search(
                         "(a different search or library version); use a fresh directory"
                     )
             else:
-                gen = _evaluate(
-                    cfg, sp, x, g, objs, cons, population, replicates, seed, common_random, turns, history, max_batch
-                )
+                gen = _evaluate(base, sp, x, g, objs, cons, population, options)
                 store.write(g, gen)
             f, viol = minimised(gen, objs), gen["violation"].to_numpy(float)
             opt.tell(g, x, ranks(f[:, 0], viol + sp.outside(x)), objectives=f, violation=viol)
@@ -188,8 +197,7 @@ def search(
                 objs[0],
                 cons,
                 population=population,
-                replicates=int(replicates),
-                common_random=common_random,
+                options=options,
                 seeds=seeds,
                 start=host_until,
                 generations=generations,
@@ -205,19 +213,16 @@ def search(
     cseed = confirm_seed(seed, {generation_seed(seed, g) for g in range(generations)})
     if confirm:
         hist = confirm_top_candidates(
-            cfg,
+            base,
             sp,
             hist,
             objs,
             cons,
             top=min(confirm_top, population),
+            population=population,
+            options=options,
             replicates=confirm,
             seed=cseed,
-            population=population,
-            search_replicates=int(replicates),
-            turns=turns,
-            keep_history=history,
-            max_batch=max_batch,
         )
     res = SearchResults(
         hist,
@@ -247,36 +252,14 @@ def search(
 
 
 def _evaluate(
-    cfg,
-    sp: Space,
-    x: np.ndarray,
-    g: int,
-    objs,
-    cons,
-    population: int,
-    replicates: int,
-    seed: int,
-    common_random: bool,
-    turns,
-    history: bool,
-    max_batch: int,
+    base: PreparedRun, sp: Space, x: np.ndarray, g: int, objs, cons, population: int, options: RunOptions
 ) -> pd.DataFrame:
     """One generation: its candidates (padded to ``population`` rows) as one sweep; one row per
     candidate with its values, unit coordinates, point columns, violation, feasibility, rank."""
     n = len(x)
     table = sp.values(x)
     padded = table.iloc[np.minimum(np.arange(population), n - 1)].reset_index(drop=True)
-    res = sweep_module.sweep(
-        cfg,
-        points=padded,
-        replicates=replicates,
-        seed=generation_seed(seed, g),
-        history=history,
-        turns=turns,
-        common_random=common_random,
-        progress=False,
-        max_batch=max_batch,
-    )
+    res = sweep_module.run_points(base, padded, options.replace(seed=generation_seed(options.seed, g)))
     pts = res.points.sort_values("point").iloc[:n].reset_index(drop=True)
     return generation_rows(g, table, x, pts, objs, cons, sp)
 

@@ -13,7 +13,7 @@ import pandas as pd
 
 from ..config.game import ArenaConfig
 from ..config.limits import to_float
-from ..sweeps.paths import config_base
+from ..prepare.paths import config_base
 
 
 @dataclass(frozen=True)

@@ -32,9 +32,10 @@ from typing import Any
 import pandas as pd
 
 from ..config.game import ArenaConfig
-from ..config.limits import DEFAULT_MAX_BATCH
+from ..prepare.prepared import prepare
+from ..run.options import RunOptions
 from ..run.simulate import TRACES
-from .sweep import SweepPlan, point_steps, points_table, run_points
+from .sweep import SweepPlan, sweep
 
 _PLANS: dict[str, Any] = {}
 
@@ -43,7 +44,9 @@ def _worker_plan(key: str, inputs: dict):
     plan = _PLANS.get(key)
     if plan is None:
         _PLANS.clear()  # one sweep's plan at a time per worker (bounded memory)
-        plan = _PLANS[key] = SweepPlan(inputs["config"], inputs["table"], **inputs["kwargs"])
+        options = inputs["options"]
+        base = prepare(inputs["config"], generator=options.generator)
+        plan = _PLANS[key] = SweepPlan(base, inputs["table"], options)
     return plan
 
 
@@ -63,17 +66,17 @@ def client_of(client: Any):
 
 
 def run_chunks(
-    client: Any, config, table: pd.DataFrame, chunks: list[int], *, info: list | None = None, **kwargs: Any
+    client: Any, config, table: pd.DataFrame, options: RunOptions, chunks: list[int], *, info: list | None = None
 ) -> Iterator[tuple[int, pd.DataFrame]]:
-    """Run the given chunks of the sweep ``(config, table, **kwargs)`` (SweepPlan's
-    arguments) on the cluster; yields ``(k, rows)`` as chunks complete. ``info``: a list
-    that receives each task's ``{"pid", "traces"}``."""
+    """Run the given chunks of the sweep ``(config, table, options)`` (a SweepPlan's, its
+    chunk width pinned: :meth:`SweepPlan.worker_options`) on the cluster; yields ``(k, rows)``
+    as chunks complete. ``info``: a list that receives each task's ``{"pid", "traces"}``."""
     from dask.distributed import as_completed  # optional dependency: the dist extra
 
     if not chunks:
         return
     cl = client_of(client)
-    inputs = {"config": ArenaConfig.load(config), "table": table, "kwargs": kwargs}
+    inputs = {"config": ArenaConfig.load(config), "table": table, "options": options}
     key = uuid.uuid4().hex
     [fut_inputs] = cl.scatter([inputs], broadcast=True, hash=False)  # one object, a unique key
     futures = [
@@ -99,45 +102,14 @@ def on_cluster(client: Any, info: list | None = None):
     cluster of ``client`` (each worker plans the same chunks, :meth:`SweepPlan.worker_options`)."""
 
     def chunks(plan, progress=None) -> Iterator[tuple[int, pd.DataFrame]]:
-        return run_chunks(client, plan.cfg, plan.table, list(range(plan.n_chunks)), info=info, **plan.worker_options())
+        return run_chunks(client, plan.cfg, plan.table, plan.worker_options(), list(range(plan.n_chunks)), info=info)
 
     return chunks
 
 
-def sweep_on_cluster(
-    client: Any,
-    config,
-    grid=None,
-    samples=None,
-    points=None,
-    *,
-    names=None,
-    n_samples=None,
-    replicates: int = 1,
-    seed: int = 0,
-    history: bool = False,
-    turns: int | None = None,
-    max_batch: int = DEFAULT_MAX_BATCH,
-    memory_budget: int | None = None,
-    generator: str = "hash",
-    common_random: bool = False,
-    info: list | None = None,
-):
-    """``sweep`` with its chunks run on a Dask cluster; returns the same SweepResults."""
-    per_point = point_steps(config, replicates, turns)
-    table = points_table(grid, samples, points, names=names, n_samples=n_samples, seed=seed, per_point=per_point)
-    return run_points(
-        config,
-        table,
-        replicates=replicates,
-        seed=seed,
-        history=history,
-        turns=turns,
-        max_batch=max_batch,
-        memory_budget=memory_budget,
-        generator=generator,
-        round_ints=samples is not None,
-        common_random=common_random,
-        progress=False,
-        chunks=on_cluster(client, info),
-    )
+def sweep_on_cluster(client: Any, config, grid=None, samples=None, points=None, *, info: list | None = None, **options):
+    """``sweep`` with its chunks run on a Dask cluster; returns the same SweepResults.
+    ``options``: ``sweep``'s keyword arguments (``replicates``, ``seed``, ``history``, ``turns``,
+    ``max_batch``, ``memory_budget``, ``generator``, ``common_random``, ``names``,
+    ``n_samples``); each worker runs its chunks on its own devices, without a progress bar."""
+    return sweep(config, grid, samples, points, progress=False, chunks=on_cluster(client, info), **options)

@@ -1,6 +1,6 @@
 """A sweep's plan: its points built and validated once, one static Game, the chunk layout
 (``max_batch``, ``memory_budget``, devices), and each chunk's run into arena rows
-(:class:`SweepPlan`); plans are cached by content (:func:`cached_plan`). Run by
+(:class:`SweepPlan`); plans are cached by base, table and options (:func:`cached_plan`). Run by
 :mod:`bdpd_jax.sweeps.sweep`, the CLI's resumable runner and the Dask runner."""
 
 from __future__ import annotations
@@ -19,20 +19,17 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from ..config.budget import arena_steps, check_budget
 from ..config.game import ArenaConfig
-from ..config.limits import DEFAULT_MAX_BATCH, check_run_args
 from ..kernels.metrics import METRICS
-from ..prepare.prepared import content_key, prepare
+from ..prepare.paths import apply_values, check_paths, config_base
+from ..prepare.points import SEPARABLE_MIN_POINTS, prepare_points, same_leaf
+from ..prepare.prepared import PreparedRun
 from ..results.frames import summary_columns
 from ..results.stream import flatten_record
+from ..run.options import RunOptions
 from ..run.runner import arena_keys, one_program, run_batch, to_numpy
 from ..run.simulate import FLOAT, compiled_final, default_chunk, run_whole
-from .build import build_points, bytes_per_arena, resolve_devices, same_leaf
-from .paths import apply_values, check_paths, config_base
+from .build import bytes_per_arena, resolve_devices
 from .results import HISTORY_OUTCOMES, POINT_OUTCOMES, ArenaColumns, as_frame, gini, history_totals, metric_means
-
-# A sweep of more points than this tries the separable build (one build per distinct value
-# of each parameter instead of one per point).
-SEPARABLE_MIN_POINTS = 64
 
 
 def _values(col: pd.Series) -> np.ndarray:
@@ -70,79 +67,58 @@ class SweepPlan:
     and the dask runner (bdpd_jax/sweeps/distributed.py) rely on.
     """
 
-    def __init__(
-        self,
-        config: ArenaConfig | dict[str, Any] | str,
-        table: pd.DataFrame,
-        *,
-        replicates: int = 1,
-        seed: int = 0,
-        history: bool = False,
-        turns: int | None = None,
-        max_batch: int = DEFAULT_MAX_BATCH,
-        memory_budget: int | None = None,
-        generator: str = "hash",
-        round_ints: bool = False,
-        common_random: bool = False,
-        devices: Any = None,
-        chunk_width: int | None = None,
-    ) -> None:
-        self.options = dict(
-            replicates=replicates,
-            seed=seed,
-            history=history,
-            turns=turns,
-            max_batch=max_batch,
-            memory_budget=memory_budget,
-            generator=generator,
-            round_ints=round_ints,
-            common_random=common_random,
-        )  # (what another process needs to plan the same)
-        self.prep = prepare(config, generator=generator)  # the base config, validated and built once
+    def __init__(self, base: PreparedRun, table: pd.DataFrame, options: RunOptions) -> None:
+        if base.generator != options.generator:
+            raise ValueError(
+                f"generator: the base was prepared with {base.generator!r}, the options ask {options.generator!r}"
+            )
+        self.options = options  # (what another process needs to plan the same)
+        self.prep = base  # the base config, validated and built once
         cfg = self.prep.config
-        check_run_args(replicates=replicates, seed=seed, max_batch=max_batch, turns=turns, memory_budget=memory_budget)
         names = [str(c) for c in table.columns]
         if len(set(names)) != len(names):
             raise ValueError(f"names: duplicate parameter paths {names}")
-        base = config_base(cfg)
-        check_paths(base, names)  # bad paths fail before anything is built
+        check_paths(config_base(cfg), names)  # bad paths fail before anything is built
+        replicates, turns, history = options.replicates, options.turns, options.history
         field = "replicates" if int(replicates) >= len(table) else "points"
         steps = {"points": len(table), "replicates": int(replicates), **arena_steps(cfg, turns)}
         check_budget(field, steps[field], steps)  # (the base config's turns: a swept maxTurns is not read yet)
-        cfg0, game, stacked, treedef, n_turns, yields, self.build_mode = build_points(
-            base, names, table, turns, generator, round_ints, separable_min=SEPARABLE_MIN_POINTS
+        self.points = prepare_points(
+            self.prep, names, table, turns=turns, round_ints=options.round_ints, separable_min=SEPARABLE_MIN_POINTS
         )
+        game, stacked = self.points.game, self.points.stacked
         self.cfg, self.names, self.table = cfg, names, table.reset_index(drop=True)
         # each swept path's values as arrays (read-only): the chunks' columns repeat them
         self.values = {n: _values(self.table[n]) for n in names}
-        self.cfg0, self.game, self.stacked, self.treedef, self.n_turns = cfg0, game, stacked, treedef, n_turns
-        self.replicates, self.seed, self.history, self.turns = int(replicates), int(seed), bool(history), turns
-        self.generator, self.common_random, self.round_ints = generator, bool(common_random), bool(round_ints)
-        self.devices = resolve_devices(devices)
+        self.cfg0, self.game, self.stacked, self.treedef = self.points.config0, game, stacked, self.points.treedef
+        self.n_turns = list(self.points.n_turns)
+        self.replicates, self.seed, self.history, self.turns = int(replicates), int(options.seed), bool(history), turns
+        self.generator, self.common_random = options.generator, bool(options.common_random)
+        self.devices = resolve_devices(options.devices)
         nd = len(self.devices)
-        self.n_points = len(n_turns)
+        self.n_points = self.points.n_points
         self.total = self.n_points * self.replicates
-        self.max_turns = max(n_turns)
+        self.max_turns = max(self.n_turns)
         self.chunk_turns = default_chunk(self.max_turns)
-        self.labels = [p.strategy_name for p in cfg0.require_players()]
+        self.labels = [p.strategy_name for p in self.cfg0.require_players()]
         n_cols = 16 + 3 * game.n_players + len(names) + (len(METRICS) if history else 0)
-        cap = int(max_batch)
+        cap = int(options.max_batch)
         self.arena_bytes = None
-        if memory_budget is not None:
+        if options.memory_budget is not None:
             p1 = jax.tree_util.tree_unflatten(
-                treedef, [jax.ShapeDtypeStruct(x.shape[:-1] + (1,), x.dtype) for x in stacked]
+                self.treedef, [jax.ShapeDtypeStruct(x.shape[:-1] + (1,), x.dtype) for x in stacked]
             )
             k1 = jax.ShapeDtypeStruct((2, 1), jnp.uint32)
             self.arena_bytes = bytes_per_arena(game, p1, k1, self.chunk_turns, self.history, n_cols)
-            cap = min(cap, max(1, int(memory_budget) // self.arena_bytes))
-        b = chunk_layout(self.total, cap, nd, chunk_width)
+            cap = min(cap, max(1, int(options.memory_budget) // self.arena_bytes))
+        b = chunk_layout(self.total, cap, nd, options.chunk_width)
         self.chunk_width = b  # arenas per chunk (the layout)
         self.run_width = -(-b // nd) * nd  # arenas per run: padded to a multiple of the device count
         self.chunks = [(a, min(a + b, self.total)) for a in range(0, self.total, b)]
-        self.memory_budget = memory_budget
+        self.memory_budget = options.memory_budget
         # GovSim columns: simulate's own code on the whole chunk, with each arena's point's
         # sustainable yield f0 and turns (``efficiency`` reads both).
-        self.yields = np.asarray(yields, dtype=float)
+        self.yields = np.asarray(self.points.max_yield, dtype=float)
         self._points_of: dict[int, jax.Array] = {}
         self._sharding: Callable[[int], Any] | None = None
         # sharded over a mesh unless one device that is where arrays go by default (then the
@@ -164,15 +140,14 @@ class SweepPlan:
         """Each point's maximum sustainable yield in the run's float, placed once."""
         return jax.device_put(np.asarray(self.yields, FLOAT))
 
-    def worker_options(self) -> dict[str, Any]:
-        """The options with which another process (a Dask worker) plans the same chunks: this
-        plan's, with the chunk width pinned (its devices may differ)."""
-        return {**self.options, "chunk_width": self.chunk_width, "memory_budget": None}
+    def worker_options(self) -> RunOptions:
+        """The options with which another process (a Dask worker) plans the same chunks."""
+        return self.options.for_worker(self.chunk_width)
 
     def config_at(self, i: int) -> ArenaConfig:
         """Point ``i``'s config."""
         row = next(self.table.iloc[[int(i)]].itertuples(index=False, name=None))  # (keeps each column's dtype)
-        return apply_values(config_base(self.cfg), self.names, row, round_ints=self.round_ints)
+        return apply_values(config_base(self.cfg), self.names, row, round_ints=self.options.round_ints)
 
     @property
     def n_chunks(self) -> int:
@@ -292,7 +267,7 @@ class SweepPlan:
             "n_devices": len(self.devices),
             "memory_budget": self.memory_budget,
             "arena_bytes_estimate": self.arena_bytes,
-            "build": self.build_mode,
+            "build": self.points.mode,
         }
 
 
@@ -300,18 +275,18 @@ _PLANS: OrderedDict[tuple[Any, ...], SweepPlan] = OrderedDict()
 MAX_PLANS = 8
 
 
-def cached_plan(config: ArenaConfig | dict[str, Any] | str, table: pd.DataFrame, **options: Any) -> SweepPlan:
-    """A SweepPlan, reused when the same config content, table and options were planned
-    before (every point's config is validated and built once; bdpd_jax/prepare/prepared.py)."""
+def cached_plan(base: PreparedRun, table: pd.DataFrame, options: RunOptions) -> SweepPlan:
+    """A SweepPlan, reused when the same prepared base (``prepare`` gives one object per config
+    content while cached; a plan keeps its base alive, so its identity is never reused),
+    table and options were planned before (every point's config is validated and built
+    once; bdpd_jax/prepare/points.py)."""
     try:
-        key = (content_key(config), table_key(table), repr(sorted(options.items())), SEPARABLE_MIN_POINTS)
+        key = (id(base), table_key(table), options.plan_key(), SEPARABLE_MIN_POINTS)
     except (TypeError, ValueError):  # unhashable cells or options: plan afresh
-        return SweepPlan(config, table, **options)
+        return SweepPlan(base, table, options)
     plan = _PLANS.get(key)
     if plan is None:
-        if isinstance(config, ArenaConfig):  # the caller's object may change later: plan a copy
-            config = config.model_copy(deep=True)
-        plan = _PLANS[key] = SweepPlan(config, table.copy(), **options)
+        plan = _PLANS[key] = SweepPlan(base, table.copy(), options)
         while len(_PLANS) > MAX_PLANS:
             _PLANS.popitem(last=False)
     _PLANS.move_to_end(key)

@@ -4,14 +4,16 @@ config paths). Used by :mod:`bdpd_jax.sweep`."""
 from __future__ import annotations
 
 import itertools
+import json
 import math
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ..config.budget import check_budget, grid_size
+from ..config.budget import check_budget, grid_size, run_budget
 from ..config.limits import to_float
 
 # ----------------------------------------------------------------------------- points
@@ -79,16 +81,37 @@ def explicit_points(points: Any, names: Sequence[str] | None) -> pd.DataFrame:
     return pd.DataFrame(x, columns=list(names))
 
 
+# Tables of grids and samples asked before (a warm sweep makes none: a 16-row frame costs as
+# much as the sweep's per-point statistics); keyed by their JSON with the run budget they were
+# checked against, so only plain values (lists of numbers, strings, bools) are kept, and at
+# most MAX_TABLE_KEY characters of it.
+_TABLES: OrderedDict[str, pd.DataFrame] = OrderedDict()
+MAX_TABLES = 8
+MAX_TABLE_KEY = 100_000
+
+
 def points_table(
     grid=None, samples=None, points=None, *, names=None, n_samples=None, seed: int = 0, per_point=None
 ) -> pd.DataFrame:
     """The points of a sweep from exactly one of grid=, samples= (with n_samples=), points=;
-    ``per_point``: the steps of one point (see :func:`grid_points`)."""
+    ``per_point``: the steps of one point (see :func:`grid_points`). A grid's or samples'
+    table is made once and then reused (read-only: the sweep plan copies what it keeps)."""
     given = [x is not None for x in (grid, samples, points)]
     if sum(given) != 1:
         raise ValueError("sweep: give exactly one of grid=, samples= (with n_samples=) or points=")
-    if grid is not None:
-        return grid_points(grid, per_point)
-    if samples is not None:
-        return sample_points(samples, n_samples, seed, per_point)
-    return explicit_points(points, names)
+    if points is not None:
+        return explicit_points(points, names)
+    try:
+        key = json.dumps([grid, samples, n_samples, seed, per_point, run_budget()])  # (the budget: read per check)
+    except (TypeError, ValueError):  # numpy values and the like: made afresh
+        key = ""
+    hit = _TABLES.get(key) if key else None
+    if hit is not None:
+        _TABLES.move_to_end(key)
+        return hit
+    table = grid_points(grid, per_point) if grid is not None else sample_points(samples, n_samples, seed, per_point)
+    if key and len(key) <= MAX_TABLE_KEY:
+        _TABLES[key] = table
+        while len(_TABLES) > MAX_TABLES:
+            _TABLES.popitem(last=False)
+    return table

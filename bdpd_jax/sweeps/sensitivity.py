@@ -32,6 +32,8 @@ from ..config.budget import check_budget
 from ..config.game import ArenaConfig
 from ..config.limits import DEFAULT_MAX_BATCH
 from ..kernels.metrics import METRICS
+from ..prepare.prepared import PreparedRun, prepare
+from ..run.options import RunOptions
 from .results import gini
 from .sweep import check_paths, config_base, point_steps, run_points
 
@@ -76,6 +78,8 @@ class PointModel:
     run: Callable[[Any], np.ndarray]
     names: list[str]
     outputs: tuple[str, ...]
+    base: PreparedRun  # the base config, prepared once
+    options: RunOptions  # how every call runs its points
 
     def __call__(self, X: Any) -> np.ndarray:
         return self.run(X)
@@ -109,7 +113,8 @@ def model(
     transform: ``names`` are factor names and ``transform(DataFrame(X, columns=names))``
         returns the points as a DataFrame of config paths (same rows).
     """
-    cfg = ArenaConfig.load(config)
+    base = prepare(config, generator=generator)  # validated and built once: every call's sweep starts from it
+    cfg = base.config
     names = [str(n) for n in names]
     if not names:
         raise ValueError("names: at least one parameter path")
@@ -121,7 +126,19 @@ def model(
     if transform is None:
         check_paths(config_base(cfg), names)
     cols = [_output_column(o) for o in outputs]
-    history = any(c.startswith("mean_") and c[5:] in METRICS for c in cols)
+    options = RunOptions(
+        replicates=replicates,
+        seed=seed,
+        history=any(c.startswith("mean_") and c[5:] in METRICS for c in cols),
+        turns=turns,
+        max_batch=max_batch,
+        memory_budget=memory_budget,
+        generator=generator,
+        round_ints=True,
+        common_random=common_random,
+        devices=devices,
+        progress=progress,
+    )
 
     def f(X: Any) -> np.ndarray:
         x = np.asarray(X, dtype=float)
@@ -135,24 +152,10 @@ def model(
             if not isinstance(table, pd.DataFrame) or len(table) != len(x):
                 raise ValueError(f"transform: must return a DataFrame of config paths with {len(x)} rows")
             table = table.reset_index(drop=True)
-        res = run_points(
-            cfg,
-            table,
-            replicates=replicates,
-            seed=seed,
-            history=history,
-            turns=turns,
-            max_batch=max_batch,
-            generator=generator,
-            progress=progress,
-            round_ints=True,
-            common_random=common_random,
-            memory_budget=memory_budget,
-            devices=devices,
-        )
+        res = run_points(base, table, options)
         return _point_means(res.arenas, names, outputs, cols)
 
-    return PointModel(f, names, outputs)
+    return PointModel(f, names, outputs, base, options)
 
 
 def _problem(problem: dict) -> dict:
@@ -166,12 +169,23 @@ def _problem(problem: dict) -> dict:
     return p
 
 
-def _check_size(config: Any, n: Any, per_n: int, replicates: Any, model_kw: dict[str, Any]) -> None:
+def _check_size(f: PointModel, n: Any, per_n: int) -> None:
     """``n`` is a count and its ``n * per_n`` points fit the run budget (with the model's
     replicates, turns and players) before SALib draws them."""
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise ValueError(f"n: must be an integer >= 1, got {n!r}")
-    check_budget("n", n, {"points": int(n) * per_n, **point_steps(config, replicates, model_kw.get("turns"))})
+    check_budget("n", n, {"points": int(n) * per_n, **point_steps(f.base, f.options)})
+
+
+def _index_rows(f: PointModel, Y: np.ndarray, analyse: Callable[[np.ndarray], Any], keys: tuple) -> pd.DataFrame:
+    """One row per (output, parameter) of SALib's indices ``keys``, ``analyse(Y[:, j])``
+    giving output ``j``'s."""
+    rows = []
+    for j, out in enumerate(f.outputs):
+        si = analyse(Y[:, j])
+        for i, name in enumerate(f.names):
+            rows.append({"output": out, "parameter": name, **{k: float(si[k][i]) for k in keys}})
+    return pd.DataFrame(rows, columns=["output", "parameter", *keys])
 
 
 def sobol(
@@ -197,33 +211,16 @@ def sobol(
 
     p = _problem(problem)
     d = len(p["names"])
-    _check_size(config, n, (2 * d + 2) if calc_second_order else (d + 2), replicates, model_kw)
-    X = sample.sample(p, int(n), calc_second_order=calc_second_order, seed=seed)
     f = model(config, p["names"], outputs, replicates, seed, **model_kw)
-    Y = f(X)
-    rows = []
-    for j, out in enumerate(f.outputs):
-        si = analyze.analyze(
-            p,
-            Y[:, j],
-            calc_second_order=calc_second_order,
-            num_resamples=num_resamples,
-            conf_level=conf_level,
-            print_to_console=False,
-            seed=seed,
-        )
-        for i, name in enumerate(p["names"]):
-            rows.append(
-                {
-                    "output": out,
-                    "parameter": name,
-                    "S1": float(si["S1"][i]),
-                    "S1_conf": float(si["S1_conf"][i]),
-                    "ST": float(si["ST"][i]),
-                    "ST_conf": float(si["ST_conf"][i]),
-                }
-            )
-    return pd.DataFrame(rows, columns=["output", "parameter", "S1", "S1_conf", "ST", "ST_conf"])
+    _check_size(f, n, (2 * d + 2) if calc_second_order else (d + 2))
+    X = sample.sample(p, int(n), calc_second_order=calc_second_order, seed=seed)
+    kw = {"num_resamples": num_resamples, "conf_level": conf_level, "print_to_console": False, "seed": seed}
+    return _index_rows(
+        f,
+        f(X),
+        lambda y: analyze.analyze(p, y, calc_second_order=calc_second_order, **kw),
+        ("S1", "S1_conf", "ST", "ST_conf"),
+    )
 
 
 def morris(
@@ -247,31 +244,13 @@ def morris(
     from SALib.sample import morris as sample  # optional dependency: the studies extra
 
     p = _problem(problem)
-    _check_size(config, n, len(p["names"]) + 1, replicates, model_kw)
-    X = sample.sample(p, int(n), num_levels=num_levels, seed=seed)
     f = model(config, p["names"], outputs, replicates, seed, **model_kw)
-    Y = f(X)
-    rows = []
-    for j, out in enumerate(f.outputs):
-        si = analyze.analyze(
-            p,
-            X,
-            Y[:, j],
-            num_resamples=num_resamples,
-            conf_level=conf_level,
-            print_to_console=False,
-            num_levels=num_levels,
-            seed=seed,
-        )
-        for i, name in enumerate(p["names"]):
-            rows.append(
-                {
-                    "output": out,
-                    "parameter": name,
-                    "mu": float(si["mu"][i]),
-                    "mu_star": float(si["mu_star"][i]),
-                    "mu_star_conf": float(si["mu_star_conf"][i]),
-                    "sigma": float(si["sigma"][i]),
-                }
-            )
-    return pd.DataFrame(rows, columns=["output", "parameter", "mu", "mu_star", "mu_star_conf", "sigma"])
+    _check_size(f, n, len(p["names"]) + 1)
+    X = sample.sample(p, int(n), num_levels=num_levels, seed=seed)
+    kw = {"num_resamples": num_resamples, "conf_level": conf_level, "print_to_console": False, "seed": seed}
+    return _index_rows(
+        f,
+        f(X),
+        lambda y: analyze.analyze(p, X, y, num_levels=num_levels, **kw),
+        ("mu", "mu_star", "mu_star_conf", "sigma"),
+    )

@@ -3,9 +3,10 @@
 Parameters are named by their config path (``model.regenRate``, ``players[2].intensity``,
 ``observability.commonsStock.noise``, ``perturbations[auto-sanction].payload.ladder``).
 Every point x replicate is one arena: the point's values are applied to a copy of the
-config (validated by pydantic, errors name the path and value), ``build()`` gives its
-Params, every point must give the same static :class:`Game`, and the per-point Params are
-stacked along the trailing batch axis and run through simulate's compiled program
+config (validated by pydantic, errors name the path and value), ``prepare_points``
+(bdpd_jax/prepare/points.py) builds every point's Params from the base ``PreparedRun``, every
+point must give the same static :class:`Game`, and the per-point Params are stacked along
+the trailing batch axis and run through simulate's compiled program
 (``run_batch``/``compiled_run``). Arena ``i`` (point ``i // replicates``, replicate
 ``i % replicates``) draws from ``arena_keys(seed, i)``, so its row equals
 ``simulate(config_at_point, n_arenas=1, seed=seed, arena_offset=i)``.
@@ -29,9 +30,11 @@ import pandas as pd
 
 from ..config.budget import arena_steps
 from ..config.game import ArenaConfig
-from ..config.limits import DEFAULT_MAX_BATCH, check_run_args
+from ..config.limits import DEFAULT_MAX_BATCH
+from ..prepare.paths import ConfigBase, apply_values, check_paths, config_base, parse_path, resolve
+from ..prepare.prepared import PreparedRun, prepare
+from ..run.options import RunOptions
 from .build import DEVICE_COPIES, ROW_CELL_BYTES, bytes_per_arena, resolve_devices
-from .paths import ConfigBase, apply_values, check_paths, config_base, parse_path, resolve
 from .plan import SEPARABLE_MIN_POINTS, SweepPlan, cached_plan
 from .points import explicit_points, grid_points, points_table, sample_points
 from .results import POINT_OUTCOMES, Z95, Rows, SweepResults, aggregate, combine
@@ -40,6 +43,7 @@ __all__ = [
     "DEVICE_COPIES",
     "POINT_OUTCOMES",
     "ROW_CELL_BYTES",
+    "RunOptions",
     "SEPARABLE_MIN_POINTS",
     "Z95",
     "ConfigBase",
@@ -88,50 +92,34 @@ def run_here(plan: SweepPlan, progress: bool | None = None) -> Iterator[tuple[in
 
 
 def run_points(
-    config: ArenaConfig | dict[str, Any] | str,
+    config: PreparedRun | ArenaConfig | dict[str, Any] | str,
     table: pd.DataFrame,
+    options: RunOptions,
     *,
-    replicates: int = 1,
-    seed: int = 0,
-    history: bool = False,
-    turns: int | None = None,
-    max_batch: int = DEFAULT_MAX_BATCH,
-    generator: str = "hash",
-    progress: bool | None = None,
-    round_ints: bool = False,
-    common_random: bool = False,
-    memory_budget: int | None = None,
-    devices: Any = None,
     chunks: ChunkRunner = run_here,
 ) -> SweepResults:
-    """Run every row of ``table`` (columns = config paths) ``replicates`` times in one
-    batched program; see :func:`sweep`. ``chunks`` runs the plan's chunks (default: here;
+    """Run every row of ``table`` (columns = config paths) ``options.replicates`` times in one
+    batched program; see :func:`sweep`. ``config``: the base config or its PreparedRun.
+    ``chunks`` runs the plan's chunks (default: here;
     ``bdpd_jax.sweeps.distributed.sweep_on_cluster`` passes a Dask cluster's)."""
-    plan = cached_plan(
-        config,
-        table,
-        replicates=replicates,
-        seed=seed,
-        history=history,
-        turns=turns,
-        max_batch=max_batch,
-        memory_budget=memory_budget,
-        generator=generator,
-        round_ints=round_ints,
-        common_random=common_random,
-        devices=devices,
-    )
-    parts = dict(chunks(plan, progress))
+    plan = cached_plan(prepared(config, options), table, options)
+    parts = dict(chunks(plan, options.progress))
     arenas = combine([parts[k] for k in sorted(parts)])
     points = aggregate(arenas, plan.names, plan.outcomes())
     return SweepResults(arenas, points, plan.names, plan.meta())
 
 
-def point_steps(config: ArenaConfig | dict[str, Any] | str, replicates: Any, turns: Any) -> dict[str, int]:
+def prepared(config: PreparedRun | ArenaConfig | dict[str, Any] | str, options: RunOptions) -> PreparedRun:
+    """The base of a sweep: ``config`` itself when prepared, else ``prepare(config)`` (once
+    per config content) with the options' generator."""
+    return config if isinstance(config, PreparedRun) else prepare(config, generator=options.generator)
+
+
+def point_steps(config: PreparedRun | ArenaConfig | dict[str, Any] | str, options: RunOptions) -> dict[str, int]:
     """``{"replicates": R, "turns": T, "players": N}``: what one point of a sweep of ``config``
     runs, for the run budget's check of a grid or of samples before their table is made."""
-    check_run_args(replicates=replicates, turns=turns)
-    return {"replicates": int(replicates), **arena_steps(ArenaConfig.load(config), turns)}
+    cfg = prepared(config, options).config
+    return {"replicates": int(options.replicates), **arena_steps(cfg, options.turns)}
 
 
 def sweep(
@@ -152,6 +140,7 @@ def sweep(
     common_random: bool = False,
     memory_budget: int | None = None,
     devices: Any = None,
+    chunks: ChunkRunner = run_here,
 ) -> SweepResults:
     """Run a parameter sweep of ``config`` as one batched run that compiles once.
 
@@ -176,31 +165,27 @@ def sweep(
         None (default) every local device, an int k the first k, or a list of jax devices.
         The chunk width is a multiple of the device count; results are bit-identical to
         one device.
+    chunks: how the plan's chunks run (default: here, in order;
+        ``bdpd_jax.sweeps.distributed.sweep_on_cluster`` passes a Dask cluster's).
 
     Returns a :class:`SweepResults`. Raises ValueError naming the path and value of a bad
     parameter, or the parameter that changes the static structure of the game.
     """
-    table = points_table(
-        grid,
-        samples,
-        points,
-        names=names,
-        n_samples=n_samples,
-        seed=seed,
-        per_point=point_steps(config, replicates, turns),
-    )
-    return run_points(
-        config,
-        table,
+    options = RunOptions(
         replicates=replicates,
         seed=seed,
         history=history,
         turns=turns,
         max_batch=max_batch,
+        memory_budget=memory_budget,
         generator=generator,
-        progress=progress,
         round_ints=samples is not None,
         common_random=common_random,
-        memory_budget=memory_budget,
         devices=devices,
+        progress=progress,
     )
+    base = prepared(config, options)  # validated and built once (per config content)
+    table = points_table(
+        grid, samples, points, names=names, n_samples=n_samples, seed=seed, per_point=point_steps(base, options)
+    )
+    return run_points(base, table, options, chunks=chunks)

@@ -45,7 +45,9 @@ from pydantic import Field
 
 from ..config.files import MAX_CONFIG_BYTES, Meta, load_meta, read_parquet, read_text, write_json
 from ..config.game import ArenaConfig
-from ..config.limits import DEFAULT_MAX_BATCH, check_run_args
+from ..config.limits import DEFAULT_MAX_BATCH
+from ..prepare.prepared import prepare
+from ..run.options import RunOptions
 from .distributed import run_chunks
 from .sweep import SweepPlan, aggregate, explicit_points, grid_points, point_steps, sample_points
 
@@ -102,29 +104,8 @@ class SweepFile:
 
     config: ArenaConfig
     table: pd.DataFrame
-    replicates: int = 1
-    seed: int = 0
-    history: bool = False
-    turns: int | None = None
-    max_batch: int = DEFAULT_MAX_BATCH
-    memory_budget: int | None = None
-    common_random: bool = False
-    generator: str = "hash"
-    round_ints: bool = False
+    options: RunOptions  # the run's options (no devices, chunk width or progress: a run's own)
     source: dict = field(default_factory=dict)
-
-    def plan_kwargs(self) -> dict[str, Any]:
-        return dict(
-            replicates=self.replicates,
-            seed=self.seed,
-            history=self.history,
-            turns=self.turns,
-            max_batch=self.max_batch,
-            memory_budget=self.memory_budget,
-            generator=self.generator,
-            round_ints=self.round_ints,
-            common_random=self.common_random,
-        )
 
     def digest(self) -> str:
         """A hash of everything that decides the arenas' rows (not the chunk layout, which
@@ -138,7 +119,10 @@ class SweepFile:
             ],
             "names": [str(c) for c in self.table.columns],
             "points": [[repr(x) for x in row] for row in self.table.itertuples(index=False, name=None)],
-            "options": {k: v for k, v in self.plan_kwargs().items() if k not in ("max_batch", "memory_budget")},
+            "options": {
+                k: getattr(self.options, k)
+                for k in ("replicates", "seed", "history", "turns", "generator", "round_ints", "common_random")
+            },
         }
         return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
 
@@ -222,15 +206,18 @@ def load_sweep_file(spec: str | Path | dict, root: str | Path | None = None) -> 
         if k in d and not isinstance(d[k], t):
             raise ValueError(f"{k}: expected {t.__name__}, got {d[k]!r}")
     seed = d.get("seed", 0)
-    run = dict(
+    options = RunOptions(  # checked before the samples are drawn with the seed and the budget reads the rest
         replicates=d.get("replicates", 1),
         seed=seed,
+        history=d.get("history", False),
         turns=d.get("turns"),
         max_batch=d.get("max_batch", DEFAULT_MAX_BATCH),
         memory_budget=parse_bytes(d.get("memory_budget")),
+        generator=d.get("generator", "hash"),
+        round_ints="samples" in d,
+        common_random=d.get("common_random", False),
     )
-    check_run_args(**run)  # before the samples are drawn with the seed and the budget reads the rest
-    per_point = point_steps(cfg, run["replicates"], run["turns"])
+    per_point = point_steps(cfg, options)
     if "grid" in d:
         table = grid_points(d["grid"], per_point)
     elif "samples" in d:
@@ -242,16 +229,7 @@ def load_sweep_file(spec: str | Path | dict, root: str | Path | None = None) -> 
         )
     else:
         table = _points_from(d["points"], root)
-    return SweepFile(
-        config=cfg,
-        table=table,
-        history=d.get("history", False),
-        common_random=d.get("common_random", False),
-        generator=d.get("generator", "hash"),
-        round_ints="samples" in d,
-        source=d,
-        **run,
-    )
+    return SweepFile(config=cfg, table=table, options=options, source=d)
 
 
 def _part(out: Path, k: int) -> Path:
@@ -357,7 +335,8 @@ def run_sweep_file(
     out = Path(out)
     digest = sp.digest()
     width = _resumed_width(out, digest, overwrite)
-    plan = SweepPlan(sp.config, sp.table, devices=devices, chunk_width=width, **sp.plan_kwargs())
+    options = sp.options.replace(devices=devices, chunk_width=width)
+    plan = SweepPlan(prepare(sp.config, generator=options.generator), sp.table, options)
     _write_manifest(out, digest, plan)
     done = [k for k in range(plan.n_chunks) if _part(out, k).is_file()]
     todo = [k for k in range(plan.n_chunks) if k not in set(done)]
@@ -369,7 +348,7 @@ def run_sweep_file(
     if client is None:
         frames: Iterator[tuple[int, pd.DataFrame]] = ((k, plan.run_chunk(k)) for k in todo)  # (run as written)
     else:
-        frames = run_chunks(client, sp.config, sp.table, todo, info=info, **plan.worker_options())
+        frames = run_chunks(client, sp.config, sp.table, plan.worker_options(), todo, info=info)
     try:
         for k, frame in frames:
             write_part(out, k, frame)

@@ -1,6 +1,7 @@
 """Config paths of a sweep (``model.regenRate``, ``players[2].intensity``,
 ``perturbations[auto-sanction].payload.ladder``): parsing, resolving against a config, and
-applying values to a validated copy of the config. Used by :mod:`bdpd_jax.sweep`."""
+applying values to a validated copy of the config. Used by
+:func:`~bdpd_jax.prepare.points.prepare_points`, the sweeps, the searches and forks."""
 
 from __future__ import annotations
 
