@@ -33,7 +33,7 @@ from bdpd_jax.kernels import perturb as pk
 from bdpd_jax.kernels.engines import ENGINES
 from bdpd_jax.kernels.perturb_registry import View
 from bdpd_jax.prepare.game import build
-from bdpd_jax.results.perturbations import target_label
+from bdpd_jax.results.decode import target_label
 
 PLAYERS = [
     {"strategy": "aggressive", "intensity": 0.9, "privateResource": 10, "name": "a"},

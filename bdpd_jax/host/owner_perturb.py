@@ -24,7 +24,7 @@ from bdpd_jax.host.registry import num
 from bdpd_jax.kernels import perturb as pk
 from bdpd_jax.kernels.perturb import PerturbLayer
 from bdpd_jax.prepare.perturbations import compile_spec
-from bdpd_jax.results.perturbations import target_label
+from bdpd_jax.results.decode import target_label, type_label
 
 if TYPE_CHECKING:
     from bdpd_jax.host.arena_run import ArenaRun
@@ -59,7 +59,7 @@ def fire_perturbation(run: ArenaRun, spec: Any, slot: Any) -> dict[str, Any]:
     state = jax.tree_util.tree_map(jnp.asarray, run.state)
     new, rec = _owner_apply(run.game)(state, slot, run.params)
     run.set_state(jax.tree_util.tree_map(np.asarray, new))
-    kind = pk.type_names()[int(rec["code"])]
+    kind = type_label(rec["code"])
     entry = {
         "turn": run.turn + 1,
         "spec": spec if isinstance(spec, dict) else spec.model_dump(mode="json"),

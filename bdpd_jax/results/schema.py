@@ -14,9 +14,11 @@ frame, the player's id on the wire). The docs' column tables are generated from 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 
@@ -30,6 +32,7 @@ class Column:
     meaning: str
     wire: str | None = None  # the live JSON key (camelCase); None: not on the wire
     frame: bool = True  # False: a live-only column (on the wire, not in the batch frame)
+    ref: str | None = None  # "player" | "pact": an index (slot) in a frame, an id on the wire (-1: null)
 
 
 def _c(name: str, dtype: str, unit: str, meaning: str, wire: str | None = None) -> Column:
@@ -87,7 +90,14 @@ METRICS: tuple[Column, ...] = (
 PLAYERS: tuple[Column, ...] = (
     ARENA,
     TURN,
-    _c("player", "int32", "", "the player (frame: index in the config's list; wire: the player's id)", "playerId"),
+    Column(
+        "player",
+        "int32",
+        "",
+        "the player (frame: index in the config's list; wire: the player's id)",
+        "playerId",
+        ref="player",
+    ),
     _c("strategy", "str", "", "decision function in force this turn"),
     _c("requested", "float32", "stock units", "request as submitted (after sanitising)", "requested"),
     _c("actual", "float32", "stock units", "what the player received", "actual"),
@@ -106,14 +116,30 @@ PLAYERS: tuple[Column, ...] = (
     _live("told", "object", "", "a govsim LLM's exchanges: what it was told and answered (live.md §15)", "told"),
 )
 
+
+def _event(player_wire: str, player: str, pact: str, term_type: str, ordinal: str) -> tuple[Column, ...]:
+    """The violation event's columns (player, pact, term_type, ordinal), shared by the
+    violations and the sanctions they fire; the player and pact are refs (index or slot in a
+    frame, id on the wire)."""
+    return (
+        Column("player", "int32", "", player, player_wire, ref="player"),
+        Column("pact", "int32", "", pact, "pactId", ref="pact"),
+        _c("term_type", "str", "", term_type, "termType"),
+        _c("ordinal", "int32", "count", ordinal, "ordinal"),
+    )
+
+
 # one row per pact violation event {partyId, pactId, termType} (001_*)
 VIOLATIONS: tuple[Column, ...] = (
     ARENA,
     TURN,
-    _c("player", "int32", "", "the violating party (frame: index; wire: id)", "partyId"),
-    _c("pact", "int32", "", "the pact (frame: slot; wire: pact id)", "pactId"),
-    _c("term_type", "str", "", "the pact's term type (kernels.pacts.register_term)", "termType"),
-    _c("ordinal", "int32", "count", "the event's number among the player's violations of that term type", "ordinal"),
+    *_event(
+        "partyId",
+        "the violating party (frame: index; wire: id)",
+        "the pact (frame: slot; wire: pact id)",
+        "the pact's term type (kernels.pacts.register_term)",
+        "the event's number among the player's violations of that term type",
+    ),
     _live("detail", "str", "", "the 001_* detail string (what was harvested against which limit)", "detail"),
     _live("sanction_fired", "bool", "", "a sanction was charged to the party this turn", "sanctionFired"),
 )
@@ -124,18 +150,22 @@ SANCTIONS: tuple[Column, ...] = (
     TURN,
     _c("id", "str", "", "the sanction spec's or plugin's id", "specId"),
     _c("type", "str", "", "the spec's or plugin's type", "type"),
-    _c("player", "int32", "", "the player charged (frame: index; wire: id)", "playerId"),
-    _c("pact", "int32", "", "the violated pact (frame: slot, -1 for a plugin; wire: pact id, null)", "pactId"),
-    _c("term_type", "str", "", "the violated pact's term type (None for a plugin)", "termType"),
-    _c("ordinal", "int32", "count", "the violation event's ordinal (0 for a plugin)", "ordinal"),
+    *_event(
+        "playerId",
+        "the player charged (frame: index; wire: id)",
+        "the violated pact (frame: slot, -1 for a plugin; wire: pact id, null)",
+        "the violated pact's term type (None for a plugin)",
+        "the violation event's ordinal (0 for a plugin)",
+    ),
     _c("amount", "float64", "stock units", "deducted from the player", "amount"),
     _c("reason", "str", "", "the spec's reason or the plugin's reason name", "reason"),
-    _c(
+    Column(
         "payer",
         "int32",
         "",
         "who paid a cost to impose it (frame: index, -1 for an automatic spec; wire: id, null)",
         "paidBy",
+        ref="player",
     ),
     _c("cost", "float64", "stock units", "what imposing it cost the payer (0 for an automatic spec)", "cost"),
 )
@@ -270,6 +300,46 @@ def wire_row(layer: tuple[Column, ...], **values: Any) -> dict[str, Any]:
     return {keys[n]: values[n] for n in keys if n in values}
 
 
+def _wire_value(c: Column, ids: Mapping[str, Callable[[int], Any]], number: Callable[[Any], Any]) -> Callable:
+    """How one decoded value of column ``c`` is written on the wire: a ref's index through
+    ``ids[c.ref]`` (-1: null), a float through ``number``, an int or bool as Python's."""
+    if c.ref is not None:
+        to_id = ids[c.ref]
+        return lambda v: None if v < 0 else to_id(int(v))
+    kind = np.dtype(c.dtype).kind if c.dtype not in ("str", "object", "Int64") else "O"
+    if kind == "f":
+        return number
+    if kind in "iu":
+        return int
+    return bool if kind == "b" else lambda v: v
+
+
+def wire_rows(
+    layer: tuple[Column, ...],
+    cols: Mapping[str, Any],
+    ids: Mapping[str, Callable[[int], Any]],
+    number: Callable[[Any], Any],
+    omit: tuple[str, ...] = (),
+) -> list[dict[str, Any]]:
+    """Live JSON rows of ``layer`` from decoded columns (results/decode.py: index form, one
+    entry per row; a scalar is every row's value), keyed by wire alias in the layer's order:
+    each value in its wire form (:func:`_wire_value`; ``number``: the kernel float's JSON
+    form). Columns in ``omit`` or not on the wire are left out."""
+    on = [c for c in layer if c.wire is not None and c.name in cols and c.name not in omit]
+    n = max((len(v) for v in cols.values() if not _scalar(v)), default=0)
+    values = [[cols[c.name]] * n if _scalar(cols[c.name]) else cols[c.name] for c in on]
+    convert = [_wire_value(c, ids, number) for c in on]
+    keys = [c.wire for c in on]
+    return [
+        {k: None if v is None else f(v) for k, f, v in zip(keys, convert, row, strict=True)}
+        for row in zip(*values, strict=True)
+    ]
+
+
+def _scalar(v: Any) -> bool:
+    return v is None or isinstance(v, str | int | float | bool)
+
+
 def _empty(dtype: str) -> pd.Series:
     if dtype == "str":
         return pd.Series([], dtype=object)
@@ -286,7 +356,14 @@ def frame(layer: tuple[Column, ...], cols: dict[str, Any]) -> pd.DataFrame:
     missing = [n for n in names(layer) if n not in cols]
     if missing:
         raise ValueError(f"frame: columns {missing} missing")
-    return pd.DataFrame({n: cols[n] for n in names(layer)})
+    return pd.DataFrame({c.name: _cast(cols[c.name], c.dtype) for c in layer if c.frame})
+
+
+def _cast(v: Any, dtype: str) -> Any:
+    """A decoded numeric array in the column's declared dtype (strings and scalars as given)."""
+    if isinstance(v, np.ndarray) and dtype not in ("str", "object", "Int64") and v.dtype != dtype:
+        return v.astype(dtype)
+    return v
 
 
 def markdown_table(layer: tuple[Column, ...]) -> str:
@@ -314,6 +391,7 @@ __all__ = [
     "names",
     "wire",
     "wire_row",
+    "wire_rows",
     "empty_frame",
     "frame",
     "markdown_table",
