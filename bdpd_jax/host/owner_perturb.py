@@ -45,9 +45,9 @@ def owner_slot(run: ArenaRun, kernel_config: ArenaConfig, spec: str | dict[str, 
             raise ValueError(f"specId: no perturbation {spec!r} in the config; known: {run.spec_ids}")
         spec = found[0]
     slot = compile_spec(spec, kernel_config, run.game.policies)
-    if not any(isinstance(ly, PerturbLayer) and pk.type_names()[int(slot.code)] in ly.types for ly in run.game.layers):
+    if not any(isinstance(ly, PerturbLayer) and type_label(slot.code) in ly.types for ly in run.game.layers):
         raise ValueError(
-            f"spec.type: {pk.type_names()[int(slot.code)]!r} cannot be fired in this arena; "
+            f"spec.type: {type_label(slot.code)!r} cannot be fired in this arena; "
             "create it with perturbable=True"
         )
     return spec, slot
