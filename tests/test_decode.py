@@ -149,7 +149,7 @@ def test_every_event_layer_has_its_decoders_and_the_wire_form_comes_from_the_sch
     cols = {"turn": np.int32([3]), "player": np.int32([1]), "pact": np.int32([-1]), "payer": np.int32([-1])}
     cols |= {"amount": np.float32([0.1]), "id": "vs", "term_type": None}
     ids = {"player": ["p0", "p1"].__getitem__, "pact": lambda s: f"pact-{s}"}
-    (row,) = S.wire_rows(S.SANCTIONS, cols, ids, lambda v: round(float(v), 6))
+    (row,) = S.wire_rows(S.SANCTIONS, cols, ids, lambda a: [round(float(x), 6) for x in a])
     assert row == {
         "turn": 3,
         "specId": "vs",

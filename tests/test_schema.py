@@ -13,7 +13,7 @@ import pytest
 
 import bdpd_jax
 from bdpd_jax.host.arena import Arena
-from bdpd_jax.host.registry import num, pact_id
+from bdpd_jax.host.registry import nums, pact_id
 from bdpd_jax.kernels.metrics import METRICS
 from bdpd_jax.results import schema as S
 from bdpd_jax.results.frames import Frames
@@ -139,7 +139,7 @@ def test_live_event_rows_are_the_frames_rows_through_the_one_decoder(gov_run, li
     (schema.wire_rows: index -> id by the column's ref); the live-only columns aside."""
     arena, seen = live_gov, 0
     ids = {"player": arena.players.__getitem__, "pact": lambda s: pact_id(5, 0, s)}
-    number = lambda v: num(np.float32(v))  # noqa: E731  (a frame widens the kernel's float32 to float64)
+    number = lambda a: nums(np.float32(a))  # noqa: E731  (a frame widens the kernel's float32 to float64)
     for name in ("violations", "sanctions", "perturbations"):
         layer, df = S.LAYERS[name], getattr(gov_run, name)
         live_only = {c.wire for c in layer if not c.frame}

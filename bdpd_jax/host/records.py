@@ -15,7 +15,7 @@ import jax
 import numpy as np
 
 from bdpd_jax.host.agents.base import AgentResult
-from bdpd_jax.host.registry import num, nums
+from bdpd_jax.host.registry import nums
 from bdpd_jax.kernels.governance import NAME as GOV
 from bdpd_jax.kernels.plugins import NAME as PLUGINS
 from bdpd_jax.results import decode, schema
@@ -38,7 +38,7 @@ def sanction_rows(run: ArenaRun, one: dict) -> list[dict[str, Any]]:
     return [
         row
         for cols in blocks + decode.plugin_sanction_columns(one, ARENA, run.config.plugins)
-        for row in schema.wire_rows(schema.SANCTIONS, cols, _ids(run), num)
+        for row in schema.wire_rows(schema.SANCTIONS, cols, _ids(run), nums)
     ]
 
 
@@ -169,7 +169,7 @@ def turn_record(
         for i, p in enumerate(run.players):
             run.count(p, "sanctions", float(rec.sanction[i] or 0.0))
     cols = decode.perturbation_columns(one, ARENA, run.spec_ids, []) if one is not None else None
-    fired = [] if cols is None else schema.wire_rows(schema.PERTURBATIONS, cols, _ids(run), num, omit=("turn",))
+    fired = [] if cols is None else schema.wire_rows(schema.PERTURBATIONS, cols, _ids(run), nums, omit=("turn",))
     owner = run.take_owner_fired()
     gov = {} if run.governor is None else {"governance": governance_entry(run, t, rec.extra)}
     return {

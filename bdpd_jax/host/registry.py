@@ -272,7 +272,7 @@ class PactRegistry:
             "sanction_fired": np.asarray(sanction_fired)[who] > 0,
         }
         rows = schema.wire_rows(
-            schema.VIOLATIONS, events | live, {"player": self.players.__getitem__, "pact": self.id_of}, num
+            schema.VIOLATIONS, events | live, {"player": self.players.__getitem__, "pact": self.id_of}, nums
         )
         for s, ev in zip(slots, rows, strict=True):
             self._violations.setdefault(int(s), []).append(ev)

@@ -15,6 +15,7 @@ reasons), so no rule of decoding is stated twice (docs/semantics/records.md).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -55,7 +56,13 @@ def one_turn(extra: dict, turn: int) -> dict[str, Any]:
 
 def term_labels(codes: np.ndarray) -> np.ndarray:
     """Pact term type codes -> their registered names (kernels.pacts.register_term)."""
-    return np.asarray(P.term_names(), dtype=object)[np.asarray(codes)]
+    return _labels(tuple(P.term_names()))[np.asarray(codes)]
+
+
+@functools.lru_cache(maxsize=8)
+def _labels(names: tuple[str, ...]) -> np.ndarray:
+    """A registry's names as an object array to index by code (one per registry state)."""
+    return np.asarray(names, dtype=object)
 
 
 def type_label(code: int) -> str:
@@ -96,36 +103,40 @@ def violation_columns(rec: dict, arenas: np.ndarray) -> Columns | None:
     }
 
 
+def _per_spec(specs: Sequence[Any], k: np.ndarray, field: Callable[[Any], Any]) -> np.ndarray:
+    """Each row's spec's ``field`` (None past the compiled specs: padding never fires)."""
+    return np.asarray([field(s) for s in specs] + [None], dtype=object)[np.minimum(k, len(specs))]
+
+
 def spec_sanction_columns(rec: dict, arenas: np.ndarray, specs: Sequence[Any]) -> Columns | None:
     """One row per sanction spec fired (000_* 2.4: automatic, payer -1, cost 0): rows by
     arena, turn, player, pact, spec; ``specs`` in the order the governance layer compiled
-    them. spec_fired leaves: (T, K, P, N, B)."""
+    them; None when none fired. spec_fired leaves: (T, K, P, N, B)."""
     g = layer_record(rec["extra"], GOV)
     if g is None or "spec_fired" not in g:
         return None
-    b, t, n, p, k = np.nonzero((np.asarray(g["spec_fired"]) & _played(rec, 3)).transpose(4, 0, 3, 2, 1))
-    k_ = np.minimum(k, len(specs))  # padding specs never fire; guards the lookup
-    pick: Callable[[Callable[[Any], Any]], np.ndarray] = lambda f: np.asarray(  # noqa: E731
-        [f(s) for s in specs] + [None], dtype=object
-    )[k_]
+    fired = np.asarray(g["spec_fired"]) & _played(rec, 3)
+    if not fired.any():  # (most turns: no table to build)
+        return None
+    b, t, n, p, k = np.nonzero(fired.transpose(4, 0, 3, 2, 1))
     return {
         "arena": np.asarray(arenas)[b],
         "turn": np.asarray(rec["turn"])[t, b],
-        "id": pick(lambda s: s.id),
-        "type": pick(lambda s: s.type),
+        "id": _per_spec(specs, k, lambda s: s.id),
+        "type": _per_spec(specs, k, lambda s: s.type),
         "player": n.astype(np.int32),
         "pact": p.astype(np.int32),
         "term_type": term_labels(np.asarray(g["term"])[t, p, b]),
         "ordinal": np.asarray(g["ordinal"])[t, p, n, b].astype(np.int32),
         "amount": np.asarray(g["spec_amount"])[t, k, p, n, b],
-        "reason": pick(lambda s: getattr(s.payload, "reason", None)),
+        "reason": _per_spec(specs, k, lambda s: getattr(s.payload, "reason", None)),
         "payer": np.full(len(t), -1, np.int32),
         "cost": np.zeros(len(t)),
     }
 
 
 def plugin_sanction_columns(rec: dict, arenas: np.ndarray, plugins: Sequence[Any]) -> list[Columns]:
-    """Per governance plugin, one row per (payer, target) it fined or charged this turn (pact
+    """Per governance plugin that fined or charged anyone, one row per (payer, target) (pact
     -1, ordinal 0): rows by arena, turn, target, payer. fines/costs leaves: (T, N payer,
     N target, B)."""
     g = layer_record(rec["extra"], PLUGINS)
@@ -134,7 +145,10 @@ def plugin_sanction_columns(rec: dict, arenas: np.ndarray, plugins: Sequence[Any
     out = []
     for spec, r in zip(plugins, g.get("plugins", ()), strict=False):
         fines, costs = np.asarray(r["fines"]), np.asarray(r["costs"])
-        b, t, i, j = np.nonzero((((fines > 0) | (costs > 0)) & _played(rec, 2)).transpose(3, 0, 2, 1))
+        hit = ((fines > 0) | (costs > 0)) & _played(rec, 2)
+        if not hit.any():  # a plugin that fined no one adds no block
+            continue
+        b, t, i, j = np.nonzero(hit.transpose(3, 0, 2, 1))
         reason = np.asarray(r["reason"])[t, i, b]
         out.append(
             {

@@ -6,10 +6,9 @@ GovSim columns) take their column names and order from here, and a live arena's 
 (bdpd_jax/host/records.py, ``turns.jsonl`` and the HTTP API) takes its keys from the same
 columns' ``wire`` aliases. ``name`` is snake_case (Python, frames, parquet); ``wire`` is the
 camelCase key of the live JSON (None: the column is not on the wire, e.g. ``arena``, which a
-live record carries once as ``arenaId``). A frame's value and the wire's may differ in form
-where the wire names a player or pact by id and the frame by index (``player``: index in a
-frame, the player's id on the wire). The docs' column tables are generated from here
-(:func:`markdown_table`; tests/test_schema.py checks them).
+live record carries once as ``arenaId``). A ``ref`` column is an index in a frame, an id on the
+wire (:func:`wire_rows`: the event rows results/decode.py decodes, in their wire form). The
+docs' column tables are generated from here (:func:`markdown_table`; tests/test_schema.py).
 """
 
 from __future__ import annotations
@@ -35,8 +34,8 @@ class Column:
     ref: str | None = None  # "player" | "pact": an index (slot) in a frame, an id on the wire (-1: null)
 
 
-def _c(name: str, dtype: str, unit: str, meaning: str, wire: str | None = None) -> Column:
-    return Column(name, dtype, unit, meaning, wire)
+def _c(name: str, dtype: str, unit: str, meaning: str, wire: str | None = None, ref: str | None = None) -> Column:
+    return Column(name, dtype, unit, meaning, wire, ref=ref)
 
 
 def _live(name: str, dtype: str, unit: str, meaning: str, wire: str) -> Column:
@@ -90,13 +89,13 @@ METRICS: tuple[Column, ...] = (
 PLAYERS: tuple[Column, ...] = (
     ARENA,
     TURN,
-    Column(
+    _c(
         "player",
         "int32",
         "",
         "the player (frame: index in the config's list; wire: the player's id)",
         "playerId",
-        ref="player",
+        "player",
     ),
     _c("strategy", "str", "", "decision function in force this turn"),
     _c("requested", "float32", "stock units", "request as submitted (after sanitising)", "requested"),
@@ -122,8 +121,8 @@ def _event(player_wire: str, player: str, pact: str, term_type: str, ordinal: st
     violations and the sanctions they fire; the player and pact are refs (index or slot in a
     frame, id on the wire)."""
     return (
-        Column("player", "int32", "", player, player_wire, ref="player"),
-        Column("pact", "int32", "", pact, "pactId", ref="pact"),
+        _c("player", "int32", "", player, player_wire, "player"),
+        _c("pact", "int32", "", pact, "pactId", "pact"),
         _c("term_type", "str", "", term_type, "termType"),
         _c("ordinal", "int32", "count", ordinal, "ordinal"),
     )
@@ -159,13 +158,13 @@ SANCTIONS: tuple[Column, ...] = (
     ),
     _c("amount", "float64", "stock units", "deducted from the player", "amount"),
     _c("reason", "str", "", "the spec's reason or the plugin's reason name", "reason"),
-    Column(
+    _c(
         "payer",
         "int32",
         "",
         "who paid a cost to impose it (frame: index, -1 for an automatic spec; wire: id, null)",
         "paidBy",
-        ref="player",
+        "player",
     ),
     _c("cost", "float64", "stock units", "what imposing it cost the payer (0 for an automatic spec)", "cost"),
 )
@@ -300,43 +299,41 @@ def wire_row(layer: tuple[Column, ...], **values: Any) -> dict[str, Any]:
     return {keys[n]: values[n] for n in keys if n in values}
 
 
-def _wire_value(c: Column, ids: Mapping[str, Callable[[int], Any]], number: Callable[[Any], Any]) -> Callable:
-    """How one decoded value of column ``c`` is written on the wire: a ref's index through
-    ``ids[c.ref]`` (-1: null), a float through ``number``, an int or bool as Python's."""
+def _wire_column(c: Column, v: Any, ids: Mapping[str, Callable[[int], Any]], number: Callable[[Any], list]) -> list:
+    """A decoded column's values in their wire form: a ref's index through ``ids[c.ref]``
+    (-1: null), floats through ``number`` (the kernel floats' JSON form, a whole column at
+    once), ints and bools as Python's, other values (labels, None) as they are."""
     if c.ref is not None:
         to_id = ids[c.ref]
-        return lambda v: None if v < 0 else to_id(int(v))
+        return [None if i < 0 else to_id(i) for i in np.asarray(v).tolist()]
     kind = np.dtype(c.dtype).kind if c.dtype not in ("str", "object", "Int64") else "O"
     if kind == "f":
-        return number
-    if kind in "iu":
-        return int
-    return bool if kind == "b" else lambda v: v
+        return list(number(np.asarray(v)))
+    return np.asarray(v).tolist() if kind in "iub" else list(v)
 
 
 def wire_rows(
     layer: tuple[Column, ...],
     cols: Mapping[str, Any],
     ids: Mapping[str, Callable[[int], Any]],
-    number: Callable[[Any], Any],
+    number: Callable[[Any], list],
     omit: tuple[str, ...] = (),
 ) -> list[dict[str, Any]]:
     """Live JSON rows of ``layer`` from decoded columns (results/decode.py: index form, one
-    entry per row; a scalar is every row's value), keyed by wire alias in the layer's order:
-    each value in its wire form (:func:`_wire_value`; ``number``: the kernel float's JSON
-    form). Columns in ``omit`` or not on the wire are left out."""
+    entry per row; a scalar is every row's value), keyed by wire alias in the layer's order,
+    each value in its wire form (:func:`_wire_column`). Columns in ``omit`` or not on the
+    wire are left out."""
+    n = next((len(v) for v in cols.values() if not _scalar(v)), 0)
+    if n == 0:
+        return []
     on = [c for c in layer if c.wire is not None and c.name in cols and c.name not in omit]
-    n = max((len(v) for v in cols.values() if not _scalar(v)), default=0)
-    values = [[cols[c.name]] * n if _scalar(cols[c.name]) else cols[c.name] for c in on]
-    convert = [_wire_value(c, ids, number) for c in on]
+    values = [[cols[c.name]] * n if _scalar(cols[c.name]) else _wire_column(c, cols[c.name], ids, number) for c in on]
     keys = [c.wire for c in on]
-    return [
-        {k: None if v is None else f(v) for k, f, v in zip(keys, convert, row, strict=True)}
-        for row in zip(*values, strict=True)
-    ]
+    return [dict(zip(keys, row, strict=True)) for row in zip(*values, strict=True)]
 
 
 def _scalar(v: Any) -> bool:
+    """A decoded column given as one value for every row (a plugin's id, no term type)."""
     return v is None or isinstance(v, str | int | float | bool)
 
 
