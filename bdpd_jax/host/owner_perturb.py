@@ -47,8 +47,7 @@ def owner_slot(run: ArenaRun, kernel_config: ArenaConfig, spec: str | dict[str, 
     slot = compile_spec(spec, kernel_config, run.game.policies)
     if not any(isinstance(ly, PerturbLayer) and type_label(slot.code) in ly.types for ly in run.game.layers):
         raise ValueError(
-            f"spec.type: {type_label(slot.code)!r} cannot be fired in this arena; "
-            "create it with perturbable=True"
+            f"spec.type: {type_label(slot.code)!r} cannot be fired in this arena; create it with perturbable=True"
         )
     return spec, slot
 

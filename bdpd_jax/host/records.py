@@ -34,12 +34,9 @@ def sanction_rows(run: ArenaRun, one: dict) -> list[dict[str, Any]]:
     000_* 2.4), then each governance plugin's (who fined whom, at what cost): the batch's
     decoders (results/decode.py) on this arena's turn ``one`` (:func:`decode.one_turn`)."""
     specs = decode.spec_sanction_columns(one, ARENA, run.sanction_specs)  # specs listed once per run
-    blocks = [specs] if specs is not None else []
-    return [
-        row
-        for cols in blocks + decode.plugin_sanction_columns(one, ARENA, run.config.plugins)
-        for row in schema.wire_rows(schema.SANCTIONS, cols, _ids(run), nums)
-    ]
+    blocks = ([specs] if specs is not None else []) + decode.plugin_sanction_columns(one, ARENA, run.config.plugins)
+    ids = _ids(run)
+    return [row for cols in blocks for row in schema.wire_rows(schema.SANCTIONS, cols, ids, nums)]
 
 
 def _ids(run: ArenaRun) -> dict[str, Any]:
