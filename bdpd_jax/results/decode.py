@@ -65,8 +65,8 @@ def _labels(names: tuple[str, ...]) -> np.ndarray:
     return np.asarray(names, dtype=object)
 
 
-def type_label(code: int) -> str:
-    """A perturbation type code -> its registered name."""
+def type_label(code: Any) -> str:
+    """A perturbation type code (an int or a 0-d array) -> its registered name."""
     return pk.type_names()[int(code)]
 
 

@@ -328,7 +328,7 @@ def wire_rows(
         return []
     on = [c for c in layer if c.wire is not None and c.name in cols and c.name not in omit]
     values = [[cols[c.name]] * n if _scalar(cols[c.name]) else _wire_column(c, cols[c.name], ids, number) for c in on]
-    keys = [c.wire for c in on]
+    keys = [str(c.wire) for c in on]
     return [dict(zip(keys, row, strict=True)) for row in zip(*values, strict=True)]
 
 
