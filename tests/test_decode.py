@@ -163,7 +163,7 @@ def test_every_event_layer_has_its_decoders_and_the_wire_form_comes_from_the_sch
 
 
 #: modules that build event rows: they take them from the decoders, and label no code themselves
-ROW_BUILDERS = ("results/governance.py", "results/perturbations.py", "results/plugins.py", "host/records.py")
+ROW_BUILDERS = ("results/governance.py", "results/perturbations.py", "results/plugins.py", "host/live/records.py")
 #: a code -> label of a registry is indexed in results/decode.py only
 LABEL_TABLES = {"term_names", "type_names", "OBS_VARS"}
 

@@ -26,8 +26,8 @@ from bdpd_jax.config.base import wire_names
 from bdpd_jax.config.game import ArenaConfig, ModelConfig
 from bdpd_jax.config.perturbations import ARENA_SPECS, SPEC_TYPES, ArenaSpec
 from bdpd_jax.config.terms import detail, numbers, parse_terms, slot_terms, terms_schema
-from bdpd_jax.host.registry import PactRegistry
-from bdpd_jax.host.tools import tool_schemas, validate_action
+from bdpd_jax.host.live.registry import PactRegistry
+from bdpd_jax.host.live.tools import tool_schemas, validate_action
 from bdpd_jax.kernels import pacts as P
 from bdpd_jax.kernels import perturb as pk
 from bdpd_jax.kernels.engines import ENGINES

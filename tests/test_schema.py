@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 
 import bdpd_jax
-from bdpd_jax.host.arena import Arena
-from bdpd_jax.host.registry import nums, pact_id
+from bdpd_jax.host.live.arena import Arena
+from bdpd_jax.host.live.registry import nums, pact_id
 from bdpd_jax.kernels.metrics import METRICS
 from bdpd_jax.results import schema as S
 from bdpd_jax.results.frames import Frames

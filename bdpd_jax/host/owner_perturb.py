@@ -20,14 +20,14 @@ from pydantic import BaseModel
 
 from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.config.perturbations import arena_specs
-from bdpd_jax.host.registry import num
+from bdpd_jax.host.live.registry import num
 from bdpd_jax.kernels import perturb as pk
 from bdpd_jax.kernels.perturb import PerturbLayer
 from bdpd_jax.prepare.perturbations import compile_spec
 from bdpd_jax.results.decode import target_label, type_label
 
 if TYPE_CHECKING:
-    from bdpd_jax.host.arena_run import ArenaRun
+    from bdpd_jax.host.live.arena_run import ArenaRun
 
 
 @functools.lru_cache(maxsize=32)

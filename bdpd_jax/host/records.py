@@ -1,7 +1,7 @@
 """One turn record of a live arena (a line of ``turns.jsonl``, 004_* A.1).
 
 :func:`turn_record` builds the record of one turn from the arena's run state
-(:class:`~bdpd_jax.host.arena_run.ArenaRun`): the decisions (with the external agents'
+(:class:`~bdpd_jax.host.live.arena_run.ArenaRun`): the decisions (with the external agents'
 calls), the turn's messages, tool results, pacts, violations, sanctions, errors, metrics and
 perturbations; it adds to the run's per-player counts for ``summary.json`` (``ArenaRun.count``).
 """
@@ -15,13 +15,13 @@ import jax
 import numpy as np
 
 from bdpd_jax.host.agents.base import AgentResult
-from bdpd_jax.host.registry import nums
+from bdpd_jax.host.live.registry import nums
 from bdpd_jax.kernels.governance import NAME as GOV
 from bdpd_jax.kernels.plugins import NAME as PLUGINS
 from bdpd_jax.results import decode, schema
 
 if TYPE_CHECKING:
-    from bdpd_jax.host.arena_run import ArenaRun
+    from bdpd_jax.host.live.arena_run import ArenaRun
 
 #: a live record's one arena, as the decoders index it (the wire carries it once, as ``arenaId``)
 ARENA = np.zeros(1, np.int64)
@@ -80,7 +80,7 @@ class TurnRow:
 def record_rows(rec) -> list[TurnRow]:
     """Per arena, the values :func:`turn_record` reads from a batched kernel turn record
     (numpy leaves, batch axis last), converted column by column once per tick (the values of
-    :func:`~bdpd_jax.host.registry.num`): floats (None for NaN), bools, ints as Python
+    :func:`~bdpd_jax.host.live.registry.num`): floats (None for NaN), bools, ints as Python
     objects, ``extra`` (the layers' records) and ``actual_np`` as numpy slices."""
     nb = np.shape(rec.turn)[-1]
     cols = {k: nums(np.asarray(getattr(rec, k)).T) for k in _PLAYER_FLOATS}  # [N, B] -> per arena [N]

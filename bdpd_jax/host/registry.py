@@ -10,7 +10,7 @@ only truth about pacts; this class never re-implements a pact rule. It
   once, for the tools ``propose_pact`` / ``pledge`` / ``accept_pact`` (host-side checks only
   decide which *error message* to return; the kernel decides what is stored);
 * holds the table in ONE place at a time: bound to an owner (:meth:`bind`, the arena's
-  :class:`~bdpd_jax.host.arena_run.ArenaRun`), it reads and writes the owner's kernel state
+  :class:`~bdpd_jax.host.live.arena_run.ArenaRun`), it reads and writes the owner's kernel state
   between ticks; within a tick it holds the table the decide phase handed it (:meth:`sync`,
   once per tick), the tools write on it and the step phase takes it, and :meth:`release`
   hands the table back to the owner's (new) state;

@@ -3,7 +3,7 @@
 A layer is a tuple of :class:`Column`. The frames (``Results.turns``, ``players``,
 ``violations``, ``sanctions``, ``perturbations``, ``governance_actions``, ``summary`` and its
 GovSim columns) take their column names and order from here, and a live arena's turn record
-(bdpd_jax/host/records.py, ``turns.jsonl`` and the HTTP API) takes its keys from the same
+(bdpd_jax/host/live/records.py, ``turns.jsonl`` and the HTTP API) takes its keys from the same
 columns' ``wire`` aliases. ``name`` is snake_case (Python, frames, parquet); ``wire`` is the
 camelCase key of the live JSON (None: the column is not on the wire, e.g. ``arena``, which a
 live record carries once as ``arenaId``). A ``ref`` column is an index in a frame, an id on the
