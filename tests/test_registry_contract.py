@@ -31,9 +31,10 @@ from bdpd_jax.host.live.tools import tool_schemas, validate_action
 from bdpd_jax.kernels import pacts as P
 from bdpd_jax.kernels import perturb as pk
 from bdpd_jax.kernels.engines import ENGINES
+from bdpd_jax.kernels.governance import NAME as GOV
 from bdpd_jax.kernels.perturb_registry import View
 from bdpd_jax.prepare.game import build
-from bdpd_jax.results.perturbations import target_label
+from bdpd_jax.results import decode
 
 PLAYERS = [
     {"strategy": "aggressive", "intensity": 0.9, "privateResource": 10, "name": "a"},
@@ -134,9 +135,9 @@ def test_every_term_type_gives_live_violations_with_detail_strings():
         reg.accept(slot, "b", turn=1)
     assert [p["status"] for p in reg.compact()] == ["active"] * len(P.term_names())
     violated = np.ones((len(P.term_names()), 2), bool)
-    events = reg.record_violations(
-        2, violated, np.asarray([5.0, 7.0], np.float32), np.ones_like(violated, np.int32), np.zeros(2)
-    )
+    end = {"violated": violated, "term": np.asarray(reg.table.term), "ordinal": np.ones_like(violated, np.int32)}
+    decoded = decode.violation_columns(decode.one_turn({GOV: {"end": end}}, 2), np.zeros(1, np.int64))
+    events = reg.record_violations(decoded, np.asarray([5.0, 7.0], np.float32), np.zeros(2))
     assert [(e["termType"], e["partyId"]) for e in events] == [(n, p) for n in P.term_names() for p in players]
     for e in events:
         assert e["detail"] and "{" not in e["detail"] and ("5.000" in e["detail"] or "7.000" in e["detail"])
@@ -250,7 +251,7 @@ def test_every_perturbation_type_fires_once_in_a_batch_with_a_results_row(logist
             assert list(rows.arena) == [0, 1] and set(rows.type) == {n} and set(rows.turn) == {_turn_of(k)}, n
             label = pk.perturbation_type(n).label
             assert all(t.startswith(label) for t in rows.target), (n, set(rows.target))
-            assert set(rows.target) <= {target_label(n, t) for t in (pk.ALL, 0, 1, 2)} | {
+            assert set(rows.target) <= {decode.target_label(n, t) for t in (pk.ALL, 0, 1, 2)} | {
                 f"{label}[{v}]" for v in bdpd_jax.kernels.OBS_VARS
             }
             assert np.isfinite(rows.value.to_numpy(float)).all(), n

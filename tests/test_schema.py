@@ -13,6 +13,7 @@ import pytest
 
 import bdpd_jax
 from bdpd_jax.host.live.arena import Arena
+from bdpd_jax.host.live.registry import nums, pact_id
 from bdpd_jax.kernels.metrics import METRICS
 from bdpd_jax.results import schema as S
 from bdpd_jax.results.frames import Frames
@@ -44,6 +45,14 @@ def _gov_cfg(turns: int = 8) -> dict:
 @pytest.fixture(scope="module")
 def gov_run() -> bdpd_jax.Results:
     return bdpd_jax.simulate(_gov_cfg(), n_arenas=3, seed=5)
+
+
+@pytest.fixture(scope="module")
+def live_gov(tmp_path_factory) -> Arena:
+    """gov_run's arena 0 played live (one run shared by the live == batch checks)."""
+    arena = Arena(_gov_cfg(), seed=5, out_dir=tmp_path_factory.mktemp("live_gov"))
+    arena.run()
+    return arena
 
 
 def test_every_column_is_declared_well() -> None:
@@ -89,9 +98,8 @@ def test_frames_have_the_declared_columns_and_dtypes(gov_run) -> None:
         assert list(getattr(empty, name).columns) == list(S.names(S.LAYERS[name])) and len(getattr(empty, name)) == 0
 
 
-def test_live_record_keys_are_the_wire_aliases(tmp_path) -> None:
-    arena = Arena(_gov_cfg(), seed=5, out_dir=tmp_path)
-    arena.run()
+def test_live_record_keys_are_the_wire_aliases(live_gov) -> None:
+    arena = live_gov
     wire = {k: set(S.wire(layer).values()) for k, layer in S.LAYERS.items()}
     seen = {"violations": 0, "sanctions": 0, "perturbations": 0}
     for rec in arena.records:
@@ -106,11 +114,10 @@ def test_live_record_keys_are_the_wire_aliases(tmp_path) -> None:
     assert all(seen.values()), seen  # every layer had rows to check
 
 
-def test_live_and_batch_rows_agree_by_schema(gov_run, tmp_path) -> None:
+def test_live_and_batch_rows_agree_by_schema(gov_run, live_gov) -> None:
     """The same arena live and batched: each sanction row, read through the schema's
     aliases, is the frame's row (ids on the wire, indices in the frame)."""
-    arena = Arena(_gov_cfg(), seed=5, out_dir=tmp_path)
-    arena.run()
+    arena = live_gov
     batch = gov_run.sanctions[gov_run.sanctions.arena == 0]
     alias = S.wire(S.SANCTIONS)
     live = []
@@ -124,6 +131,26 @@ def test_live_and_batch_rows_agree_by_schema(gov_run, tmp_path) -> None:
     got = sorted(tuple(d[c] for c in cols) for d in live)
     want = sorted(batch[cols].itertuples(index=False, name=None))
     assert got == want and len(got) > 0
+
+
+def test_live_event_rows_are_the_frames_rows_through_the_one_decoder(gov_run, live_gov) -> None:
+    """Each live turn's violations, sanctions and perturbations are, key for key, value for
+    value and in order, the batch frame's rows of that arena and turn written by the schema
+    (schema.wire_rows: index -> id by the column's ref); the live-only columns aside."""
+    arena, seen = live_gov, 0
+    ids = {"player": arena.players.__getitem__, "pact": lambda s: pact_id(5, 0, s)}
+    number = lambda a: nums(np.float32(a))  # noqa: E731  (a frame widens the kernel's float32 to float64)
+    for name in ("violations", "sanctions", "perturbations"):
+        layer, df = S.LAYERS[name], getattr(gov_run, name)
+        live_only = {c.wire for c in layer if not c.frame}
+        omit = ("turn",) if name == "perturbations" else ()  # (a firing's turn is its record's)
+        for rec in arena.records:
+            rows = df[(df.arena == 0) & (df.turn == rec["turn"])]
+            want = S.wire_rows(layer, {c: rows[c].to_numpy() for c in rows}, ids, number, omit)
+            got = [{k: v for k, v in r.items() if k not in live_only} for r in rec[name]]
+            assert [list(r.items()) for r in got] == [list(r.items()) for r in want], (name, rec["turn"])
+            seen += len(got)
+    assert seen > 0
 
 
 def test_wire_row_refuses_an_unknown_column() -> None:

@@ -1,5 +1,6 @@
 """``Results.governance_actions``: the governance agents' applied actions, one row per
-mandate taken (kernels/governance_agent.py), read from the plugin layer's begin records."""
+mandate taken (kernels/governance_agent.py), read from the plugin layer's begin records
+through :func:`decode.governance_action_columns`."""
 
 from __future__ import annotations
 
@@ -7,8 +8,7 @@ import numpy as np
 import pandas as pd
 
 from ..kernels.governance_agent import GovAction
-from ..kernels.plugins import NAME
-from . import schema
+from . import decode, schema
 
 COLUMNS = schema.names(schema.GOVERNANCE_ACTIONS)
 
@@ -18,27 +18,9 @@ def governance_actions_frame(rec: dict, arenas: np.ndarray, plugins: list) -> pd
     is ``cap`` (value: the maxHarvest of the regulator's pact binding all; inf: lifted),
     ``ladder_scale`` (the factor on every sanction amount) or ``regen`` (the regen_set value).
     rec: flattened TurnRecord (numpy); leaves (T, B)."""
-    begun = ((rec["extra"].get(NAME) or {}).get("begin") or {}).get("actions") or ()
-    frames = []
-    for spec, a in zip(plugins, begun, strict=False):
-        if a is None:
-            continue
-        for field in GovAction._fields:
-            v = np.asarray(a[GovAction._fields.index(field)], float)
-            t, b = np.nonzero(~np.isnan(v) & np.asarray(rec["played"]))
-            frames.append(
-                schema.frame(
-                    schema.GOVERNANCE_ACTIONS,
-                    {
-                        "arena": arenas[b],
-                        "turn": np.asarray(rec["turn"])[t, b].astype(np.int32),
-                        "id": spec.id,
-                        "type": spec.type,
-                        "action": field,
-                        "value": v[t, b],
-                    },
-                )
-            )
+    frames = [
+        schema.frame(schema.GOVERNANCE_ACTIONS, c) for c in decode.governance_action_columns(rec, arenas, plugins)
+    ]
     frames = [f for f in frames if len(f)]
     if not frames:
         return schema.empty_frame(schema.GOVERNANCE_ACTIONS)

@@ -6,17 +6,18 @@ GovSim columns) take their column names and order from here, and a live arena's 
 (bdpd_jax/host/live/records.py, ``turns.jsonl`` and the HTTP API) takes its keys from the same
 columns' ``wire`` aliases. ``name`` is snake_case (Python, frames, parquet); ``wire`` is the
 camelCase key of the live JSON (None: the column is not on the wire, e.g. ``arena``, which a
-live record carries once as ``arenaId``). A frame's value and the wire's may differ in form
-where the wire names a player or pact by id and the frame by index (``player``: index in a
-frame, the player's id on the wire). The docs' column tables are generated from here
-(:func:`markdown_table`; tests/test_schema.py checks them).
+live record carries once as ``arenaId``). A ``ref`` column is an index in a frame, an id on the
+wire (:func:`wire_rows`: the event rows results/decode.py decodes, in their wire form). The
+docs' column tables are generated from here (:func:`markdown_table`; tests/test_schema.py).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 
@@ -30,10 +31,11 @@ class Column:
     meaning: str
     wire: str | None = None  # the live JSON key (camelCase); None: not on the wire
     frame: bool = True  # False: a live-only column (on the wire, not in the batch frame)
+    ref: str | None = None  # "player" | "pact": an index (slot) in a frame, an id on the wire (-1: null)
 
 
-def _c(name: str, dtype: str, unit: str, meaning: str, wire: str | None = None) -> Column:
-    return Column(name, dtype, unit, meaning, wire)
+def _c(name: str, dtype: str, unit: str, meaning: str, wire: str | None = None, ref: str | None = None) -> Column:
+    return Column(name, dtype, unit, meaning, wire, ref=ref)
 
 
 def _live(name: str, dtype: str, unit: str, meaning: str, wire: str) -> Column:
@@ -87,7 +89,14 @@ METRICS: tuple[Column, ...] = (
 PLAYERS: tuple[Column, ...] = (
     ARENA,
     TURN,
-    _c("player", "int32", "", "the player (frame: index in the config's list; wire: the player's id)", "playerId"),
+    _c(
+        "player",
+        "int32",
+        "",
+        "the player (frame: index in the config's list; wire: the player's id)",
+        "playerId",
+        "player",
+    ),
     _c("strategy", "str", "", "decision function in force this turn"),
     _c("requested", "float32", "stock units", "request as submitted (after sanitising)", "requested"),
     _c("actual", "float32", "stock units", "what the player received", "actual"),
@@ -106,14 +115,30 @@ PLAYERS: tuple[Column, ...] = (
     _live("told", "object", "", "a govsim LLM's exchanges: what it was told and answered (live/agents.md §15)", "told"),
 )
 
+
+def _event(player_wire: str, player: str, pact: str, term_type: str, ordinal: str) -> tuple[Column, ...]:
+    """The violation event's columns (player, pact, term_type, ordinal), shared by the
+    violations and the sanctions they fire; the player and pact are refs (index or slot in a
+    frame, id on the wire)."""
+    return (
+        _c("player", "int32", "", player, player_wire, "player"),
+        _c("pact", "int32", "", pact, "pactId", "pact"),
+        _c("term_type", "str", "", term_type, "termType"),
+        _c("ordinal", "int32", "count", ordinal, "ordinal"),
+    )
+
+
 # one row per pact violation event {partyId, pactId, termType} (001_*)
 VIOLATIONS: tuple[Column, ...] = (
     ARENA,
     TURN,
-    _c("player", "int32", "", "the violating party (frame: index; wire: id)", "partyId"),
-    _c("pact", "int32", "", "the pact (frame: slot; wire: pact id)", "pactId"),
-    _c("term_type", "str", "", "the pact's term type (kernels.pacts.register_term)", "termType"),
-    _c("ordinal", "int32", "count", "the event's number among the player's violations of that term type", "ordinal"),
+    *_event(
+        "partyId",
+        "the violating party (frame: index; wire: id)",
+        "the pact (frame: slot; wire: pact id)",
+        "the pact's term type (kernels.pacts.register_term)",
+        "the event's number among the player's violations of that term type",
+    ),
     _live("detail", "str", "", "the 001_* detail string (what was harvested against which limit)", "detail"),
     _live("sanction_fired", "bool", "", "a sanction was charged to the party this turn", "sanctionFired"),
 )
@@ -124,10 +149,13 @@ SANCTIONS: tuple[Column, ...] = (
     TURN,
     _c("id", "str", "", "the sanction spec's or plugin's id", "specId"),
     _c("type", "str", "", "the spec's or plugin's type", "type"),
-    _c("player", "int32", "", "the player charged (frame: index; wire: id)", "playerId"),
-    _c("pact", "int32", "", "the violated pact (frame: slot, -1 for a plugin; wire: pact id, null)", "pactId"),
-    _c("term_type", "str", "", "the violated pact's term type (None for a plugin)", "termType"),
-    _c("ordinal", "int32", "count", "the violation event's ordinal (0 for a plugin)", "ordinal"),
+    *_event(
+        "playerId",
+        "the player charged (frame: index; wire: id)",
+        "the violated pact (frame: slot, -1 for a plugin; wire: pact id, null)",
+        "the violated pact's term type (None for a plugin)",
+        "the violation event's ordinal (0 for a plugin)",
+    ),
     _c("amount", "float64", "stock units", "deducted from the player", "amount"),
     _c("reason", "str", "", "the spec's reason or the plugin's reason name", "reason"),
     _c(
@@ -136,6 +164,7 @@ SANCTIONS: tuple[Column, ...] = (
         "",
         "who paid a cost to impose it (frame: index, -1 for an automatic spec; wire: id, null)",
         "paidBy",
+        "player",
     ),
     _c("cost", "float64", "stock units", "what imposing it cost the payer (0 for an automatic spec)", "cost"),
 )
@@ -270,6 +299,44 @@ def wire_row(layer: tuple[Column, ...], **values: Any) -> dict[str, Any]:
     return {keys[n]: values[n] for n in keys if n in values}
 
 
+def _wire_column(c: Column, v: Any, ids: Mapping[str, Callable[[int], Any]], number: Callable[[Any], list]) -> list:
+    """A decoded column's values in their wire form: a ref's index through ``ids[c.ref]``
+    (-1: null), floats through ``number`` (the kernel floats' JSON form, a whole column at
+    once), ints and bools as Python's, other values (labels, None) as they are."""
+    if c.ref is not None:
+        to_id = ids[c.ref]
+        return [None if i < 0 else to_id(i) for i in np.asarray(v).tolist()]
+    kind = np.dtype(c.dtype).kind if c.dtype not in ("str", "object", "Int64") else "O"
+    if kind == "f":
+        return list(number(np.asarray(v)))
+    return np.asarray(v).tolist() if kind in "iub" else list(v)
+
+
+def wire_rows(
+    layer: tuple[Column, ...],
+    cols: Mapping[str, Any],
+    ids: Mapping[str, Callable[[int], Any]],
+    number: Callable[[Any], list],
+    omit: tuple[str, ...] = (),
+) -> list[dict[str, Any]]:
+    """Live JSON rows of ``layer`` from decoded columns (results/decode.py: index form, one
+    entry per row; a scalar is every row's value), keyed by wire alias in the layer's order,
+    each value in its wire form (:func:`_wire_column`). Columns in ``omit`` or not on the
+    wire are left out."""
+    n = next((len(v) for v in cols.values() if not _scalar(v)), 0)
+    if n == 0:
+        return []
+    on = [c for c in layer if c.wire is not None and c.name in cols and c.name not in omit]
+    values = [[cols[c.name]] * n if _scalar(cols[c.name]) else _wire_column(c, cols[c.name], ids, number) for c in on]
+    keys = [str(c.wire) for c in on]
+    return [dict(zip(keys, row, strict=True)) for row in zip(*values, strict=True)]
+
+
+def _scalar(v: Any) -> bool:
+    """A decoded column given as one value for every row (a plugin's id, no term type)."""
+    return v is None or isinstance(v, str | int | float | bool)
+
+
 def _empty(dtype: str) -> pd.Series:
     if dtype == "str":
         return pd.Series([], dtype=object)
@@ -286,7 +353,14 @@ def frame(layer: tuple[Column, ...], cols: dict[str, Any]) -> pd.DataFrame:
     missing = [n for n in names(layer) if n not in cols]
     if missing:
         raise ValueError(f"frame: columns {missing} missing")
-    return pd.DataFrame({n: cols[n] for n in names(layer)})
+    return pd.DataFrame({c.name: _cast(cols[c.name], c.dtype) for c in layer if c.frame})
+
+
+def _cast(v: Any, dtype: str) -> Any:
+    """A decoded numeric array in the column's declared dtype (strings and scalars as given)."""
+    if isinstance(v, np.ndarray) and dtype not in ("str", "object", "Int64") and v.dtype != dtype:
+        return v.astype(dtype)
+    return v
 
 
 def markdown_table(layer: tuple[Column, ...]) -> str:
@@ -314,6 +388,7 @@ __all__ = [
     "names",
     "wire",
     "wire_row",
+    "wire_rows",
     "empty_frame",
     "frame",
     "markdown_table",

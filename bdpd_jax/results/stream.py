@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from .decode import layer_record
 from .frames import players_frame, turns_frame
-from .governance import layer_record
 
 
 def flatten_record(rec: Any) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from bdpd_jax.host.live.registry import num
 from bdpd_jax.kernels import perturb as pk
 from bdpd_jax.kernels.perturb import PerturbLayer
 from bdpd_jax.prepare.perturbations import compile_spec
-from bdpd_jax.results.perturbations import target_label
+from bdpd_jax.results.decode import target_label, type_label
 
 if TYPE_CHECKING:
     from bdpd_jax.host.live.arena_run import ArenaRun
@@ -45,10 +45,9 @@ def owner_slot(run: ArenaRun, kernel_config: ArenaConfig, spec: str | dict[str, 
             raise ValueError(f"specId: no perturbation {spec!r} in the config; known: {run.spec_ids}")
         spec = found[0]
     slot = compile_spec(spec, kernel_config, run.game.policies)
-    if not any(isinstance(ly, PerturbLayer) and pk.type_names()[int(slot.code)] in ly.types for ly in run.game.layers):
+    if not any(isinstance(ly, PerturbLayer) and type_label(slot.code) in ly.types for ly in run.game.layers):
         raise ValueError(
-            f"spec.type: {pk.type_names()[int(slot.code)]!r} cannot be fired in this arena; "
-            "create it with perturbable=True"
+            f"spec.type: {type_label(slot.code)!r} cannot be fired in this arena; create it with perturbable=True"
         )
     return spec, slot
 
@@ -59,7 +58,7 @@ def fire_perturbation(run: ArenaRun, spec: Any, slot: Any) -> dict[str, Any]:
     state = jax.tree_util.tree_map(jnp.asarray, run.state)
     new, rec = _owner_apply(run.game)(state, slot, run.params)
     run.set_state(jax.tree_util.tree_map(np.asarray, new))
-    kind = pk.type_names()[int(rec["code"])]
+    kind = type_label(rec["code"])
     entry = {
         "turn": run.turn + 1,
         "spec": spec if isinstance(spec, dict) else spec.model_dump(mode="json"),

@@ -14,79 +14,40 @@ from typing import TYPE_CHECKING, Any
 import jax
 import numpy as np
 
-from bdpd_jax.config.plugins import reason_name
 from bdpd_jax.host.agents.base import AgentResult
-from bdpd_jax.host.live.registry import num, nums
-from bdpd_jax.kernels import pacts as P
-from bdpd_jax.kernels import perturb as pk
+from bdpd_jax.host.live.registry import nums
 from bdpd_jax.kernels.governance import NAME as GOV
 from bdpd_jax.kernels.plugins import NAME as PLUGINS
-from bdpd_jax.results import schema
-from bdpd_jax.results.governance import layer_record
-from bdpd_jax.results.perturbations import perturb_record, target_label
+from bdpd_jax.results import decode, schema
 
 if TYPE_CHECKING:
     from bdpd_jax.host.live.arena_run import ArenaRun
 
+#: a live record's one arena, as the decoders index it (the wire carries it once, as ``arenaId``)
+ARENA = np.zeros(1, np.int64)
 
-def sanction_rows(run: ArenaRun, t: int, g: dict, rec_extra: dict) -> list[dict[str, Any]]:
-    """One row per sanction fired this turn, with its provenance: the spec (``specId``,
-    ``type``, ``reason``), the violation event (``playerId``, ``pactId``, ``termType``,
-    ``ordinal``), the ``amount`` and who paid a cost to impose it (``paidBy`` / ``cost``:
-    null / 0 for the automatic specs of 000_* 2.4)."""
-    if not g:
-        return plugin_sanction_rows(run, t, layer_record(rec_extra, PLUGINS) or {})
-    specs = run.sanction_specs  # listed once per run, not per tick
-    fired = np.asarray(g["spec_fired"])
-    amount = np.asarray(g["spec_amount"])
-    registry = run.registry
-    rows = []
-    for n, p, k in zip(*np.nonzero(fired.transpose(2, 1, 0)), strict=True):  # by player, pact, spec
-        sp = specs[k]
-        if registry is None:  # turn_record reads a governance record only with the arena's registry
+
+def sanction_rows(run: ArenaRun, one: dict) -> list[dict[str, Any]]:
+    """One row per sanction fired this turn, with its provenance: the spec's rows (``specId``,
+    ``type``, ``reason``, the violation event ``playerId``, ``pactId``, ``termType``,
+    ``ordinal``, the ``amount``; ``paidBy`` / ``cost``: null / 0 for the automatic specs of
+    000_* 2.4), then each governance plugin's (who fined whom, at what cost): the batch's
+    decoders (results/decode.py) on this arena's turn ``one`` (:func:`decode.one_turn`)."""
+    specs = decode.spec_sanction_columns(one, ARENA, run.sanction_specs)  # specs listed once per run
+    blocks = ([specs] if specs is not None else []) + decode.plugin_sanction_columns(one, ARENA, run.config.plugins)
+    ids = _ids(run)
+    return [row for cols in blocks for row in schema.wire_rows(schema.SANCTIONS, cols, ids, nums)]
+
+
+def _ids(run: ArenaRun) -> dict[str, Any]:
+    """A player's index -> its id, a pact's slot -> its id (the schema's refs on the wire)."""
+
+    def pact(slot: int) -> str:
+        if run.registry is None:  # turn_record reads a governance record only with the arena's registry
             raise ValueError("registry: a sanction fired in an arena without a pact registry")
-        rows.append(
-            schema.wire_row(
-                schema.SANCTIONS,
-                turn=int(t),
-                id=sp.id,
-                type=sp.type,
-                player=run.players[int(n)],
-                pact=registry.id_of(int(p)),
-                term_type=P.term_names()[int(g["term"][p])],
-                ordinal=int(g["ordinal"][p, n]),
-                amount=num(amount[k, p, n]),
-                reason=sp.payload.reason,
-                payer=None,
-                cost=0.0,
-            )
-        )
-    return rows + plugin_sanction_rows(run, t, layer_record(rec_extra, PLUGINS) or {})
+        return run.registry.id_of(slot)
 
-
-def plugin_sanction_rows(run: ArenaRun, t: int, g: dict) -> list[dict[str, Any]]:
-    """The governance plugins' sanctions of this turn: who (``paidBy``, ``cost``) fined whom."""
-    rows = []
-    for spec, r in zip(run.config.plugins, g.get("plugins", ()), strict=False):
-        fines, costs = np.asarray(r["fines"]), np.asarray(r["costs"])  # [payer, target]
-        for i, j in zip(*np.nonzero(((fines > 0) | (costs > 0)).T), strict=True):  # by target, then payer
-            rows.append(
-                schema.wire_row(
-                    schema.SANCTIONS,
-                    turn=int(t),
-                    id=spec.id,
-                    type=spec.type,
-                    player=run.players[int(i)],
-                    pact=None,
-                    term_type=None,
-                    ordinal=0,
-                    amount=num(fines[j, i]),
-                    reason=reason_name(spec.type, int(r["reason"][i])),
-                    payer=run.players[int(j)],
-                    cost=num(costs[j, i]),
-                )
-            )
-    return rows
+    return {"player": run.players.__getitem__, "pact": pact}
 
 
 # the record's float columns per player and per arena (schema.PLAYERS / schema.TURNS)
@@ -194,30 +155,18 @@ def turn_record(
         run.count(s.player_id, "totalHarvest", d["actual"] or 0.0)
         decisions.append(d)
     violations, sanctions = [], []
-    g = layer_record(rec.extra, GOV) if rec.extra else None
-    if run.registry is not None and g:
-        violations = run.registry.record_violations(
-            t, np.asarray(g["violated"]), rec.actual_np, np.asarray(g["ordinal"]), np.asarray(g["fired"])
-        )
+    g = decode.layer_record(rec.extra, GOV) if rec.extra else None
+    one = decode.one_turn(rec.extra, t) if rec.extra and isinstance(rec.extra, dict) else None
+    if run.registry is not None and g and one is not None:
+        events = decode.violation_columns(one, ARENA)
+        violations = run.registry.record_violations(events, rec.actual_np, np.asarray(g["fired"]))
         for ev in violations:
             run.count(ev["partyId"], "violations", 1)
-        sanctions = sanction_rows(run, t, g, rec.extra)
+        sanctions = sanction_rows(run, one)
         for i, p in enumerate(run.players):
             run.count(p, "sanctions", float(rec.sanction[i] or 0.0))
-    fired = []
-    pr = perturb_record(rec.extra) if rec.extra and isinstance(rec.extra, dict) else None
-    if pr:
-        for slot in np.flatnonzero(np.asarray(pr["fired"])):
-            kind = pk.type_names()[int(pr["code"][slot])]
-            fired.append(
-                schema.wire_row(
-                    schema.PERTURBATIONS,
-                    id=run.spec_ids[slot] if slot < len(run.spec_ids) else None,
-                    type=kind,
-                    target=target_label(kind, int(pr["target"][slot])),
-                    value=num(pr["value"][slot]),
-                )
-            )
+    cols = decode.perturbation_columns(one, ARENA, run.spec_ids, []) if one is not None else None
+    fired = [] if cols is None else schema.wire_rows(schema.PERTURBATIONS, cols, _ids(run), nums, omit=("turn",))
     owner = run.take_owner_fired()
     gov = {} if run.governor is None else {"governance": governance_entry(run, t, rec.extra)}
     return {
@@ -248,7 +197,7 @@ def turn_record(
 def governance_entry(run: ArenaRun, t: int, extra: dict) -> dict[str, Any]:
     """The attached governance agent's turn: what it asked and what the kernel applied (the
     plugin layer's begin record of its plugin)."""
-    begin = (extra.get(PLUGINS) or {}).get("begin") or {}
+    begin = decode.begin_record(extra, PLUGINS) or {}
     applied = begin.get("actions", ())
     gov = run.governor
     if gov is None:  # (called for arenas with one)

@@ -255,32 +255,28 @@ class PactRegistry:
 
     # -- violations -------------------------------------------------------------------------
     def record_violations(
-        self, turn: int, violated: np.ndarray, actual: np.ndarray, ordinal: np.ndarray, sanction_fired: np.ndarray
+        self, events: dict[str, Any] | None, actual: np.ndarray, sanction_fired: np.ndarray
     ) -> list[dict[str, Any]]:
-        """Append this turn's events (violated bool[P, N]) to the log; return them as rows
-        ``{pactId, partyId, termType, turn, detail, ordinal}`` (001_* detail strings)."""
-        events: list[dict[str, Any]] = []
-        if not np.any(violated):
-            return events
+        """Append this turn's violation events (their decoded columns: results/decode.py's
+        ``violation_columns`` of the arena's turn) to the log; return them as wire rows with
+        the live-only columns added (001_* ``detail`` strings, ``sanctionFired``)."""
+        if events is None or not len(events["pact"]):
+            return []
         mean = float(np.mean(actual.astype(np.float64)))
         # each pact's limit as the kernel's check computed it (the term registry's rule)
         lim = np.asarray(_limits(P.term_names(), self._jnp(), jnp.asarray(mean, self.table.max_harvest.dtype)))
-        for s, i in zip(*np.nonzero(violated), strict=True):
-            kind = P.term_names()[int(self.table.term[s])]
-            text = detail(kind, float(actual[i]), float(lim[s]), mean)
-            ev = schema.wire_row(
-                schema.VIOLATIONS,
-                turn=int(turn),
-                pact=self.id_of(int(s)),
-                player=self.players[int(i)],
-                term_type=kind,
-                detail=text,
-                ordinal=int(ordinal[s, i]),
-                sanction_fired=bool(sanction_fired[i] > 0),
-            )
+        slots, who = np.asarray(events["pact"]), np.asarray(events["player"])
+        each = zip(events["term_type"], slots, who, strict=True)
+        live = {
+            "detail": [detail(k, float(actual[i]), float(lim[s]), mean) for k, s, i in each],
+            "sanction_fired": np.asarray(sanction_fired)[who] > 0,
+        }
+        rows = schema.wire_rows(
+            schema.VIOLATIONS, events | live, {"player": self.players.__getitem__, "pact": self.id_of}, nums
+        )
+        for s, ev in zip(slots, rows, strict=True):
             self._violations.setdefault(int(s), []).append(ev)
-            events.append(ev)
-        return events
+        return rows
 
 
 __all__ = ["PactRegistry", "pact_id", "num", "nums"]
