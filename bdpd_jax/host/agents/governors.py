@@ -9,11 +9,10 @@ deadline) with its own prompt and tools.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from bdpd_jax.host._json import dumps_bytes
-from bdpd_jax.host.agents.llm import LLMAgent, decode_arguments
+from bdpd_jax.host.agents.llm import LLMAgent, decode_arguments, wire_text
 from bdpd_jax.host.agents.transport import TransportError, loads_capped
 
 LIFT = "lift"  # JSON for cap = +inf (lift the regulator's cap): strict JSON has no Infinity
@@ -109,7 +108,7 @@ class LLMGovernor(LLMAgent):
         return governor_tools()
 
     def volatile_message(self, obs: dict[str, Any], inbox: Any = None) -> dict[str, str]:
-        return {"role": "user", "content": json.dumps(obs, separators=(",", ":"), allow_nan=False)}
+        return {"role": "user", "content": wire_text(obs)}
 
     async def answer(self, obs: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         data = await self.complete(obs)
