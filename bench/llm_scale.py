@@ -1,7 +1,13 @@
 """Many LLM arenas against one model server (issue 38): ``--arenas`` GovSim fishery arenas x
-``--players`` LLM players x ``--months`` months in one ``LiveBatch``, every call to one
-loopback OpenAI-compatible endpoint that answers after ``--delay-ms``, with the operator's
-``maxInFlight`` (``--max-in-flight``) on that endpoint.
+``--players`` LLM players x ``--months`` months, every call to one loopback OpenAI-compatible
+endpoint that answers after ``--delay-ms``, with the operator's ``maxInFlight``
+(``--max-in-flight``) on that endpoint.
+
+The arenas play in ``--lanes`` LiveBatches (default 4) on one event loop, each lane's months
+on its own after the first, the kernel work in one worker thread (``--thread``, default on;
+as the server runs it): a lane's host phase (kernels, tools, records) overlaps the other
+lanes' calls instead of leaving the pipe empty between months. ``--lanes 1 --no-thread``:
+all arenas in one LiveBatch, in lockstep.
 
 The endpoint is a separate process on raw asyncio streams (it shares neither this process's
 GIL nor its CPU clock): every answer is one ``harvest`` tool call and a ``usage``. Reported:
@@ -10,14 +16,17 @@ limit sets, ``calls x delay / maxInFlight`` (target: within 1.3x), beside what b
 through the same client and a semaphore reach on this machine at this moment (the floor: a
 loaded machine's late timers stretch both), the host CPU per call
 (target <= 1 ms: the kernels, the records and the HTTP client together), the most calls ever
-in flight (never above the limit) and the fallbacks (0 expected).
+in flight (never above the limit) and the mean in flight over the limit (the pipe's
+occupancy), with one lane the time per month with no call on the wire, and the fallbacks
+(0 expected).
 
     .venv/bin/python bench/llm_scale.py [--arenas 200] [--players 5] [--months 12] \
-        [--delay-ms 50] [--max-in-flight 64] [--json out.jsonl]
+        [--delay-ms 50] [--max-in-flight 64] [--lanes 4] [--[no-]thread] [--json out.jsonl]
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import socket
@@ -25,6 +34,8 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from harness import Figures, parser, setup  # bench/ is on a bench script's path
@@ -165,11 +176,14 @@ async def run(
     max_in_flight: int,
     floor_calls: int = 0,
     lanes: int = 1,
+    thread: bool = False,
 ) -> dict[str, Any]:
     """One run; the figures (see the module docstring). ``floor_calls`` > 0: also the bare
     transport's ratio on as many calls, measured right after (``floor_over_bound``).
     ``lanes`` > 1: the arenas split into that many LiveBatches on the one loop, each playing
-    its months on its own after the first (a lane's host phase overlaps the others' calls)."""
+    its months on its own after the first (a lane's host phase overlaps the others' calls).
+    ``thread``: the kernel work of every tick in one worker thread (as the server runs it), so
+    the loop reads answers and sends requests while a lane's kernels run."""
     proc, base = start_endpoint(delay_ms)
     client = TimedClient(max_in_flight + 16)
     try:
@@ -183,15 +197,24 @@ async def run(
         client.spans.clear()
         ticks: list[tuple[float, float]] = []  # each month's (start, end), of one lane
 
+        pool = ThreadPoolExecutor(1) if thread else None
+
+        async def offload(fn: Callable[..., Any], *a: Any) -> Any:
+            if pool is None:
+                return fn(*a)
+            return await asyncio.get_running_loop().run_in_executor(pool, fn, *a)
+
         async def play(batch: LiveBatch) -> None:
             while not batch.done:
                 s0 = time.perf_counter()
-                await batch.atick()
+                await batch.atick(offload)
                 ticks.append((s0, time.perf_counter()))
 
         t0, c0 = time.perf_counter(), time.process_time()
         await asyncio.gather(*(play(b) for b in batches))
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        if pool is not None:
+            pool.shutdown()
         spans = sorted(client.spans)
         # one lane, per month: from its start to its first request and from its last answer to
         # its end (the host's own phases, when no call is on the wire)
@@ -216,6 +239,7 @@ async def run(
     return {
         "arenas": arenas,
         "lanes": len(batches),
+        "kernel_thread": thread,
         "players": players,
         "months": months,
         "months_played": min(played),
@@ -243,14 +267,28 @@ def main() -> None:
     ap.add_argument("--delay-ms", type=float, default=50.0)
     ap.add_argument("--max-in-flight", type=int, default=64)
     ap.add_argument("--floor-calls", type=int, default=3000, help="bare POSTs timed after the run (0: none)")
-    ap.add_argument("--lanes", type=int, default=1, help="LiveBatches the arenas are split into (1: one)")
+    ap.add_argument("--lanes", type=int, default=4, help="LiveBatches the arenas are split into (1: one)")
+    ap.add_argument(
+        "--thread", action=argparse.BooleanOptionalAction, default=True, help="kernel work in a worker thread"
+    )
     args = ap.parse_args()
     out = asyncio.run(
-        run(args.arenas, args.players, args.months, args.delay_ms, args.max_in_flight, args.floor_calls, args.lanes)
+        run(
+            args.arenas,
+            args.players,
+            args.months,
+            args.delay_ms,
+            args.max_in_flight,
+            args.floor_calls,
+            args.lanes,
+            args.thread,
+        )
     )
     Figures("llm_scale", args.json).emit("loopback", **out)
     print(
-        f"{out['arenas']} arenas ({out['lanes']} lane(s)) x {out['players']} LLM players x "
+        f"{out['arenas']} arenas ({out['lanes']} lane(s), kernels "
+        f"{'in a thread' if out['kernel_thread'] else 'inline'})"
+        f" x {out['players']} LLM players x "
         f"{out['months_played']} months, "
         f"maxInFlight {out['max_in_flight']}, {out['delay_ms']:g} ms per answer\n"
         f"  months 2..: {out['calls']} calls in {out['wall_s']:.2f} s; bound calls x delay / maxInFlight "
