@@ -240,6 +240,35 @@ def test_rerun_at_temperature_0_makes_no_calls_and_gives_identical_records(tmp_p
     assert len(c4.requests) == 8
 
 
+def test_lanes_with_the_kernels_in_a_thread_give_the_lockstep_records(tmp_path):
+    """Two LiveBatches (lanes) on one loop, each ticking on its own with its kernel work in a
+    worker thread (``atick(offload)``, bench/llm_scale.py's layout), give the records one
+    inline batch of the same arenas gives."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    lanes = [LiveBatch([_arena(tmp_path / f"l{k}", arena_index=k)[0]]) for k in range(2)]
+    one = LiveBatch([_arena(tmp_path / f"b{k}", arena_index=k)[0] for k in range(2)])
+
+    async def main() -> None:
+        with ThreadPoolExecutor(1) as pool:
+
+            async def offload(fn, *args):
+                return await asyncio.get_running_loop().run_in_executor(pool, fn, *args)
+
+            async def play(batch: LiveBatch) -> None:
+                while not batch.done:
+                    await batch.atick(offload)
+
+            await asyncio.gather(*(play(b) for b in lanes))
+        for b in lanes:
+            await b.aclose()
+
+    asyncio.run(main())
+    one.run()
+    assert [_records(tmp_path / f"l{k}") for k in range(2)] == [_records(tmp_path / f"b{k}") for k in range(2)]
+    assert all(len(_records(tmp_path / f"l{k}")) == 4 for k in range(2))
+
+
 def test_spent_token_budget_stops_the_arena_with_a_clear_status(tmp_path):
     """312 tokens a turn, a budget of 700: turn 3 spends it and is the last (a call that starts
     once it is spent is refused: the fake answers at once, so s2's of turn 3 is); in a LiveBatch the
