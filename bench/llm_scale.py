@@ -43,8 +43,8 @@ from harness import Figures, parser, setup  # bench/ is on a bench script's path
 setup()  # the process settings before the host imports jax
 
 from bdpd_jax.host.agents.transport import HttpClient  # noqa: E402
-from bdpd_jax.host.arena import Arena  # noqa: E402
-from bdpd_jax.host.live_batch import LiveBatch  # noqa: E402
+from bdpd_jax.host.live.arena import Arena  # noqa: E402
+from bdpd_jax.host.live.live_batch import LiveBatch  # noqa: E402
 from bdpd_jax.scenarios import govsim, govsim_rules  # noqa: E402
 
 # The endpoint: keep-alive HTTP/1.1 on asyncio streams; reads a request's head and body, waits

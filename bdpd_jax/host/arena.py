@@ -8,22 +8,22 @@ kernel game, writes ``meta.json``; status ``running``) -> ``tick()`` (one turn) 
 inside an event loop; the sync calls refuse to run inside one (one event loop per process,
 docs/semantics/live.md "One event loop").
 
-The arena's run (:class:`~bdpd_jax.host.arena_run.ArenaRun`) owns its kernel state for its
-whole life. One turn is one ``LockstepBatch.tick`` (:mod:`~bdpd_jax.host.batch_runner`, shared
-with :class:`~bdpd_jax.host.live_batch.LiveBatch` and the server's groups), which stacks the
+The arena's run (:class:`~bdpd_jax.host.live.arena_run.ArenaRun`) owns its kernel state for its
+whole life. One turn is one ``LockstepBatch.tick`` (:mod:`~bdpd_jax.host.live.batch_runner`, shared
+with :class:`~bdpd_jax.host.live.live_batch.LiveBatch` and the server's groups), which stacks the
 members' states in and writes each new one back: the owner's governance agent, if attached
-(:mod:`~bdpd_jax.host.governance_agent`), decide phase, external players asked at once, their
+(:mod:`~bdpd_jax.host.live.governance_agent`), decide phase, external players asked at once, their
 tool actions, step phase, the turn record appended to ``turns.jsonl``.
 
 Randomness is the kernels': ``rng.arena_key(seed, arena_index)``, so a live arena whose
 players are all builtin plays exactly the batched arena ``simulate(config, seed=seed,
 arena_offset=arena_index)`` plays, bit for bit.
 
-``start()`` builds one :class:`~bdpd_jax.host.arena_run.ArenaRun` the arena owns; its
+``start()`` builds one :class:`~bdpd_jax.host.live.arena_run.ArenaRun` the arena owns; its
 collaborators (batch_runner, dispatch, records, envelope, owner_perturb, live_game,
 agent_calls) take that run state, never the Arena. Its HTTP client and its players' agents
-are its :class:`~bdpd_jax.host.arena_callers.ArenaCallers`; its sync calls run through a
-:class:`~bdpd_jax.host.sync_loop.SyncLoop`.
+are its :class:`~bdpd_jax.host.live.arena_callers.ArenaCallers`; its sync calls run through a
+:class:`~bdpd_jax.host.live.sync_loop.SyncLoop`.
 
 The arena owns its lifecycle: its status changes here only, and here only is it checked for a
 tick (:meth:`Arena.atick`); the server's routes and ticker rely on that check (its
@@ -40,24 +40,24 @@ from typing import Any
 import numpy as np
 
 from bdpd_jax.config.game import ArenaConfig
-from bdpd_jax.host.agent_calls import live_player_config_of
-from bdpd_jax.host.arena_args import arena_inputs, joining_player
-from bdpd_jax.host.arena_callers import ArenaCallers
-from bdpd_jax.host.arena_llm import ArenaLLM
-from bdpd_jax.host.arena_run import ArenaRun, utc_now
-from bdpd_jax.host.arena_view import ArenaView
-from bdpd_jax.host.batch_runner import LockstepBatch
-from bdpd_jax.host.dispatch import TOOL_SCOPES, dispatch_tool
-from bdpd_jax.host.governance_agent import GovernorSpec
-from bdpd_jax.host.governance_agent import attach as attach_governor
-from bdpd_jax.host.live_game import kernel_config, live_game
-from bdpd_jax.host.offload import Offload, inline
-from bdpd_jax.host.operator import Operator
-from bdpd_jax.host.owner_perturb import fire_perturbation, owner_slot
-from bdpd_jax.host.persist import JsonlWriter, atomic_write_json, clean_stale_tmp
-from bdpd_jax.host.players import LivePlayerConfig
-from bdpd_jax.host.summary import summary
-from bdpd_jax.host.sync_loop import SyncLoop
+from bdpd_jax.host.live.agent_calls import live_player_config_of
+from bdpd_jax.host.live.arena_args import arena_inputs, joining_player
+from bdpd_jax.host.live.arena_callers import ArenaCallers
+from bdpd_jax.host.live.arena_llm import ArenaLLM
+from bdpd_jax.host.live.arena_run import ArenaRun, utc_now
+from bdpd_jax.host.live.arena_view import ArenaView
+from bdpd_jax.host.live.batch_runner import LockstepBatch
+from bdpd_jax.host.live.dispatch import TOOL_SCOPES, dispatch_tool
+from bdpd_jax.host.live.governance_agent import GovernorSpec
+from bdpd_jax.host.live.governance_agent import attach as attach_governor
+from bdpd_jax.host.live.live_game import kernel_config, live_game
+from bdpd_jax.host.live.offload import Offload, inline
+from bdpd_jax.host.live.operator import Operator
+from bdpd_jax.host.live.owner_perturb import fire_perturbation, owner_slot
+from bdpd_jax.host.live.persist import JsonlWriter, atomic_write_json, clean_stale_tmp
+from bdpd_jax.host.live.players import LivePlayerConfig
+from bdpd_jax.host.live.summary import summary
+from bdpd_jax.host.live.sync_loop import SyncLoop
 from bdpd_jax.kernels import rng
 
 DEFAULT_PACT_SLOTS = 16  # a live arena's pact table when the create names none (bound: limits.MAX_PACT_SLOTS)
@@ -66,7 +66,7 @@ DEFAULT_KEEP_RECORDS = 100  # turn records (and turns of messages) an arena keep
 
 class Arena(ArenaView):
     """One live arena. See the module docstring for the lifecycle and the turn; what it shows of
-    its run (turn, records, state, players, ...) is :class:`~bdpd_jax.host.arena_view.ArenaView`'s."""
+    its run (turn, records, state, players, ...) is :class:`~bdpd_jax.host.live.arena_view.ArenaView`'s."""
 
     def __init__(
         self,
@@ -105,7 +105,7 @@ class Arena(ArenaView):
         if operator is not None and not isinstance(operator, Operator):
             operator = Operator.model_validate(operator)
         self.operator = operator or Operator()  # credentials and endpoints players may use
-        # the owner's governance agent (host/governance_agent.py): drives an external plugin
+        # the owner's governance agent (host/live/governance_agent.py): drives an external plugin
         self.config, self.governor = attach_governor(cfg, governance_agent, self.operator, float(cfg.agent_timeout))
         # the kind shown in records and summary for a player replayed by a script (replay.py)
         self._shown_kinds = dict(agent_kinds or {})
@@ -118,7 +118,7 @@ class Arena(ArenaView):
         self.out_dir = None if out_dir is None else Path(out_dir)
         self._joined: list[LivePlayerConfig] = []  # the players, until start hands them to the run
         self.status = "waiting"
-        # the LLM players' limits, response cache and token account (issue 38; host/arena_llm.py)
+        # the LLM players' limits, response cache and token account (issue 38; host/live/arena_llm.py)
         self.llm = ArenaLLM(
             self.operator, llm_cache=llm_cache, token_budget=token_budget, out_dir=self.out_dir, scope=self.arena_id
         )
@@ -172,7 +172,7 @@ class Arena(ArenaView):
 
     def interrupting(self) -> AbstractContextManager[None]:
         """While the block runs (the owner's close or delete), a tick in flight stops waiting on
-        its players and its discussion (:mod:`~bdpd_jax.host.interrupt`)."""
+        its players and its discussion (:mod:`~bdpd_jax.host.live.interrupt`)."""
         return self._run.interrupt.holding() if self._run is not None else nullcontext()
 
     def start(self) -> None:
@@ -246,7 +246,7 @@ class Arena(ArenaView):
         out_dir: str | Path,
         governance_agent: GovernorSpec | dict | None = None,
     ) -> None:
-        """After a replay (:func:`~bdpd_jax.host.replay.replay`): the players named in ``specs``
+        """After a replay (:func:`~bdpd_jax.host.live.replay.replay`): the players named in ``specs``
         (external specs) play live again, each with a fresh agent, as does ``governance_agent``
         (given exactly when the arena had one), and the next turns are appended to
         ``out_dir``/turns.jsonl (a torn last line is dropped first)."""
@@ -322,7 +322,7 @@ class Arena(ArenaView):
     # -- running ----------------------------------------------------------------------------
     async def atick(self, offload: Offload = inline, *, start_waiting: bool = True) -> dict[str, Any] | None:
         """Play one turn; returns its record (None once the game is over). The kernel work goes
-        through ``offload`` (:mod:`~bdpd_jax.host.offload`; the server's runs it in a worker).
+        through ``offload`` (:mod:`~bdpd_jax.host.live.offload`; the server's runs it in a worker).
 
         The tick's one status check: a running arena plays; a waiting one is started first
         (``start_waiting=False``: refused, as the server's tick is); any other is refused,
@@ -338,7 +338,7 @@ class Arena(ArenaView):
         return run.records[-1] if run.turn != before else None
 
     def tick(self) -> dict[str, Any] | None:
-        """``atick`` run to its end (:class:`~bdpd_jax.host.sync_loop.SyncLoop`: no event loop
+        """``atick`` run to its end (:class:`~bdpd_jax.host.live.sync_loop.SyncLoop`: no event loop
         when no one can be waited on)."""
         return self._loop.drive(self.atick(), self.waits)
 
@@ -359,7 +359,7 @@ class Arena(ArenaView):
 
     # -- closing ----------------------------------------------------------------------------
     def summary(self) -> dict[str, Any]:
-        """The post-game report (summary.json, :func:`~bdpd_jax.host.summary.summary`)."""
+        """The post-game report (summary.json, :func:`~bdpd_jax.host.live.summary.summary`)."""
         st = self.state
         return summary(self._started(), st, self.status)
 

@@ -7,7 +7,7 @@ record and the totals:
 
 * each decision of a player whose answers of this turn reported tokens gets ``usage: {promptTokens,
   completionTokens}`` (its decision and its utterances of the turn together);
-* the owner's LLM governance agent (host/governance_agent.py) calls through the same layer
+* the owner's LLM governance agent (host/live/governance_agent.py) calls through the same layer
   (:meth:`ArenaLLM.calls_for`): its tokens are on the record's ``governance`` entry
   (``usage``), in the arena's usage of the turn and total (so in the ``tokenBudget``) and in
   the report's ``governanceAgent: {usage}``;
@@ -31,7 +31,7 @@ from typing import Any, Protocol
 from bdpd_jax.host.agents.llm_cache import ResponseCache
 from bdpd_jax.host.agents.llm_client import LLMCalls, TokenAccount, Usage
 from bdpd_jax.host.agents.llm_limits import limiter_for
-from bdpd_jax.host.operator import Operator
+from bdpd_jax.host.live.operator import Operator
 
 
 class ArenaRun(Protocol):

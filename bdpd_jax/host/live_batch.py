@@ -18,10 +18,10 @@ from __future__ import annotations
 import gc
 from typing import Any
 
-from bdpd_jax.host.arena import Arena
-from bdpd_jax.host.batch_runner import LockstepBatch
-from bdpd_jax.host.offload import Offload, inline
-from bdpd_jax.host.sync_loop import SyncLoop
+from bdpd_jax.host.live.arena import Arena
+from bdpd_jax.host.live.batch_runner import LockstepBatch
+from bdpd_jax.host.live.offload import Offload, inline
+from bdpd_jax.host.live.sync_loop import SyncLoop
 
 
 class LiveBatch:
@@ -48,7 +48,7 @@ class LiveBatch:
 
     async def atick(self, offload: Offload = inline) -> list[dict[str, Any] | None]:
         """One turn of every arena still playing; each arena's record (None if it had ended).
-        ``offload``: where the kernel work runs (host/offload.py; a worker thread lets other
+        ``offload``: where the kernel work runs (host/live/offload.py; a worker thread lets other
         batches on this loop read answers and send requests meanwhile)."""
         before = [a.turn for a in self.arenas]
         await self._batch.tick(offload)

@@ -17,10 +17,10 @@ from payloads import SEED_LOGISTIC
 
 import bdpd_jax
 from bdpd_jax.host.agents.transport import TransportError
-from bdpd_jax.host.arena import Arena
-from bdpd_jax.host.governance_agent import MAX_GOV_RESPONSE_BYTES, parse_answer
-from bdpd_jax.host.interrupt import INTERRUPTED
-from bdpd_jax.host.replay import replay, strip_volatile
+from bdpd_jax.host.live.arena import Arena
+from bdpd_jax.host.live.governance_agent import MAX_GOV_RESPONSE_BYTES, parse_answer
+from bdpd_jax.host.live.interrupt import INTERRUPTED
+from bdpd_jax.host.live.replay import replay, strip_volatile
 
 TURNS = 5
 GOV_URL = "http://gov.test/act"
@@ -103,7 +103,7 @@ def test_live_agent_equals_the_builtin_rule_in_batch(tmp_path):
 def test_live_batch_writes_each_arenas_action_into_its_own_slice():
     """Two arenas in one LiveBatch (one kernel call per phase): arena 0's agent gives the
     built-in rule's actions and plays the batched built-in run; arena 1's gives none."""
-    from bdpd_jax.host.live_batch import LiveBatch
+    from bdpd_jax.host.live.live_batch import LiveBatch
 
     res = bdpd_jax.simulate(_cfg(external=False), n_arenas=1, seed=4)
     arenas = [
@@ -302,7 +302,7 @@ class _Silent:
 
 def test_close_interrupts_a_wait_on_the_governance_agent(tmp_path):
     """Issue 35: the owner's close or delete ends a wait on the governance agent as it ends the
-    players' (host/interrupt.py): the turn completes at once with no action and the error
+    players' (host/live/interrupt.py): the turn completes at once with no action and the error
     ``INTERRUPTED``, well before the agent's 60 s deadline, and the folder replays."""
     cfg = {**_cfg(), "agentTimeout": 60_000}
     client = _Silent()

@@ -1,5 +1,5 @@
 """Issue 38: the layer below the LLM player's protocol (host/agents/llm_client.py,
-host/arena_llm.py): the operator's ``maxInFlight`` across arenas, retries of 429 within the
+host/live/arena_llm.py): the operator's ``maxInFlight`` across arenas, retries of 429 within the
 deadline, the response cache (a re-run at temperature 0 makes no call and gives the same
 records), token usage per call / player / arena, and ``tokenBudget`` stopping an arena."""
 
@@ -16,11 +16,11 @@ from payloads import SEED_LOGISTIC
 
 from bdpd_jax.host.agents.llm import LLMAgent
 from bdpd_jax.host.agents.transport import Reply, make_client
-from bdpd_jax.host.arena import Arena
-from bdpd_jax.host.arena_llm import ArenaLLM
-from bdpd_jax.host.live_batch import LiveBatch
-from bdpd_jax.host.operator import Operator
-from bdpd_jax.host.replay import replay, strip_volatile
+from bdpd_jax.host.live.arena import Arena
+from bdpd_jax.host.live.arena_llm import ArenaLLM
+from bdpd_jax.host.live.live_batch import LiveBatch
+from bdpd_jax.host.live.operator import Operator
+from bdpd_jax.host.live.replay import replay, strip_volatile
 
 OBS = {"turn": 1, "commonsStock": 100.0, "myWealth": 10.0}
 

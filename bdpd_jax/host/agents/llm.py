@@ -5,7 +5,7 @@ rules and the tool schemas are rendered once per agent and are byte-identical on
 (``prefix_messages()``, ``tools``); the volatile part (turn, inbox of last turn's messages,
 observation) is appended after them as the single last user message, never spliced in.
 
-The model acts through tool calls: the six cheap-talk tools of ``bdpd_jax.host.tools`` (unless
+The model acts through tool calls: the six cheap-talk tools of ``bdpd_jax.host.live.tools`` (unless
 ``no_talk``), ``harvest(amount)`` and, when the arena runs a ``voluntary_sanction`` plugin
 (``sanction=True``), ``sanction(target, reason)``. Each tool call is validated on its own: bad
 JSON arguments, unknown tools or wrong types produce an error entry for that call and never a crash. The harvest
@@ -18,7 +18,7 @@ units from 0 to the pool, and in an arena that talks between harvests (``discuss
 whole request runs under a hard ``timeout_ms`` deadline (spec ``agentTimeout``), the completion
 is capped while it streams (``MAX_COMPLETION_BYTES``, :mod:`~bdpd_jax.host.agents.transport`).
 The key (``api_key`` or the environment variable ``api_key_env``) is the operator's: a live
-arena builds this agent from a credential name (:mod:`~bdpd_jax.host.operator`). Every call
+arena builds this agent from a credential name (:mod:`~bdpd_jax.host.live.operator`). Every call
 goes through the agent's :class:`~bdpd_jax.host.agents.llm_client.LLMCalls` (the operator's
 per-endpoint limits and retries, the arena's response cache and token account; issue 38).
 """
@@ -30,7 +30,7 @@ import os
 import time
 from typing import Any
 
-from bdpd_jax.host._json import dumps_bytes
+from bdpd_jax.host.live._json import dumps_bytes
 from bdpd_jax.host.agents.answers import ANSWER_FORMATS, text_answer
 from bdpd_jax.host.agents.base import AgentResult, Utterance, check_wealth, fallback_harvest, join_errors, valid_harvest
 from bdpd_jax.host.agents.govsim_prompts import govsim_observation, scenario_of
@@ -44,7 +44,7 @@ from bdpd_jax.host.agents.llm_protocol import (
     whole_units,
 )
 from bdpd_jax.host.agents.transport import HttpClient, TransportError, make_client
-from bdpd_jax.host.tools import (
+from bdpd_jax.host.live.tools import (
     speak_schema,
     tool_schemas,
 )
