@@ -1,7 +1,13 @@
 """Many LLM arenas against one model server (issue 38): ``--arenas`` GovSim fishery arenas x
-``--players`` LLM players x ``--months`` months in one ``LiveBatch``, every call to one
-loopback OpenAI-compatible endpoint that answers after ``--delay-ms``, with the operator's
-``maxInFlight`` (``--max-in-flight``) on that endpoint.
+``--players`` LLM players x ``--months`` months, every call to one loopback OpenAI-compatible
+endpoint that answers after ``--delay-ms``, with the operator's ``maxInFlight``
+(``--max-in-flight``) on that endpoint.
+
+The arenas play in ``--lanes`` LiveBatches (default 4) on one event loop, each lane's months
+on its own after the first, the kernel work in one worker thread (``--thread``, default on;
+as the server runs it): a lane's host phase (kernels, tools, records) overlaps the other
+lanes' calls instead of leaving the pipe empty between months. ``--lanes 1 --no-thread``:
+all arenas in one LiveBatch, in lockstep.
 
 The endpoint is a separate process on raw asyncio streams (it shares neither this process's
 GIL nor its CPU clock): every answer is one ``harvest`` tool call and a ``usage``. Reported:
@@ -10,14 +16,17 @@ limit sets, ``calls x delay / maxInFlight`` (target: within 1.3x), beside what b
 through the same client and a semaphore reach on this machine at this moment (the floor: a
 loaded machine's late timers stretch both), the host CPU per call
 (target <= 1 ms: the kernels, the records and the HTTP client together), the most calls ever
-in flight (never above the limit) and the fallbacks (0 expected).
+in flight (never above the limit) and the mean in flight over the limit (the pipe's
+occupancy), with one lane the time per month with no call on the wire, and the fallbacks
+(0 expected).
 
     .venv/bin/python bench/llm_scale.py [--arenas 200] [--players 5] [--months 12] \
-        [--delay-ms 50] [--max-in-flight 64] [--json out.jsonl]
+        [--delay-ms 50] [--max-in-flight 64] [--lanes 4] [--[no-]thread] [--json out.jsonl]
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import socket
@@ -25,13 +34,15 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from harness import Figures, parser, setup  # bench/ is on a bench script's path
 
 setup()  # the process settings before the host imports jax
 
-from bdpd_jax.host.agents.transport import make_client  # noqa: E402
+from bdpd_jax.host.agents.transport import HttpClient  # noqa: E402
 from bdpd_jax.host.live.arena import Arena  # noqa: E402
 from bdpd_jax.host.live.live_batch import LiveBatch  # noqa: E402
 from bdpd_jax.scenarios import govsim, govsim_rules  # noqa: E402
@@ -88,6 +99,28 @@ def start_endpoint(delay_ms: float) -> tuple[subprocess.Popen, str]:
     raise RuntimeError("llm_scale: the loopback endpoint did not start")
 
 
+class TimedClient(HttpClient):
+    """The players' one client, noting when each POST started and ended (``spans``): the
+    mean in flight over the run (the pipe's occupancy) and the idle gap between months."""
+
+    def __init__(self, max_connections: int) -> None:
+        super().__init__(max_connections)
+        self.spans: list[tuple[float, float]] = []
+
+    async def post(self, url, body, headers, timeout_s, max_bytes):  # type: ignore[no-untyped-def]
+        t0 = time.perf_counter()
+        try:
+            return await super().post(url, body, headers, timeout_s, max_bytes)
+        finally:
+            self.spans.append((t0, time.perf_counter()))
+
+
+def occupancy(spans: list[tuple[float, float]], t0: float, t1: float, max_in_flight: int) -> float:
+    """Mean requests in flight over [t0, t1] over ``max_in_flight`` (1: the pipe always full)."""
+    busy = sum(min(e, t1) - max(s, t0) for s, e in spans if e > t0 and s < t1)
+    return busy / ((t1 - t0) * max_in_flight)
+
+
 def make_arenas(n: int, players: int, months: int, base: str, max_in_flight: int) -> list[Arena]:
     """``n`` GovSim fishery arenas (no discussion), ``players`` LLM players each, one operator."""
     cfg = govsim("fishery", "no_communication", players=[])
@@ -117,7 +150,7 @@ def make_arenas(n: int, players: int, months: int, base: str, max_in_flight: int
 async def floor(base: str, calls: int, delay_ms: float, max_in_flight: int) -> float:
     """Wall time over the bound of ``calls`` bare POSTs (the same client, a semaphore of
     ``max_in_flight``, no arena, no agent): what this machine allows at best right now."""
-    client = make_client(max_in_flight + 16)
+    client = HttpClient(max_in_flight + 16)
     sem = asyncio.Semaphore(max_in_flight)
     body = json.dumps({"model": "loopback", "messages": []}).encode()
 
@@ -136,28 +169,67 @@ async def floor(base: str, calls: int, delay_ms: float, max_in_flight: int) -> f
 
 
 async def run(
-    arenas: int, players: int, months: int, delay_ms: float, max_in_flight: int, floor_calls: int = 0
+    arenas: int,
+    players: int,
+    months: int,
+    delay_ms: float,
+    max_in_flight: int,
+    floor_calls: int = 0,
+    lanes: int = 1,
+    thread: bool = False,
 ) -> dict[str, Any]:
     """One run; the figures (see the module docstring). ``floor_calls`` > 0: also the bare
-    transport's ratio on as many calls, measured right after (``floor_over_bound``)."""
+    transport's ratio on as many calls, measured right after (``floor_over_bound``).
+    ``lanes`` > 1: the arenas split into that many LiveBatches on the one loop, each playing
+    its months on its own after the first (a lane's host phase overlaps the others' calls).
+    ``thread``: the kernel work of every tick in one worker thread (as the server runs it), so
+    the loop reads answers and sends requests while a lane's kernels run."""
     proc, base = start_endpoint(delay_ms)
-    client = make_client(max_in_flight + 16)
+    client = TimedClient(max_in_flight + 16)
     try:
-        batch = LiveBatch(make_arenas(arenas, players, months, base, max_in_flight), client=client)
+        every = make_arenas(arenas, players, months, base, max_in_flight)
+        size = -(-arenas // lanes)
+        batches = [LiveBatch(every[k : k + size], client=client) for k in range(0, arenas, size)]
         t0 = time.perf_counter()
-        await batch.atick()  # compiles the batched programs
+        await asyncio.gather(*(b.atick() for b in batches))  # compiles the batched programs
         first_s = time.perf_counter() - t0
-        sent0 = sum(a.llm.account.sent for a in batch.arenas)
+        sent0 = sum(a.llm.account.sent for a in every)
+        client.spans.clear()
+        ticks: list[tuple[float, float]] = []  # each month's (start, end), of one lane
+
+        pool = ThreadPoolExecutor(1) if thread else None
+
+        async def offload(fn: Callable[..., Any], *a: Any) -> Any:
+            if pool is None:
+                return fn(*a)
+            return await asyncio.get_running_loop().run_in_executor(pool, fn, *a)
+
+        async def play(batch: LiveBatch) -> None:
+            while not batch.done:
+                s0 = time.perf_counter()
+                await batch.atick(offload)
+                ticks.append((s0, time.perf_counter()))
+
         t0, c0 = time.perf_counter(), time.process_time()
-        while not batch.done:
-            await batch.atick()
+        await asyncio.gather(*(play(b) for b in batches))
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-        accounts = [a.llm.account for a in batch.arenas]
-        calls = sum(x.sent for x in accounts) - sent0
-        limiter = batch.arenas[0].agents[0].calls.limiter
-        fallbacks = sum(d.get("fallback", False) for a in batch.arenas for r in a.records for d in r["decisions"])
-        played = [a.turn for a in batch.arenas]
-        await batch.aclose()
+        if pool is not None:
+            pool.shutdown()
+        spans = sorted(client.spans)
+        # one lane, per month: from its start to its first request and from its last answer to
+        # its end (the host's own phases, when no call is on the wire)
+        idle = [
+            (min(s for s, _ in inside) - a) + (b - max(e for _, e in inside))
+            for a, b in ticks
+            if lanes == 1 and (inside := [x for x in spans if a <= x[0] <= b])
+        ]
+        occ = occupancy(spans, t0, t0 + wall, max_in_flight)
+        calls = sum(a.llm.account.sent for a in every) - sent0
+        limiter = every[0].agents[0].calls.limiter
+        fallbacks = sum(d.get("fallback", False) for a in every for r in a.records for d in r["decisions"])
+        played = [a.turn for a in every]
+        for b in batches:
+            await b.aclose()
         bare = await floor(base, floor_calls, delay_ms, max_in_flight) if floor_calls > 0 else None
     finally:
         await client.aclose()
@@ -166,6 +238,8 @@ async def run(
     bound = calls * delay_ms / 1000.0 / max_in_flight
     return {
         "arenas": arenas,
+        "lanes": len(batches),
+        "kernel_thread": thread,
         "players": players,
         "months": months,
         "months_played": min(played),
@@ -179,6 +253,8 @@ async def run(
         "floor_over_bound": bare,
         "cpu_ms_per_call": 1e3 * cpu / calls if calls else None,
         "peak_in_flight": None if limiter is None else limiter.peak,
+        "mean_in_flight_share": occ,
+        "host_idle_ms_per_month": 1e3 * sum(idle) / len(idle) if idle else None,
         "fallbacks": fallbacks,
     }
 
@@ -191,17 +267,37 @@ def main() -> None:
     ap.add_argument("--delay-ms", type=float, default=50.0)
     ap.add_argument("--max-in-flight", type=int, default=64)
     ap.add_argument("--floor-calls", type=int, default=3000, help="bare POSTs timed after the run (0: none)")
+    ap.add_argument("--lanes", type=int, default=4, help="LiveBatches the arenas are split into (1: one)")
+    ap.add_argument(
+        "--thread", action=argparse.BooleanOptionalAction, default=True, help="kernel work in a worker thread"
+    )
     args = ap.parse_args()
-    out = asyncio.run(run(args.arenas, args.players, args.months, args.delay_ms, args.max_in_flight, args.floor_calls))
+    out = asyncio.run(
+        run(
+            args.arenas,
+            args.players,
+            args.months,
+            args.delay_ms,
+            args.max_in_flight,
+            args.floor_calls,
+            args.lanes,
+            args.thread,
+        )
+    )
     Figures("llm_scale", args.json).emit("loopback", **out)
     print(
-        f"{out['arenas']} arenas x {out['players']} LLM players x {out['months_played']} months, "
+        f"{out['arenas']} arenas ({out['lanes']} lane(s), kernels "
+        f"{'in a thread' if out['kernel_thread'] else 'inline'})"
+        f" x {out['players']} LLM players x "
+        f"{out['months_played']} months, "
         f"maxInFlight {out['max_in_flight']}, {out['delay_ms']:g} ms per answer\n"
         f"  months 2..: {out['calls']} calls in {out['wall_s']:.2f} s; bound calls x delay / maxInFlight "
         f"= {out['bound_s']:.2f} s -> {out['wall_over_bound']:.2f}x (target <= 1.3x)\n"
         f"  the bare transport on this machine now: {out['floor_over_bound'] or float('nan'):.2f}x the bound\n"
         f"  host CPU {out['cpu_ms_per_call']:.3f} ms per call (target <= 1 ms); peak in flight "
-        f"{out['peak_in_flight']}; fallbacks {out['fallbacks']}; first month (compile) {out['first_month_s']:.1f} s"
+        f"{out['peak_in_flight']}, mean {out['mean_in_flight_share']:.0%} of the limit; fallbacks {out['fallbacks']}\n"
+        f"  per month: {out['host_idle_ms_per_month'] or float('nan'):.0f} ms with no call on the wire (host phases); "
+        f"first month (compile) {out['first_month_s']:.1f} s"
     )
 
 

@@ -1,10 +1,12 @@
 """A scripted stand-in for the agents' HTTP client (no network): ``post`` answers from a
-function of the request, and every request body is kept. Passed as ``Arena(client=...)``."""
+function of the request, and every request body is kept. Passed as ``Arena(client=...)``.
+``run_virtual``: a coroutine run on a virtual clock (rate limits and deadlines without waiting)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import selectors
 from collections.abc import Callable
 from typing import Any
 
@@ -58,3 +60,54 @@ class FakeClient:
 
     async def aclose(self) -> None:
         pass
+
+
+class _VirtualSelector(selectors.BaseSelector):
+    """A real selector that never blocks: a wait of ``timeout`` seconds with nothing ready
+    moves the loop's virtual clock forward by that much instead (``run_virtual``)."""
+
+    def __init__(self) -> None:
+        self._real = selectors.DefaultSelector()
+        self.now = 0.0
+
+    def register(self, fileobj, events, data=None):  # type: ignore[no-untyped-def]
+        return self._real.register(fileobj, events, data)
+
+    def unregister(self, fileobj):  # type: ignore[no-untyped-def]
+        return self._real.unregister(fileobj)
+
+    def modify(self, fileobj, events, data=None):  # type: ignore[no-untyped-def]
+        return self._real.modify(fileobj, events, data)
+
+    def select(self, timeout=None):  # type: ignore[no-untyped-def]
+        ready = self._real.select(0)
+        if not ready:
+            if timeout is None:
+                raise RuntimeError("run_virtual: every task waits and no timer is due (a deadlock)")
+            self.now += timeout
+        return ready
+
+    def get_map(self):  # type: ignore[no-untyped-def]
+        return self._real.get_map()
+
+    def close(self) -> None:
+        self._real.close()
+
+
+class _VirtualLoop(asyncio.SelectorEventLoop):
+    """An event loop whose clock (``time()``, what ``asyncio.sleep``, timeouts and the LLM
+    limiter read) is virtual: it jumps to the next timer whenever every task waits."""
+
+    def __init__(self) -> None:
+        self._virtual = _VirtualSelector()
+        super().__init__(self._virtual)
+
+    def time(self) -> float:
+        return self._virtual.now
+
+
+def run_virtual(coro: Any) -> Any:
+    """Run ``coro`` to its end on a virtual clock: minutes of sleeps and deadlines pass at
+    once, in their order (no real waiting); the code under test runs unchanged."""
+    with asyncio.Runner(loop_factory=_VirtualLoop) as runner:
+        return runner.run(coro)

@@ -225,6 +225,55 @@ def test_llm_agent_acts_through_its_tools_with_the_operators_credential(tmp_path
     assert "SECRET" not in (tmp_path / "l" / "turns.jsonl").read_text()
 
 
+def _gov_llm_arena(out, cache, client: FakeClient, **kw) -> Arena:
+    """An LLM regulator at temperature 0 behind the operator's endpoint limits and cache."""
+    endpoint = {"baseUrl": BASE, "maxInFlight": 3, "requestsPerMinute": 6000}  # (a limiter of its own)
+    op = {"llmBaseUrls": [BASE], "llmEndpoints": [endpoint], "llmCacheDir": str(cache)}
+    spec = {"kind": "llm", "model": "m", "baseUrl": BASE, "temperature": 0}
+    return Arena(_cfg(), seed=5, client=client, operator=op, out_dir=out, governance_agent=spec, **kw)
+
+
+def _logged(folder) -> list[dict]:
+    return [strip_volatile(json.loads(line)) for line in (folder / "turns.jsonl").read_text().splitlines()]
+
+
+def _gov_llm_answer(url, req):
+    body = json.loads(completion([tool_call(0, "scale_ladder", {"factor": 2})]))
+    return json.dumps({**body, "usage": {"prompt_tokens": 50, "completion_tokens": 3}}).encode()
+
+
+def test_llm_agent_calls_through_the_arenas_limits_cache_and_token_account(tmp_path):
+    """Issue 38: the owner's LLM regulator goes through the players' call layer: its calls
+    hold the endpoint's limiter, its tokens are on the governance entry, in the turn's and
+    the arena's usage and in the report (``governanceAgent.usage``); replay gives them back;
+    a re-run at temperature 0 makes no call and gives the same records; its tokens spend the
+    arena's ``tokenBudget``."""
+    from bdpd_jax.host.agents.llm_limits import limiter_for
+
+    limiter = limiter_for(BASE, 3, 6000)
+    client = FakeClient(_gov_llm_answer)
+    arena = _gov_llm_arena(tmp_path / "a", tmp_path / "cache", client)
+    summary = arena.run()
+    recs = _logged(tmp_path / "a")
+    assert len(client.requests) == TURNS and limiter.peak == 1  # each call held the endpoint's limiter
+    tokens = {"promptTokens": 50, "completionTokens": 3}
+    assert [r["governance"]["usage"] for r in recs] == [tokens] * TURNS
+    assert [r["usage"] for r in recs] == [tokens] * TURNS  # the arena's usage of the turn
+    assert summary["usage"] == summary["governanceAgent"]["usage"] == {"promptTokens": 250, "completionTokens": 15}
+    assert json.loads((tmp_path / "a" / "meta.json").read_text())["llmCalls"]["sent"] == TURNS
+    assert replay(tmp_path / "a").close() == summary  # replay reads the tokens back from the log
+
+    again_client = FakeClient(_gov_llm_answer)
+    again = _gov_llm_arena(tmp_path / "b", tmp_path / "cache", again_client)
+    again.run()
+    assert again_client.requests == [] and again.llm.account.cached == TURNS
+    assert _logged(tmp_path / "b") == recs
+
+    spent = _gov_llm_arena(tmp_path / "c", tmp_path / "cache2", FakeClient(_gov_llm_answer), token_budget=100)
+    out = spent.run()  # 53 tokens a turn: turn 2 spends the budget and is the last
+    assert out["turnsPlayed"] == 2 and out["stopped"].startswith("tokenBudget: 106 tokens")
+
+
 def test_agent_failures_give_no_action_and_the_turn_goes_on():
     def answer(url, obs):
         return TransportError("timeout: no response within 500 ms") if obs["turn"] == 1 else (500, b"{}")

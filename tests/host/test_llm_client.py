@@ -11,7 +11,7 @@ import json
 
 import pytest
 from aiohttp import web
-from fake_llm import BASE, FakeClient, completion, tool_call
+from fake_llm import BASE, FakeClient, completion, run_virtual, tool_call
 from payloads import SEED_LOGISTIC
 
 from bdpd_jax.host.agents.llm import LLMAgent
@@ -78,6 +78,48 @@ def test_calls_in_flight_never_exceed_max_in_flight_across_arenas():
     peak, seen, results = asyncio.run(main())
     assert [r.error for r in results] == [None] * 24 and all(r.harvest == 1.0 for r in results)
     assert peak == 3 and seen == 3
+
+
+def test_requests_per_minute_holds_in_every_rolling_minute_across_arenas():
+    """Three arenas (an ArenaLLM each, one operator) x 4 LLM players x 5 turns ask one endpoint
+    with ``requestsPerMinute`` 20 on a virtual clock (no real waiting): the POSTs, retries of
+    429s included, never number more than 20 in any rolling minute, the rate is used (the 21st
+    starts one minute after the first), and every decision is the model's answer."""
+    rpm, seen = 20, []
+
+    async def main() -> list:
+        loop = asyncio.get_running_loop()
+
+        async def post(url: str, body: bytes, headers: dict, timeout_s: float, max_bytes: int) -> Reply:
+            seen.append(loop.time())
+            await asyncio.sleep(0.4)  # the server's time to answer, on the virtual clock
+            if len(seen) % 7 == 0:  # now and then a 429: its retry is a request too
+                return Reply(429, b"", "0")
+            return Reply(200, _answer(1.0))
+
+        fake = FakeClient(lambda url, req: b"")
+        fake.post = post  # type: ignore[method-assign]
+        op = Operator.model_validate(
+            {"llmBaseUrls": [BASE], "llmEndpoints": [{"baseUrl": BASE, "requestsPerMinute": rpm, "maxRetries": 2}]}
+        )
+        agents = [
+            LLMAgent(BASE, "m", client=fake, calls=llm.calls_for(BASE), timeout_ms=3_600_000)
+            for llm in (ArenaLLM(op) for _ in range(3))
+            for _ in range(4)
+        ]
+        assert len({id(a.calls.limiter) for a in agents}) == 1  # the arenas share the endpoint's limiter
+        out = []
+        for turn in range(5):
+            out += await asyncio.gather(*(a.decide({**OBS, "turn": turn + 1}, 10.0) for a in agents))
+        return out
+
+    results = run_virtual(main())
+    assert all(r.error is None and r.harvest == 1.0 for r in results) and len(results) == 60
+    starts = sorted(seen)
+    assert len(starts) > 60  # the retries went through the limiter too
+    window = [b - a for a, b in zip(starts, starts[rpm:], strict=False)]
+    assert min(window) >= 60.0 - 1e-6  # the (rpm + 1)-th request after any one: a minute later or more
+    assert starts[rpm] - starts[0] == pytest.approx(60.0)  # and not slower than the rate
 
 
 def test_429_then_success_is_retried_within_the_deadline():
@@ -196,6 +238,35 @@ def test_rerun_at_temperature_0_makes_no_calls_and_gives_identical_records(tmp_p
     other, c4 = _arena(tmp_path / "four", cache, arena_index=1)  # another arena: its own entries
     other.run()
     assert len(c4.requests) == 8
+
+
+def test_lanes_with_the_kernels_in_a_thread_give_the_lockstep_records(tmp_path):
+    """Two LiveBatches (lanes) on one loop, each ticking on its own with its kernel work in a
+    worker thread (``atick(offload)``, bench/llm_scale.py's layout), give the records one
+    inline batch of the same arenas gives."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    lanes = [LiveBatch([_arena(tmp_path / f"l{k}", arena_index=k)[0]]) for k in range(2)]
+    one = LiveBatch([_arena(tmp_path / f"b{k}", arena_index=k)[0] for k in range(2)])
+
+    async def main() -> None:
+        with ThreadPoolExecutor(1) as pool:
+
+            async def offload(fn, *args):
+                return await asyncio.get_running_loop().run_in_executor(pool, fn, *args)
+
+            async def play(batch: LiveBatch) -> None:
+                while not batch.done:
+                    await batch.atick(offload)
+
+            await asyncio.gather(*(play(b) for b in lanes))
+        for b in lanes:
+            await b.aclose()
+
+    asyncio.run(main())
+    one.run()
+    assert [_records(tmp_path / f"l{k}") for k in range(2)] == [_records(tmp_path / f"b{k}") for k in range(2)]
+    assert all(len(_records(tmp_path / f"l{k}")) == 4 for k in range(2))
 
 
 def test_spent_token_budget_stops_the_arena_with_a_clear_status(tmp_path):

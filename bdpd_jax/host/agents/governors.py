@@ -4,15 +4,15 @@ Each has ``async answer(observation)`` giving a raw answer in the GovAction voca
 one: ``(answer, errors)`` from its tool calls); :mod:`bdpd_jax.host.live.governance_agent` validates
 it and writes it into the kernel. The LLM regulator reuses the players' LLM machinery
 (:class:`~bdpd_jax.host.agents.llm.LLMAgent`: cache-stable prefix, capped completion,
-deadline) with its own prompt and tools.
+deadline, and its calls through the arena's :class:`~bdpd_jax.host.agents.llm_client.LLMCalls`:
+the endpoint's limits, the cache, the token account) with its own prompt and tools.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from bdpd_jax.host.agents.llm import LLMAgent, decode_arguments
+from bdpd_jax.host.agents.llm import LLMAgent, decode_arguments, wire_text
 from bdpd_jax.host.agents.transport import TransportError, loads_capped
 from bdpd_jax.host.live._json import dumps_bytes
 
@@ -109,7 +109,7 @@ class LLMGovernor(LLMAgent):
         return governor_tools()
 
     def volatile_message(self, obs: dict[str, Any], inbox: Any = None) -> dict[str, str]:
-        return {"role": "user", "content": json.dumps(obs, separators=(",", ":"), allow_nan=False)}
+        return {"role": "user", "content": wire_text(obs)}
 
     async def answer(self, obs: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         data = await self.complete(obs)
@@ -138,15 +138,24 @@ class LLMGovernor(LLMAgent):
 
 class ScriptedGovernor:
     """Answers from a list by turn (past its end: no action). An entry ``{"action": {...},
-    "error": ...}`` (replay: the logged action and error) or a bare answer ``{...}``."""
+    "error": ..., "usage"?: ...}`` (replay: the logged action, error and an LLM agent's
+    tokens) or a bare answer ``{...}``."""
 
     def __init__(self, script: list[dict]) -> None:
         self.script, self.calls = list(script), 0
+        self._usage: dict[str, int] | None = None
 
     async def answer(self, obs: dict[str, Any]) -> Any:
         entry = self.script[self.calls] if self.calls < len(self.script) else {"action": {}}
         self.calls += 1
+        logged = entry.get("usage") if isinstance(entry, dict) and "action" in entry else None
+        self._usage = logged if isinstance(logged, dict) else None
         return entry
+
+    def take_usage(self) -> dict[str, int] | None:
+        """The logged tokens of this turn's answer (a replayed LLM agent's), once."""
+        out, self._usage = self._usage, None
+        return out
 
 
 __all__ = ["HttpGovernor", "LLMGovernor", "ScriptedGovernor", "governor_tools", "LIFT", "MAX_GOV_RESPONSE_BYTES"]

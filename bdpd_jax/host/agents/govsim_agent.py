@@ -89,7 +89,7 @@ class GovSimAgent(LLMAgent):
         self, obs: dict[str, Any], inbox: list[dict[str, Any]] | None = None, tail: dict[str, str] | None = None
     ) -> dict[str, Any]:
         """The system message and one user message; the tools of the question asked."""
-        body = {"model": self.model, "messages": self.prefix_messages() + [tail or {}], **self._params}
+        body = {"model": self.model, "messages": [*self._prefix, tail or {}], **self._params}
         if self._tools_now:
             body["tools"] = self._tools_now
         else:

@@ -43,7 +43,7 @@ from bdpd_jax.host.agents.llm_protocol import (
     whole_units,
 )
 from bdpd_jax.host.agents.transport import HttpClient, TransportError, make_client
-from bdpd_jax.host.live._json import dumps_compact
+from bdpd_jax.host.live._json import dumps_bytes
 from bdpd_jax.host.live.tools import (
     speak_schema,
     tool_schemas,
@@ -51,6 +51,13 @@ from bdpd_jax.host.live.tools import (
 
 DEFAULT_TIMEOUT_MS: float = 30000.0
 MAX_COMPLETION_BYTES: int = 1024 * 1024  # a chat completion, read off the wire (then decoded)
+
+
+def wire_text(obj: Any) -> str:
+    """A message's JSON text: strict and compact, keys in order, non-finite floats as null
+    (``dumps_bytes``: orjson in one pass; the ``json`` module's dumps, loads and copy took
+    ~90 us of an LLM call's host CPU, bench/README.md)."""
+    return dumps_bytes(obj).decode()
 
 
 class LLMAgent:
@@ -116,11 +123,15 @@ class LLMAgent:
         self.fallback = None if fallback is None else float(fallback)  # stock units; None: 0.2 x capacity
         self.whole_units = bool(whole_units)  # answers read as whole units from 0 to the pool
         self.discussion = bool(discussion)  # the arena talks between harvests: the speak tool
-        # Frozen as JSON text: every call re-emits exactly these bytes.
+        # Frozen: rendered once, then parsed once from that text (plain JSON, no shared state
+        # with the renderers); every request reuses these objects, never mutated, so every
+        # call re-emits exactly the same bytes without copying or re-parsing them (issue 38).
         self._prefix_json = json.dumps(
             [{"role": "system", "content": self.system_text(player_id, system_prompt)}], ensure_ascii=False
         )
         self._tools_json = json.dumps(self.tool_list(), ensure_ascii=False)
+        self._prefix: list[dict[str, Any]] = json.loads(self._prefix_json)
+        self._tools: list[dict[str, Any]] = json.loads(self._tools_json)
         params: dict[str, Any] = {}
         if temperature is not None:
             params["temperature"] = float(temperature)
@@ -171,15 +182,17 @@ class LLMAgent:
             tail["discussion"] = obs["discussion"]
         seen = {k: v for k, v in obs.items() if k not in ("inbox", "toolResults", "discussion")}
         tail["observation"] = seen if self.scenario is None else govsim_observation(self.scenario, seen)
-        return {"role": "user", "content": dumps_compact(tail)}
+        return {"role": "user", "content": wire_text(tail)}
 
     def request_body(
         self, obs: dict[str, Any], inbox: list[dict[str, Any]] | None = None, tail: dict[str, str] | None = None
     ) -> dict[str, Any]:
-        """The full chat-completions request for one turn (``tail``: another last message)."""
+        """The full chat-completions request for one turn (``tail``: another last message). The
+        prefix and tools are the frozen objects themselves (read-only: the body is only
+        serialised and hashed), not copies."""
         last = tail if tail is not None else self.volatile_message(obs, inbox)
-        tools = {} if self.answer_format == "text" else {"tools": self.tools}
-        return {"model": self.model, "messages": self.prefix_messages() + [last], **tools, **self._params}
+        tools = {} if self.answer_format == "text" else {"tools": self._tools}
+        return {"model": self.model, "messages": [*self._prefix, last], **tools, **self._params}
 
     def _get_client(self) -> HttpClient:
         if self._client is None:
@@ -250,7 +263,7 @@ class LLMAgent:
         """Ask the model for one utterance of the discussion phase (``context``: the report and
         the transcript so far, ``"phase": "discussion"``); the same prefix and tools as a turn."""
         try:
-            data = await self.complete({}, None, {"role": "user", "content": dumps_compact(context)})
+            data = await self.complete({}, None, {"role": "user", "content": wire_text(context)})
         except TransportError as exc:
             return Utterance(None, None, str(exc).replace("no response", "no completion"))
         return parse_utterance(data)

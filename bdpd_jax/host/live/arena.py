@@ -200,7 +200,7 @@ class Arena(ArenaView):
         )
         self._callers.ensure_client(self._joined, len(self._joined))
         if self.governor is not None:
-            self.governor.start(self._callers.client, self.operator)
+            self.governor.start(self._callers.client, self.operator, self.llm)
         self._run = ArenaRun.begin(
             arena_id=self.arena_id,
             prepared=prepared,
@@ -269,7 +269,7 @@ class Arena(ArenaView):
                 run.replace_player(i, specs[s.name], self._callers.agent(specs[s.name]))
         if governance_agent is not None:
             c = self._callers.client
-            self.governor.reattach(governance_agent, c, self.operator, float(self.config.agent_timeout))
+            self.governor.reattach(governance_agent, c, self.operator, float(self.config.agent_timeout), self.llm)
         self.out_dir = Path(out_dir)
         run.write_to(JsonlWriter(self.out_dir / "turns.jsonl", fsync=self.fsync))  # repairs a torn tail
         self._alone = None  # its batch again: live players may wait where the replay's scripts did not

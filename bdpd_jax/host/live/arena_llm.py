@@ -7,7 +7,11 @@ record and the totals:
 
 * each decision of a player whose answers of this turn reported tokens gets ``usage: {promptTokens,
   completionTokens}`` (its decision and its utterances of the turn together);
-* the record gets the arena's ``usage`` of the turn when any player used the model;
+* the owner's LLM governance agent (host/live/governance_agent.py) calls through the same layer
+  (:meth:`ArenaLLM.calls_for`): its tokens are on the record's ``governance`` entry
+  (``usage``), in the arena's usage of the turn and total (so in the ``tokenBudget``) and in
+  the report's ``governanceAgent: {usage}``;
+* the record gets the arena's ``usage`` of the turn when any player (or the agent) used the model;
 * the totals per player and per arena feed the report (:meth:`ArenaLLM.report`): ``usage``
   at the top and on each LLM player, ``tokenBudget`` and ``stopped``; the closing meta.json
   gets ``llmCalls: {sent, cached, retried}`` (:meth:`ArenaLLM.calls_report`).
@@ -83,6 +87,7 @@ class ArenaLLM:
         self.cache = None if folder is None or self.llm_cache is False else ResponseCache(folder, scope)
         self.recorded = Usage()  # tokens written into the records (the budget's count)
         self.players: dict[str, Usage] = {}  # per player, the same
+        self.governor: Usage | None = None  # the owner's LLM governance agent's, once it reported any
         self.stopped: str | None = None  # why the arena stopped before its game ended
 
     def use_folder(self, out_dir: str | Path) -> None:
@@ -125,7 +130,14 @@ class ArenaLLM:
             d["usage"] = u.wire()
             turn.add(u)
             self.players.setdefault(run.specs[i].player_id, Usage()).add(u)
-        if not any("usage" in d for d in line.get("decisions", ())):
+        gov = line.get("governance")
+        spent = gov.get("usage") if isinstance(gov, dict) else None
+        if isinstance(spent, dict):  # the owner's LLM governance agent (its entry has the tokens)
+            u = Usage(int(spent.get("promptTokens", 0)), int(spent.get("completionTokens", 0)))
+            turn.add(u)
+            self.governor = self.governor or Usage()
+            self.governor.add(u)
+        elif not any("usage" in d for d in decisions):
             return False
         line["usage"] = turn.wire()
         self.recorded.add(turn)
@@ -138,10 +150,13 @@ class ArenaLLM:
         return False
 
     def report(self, run: ArenaRun) -> dict[str, Any]:
-        """What summary.json says of the LLM calls (nothing for an arena without LLM players)."""
-        if not any(run.agent_kind(i) == "llm" for i in range(len(run.specs))):
+        """What summary.json says of the LLM calls (nothing for an arena without LLM players
+        whose governance agent never reported tokens)."""
+        if self.governor is None and not any(run.agent_kind(i) == "llm" for i in range(len(run.specs))):
             return {}
         out: dict[str, Any] = {"usage": self.recorded.wire()}
+        if self.governor is not None:
+            out["governanceAgent"] = {"usage": self.governor.wire()}
         if self.account.budget is not None:
             out["tokenBudget"] = self.account.budget
         if self.stopped is not None:
@@ -152,9 +167,10 @@ class ArenaLLM:
         """What the closing meta.json says of the calls: ``llmCalls: {sent, cached, retried}``
         (nothing without LLM players). *Choice:* in meta.json, not the report: a replay makes
         no call, and its report is the folder's summary.json exactly."""
-        if not any(run.agent_kind(i) == "llm" for i in range(len(run.specs))):
-            return {}
-        return {"llmCalls": self.account.calls()}
+        acct = self.account
+        if not (acct.sent or acct.cached) and not any(run.agent_kind(i) == "llm" for i in range(len(run.specs))):
+            return {}  # (an LLM governance agent's calls count: they went through this account)
+        return {"llmCalls": acct.calls()}
 
     def player_usage(self, player: str) -> dict[str, int] | None:
         u = self.players.get(player)

@@ -33,6 +33,7 @@ from bdpd_jax.host.agents.governors import LIFT, MAX_GOV_RESPONSE_BYTES, HttpGov
 from bdpd_jax.host.agents.http import check_url
 from bdpd_jax.host.agents.transport import HttpClient, TransportError, make_client
 from bdpd_jax.host.live.agent_calls import each
+from bdpd_jax.host.live.arena_llm import ArenaLLM
 from bdpd_jax.host.live.interrupt import INTERRUPTED, Interrupt
 from bdpd_jax.host.live.operator import Operator, redact_url
 from bdpd_jax.host.live.players import (
@@ -300,8 +301,10 @@ class Governor:
         self.agent: Any = None
         self._own_client: HttpClient | None = None
 
-    def start(self, client, operator: Operator) -> None:
-        """Make the agent (a client of its own when the arena has none)."""
+    def start(self, client, operator: Operator, llm: ArenaLLM | None = None) -> None:
+        """Make the agent (a client of its own when the arena has none). ``llm``: the arena's
+        LLM calls (host/live/arena_llm.py): an LLM agent's calls go through them as the players'
+        do (the endpoint's limits and retries, the cache, the token account; issue 38)."""
         s = self.spec
         if s.kind == "scripted":
             self.agent = ScriptedGovernor(s.script or [])
@@ -311,19 +314,28 @@ class Governor:
         if s.kind == "http":
             self.agent = HttpGovernor(cast(str, s.url), self.timeout_ms, client)  # required for kind http
         else:
+            endpoint = operator.llm_endpoint(s)
             self.agent = LLMGovernor(
                 model=s.model,
-                **operator.llm_endpoint(s),
+                **endpoint,
                 timeout_ms=self.timeout_ms,
                 client=client,
                 system_prompt=s.system_prompt,
                 temperature=s.temperature,
+                calls=None if llm is None else llm.calls_for(endpoint["base_url"]),
             )
 
-    def reattach(self, spec: GovernorSpec | dict, client, operator: Operator, agent_timeout_ms: float) -> None:
+    def reattach(
+        self,
+        spec: GovernorSpec | dict,
+        client,
+        operator: Operator,
+        agent_timeout_ms: float,
+        llm: ArenaLLM | None = None,
+    ) -> None:
         """A resumed arena's live agent in place of the replayed one (same plugin, history kept)."""
         self.spec, self.timeout_ms = checked(spec, operator, agent_timeout_ms)
-        self.start(client, operator)
+        self.start(client, operator, llm)
 
     @property
     def waits(self) -> bool:
@@ -377,14 +389,18 @@ class Governor:
     def entry(self, turn: int, applied) -> dict[str, Any]:
         """The turn record's ``governance`` entry (and one more line of the agent's history):
         what it asked (``action``), what the kernel applied (``applied``, its begin record: e.g.
-        a regen on an engine without a regeneration rate applies as null), its error."""
+        a regen on an engine without a regeneration rate applies as null), its error, and an
+        LLM agent's tokens of the turn (``usage``, when its answer reported them; issue 38)."""
         d, self.decision = self.decision, None
+        take = getattr(self.agent, "take_usage", None)  # LLM (its calls) and scripted (the log)
+        usage = take() if callable(take) else None
         out = {
             "action": d.action if d else {},
             "applied": from_action(applied) if applied is not None else None,
             "error": d.error if d else None,
             "fallback": d.fallback if d else False,
             "elapsedMs": round(d.elapsed_ms, 3) if d else 0.0,
+            **({"usage": usage} if usage is not None else {}),
         }
         self.history.append({"turn": turn, **{k: out[k] for k in ("action", "applied", "error")}})
         return out

@@ -20,7 +20,7 @@ from typing import Any
 
 from bdpd_jax.host.live.arena import Arena
 from bdpd_jax.host.live.batch_runner import LockstepBatch
-from bdpd_jax.host.live.sync_loop import SyncLoop, run_to_end
+from bdpd_jax.host.live.sync_loop import Offload, SyncLoop, inline, run_to_end
 
 
 class LiveBatch:
@@ -45,10 +45,12 @@ class LiveBatch:
     def done(self) -> bool:
         return all(a.done for a in self.arenas)
 
-    async def atick(self) -> list[dict[str, Any] | None]:
-        """One turn of every arena still playing; each arena's record (None if it had ended)."""
+    async def atick(self, offload: Offload = inline) -> list[dict[str, Any] | None]:
+        """One turn of every arena still playing; each arena's record (None if it had ended).
+        ``offload``: where the kernel work runs (host/live/offload.py; a worker thread lets other
+        batches on this loop read answers and send requests meanwhile)."""
         before = [a.turn for a in self.arenas]
-        await self._batch.tick()
+        await self._batch.tick(offload)
         if self._gc_freeze:
             freeze_history()
         return [a.records[-1] if a.turn != t0 else None for a, t0 in zip(self.arenas, before, strict=True)]

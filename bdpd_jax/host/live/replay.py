@@ -277,6 +277,7 @@ def _governor(meta: dict[str, Any], records: list[dict[str, Any]]) -> dict[str, 
                 "action": r["governance"]["action"],
                 "error": r["governance"]["error"],
                 "fallback": r["governance"].get("fallback", False),
+                **({"usage": r["governance"]["usage"]} if "usage" in r["governance"] else {}),
             }
             for r in records
             if "governance" in r
