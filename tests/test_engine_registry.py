@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import bdpd_jax as bj
-from bdpd_jax.config.engines import ENGINE_CONFIGS, EngineConfig, register_engine
+from bdpd_jax.config.engines import EngineConfig, register_engine, unregister_engine
 from bdpd_jax.kernels.engines import ENGINES, Engine
 from bdpd_jax.kernels.params import ENV_VARS, farr
 from bdpd_jax.prepare.game import build
@@ -70,8 +70,7 @@ class ToyConfig(EngineConfig):
 def toy():
     eng = register_engine(Toy(), ToyConfig)  # the one registration line
     yield eng
-    ENGINES.pop(eng.name)
-    ENGINE_CONFIGS.pop(eng.name)
+    unregister_engine(eng.name)
 
 
 def test_toy_engine_runs_through_simulate(toy):

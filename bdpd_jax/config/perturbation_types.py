@@ -9,7 +9,7 @@ with the config's spec registry and compiles specs into slots; a type added late
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, get_args
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
@@ -18,6 +18,7 @@ from ..kernels.engines import ENGINES
 from ..kernels.params import OBS_VARS as _OBS_VARS
 from ..kernels.params import OWN_VARS, PEER_VARS
 from ..kernels.policies import BUILTINS, Policy
+from ..kernels.registry import Registry
 from .base import ConfigModel
 from .limits import MAX_TURNS, Id
 from .policy_check import check_policy_fields
@@ -307,13 +308,17 @@ class ThresholdShiftSpec(ArenaSpec):
         return {"value": p.delta if p.delta is not None else p.value, "mode": 0 if p.delta is not None else 1}
 
 
-ARENA_SPECS: dict[str, type[ArenaSpec]] = {
-    "regen_shock": RegenShockSpec,
-    "regen_set": RegenSetSpec,
-    "commons_shock": CommonsShockSpec,
-    "capacity_shock": CapacityShockSpec,
-    "wealth_shock": WealthShockSpec,
-    "strategy_override": StrategyOverrideSpec,
-    "observability_flip": ObservabilityFlipSpec,
-    "threshold_shift": ThresholdShiftSpec,
-}
+#: the config side of the perturbation type registry (kernels/registry.py): a Table A.1 type's
+#: spec model; bdpd_jax.config.perturbations.register_perturbation fills it with the kernel side
+ARENA_SPECS: Registry[type[ArenaSpec]] = Registry("type", "perturbation type")
+for _spec in (
+    RegenShockSpec,
+    RegenSetSpec,
+    CommonsShockSpec,
+    CapacityShockSpec,
+    WealthShockSpec,
+    StrategyOverrideSpec,
+    ObservabilityFlipSpec,
+    ThresholdShiftSpec,
+):
+    ARENA_SPECS.register(get_args(_spec.model_fields["type"].annotation)[0], _spec)

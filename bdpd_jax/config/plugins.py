@@ -21,13 +21,15 @@ from ..kernels import voluntary_sanction as V
 from ..kernels.engines import ENGINES
 from ..kernels.params import farr
 from ..kernels.perturb_registry import supported
+from ..kernels.registry import Registry
 from .limits import MAX_LADDER_SCALE, MAX_TURNS, Id
 
 # an ArenaConfig: config/game.py imports this module, so naming the class here would be an import
 # cycle (tests/test_architecture.py forbids them, type-checking imports included)
 Config = Any
 
-PLUGIN_SPECS: dict[str, type[PluginSpec]] = {}
+#: the config side of the plugin type registry (kernels/registry.py; kernel side: kernels.plugins.PLUGINS)
+PLUGIN_SPECS: Registry[type[PluginSpec]] = Registry("type", "plugin type")
 
 
 def register_plugin(
@@ -53,8 +55,7 @@ def register_plugin(
         begin=begin,
         reserves_pact=reserves_pact,
     )
-    PLUGIN_SPECS[name] = spec
-    return spec
+    return PLUGIN_SPECS.register(name, spec)
 
 
 class PluginSpec(BaseModel):

@@ -28,6 +28,7 @@ from bdpd_jax.host.agents.llm_cache import ResponseCache
 from bdpd_jax.host.agents.llm_client import LLMCalls, TokenAccount, Usage
 from bdpd_jax.host.agents.llm_limits import limiter_for
 from bdpd_jax.host.operator import Operator
+from bdpd_jax.host.player_kinds import player_kind
 
 
 class ArenaRun(Protocol):
@@ -139,7 +140,7 @@ class ArenaLLM:
 
     def report(self, run: ArenaRun) -> dict[str, Any]:
         """What summary.json says of the LLM calls (nothing for an arena without LLM players)."""
-        if not any(run.agent_kind(i) == "llm" for i in range(len(run.specs))):
+        if not any(player_kind(run.agent_kind(i)).uses_llm for i in range(len(run.specs))):
             return {}
         out: dict[str, Any] = {"usage": self.recorded.wire()}
         if self.account.budget is not None:
@@ -152,7 +153,7 @@ class ArenaLLM:
         """What the closing meta.json says of the calls: ``llmCalls: {sent, cached, retried}``
         (nothing without LLM players). *Choice:* in meta.json, not the report: a replay makes
         no call, and its report is the folder's summary.json exactly."""
-        if not any(run.agent_kind(i) == "llm" for i in range(len(run.specs))):
+        if not any(player_kind(run.agent_kind(i)).uses_llm for i in range(len(run.specs))):
             return {}
         return {"llmCalls": self.account.calls()}
 
