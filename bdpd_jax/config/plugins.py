@@ -10,7 +10,7 @@ Built in: ``voluntary_sanction`` (kernels/voluntary_sanction.py) and ``governanc
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import jax.numpy as jnp
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -62,6 +62,7 @@ class PluginSpec(BaseModel):
     """Common part of a plugin spec; ``check`` runs when the players are known."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    example: ClassVar[dict[str, Any]] = {}  # its params in a valid spec (docs; bdpd_jax.testing runs it)
     id: Id
     type: Id
 
@@ -94,6 +95,7 @@ class VoluntarySanctionSpec(PluginSpec):
     ``{"if_richer_than": w}``)."""
 
     type: Literal["voluntary_sanction"]
+    example: ClassVar[dict[str, Any]] = {"cost": 0.1, "fine": 1.0, "sanctioner": "reciprocal"}
     cost: float = Field(ge=0)
     fine: float = Field(ge=0)
     sanctioner: Rule | list[Rule] = "always"

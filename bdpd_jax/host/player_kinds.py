@@ -22,7 +22,6 @@ from bdpd_jax.host.agents.govsim_agent import GovSimAgent
 from bdpd_jax.host.agents.http import HttpAgent, check_url
 from bdpd_jax.host.agents.llm import LLMAgent
 from bdpd_jax.host.agents.scripted import ScriptedAgent
-from bdpd_jax.host.arena_llm import ArenaLLM
 from bdpd_jax.host.operator import Operator
 from bdpd_jax.kernels.policies import BUILTINS
 from bdpd_jax.kernels.registry import Registry
@@ -41,7 +40,7 @@ class AgentContext:
     discussion: bool = False  # the arena talks between harvests
     whole_units: bool = False  # the model's requests are whole units
     owner: str | None = None  # the arena's id (its share of the JS workers)
-    llm: ArenaLLM | None = None  # the arena's LLM calls (limits, cache, tokens)
+    llm: Any = None  # the arena's ArenaLLM (limits, cache, tokens; arena_llm.py reads this module)
 
 
 class PlayerKind(abc.ABC):
@@ -56,6 +55,7 @@ class PlayerKind(abc.ABC):
     speaks: ClassVar[bool] = False  # speaks in a discussion
     uses_llm: ClassVar[bool] = False  # an LLM's player: credentials, LLM options, token reports
     timeout_cap_ms: ClassVar[float | None] = None  # a per-call cap below the arena's agentTimeout
+    example: ClassVar[dict[str, Any]] = {}  # a join body of this kind (docs; bdpd_jax.testing joins it)
 
     def check(self, spec: Any) -> None:  # noqa: B027 - a hook: most kinds need no field of their own
         """Raise ValueError naming the field when ``spec`` lacks what this kind needs."""
@@ -108,6 +108,7 @@ def player_kind(name: str) -> PlayerKind:
 
 class Builtin(PlayerKind):
     name, label, external = "builtin", "built-in", False
+    example: ClassVar[dict[str, Any]] = {"strategy": "conservative"}
 
     def check(self, spec: Any) -> None:
         if spec.strategy not in BUILTINS:
@@ -119,6 +120,7 @@ class Builtin(PlayerKind):
 
 class Code(PlayerKind):
     name, label, waits, timeout_cap_ms = "code", "JS code", True, JS_TIMEOUT_MS
+    example: ClassVar[dict[str, Any]] = {"strategyCode": "function decide(obs, memory) { return 1; }"}
 
     def check(self, spec: Any) -> None:
         if spec.strategy_code is None:
@@ -138,6 +140,7 @@ class Code(PlayerKind):
 
 class Http(PlayerKind):
     name, label, waits, remote = "http", "HTTP agent", True, True
+    example: ClassVar[dict[str, Any]] = {"url": "http://127.0.0.1:8000/decide"}
 
     def check(self, spec: Any) -> None:
         check_url(spec.url)
@@ -152,6 +155,7 @@ class Http(PlayerKind):
 
 class Llm(PlayerKind):
     name, label, waits, remote, speaks, uses_llm = "llm", "LLM agent", True, True, True, True
+    example: ClassVar[dict[str, Any]] = {"model": "gpt-4o-mini", "baseUrl": "http://127.0.0.1:8000/v1"}
 
     def check(self, spec: Any) -> None:
         if spec.base_url is not None:
@@ -198,6 +202,7 @@ class Scripted(PlayerKind):
     """Plays recorded turns at once (replay, tests); speaks its logged utterances."""
 
     name, label, speaks = "scripted", "scripted", True
+    example: ClassVar[dict[str, Any]] = {"script": [{"harvest": 1.0}]}
 
     def check(self, spec: Any) -> None:
         if not spec.script:

@@ -68,7 +68,7 @@ def test_camel_case_requests_give_camel_case_responses(client):
     assert {"arenaId", "engineMode", "maxTurns", "tick"} <= set(ticked)
     view = client.get(f"/api/arenas/{aid}/owner", headers=owner).json()
     assert {"arenaId", "engineMode", "maxTurns", "stockLabel", "lastTick"} <= set(view)
-    assert view["players"][-1] == {"playerId": "late", "agentType": "builtin"}
+    assert view["players"][-1] == {"playerId": "late", "agentType": "builtin", "kindLabel": "built-in"}
     assert not any("_" in k for k in (*created, *joined.json(), *started.json(), *view))
     summary = client.post(f"/api/arenas/{aid}/close", headers=owner).json()
     assert {"arenaId", "turnsPlayed"} <= set(summary) and "turns_played" not in summary
