@@ -83,6 +83,8 @@ def check_engine(name: str) -> None:
     s = eng.init(p)
     stock = eng.stock(s)
     _expect(jnp.shape(stock) == () and float(stock) >= 0, f"{name}: the initial stock is not a scalar >= 0")
+    none = eng.step_one(s, jnp.zeros((), stock.dtype), jnp.asarray(0.5, stock.dtype), p)
+    _expect(float(none[1]) == 0.0 and not bool(none[2]), f"{name}: a zero demand delivers or collapses")
     demand = jnp.asarray(2.0 * float(stock) + 1.0, stock.dtype)  # more than exists
     s1, got, died, drawn = eng.step_one(s, demand, jnp.asarray(0.5, stock.dtype), p)
     _expect(all(jnp.shape(x) == () for x in (got, died, drawn)), f"{name}: step_one returns non-scalars")
