@@ -117,6 +117,17 @@ def check_engine(name: str) -> None:
 
 
 # -- pact term types --------------------------------------------------------------------------------
+@jax.jit
+def _propose(table: Any, term: Any, max_harvest: Any, tolerance: Any) -> Any:
+    """Party 0 proposes to parties 0 and 1 at turn 1: one program for every type's numbers."""
+    return P.propose(table, 0, jnp.asarray([True, True, False]), term, max_harvest, tolerance, 1)
+
+
+@jax.jit
+def _valid(term: Any, max_harvest: Any, tolerance: Any) -> Any:
+    return P.valid_terms(term, max_harvest, tolerance)
+
+
 def _tight_terms(name: str) -> dict[str, Any]:
     return {"type": name, **{f.name: f.minimum + 0.01 for f in P.term_type(name).fields}}
 
@@ -137,8 +148,8 @@ def check_term_type(name: str) -> None:
     good = _tight_terms(name)
     terms = parse_terms(good)
     mh, tol = numbers(terms)
-    _expect(bool(P.valid_terms(jnp.int32(code), jnp.float32(mh), jnp.float32(tol))), f"{name}: kernel refuses {good}")
-    table = P.propose(P.empty(3, 3), 0, jnp.asarray([True, True, False]), code, jnp.float32(mh), jnp.float32(tol), 1)[0]
+    _expect(bool(_valid(jnp.int32(code), jnp.float32(mh), jnp.float32(tol))), f"{name}: kernel refuses {good}")
+    table = _propose(P.empty(3, 3), jnp.int32(code), jnp.float32(mh), jnp.float32(tol))[0]
     limit = np.broadcast_to(np.asarray(tt.limit(table, P.TurnContext(group_mean=jnp.float32(1.0)))), (3,))
     _expect(np.isfinite(limit[0]), f"{name}: the checker gives no finite limit")
     _expect(
@@ -158,7 +169,7 @@ def check_term_type(name: str) -> None:
             else:
                 raise AssertionError(f"{name}.{f.name}: {bad} is accepted outside its bound")
         bad_mh, bad_tol = numbers({**terms, f.name: bad})
-        _expect(not bool(P.valid_terms(jnp.int32(code), jnp.float32(bad_mh), jnp.float32(bad_tol))), f"{name}: kernel")
+        _expect(not bool(_valid(jnp.int32(code), jnp.float32(bad_mh), jnp.float32(bad_tol))), f"{name}: kernel")
 
 
 # -- perturbation types -----------------------------------------------------------------------------
@@ -192,10 +203,11 @@ def check_perturbation_type(name: str, *, run: bool = False) -> None:
         _expect("perturbations[0]" in str(e), f"{name}: the error does not name the spec: {e}")
     else:
         raise AssertionError(f"{name}: a payload with an unknown field is accepted")
-    if pt.engine_field is not None:
-        prep = prepare(cfg)
-        value = prep.game.engine.get_param(prep.params.engine, pt.engine_field)
-        _expect(math.isfinite(float(value)), f"{name}: engine {engine!r} has no field {pt.engine_field!r}")
+    for other, eng in ENGINES.items():  # the field map: every engine it applies to has the field
+        if pt.engine_field is not None and pk.supported(eng, name):
+            prep = prepare(ArenaConfig.model_validate({"model": {"engineMode": other}, "players": PLAYERS}))
+            value = eng.get_param(prep.params.engine, pt.engine_field)
+            _expect(math.isfinite(float(value)), f"{name}: engine {other!r} has no field {pt.engine_field!r}")
     if run:
         rows = simulate(cfg, n_arenas=2, seed=3, progress=False).perturbations
         rows = rows[rows.id == f"p-{name}"]
