@@ -14,7 +14,6 @@ a few small programs; ``run=True`` adds a two-arena ``simulate`` that fires the 
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 from typing import Any
 
@@ -29,7 +28,7 @@ from .config.plugins import PLUGIN_SPECS, PluginSpec
 from .config.terms import detail, numbers, parse_terms, slot_terms, terms_schema
 from .host.agents.base import AgentResult
 from .host.operator import Operator
-from .host.player_kinds import PlayerKind, player_kind
+from .host.player_kinds import AgentContext, PlayerKind, player_kind
 from .host.players import LivePlayerConfig, make_agent, player_timeout_ms
 from .host.tools import validate_action
 from .kernels import pacts as P
@@ -254,7 +253,6 @@ def check_player_kind(name: str, *, ask: bool | None = None, operator: Operator 
     _expect(kind.external or not (kind.waits or kind.remote), f"{name}: a kernel-decided kind neither waits nor calls")
     cap = kind.timeout_cap_ms
     _expect(cap is None or cap > 0, f"{name}: timeout_cap_ms must be None or > 0")
-    json.dumps(kind.public())
     spec = LivePlayerConfig.model_validate({"agentType": name, "displayName": "p0", **kind.example})
     _expect(spec.player_kind is kind and spec.external == kind.external, f"{name}: the spec does not read its kind")
     limit = player_timeout_ms(spec, 10_000.0)
@@ -266,7 +264,7 @@ def check_player_kind(name: str, *, ask: bool | None = None, operator: Operator 
         _expect("timeoutMs" in str(e), f"{name}: the error does not name timeoutMs: {e}")
     else:
         raise AssertionError(f"{name}: a timeoutMs over the arena's limit is accepted")
-    agent = make_agent(spec, timeout_ms=1000.0, no_talk=False, operator=operator)
+    agent = make_agent(spec, AgentContext(timeout_ms=1000.0, no_talk=False, operator=operator))
     _expect((agent is None) == (not kind.external), f"{name}: an agent exactly when the kind is external")
     if ask if ask is not None else kind.external and not kind.remote:
         env = {"turn": 1, "playerId": "p0", "observation": {}, "privateResource": 10.0}

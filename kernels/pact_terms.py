@@ -95,24 +95,13 @@ def register_term(
     return TERMS.register(name, TermType(name, limit, fields, detail, description))
 
 
-def unregister_term(name: str) -> None:
-    """Remove the last registered term type (tests that must leave the registry as they found it)."""
-    TERMS.unregister(name)
-
-
-def term_names() -> tuple[str, ...]:
-    """The registered term type names, in code order (read when called)."""
-    return TERMS.names()
-
-
-def term_code(name: str) -> int:
-    """The int code of a term type name (ValueError naming the value when unknown)."""
-    return TERMS.code(name)
-
-
-def term_type(name_or_code: str | int) -> TermType:
-    """A registered term type by name or int code (ValueError naming the value)."""
-    return TERMS.lookup(name_or_code)
+# the registry's reads under their public names (kernels/registry.py: read when called,
+# ValueError naming termType and the known names): unregister (the last only), names in code
+# order, a name's int code, an entry by name or code
+unregister_term = TERMS.unregister
+term_names = TERMS.names
+term_code = TERMS.code
+term_type = TERMS.lookup
 
 
 def valid_terms(term: jax.Array, max_harvest: jax.Array, tolerance: jax.Array) -> jax.Array:

@@ -71,24 +71,13 @@ def register_perturbation(
     return TYPES.register(name, pt)
 
 
-def unregister_perturbation(name: str) -> None:
-    """Remove the last registered type (tests that must leave the registry as they found it)."""
-    TYPES.unregister(name)
-
-
-def type_names() -> tuple[str, ...]:
-    """Registered type names in code order (read when called)."""
-    return TYPES.names()
-
-
-def type_code(name: str) -> int:
-    """The int code of a type name (ValueError naming the value when unknown)."""
-    return TYPES.code(name)
-
-
-def perturbation_type(name_or_code: str | int) -> PerturbType:
-    """A registered type by name or int code (ValueError naming the value)."""
-    return TYPES.lookup(name_or_code)
+# the registry's reads under their public names (kernels/registry.py: read when called,
+# ValueError naming ``type`` and the known names): unregister (the last only), names in code
+# order, a name's int code, an entry by name or code
+unregister_perturbation = TYPES.unregister
+type_names = TYPES.names
+type_code = TYPES.code
+perturbation_type = TYPES.lookup
 
 
 def supported(engine: Engine, type_: str) -> bool:

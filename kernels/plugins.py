@@ -87,14 +87,8 @@ def register_plugin(
     return PLUGINS.register(name, PluginType(name, init, act, tuple(reasons), begin, bool(reserves_pact)))
 
 
-def plugin_names() -> tuple[str, ...]:
-    """Registered plugin type names in registration order (read when called)."""
-    return PLUGINS.names()
-
-
-def plugin_type(name: str) -> PluginType:
-    """The plugin type ``name`` (ValueError naming the value and the known)."""
-    return PLUGINS.get_entry(name)
+plugin_names = PLUGINS.names  # registered names, in registration order (read when called)
+plugin_type = PLUGINS.get_entry  # an entry by name (ValueError naming ``type`` and the known)
 
 
 def take(wealth: jax.Array, amount: jax.Array) -> tuple[jax.Array, jax.Array]:

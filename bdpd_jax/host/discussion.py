@@ -26,6 +26,7 @@ from bdpd_jax.host.player_kinds import player_kind
 if TYPE_CHECKING:
     from bdpd_jax.host.arena_run import ArenaRun
 
+
 def speakers(run: ArenaRun) -> list[str]:
     """The players who speak, in player order (a replayed LLM player still speaks)."""
     return [

@@ -29,9 +29,10 @@ from bdpd_jax.kernels.registry import Registry
 
 @dataclass(frozen=True)
 class AgentContext:
-    """What building an agent may read besides its spec: the arena's choices and shared pieces."""
+    """What building an agent may read besides its spec: the arena's choices and shared pieces
+    (``players.make_agent(spec, ctx)``; ``ArenaCallers`` holds them for an arena)."""
 
-    timeout_ms: float  # this player's deadline per call (player_timeout_ms applied)
+    timeout_ms: float  # the arena's agentTimeout; a kind's make_agent gets the player's deadline
     no_talk: bool  # the arena offers no talk tools
     client: Any = None  # the arena's HTTP client (remote kinds)
     executor: Any = None  # the JS worker pool (code)
@@ -73,16 +74,6 @@ class PlayerKind(abc.ABC):
         """One decision of ``agent`` (``pool``: the stock before the harvest, whole-unit models)."""
         result: AgentResult = await agent.decide(env, wealth)
         return result
-
-    def public(self) -> dict[str, Any]:
-        """What the server tells clients of this kind (the dashboard reads it, never the name)."""
-        return {
-            "agentType": self.name,
-            "label": self.label,
-            "external": self.external,
-            "waits": self.waits,
-            "speaks": self.speaks,
-        }
 
 
 #: the player kind registry (kernels/registry.py), keyed by ``agentType``

@@ -11,6 +11,7 @@ message, a bad URL by name, a field over its size limit (``MAX_*_CHARS``) by nam
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Literal, Protocol
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
@@ -27,8 +28,7 @@ from bdpd_jax.config.limits import (
     Label,
 )
 from bdpd_jax.host.agents.govsim_prompts import scenario_of
-from bdpd_jax.host.arena_llm import ArenaLLM
-from bdpd_jax.host.operator import Operator, redact_url
+from bdpd_jax.host.operator import redact_url
 from bdpd_jax.host.player_kinds import AgentContext, PlayerKind, player_kind
 
 # Size limits of a join body's free-text fields (checked at join): bdpd_jax/config/limits.py
@@ -162,43 +162,13 @@ def player_timeout_ms(spec: TimedSpec, timeout_ms: float) -> float:
     return cap if spec.timeout_ms is None else float(spec.timeout_ms)
 
 
-def make_agent(
-    spec: LivePlayerConfig,
-    *,
-    timeout_ms: float,
-    no_talk: bool,
-    client=None,
-    executor=None,
-    operator: Operator | None = None,
-    sanction: bool = False,
-    discussion: bool = False,
-    whole_units: bool = False,
-    owner: str | None = None,
-    llm: ArenaLLM | None = None,
-):
-    """The agent runner of a player (None where the kernel decides), built by its kind.
-    ``sanction``: the arena offers the ``sanction`` tool (an LLM player then sees it in its
-    tool list); ``discussion``: the arena talks between harvests (LLM players speak);
-    ``whole_units``: the model's requests are whole units (an LLM's answer is read as one);
-    ``owner``: the arena's id (a code player's share of the JS workers is its arena's);
-    ``llm``: the arena's LLM calls (limits, cache, tokens: :class:`~bdpd_jax.host.arena_llm.ArenaLLM`;
-    None: plain calls)."""
+def make_agent(spec: LivePlayerConfig, ctx: AgentContext):
+    """The agent of a player (None where the kernel decides), built by its kind under the
+    player's deadline (:func:`player_timeout_ms` of the arena's ``ctx.timeout_ms``)."""
     kind = spec.player_kind
     if not kind.external:
         return None
-    ctx = AgentContext(
-        timeout_ms=player_timeout_ms(spec, timeout_ms),
-        no_talk=no_talk,
-        client=client,
-        executor=executor,
-        operator=operator,
-        sanction=sanction,
-        discussion=discussion,
-        whole_units=whole_units,
-        owner=owner,
-        llm=llm,
-    )
-    return kind.make_agent(spec, ctx)
+    return kind.make_agent(spec, dataclasses.replace(ctx, timeout_ms=player_timeout_ms(spec, ctx.timeout_ms)))
 
 
 __all__ = [
