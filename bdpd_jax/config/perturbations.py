@@ -177,8 +177,8 @@ def register_perturbation(name: str, apply: Apply, spec: type[ArenaSpec], **kern
     if name in SPEC_TYPES:
         raise ValueError(f"type: perturbation type {name!r} is already registered")
     register_kernel(name, apply, **kernel)
-    ARENA_SPECS.register(name, spec)
-    return register_spec(name, spec)
+    register_spec(name, spec)
+    return ARENA_SPECS.register(name, spec)
 
 
 def unregister_perturbation(name: str) -> None:

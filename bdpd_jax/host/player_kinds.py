@@ -202,7 +202,7 @@ class Scripted(PlayerKind):
             )
 
     def make_agent(self, spec: Any, ctx: AgentContext) -> ScriptedAgent:
-        return ScriptedAgent(cast(list[dict], spec.script), no_talk=ctx.no_talk)
+        return ScriptedAgent(cast(list[dict[str, Any]], spec.script), no_talk=ctx.no_talk)
 
 
 for _kind in (Builtin(), Code(), Http(), Llm(), Scripted()):
