@@ -196,8 +196,14 @@ class ArenaSpec(ConfigModel):
         out.update(self.payload_numbers(config, where, policies))
         return out
 
+    #: the payload field stored as the slot's ``value`` when that is all the type stores
+    value_field: ClassVar[str | None] = None
+
     def payload_numbers(self, config, where, policies) -> dict:
-        raise NotImplementedError
+        """The payload's slot numbers; the default stores ``value_field`` as ``value``."""
+        if self.value_field is None:
+            raise NotImplementedError(f"{type(self).__name__}: define payload_numbers or value_field")
+        return {"value": getattr(self.payload, self.value_field)}
 
 
 class RegenShockSpec(ArenaSpec):
@@ -206,9 +212,7 @@ class RegenShockSpec(ArenaSpec):
     type: Literal["regen_shock"]
     example: ClassVar[dict[str, Any]] = {"factor": 0.5}
     payload: FactorPayload
-
-    def payload_numbers(self, config, where, policies):
-        return {"value": self.payload.factor}
+    value_field: ClassVar[str | None] = "factor"
 
 
 class RegenSetSpec(ArenaSpec):
@@ -217,9 +221,7 @@ class RegenSetSpec(ArenaSpec):
     type: Literal["regen_set"]
     example: ClassVar[dict[str, Any]] = {"value": 0.1}
     payload: RegenSetPayload
-
-    def payload_numbers(self, config, where, policies):
-        return {"value": self.payload.value}
+    value_field: ClassVar[str | None] = "value"
 
 
 class CommonsShockSpec(ArenaSpec):
@@ -228,9 +230,7 @@ class CommonsShockSpec(ArenaSpec):
     type: Literal["commons_shock"]
     example: ClassVar[dict[str, Any]] = {"amount": -5.0}
     payload: CommonsPayload
-
-    def payload_numbers(self, config, where, policies):
-        return {"value": self.payload.amount}
+    value_field: ClassVar[str | None] = "amount"
 
 
 class CapacityShockSpec(ArenaSpec):
@@ -239,9 +239,7 @@ class CapacityShockSpec(ArenaSpec):
     type: Literal["capacity_shock"]
     example: ClassVar[dict[str, Any]] = {"factor": 0.8}
     payload: FactorPayload
-
-    def payload_numbers(self, config, where, policies):
-        return {"value": self.payload.factor}
+    value_field: ClassVar[str | None] = "factor"
 
 
 class WealthShockSpec(ArenaSpec):

@@ -48,9 +48,7 @@ class StockSetSpec(ArenaSpec):
     type: Literal["stock_set"]
     example: ClassVar[dict[str, Any]] = {"level": 50.0}
     payload: _Level
-
-    def payload_numbers(self, config, where, policies):
-        return {"value": self.payload.level}
+    value_field: ClassVar[str | None] = "level"  # stored as the slot's value
 
 
 @pytest.fixture(scope="module", autouse=True)
