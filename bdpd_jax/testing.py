@@ -251,7 +251,7 @@ def check_player_kind(name: str, *, ask: bool | None = None, operator: Operator 
     kind = player_kind(name)
     _expect(isinstance(kind, PlayerKind) and kind.name == name, f"{name}: not a PlayerKind registered under its name")
     _expect(isinstance(kind.label, str) and kind.label, f"{name}: needs a label (what the dashboard shows)")
-    flags = (kind.external, kind.waits, kind.remote, kind.speaks, kind.uses_llm)
+    flags = (kind.external, kind.waits, kind.remote, kind.speaks, kind.uses_llm, kind.stands_in)
     _expect(all(isinstance(f, bool) for f in flags), f"{name}: its properties must be bools")
     _expect(kind.external or not (kind.waits or kind.remote), f"{name}: a kernel-decided kind neither waits nor calls")
     cap = kind.timeout_cap_ms

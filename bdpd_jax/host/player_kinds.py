@@ -56,6 +56,7 @@ class PlayerKind(abc.ABC):
     speaks: ClassVar[bool] = False  # speaks in a discussion
     uses_llm: ClassVar[bool] = False  # an LLM's player: credentials, LLM options, token reports
     timeout_cap_ms: ClassVar[float | None] = None  # a per-call cap below the arena's agentTimeout
+    stands_in: ClassVar[bool] = False  # plays a logged player in a replay: records show the logged kind
     example: ClassVar[dict[str, Any]] = {}  # a join body of this kind (docs; bdpd_jax.testing joins it)
 
     def check(self, spec: Any) -> None:  # noqa: B027 - a hook: most kinds need no field of their own
@@ -192,7 +193,7 @@ class Llm(PlayerKind):
 class Scripted(PlayerKind):
     """Plays recorded turns at once (replay, tests); speaks its logged utterances."""
 
-    name, label, speaks = "scripted", "scripted", True
+    name, label, speaks, stands_in = "scripted", "scripted", True, True
     example: ClassVar[dict[str, Any]] = {"script": [{"harvest": 1.0}]}
 
     def check(self, spec: Any) -> None:
