@@ -139,6 +139,7 @@ def check_term_type(name: str) -> None:
     _expect(P.term_type(code) is tt and callable(tt.limit), f"{name}: not registered with a checker")
     _expect(tt.detail and tt.description, f"{name}: a term type needs a detail format and a description")
     _expect({f.number for f in tt.fields} <= set(P.NUMBERS), f"{name}: a field stored outside {P.NUMBERS}")
+    _expect(len({f.name for f in tt.fields}) == len(tt.fields), f"{name}: two fields share one JSON name")
     schema = terms_schema()
     _expect(name in schema["properties"]["type"]["enum"], f"{name}: missing from the terms schema")
     for f in tt.fields:
@@ -160,12 +161,15 @@ def check_term_type(name: str) -> None:
     _round_trip(_config(pacts=[{"parties": ["a", "b"], "terms": terms}]), name)
     for f in tt.fields:
         bad = f.minimum if f.exclusive else f.minimum - 1.0
-        for tool in (False, True):  # the config's parser, then the propose_pact tool
+        for where in ("terms", "tool", "config"):  # the parser, the propose_pact tool, a config's pact
+            terms_bad = {**good, f.name: bad}
             try:
-                if tool:
-                    validate_action({"tool": "propose_pact", "parties": ["a"], "terms": {**good, f.name: bad}})
+                if where == "tool":
+                    validate_action({"tool": "propose_pact", "parties": ["a"], "terms": terms_bad})
+                elif where == "config":
+                    ArenaConfig.model_validate(_config(pacts=[{"parties": ["a", "b"], "terms": terms_bad}]))
                 else:
-                    parse_terms({**good, f.name: bad})
+                    parse_terms(terms_bad)
             except ValueError as e:
                 _expect(f"terms.{f.name}" in str(e), f"{name}.{f.name}: the error does not name the field: {e}")
             else:
