@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+from functools import partial
 from typing import Any
 
 import jax
@@ -116,15 +117,21 @@ def check_engine(name: str) -> None:
 
 
 # -- pact term types --------------------------------------------------------------------------------
-@jax.jit
-def _propose(table: Any, term: Any, max_harvest: Any, tolerance: Any) -> Any:
+# the term registry is read when a program is traced: ``names`` (static) keys the programs on it
+@partial(jax.jit, static_argnums=0)
+def _propose(names: tuple[str, ...], table: Any, term: Any, max_harvest: Any, tolerance: Any) -> Any:
     """Party 0 proposes to parties 0 and 1 at turn 1: one program for every type's numbers."""
     return P.propose(table, 0, jnp.asarray([True, True, False]), term, max_harvest, tolerance, jnp.int32(1))
 
 
-@jax.jit
-def _valid(term: Any, max_harvest: Any, tolerance: Any) -> Any:
+@partial(jax.jit, static_argnums=0)
+def _valid(names: tuple[str, ...], term: Any, max_harvest: Any, tolerance: Any) -> Any:
     return P.valid_terms(term, max_harvest, tolerance)
+
+
+def _kernel_valid(code: int, max_harvest: float, tolerance: float) -> bool:
+    """The kernel's term schema on one slot's numbers (under the registry as it stands)."""
+    return bool(_valid(P.term_names(), jnp.int32(code), jnp.float32(max_harvest), jnp.float32(tolerance)))
 
 
 def _tight_terms(name: str) -> dict[str, Any]:
@@ -148,8 +155,8 @@ def check_term_type(name: str) -> None:
     good = _tight_terms(name)
     terms = parse_terms(good)
     mh, tol = numbers(terms)
-    _expect(bool(_valid(jnp.int32(code), jnp.float32(mh), jnp.float32(tol))), f"{name}: kernel refuses {good}")
-    table = _propose(P.empty(3, 3), jnp.int32(code), jnp.float32(mh), jnp.float32(tol))[0]
+    _expect(_kernel_valid(code, mh, tol), f"{name}: the kernel refuses {good}")
+    table = _propose(P.term_names(), P.empty(3, 3), jnp.int32(code), jnp.float32(mh), jnp.float32(tol))[0]
     limit = np.broadcast_to(np.asarray(tt.limit(table, P.TurnContext(group_mean=jnp.float32(1.0)))), (3,))
     _expect(np.isfinite(limit[0]), f"{name}: the checker gives no finite limit")
     _expect(
@@ -175,7 +182,7 @@ def check_term_type(name: str) -> None:
             else:
                 raise AssertionError(f"{name}.{f.name}: {bad} is accepted outside its bound")
         bad_mh, bad_tol = numbers({**terms, f.name: bad})
-        _expect(not bool(_valid(jnp.int32(code), jnp.float32(bad_mh), jnp.float32(bad_tol))), f"{name}: kernel")
+        _expect(not _kernel_valid(code, bad_mh, bad_tol), f"{name}.{f.name}: the kernel accepts {bad}")
 
 
 # -- perturbation types -----------------------------------------------------------------------------
