@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .config.engines import EngineConfig, engine_config_model
-from .config.game import ArenaConfig
+from .config.game import ArenaConfig, ModelConfig
 from .config.perturbations import ARENA_SPECS, SPEC_TYPES, ArenaSpec
 from .config.plugins import PLUGIN_SPECS, PluginSpec
 from .config.terms import detail, numbers, parse_terms, slot_terms, terms_schema
@@ -52,7 +52,11 @@ def _expect(ok: Any, what: str) -> None:
         raise AssertionError(what)
 
 
-def _config(engine: str = "logistic", turns: int = 4, **extra: Any) -> dict[str, Any]:
+#: the config's default engineMode: the engine a check runs on when any engine will do
+DEFAULT_ENGINE: str = ModelConfig.model_fields["engine_mode"].default
+
+
+def _config(engine: str = DEFAULT_ENGINE, turns: int = 4, **extra: Any) -> dict[str, Any]:
     return {"model": {"engineMode": engine, "maxTurns": turns}, "players": [dict(p) for p in PLAYERS], **extra}
 
 
@@ -189,7 +193,7 @@ def check_term_type(name: str) -> None:
 def _engine_for(name: str) -> str:
     found = [e for e, eng in ENGINES.items() if pk.supported(eng, name)]
     _expect(found, f"{name}: no registered engine has the feature it requires")
-    return "logistic" if "logistic" in found else found[0]
+    return DEFAULT_ENGINE if DEFAULT_ENGINE in found else found[0]
 
 
 def check_perturbation_type(name: str, *, run: bool = False) -> None:

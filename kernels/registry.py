@@ -30,7 +30,7 @@ class Registry(Mapping[str, T], Generic[T]):
         """Append ``entry`` under ``name``; a second registration of a name is refused unless
         ``replace`` (which keeps the name's code)."""
         if not isinstance(name, str) or not name:
-            raise ValueError(f"{self.field}: a {self.what} name is a non-empty string, got {name!r}")
+            raise ValueError(f"{self.field}: a {self.what} name is a non-empty string, got {name!r:.80}")
         if name in self._entries and not replace:
             raise ValueError(f"{self.field}: {self.what} {name!r} is already registered")
         self._entries[name] = entry
@@ -52,7 +52,7 @@ class Registry(Mapping[str, T], Generic[T]):
         try:
             return self._entries[name]
         except (KeyError, TypeError):
-            raise ValueError(f"{self.field}: unknown {self.what} {name!r}; known: {list(self._entries)}") from None
+            raise ValueError(f"{self.field}: unknown {self.what} {name!r:.80}; known: {list(self._entries)}") from None
 
     def names(self) -> tuple[str, ...]:
         """The registered names in code order."""
@@ -67,7 +67,7 @@ class Registry(Mapping[str, T], Generic[T]):
         """The entry of int ``code``; ValueError naming the field when out of range."""
         names = self.names()
         if not 0 <= int(code) < len(names):
-            raise ValueError(f"{self.field}: unknown {self.what} code {code!r}; known: 0..{len(names) - 1}")
+            raise ValueError(f"{self.field}: unknown {self.what} code {code!r:.80}; known: 0..{len(names) - 1}")
         return self._entries[names[int(code)]]
 
     def lookup(self, name_or_code: str | int) -> T:

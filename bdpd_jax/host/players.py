@@ -41,7 +41,7 @@ class LivePlayerConfig(ConfigModel):
     """One player joining a live arena. ``displayName`` is accepted for ``name``."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, validate_by_name=True)  # name or displayName
-    agent_type: str = "builtin"  # a registered player kind (bdpd_jax/host/player_kinds.py)
+    agent_type: str = Field("builtin", max_length=MAX_NAME_CHARS)  # a registered kind (host/player_kinds.py)
     name: str | None = Field(
         None, alias="displayName", serialization_alias="name", min_length=1, max_length=MAX_NAME_CHARS
     )
