@@ -24,6 +24,7 @@ from bdpd_jax.host.players import LivePlayerConfig
 from bdpd_jax.kernels import perturb as pk
 from bdpd_jax.kernels.engines import ENGINES, Engine
 from bdpd_jax.kernels.params import farr
+from bdpd_jax.kernels.registry import Registry
 from bdpd_jax.testing import check_engine, check_perturbation_type, check_player_kind
 
 
@@ -170,3 +171,28 @@ def test_the_new_engine_metric_and_perturbation_run_in_a_batch():
     assert list(rows.arena) == [0, 1] and set(rows.type) == {"wealth_tax"} and set(rows.turn) == {2}
     with pytest.raises(ValueError, match="capitalStock"):
         bj.ArenaConfig.load({**cfg, "observability": {"capitalStock": {"visible": True}}})
+
+
+def test_the_one_registry_pattern():
+    """kernels/registry.py, behind every kind: append-only codes, errors naming the field and
+    the known names, only the last entry removable, a read-only mapping read when called."""
+    reg: Registry[int] = Registry("widgetType", "widget")
+    reg.register("a", 10)
+    reg.register("b", 20)
+    assert (reg.names(), reg.code("b"), reg.by_code(0), reg.lookup("b"), dict(reg)) == (
+        ("a", "b"),
+        1,
+        10,
+        20,
+        {"a": 10, "b": 20},
+    )
+    with pytest.raises(ValueError, match=r"widgetType: widget 'a' is already registered"):
+        reg.register("a", 11)
+    with pytest.raises(ValueError, match=r"widgetType: unknown widget 'c'; known: \['a', 'b'\]"):
+        reg.get_entry("c")
+    with pytest.raises(ValueError, match="widgetType: unknown widget code 2"):
+        reg.by_code(2)
+    with pytest.raises(ValueError, match=r"only the last registered widget \('b'\)"):
+        reg.unregister("a")
+    reg.unregister("b")
+    assert reg.names() == ("a",) and "b" not in reg and len(reg) == 1
