@@ -20,7 +20,7 @@ from bdpd_jax.config.engines import ENGINE_CONFIGS, EngineConfig, register_engin
 from bdpd_jax.config.perturbations import ArenaSpec, register_perturbation, unregister_perturbation
 from bdpd_jax.host.agents.base import AgentResult
 from bdpd_jax.host.player_kinds import PLAYER_KINDS, PlayerKind, register_player_kind, unregister_player_kind
-from bdpd_jax.host.players import LivePlayerConfig
+from bdpd_jax.host.live.players import LivePlayerConfig
 from bdpd_jax.kernels import perturb as pk
 from bdpd_jax.kernels.engines import ENGINES, Engine
 from bdpd_jax.kernels.params import farr

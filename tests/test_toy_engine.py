@@ -15,7 +15,7 @@ from pydantic import Field
 
 import bdpd_jax as bj
 from bdpd_jax.config.engines import EngineConfig, register_engine, unregister_engine
-from bdpd_jax.host.arena import Arena
+from bdpd_jax.host.live.arena import Arena
 from bdpd_jax.kernels.engines import Engine
 from bdpd_jax.kernels.params import farr
 from bdpd_jax.run.simulate import TRACES

@@ -10,7 +10,7 @@ from bdpd_jax.config.game import PlayerConfig
 from bdpd_jax.host.agents.base import AgentResult, fallback_harvest
 from bdpd_jax.host.agents.http import make_client
 from bdpd_jax.host.player_kinds import PlayerKind
-from bdpd_jax.host.players import LivePlayerConfig
+from bdpd_jax.host.live.players import LivePlayerConfig
 
 T = TypeVar("T")
 

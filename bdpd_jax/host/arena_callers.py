@@ -1,7 +1,7 @@
 """``ArenaCallers``: what a live arena reaches its players through -- its HTTP client and the
 agents made for its players -- from the arena's start to its close.
 
-The client is lent (``lend``: a server's or a :class:`~bdpd_jax.host.live_batch.LiveBatch`'s
+The client is lent (``lend``: a server's or a :class:`~bdpd_jax.host.live.live_batch.LiveBatch`'s
 pooled client, closed by its owner) or the arena's own, made when some player calls out (HTTP /
 LLM) and closed with the arena. Each agent is told the arena's rules: its timeout, whether it
 talks, the sanction tool when the arena offers it, the speak tool when it talks between
@@ -14,13 +14,13 @@ from __future__ import annotations
 from typing import Any
 
 from bdpd_jax.config.game import ArenaConfig
-from bdpd_jax.host.agent_calls import own_client
-from bdpd_jax.host.arena_llm import ArenaLLM
-from bdpd_jax.host.dispatch import sanction_offered
-from bdpd_jax.host.governance_agent import Governor
-from bdpd_jax.host.operator import Operator
+from bdpd_jax.host.live.agent_calls import own_client
+from bdpd_jax.host.live.arena_llm import ArenaLLM
+from bdpd_jax.host.live.dispatch import sanction_offered
+from bdpd_jax.host.live.governance_agent import Governor
+from bdpd_jax.host.live.operator import Operator
 from bdpd_jax.host.player_kinds import AgentContext
-from bdpd_jax.host.players import LivePlayerConfig, make_agent
+from bdpd_jax.host.live.players import LivePlayerConfig, make_agent
 
 
 class ArenaCallers:
@@ -44,7 +44,7 @@ class ArenaCallers:
         self.client = client
         self.owns_client = False  # made here (closed by aclose), not lent
         self.executor = executor
-        self.llm = llm  # the arena's LLM calls: limits, cache, tokens (host/arena_llm.py)
+        self.llm = llm  # the arena's LLM calls: limits, cache, tokens (host/live/arena_llm.py)
 
     def lend(self, client) -> None:
         """Use ``client`` (closed by its owner) unless a client is held already."""

@@ -27,7 +27,7 @@ from typing import Any, Protocol
 from bdpd_jax.host.agents.llm_cache import ResponseCache
 from bdpd_jax.host.agents.llm_client import LLMCalls, TokenAccount, Usage
 from bdpd_jax.host.agents.llm_limits import limiter_for
-from bdpd_jax.host.operator import Operator
+from bdpd_jax.host.live.operator import Operator
 from bdpd_jax.host.player_kinds import player_kind
 
 

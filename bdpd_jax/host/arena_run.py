@@ -5,12 +5,12 @@ the arena's whole life: a lockstep batch stacks its members' states into one ker
 writes each new state back here (stack in, split out); nothing keeps it between ticks.
 
 The collaborators of a live arena take it as an explicit input, never the Arena:
-:class:`~bdpd_jax.host.batch_runner.LockstepBatch` (the turn),
-:func:`~bdpd_jax.host.dispatch.dispatch_tool` (the tools),
-:func:`~bdpd_jax.host.records.turn_record` (turn records and the summary's counts),
-:func:`~bdpd_jax.host.envelope.envelopes` (what an external player decides on),
-:func:`~bdpd_jax.host.governance_agent.govern` (the owner's governance agent) and
-:func:`~bdpd_jax.host.owner_perturb.fire_perturbation`. They change it only through its
+:class:`~bdpd_jax.host.live.batch_runner.LockstepBatch` (the turn),
+:func:`~bdpd_jax.host.live.dispatch.dispatch_tool` (the tools),
+:func:`~bdpd_jax.host.live.records.turn_record` (turn records and the summary's counts),
+:func:`~bdpd_jax.host.live.envelope.envelopes` (what an external player decides on),
+:func:`~bdpd_jax.host.live.governance_agent.govern` (the owner's governance agent) and
+:func:`~bdpd_jax.host.live.owner_perturb.fire_perturbation`. They change it only through its
 methods.
 """
 
@@ -28,14 +28,14 @@ import numpy as np
 
 from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.config.perturbations import arena_specs
-from bdpd_jax.host.action_budget import ActionBudget
-from bdpd_jax.host.arena_llm import ArenaLLM
-from bdpd_jax.host.interrupt import Interrupt
-from bdpd_jax.host.messages import MessageBus
-from bdpd_jax.host.persist import JsonlWriter
-from bdpd_jax.host.players import LivePlayerConfig
-from bdpd_jax.host.programs import EXTERNAL, has_governance, programs
-from bdpd_jax.host.registry import PactRegistry
+from bdpd_jax.host.live.action_budget import ActionBudget
+from bdpd_jax.host.live.arena_llm import ArenaLLM
+from bdpd_jax.host.live.interrupt import Interrupt
+from bdpd_jax.host.live.messages import MessageBus
+from bdpd_jax.host.live.persist import JsonlWriter
+from bdpd_jax.host.live.players import LivePlayerConfig
+from bdpd_jax.host.live.programs import EXTERNAL, has_governance, programs
+from bdpd_jax.host.live.registry import PactRegistry
 from bdpd_jax.kernels import rng
 from bdpd_jax.kernels.game import Game
 from bdpd_jax.kernels.governance import NAME as GOV
@@ -43,7 +43,7 @@ from bdpd_jax.kernels.params import Params
 from bdpd_jax.prepare.governance import sanction_specs
 
 if TYPE_CHECKING:
-    from bdpd_jax.host.governance_agent import Governor
+    from bdpd_jax.host.live.governance_agent import Governor
 
 #: the per-player counts summary.json reports, each starting at 0
 STAT_KEYS: dict[str, float] = {"totalHarvest": 0.0, "fallbacks": 0, "errors": 0, "violations": 0, "sanctions": 0.0}
@@ -101,7 +101,7 @@ class ArenaRun:
     kernel_tree: Any = None
     _state: Any = None  # the tree of kernel_leaves, once read
     units: float = 1.0  # stock units per harvest unit (an agent's fallback is scaled by it)
-    llm: ArenaLLM | None = None  # the LLM players' tokens and budget (host/arena_llm.py)
+    llm: ArenaLLM | None = None  # the LLM players' tokens and budget (host/live/arena_llm.py)
     interrupt: Interrupt = dataclasses.field(default_factory=Interrupt)  # the owner's close / delete
 
     def __post_init__(self) -> None:

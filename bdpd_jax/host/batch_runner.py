@@ -1,18 +1,18 @@
 """``LockstepBatch``: live arenas of one Game advanced in lockstep, one batched kernel call per
-phase per turn; shared by :class:`~bdpd_jax.host.arena.Arena` and
-:class:`~bdpd_jax.host.live_batch.LiveBatch`. It works on each arena's run state
-(:class:`~bdpd_jax.host.arena_run.ArenaRun`), never on the Arena.
+phase per turn; shared by :class:`~bdpd_jax.host.live.arena.Arena` and
+:class:`~bdpd_jax.host.live.live_batch.LiveBatch`. It works on each arena's run state
+(:class:`~bdpd_jax.host.live.arena_run.ArenaRun`), never on the Arena.
 
 It holds no arena's kernel state: each tick stacks the owners' states in and writes each new
 one back (stack in, split out). One tick, :meth:`LockstepBatch.tick`, is the path written in
 docs/semantics/live.md "The tick path": stack in, kernel ``decide_phase`` (one jitted call),
 each pact table adopted once, every external player asked at once (``asyncio.gather``), their
-validated tool actions dispatched in player order (:func:`~bdpd_jax.host.dispatch.dispatch_tool`),
+validated tool actions dispatched in player order (:func:`~bdpd_jax.host.live.dispatch.dispatch_tool`),
 kernel ``step_phase`` (one jitted call), split out, one turn record per arena (with its
 discussion), appended to ``turns.jsonl`` and returned.
 
 The waits (agents, speakers) are awaited on the caller's event loop; the kernel work between
-them goes through the tick's ``offload`` (:mod:`~bdpd_jax.host.offload`: inline by default, a
+them goes through the tick's ``offload`` (:mod:`~bdpd_jax.host.live.offload`: inline by default, a
 worker thread in the server), so one event loop serves every tick of a process.
 """
 
@@ -27,23 +27,23 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bdpd_jax.host.agent_calls import ask_agent, each
+from bdpd_jax.host.live.agent_calls import ask_agent, each
 from bdpd_jax.host.agents.base import AgentResult, fallback_harvest
-from bdpd_jax.host.arena_run import unbatch
-from bdpd_jax.host.dispatch import dispatch_tool
-from bdpd_jax.host.envelope import envelopes
-from bdpd_jax.host.governance_agent import govern
-from bdpd_jax.host.govsim_talk import after_harvest
-from bdpd_jax.host.interrupt import INTERRUPTED
-from bdpd_jax.host.offload import Offload, inline
-from bdpd_jax.host.programs import has_governance, programs
-from bdpd_jax.host.records import record_rows, turn_record
+from bdpd_jax.host.live.arena_run import unbatch
+from bdpd_jax.host.live.dispatch import dispatch_tool
+from bdpd_jax.host.live.envelope import envelopes
+from bdpd_jax.host.live.governance_agent import govern
+from bdpd_jax.host.live.govsim_talk import after_harvest
+from bdpd_jax.host.live.interrupt import INTERRUPTED
+from bdpd_jax.host.live.offload import Offload, inline
+from bdpd_jax.host.live.programs import has_governance, programs
+from bdpd_jax.host.live.records import record_rows, turn_record
 from bdpd_jax.kernels.plugins import NAME
 from bdpd_jax.kernels.state import still_playing
 from bdpd_jax.kernels.sustainability import acting
 
 if TYPE_CHECKING:
-    from bdpd_jax.host.arena_run import ArenaRun
+    from bdpd_jax.host.live.arena_run import ArenaRun
 
 
 T = TypeVar("T")
@@ -225,7 +225,7 @@ class LockstepBatch:
                     s.player_kind,
                     pool=None if pool is None else float(pool[b]),
                 )
-                if self.waits:  # the owner's close or delete ends the wait (host/interrupt.py)
+                if self.waits:  # the owner's close or delete ends the wait (host/live/interrupt.py)
                     job = r.interrupt.race(job, partial(_interrupted, float(wealth[i, b])))
                 jobs.append(job)
                 where.append((b, i))

@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 from bdpd_jax.config.discussion import MAX_DISCUSSION_ROUNDS
 from bdpd_jax.host.agents.base import Utterance
-from bdpd_jax.host.interrupt import ConversationCut
+from bdpd_jax.host.live.interrupt import ConversationCut
 from bdpd_jax.host.player_kinds import player_kind
 
 if TYPE_CHECKING:
-    from bdpd_jax.host.arena_run import ArenaRun
+    from bdpd_jax.host.live.arena_run import ArenaRun
 
 
 def speakers(run: ArenaRun) -> list[str]:
@@ -70,7 +70,7 @@ async def discuss(run: ArenaRun, line: dict[str, Any], *, timed: bool = False) -
     nothing when the arena has no discussion. The speakers are asked one at a time, each
     under its own deadline; an error counts in the summary's ``errors``. ``timed`` (on an
     event loop): the whole conversation ends at ``deadlineMs`` or when the owner closes or
-    deletes the arena, the utterance in flight dropped (``cut``: host/interrupt.py)."""
+    deletes the arena, the utterance in flight dropped (``cut``: host/live/interrupt.py)."""
     cfg = run.config.discussion
     if cfg is None or not cfg.on:
         return

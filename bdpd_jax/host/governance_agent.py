@@ -28,17 +28,17 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from bdpd_jax.config.base import ConfigModel
 from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.config.limits import MAX_TURNS, QUANTITY_BOUNDS, check_magnitudes, short_repr, to_float
-from bdpd_jax.host.agent_calls import each
+from bdpd_jax.host.live.agent_calls import each
 from bdpd_jax.host.agents.base import MAX_ERROR_CHARS, join_errors, truncate_error
 from bdpd_jax.host.agents.governors import LIFT, MAX_GOV_RESPONSE_BYTES, HttpGovernor, LLMGovernor, ScriptedGovernor
 from bdpd_jax.host.agents.http import check_url
 from bdpd_jax.host.agents.transport import HttpClient, TransportError, make_client
-from bdpd_jax.host.interrupt import INTERRUPTED, Interrupt
-from bdpd_jax.host.offload import Offload, inline
-from bdpd_jax.host.operator import Operator, redact_url
+from bdpd_jax.host.live.interrupt import INTERRUPTED, Interrupt
+from bdpd_jax.host.live.offload import Offload, inline
+from bdpd_jax.host.live.operator import Operator, redact_url
 from bdpd_jax.host.player_kinds import PlayerKind, player_kind
-from bdpd_jax.host.players import MAX_MODEL_CHARS, MAX_NAME_CHARS, MAX_PROMPT_CHARS, MAX_URL_CHARS, player_timeout_ms
-from bdpd_jax.host.registry import num
+from bdpd_jax.host.live.players import MAX_MODEL_CHARS, MAX_NAME_CHARS, MAX_PROMPT_CHARS, MAX_URL_CHARS, player_timeout_ms
+from bdpd_jax.host.live.registry import num
 from bdpd_jax.kernels.governance_agent import GovAction, set_pending, valid
 from bdpd_jax.kernels.plugins import NAME
 
@@ -204,7 +204,7 @@ def last_turn(rec: dict[str, Any]) -> dict[str, Any]:
 
 def observation(run, gov: Governor, turn: int, in_force: dict[str, Any]) -> dict[str, Any]:
     """What the agent decides turn ``turn``'s action on (``run``: the arena's
-    :class:`~bdpd_jax.host.arena_run.ArenaRun`): the last turn (null before turn 1), what its
+    :class:`~bdpd_jax.host.live.arena_run.ArenaRun`): the last turn (null before turn 1), what its
     actions put in force (``inForce``: cap, ladder_scale, regen; null = none) and its own last
     ``MAX_GOV_HISTORY`` turns (action, applied, error)."""
     last = run.records[-1] if run.records and run.records[-1]["turn"] == turn - 1 else None
@@ -333,7 +333,7 @@ class Governor:
 
     async def ask(self, obs: dict[str, Any], dtype: Any, interrupt: Interrupt | None = None) -> GovDecision:
         """One answer, validated, kept for the turn record; never raises (a failure is no
-        action, with its error). ``interrupt``: the arena's (host/interrupt.py): the owner's
+        action, with its error). ``interrupt``: the arena's (host/live/interrupt.py): the owner's
         close or delete ends the wait at once, as it ends the players' (no action, the error
         ``INTERRUPTED``)."""
         t0 = time.perf_counter()

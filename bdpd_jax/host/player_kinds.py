@@ -22,7 +22,7 @@ from bdpd_jax.host.agents.govsim_agent import GovSimAgent
 from bdpd_jax.host.agents.http import HttpAgent, check_url
 from bdpd_jax.host.agents.llm import LLMAgent
 from bdpd_jax.host.agents.scripted import ScriptedAgent
-from bdpd_jax.host.operator import Operator
+from bdpd_jax.host.live.operator import Operator
 from bdpd_jax.kernels.policies import BUILTINS
 from bdpd_jax.kernels.registry import Registry
 

@@ -3,7 +3,7 @@
 ``agentType`` names a registered player kind (bdpd_jax/host/player_kinds.py): ``builtin`` (a
 kernel heuristic, decided inside the jitted kernel ``decide``), ``code`` (``strategyCode``:
 sandboxed JS), ``http`` (``url``), ``llm`` (``model`` + an operator's ``credential`` name or a
-``baseUrl`` the operator allows, :mod:`~bdpd_jax.host.operator`) or ``scripted`` (``script``: a
+``baseUrl`` the operator allows, :mod:`~bdpd_jax.host.live.operator`) or ``scripted`` (``script``: a
 list of recorded turns; what replay and tests use). Each kind checks its own fields and builds
 its agent. Everything is validated at join: a JS syntax error is rejected with the parser's
 message, a bad URL by name, a field over its size limit (``MAX_*_CHARS``) by name.
@@ -28,7 +28,7 @@ from bdpd_jax.config.limits import (
     Label,
 )
 from bdpd_jax.host.agents.govsim_prompts import scenario_of
-from bdpd_jax.host.operator import redact_url
+from bdpd_jax.host.live.operator import redact_url
 from bdpd_jax.host.player_kinds import AgentContext, PlayerKind, player_kind
 
 # Size limits of a join body's free-text fields (checked at join): bdpd_jax/config/limits.py

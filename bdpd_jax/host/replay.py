@@ -1,7 +1,7 @@
 """``replay(dir)``: rebuild a live arena from its folder by re-feeding the recorded actions.
 
 ``meta.json`` (written at start) gives the config, seed, arena index and players (read
-bounded and validated, :mod:`~bdpd_jax.host.arena_meta`: its config is a JSON object, never
+bounded and validated, :mod:`~bdpd_jax.host.live.arena_meta`: its config is a JSON object, never
 a path to open);
 ``turns.jsonl`` gives, per turn, what every external player submitted (the harvest the kernel
 was fed and the tool actions in order). Builtin players are re-run by the kernels (same key,
@@ -18,13 +18,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bdpd_jax.host.arena import Arena
-from bdpd_jax.host.arena_meta import read_meta
-from bdpd_jax.host.arena_run import EVENTS_FILE
-from bdpd_jax.host.persist import read_jsonl
+from bdpd_jax.host.live.arena import Arena
+from bdpd_jax.host.live.arena_meta import read_meta
+from bdpd_jax.host.live.arena_run import EVENTS_FILE
+from bdpd_jax.host.live.persist import read_jsonl
 from bdpd_jax.host.player_kinds import player_kind
-from bdpd_jax.host.players import LivePlayerConfig
-from bdpd_jax.host.records import AGENT_RECORD_KEYS
+from bdpd_jax.host.live.players import LivePlayerConfig
+from bdpd_jax.host.live.records import AGENT_RECORD_KEYS
 
 # decision fields that differ by construction: timings, and the agent kind (scripted in a replay)
 VOLATILE = ("elapsedMs", "agentType")
@@ -104,7 +104,7 @@ def replay(
     goes on where it stopped. governance_agent: with resume, the live governance agent of an
     arena that had one (required then, as a spec is for every external player). operator: the
     credentials and endpoints resumed LLM / HTTP players and governance agents may use
-    (:class:`~bdpd_jax.host.operator.Operator`; never stored in the folder).
+    (:class:`~bdpd_jax.host.live.operator.Operator`; never stored in the folder).
     """
     if resume is not None and out_dir is not None:
         raise ValueError("out_dir: a resumed arena writes to dir itself")

@@ -11,9 +11,9 @@ from fastapi.testclient import TestClient
 from server_helpers import keys_of, payload
 
 from bdpd_jax.config.base import ConfigModel, wire_names
-from bdpd_jax.host.governance_agent import GovernorSpec
-from bdpd_jax.host.operator import LLMCredential, LLMEndpoint, Operator
-from bdpd_jax.host.players import LivePlayerConfig
+from bdpd_jax.host.live.governance_agent import GovernorSpec
+from bdpd_jax.host.live.operator import LLMCredential, LLMEndpoint, Operator
+from bdpd_jax.host.live.players import LivePlayerConfig
 from bdpd_jax.host.server import create_app
 from bdpd_jax.host.server import models as M
 

@@ -11,8 +11,8 @@ from typing import Any
 
 from bdpd_jax.config.limits import short_repr
 from bdpd_jax.host.agents.base import AgentResult, Utterance, check_wealth, fallback_harvest, valid_harvest
-from bdpd_jax.host.interrupt import CUT_REASONS, ConversationCut
-from bdpd_jax.host.tools import first_entries, validate_action, validate_speak
+from bdpd_jax.host.live.interrupt import CUT_REASONS, ConversationCut
+from bdpd_jax.host.live.tools import first_entries, validate_action, validate_speak
 
 
 class ScriptedAgent:

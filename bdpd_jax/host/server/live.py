@@ -27,11 +27,11 @@ from typing import Any
 
 import orjson
 
-from bdpd_jax.host._json import json_default
-from bdpd_jax.host.arena import Arena
-from bdpd_jax.host.offload import Offload
-from bdpd_jax.host.persist import read_jsonl
-from bdpd_jax.host.replay import turn_records
+from bdpd_jax.host.live._json import json_default
+from bdpd_jax.host.live.arena import Arena
+from bdpd_jax.host.live.offload import Offload
+from bdpd_jax.host.live.persist import read_jsonl
+from bdpd_jax.host.live.replay import turn_records
 from bdpd_jax.host.server import views
 
 #: events a subscriber may have queued before it is dropped (a client that stops reading)
@@ -133,7 +133,7 @@ class Workers:
 
     async def offload(self, fn: Callable[..., Any], *args: Any) -> Any:
         """``fn(*args)`` in a worker thread under a ``cpu`` slot, awaited from the server's loop:
-        the kernel work of a tick on the loop (an :data:`~bdpd_jax.host.offload.Offload`)."""
+        the kernel work of a tick on the loop (an :data:`~bdpd_jax.host.live.offload.Offload`)."""
         async with self.cpu:
             return await asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)
 

@@ -3,7 +3,7 @@
 Every body is a pydantic model, so ``/openapi.json`` documents it and a bad field is refused
 before the route runs (a failed request changes nothing). The arena configuration itself is
 validated by :class:`bdpd_jax.config.game.ArenaConfig` (its models are reused here); the players
-of ``join`` by :class:`bdpd_jax.host.players.LivePlayerConfig`.
+of ``join`` by :class:`bdpd_jax.host.live.players.LivePlayerConfig`.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from bdpd_jax.config.game import ModelConfig, ObsVar
 
 # the longest pause between auto ticks: Infinity or 1e308 would sleep forever
 from bdpd_jax.config.limits import MAX_TICK_INTERVAL_MS, Id, Label, Name
-from bdpd_jax.host.arena import DEFAULT_PACT_SLOTS
-from bdpd_jax.host.governance_agent import GovernorSpec
+from bdpd_jax.host.live.arena import DEFAULT_PACT_SLOTS
+from bdpd_jax.host.live.governance_agent import GovernorSpec
 
 _BODY = ConfigDict(extra="forbid", allow_inf_nan=False)
 _OPEN = ConfigDict(extra="allow", allow_inf_nan=False)

@@ -12,7 +12,7 @@ from starlette.concurrency import run_in_threadpool
 
 from bdpd_jax.config import perturbations as specs
 from bdpd_jax.host.player_kinds import player_kind
-from bdpd_jax.host.replay import load_lines
+from bdpd_jax.host.live.replay import load_lines
 from bdpd_jax.host.server import models as M
 from bdpd_jax.host.server import views
 from bdpd_jax.host.server.deps import Access, access, hub_of

@@ -29,7 +29,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from bdpd_jax.host.arena import Arena
+from bdpd_jax.host.live.arena import Arena
 from bdpd_jax.host.player_kinds import player_kind
 from bdpd_jax.kernels.engines import ENGINES
 
