@@ -38,7 +38,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "sweep": (".sweeps.sweep", "sweep"),
     "LiveOptions": (".prepare", "LiveOptions"),
     "PreparedRun": (".prepare", "PreparedRun"),
-    "prepare": (".prepare", None),  # the package, callable: bdpd_jax.prepare(config) -> PreparedRun
+    "prepare": (".prepare", None),  # the package: bdpd_jax.prepare.prepare(config) -> PreparedRun
     "kernels": (".kernels", None),
     "lab": (".lab", None),
     "sensitivity": (".sweeps.sensitivity", None),

@@ -52,7 +52,7 @@ CASES = {"plain": PLAIN, "governance": GOV, "+ scripted writes": SCRIPTED}
 
 def compiled(cfg: dict, b: int, turns: int):
     """(run, args, compile seconds) for one config at batch size b."""
-    prep = bdpd_jax.prepare(cfg)
+    prep = bdpd_jax.lab.prepare(cfg)
     pb = lab.batch_params(prep, b)
     keys = lab.arena_keys(0, np.arange(b))
     init = lab.compiled_init(prep.game)

@@ -60,7 +60,7 @@ BASELINES = {  # studies/govsim.py's seven, by the same rules
 def runner(scheduler: str, players: list, size: int):
     cfg = govsim("fishery", "default", players=["idle"] * PLAYERS)
     cfg["model"]["scheduler"] = scheduler
-    prep = bdpd_jax.prepare(ArenaConfig.model_validate(cfg), extra_policies=ALL)
+    prep = bdpd_jax.lab.prepare(ArenaConfig.model_validate(cfg), extra_policies=ALL)
     index = np.asarray([prep.game.policies.index(BUILTINS[s] if isinstance(s, str) else s) for s in players], np.int32)
     params = dataclasses.replace(prep.params, players=dataclasses.replace(prep.params.players, strategy=index))
     return lambda: outcomes(prep, size, params=params)

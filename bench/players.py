@@ -84,7 +84,7 @@ def compiled(n: int, slots: int, b: int, turns: int):
     from bdpd_jax import lab
     from bdpd_jax.kernels.rollout import init_batch, run_turns
 
-    prep = bdpd_jax.prepare(config(n, turns, slots), governance={"pact_slots": slots} if slots else None)
+    prep = bdpd_jax.lab.prepare(config(n, turns, slots), governance={"pact_slots": slots} if slots else None)
     game = prep.game
     pb = lab.batch_params(prep, b)
     keys = lab.arena_keys(0, np.arange(b))

@@ -64,7 +64,7 @@ def main() -> None:
     args = ap.parse_args()
     out = Figures("profile_turn", args.json)
     b, t = args.arenas, args.turns
-    prep = bdpd_jax.prepare(throughput.config(t))
+    prep = bdpd_jax.lab.prepare(throughput.config(t))
     game = prep.game
     pb = lab.batch_params(prep, b)
     keys = lab.arena_keys(0, np.arange(b))

@@ -64,7 +64,7 @@ def config(turns: int, noisy: bool = True) -> bdpd_jax.ArenaConfig:
 def jax_runner(b: int, turns: int, generator: str = "hash", noisy: bool = True):
     """(compile seconds, a call running `turns` turns of b arenas, histories off).
     PLAYED[(b, turns)] gets the arena-turns played (before each arena ended)."""
-    prep = bdpd_jax.prepare(config(turns, noisy), generator=generator)
+    prep = bdpd_jax.lab.prepare(config(turns, noisy), generator=generator)
     pb = lab.batch_params(prep, b)
     keys = lab.arena_keys(0, np.arange(b))
     init = lab.compiled_init(prep.game)
@@ -235,7 +235,7 @@ def bench_simulate(b: int, turns: int, reps: int = 7) -> dict:
     from bdpd_jax.sweeps.sweep import RunOptions, cached_plan, run_points
 
     cfg = config(turns)
-    prep = bdpd_jax.prepare(cfg)
+    prep = bdpd_jax.lab.prepare(cfg)
     pb = lab.batch_params(prep, b)
     keys = lab.arena_keys(0, np.arange(b))
     st = lab.compiled_init(prep.game)(keys, pb)
@@ -286,7 +286,7 @@ def bench_skip_seed(b: int = 16384, turns: int = 3000) -> dict:
     states checked."""
     import functools
 
-    prep = bdpd_jax.prepare(seed_payload(turns))
+    prep = bdpd_jax.lab.prepare(seed_payload(turns))
     out = {}
     for name, skip, chunk in (("skip", True, None), ("full", False, 1000)):
         run = functools.partial(lab.rollout, prep, b, skip=skip, chunk_turns=chunk)

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from .registry import Registry
+
 if TYPE_CHECKING:  # pacts.py imports this module, so the table's name is for the type checker only
     from .pacts import Pacts
 
@@ -65,7 +67,9 @@ class TermType(NamedTuple):
         return ok
 
 
-_TERMS: dict[str, TermType] = {}
+#: the term type registry (one registry pattern: kernels/registry.py); the config reads the
+#: fields of each entry, so a term type is one registration for kernel and config alike
+TERMS: Registry[TermType] = Registry("termType", "term type")
 
 
 def register_term(
@@ -82,53 +86,22 @@ def register_term(
     ``fields``: its JSON numbers, each stored in one of the slot's ``NUMBERS`` with its bound.
     Config validation, the live tools (schema and checks), the registry's terms and detail
     strings and the results frames all read this registry when called."""
-    if name in _TERMS:
-        raise ValueError(f"termType: {name!r} is already registered")
     fields = tuple(fields)
     for f in fields:
         if f.number not in NUMBERS:
             raise ValueError(f"fields: {f.name!r} must be stored in one of {NUMBERS}, got {f.number!r}")
     if len({f.number for f in fields}) != len(fields):
         raise ValueError(f"fields: two fields of {name!r} share one stored number")
-    tt = TermType(name, limit, fields, detail, description)
-    _TERMS[name] = tt
-    return tt
+    return TERMS.register(name, TermType(name, limit, fields, detail, description))
 
 
-def unregister_term(name: str) -> None:
-    """Remove a term type registered with :func:`register_term` (for tests that register one
-    and must leave the registry as they found it). Only the last registered type may go, so
-    the codes of the others never change; compiled programs key on :func:`term_names`."""
-    names = term_names()
-    if not names or names[-1] != name:
-        raise ValueError(
-            f"termType: only the last registered type ({names[-1] if names else None!r}) "
-            f"can be unregistered, got {name!r}"
-        )
-    del _TERMS[name]
-
-
-def term_names() -> tuple[str, ...]:
-    """The registered term type names, in code order (read when called)."""
-    return tuple(_TERMS)
-
-
-def term_code(name: str) -> int:
-    """The int code of a term type name (ValueError naming the value when unknown)."""
-    try:
-        return term_names().index(name)
-    except ValueError:
-        raise ValueError(f"termType: unknown {name!r}; known: {list(term_names())}") from None
-
-
-def term_type(name_or_code: str | int) -> TermType:
-    """A registered term type by name or int code (ValueError naming the value)."""
-    if isinstance(name_or_code, str):
-        return _TERMS[term_names()[term_code(name_or_code)]]
-    names = term_names()
-    if not 0 <= int(name_or_code) < len(names):
-        raise ValueError(f"termType: unknown code {name_or_code!r}")
-    return _TERMS[names[int(name_or_code)]]
+# the registry's reads under their public names (kernels/registry.py: read when called,
+# ValueError naming termType and the known names): unregister (the last only), names in code
+# order, a name's int code, an entry by name or code
+unregister_term = TERMS.unregister
+term_names = TERMS.names
+term_code = TERMS.code
+term_type = TERMS.lookup
 
 
 def valid_terms(term: jax.Array, max_harvest: jax.Array, tolerance: jax.Array) -> jax.Array:

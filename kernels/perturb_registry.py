@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import jax
 
+from .registry import Registry
+
 if TYPE_CHECKING:  # engines import the perturbation layer's registry users: the name is for the type checker
     from .engines.base import Engine
 
@@ -47,7 +49,9 @@ class PerturbType(NamedTuple):
     description: str = ""
 
 
-_TYPES: dict[str, PerturbType] = {}
+#: the perturbation type registry (kernels/registry.py): kernel entries; the config's spec
+#: models are bdpd_jax.config.perturbations.ARENA_SPECS, filled by the same one call
+TYPES: Registry[PerturbType] = Registry("type", "perturbation type")
 
 
 def register_perturbation(
@@ -60,49 +64,20 @@ def register_perturbation(
     label: str | None = None,
     description: str = "",
 ) -> PerturbType:
-    """Register a perturbation type (appended: existing codes never change)."""
-    if name in _TYPES:
-        raise ValueError(f"type: perturbation type {name!r} is already registered")
+    """Register a perturbation type's kernel part (appended: existing codes never change)."""
     if target not in ("none", "player", "variable"):
         raise ValueError(f"target: must be 'none', 'player' or 'variable', got {target!r}")
     pt = PerturbType(name, apply, requires, engine_field, target, label or engine_field or name, description)
-    _TYPES[name] = pt
-    return pt
+    return TYPES.register(name, pt)
 
 
-def unregister_perturbation(name: str) -> None:
-    """Remove a type registered with :func:`register_perturbation` (for tests that register
-    one and must leave the registry as they found it). Only the last registered type may
-    go, so the codes of the others never change; compiled programs key on the type names."""
-    names = type_names()
-    if not names or names[-1] != name:
-        raise ValueError(
-            f"type: only the last registered perturbation type ({names[-1] if names else None!r}) "
-            f"can be unregistered, got {name!r}"
-        )
-    del _TYPES[name]
-
-
-def type_names() -> tuple[str, ...]:
-    """Registered type names in code order (read when called)."""
-    return tuple(_TYPES)
-
-
-def type_code(name: str) -> int:
-    try:
-        return type_names().index(name)
-    except ValueError:
-        raise ValueError(f"type: unknown perturbation type {name!r}; known: {list(type_names())}") from None
-
-
-def perturbation_type(name_or_code: str | int) -> PerturbType:
-    """A registered type by name or int code (ValueError naming the value)."""
-    names = type_names()
-    if isinstance(name_or_code, str):
-        return _TYPES[names[type_code(name_or_code)]]
-    if not 0 <= int(name_or_code) < len(names):
-        raise ValueError(f"code: unknown perturbation code {name_or_code!r}")
-    return _TYPES[names[int(name_or_code)]]
+# the registry's reads under their public names (kernels/registry.py: read when called,
+# ValueError naming ``type`` and the known names): unregister (the last only), names in code
+# order, a name's int code, an entry by name or code
+unregister_perturbation = TYPES.unregister
+type_names = TYPES.names
+type_code = TYPES.code
+perturbation_type = TYPES.lookup
 
 
 def supported(engine: Engine, type_: str) -> bool:

@@ -30,6 +30,7 @@ from .layers import Layer
 from .metrics import governance_metrics, over_share
 from .observe import env_values
 from .params import ENV_VARS
+from .registry import Registry
 
 NAME = "plugins"
 
@@ -68,7 +69,9 @@ class PluginType(NamedTuple):
     reserves_pact: bool = False  # holds one reserved slot of the pact table (a regulator's pact)
 
 
-_PLUGINS: dict[str, PluginType] = {}
+#: the plugin type registry (kernels/registry.py): kernel entries; the config's spec models
+#: are bdpd_jax.config.plugins.PLUGIN_SPECS, filled by the same one call
+PLUGINS: Registry[PluginType] = Registry("type", "plugin type")
 
 
 def register_plugin(
@@ -81,21 +84,11 @@ def register_plugin(
     reserves_pact: bool = False,
 ) -> PluginType:
     """Register a governance plugin type (the kernel side; bdpd_jax.config.plugins adds the config)."""
-    if name in _PLUGINS:
-        raise ValueError(f"type: plugin type {name!r} is already registered")
-    pt = PluginType(name, init, act, tuple(reasons), begin, bool(reserves_pact))
-    _PLUGINS[name] = pt
-    return pt
+    return PLUGINS.register(name, PluginType(name, init, act, tuple(reasons), begin, bool(reserves_pact)))
 
 
-def plugin_names() -> tuple[str, ...]:
-    return tuple(_PLUGINS)
-
-
-def plugin_type(name: str) -> PluginType:
-    if name not in _PLUGINS:
-        raise ValueError(f"type: unknown plugin type {name!r}; known: {list(plugin_names())}")
-    return _PLUGINS[name]
+plugin_names = PLUGINS.names  # registered names, in registration order (read when called)
+plugin_type = PLUGINS.get_entry  # an entry by name (ValueError naming ``type`` and the known)
 
 
 def take(wealth: jax.Array, amount: jax.Array) -> tuple[jax.Array, jax.Array]:

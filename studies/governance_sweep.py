@@ -70,7 +70,7 @@ def cell_config(tol: float, ladder: list[float], c: int) -> ArenaConfig:
 
 cells = [(t, name, c) for t in TOLERANCES for name in LADDERS for c in COMPLIANT]
 runs = [
-    bdpd_jax.prepare(cell_config(t, LADDERS[name], c), governance={"pact_slots": 2, "ladder_width": 3})
+    bdpd_jax.lab.prepare(cell_config(t, LADDERS[name], c), governance={"pact_slots": 2, "ladder_width": 3})
     for t, name, c in cells
 ]  # one Game for every cell (lab.rollout checks it): one compiled program
 B = len(cells) * SIZE

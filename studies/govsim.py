@@ -117,7 +117,7 @@ def policy(s):
 def cell(scenario: str, experiment: str, players: list) -> dict:
     """GovSim's metrics of SIZE arenas of one cell (numpy columns)."""
     cfg = ArenaConfig.model_validate(govsim(scenario, experiment, players=["idle"] * len(players)))
-    prep = bdpd_jax.prepare(cfg, extra_policies=ALL)
+    prep = bdpd_jax.lab.prepare(cfg, extra_policies=ALL)
     game, params = prep.game, prep.params
     # the newcomer plays its strategy from the start: its activeFrom (a params leaf) keeps it out until month 4
     index = np.asarray([game.policies.index(policy(s)) for s in players], np.int32)

@@ -58,7 +58,7 @@ cfg = copy.deepcopy(SEED_SENECA)
 cfg["model"]["maxTurns"] = TURNS
 cfg["observability"] = {v: {"visible": True, "noise": 0.05} for v in ("commonsStock", "capitalStock", "pollutionLevel")}
 cfg["players"] = [{"strategy": "idle"}] * 4
-prep = bdpd_jax.prepare(cfg, extra_policies=BUILTINS)  # every builtin compiled in: one program for all tables
+prep = bdpd_jax.lab.prepare(cfg, extra_policies=BUILTINS)  # every builtin compiled in: one program for all tables
 game, params = prep.game, prep.params
 index = {p.name: i for i, p in enumerate(game.policies)}
 scale = float(params.engine.harvest_scale)

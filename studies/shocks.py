@@ -50,7 +50,7 @@ def survival_grid(scheduler: str, seed: int = 0) -> np.ndarray:
     cfg["perturbations"] = [
         {"id": "drought", "type": "regen_shock", "trigger": {"kind": "turn", "turn": 2}, "payload": {"factor": 0.5}}
     ]
-    prep = bdpd_jax.prepare(cfg)
+    prep = bdpd_jax.lab.prepare(cfg)
     params = prep.params
     tt, ff = np.meshgrid(TURNS, FACTORS, indexing="ij")  # [T, F]
     cells = tt.size

@@ -41,6 +41,7 @@ ENGINE_NAME_EXCEPTIONS = {
     ("bdpd_jax.config.discussion", "govsim"): "discussion.protocol 'govsim' (GovSim's meeting), not the engine",
     ("bdpd_jax.host.live.govsim_talk", "govsim"): "the 'govsim' conversation protocol it runs, not the engine",
     ("bdpd_jax.host.live.players", "govsim"): "the LLM player's architecture 'govsim' (issue 37), not the engine",
+    ("bdpd_jax.host.player_kinds", "govsim"): "the LLM kind builds the 'govsim' architecture's agent, not the engine",
     ("bdpd_jax.host.agents.govsim_agent", "govsim"): "the LLM player's architecture 'govsim', not the engine",
 }
 #: dashboard files allowed to name engines: the index's create form offers the seed's examples

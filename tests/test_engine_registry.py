@@ -1,19 +1,20 @@
-"""The engine registry: one contract over every engine, and another engine added by one file's
-worth of code plus one ``register_engine`` line (a toy engine and its config model defined here)."""
+"""The engine registry: one contract over every engine (``bdpd_jax.testing.check_engine``), and
+another engine added by one file's worth of code plus one ``register_engine`` line (a toy
+engine and its config model defined here)."""
 
 from __future__ import annotations
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-import numpy as np
 import pytest
 
 import bdpd_jax as bj
-from bdpd_jax.config.engines import ENGINE_CONFIGS, EngineConfig, register_engine
+from bdpd_jax.config.engines import EngineConfig, register_engine, unregister_engine
 from bdpd_jax.kernels.engines import ENGINES, Engine
-from bdpd_jax.kernels.params import ENV_VARS, farr
-from bdpd_jax.prepare.game import build
+from bdpd_jax.kernels.params import farr
+from bdpd_jax.prepare import prepare
+from bdpd_jax.testing import check_engine
 
 
 class ToyParams(eqx.Module):
@@ -70,40 +71,25 @@ class ToyConfig(EngineConfig):
 def toy():
     eng = register_engine(Toy(), ToyConfig)  # the one registration line
     yield eng
-    ENGINES.pop(eng.name)
-    ENGINE_CONFIGS.pop(eng.name)
+    unregister_engine(eng.name)
 
 
-def test_toy_engine_runs_through_simulate(toy):
+def test_a_config_field_named_by_its_wire_name_reaches_the_engine(toy):
+    """(An engine added in a test and run end to end: tests/test_extensions.py.)"""
     cfg = {
         "model": {"engineMode": "toy_decay", "maxTurns": 60, "commonsInitial": 100.0},
         "observability": {"commonsStock": {"visible": True}},
         "players": [{"strategy": "idle"}, {"strategy": "aggressive", "intensity": 0.01}],
     }
-    res = bj.simulate(cfg, n_arenas=2, progress=False)
-    t = res.turns[res.turns.arena == 0]
-    assert "half" in t.columns and np.allclose(t.half, t.stock / 2)
-    assert not res.summary.survived.any()  # decays below 1 within 60 turns
+    prep = prepare(bj.ArenaConfig.load(cfg))
+    assert float(prep.params.engine.initial) == 100.0 and prep.game.engine is toy
     with pytest.raises(ValueError, match="capitalStock"):
         bj.ArenaConfig.load({**cfg, "observability": {"capitalStock": {"visible": True}}})
 
 
 @pytest.mark.parametrize("name", sorted(ENGINES))
 def test_engine_contract(name):
-    """Every registered engine: shapes, observations within its variables, recorded columns."""
-    model = {"engineMode": name, "maxTurns": 5}
-    game, p = build(bj.ArenaConfig.load({"model": model, "players": [{"strategy": "idle"}] * 2}))
-    eng = game.engine
-    assert set(eng.variables) <= set(ENV_VARS)
-    s = eng.init(p.engine)
-    assert jnp.shape(eng.stock(s)) == ()
-    s1, got, died, drawn = eng.step_one(s, farr(0.0), farr(0.5), p.engine)
-    assert float(got) == 0.0 and not bool(died)
-    s2, regen = eng.step(s1, p.engine)
-    assert jax.tree_util.tree_structure(s2) == jax.tree_util.tree_structure(s)
-    assert jnp.shape(regen) == () and jnp.shape(eng.check_end(s2, p.engine)) == ()
-    assert set(eng.extra_observations(s2, p.engine)) <= set(eng.variables)
-    assert set(eng.recorded_values(s2)) == set(eng.recorded)
-    assert jnp.shape(eng.failed(s2)) == ()
-    # params are all leaves: one program serves every parameter value
-    jax.jit(eng.step)(s, p.engine)
+    """Every registered engine passes the public contract check (bdpd_jax.testing.check_engine):
+    shapes, observations within its variables, recorded columns, one program for every params
+    value, vmap equal to a loop, a stock never negative."""
+    check_engine(name)

@@ -84,12 +84,17 @@ def test_the_lazy_names_resolve(name: str) -> None:
     assert getattr(bdpd_jax, name) is not None and name in dir(bdpd_jax)
 
 
-def test_prepare_is_callable_and_its_modules_importable() -> None:
+def test_prepare_is_exported_plainly_and_its_modules_importable() -> None:
+    import types
+
     import bdpd_jax
+    from bdpd_jax.prepare import prepare
     from bdpd_jax.prepare.game import build
 
-    prep = bdpd_jax.prepare(bdpd_jax.default_config())
+    assert type(bdpd_jax.prepare) is types.ModuleType  # a plain package: no class swapped in
+    assert bdpd_jax.prepare.prepare is prepare is bdpd_jax.lab.prepare
+    prep = prepare(bdpd_jax.default_config())
     assert isinstance(prep, bdpd_jax.PreparedRun) and callable(build)
-    assert bdpd_jax.prepare(bdpd_jax.default_config()) is prep  # the same content: prepared once
+    assert bdpd_jax.lab.prepare(bdpd_jax.default_config()) is prep  # the same content: prepared once
     with pytest.raises(AttributeError):
         bdpd_jax.no_such_name  # noqa: B018

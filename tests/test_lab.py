@@ -23,7 +23,7 @@ def _cfg(regen: float) -> dict:
 
 
 def test_several_runs_in_one_program_equal_each_run_alone() -> None:
-    runs = [bdpd_jax.prepare(_cfg(r)) for r in (0.05, 0.3)]
+    runs = [bdpd_jax.lab.prepare(_cfg(r)) for r in (0.05, 0.3)]
     before = lab.TRACES["run"]
     both = lab.rollout(runs, 3, seed=7, history=True)
     assert lab.TRACES["run"] - before <= 1  # one program (none when already compiled)
@@ -39,20 +39,20 @@ def test_several_runs_in_one_program_equal_each_run_alone() -> None:
 
 def test_rollout_matches_simulate() -> None:
     cfg = _cfg(0.12)
-    out = lab.rollout(bdpd_jax.prepare(cfg), 4, seed=3)
+    out = lab.rollout(bdpd_jax.lab.prepare(cfg), 4, seed=3)
     res = bdpd_jax.simulate(cfg, n_arenas=4, seed=3, history=False)
     np.testing.assert_array_equal(np.asarray(out.state.turn), res.summary.turns_played.to_numpy())
     np.testing.assert_array_equal(np.asarray(out.state.wealth)[0], res.summary.wealth_0.to_numpy())
 
 
 def test_prepare_once_per_content_and_bad_runs_refused() -> None:
-    a = bdpd_jax.prepare(_cfg(0.2))
-    assert bdpd_jax.prepare(copy.deepcopy(_cfg(0.2))) is a and a.params_for(6) is a.params
+    a = bdpd_jax.lab.prepare(_cfg(0.2))
+    assert bdpd_jax.lab.prepare(copy.deepcopy(_cfg(0.2))) is a and a.params_for(6) is a.params
     assert int(a.params_for(9).max_turns) == 9 and int(a.params.max_turns) == 6
     other = copy.deepcopy(_cfg(0.2))
     other["players"] = other["players"][:3] + [{"strategy": "idle"}]
     with pytest.raises(ValueError, match="share one Game"):
-        lab.rollout([a, bdpd_jax.prepare(other)], 2)
+        lab.rollout([a, bdpd_jax.lab.prepare(other)], 2)
     with pytest.raises(ValueError, match="n_arenas"):
         lab.batch_params(a, 0)
     with pytest.raises(ValueError, match="runs"):

@@ -1,40 +1,42 @@
-"""The registry contract (issue 15 item 7): every registered pact term type and perturbation
-type, read from the registries when the test runs (a type registered later is covered with
-no edit here), has what the rest of the package reads and works end to end:
+"""The registry contract (issue 15 item 7; issue 36: the public checks of ``bdpd_jax.testing``):
+every registered pact term type, perturbation type, plugin type and player kind, read from the
+registries when the test runs (a type registered later is covered with no edit here), has what
+the rest of the package reads and works end to end:
 
 - a term type: a checker (limit), fields with bounds that the kernel, the config, the tools
   and their JSON schema all apply alike, a detail string, a round trip through the config and
   the slot's stored numbers, and violation and sanction rows in a tiny ``simulate`` batch;
 - a perturbation type: an effect (``apply``), a field map (engine field, target kind, label), a
   config model with an example payload that round-trips through the config, and one row per
-  firing in a tiny ``simulate`` batch.
+  firing in a tiny ``simulate`` batch;
+- a plugin type: its kernel part and config model, an example that prepares, array params;
+- a player kind: its declared properties, a join of its example, its time cap, its agent.
 """
 
 from __future__ import annotations
 
 import copy
-import math
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 from payloads import SEED_LOGISTIC
 
 import bdpd_jax
 from bdpd_jax.config.base import wire_names
-from bdpd_jax.config.game import ArenaConfig, ModelConfig
-from bdpd_jax.config.perturbations import ARENA_SPECS, SPEC_TYPES, ArenaSpec
-from bdpd_jax.config.terms import detail, numbers, parse_terms, slot_terms, terms_schema
+from bdpd_jax.config.game import ModelConfig
+from bdpd_jax.config.perturbations import ARENA_SPECS, SPEC_TYPES
+from bdpd_jax.config.terms import parse_terms, terms_schema
+from bdpd_jax.host.live.operator import Operator
 from bdpd_jax.host.live.registry import PactRegistry
-from bdpd_jax.host.live.tools import tool_schemas, validate_action
+from bdpd_jax.host.live.tools import tool_schemas
+from bdpd_jax.host.player_kinds import PLAYER_KINDS
 from bdpd_jax.kernels import pacts as P
 from bdpd_jax.kernels import perturb as pk
+from bdpd_jax.kernels import plugins as K
 from bdpd_jax.kernels.engines import ENGINES
 from bdpd_jax.kernels.governance import NAME as GOV
-from bdpd_jax.kernels.perturb_registry import View
-from bdpd_jax.prepare.game import build
 from bdpd_jax.results import decode
+from bdpd_jax.testing import check_perturbation_type, check_player_kind, check_plugin, check_term_type
 
 PLAYERS = [
     {"strategy": "aggressive", "intensity": 0.9, "privateResource": 10, "name": "a"},
@@ -61,69 +63,18 @@ def _tight_terms(name: str) -> dict:
     return out
 
 
-@jax.jit
-def _propose(table, term, mh, tol):
-    """Party 0 proposes to parties 0 and 1 at turn 1 (one program for every type's numbers)."""
-    return P.propose(table, 0, jnp.asarray([True, True, False]), term, mh, tol, 1)
-
-
-def _bad_value(f: P.TermField) -> float:
-    return f.minimum if f.exclusive else f.minimum - 1.0
-
-
 # -- term types ---------------------------------------------------------------------------------
-def test_every_term_type_has_a_checker_fields_schema_and_detail():
+@pytest.mark.parametrize("name", P.term_names())
+def test_every_term_type_passes_the_public_contract_check(name):
+    """A checker, fields whose bounds the kernel, config, tools and schema apply alike, a detail
+    string, and a round trip through the config and the stored numbers (bdpd_jax.testing)."""
+    check_term_type(name)
+
+
+def test_the_tool_schema_lists_every_term_type():
     schema = terms_schema()
     tool_terms = tool_schemas()[3]["function"]["parameters"]["properties"]["terms"]
     assert schema["properties"]["type"]["enum"] == list(P.term_names()) == tool_terms["properties"]["type"]["enum"]
-    for code, name in enumerate(P.term_names()):
-        tt = P.term_type(name)
-        assert (tt.name, P.term_code(name), P.term_type(code)) == (name, code, tt)
-        assert callable(tt.limit) and tt.detail and tt.description, name
-        assert {f.number for f in tt.fields} <= set(P.NUMBERS) and len({f.name for f in tt.fields}) == len(tt.fields)
-        # the checker gives one limit per slot, finite on a table of this type
-        table = _propose(P.empty(3, 3), code, *map(jnp.float32, numbers(parse_terms(_tight_terms(name)))))[0]
-        lim = np.broadcast_to(np.asarray(tt.limit(table, P.TurnContext(group_mean=jnp.float32(1.0)))), (3,))
-        assert np.isfinite(lim[0]), name
-        # the detail string formats with the three numbers
-        text = detail(name, 2.0, 1.0, 0.5)
-        assert isinstance(text, str) and text and "{" not in text, name
-        for f in tt.fields:
-            assert f.name in schema["properties"] and f.name in tool_terms["properties"], (name, f.name)
-            bound = schema["properties"][f.name]
-            assert bound.get("exclusiveMinimum" if f.exclusive else "minimum") == f.minimum, (name, f.name)
-
-
-def test_every_term_types_bounds_are_one_rule_in_the_kernel_config_and_tools():
-    for code, name in enumerate(P.term_names()):
-        good = _tight_terms(name)
-        assert parse_terms(good) == {k: (float(v) if k != "type" else v) for k, v in good.items()}
-        assert validate_action({"tool": "propose_pact", "parties": ["a"], "terms": good})["terms"] == parse_terms(good)
-        assert bool(P.valid_terms(jnp.int32(code), *map(jnp.float32, numbers(parse_terms(good)))))
-        for f in P.term_type(name).fields:
-            bad = {**good, f.name: _bad_value(f)}
-            with pytest.raises(ValueError, match=f"terms.{f.name}"):
-                parse_terms(bad)
-            with pytest.raises(ValueError, match=f"terms.{f.name}"):
-                validate_action({"tool": "propose_pact", "parties": ["a"], "terms": bad})
-            with pytest.raises(ValueError, match=f"(?s)pacts.*terms.{f.name}"):
-                ArenaConfig.model_validate(_cfg(pacts=[{"parties": ["a", "b"], "terms": bad}]))
-            # the kernel refuses the same numbers: the proposal is not stored, and counted
-            mh, tol = numbers(parse_terms(good) | {f.name: _bad_value(f)})
-            table, slot = _propose(P.empty(3, 3), code, jnp.float32(mh), jnp.float32(tol))
-            assert int(slot) == -1 and int(table.invalid) == 1, (name, f.name)
-        with pytest.raises(ValueError, match="terms.nope"):
-            parse_terms({**good, "nope": 1.0})
-
-
-def test_every_term_type_round_trips_through_the_config_and_the_stored_numbers():
-    for name in P.term_names():
-        terms = parse_terms(_tight_terms(name))
-        cfg = ArenaConfig.model_validate(_cfg(pacts=[{"parties": ["a", "b"], "terms": terms}]))
-        again = ArenaConfig.model_validate(cfg.model_dump(mode="json"))
-        assert again.model_dump(mode="json") == cfg.model_dump(mode="json")
-        mh, tol = numbers(terms)
-        assert slot_terms(P.term_code(name), {"max_harvest": mh, "tolerance": tol}) == terms
 
 
 def test_every_term_type_gives_live_violations_with_detail_strings():
@@ -201,38 +152,27 @@ def test_every_term_type_runs_in_a_batch_with_violation_and_sanction_rows(logist
 
 
 # -- perturbation types -------------------------------------------------------------------------
-def test_every_perturbation_type_has_an_effect_a_field_map_and_a_config_model():
+@pytest.mark.parametrize("name", pk.type_names())
+def test_every_perturbation_type_passes_the_public_contract_check(name):
+    """An effect, a field map, a config model with an example that round-trips to a slot of its
+    code, a bad payload refused by field (bdpd_jax.testing.check_perturbation_type)."""
+    check_perturbation_type(name)
+
+
+def test_the_kernel_and_config_registries_hold_the_same_perturbation_types():
     assert set(pk.type_names()) == set(ARENA_SPECS) <= set(SPEC_TYPES)
-    view_fields = set(View._fields)
-    for code, name in enumerate(pk.type_names()):
-        pt = pk.perturbation_type(name)
-        assert (pt.name, pk.type_code(name), pk.perturbation_type(code)) == (name, code, pt)
-        assert callable(pt.apply) and pt.label and pt.description, name
-        assert pt.target in ("none", "player", "variable")
-        assert pt.requires is None or any(pt.requires in e.features for e in ENGINES.values()), name
-        spec = ARENA_SPECS[name]
-        assert issubclass(spec, ArenaSpec) and SPEC_TYPES[name] is spec
-        assert isinstance(spec.example, dict), f"{name}: its ArenaSpec needs an example payload"
-        layer = pk.PerturbLayer(types=(name,), n_slots=1)
-        assert layer.fields == (() if pt.engine_field is None else (pt.engine_field,))
-        if pt.engine_field is not None:  # the field map: every engine it applies to has the field
-            for e, eng in ENGINES.items():
-                if pk.supported(eng, name):
-                    game, params = build(ArenaConfig.model_validate(_cfg(e)))
-                    assert math.isfinite(float(game.engine.get_param(params.engine, pt.engine_field))), (name, e)
-        assert "engine" in view_fields and {"wealth", "strategy", "visible", "engine_state"} <= view_fields
 
 
-def test_every_perturbation_type_round_trips_through_the_config():
-    for name in pk.type_names():
-        cfg = ArenaConfig.model_validate(_cfg(_engine_for(name), perturbations=[_spec(name)]))
-        (spec,) = cfg.perturbations
-        assert type(spec) is ARENA_SPECS[name]
-        again = ArenaConfig.model_validate(cfg.model_dump(mode="json"))
-        assert again.model_dump(mode="json") == cfg.model_dump(mode="json")
-        assert spec.numbers(cfg, "p")["code"] == pk.type_code(name)
-        with pytest.raises(ValueError, match=r"perturbations\[0\]"):
-            ArenaConfig.model_validate(_cfg(_engine_for(name), perturbations=[{**_spec(name), "payload": {"nope": 1}}]))
+# -- plugins and player kinds -------------------------------------------------------------------
+@pytest.mark.parametrize("name", K.plugin_names())
+def test_every_plugin_type_passes_the_public_contract_check(name):
+    check_plugin(name)
+
+
+@pytest.mark.parametrize("name", sorted(PLAYER_KINDS))
+def test_every_player_kind_passes_the_public_contract_check(name):
+    """Remote kinds are built, not asked (no endpoint here); the code kind asks a JS worker."""
+    check_player_kind(name, operator=Operator(llmBaseUrls=["http://127.0.0.1:8000/v1"]))
 
 
 def test_every_perturbation_type_fires_once_in_a_batch_with_a_results_row(logistic_run):

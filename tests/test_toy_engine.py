@@ -14,9 +14,9 @@ from fastapi.testclient import TestClient
 from pydantic import Field
 
 import bdpd_jax as bj
-from bdpd_jax.config.engines import ENGINE_CONFIGS, EngineConfig, register_engine
+from bdpd_jax.config.engines import EngineConfig, register_engine, unregister_engine
 from bdpd_jax.host.live.arena import Arena
-from bdpd_jax.kernels.engines import ENGINES, Engine
+from bdpd_jax.kernels.engines import Engine
 from bdpd_jax.kernels.params import farr
 from bdpd_jax.run.simulate import TRACES
 
@@ -86,8 +86,7 @@ class ConstantConfig(EngineConfig):
 def toy():
     eng = register_engine(ConstantRegrowth(), ConstantConfig)  # the one registration line
     yield eng
-    ENGINES.pop(eng.name)
-    ENGINE_CONFIGS.pop(eng.name)
+    unregister_engine(eng.name)
 
 
 def config(**model) -> dict:

@@ -9,7 +9,7 @@ with the config's spec registry and compiles specs into slots; a type added late
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, get_args
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
@@ -18,6 +18,7 @@ from ..kernels.engines import ENGINES
 from ..kernels.params import OBS_VARS as _OBS_VARS
 from ..kernels.params import OWN_VARS, PEER_VARS
 from ..kernels.policies import BUILTINS, Policy
+from ..kernels.registry import Registry
 from .base import ConfigModel
 from .limits import MAX_TURNS, Id
 from .policy_check import check_policy_fields
@@ -195,8 +196,14 @@ class ArenaSpec(ConfigModel):
         out.update(self.payload_numbers(config, where, policies))
         return out
 
+    #: the payload field stored as the slot's ``value`` when that is all the type stores
+    value_field: ClassVar[str | None] = None
+
     def payload_numbers(self, config, where, policies) -> dict:
-        raise NotImplementedError
+        """The payload's slot numbers; the default stores ``value_field`` as ``value``."""
+        if self.value_field is None:
+            raise NotImplementedError(f"{type(self).__name__}: define payload_numbers or value_field")
+        return {"value": getattr(self.payload, self.value_field)}
 
 
 class RegenShockSpec(ArenaSpec):
@@ -205,9 +212,7 @@ class RegenShockSpec(ArenaSpec):
     type: Literal["regen_shock"]
     example: ClassVar[dict[str, Any]] = {"factor": 0.5}
     payload: FactorPayload
-
-    def payload_numbers(self, config, where, policies):
-        return {"value": self.payload.factor}
+    value_field: ClassVar[str | None] = "factor"
 
 
 class RegenSetSpec(ArenaSpec):
@@ -216,9 +221,7 @@ class RegenSetSpec(ArenaSpec):
     type: Literal["regen_set"]
     example: ClassVar[dict[str, Any]] = {"value": 0.1}
     payload: RegenSetPayload
-
-    def payload_numbers(self, config, where, policies):
-        return {"value": self.payload.value}
+    value_field: ClassVar[str | None] = "value"
 
 
 class CommonsShockSpec(ArenaSpec):
@@ -227,9 +230,7 @@ class CommonsShockSpec(ArenaSpec):
     type: Literal["commons_shock"]
     example: ClassVar[dict[str, Any]] = {"amount": -5.0}
     payload: CommonsPayload
-
-    def payload_numbers(self, config, where, policies):
-        return {"value": self.payload.amount}
+    value_field: ClassVar[str | None] = "amount"
 
 
 class CapacityShockSpec(ArenaSpec):
@@ -238,9 +239,7 @@ class CapacityShockSpec(ArenaSpec):
     type: Literal["capacity_shock"]
     example: ClassVar[dict[str, Any]] = {"factor": 0.8}
     payload: FactorPayload
-
-    def payload_numbers(self, config, where, policies):
-        return {"value": self.payload.factor}
+    value_field: ClassVar[str | None] = "factor"
 
 
 class WealthShockSpec(ArenaSpec):
@@ -307,13 +306,17 @@ class ThresholdShiftSpec(ArenaSpec):
         return {"value": p.delta if p.delta is not None else p.value, "mode": 0 if p.delta is not None else 1}
 
 
-ARENA_SPECS: dict[str, type[ArenaSpec]] = {
-    "regen_shock": RegenShockSpec,
-    "regen_set": RegenSetSpec,
-    "commons_shock": CommonsShockSpec,
-    "capacity_shock": CapacityShockSpec,
-    "wealth_shock": WealthShockSpec,
-    "strategy_override": StrategyOverrideSpec,
-    "observability_flip": ObservabilityFlipSpec,
-    "threshold_shift": ThresholdShiftSpec,
-}
+#: the config side of the perturbation type registry (kernels/registry.py): a Table A.1 type's
+#: spec model; bdpd_jax.config.perturbations.register_perturbation fills it with the kernel side
+ARENA_SPECS: Registry[type[ArenaSpec]] = Registry("type", "perturbation type")
+for _spec in (
+    RegenShockSpec,
+    RegenSetSpec,
+    CommonsShockSpec,
+    CapacityShockSpec,
+    WealthShockSpec,
+    StrategyOverrideSpec,
+    ObservabilityFlipSpec,
+    ThresholdShiftSpec,
+):
+    ARENA_SPECS.register(get_args(_spec.model_fields["type"].annotation)[0], _spec)

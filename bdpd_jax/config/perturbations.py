@@ -22,6 +22,7 @@ from ..kernels import pacts as _pacts
 from ..kernels.perturb_registry import Apply
 from ..kernels.perturb_registry import register_perturbation as register_kernel
 from ..kernels.perturb_registry import unregister_perturbation as unregister_kernel
+from ..kernels.registry import Registry
 from .base import ConfigModel
 from .limits import MAX_LADDER, Id, Text
 from .perturbation_types import (  # noqa: F401 (re-exported: the Table A.1 models are specs too)
@@ -53,13 +54,13 @@ from .perturbation_types import (  # noqa: F401 (re-exported: the Table A.1 mode
 # cycle (tests/test_architecture.py forbids them, type-checking imports included)
 Config = Any
 
-SPEC_TYPES: dict[str, type[BaseModel]] = {}
+#: every perturbation spec model by ``type`` (sanctions and Table A.1 types): what the config parses
+SPEC_TYPES: Registry[type[BaseModel]] = Registry("type", "perturbation type")
 
 
 def register_spec(type_name: str, model: type[BaseModel]) -> type[BaseModel]:
     """Register the pydantic model of a perturbation ``type``."""
-    SPEC_TYPES[type_name] = model
-    return model
+    return SPEC_TYPES.register(type_name, model)
 
 
 class PactViolationTrigger(ConfigModel):
@@ -176,9 +177,8 @@ def register_perturbation(name: str, apply: Apply, spec: type[ArenaSpec], **kern
     if name in SPEC_TYPES:
         raise ValueError(f"type: perturbation type {name!r} is already registered")
     register_kernel(name, apply, **kernel)
-    ARENA_SPECS[name] = spec
     register_spec(name, spec)
-    return spec
+    return ARENA_SPECS.register(name, spec)
 
 
 def unregister_perturbation(name: str) -> None:
@@ -186,8 +186,9 @@ def unregister_perturbation(name: str) -> None:
     must leave the registries as they found them)."""
     if name not in ARENA_SPECS:
         raise ValueError(f"type: {name!r} is not a registered perturbation type")
+    for registry in (ARENA_SPECS, SPEC_TYPES):
+        registry.unregister(name)
     unregister_kernel(name)
-    del ARENA_SPECS[name], SPEC_TYPES[name]
 
 
 def check_perturbations(config: Config) -> None:

@@ -10,7 +10,7 @@ Built in: ``voluntary_sanction`` (kernels/voluntary_sanction.py) and ``governanc
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import jax.numpy as jnp
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -21,13 +21,15 @@ from ..kernels import voluntary_sanction as V
 from ..kernels.engines import ENGINES
 from ..kernels.params import farr
 from ..kernels.perturb_registry import supported
+from ..kernels.registry import Registry
 from .limits import MAX_LADDER_SCALE, MAX_TURNS, Id
 
 # an ArenaConfig: config/game.py imports this module, so naming the class here would be an import
 # cycle (tests/test_architecture.py forbids them, type-checking imports included)
 Config = Any
 
-PLUGIN_SPECS: dict[str, type[PluginSpec]] = {}
+#: the config side of the plugin type registry (kernels/registry.py; kernel side: kernels.plugins.PLUGINS)
+PLUGIN_SPECS: Registry[type[PluginSpec]] = Registry("type", "plugin type")
 
 
 def register_plugin(
@@ -53,14 +55,14 @@ def register_plugin(
         begin=begin,
         reserves_pact=reserves_pact,
     )
-    PLUGIN_SPECS[name] = spec
-    return spec
+    return PLUGIN_SPECS.register(name, spec)
 
 
 class PluginSpec(BaseModel):
     """Common part of a plugin spec; ``check`` runs when the players are known."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    example: ClassVar[dict[str, Any]] = {}  # its params in a valid spec (docs; bdpd_jax.testing runs it)
     id: Id
     type: Id
 
@@ -93,6 +95,7 @@ class VoluntarySanctionSpec(PluginSpec):
     ``{"if_richer_than": w}``)."""
 
     type: Literal["voluntary_sanction"]
+    example: ClassVar[dict[str, Any]] = {"cost": 0.1, "fine": 1.0, "sanctioner": "reciprocal"}
     cost: float = Field(ge=0)
     fine: float = Field(ge=0)
     sanctioner: Rule | list[Rule] = "always"

@@ -8,15 +8,19 @@ seed's interface (``step``, ``stepOne``, ``checkEnd``, ``extraObservations``) ma
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
 
+from ..registry import Registry
 
-class Engine:
-    """A resource model written for one arena. Stateless: state and params are passed in."""
+
+class Engine(abc.ABC):
+    """A resource model written for one arena. Stateless: state and params are passed in.
+    The abstract methods are what an engine must define; the rest have defaults."""
 
     name: ClassVar[str]
     #: observation variables this engine produces (subset of params.ENV_VARS).
@@ -47,20 +51,24 @@ class Engine:
         """Whether this engine has a collapse die (a declared feature)."""
         return "die" in self.features
 
+    @abc.abstractmethod
     def params_from_model(self, model: Any) -> Any:
         """Build this engine's params pytree from the validated ``model`` config block (or the
         engine's own config model), read by the engine model's snake_case attribute names
         (``model.regen_rate``): the host's config model already applied every default and bound."""
         raise NotImplementedError
 
+    @abc.abstractmethod
     def init(self, params: Any) -> Any:
         """Initial engine state."""
         raise NotImplementedError
 
+    @abc.abstractmethod
     def stock(self, state: Any) -> jax.Array:
         """The harvestable commons stock (float[])."""
         raise NotImplementedError
 
+    @abc.abstractmethod
     def step_one(
         self, state: Any, demand: jax.Array, u: jax.Array, params: Any
     ) -> tuple[Any, jax.Array, jax.Array, jax.Array]:
@@ -71,6 +79,7 @@ class Engine:
         """
         raise NotImplementedError
 
+    @abc.abstractmethod
     def step(self, state: Any, params: Any) -> tuple[Any, jax.Array]:
         """Advance the dynamics one turn; returns ``(state, regen)`` with regen in stock units."""
         raise NotImplementedError
@@ -100,14 +109,17 @@ class Engine:
         adds "the dynamics ran"; engines whose stock cannot regrow override it."""
         return jnp.ones((), bool)
 
+    @abc.abstractmethod
     def check_end(self, state: Any, params: Any) -> jax.Array:
         """True when the commons has collapsed (bool[])."""
         raise NotImplementedError
 
+    @abc.abstractmethod
     def reference(self, state: Any, params: Any) -> jax.Array:
         """The stock level ratios are measured against (K, or R0 where there is no K)."""
         raise NotImplementedError
 
+    @abc.abstractmethod
     def extra_observations(self, state: Any, params: Any) -> dict[str, jax.Array]:
         """Values of this engine's observation variables (name -> float[])."""
         raise NotImplementedError
@@ -159,17 +171,16 @@ def capped_stock_observations(stock: jax.Array, params: Any) -> dict[str, jax.Ar
     }
 
 
-ENGINES: dict[str, Engine] = {}
+#: the kernel side of the engine registry (the config side: bdpd_jax.config.engines.ENGINE_CONFIGS)
+ENGINES: Registry[Engine] = Registry("engineMode", "engine")
 
 
 def register(engine: Engine) -> Engine:
-    """Register an engine instance under its name (the config's ``engineMode``)."""
-    ENGINES[engine.name] = engine
-    return engine
+    """Register an engine instance under its name (the config's ``engineMode``); registering a
+    name again replaces its engine (a test's toy engine defined twice)."""
+    return ENGINES.register(engine.name, engine, replace=True)
 
 
 def get_engine(name: str) -> Engine:
-    try:
-        return ENGINES[name]
-    except KeyError:
-        raise ValueError(f"engineMode: unknown engine {name!r}; known: {sorted(ENGINES)}") from None
+    """The engine registered as ``name`` (read now); ValueError naming engineMode and the known."""
+    return ENGINES.get_entry(name)

@@ -23,6 +23,7 @@ from bdpd_jax.host.live.tools import tool_schemas
 from bdpd_jax.host.server import create_app
 from bdpd_jax.kernels import pacts as P
 from bdpd_jax.kernels import perturb as pk
+from bdpd_jax.testing import check_perturbation_type, check_term_type
 
 EPS = 1e-6
 
@@ -47,9 +48,7 @@ class StockSetSpec(ArenaSpec):
     type: Literal["stock_set"]
     example: ClassVar[dict[str, Any]] = {"level": 50.0}
     payload: _Level
-
-    def payload_numbers(self, config, where, policies):
-        return {"value": self.payload.level}
+    value_field: ClassVar[str | None] = "level"  # stored as the slot's value
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -184,13 +183,8 @@ def test_an_arena_uses_both_new_types_over_the_api(client):
 
 
 def test_the_registry_contract_holds_for_the_types_registered_here():
-    """The contract tests (tests/test_registry_contract.py) read the registries when they run,
-    so with this module's types registered they cover them too (the cheap ones here)."""
-    import test_registry_contract as contract
-
+    """The public contract checks (bdpd_jax.testing, which tests/test_registry_contract.py runs
+    over every registered type) pass for the types registered here."""
     assert "per_player_quota" in P.term_names() and "stock_set" in pk.type_names()
-    contract.test_every_term_type_has_a_checker_fields_schema_and_detail()
-    contract.test_every_term_types_bounds_are_one_rule_in_the_kernel_config_and_tools()
-    contract.test_every_term_type_round_trips_through_the_config_and_the_stored_numbers()
-    contract.test_every_perturbation_type_has_an_effect_a_field_map_and_a_config_model()
-    contract.test_every_perturbation_type_round_trips_through_the_config()
+    check_term_type("per_player_quota")
+    check_perturbation_type("stock_set")

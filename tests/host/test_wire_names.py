@@ -68,7 +68,7 @@ def test_camel_case_requests_give_camel_case_responses(client):
     assert {"arenaId", "engineMode", "maxTurns", "tick"} <= set(ticked)
     view = client.get(f"/api/arenas/{aid}/owner", headers=owner).json()
     assert {"arenaId", "engineMode", "maxTurns", "stockLabel", "lastTick"} <= set(view)
-    assert view["players"][-1] == {"playerId": "late", "agentType": "builtin"}
+    assert view["players"][-1] == {"playerId": "late", "agentType": "builtin", "kindLabel": "built-in"}
     assert not any("_" in k for k in (*created, *joined.json(), *started.json(), *view))
     summary = client.post(f"/api/arenas/{aid}/close", headers=owner).json()
     assert {"arenaId", "turnsPlayed"} <= set(summary) and "turns_played" not in summary
@@ -128,7 +128,7 @@ WIRE_BEFORE: dict[str, str] = {
     "PerturbSpec": "id type trigger payload",
     "Perturb": "specId spec",
     "Fired": "turn spec type target value",
-    "PlayerRow": "playerId agentType",
+    "PlayerRow": "playerId agentType kindLabel",  # issue 36: the kind's label
     "PublicView": _VIEW,
     "OwnerView": _VIEW + " stock collapsed meta lastTick pacts messages",
     "ArenaList": "arenas",
@@ -147,7 +147,7 @@ WIRE_BEFORE: dict[str, str] = {
     "TickModeView": "tickMode tickIntervalMs",
     "PerturbationType": "type description example payloadSchema supported",
     "PerturbationTypes": "types",
-    "DashboardPlayer": "playerId agentType strategy",
+    "DashboardPlayer": "playerId agentType kindLabel strategy",  # issue 36
     "DashboardTables": "players messages pacts perturbations sanctions tickMode tickIntervalMs spectatorPrivateText",
     "LivePlayerConfig": "agentType displayName privateResource activeFrom strategy intensity reductionFactor talk "
     "strategyCode "

@@ -16,6 +16,7 @@ from .base import (
     engine_config_model,
     register_engine,
     register_engine_config,
+    unregister_engine,
 )
 
 __all__ = [
@@ -25,4 +26,5 @@ __all__ = [
     "engine_config_model",
     "register_engine",
     "register_engine_config",
+    "unregister_engine",
 ]

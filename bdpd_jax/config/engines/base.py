@@ -14,7 +14,8 @@ from typing import Any
 
 from pydantic import ConfigDict
 
-from ...kernels.engines import Engine, register
+from ...kernels.engines import ENGINES, Engine, register
+from ...kernels.registry import Registry
 from ..base import ConfigModel
 
 #: what every engine config model starts from: unknown keys rejected, finite numbers only
@@ -31,14 +32,14 @@ class EngineConfig(ConfigModel):
         """Raise ValueError when this engine part cannot run with ``players`` (PlayerConfig list)."""
 
 
-#: config model per engine name (the config's ``engineMode``)
-ENGINE_CONFIGS: dict[str, type[EngineConfig]] = {}
+#: config model per engine name (the config's ``engineMode``): the config side of the engine
+#: registry (kernels/registry.py); the kernel side is kernels.engines.ENGINES
+ENGINE_CONFIGS: Registry[type[EngineConfig]] = Registry("model.engineMode", "engine config model")
 
 
 def register_engine_config(name: str, model: type[EngineConfig]) -> type[EngineConfig]:
-    """Register ``model`` as the config model of engine ``name``."""
-    ENGINE_CONFIGS[name] = model
-    return model
+    """Register ``model`` as the config model of engine ``name`` (again: replaced)."""
+    return ENGINE_CONFIGS.register(name, model, replace=True)
 
 
 def register_engine(engine: Engine, model: type[EngineConfig]) -> Engine:
@@ -48,16 +49,16 @@ def register_engine(engine: Engine, model: type[EngineConfig]) -> Engine:
     return engine
 
 
+def unregister_engine(name: str) -> None:
+    """Undo :func:`register_engine` for the last registered engine (tests that must leave the
+    registries as they found them)."""
+    ENGINE_CONFIGS.unregister(name)
+    ENGINES.unregister(name)
+
+
 def engine_config_model(name: str) -> type[EngineConfig]:
     """The config model of engine ``name`` (the registry read now); ValueError naming the field."""
-    try:
-        return ENGINE_CONFIGS[name]
-    except (KeyError, TypeError):  # TypeError: a client's unhashable value
-        shown = repr(name)
-        shown = shown if len(shown) <= 80 else shown[:77] + "..."
-        raise ValueError(
-            f"model.engineMode: engine {shown} has no config model; known: {sorted(ENGINE_CONFIGS)}"
-        ) from None
+    return ENGINE_CONFIGS.get_entry(name)
 
 
 __all__ = [
@@ -67,4 +68,5 @@ __all__ = [
     "engine_config_model",
     "register_engine",
     "register_engine_config",
+    "unregister_engine",
 ]

@@ -10,6 +10,7 @@ from bdpd_jax.config.game import PlayerConfig
 from bdpd_jax.host.agents.base import AgentResult, fallback_harvest
 from bdpd_jax.host.agents.http import make_client
 from bdpd_jax.host.live.players import LivePlayerConfig
+from bdpd_jax.host.player_kinds import PlayerKind
 
 T = TypeVar("T")
 
@@ -33,18 +34,18 @@ def own_client(specs: list[LivePlayerConfig], n_players: int):
     """A new HTTP client for an arena of ``n_players`` when some of ``specs`` calls out (HTTP /
     LLM), else None. One small pool per arena: httpcore scans its whole pool for every request,
     so one client shared by hundreds of players costs O(players^2) per turn."""
-    if not any(s.agent_type in ("http", "llm") for s in specs):
+    if not any(s.player_kind.remote for s in specs):
         return None
     return make_client(max(8, 2 * n_players))
 
 
-async def ask_agent(agent, env: dict[str, Any], wealth: float, kind: str, pool: float | None = None) -> AgentResult:
-    """One external decision; an agent that raises still yields the fallback harvest.
-    ``pool``: the stock before the harvest, when the model's requests are whole units."""
+async def ask_agent(
+    agent, env: dict[str, Any], wealth: float, kind: PlayerKind, pool: float | None = None
+) -> AgentResult:
+    """One external decision, asked as its ``kind`` asks; an agent that raises still yields the
+    fallback harvest. ``pool``: the stock before the harvest, when the model's requests are whole units."""
     try:
-        if kind == "llm":
-            return await agent.decide(env, wealth, inbox=env.get("inbox"), pool=pool)
-        return await agent.decide(env, wealth)
+        return await kind.ask(agent, env, wealth, pool)
     except Exception as exc:  # noqa: BLE001 - a broken agent must never stall the turn
         return AgentResult(fallback_harvest(wealth), f"agent: {type(exc).__name__}: {exc}", [], 0.0, True)
 

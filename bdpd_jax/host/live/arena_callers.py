@@ -21,6 +21,7 @@ from bdpd_jax.host.live.dispatch import sanction_offered
 from bdpd_jax.host.live.governance_agent import Governor
 from bdpd_jax.host.live.operator import Operator
 from bdpd_jax.host.live.players import LivePlayerConfig, make_agent
+from bdpd_jax.host.player_kinds import AgentContext
 
 
 @dataclasses.dataclass(eq=False)
@@ -50,8 +51,7 @@ class ArenaCallers:
     def agent(self, spec: LivePlayerConfig) -> Any:
         """A player's agent (None for a builtin), on this client."""
         talk = self.config.discussion
-        return make_agent(
-            spec,
+        ctx = AgentContext(
             timeout_ms=float(self.config.agent_timeout),
             no_talk=self.no_talk,
             client=self.client,
@@ -63,6 +63,7 @@ class ArenaCallers:
             owner=self.owner,
             llm=self.llm,
         )
+        return make_agent(spec, ctx)
 
     async def aclose(self, agents: list[Any], governor: Governor | None) -> None:
         """Close ``agents`` (those that hold a client), the ``governor`` (None: none), then the

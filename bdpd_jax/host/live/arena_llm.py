@@ -32,6 +32,7 @@ from bdpd_jax.host.agents.llm_cache import ResponseCache
 from bdpd_jax.host.agents.llm_client import LLMCalls, TokenAccount, Usage
 from bdpd_jax.host.agents.llm_limits import limiter_for
 from bdpd_jax.host.live.operator import Operator
+from bdpd_jax.host.player_kinds import player_kind
 
 
 class ArenaRun(Protocol):
@@ -152,7 +153,7 @@ class ArenaLLM:
     def report(self, run: ArenaRun) -> dict[str, Any]:
         """What summary.json says of the LLM calls (nothing for an arena without LLM players
         whose governance agent never reported tokens)."""
-        if self.governor is None and not any(run.agent_kind(i) == "llm" for i in range(len(run.specs))):
+        if self.governor is None and not any(player_kind(run.agent_kind(i)).uses_llm for i in range(len(run.specs))):
             return {}
         out: dict[str, Any] = {"usage": self.recorded.wire()}
         if self.governor is not None:
@@ -168,7 +169,9 @@ class ArenaLLM:
         (nothing without LLM players). *Choice:* in meta.json, not the report: a replay makes
         no call, and its report is the folder's summary.json exactly."""
         acct = self.account
-        if not (acct.sent or acct.cached) and not any(run.agent_kind(i) == "llm" for i in range(len(run.specs))):
+        if not (acct.sent or acct.cached) and not any(
+            player_kind(run.agent_kind(i)).uses_llm for i in range(len(run.specs))
+        ):
             return {}  # (an LLM governance agent's calls count: they went through this account)
         return {"llmCalls": acct.calls()}
 

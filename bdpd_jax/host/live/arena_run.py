@@ -58,7 +58,7 @@ def utc_now() -> str:
 def shown_kind(spec: LivePlayerConfig, shown_kinds: dict[str, str]) -> str:
     """A player's agentType as records and summary.json show it (the original kind of a
     player that a replay plays from its log)."""
-    return shown_kinds.get(spec.player_id, spec.agent_type) if spec.agent_type == "scripted" else spec.agent_type
+    return shown_kinds.get(spec.player_id, spec.agent_type) if spec.player_kind.stands_in else spec.agent_type
 
 
 #: owner events between ticks, one line each, beside turns.jsonl (one line per turn)

@@ -207,7 +207,7 @@ class LockstepBatch:
                     r.agents[i],
                     envs[s.player_id],
                     float(wealth[i, b]),
-                    s.agent_type,
+                    s.player_kind,
                     pool=None if pool is None else float(pool[b]),
                 )
                 if self.waits:  # the owner's close or delete ends the wait (host/live/interrupt.py)

@@ -21,12 +21,10 @@ from typing import TYPE_CHECKING, Any
 from bdpd_jax.config.discussion import MAX_DISCUSSION_ROUNDS
 from bdpd_jax.host.agents.base import Utterance
 from bdpd_jax.host.live.interrupt import ConversationCut
+from bdpd_jax.host.player_kinds import player_kind
 
 if TYPE_CHECKING:
     from bdpd_jax.host.live.arena_run import ArenaRun
-
-#: agent kinds (as records show them) that speak in the discussion
-SPEAKING_KINDS: tuple[str, ...] = ("llm", "scripted")
 
 
 def speakers(run: ArenaRun) -> list[str]:
@@ -34,7 +32,7 @@ def speakers(run: ArenaRun) -> list[str]:
     return [
         name
         for i, name in enumerate(run.players)
-        if run.agent_kind(i) in SPEAKING_KINDS and hasattr(run.agents[i], "speak")
+        if player_kind(run.agent_kind(i)).speaks and hasattr(run.agents[i], "speak")
     ]
 
 
@@ -140,7 +138,6 @@ def last_discussion(records: Sequence[dict[str, Any]], turn: int) -> dict[str, A
 
 __all__ = [
     "MAX_DISCUSSION_ROUNDS",
-    "SPEAKING_KINDS",
     "discuss",
     "first_speaker",
     "last_discussion",

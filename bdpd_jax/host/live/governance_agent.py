@@ -45,6 +45,7 @@ from bdpd_jax.host.live.players import (
 )
 from bdpd_jax.host.live.registry import num
 from bdpd_jax.host.live.sync_loop import Offload, inline
+from bdpd_jax.host.player_kinds import PlayerKind, player_kind
 from bdpd_jax.kernels.governance_agent import GovAction, set_pending, valid
 from bdpd_jax.kernels.plugins import NAME
 
@@ -86,8 +87,9 @@ class GovernorSpec(ConfigModel):
         return self
 
     @property
-    def agent_type(self) -> str:  # the players' field name the operator's checks read
-        return self.kind
+    def player_kind(self) -> PlayerKind:
+        """The player kind of the same name: its operator checks and time cap apply alike."""
+        return player_kind(self.kind)
 
     def public(self) -> dict[str, Any]:
         """meta.json's form: URLs redacted, no script (replay takes the actions from the log)."""
@@ -340,7 +342,7 @@ class Governor:
     @property
     def waits(self) -> bool:
         """Whether asking the agent can wait (HTTP, LLM); a scripted one answers at once."""
-        return self.spec.kind != "scripted"
+        return self.spec.player_kind.waits
 
     async def aclose(self) -> None:
         if self._own_client is not None:

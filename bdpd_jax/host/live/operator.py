@@ -198,13 +198,18 @@ class Operator(ConfigModel):
             raise ValueError(f"operator: {str(path)!r}: {line}{more}") from None
 
     def check_player(self, spec) -> None:
-        """Refuse a joining player that picks what only the operator may (ValueError)."""
-        if spec.agent_type == "http" and self.http_urls is not None and not url_allowed(spec.url, self.http_urls):
-            raise ValueError(f"url: {redact_url(spec.url)!r} is not among the operator's allowed HTTP endpoints")
-        if spec.agent_type != "llm":
-            if spec.credential is not None:
-                raise ValueError(f"credential: only LLM players use credentials, got {spec.credential!r}")
-            return
+        """Refuse a joining player (or governance agent) that picks what only the operator may
+        (ValueError): its kind's rule (``spec.player_kind``, a PlayerKind: check_operator)."""
+        spec.player_kind.check_operator(spec, self)
+
+    def check_http_url(self, url: str | None) -> None:
+        """Refuse an HTTP agent's ``url`` outside the operator's allowed endpoints (when listed)."""
+        if self.http_urls is not None and not url_allowed(str(url), self.http_urls):
+            raise ValueError(f"url: {redact_url(str(url))!r} is not among the operator's allowed HTTP endpoints")
+
+    def check_llm_choice(self, spec) -> None:
+        """Refuse an LLM player's (or governance agent's) credential, endpoint or model the
+        operator does not offer (ValueError naming the field)."""
         if spec.credential is not None:
             cred = self.credentials.get(spec.credential)
             if cred is None:

@@ -27,6 +27,7 @@ from bdpd_jax.host.live.arena_run import EVENTS_FILE
 from bdpd_jax.host.live.persist import read_jsonl
 from bdpd_jax.host.live.players import LivePlayerConfig
 from bdpd_jax.host.live.records import AGENT_RECORD_KEYS
+from bdpd_jax.host.player_kinds import player_kind
 
 # -- meta.json read back ------------------------------------------------------------
 # An arena folder's ``meta.json`` read back: bounded and validated by a model, never trusted.
@@ -189,10 +190,10 @@ def replay(
         llm_cache=meta.get("llmCache"),
         token_budget=meta.get("tokenBudget"),
         governance_agent=_governor(meta, records),
-        agent_kinds={p["name"]: p["agentType"] for p in meta["players"] if p.get("agentType", "builtin") != "builtin"},
+        agent_kinds={p["name"]: p["agentType"] for p in meta["players"] if _external(p)},
     )
     for p in meta["players"]:
-        if p.get("agentType", "builtin") == "builtin":
+        if not _external(p):
             arena.join(LivePlayerConfig.model_validate(p))
             continue
         script = [
@@ -285,8 +286,13 @@ def _governor(meta: dict[str, Any], records: list[dict[str, Any]]) -> dict[str, 
     }
 
 
+def _external(player: dict[str, Any]) -> bool:
+    """Whether a logged player (meta.json) was decided outside the kernel (its kind's property)."""
+    return player_kind(player.get("agentType", "builtin")).external
+
+
 def _resume(arena: Arena, dir: Path, meta: dict[str, Any], resume: dict[str, Any], governance_agent=None) -> None:
-    external = [p["name"] for p in meta["players"] if p.get("agentType", "builtin") != "builtin"]
+    external = [p["name"] for p in meta["players"] if _external(p)]
     missing = sorted(set(external) - set(resume))
     extra = sorted(set(resume) - set(external))
     if missing or extra:

@@ -127,9 +127,9 @@ class Workers:
 
     def gate(self, arena: Arena):
         """What a sync call of ``arena`` in a worker holds: a ``cpu`` slot, except the calls of
-        an arena with HTTP / LLM players (join, start, perturb: no kernel-bound tick)."""
-        waits = any(s.agent_type in ("http", "llm") for s in arena.specs)
-        return nullcontext() if waits else self.cpu
+        an arena that waits for its players (``Arena.waits``, the one rule: its ticks run on the
+        loop, so join, start and perturb are no kernel-bound tick)."""
+        return nullcontext() if arena.waits else self.cpu
 
     async def offload(self, fn: Callable[..., Any], *args: Any) -> Any:
         """``fn(*args)`` in a worker thread under a ``cpu`` slot, awaited from the server's loop:

@@ -170,6 +170,7 @@ class Fired(ConfigModel):
 class PlayerRow(ConfigModel):
     player_id: str
     agent_type: str
+    kind_label: str = ""  # what the dashboard shows for its kind (PlayerKind.label)
 
 
 class PublicView(ConfigModel):
@@ -314,7 +315,8 @@ class PerturbationTypes(ConfigModel):
 class DashboardPlayer(ConfigModel):
     player_id: str
     agent_type: str
-    strategy: str | None = None
+    kind_label: str = ""  # what the dashboard shows for its kind (PlayerKind.label)
+    strategy: str | None = None  # a kernel-decided player's built-in
 
 
 class DashboardTables(ConfigModel):

@@ -30,6 +30,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from bdpd_jax.host.live.arena import Arena
+from bdpd_jax.host.player_kinds import player_kind
 from bdpd_jax.kernels.engines import ENGINES
 
 #: message scopes every player receives
@@ -126,7 +127,7 @@ def public_view(a: Arena) -> dict[str, Any]:
         "status": a.status,
         "turn": a.turn,
         "maxTurns": int(a.max_turns or a.turns or a.config.model.max_turns),
-        "players": [{"playerId": s.name, "agentType": s.agent_type} for s in a.specs],
+        "players": [{"playerId": s.name, "agentType": s.agent_type, "kindLabel": s.player_kind.label} for s in a.specs],
     }
 
 
@@ -227,7 +228,9 @@ def public_meta_view(meta: dict[str, Any], status: str, turn: int | None = None)
         "turn": int(turn if turn is not None else meta.get("turnsPlayed") or 0),
         "maxTurns": int(meta.get("maxTurns") or meta.get("turns") or model.get("maxTurns") or 0),
         "players": [
-            {"playerId": p.get("name"), "agentType": p.get("agentType", "builtin")} for p in meta.get("players", [])
+            {"playerId": p.get("name"), "agentType": kind, "kindLabel": player_kind(kind).label}
+            for p in meta.get("players", [])
+            for kind in [p.get("agentType", "builtin")]
         ],
     }
 

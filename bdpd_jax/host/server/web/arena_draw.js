@@ -1,7 +1,6 @@
 // The arena page's drawing: charts (each with axis titles and a hover readout), the players
 // table (kind, errors, fallbacks), the tables and the report. Everything from S (arena.js).
 "use strict";
-const KIND = { builtin: "built-in", code: "JS code", http: "HTTP agent", llm: "LLM agent", scripted: "scripted" };
 
 function series(field) {
   const names = [...new Set(S.ticks.flatMap(t => t.decisions.map(d => d.playerId)))];
@@ -91,14 +90,15 @@ function drawAll() {
 function drawPlayers() {
   const last = S.ticks[S.ticks.length - 1];
   const known = Object.fromEntries((S.players || []).map(p => [p.playerId, p]));
-  const kinds = Object.fromEntries(((S.view && S.view.players) || []).map(p => [p.playerId, p.agentType]));
+  // a kind's label comes from the server (PlayerKind.label); the page never compares kind names
+  const kinds = Object.fromEntries(((S.view && S.view.players) || []).map(p => [p.playerId, p.kindLabel || p.agentType]));
   const ids = last ? last.decisions.map(d => d.playerId) : ((S.view && S.view.players) || []).map(p => p.playerId);
   const rows = ids.map(id => {
     const d = last ? last.decisions.find(x => x.playerId === id) || {} : {};
     const mine = S.ticks.map(t => t.decisions.find(x => x.playerId === id)).filter(Boolean);
     const errs = mine.filter(x => x.error), lastErr = errs.length ? String(errs[errs.length - 1].error).split("\n")[0] : "";
-    const p = known[id] || {}, kind = p.agentType || kinds[id] || "";
-    return { id, kind: kind === "builtin" && p.strategy ? `built-in: ${p.strategy}` : (KIND[kind] || kind), d,
+    const p = known[id] || {}, kind = p.kindLabel || kinds[id] || p.agentType || "";
+    return { id, kind: p.strategy ? `${kind}: ${p.strategy}` : kind, d,
       errTurn: d.error ? 1 : 0, errTotal: errs.length, fbTurn: d.fallback ? 1 : 0,
       fbTotal: mine.filter(x => x.fallback).length, lastErr };
   });
