@@ -19,7 +19,7 @@ from bdpd_jax.config.engines.logistic import LogisticConfig
 from bdpd_jax.config.game import ArenaConfig, ModelConfig, PlayerConfig
 from bdpd_jax.config.governance import TalkConfig
 from bdpd_jax.host.server import models as _wire_models  # noqa: F401  (its ConfigModel subclasses)
-from bdpd_jax.sweeps.paths import apply_values, config_base
+from bdpd_jax.prepare.paths import apply_values, config_base
 
 
 def _config() -> dict:
