@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import bdpd_jax as bj
 from bdpd_jax.config.game import ArenaConfig
-from bdpd_jax.host.arena import Arena
+from bdpd_jax.host.live.arena import Arena
 from bdpd_jax.kernels import rng
 from bdpd_jax.kernels.actions import Actions
 from bdpd_jax.kernels.rollout import batched

@@ -103,7 +103,7 @@ def test_newcomer_live_is_asked_from_month_four():
     """A live arena's late joiner (scripted, activeFrom 4) is not asked before month 4 (no
     harvest in its decisions), then plays as GovSim's code would; the live report's GovSim
     columns read the run as the reference's analysis does."""
-    from bdpd_jax.host.arena import Arena
+    from bdpd_jax.host.live.arena import Arena
 
     seq = [[10, 10, 10, 10, 30]] * 6 + [[14, 13, 12, 11, 30]] * (NEW_T - 6)
     arena = Arena(govsim("fishery", "newcomer", players=[]), seed=SEED)

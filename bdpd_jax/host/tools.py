@@ -15,7 +15,7 @@ from typing import Any
 
 from bdpd_jax.config.limits import short_repr, to_float
 from bdpd_jax.config.terms import parse_terms, terms_schema
-from bdpd_jax.host.messages import MAX_MESSAGE_LEN, truncate_text
+from bdpd_jax.host.live.messages import MAX_MESSAGE_LEN, truncate_text
 
 MAX_ID_CHARS: int = 128  # player and pact ids named in an action
 

@@ -47,7 +47,7 @@ from typing import Any
 
 import jsbox
 
-from bdpd_jax.host._json import dumps_compact
+from bdpd_jax.host.live._json import dumps_compact
 from bdpd_jax.host.agents.base import AgentResult, check_wealth, fallback_harvest, join_errors, valid_harvest
 from bdpd_jax.host.agents.http import MAX_RESPONSE_BYTES, parse_response
 from bdpd_jax.host.agents.js_pool import JsPool, default_pool

@@ -1,7 +1,7 @@
 """The governance agents a live arena's owner may attach (issue 17): HTTP, LLM, scripted.
 
 Each has ``async answer(observation)`` giving a raw answer in the GovAction vocabulary (the LLM
-one: ``(answer, errors)`` from its tool calls); :mod:`bdpd_jax.host.governance_agent` validates
+one: ``(answer, errors)`` from its tool calls); :mod:`bdpd_jax.host.live.governance_agent` validates
 it and writes it into the kernel. The LLM regulator reuses the players' LLM machinery
 (:class:`~bdpd_jax.host.agents.llm.LLMAgent`: cache-stable prefix, capped completion,
 deadline) with its own prompt and tools.
@@ -12,10 +12,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from bdpd_jax.host._json import dumps_bytes
+from bdpd_jax.host.live._json import dumps_bytes
 from bdpd_jax.host.agents.llm import LLMAgent, decode_arguments
 from bdpd_jax.host.agents.transport import TransportError, loads_capped
-from bdpd_jax.host.tools import function_tool
+from bdpd_jax.host.live.tools import function_tool
 
 LIFT = "lift"  # JSON for cap = +inf (lift the regulator's cap): strict JSON has no Infinity
 MAX_GOV_RESPONSE_BYTES: int = 16 * 1024  # an answer is three numbers
