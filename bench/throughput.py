@@ -149,7 +149,7 @@ def plain_jax_runner(b: int, turns: int):
 
 def bench_python(arenas: int, turns: int) -> float:
     """Seconds for `arenas` x `turns` of the plain-Python reference (tests/reference.py)."""
-    from reference import RefArena
+    from reference import ENV, RefArena
 
     cfg = config(turns)
     model = cfg.model.model_dump()
@@ -157,19 +157,7 @@ def bench_python(arenas: int, turns: int) -> float:
     obs = {k: v.model_dump() for k, v in cfg.observability.items()}
     players = [p.model_dump() for p in cfg.players]
     rnd = random.Random(0)
-    names = [
-        "commonsStock",
-        "regenRate",
-        "commonsCapacity",
-        "threshold",
-        "commonsRatio",
-        "capitalStock",
-        "pollutionLevel",
-        "nPlayers",
-        "turn",
-        "myWealth",
-        "myCapacity",
-    ]
+    names = [*ENV, "myWealth", "myCapacity"]  # the reference's scalar observation variables
     t0 = time.perf_counter()
     for _ in range(arenas):
         ref = RefArena(model, obs, players)

@@ -6,23 +6,9 @@ from __future__ import annotations
 
 import math
 
-from reference import RefArena, capacity
+from reference import ENV, RefArena, capacity
 
-OBS_VARS = [
-    "commonsStock",
-    "regenRate",
-    "commonsCapacity",
-    "threshold",
-    "commonsRatio",
-    "capitalStock",
-    "pollutionLevel",
-    "nPlayers",
-    "turn",
-    "myWealth",
-    "myCapacity",
-    "othersWealth",
-    "othersHarvest",
-]
+OBS_VARS = [*ENV, "myWealth", "myCapacity", "othersWealth", "othersHarvest"]
 
 
 def gini(w: list[float]) -> float:

@@ -90,10 +90,12 @@ def check_metrics(got: dict, want: dict) -> None:
 
 
 def batched_run(kernel, seq):
+    """Play one arena (B = 1) through the batched step, a month per row of ``seq``: the catches
+    of the months played and the metric columns."""
     game, pb, keys, init, stp = kernel
     state = init(pb)
     catches = []
-    for t in range(T):
+    for t in range(len(seq)):
         req = jnp.asarray(np.asarray(seq[t], np.float32)[:, None])
         state, rec = stp(keys, state, Actions(req, jnp.full((N, 1), jnp.nan, jnp.float32)), pb)
         if bool(rec.played[0]):

@@ -5,23 +5,20 @@ reads a log; against tests/reference_govsim.py, batched."""
 from __future__ import annotations
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 import reference_govsim as ref
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_govsim import COLS, REQUEST, SEED, N, check_metrics, kernel_pick
+from test_govsim import REQUEST, SEED, N, batched_run, check_metrics, kernel_pick
 
 import bdpd_jax as bj
 from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.kernels import rng
-from bdpd_jax.kernels.actions import Actions
 from bdpd_jax.kernels.rollout import batched
 from bdpd_jax.kernels.turn import step
 from bdpd_jax.prepare.game import broadcast_batch, build
-from bdpd_jax.results.frames import outcome_columns
-from bdpd_jax.run.simulate import arena_keys, compiled_final, to_numpy
+from bdpd_jax.run.simulate import arena_keys
 from bdpd_jax.scenarios import govsim
 
 NEW_T, JOIN = 15, 3  # GovSim's newcomer: 15 months, the outsider inserted once 3 are done
@@ -38,20 +35,6 @@ def newcomer_kernel():
     return game, pb, keys, jax.jit(batched(game.init)), jax.jit(batched(lambda k, s, a, p: step(game, k, s, a, p)))
 
 
-def newcomer_run(kernel, seq):
-    game, pb, keys, init, stp = kernel
-    state = init(pb)
-    catches = []
-    for t in range(NEW_T):
-        req = jnp.asarray(np.asarray(seq[t], np.float32)[:, None])
-        state, rec = stp(keys, state, Actions(req, jnp.full((N, 1), jnp.nan, jnp.float32)), pb)
-        if bool(rec.played[0]):
-            catches.append(np.asarray(rec.actual)[:, 0].tolist())
-    final = to_numpy(compiled_final(game)(state, pb, float("nan")))
-    cols = outcome_columns(final["outcomes"])
-    return catches, {c: cols[c][0].item() for c in COLS}
-
-
 @settings(max_examples=15)
 @given(NEW_SEQUENCES)
 def test_newcomer_sequences_match_govsims_code(newcomer_kernel, seq):
@@ -61,7 +44,7 @@ def test_newcomer_sequences_match_govsims_code(newcomer_kernel, seq):
     it never collapses, a collapse from month 12 on survives, means over the agents logged)."""
     key = arena_keys(SEED, np.arange(1))[:, 0]
     trace = ref.run(seq, pick=kernel_pick(key), agents=N - 1, join_after=JOIN)
-    catches, got = newcomer_run(newcomer_kernel, seq)
+    catches, got = batched_run(newcomer_kernel, seq)
     assert catches == [[float(x) for x in c] for c in trace["catches"]]
     check_metrics(got, ref.metrics(trace, NEW_T, N, 50.0, horizon=12))
 
@@ -72,13 +55,13 @@ def test_newcomer_cases_of_the_issue(newcomer_kernel):
     newcomer absent from the log (gain over 4); a collapse in month 13 survives (survival 13)."""
     key = arena_keys(SEED, np.arange(1))[:, 0]
     early = [[10] * 4 + [50]] + [[30] * 4 + [50]] * (NEW_T - 1)
-    _, got = newcomer_run(newcomer_kernel, early)
+    _, got = batched_run(newcomer_kernel, early)
     trace = ref.run(early, pick=kernel_pick(key), agents=N - 1, join_after=JOIN)
     assert trace["collapsed"] and len(trace["catches"]) == 2 and trace["present"] == [4, 4]
     assert got["govsim_gain"] == pytest.approx(got["govsim_total_gain"] / 4)
     assert (got["govsim_survival_time"], got["govsim_survived"]) == (2, False)
     late = [[10] * N] * 12 + [[100] * N] * 3  # the whole pool asked for in month 13
-    catches, got = newcomer_run(newcomer_kernel, late)
+    catches, got = batched_run(newcomer_kernel, late)
     assert len(catches) == 13 and catches[0][-1] == 0 and catches[3][-1] == 10
     assert (got["govsim_survival_time"], got["govsim_survived"]) == (13, True)
     check_metrics(got, ref.metrics(ref.run(late, pick=kernel_pick(key), agents=4, join_after=3), NEW_T, N, 50.0, 12))

@@ -246,14 +246,21 @@ class CodeAgent:
             )
         return AgentResult(harvest=fallback_harvest(wealth), error=out["error"], elapsed_ms=elapsed, fallback=True)
 
-    def decide_sync(self, obs: dict[str, Any], wealth: float) -> AgentResult:
-        """Blocking decision (the calling thread waits; the JS runs in a worker process)."""
+    def _begin(self, obs: dict[str, Any], wealth: float) -> tuple[float, float, Any, AgentResult | None]:
+        """The checked wealth, the start time, the job for the pool, or the fallback when ``obs``
+        cannot be sent (the same for the blocking and the async call)."""
         w = check_wealth(wealth)
         t0 = time.perf_counter()
         try:
-            job = self._job(obs)
+            return w, t0, self._job(obs), None
         except (TypeError, ValueError) as exc:
-            return self._finish({"ok": False, "error": f"obs: not serialisable ({exc})"}, w, t0)
+            return w, t0, None, self._finish({"ok": False, "error": f"obs: not serialisable ({exc})"}, w, t0)
+
+    def decide_sync(self, obs: dict[str, Any], wealth: float) -> AgentResult:
+        """Blocking decision (the calling thread waits; the JS runs in a worker process)."""
+        w, t0, job, refused = self._begin(obs, wealth)
+        if refused is not None:
+            return refused
         return self._finish(
             self.pool.call(job, self.timeout_s, queue_timeout_s=self.queue_timeout_s, owner=self.owner), w, t0
         )
@@ -261,12 +268,9 @@ class CodeAgent:
     async def decide(self, obs: dict[str, Any], wealth: float) -> AgentResult:
         """Decide without blocking the event loop; never raises on guest faults, never waits
         past ``queue_timeout_s`` + the deadline + the pool's slack."""
-        w = check_wealth(wealth)
-        t0 = time.perf_counter()
-        try:
-            job = self._job(obs)
-        except (TypeError, ValueError) as exc:
-            return self._finish({"ok": False, "error": f"obs: not serialisable ({exc})"}, w, t0)
+        w, t0, job, refused = self._begin(obs, wealth)
+        if refused is not None:
+            return refused
         out = await self.pool.acall(job, self.timeout_s, queue_timeout_s=self.queue_timeout_s, owner=self.owner)
         return self._finish(out, w, t0)
 

@@ -15,6 +15,7 @@ from typing import Any
 from bdpd_jax.host.agents.llm import LLMAgent, decode_arguments, wire_text
 from bdpd_jax.host.agents.transport import TransportError, loads_capped
 from bdpd_jax.host.live._json import dumps_bytes
+from bdpd_jax.host.live.tools import function_tool
 
 LIFT = "lift"  # JSON for cap = +inf (lift the regulator's cap): strict JSON has no Infinity
 MAX_GOV_RESPONSE_BYTES: int = 16 * 1024  # an answer is three numbers
@@ -49,37 +50,21 @@ of the coming turn, before the players decide. Calling no tool changes nothing.
 - `set_regen(value)`: set the commons' regeneration rate."""
 
 
-def _tool(name: str, description: str, properties: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "type": "function",
-        "function": {
-            "name": name,
-            "description": description,
-            "parameters": {
-                "type": "object",
-                "properties": properties,
-                "required": list(properties),
-                "additionalProperties": False,
-            },
-        },
-    }
-
-
 def governor_tools() -> list[dict[str, Any]]:
     """The LLM regulator's tools (the GovAction vocabulary)."""
     return [
-        _tool(
+        function_tool(
             "propose_cap",
             "Impose a harvest cap on every player from the coming turn.",
             {"maxHarvest": {"type": "number", "exclusiveMinimum": 0}},
         ),
-        _tool("lift_cap", "Remove your harvest cap from the coming turn.", {}),
-        _tool(
+        function_tool("lift_cap", "Remove your harvest cap from the coming turn.", {}),
+        function_tool(
             "scale_ladder",
             "Multiply every sanction amount by factor (absolute, 1 = as configured).",
             {"factor": {"type": "number", "minimum": 0}},
         ),
-        _tool(
+        function_tool(
             "set_regen",
             "Set the commons' regeneration rate from the coming turn.",
             {"value": {"type": "number", "minimum": 0}},

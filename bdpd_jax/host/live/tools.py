@@ -46,7 +46,10 @@ MAX_ANSWER_ENTRIES: int = MAX_ACTIONS_PER_TURN + 1
 MAX_PARTIES: int = 64  # names in one propose_pact
 
 
-def _fn(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+def function_tool(
+    name: str, description: str, properties: dict[str, Any], required: list[str] | None = None
+) -> dict[str, Any]:
+    """One OpenAI-style function tool; every property is required unless ``required`` names fewer."""
     return {
         "type": "function",
         "function": {
@@ -55,7 +58,7 @@ def _fn(name: str, description: str, properties: dict[str, Any], required: list[
             "parameters": {
                 "type": "object",
                 "properties": properties,
-                "required": required,
+                "required": list(properties) if required is None else required,
                 "additionalProperties": False,
             },
         },
@@ -76,38 +79,38 @@ def _harvest_schema(no_talk: bool) -> dict[str, Any]:
             "description": "optional: harvest you publicly announce you intend to take "
             "(same as announce_intended_harvest)",
         }
-    return _fn(HARVEST_TOOL, "Submit your harvest for this turn. Call exactly once.", props, ["amount"])
+    return function_tool(HARVEST_TOOL, "Submit your harvest for this turn. Call exactly once.", props, ["amount"])
 
 
 def _talk_schemas() -> tuple[dict[str, Any], ...]:
     """The six talk tools; ``propose_pact``'s terms from the term registry as it is now."""
     return (
-        _fn(
+        function_tool(
             "broadcast",
             "Send a text message to every other player (they read it next turn).",
             {"text": _TEXT},
             ["text"],
         ),
-        _fn(
+        function_tool(
             "send_private",
             "Send a text message to one player (they read it next turn).",
             {"target": {"type": "string", "description": "recipient player id"}, "text": _TEXT},
             ["target", "text"],
         ),
-        _fn(
+        function_tool(
             "announce_intended_harvest",
             "Announce the harvest you intend to take (numeric, public).",
             {"value": {"type": "number", "minimum": 0}},
             ["value"],
         ),
-        _fn(
+        function_tool(
             "propose_pact",
             "Propose a pact to named parties; you accept it implicitly.",
             {"parties": {"type": "array", "items": {"type": "string"}, "minItems": 1}, "terms": terms_schema()},
             ["parties", "terms"],
         ),
-        _fn("accept_pact", "Accept a pact proposed to you.", {"pactId": {"type": "string"}}, ["pactId"]),
-        _fn(
+        function_tool("accept_pact", "Accept a pact proposed to you.", {"pactId": {"type": "string"}}, ["pactId"]),
+        function_tool(
             "pledge",
             "Unilaterally cap your own harvest (self-binding pact, active at once).",
             {"maxHarvest": {"type": "number", "exclusiveMinimum": 0}},
@@ -117,7 +120,7 @@ def _talk_schemas() -> tuple[dict[str, Any], ...]:
 
 
 def sanction_schema() -> dict[str, Any]:
-    return _fn(
+    return function_tool(
         SANCTION_TOOL,
         "Pay the sanction cost to fine a player who broke a pact or over-harvested this "
         "turn (applied at the end of the turn; no effect, and no cost, if the target did neither or "
@@ -131,7 +134,7 @@ def sanction_schema() -> dict[str, Any]:
 
 
 def speak_schema() -> dict[str, Any]:
-    return _fn(
+    return function_tool(
         SPEAK_TOOL,
         "Say something in the discussion after a harvest (every player reads it). Only when "
         "the last message asks you to speak.",
