@@ -245,10 +245,10 @@ def bench_simulate(b: int, turns: int, reps: int = 7) -> dict:
     # where a sweep's time goes beyond the kernel: its plan lookup, its one chunk's arena rows
     # (keys, init, the turns, final numbers, the per-arena columns) and the per-point aggregation
     table = pd.DataFrame({"model.regenRate": np.linspace(0.3, 0.7, 16)})
-    plan = cached_plan(bdpd_jax.prepare(cfg.model_dump()), table, RunOptions(replicates=b // 16, turns=turns))
+    plan = cached_plan(bdpd_jax.lab.prepare(cfg.model_dump()), table, RunOptions(replicates=b // 16, turns=turns))
     rows = plan.chunk_columns(0)
     calls["sweep_plan"] = lambda: cached_plan(
-        bdpd_jax.prepare(cfg.model_dump()), table, RunOptions(replicates=b // 16, turns=turns)
+        bdpd_jax.lab.prepare(cfg.model_dump()), table, RunOptions(replicates=b // 16, turns=turns)
     )
     calls["sweep_rows"] = lambda: plan.chunk_columns(0)
     calls["sweep_points"] = lambda: aggregate(rows, plan.names, plan.outcomes())

@@ -146,6 +146,7 @@ JOIN_BASE = [
     {"agentType": "http", "name": "h", "url": "http://127.0.0.1:9/decide", "timeoutMs": 100},
     {"agentType": "llm", "name": "l", "baseUrl": "http://127.0.0.1:9/v1", "model": "m"},
 ]
+JOIN_OPERATOR = {"llmBaseUrls": ["http://127.0.0.1:9/v1"], "httpUrls": ["http://127.0.0.1:9/decide"]}
 
 
 @pytest.fixture(scope="module")
@@ -188,7 +189,9 @@ def test_join_body_is_refused_cleanly_or_plays_finite(join_config, which, key, v
     from bdpd_jax.host.live.arena import Arena
 
     body = {**copy.deepcopy(JOIN_BASE[which]), key: value}
-    arena = Arena(join_config, seed=3, fsync=False)
+    # the operator lets players choose the base bodies' endpoints, so each base body joins and a
+    # refusal is the mutated field's
+    arena = Arena(join_config, seed=3, fsync=False, operator=JOIN_OPERATOR)
     arena.join({"agentType": "builtin", "name": "anchor", "strategy": "conservative"})
     try:
         arena.join(body)

@@ -59,7 +59,7 @@ def _count_validations(monkeypatch) -> list:
 
 @pytest.mark.parametrize(("separable_min", "capacity"), [(4, 151.0), (10**9, 157.0)], ids=["separable", "per-point"])
 def test_every_points_config_is_validated_once(monkeypatch, separable_min, capacity):
-    base = bdpd_jax.prepare(_fresh_config(capacity))
+    base = bdpd_jax.lab.prepare(_fresh_config(capacity))
     rows: list[tuple] = []
     real_apply = points_mod.apply_values
 
@@ -90,10 +90,10 @@ def test_a_sweep_validates_its_base_once_and_each_point_once(monkeypatch):
 def test_each_points_params_equal_prepare_of_its_config_alone(separable_min):
     cfg = sweep_config()
     table = _grid()
-    pts = prepare_points(bdpd_jax.prepare(cfg), NAMES, table, separable_min=separable_min)
+    pts = prepare_points(bdpd_jax.lab.prepare(cfg), NAMES, table, separable_min=separable_min)
     assert pts.n_points == len(table)
     for i, (rate, intensity) in enumerate(table.itertuples(index=False, name=None)):
-        alone = bdpd_jax.prepare(_config_at(cfg, rate, intensity), governance=pts.governance)
+        alone = bdpd_jax.lab.prepare(_config_at(cfg, rate, intensity), governance=pts.governance)
         assert alone.game == pts.game
         assert pts.n_turns[i] == alone.config.model.max_turns
         np.testing.assert_equal(pts.max_yield[i], alone.max_yield)
@@ -105,7 +105,7 @@ def test_each_points_params_equal_prepare_of_its_config_alone(separable_min):
 
 def test_turns_set_every_points_max_turns_and_bad_points_name_their_path():
     cfg = sweep_config()
-    base = bdpd_jax.prepare(cfg)
+    base = bdpd_jax.lab.prepare(cfg)
     pts = prepare_points(base, ("model.maxTurns",), [(6,), (9,)])
     assert pts.n_turns == (6, 9)
     np.testing.assert_array_equal(np.asarray(pts.params_at(1).max_turns), 9)

@@ -74,7 +74,7 @@ def test_sweep_arenas_frame_is_built_once_on_first_read():
     res = sweep.run_points(cfg, table, RunOptions(replicates=3, progress=False))
     back = pickle.loads(pickle.dumps(res))  # before the frame was read: pickled as one
     pd.testing.assert_frame_equal(back.arenas, res.arenas, check_exact=True)
-    plan = sweep.cached_plan(bdpd_jax.prepare(cfg), table, RunOptions(replicates=3))
+    plan = sweep.cached_plan(bdpd_jax.lab.prepare(cfg), table, RunOptions(replicates=3))
     assert res.arenas is res.arenas  # built once, then kept
     pd.testing.assert_frame_equal(res.arenas, plan.run_chunk(0), check_exact=True)
     pd.testing.assert_frame_equal(res.points, sweep.aggregate(res.arenas, res.names, plan.outcomes()), check_exact=True)

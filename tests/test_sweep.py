@@ -89,7 +89,7 @@ def test_a_leaf_the_same_at_every_point_is_broadcast_with_the_same_numbers(cfg):
 
     grid = {"model.regenRate": [0.2], "players[1].intensity": [0.3, 0.9]}
     r = sweep(cfg, grid=grid, replicates=REPS, seed=SEED, devices=1)  # (one device: the one-program path)
-    plan = SweepPlan(bdpd_jax.prepare(cfg), grid_points(grid), RunOptions(replicates=REPS, seed=SEED, devices=1))
+    plan = SweepPlan(bdpd_jax.lab.prepare(cfg), grid_points(grid), RunOptions(replicates=REPS, seed=SEED, devices=1))
     shapes = {x.shape[-1] for x in jax.tree_util.tree_leaves(plan.placed)}
     assert shapes == {1, 2}  # shared leaves once, the intensity's per point
     for i in (0, 5):

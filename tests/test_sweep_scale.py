@@ -53,7 +53,7 @@ def test_two_forced_devices_bit_identical_to_one(cfg, one_device):
         assert r.meta["n_devices"] == 2 and r.meta["chunk_arenas"] % 2 == 0, r.meta
         pd.testing.assert_frame_equal(r.arenas, one_device.arenas, check_exact=True)
         pd.testing.assert_frame_equal(r.points, one_device.points, check_exact=True)
-    plan = SweepPlan(bdpd_jax.prepare(cfg), grid_points(GRID), RunOptions(replicates=5, seed=4))
+    plan = SweepPlan(bdpd_jax.lab.prepare(cfg), grid_points(GRID), RunOptions(replicates=5, seed=4))
     x = plan.put(np.zeros((3, plan.run_width), np.float32))
     assert len(x.sharding.device_set) == 2
     assert {s.data.shape for s in x.addressable_shards} == {(3, plan.run_width // 2)}
@@ -80,7 +80,7 @@ def test_all_local_devices_equal_one_device(cfg, one_device, max_batch):
 
 def test_memory_budget_sizes_chunks(cfg, one_device):
     plan = SweepPlan(
-        bdpd_jax.prepare(cfg), grid_points(GRID), RunOptions(replicates=5, seed=4, history=True, memory_budget=10**9)
+        bdpd_jax.lab.prepare(cfg), grid_points(GRID), RunOptions(replicates=5, seed=4, history=True, memory_budget=10**9)
     )
     per = plan.arena_bytes
     assert per > 0

@@ -20,7 +20,7 @@ def client(tmp_path_factory):
         yield c
 
 
-def test_perturbation_types_follow_the_registry(client, monkeypatch):
+def test_perturbation_types_follow_the_registry(client):
     got = client.get("/api/perturbation-types").json()["types"]
     assert [t["type"] for t in got] == list(specs.ARENA_SPECS)
     for t in got:  # every example fits its payload schema's fields
@@ -33,8 +33,11 @@ def test_perturbation_types_follow_the_registry(client, monkeypatch):
     seneca, logistic = supported("seneca"), supported("logistic")
     assert logistic["commons_shock"] and not all(seneca.values())
     assert client.get("/api/perturbation-types?engine=nope").status_code == 400
-    monkeypatch.setitem(specs.ARENA_SPECS, "late_type", specs.ARENA_SPECS["commons_shock"])
-    assert "late_type" in [t["type"] for t in client.get("/api/perturbation-types").json()["types"]]
+    specs.ARENA_SPECS.register("late_type", specs.ARENA_SPECS["commons_shock"])
+    try:  # registered after the server started: the route reads the registry when called
+        assert "late_type" in [t["type"] for t in client.get("/api/perturbation-types").json()["types"]]
+    finally:
+        specs.ARENA_SPECS.unregister("late_type")
 
 
 def test_mode_switch_while_running(client):
@@ -76,7 +79,7 @@ def test_owner_and_spectator_share_the_tables(client):
     own, spc = views[0].json(), views[1].json()
     assert own == spc
     assert own["players"] == [
-        {"playerId": f"b{k}", "agentType": "builtin", "strategy": s}
+        {"playerId": f"b{k}", "agentType": "builtin", "kindLabel": "built-in", "strategy": s}
         for k, s in enumerate(["conservative", "aggressive", "adaptive"])
     ]
     # a firing after the last tick is listed at once (it is in no record yet), then once

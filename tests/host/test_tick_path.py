@@ -17,7 +17,8 @@ from payloads import MIXED_PLAYERS, SEED_LOGISTIC
 
 import bdpd_jax
 import bdpd_jax.kernels
-from bdpd_jax.host.live import batch_runner, dispatch, players, tools
+from bdpd_jax.host.agents import scripted
+from bdpd_jax.host.live import batch_runner, dispatch, tools
 from bdpd_jax.host.live.arena import Arena
 from bdpd_jax.host.live.live_batch import LiveBatch
 from bdpd_jax.host.live.registry import PactRegistry
@@ -91,7 +92,7 @@ def test_one_pact_sync_one_validation_one_record_per_tick(monkeypatch):
         return wrapped
 
     monkeypatch.setattr(PactRegistry, "sync", counted("sync", PactRegistry.sync))
-    for mod in (players, dispatch):  # every place that imports the one validator
+    for mod in (scripted, dispatch):  # every place that imports the one validator
         monkeypatch.setattr(mod, "validate_action", counted("validate", tools.validate_action))
     monkeypatch.setattr(batch_runner, "turn_record", counted("record", batch_runner.turn_record))
     arenas = [_arena(1, talker=True), _arena(2, talker=True)]
