@@ -59,7 +59,7 @@ def test_every_size_edit_applies_and_every_block_is_run_somewhere() -> None:
 
 def test_the_operator_file_validates() -> None:
     pytest.importorskip("fastapi")
-    from bdpd_jax.host.operator import Operator
+    from bdpd_jax.host.live.operator import Operator
 
     (op,) = [json.loads(c) for k, c in blocks() if k == "json"]
     assert Operator.model_validate(op).credentials["openai"].api_key_env == "OPENAI_API_KEY"
