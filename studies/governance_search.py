@@ -36,6 +36,9 @@ from bdpd_jax.study_output import figures_dir, save_figure, step, study_size  # 
 SIZE = study_size(64)  # replicates per candidate (CI: small)
 FULL = SIZE >= 32
 POP, GENS = (16, 12) if FULL else (8, 2)
+# replicates per ladder of the fresh re-evaluation; CI: 4 ladders x 2 SIZE = the search's batch
+# of POP x SIZE, so the re-evaluation runs the search's compiled program instead of a new one
+CHECK = 4 * SIZE if FULL else 2 * SIZE
 N = 4
 GOAL = 0.95
 OUT = figures_dir()
@@ -108,7 +111,7 @@ step("the found ladder against the seed's, on fresh replicates")
 check = bdpd_jax.sweep(
     BASE,
     points=pd.DataFrame(list(ladders.values()), columns=RUNGS),
-    replicates=4 * SIZE,
+    replicates=CHECK,
     seed=12345,
     history=True,
     common_random=True,

@@ -8,7 +8,8 @@ HEAVY = os.environ.get("BDPD_HEAVY") == "1"
 
 
 def size(small: int, full: int) -> int:
-    """Heavy cases run full size only with BDPD_HEAVY=1."""
+    """Heavy cases run full size only with BDPD_HEAVY=1 (a heavy parametrized test runs its
+    first case in CI and every case with it: ``CASES if HEAVY else CASES[:1]``)."""
     return full if HEAVY else small
 
 

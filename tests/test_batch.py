@@ -48,14 +48,16 @@ def test_same_seed_bit_identical_at_batch_sizes_1_7_1000(noisy_config, big_run):
 
 
 def test_arena_chunks_do_not_change_results(noisy_config, big_run):
-    chunked = bdpd_jax.simulate(noisy_config, n_arenas=1000, seed=7, max_batch=300)
+    # chunks of 993 and 7 arenas: unequal, and the last runs the 7-arena program of the test above
+    chunked = bdpd_jax.simulate(noisy_config, n_arenas=1000, seed=7, max_batch=993)
     pd.testing.assert_frame_equal(chunked.summary, big_run.summary, check_exact=True)
     pd.testing.assert_frame_equal(chunked.players, big_run.players, check_exact=True)
 
 
 def test_turn_chunks_equal_one_scan(noisy_config):
-    one = bdpd_jax.simulate(noisy_config, n_arenas=50, seed=1, turns=30)
-    chunked = bdpd_jax.simulate(noisy_config, n_arenas=50, seed=1, turns=30, chunk_turns=7)
+    # 7 arenas: the one scan is the 7-arena program of the tests around (each width is a compile)
+    one = bdpd_jax.simulate(noisy_config, n_arenas=7, seed=1, turns=30)
+    chunked = bdpd_jax.simulate(noisy_config, n_arenas=7, seed=1, turns=30, chunk_turns=7)
     pd.testing.assert_frame_equal(one.players, chunked.players, check_exact=True)
     pd.testing.assert_frame_equal(one.summary, chunked.summary, check_exact=True)
 

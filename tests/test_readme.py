@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 # text as pasted -> the small size it runs at here (every one must occur in the README)
 SMALL = {
-    "n_arenas=10_000": "n_arenas=16",
+    "n_arenas=10_000": "n_arenas=8",  # the size of `bdpd run ... --arenas 1000` below: one program
     "n_arenas=1000": "n_arenas=8",
     "--arenas 1000": "--arenas 8",
     "replicates=200": "replicates=4",
@@ -66,9 +66,20 @@ def test_the_operator_file_validates() -> None:
 
 
 @pytest.mark.heavy
-def test_the_python_blocks_run_in_order(tmp_path) -> None:
+def test_the_python_blocks_then_the_shell_blocks_and_specs_run(tmp_path) -> None:
+    """One test, in this order (not two that xdist may run side by side): the shell blocks'
+    `bdpd run arena.json`, sweep and search specs are the python blocks' configs at the same
+    sizes, so they load the programs the python blocks compiled from the run's compilation
+    cache (tests/conftest.py) instead of compiling them again."""
     for extra in ("evosax", "pymoo", "jaxmarl"):
         pytest.importorskip(extra)
+    (tmp_path / "py").mkdir()
+    (tmp_path / "sh").mkdir()
+    _run_python_blocks(tmp_path / "py")
+    _run_shell_blocks_and_specs(tmp_path / "sh")
+
+
+def _run_python_blocks(tmp_path: Path) -> None:
     code = "\n".join(small(c) for k, c in blocks() if k == "python")
     p = subprocess.run(
         [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=1200, env=ENV
@@ -77,9 +88,7 @@ def test_the_python_blocks_run_in_order(tmp_path) -> None:
     assert (tmp_path / "results" / "summary.parquet").is_file()
 
 
-@pytest.mark.heavy
-def test_the_shell_blocks_and_specs_run(tmp_path) -> None:
-    pytest.importorskip("evosax")
+def _run_shell_blocks_and_specs(tmp_path: Path) -> None:
     (first,) = [c for k, c in blocks() if k == "bash" and "bdpd config > arena.json" in c]
     p = subprocess.run(
         ["bash", "-ec", small(first)], cwd=tmp_path, capture_output=True, text=True, timeout=900, env=ENV
