@@ -304,7 +304,11 @@ class CommonsEnv(MultiAgentEnv):
         self, key: jax.Array, state: EnvState, actions: Any, reset_state: EnvState | None = None
     ):
         """JaxMARL's ``step`` (one turn, auto-reset when the arena ends) with ``actions`` checked
-        first (:meth:`check_actions`): the base's ``step`` is jitted, so it is called after."""
+        first (:meth:`check_actions`): the base's ``step`` is jitted, so it is called after.
+        The auto-reset keeps the arena's own params (``state.params``: a table of the env's
+        family, a swept value), from the reset key JaxMARL's ``step`` would use."""
+        if reset_state is None:
+            reset_state = self.reset(jax.random.split(key)[1], state.params)[1]
         return super().step(key, state, self.check_actions(actions), reset_state)
 
     def requests(self, state: EnvState, actions: dict) -> jax.Array:
