@@ -297,8 +297,8 @@ for a, (name, c) in enumerate(curves.items()):
     ax[a].set(xlabel="PPO update", title=name)
 ax[0].set_ylabel("return per learned slot per game (wealth gained)")
 ax[0].legend(fontsize=8)
-piv = report.pivot(index="table", columns="players", values="survival").loc[list(ARMS)]
-piv.plot.bar(ax=ax[A], rot=10)
+piv = report.pivot(index="table", columns="players", values="survival").loc[list(ARMS), ["learned", *HEURISTICS]]
+piv.plot.bar(ax=ax[A], rot=10, color=["tab:blue", *(colors[h] for h in HEURISTICS)])
 ax[A].set(ylabel="survival", title="learned vs built-in players")
 fig.tight_layout()
 save_figure(fig, "learned_players.png", dpi=110)
