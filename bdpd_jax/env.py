@@ -25,7 +25,7 @@ import io
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import equinox as eqx
 import jax
@@ -224,19 +224,20 @@ class CommonsEnv(MultiAgentEnv):
         for i, p in enumerate(data["players"]):  # the env's strategies, so the policies' order is the game's
             p["strategy"] = base[i].strategy
         game, params = build(ArenaConfig.load(data), **self._build_kw)
-        mine, theirs = jax.tree.flatten(self.params), jax.tree.flatten(params)
+        mine, theirs = jax.tree.leaves(self.params), jax.tree.leaves(params)
         if (
             game != self.game
-            or mine[1] != theirs[1]
-            or any(np.shape(a) != np.shape(b) for a, b in zip(mine[0], theirs[0], strict=True))
+            or str(jax.tree.structure(params)) != str(jax.tree.structure(self.params))
+            or any(np.shape(a) != np.shape(b) for a, b in zip(mine, theirs, strict=True))
         ):
             raise ValueError("config: needs another game than this env's (pass it in the env's family)")
         pols = [BUILTINS[p] if isinstance(p, str) else p for p in wanted]
         pol = self.game.policies
-        missing = [i for i, p in enumerate(pols) if p not in pol or pol.index(p) not in self.game.candidates[i]]
+        allowed = self.game.candidates or (tuple(range(len(pol))),) * len(pols)
+        missing = [i for i, p in enumerate(pols) if p not in pol or pol.index(p) not in allowed[i]]
         if missing:
             raise ValueError(f"players[{missing[0]}].strategy: not in this env's game (pass the config in its family)")
-        index = np.asarray([pol.index(p) for p in pols], np.int32)
+        index = cast(jax.Array, np.asarray([pol.index(p) for p in pols], np.int32))  # a numpy leaf, as build's
         return dataclasses.replace(params, players=dataclasses.replace(params.players, strategy=index))
 
     @staticmethod

@@ -99,7 +99,10 @@ def main() -> None:
         f"6-player least regenRate, survival >= {BOUND}: population {a.population}, {a.generations} generations, "
         f"{a.replicates} replicates; fresh = {a.fresh:,} further replicates"
     )
-    print("| seed | best regenRate | in-sample survival | confirmed survival (95 % CI) | fresh survival (95 % CI) | holds |")
+    print(
+        "| seed | best regenRate | in-sample survival | confirmed survival (95 % CI) "
+        "| fresh survival (95 % CI) | holds |"
+    )
     print("|---:|---:|---:|---|---|---|")
     for r in rows:
         lo, hi = r["confirmed_ci"]
