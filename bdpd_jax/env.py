@@ -161,6 +161,8 @@ class CommonsEnv(MultiAgentEnv):
         lies in [0, capacity]; ``"discrete"``: ``n_actions`` fractions 0, 1/(n-1), ..., 1.
     reward: ``"harvest"``: what the player received this turn; ``"wealth"``: the change of
         its wealth over the turn (sanctions, fines and wealth shocks count).
+    family: other configs of the same players whose numbers this env also runs (governance,
+        strategies, which slots learn: :meth:`params_for`), so one compiled program serves them all.
     Observations: float[2 D] per agent: the D observed values (environment variables, own
         wealth and capacity, peers' wealth and last harvest; ``obs_names``) with hidden ones
         as 0, then D flags (1 = observed), under the arena's observability rules.
