@@ -1,7 +1,7 @@
 """``CommonsEnv``: one arena as a JaxMARL multi-agent environment, for learned players.
 
 The env runs the kernels' own turn, cut where the live host cuts it
-(bdpd_jax/host/programs.py): ``kernels.turn.decide_phase`` (start-of-turn writes, begin hooks:
+(bdpd_jax/host/live/programs.py): ``kernels.turn.decide_phase`` (start-of-turn writes, begin hooks:
 perturbations), the observation of ``kernels.observe``, then ``kernels.turn.step_phase`` with
 the learned players' requests as ``kernels.turn.External`` actions, so every rule of the
 config (schedulers, pacts, ladders, plugins, perturbations, Seneca) applies unchanged and
@@ -34,7 +34,7 @@ import numpy as np
 
 from .config.game import ArenaConfig
 from .config.limits import short_repr
-from .host.programs import EXTERNAL
+from .host.live.programs import EXTERNAL
 from .kernels import rng
 from .kernels.actions import Actions
 from .kernels.layers import effective_params
