@@ -20,11 +20,12 @@ See docs/semantics/game.md, "Learned players".
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import equinox as eqx
 import jax
@@ -39,9 +40,11 @@ from .kernels.actions import Actions
 from .kernels.layers import effective_params
 from .kernels.observe import capacity, observe
 from .kernels.params import ENV_VARS, PEER_VARS, PLAYER_VARS, Params
+from .kernels.policies import BUILTINS
 from .kernels.state import ArenaState, TurnRecord, still_playing
 from .kernels.turn import External, decide_phase, prepare, step_phase
 from .prepare.game import build
+from .sweeps.build import governance_shapes
 
 
 @contextlib.contextmanager
@@ -106,6 +109,28 @@ def _slots(learned: Any, n: int) -> tuple[int, ...]:
     return tuple(sorted(slots))
 
 
+def _subset(learned: Any, slots: tuple[int, ...]) -> tuple[int, ...]:
+    got = tuple(learned) if isinstance(learned, Sequence) and not isinstance(learned, str) else None
+    if got is None or any(isinstance(s, bool) or s not in slots for s in got) or len(set(got)) != len(got):
+        raise ValueError(f"learned: distinct slots among the env's {list(slots)}, got {learned!r}")
+    return got
+
+
+def _family_build(config: ArenaConfig, family: list[ArenaConfig], generator: str) -> dict:
+    """``build``'s keywords for a game that every config of ``family`` fits as params: the
+    largest governance shapes, every strategy of the family (each player may play any)."""
+    kw: dict[str, Any] = {"generator": generator}
+    if not family:
+        return kw
+    configs = [config, *family]
+    shapes = governance_shapes(configs)
+    if shapes is not None:
+        kw["governance"] = shapes
+    strategies = [p.strategy for c in configs for p in c.require_players()]
+    kw["extra_policies"] = tuple(dict.fromkeys(BUILTINS[s] if isinstance(s, str) else s for s in strategies))
+    return kw
+
+
 def _action(agent: str, x: Any) -> jax.Array:
     """One agent's action as a shape-() array; ValueError naming the agent and the value."""
     where = f"actions[{agent!r}]"
@@ -136,6 +161,8 @@ class CommonsEnv(MultiAgentEnv):
         lies in [0, capacity]; ``"discrete"``: ``n_actions`` fractions 0, 1/(n-1), ..., 1.
     reward: ``"harvest"``: what the player received this turn; ``"wealth"``: the change of
         its wealth over the turn (sanctions, fines and wealth shocks count).
+    family: other configs of the same players whose numbers this env also runs (governance,
+        strategies, which slots learn: :meth:`params_for`), so one compiled program serves them all.
     Observations: float[2 D] per agent: the D observed values (environment variables, own
         wealth and capacity, peers' wealth and last harvest; ``obs_names``) with hidden ones
         as 0, then D flags (1 = observed), under the arena's observability rules.
@@ -150,6 +177,7 @@ class CommonsEnv(MultiAgentEnv):
         n_actions: int = 11,
         reward: str = "harvest",
         generator: str = "hash",
+        family: Sequence[ArenaConfig | dict | str] = (),
     ):
         cfg = ArenaConfig.load(config)
         players = cfg.require_players()
@@ -166,7 +194,8 @@ class CommonsEnv(MultiAgentEnv):
         for s in self.slots:  # the kernels' stand-in for an outside player: its actions come from step
             data["players"][s]["strategy"] = EXTERNAL
         self.config = ArenaConfig.load(data)
-        self.game, self.params = build(self.config, generator=generator)
+        self._build_kw = _family_build(self.config, [ArenaConfig.load(c) for c in family], generator)
+        self.game, self.params = build(self.config, **self._build_kw)
         self.action_kind, self.n_actions, self.reward_kind = action, int(n_actions), reward
         super().__init__(num_agents=len(self.slots))
         self.agents = [f"agent_{s}" for s in self.slots]
@@ -176,8 +205,42 @@ class CommonsEnv(MultiAgentEnv):
         act = spaces.Box(0.0, 1.0, ()) if action == "continuous" else spaces.Discrete(self.n_actions)
         self.observation_spaces = {a: spaces.Box(-jnp.inf, jnp.inf, (dim,)) for a in self.agents}
         self.action_spaces = {a: act for a in self.agents}
-        mask = jnp.zeros((n,), bool).at[jnp.asarray(self.slots)].set(True)
-        self._mask = mask
+        self._external = self.game.policies.index(EXTERNAL)
+
+    def params_for(self, config: ArenaConfig | dict | str, learned: Sequence[int] | None = None) -> Params:
+        """The numbers of ``config`` (a member of the env's ``family``, or the env's own config)
+        for this env's game, with the slots ``learned`` (a subset of the env's slots, possibly
+        empty; default all of them) acting through ``step`` and the env's other slots playing
+        their configured strategy in ``config`` (their actions are then ignored). Games that differ
+        only in such params share one compiled program: vmap ``reset``/``step`` over them.
+        ValueError when the config needs another game (structure or shapes)."""
+        cfg = ArenaConfig.load(config)
+        players = cfg.require_players()
+        if len(players) != self.game.n_players:
+            raise ValueError(f"config: {len(players)} players, this env's game has {self.game.n_players}")
+        own = self.slots if learned is None else _subset(learned, self.slots)
+        data = cfg.model_dump()
+        wanted = [EXTERNAL if i in own else p.strategy for i, p in enumerate(players)]
+        data = cfg.model_dump()
+        base = self.config.require_players()
+        for i, p in enumerate(data["players"]):  # the env's strategies, so the policies' order is the game's
+            p["strategy"] = base[i].strategy
+        game, params = build(ArenaConfig.load(data), **self._build_kw)
+        mine, theirs = jax.tree.leaves(self.params), jax.tree.leaves(params)
+        if (
+            game != self.game
+            or str(jax.tree.structure(params)) != str(jax.tree.structure(self.params))
+            or any(np.shape(a) != np.shape(b) for a, b in zip(mine, theirs, strict=True))
+        ):
+            raise ValueError("config: needs another game than this env's (pass it in the env's family)")
+        pols = [BUILTINS[p] if isinstance(p, str) else p for p in wanted]
+        pol = self.game.policies
+        allowed = self.game.candidates or (tuple(range(len(pol))),) * len(pols)
+        missing = [i for i, p in enumerate(pols) if p not in pol or pol.index(p) not in allowed[i]]
+        if missing:
+            raise ValueError(f"players[{missing[0]}].strategy: not in this env's game (pass the config in its family)")
+        index = cast(jax.Array, np.asarray([pol.index(p) for p in pols], np.int32))  # a numpy leaf, as build's
+        return dataclasses.replace(params, players=dataclasses.replace(params.players, strategy=index))
 
     @staticmethod
     def arena_key(seed: int, arena: int) -> jax.Array:
@@ -244,7 +307,11 @@ class CommonsEnv(MultiAgentEnv):
         self, key: jax.Array, state: EnvState, actions: Any, reset_state: EnvState | None = None
     ):
         """JaxMARL's ``step`` (one turn, auto-reset when the arena ends) with ``actions`` checked
-        first (:meth:`check_actions`): the base's ``step`` is jitted, so it is called after."""
+        first (:meth:`check_actions`): the base's ``step`` is jitted, so it is called after.
+        The auto-reset keeps the arena's own params (``state.params``: a table of the env's
+        family, a swept value), from the reset key JaxMARL's ``step`` would use."""
+        if reset_state is None:
+            reset_state = self.reset(jax.random.split(key)[1], state.params)[1]
         return super().step(key, state, self.check_actions(actions), reset_state)
 
     def requests(self, state: EnvState, actions: dict) -> jax.Array:
@@ -266,7 +333,9 @@ class CommonsEnv(MultiAgentEnv):
     def step_env(self, key: jax.Array, state: EnvState, actions: dict):  # type: ignore[override]
         """One turn: the learned players' actions, the built-ins' decisions, the whole turn."""
         req = self.requests(state, actions)
-        ext = External(mask=self._mask, actions=Actions(requests=req, announced=jnp.full_like(req, jnp.nan)), extra={})
+        # a slot learns where its strategy (a params leaf) is the placeholder: params_for sets it
+        mask = state.params.players.strategy == self._external
+        ext = External(mask=mask, actions=Actions(requests=req, announced=jnp.full_like(req, jnp.nan)), extra={})
         arena, record = step_phase(self.game, state.key, state.arena, state.begun, state.params, state.ahead, ext)
         obs, nxt = self._begin(state.key, arena, state.params, state.step + 1)
         gain = record.actual if self.reward_kind == "harvest" else arena.wealth - state.arena.wealth

@@ -75,6 +75,50 @@ def test_env_equals_simulate_bit_for_bit(governance):
     assert np.array_equal(s["survived"].to_numpy(), ~played[-1][0].collapsed)
 
 
+def test_governance_and_learners_as_data_share_one_program():
+    """A family env: the plain and the ladder game, and the ladder game with only slot 0
+    learning (slot 1 plays its configured strategy and its agent's action is ignored), as
+    params of one game; vmapped over the three in one trace, each equals simulate alone."""
+    plain, ladder = _config(False), _config(True)
+    env = CommonsEnv(plain, learned=[0, 1], family=[ladder])
+    arms = [env.params_for(plain), env.params_for(ladder), env.params_for(ladder, learned=[0])]
+    params = jax.tree.map(lambda *x: jnp.stack([jnp.asarray(v) for v in x]), *arms)
+    keys = jax.vmap(lambda a: CommonsEnv.arena_key(SEED, a))(jnp.arange(B))
+    own = jnp.asarray([0.5, 0.5, 1.0])  # agent_1's action: HALF's where it learns, ignored in arm 2
+    traces = []
+
+    @jax.jit
+    def run(params, own):
+        traces.append(1)
+
+        def arm(p, a1):
+            _, st = jax.vmap(env.reset, in_axes=(0, None))(keys, p)
+            acts = {"agent_0": jnp.full((B,), 0.5), "agent_1": jnp.full((B,), a1)}
+
+            def turn(st, _):
+                _, st, _, _, info = jax.vmap(env.step_env)(jnp.zeros((B, 2), jnp.uint32), st, acts)
+                return st, info["record"]
+
+            return jax.lax.scan(turn, st, None, length=int(plain["model"]["maxTurns"]))[1]
+
+        return jax.vmap(arm)(params, own)
+
+    rec = jax.device_get(run(params, own))
+    assert len(traces) == 1
+    for i, cfg in enumerate([plain, ladder, ladder]):
+        p = bdpd_jax.simulate(cfg, n_arenas=B, seed=SEED).players.sort_values(["arena", "turn", "player"])
+        for col in ("actual", "wealth", "sanction"):
+            got = np.asarray(getattr(rec, col))[i]  # [T, B, N]
+            played = np.asarray(rec.played)[i]
+            want = np.full(got.shape, np.nan)
+            want[p["turn"].to_numpy() - 1, p["arena"].to_numpy(), p["player"].to_numpy()] = p[col].to_numpy()
+            assert np.array_equal(got[played], want[played]), (i, col)
+    with pytest.raises(ValueError, match="learned"):
+        env.params_for(ladder, learned=[2])
+    with pytest.raises(ValueError, match="family"):
+        CommonsEnv(plain, learned=[0, 1]).params_for(ladder)
+
+
 @pytest.fixture(scope="module")
 def env() -> CommonsEnv:
     return CommonsEnv(bdpd_jax.default_config(), learned=[0, 2], action="discrete", n_actions=5, reward="wealth")
