@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> None:
         for k, v in got.items():
             w, c = spread([x * 1e3 for x in v["wall"]]), spread([x * 1e3 for x in v["cpu"]])
             ratio = spread(list(np.asarray(v["wall"]) / base))
-            cpu_ratio = float(np.median(c["median"]) / np.median(base_cpu * 1e3))
+            cpu_ratio = c["median"] / float(np.median(base_cpu * 1e3))  # of the medians (CPU is not paired)
             print(
                 f"  {k:>15}: {w['median']:7.2f} [{w['q1']:.2f}, {w['q3']:.2f}] {w['min']:.2f}-{w['max']:.2f}"
                 f"  cpu {c['median']:7.2f}  x no_history: median {ratio['median']:.2f}"
