@@ -90,6 +90,29 @@ def best_of(calls: dict[str, Callable[[], Any]], reps: int) -> dict[str, float]:
     return best
 
 
+def interleaved(calls: dict[str, Callable[[], Any]], reps: int) -> dict[str, dict[str, list[float]]]:
+    """Every rep's wall and process CPU seconds of each call (``{name: {"wall": [...],
+    "cpu": [...]}}``), the calls interleaved rep by rep: on a shared machine the spread over
+    many short reps says more than one best time, and rep i's figures of two calls saw the
+    same load (their ratio is paired)."""
+    out: dict[str, dict[str, list[float]]] = {k: {"wall": [], "cpu": []} for k in calls}
+    for _ in range(int(reps)):
+        for k, f in calls.items():
+            c0, t0 = time.process_time(), time.perf_counter()
+            block(f())
+            out[k]["wall"].append(time.perf_counter() - t0)
+            out[k]["cpu"].append(time.process_time() - c0)
+    return out
+
+
+def spread(xs: list[float]) -> dict[str, float]:
+    """Median, quartiles, min and max of a list of figures."""
+    import numpy as np
+
+    q = np.percentile(np.asarray(xs, float), [0, 25, 50, 75, 100])
+    return dict(zip(("min", "q1", "median", "q3", "max"), (float(v) for v in q), strict=True))
+
+
 def machine() -> dict[str, Any]:
     """Where the figures were taken: jax's version and backend, CPUs, XLA_FLAGS."""
     import jax

@@ -59,8 +59,10 @@ def run_turns(
     record_axis: int = -1,
 ):
     """Scan ``n_turns`` turns of a batch. keys: uint32[2, B]. Returns (state, records | None).
-    Without history (and with ``stop_when_ended``, static) the loop stops once every arena
-    has ended: the turns left are frozen no-ops, so the final state is the same.
+    With ``stop_when_ended`` (static) the loop stops once every arena has ended: the turns
+    left are frozen no-ops, so the final state is the same; with history (``every`` 1) it
+    stops after the first turn no arena played and gives the turns left that turn's record
+    (``_recorded_until_ended``), so the records are the same too.
 
     Records are stacked on a leading turn axis: leaf shapes (T, ..., B), the leaves the game
     never changes left out (None: kernels/stored.py; ``restored`` puts them back on the
@@ -101,6 +103,8 @@ def run_turns(
         start = (jnp.zeros((), jnp.int32), carry, jnp.ones((), bool))
         final = jax.lax.while_loop(lambda c: (c[0] < n_turns) & c[2], go, start)[1]
         recs = None
+    elif stop_when_ended and every == 1:
+        final, recs = _recorded_until_ended(body, carry, n_turns)
     elif every == 1:
         final, recs = jax.lax.scan(body, carry, None, length=n_turns)
     else:
@@ -118,6 +122,31 @@ def run_turns(
         return final, None
     recs = _join(list(recs), 1)
     return final, (recs if record_axis == 1 else _back(recs, 1))
+
+
+def _recorded_until_ended(body: Callable[..., Any], carry: Any, n_turns: int) -> tuple[Any, Any]:
+    """``scan(body, carry, length=n_turns)`` with history that stops once a turn had no arena
+    playing: every arena is then frozen, and a frozen arena's record is the same every turn
+    (its state, and with it every input of the turn, no longer changes), so the turns left
+    get the last turn's record, written in place. The records are those of the full scan;
+    the seed's payload (every arena ended by turn ~20 of 30) skips a third of its turns."""
+    shapes = jax.eval_shape(lambda c: body(c, None)[1], carry)
+    bufs = jax.tree_util.tree_map(lambda s: jnp.zeros((n_turns, *s.shape), s.dtype), shapes)
+
+    def put(buf: Any, rec: Any, i: jax.Array) -> Any:
+        return jax.tree_util.tree_map(lambda b, r: jax.lax.dynamic_update_index_in_dim(b, r, i, 0), buf, rec)
+
+    def go(c):
+        i, lane_c, buf, _ = c
+        lane_c, recs = body(lane_c, None)
+        live = reduce(jnp.logical_or, [jnp.any(r.played) for r in recs])
+        return i + 1, lane_c, put(buf, recs, i), live
+
+    start = (jnp.zeros((), jnp.int32), carry, bufs, jnp.ones((), bool))
+    ran, final, bufs, _ = jax.lax.while_loop(lambda c: (c[0] < n_turns) & c[3], go, start)
+    last = jax.tree_util.tree_map(lambda b: jax.lax.dynamic_index_in_dim(b, ran - 1, 0, keepdims=False), bufs)
+    bufs = jax.lax.fori_loop(ran, n_turns, lambda t, buf: put(buf, last, t), bufs)
+    return final, bufs
 
 
 def lane_cuts(width: int, lanes: int) -> tuple[tuple[int, int], ...]:

@@ -119,3 +119,27 @@ def test_width_for_rounds_to_few_widths():
     for n in range(1, 3000):
         w = runner.width_for(n, 1 << 20)
         assert n <= w <= n * 1.25 + 1
+
+
+def test_history_loop_that_stops_gives_the_full_scans_records():
+    """run_turns with history stops after the first turn no arena played and gives the turns
+    left that turn's record (kernels/rollout.py): the records of the full scan, lanes too
+    (the governed game's stopping chunks: test_states_and_records_equal_the_full_scan)."""
+    from bdpd_jax.kernels.rollout import init_batch, run_turns
+
+    game, params = build(ArenaConfig.model_validate(_cfg(False)))
+    b, t = 6, 30
+    pb = broadcast_batch(params, b)
+    # arenas end by collapse or at their own max_turns, all by turn 20
+    pb = type(pb)(**{**pb.__dict__, "max_turns": np.where(np.arange(b) % 3 == 0, 9, 20).astype(np.int32)})
+    keys = runner.arena_keys(3, np.arange(b))
+
+    def run(stop: bool, lanes: int):
+        fn = jax.jit(functools.partial(run_turns, game, t, True, stop_when_ended=stop, lanes=lanes))
+        return fn(keys, init_batch(game, pb), pb)
+
+    st0, rec0 = run(False, 1)
+    st1, rec1 = run(True, 2)
+    assert not np.asarray(rec0.played)[-10:].any()  # every arena ended early: the loop stopped
+    _leaves_equal(st1, st0)
+    _leaves_equal(rec1, rec0)

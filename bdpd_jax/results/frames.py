@@ -235,22 +235,25 @@ class Results:
         return cls(read("summary"), read("turns"), read("players"), meta, extra)
 
 
-def _by_arena(x: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
+def _by_arena(x: np.ndarray, at: tuple[np.ndarray, np.ndarray] | None) -> np.ndarray:
     """A record leaf (T, ..., B) -> its played rows ordered by arena, then turn (then the
-    leaf's own axes): one strided copy of the leaf as (B, T, ...), or of its played rows."""
-    y = np.moveaxis(x, -1, 0)  # (B, T, ...): a view
-    if mask is None:
-        return y.reshape(-1)
-    played: np.ndarray = y[mask]
+    leaf's own axes): one strided copy of the leaf as (B, T, ...), or one gather of its played
+    rows at their (turn, arena) indices (a third faster than a boolean mask over the strided
+    view; bench/README.md, "History on the seed's payload")."""
+    if at is None:
+        return np.moveaxis(x, -1, 0).reshape(-1)  # (B, T, ...): a view, copied by reshape
+    played: np.ndarray = x[at[0], ..., at[1]]  # (R, ...): the advanced axis first
     return played.reshape(-1)
 
 
-def _played(rec: dict[str, Any]) -> tuple[np.ndarray | None, np.ndarray]:
-    """(the played mask (B, T), None when every turn was played; played turns per arena)."""
-    mask = np.asarray(rec["played"]).T
+def _played(rec: dict[str, Any]) -> tuple[tuple[np.ndarray, np.ndarray] | None, np.ndarray]:
+    """(the played rows' (turn, arena) indices ordered by arena, then turn, None when every
+    turn was played; played turns per arena)."""
+    mask = np.asarray(rec["played"]).T  # (B, T)
     if mask.all():
         return None, np.full(mask.shape[0], mask.shape[1])
-    return mask, mask.sum(axis=1)
+    arena, turn = np.nonzero(mask)
+    return (turn, arena), mask.sum(axis=1)
 
 
 def _str_column(codes: np.ndarray, labels: list[str]) -> Any:
@@ -275,7 +278,7 @@ def flat_metrics(rec: dict[str, Any]) -> dict[str, np.ndarray]:
 def turns_frame(rec: dict[str, Any], arenas: np.ndarray) -> pd.DataFrame:
     """rec leaves have shape (T, B) (scalars per arena and turn); built column by column
     (schema.TURNS, the engine's observables, schema.METRICS, the layers' turn columns)."""
-    mask, counts = _played(rec)
+    at, counts = _played(rec)
     metrics = flat_metrics(rec)
     leaves = {
         **{c.name: rec[c.name] for c in schema.TURNS[1:]},
@@ -284,24 +287,24 @@ def turns_frame(rec: dict[str, Any], arenas: np.ndarray) -> pd.DataFrame:
         **rec.get("turn_extra", {}),
     }
     cols: dict[str, Any] = {"arena": np.repeat(np.asarray(arenas), counts)}
-    cols.update({name: _by_arena(np.asarray(x), mask) for name, x in leaves.items()})
+    cols.update({name: _by_arena(np.asarray(x), at) for name, x in leaves.items()})
     return pd.DataFrame(cols, copy=False)  # (fresh arrays: no copy into 2-D blocks)
 
 
 def players_frame(rec: dict[str, Any], arenas: np.ndarray, strategy_names: list[str]) -> pd.DataFrame:
     """Per-player leaves have shape (T, N, B); rows by arena, turn, player (schema.PLAYERS,
     then the layers' player columns), built column by column."""
-    mask, counts = _played(rec)
+    at, counts = _played(rec)
     n = rec["actual"].shape[1]
     rows = int(counts.sum())
     cols: dict[str, Any] = {
         "arena": np.repeat(np.asarray(arenas), counts * n),
-        "turn": np.repeat(_by_arena(np.asarray(rec["turn"]), mask), n),
+        "turn": np.repeat(_by_arena(np.asarray(rec["turn"]), at), n),
         "player": np.tile(np.arange(n, dtype=np.int32), rows),
-        "strategy": _str_column(_by_arena(np.asarray(rec["strategy"]), mask), list(strategy_names)),
+        "strategy": _str_column(_by_arena(np.asarray(rec["strategy"]), at), list(strategy_names)),
     }
     leaves = {**{n: rec[n] for n in schema.names(schema.PLAYERS)[4:]}, **rec.get("player_extra", {})}
-    cols.update({name: _by_arena(np.asarray(x), mask) for name, x in leaves.items()})
+    cols.update({name: _by_arena(np.asarray(x), at) for name, x in leaves.items()})
     return pd.DataFrame(cols, copy=False)
 
 

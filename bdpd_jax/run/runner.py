@@ -2,7 +2,7 @@
 skipping the arenas that have ended.
 
 A game that has ended (collapsed, or past ``maxTurns``) is frozen: the scan still runs its
-turns as no-ops. Without history the chunk program itself stops once every arena of the
+turns as no-ops. On one device the chunk program itself stops once every arena of the
 batch has ended (kernels/rollout.py). :func:`run_batch` runs the turns in chunks and looks
 at the batch at each chunk boundary (one bool per arena): once every arena has ended it
 stops; when enough have ended it re-partitions the batch, so the next chunks run only the
@@ -33,8 +33,8 @@ from ..kernels.state import still_playing
 from ..kernels.stored import restored
 
 TRACES: dict[str, int] = {"run": 0, "init": 0}
-# Arena-turns the chunk programs were given (batch width x chunk length; without history a
-# chunk stops early once all its arenas have ended), summed over runs: a measure of the work
+# Arena-turns the chunk programs were given (batch width x chunk length; a chunk on one
+# device stops early once all its arenas have ended), summed over runs: a measure of the work
 # re-partitioning skipped (played arena-turns come from the results).
 SCANNED: dict[str, int] = {"arena_turns": 0}
 
@@ -84,8 +84,9 @@ def compiled_run(
     game: Game, n_turns: int, history: bool, every: int = 1, stop_when_ended: bool = False, lanes: int = 1
 ):
     """The jitted chunk runner of a game; one per (game, chunk length, history, every, lanes).
-    ``stop_when_ended`` (without history): the loop stops once every arena has ended, which
-    reads the whole batch's flags each turn (run_batch asks for it on one device)."""
+    ``stop_when_ended``: the loop stops once every arena has ended (with history, after the
+    first turn no arena played, its record given to the turns left: kernels/rollout.py),
+    which reads the whole batch's flags each turn (run_batch asks for it on one device)."""
     return jax.jit(functools.partial(_counted_run, game, n_turns, history, every, stop_when_ended, lanes))
 
 

@@ -127,7 +127,7 @@ def _counted_whole_history(
     TRACES["run"] += 1
     keys = keys_of(seed, arenas)
     pb = broadcast_batch(params, arenas.shape[0])
-    state, rec = run_turns(game, n_turns, True, keys, init_batch(game, pb), pb, every, False, 1, record_axis=1)
+    state, rec = run_turns(game, n_turns, True, keys, init_batch(game, pb), pb, every, True, 1, record_axis=1)
     return final_numbers(game, state, pb, max_yield), rec
 
 
@@ -136,7 +136,8 @@ def compiled_whole_history(game: Game, n_turns: int, every: int = 1) -> Callable
     """A run of one turn chunk WITH history as one program (keys, params, init, turns,
     final numbers and the GovSim counts the records give): the records come back in the
     scan's layout (T, B, ...), without the copy that moves the batch axis last (the frames
-    read either; ``simulate``'s history at B = 16384, T = 30: bench/README.md)."""
+    read either); the turns stop after the first one no arena played, the rest get its
+    record (kernels/rollout.py: the seed's payload ends by turn ~20 of 30; bench/history.py)."""
     return jax.jit(functools.partial(_counted_whole_history, game, n_turns, every))
 
 
