@@ -80,7 +80,9 @@ def test_all_local_devices_equal_one_device(cfg, one_device, max_batch):
 
 def test_memory_budget_sizes_chunks(cfg, one_device):
     plan = SweepPlan(
-        bdpd_jax.lab.prepare(cfg), grid_points(GRID), RunOptions(replicates=5, seed=4, history=True, memory_budget=10**9)
+        bdpd_jax.lab.prepare(cfg),
+        grid_points(GRID),
+        RunOptions(replicates=5, seed=4, history=True, memory_budget=10**9),
     )
     per = plan.arena_bytes
     assert per > 0
