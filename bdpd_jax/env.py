@@ -44,7 +44,7 @@ from .kernels.policies import BUILTINS
 from .kernels.state import ArenaState, TurnRecord, still_playing
 from .kernels.turn import External, decide_phase, prepare, step_phase
 from .prepare.game import build
-from .sweeps.build import governance_shapes
+from .prepare.governance import governance_shapes
 
 
 @contextlib.contextmanager

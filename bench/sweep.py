@@ -150,13 +150,13 @@ def vs_simulate(runs: int, repeat: int, width: int = 16_384, n_points: int = 16)
     reps = width // n_points
     opts = RunOptions(replicates=reps, progress=False)
     table = points_table(grid, None, None, per_point=point_steps(cfg, opts))
-    plan = cached_plan(bdpd_jax.prepare(cfg), table, opts)
+    plan = cached_plan(bdpd_jax.lab.prepare(cfg), table, opts)
     rows = plan.chunk_columns(0)
     calls = {
         "simulate": lambda: bdpd_jax.simulate(cfg, n_arenas=width, history=False, progress=False),
         "sweep": lambda: sweep(cfg, grid=grid, replicates=reps, progress=False),
         "sweep_plan": lambda: cached_plan(
-            bdpd_jax.prepare(cfg), points_table(grid, None, None, per_point=point_steps(cfg, opts)), opts
+            bdpd_jax.lab.prepare(cfg), points_table(grid, None, None, per_point=point_steps(cfg, opts)), opts
         ),
         "sweep_rows": lambda: plan.chunk_columns(0),
         "sweep_points": lambda: aggregate(rows, plan.names, plan.outcomes()),
