@@ -196,3 +196,15 @@ def test_the_one_registry_pattern():
         reg.unregister("a")
     reg.unregister("b")
     assert reg.names() == ("a",) and "b" not in reg and len(reg) == 1
+
+
+def test_a_logged_kind_this_process_does_not_know_is_shown_not_refused():
+    """A saved folder may name a player kind registered only in the process that wrote it:
+    the dashboard shows it by its logged name (bounded) as an external player."""
+    from bdpd_jax.host.player_kinds import MAX_KIND_LABEL, logged_kind, shown_kind
+
+    assert shown_kind("builtin") == ("built-in", False)
+    assert logged_kind("websocket_elsewhere") is None and logged_kind(["unhashable"]) is None
+    assert shown_kind("websocket_elsewhere") == ("websocket_elsewhere", True)
+    label, external = shown_kind("x" * 10_000)
+    assert len(label) == MAX_KIND_LABEL and external

@@ -78,6 +78,8 @@ class PlayerKind(abc.ABC):
 
 
 #: the player kind registry (kernels/registry.py), keyed by ``agentType``
+MAX_KIND_LABEL = 64  # a logged kind name shown as is (a folder is not trusted to bound it)
+
 PLAYER_KINDS: Registry[PlayerKind] = Registry("agentType", "player kind")
 
 
@@ -96,6 +98,23 @@ def unregister_player_kind(name: str) -> None:
 def player_kind(name: str) -> PlayerKind:
     """The registered kind ``name`` (ValueError naming agentType and the known kinds)."""
     return PLAYER_KINDS.get_entry(name)
+
+
+def logged_kind(name: Any) -> PlayerKind | None:
+    """The kind a saved folder names, or None for one this process has not registered (a
+    folder written by a process with its own kinds): listing and showing such a folder must
+    not fail, so its players are shown by their logged name, as external ones."""
+    try:
+        return player_kind(name)
+    except ValueError:
+        return None
+
+
+def shown_kind(name: Any) -> tuple[str, bool]:
+    """A logged player's ``(kindLabel, external)`` for the dashboard: the registered kind's,
+    else its logged name (bounded) as an external player's."""
+    kind = logged_kind(name)
+    return (kind.label, kind.external) if kind is not None else (str(name)[:MAX_KIND_LABEL], True)
 
 
 class Builtin(PlayerKind):
@@ -213,7 +232,9 @@ __all__ = [
     "PLAYER_KINDS",
     "AgentContext",
     "PlayerKind",
+    "logged_kind",
     "player_kind",
+    "shown_kind",
     "register_player_kind",
     "unregister_player_kind",
 ]

@@ -12,7 +12,7 @@ from starlette.concurrency import run_in_threadpool
 
 from bdpd_jax.config import perturbations as specs
 from bdpd_jax.host.live.replay import load_lines
-from bdpd_jax.host.player_kinds import player_kind
+from bdpd_jax.host.player_kinds import shown_kind
 from bdpd_jax.host.server import models as M
 from bdpd_jax.host.server import views
 from bdpd_jax.host.server.deps import Access, access, hub_of
@@ -83,11 +83,13 @@ def _players(a: LiveArena | DiskArena) -> list[dict[str, Any]]:
     return [
         {
             "playerId": p.get("name") or p.get("displayName") or "",
-            "agentType": p.get("agentType", "builtin"),
-            "kindLabel": player_kind(p.get("agentType", "builtin")).label,
-            "strategy": None if player_kind(p.get("agentType", "builtin")).external else p.get("strategy"),
+            "agentType": kind,
+            "kindLabel": label,
+            "strategy": None if external else p.get("strategy"),
         }
         for p in rows
+        for kind in [p.get("agentType", "builtin")]
+        for label, external in [shown_kind(kind)]
     ]
 
 

@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from bdpd_jax.host.live.arena import Arena
-from bdpd_jax.host.player_kinds import player_kind
+from bdpd_jax.host.player_kinds import shown_kind
 from bdpd_jax.kernels.engines import ENGINES
 
 #: message scopes every player receives
@@ -228,7 +228,7 @@ def public_meta_view(meta: dict[str, Any], status: str, turn: int | None = None)
         "turn": int(turn if turn is not None else meta.get("turnsPlayed") or 0),
         "maxTurns": int(meta.get("maxTurns") or meta.get("turns") or model.get("maxTurns") or 0),
         "players": [
-            {"playerId": p.get("name"), "agentType": kind, "kindLabel": player_kind(kind).label}
+            {"playerId": p.get("name"), "agentType": kind, "kindLabel": shown_kind(kind)[0]}
             for p in meta.get("players", [])
             for kind in [p.get("agentType", "builtin")]
         ],
