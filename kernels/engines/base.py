@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 import jax
 import jax.numpy as jnp
 
+from ..params import farr
 from ..registry import Registry
 
 
@@ -158,17 +159,50 @@ class Engine(abc.ABC):
         return type(self) is type(other)
 
 
-def capped_stock_observations(stock: jax.Array, params: Any) -> dict[str, jax.Array]:
-    """The observation variables of an engine with a capped stock and a collapse threshold
-    (params fields ``regen_rate``, ``capacity``, ``threshold``): logistic and govsim."""
-    k = jnp.maximum(params.capacity, jnp.finfo(stock.dtype).tiny)
-    return {
-        "commonsStock": stock,
-        "regenRate": params.regen_rate,
-        "commonsCapacity": params.capacity,
-        "threshold": params.threshold,
-        "commonsRatio": stock / k,
-    }
+class CappedStock(Engine):
+    """An engine whose one ``stock`` regrows up to a cap and ends below a threshold (params
+    fields ``regen_rate``, ``capacity``, ``threshold``, ``initial`` from the config's
+    ``regenRate``, ``commonsCapacity``, ``threshold``, ``commonsInitial``): logistic and govsim.
+    What follows from those four numbers alone (the end test, the reference, the observations)
+    is written here once; each engine keeps its own growth and withdrawal."""
+
+    variables = ("commonsStock", "regenRate", "commonsCapacity", "threshold", "commonsRatio", "sustainabilityThreshold")
+
+    @staticmethod
+    def capped_params(model: Any) -> dict[str, jax.Array]:
+        """The four params fields of a validated ``model`` block (keyword arguments of the
+        engine's params module)."""
+        return {
+            "regen_rate": farr(model.regen_rate),
+            "capacity": farr(model.commons_capacity),
+            "threshold": farr(model.threshold),
+            "initial": farr(model.commons_initial),
+        }
+
+    def stock(self, state: Any) -> jax.Array:
+        value: jax.Array = state.stock
+        return value
+
+    def check_end(self, state: Any, params: Any) -> jax.Array:
+        """Collapsed: the stock fell below the threshold."""
+        end: jax.Array = state.stock < params.threshold
+        return end
+
+    def reference(self, state: Any, params: Any) -> jax.Array:
+        """The cap K."""
+        cap: jax.Array = params.capacity
+        return cap
+
+    def extra_observations(self, state: Any, params: Any) -> dict[str, jax.Array]:
+        s = state.stock
+        k = jnp.maximum(params.capacity, jnp.finfo(s.dtype).tiny)
+        return {
+            "commonsStock": s,
+            "regenRate": params.regen_rate,
+            "commonsCapacity": params.capacity,
+            "threshold": params.threshold,
+            "commonsRatio": s / k,
+        }
 
 
 #: the kernel side of the engine registry (the config side: bdpd_jax.config.engines.ENGINE_CONFIGS)

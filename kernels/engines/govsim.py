@@ -12,8 +12,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from ..params import farr
-from .base import Engine, capped_stock_observations, register
+from .base import CappedStock, register
 
 #: GovSim's numbers (its code and paper), read by the engine's config model as defaults.
 DEFAULTS: dict[str, float] = {"commonsInitial": 100.0, "commonsCapacity": 100.0, "regenRate": 1.0, "threshold": 5.0}
@@ -30,9 +29,8 @@ class GovSimState(eqx.Module):
     stock: jax.Array  # float[], the pool
 
 
-class GovSim(Engine):
+class GovSim(CappedStock):
     name = "govsim"
-    variables = ("commonsStock", "regenRate", "commonsCapacity", "threshold", "commonsRatio", "sustainabilityThreshold")
     features = frozenset({"capacity", "threshold", "regen_rate", "stock"})
     #: GovSim's table: what the paper reports of a run (bdpd_jax/results/schema.py GOVSIM)
     metric_family = (
@@ -45,12 +43,7 @@ class GovSim(Engine):
     )
 
     def params_from_model(self, model: Any) -> GovSimParams:
-        return GovSimParams(
-            regen_rate=farr(model.regen_rate),
-            capacity=farr(model.commons_capacity),
-            threshold=farr(model.threshold),
-            initial=farr(model.commons_initial),
-        )
+        return GovSimParams(**self.capped_params(model))
 
     def sustainable_yield(self, model: Any) -> float:
         """The largest harvest the capped growth sustains: K r / (1 + r), at stock K."""
@@ -65,9 +58,6 @@ class GovSim(Engine):
     def init(self, params: GovSimParams) -> GovSimState:
         return GovSimState(stock=jnp.maximum(params.initial, 0.0))
 
-    def stock(self, state: GovSimState) -> jax.Array:
-        return state.stock
-
     def step_one(self, state: GovSimState, demand, u, params: GovSimParams):
         got = jnp.clip(demand, 0.0, state.stock)
         left = jnp.where(got >= state.stock, 0.0, state.stock - got)  # taking all leaves exactly 0
@@ -78,15 +68,6 @@ class GovSim(Engine):
         s = state.stock
         new = jnp.minimum(params.capacity, (1.0 + params.regen_rate) * s)
         return GovSimState(stock=new), new - s
-
-    def check_end(self, state: GovSimState, params: GovSimParams) -> jax.Array:
-        return state.stock < params.threshold
-
-    def reference(self, state: GovSimState, params: GovSimParams) -> jax.Array:
-        return params.capacity
-
-    def extra_observations(self, state: GovSimState, params: GovSimParams) -> dict[str, jax.Array]:
-        return capped_stock_observations(state.stock, params)
 
 
 GOVSIM = register(GovSim())

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..params import farr
-from .base import Engine, capped_stock_observations, register
+from .base import CappedStock, register
 
 # The collapse die's defaults (000_* "a six-sided die; 1-4 draws a unit"), read by the engine and the config.
 DIE_DEFAULTS: dict[str, int] = {"sides": 6, "successThreshold": 4}
@@ -49,19 +49,15 @@ def die_draw(excess, reserve, u, sides, success):
     return drawn, fails & (n_rolls > 0)
 
 
-class Logistic(Engine):
+class Logistic(CappedStock):
     name = "logistic"
-    variables = ("commonsStock", "regenRate", "commonsCapacity", "threshold", "commonsRatio", "sustainabilityThreshold")
     recorded = ("reserve",)
     features = frozenset({"hidden_reserve", "die", "capacity", "threshold", "regen_rate", "stock"})
 
     def params_from_model(self, model: Any) -> LogisticParams:
         die = model.collapse_die
         return LogisticParams(
-            regen_rate=farr(model.regen_rate),
-            capacity=farr(model.commons_capacity),
-            threshold=farr(model.threshold),
-            initial=farr(model.commons_initial),
+            **self.capped_params(model),
             use_reserve=cast(jax.Array, np.asarray(bool(model.use_hidden_reserve))),
             reserve0=farr(model.hidden_reserve_initial),
             die_sides=farr(die.sides),
@@ -86,9 +82,6 @@ class Logistic(Engine):
         reserve = jnp.where(params.use_reserve, params.reserve0, 0.0)
         return LogisticState(stock=jnp.maximum(params.initial, 0.0), reserve=farr(reserve))
 
-    def stock(self, state: LogisticState) -> jax.Array:
-        return state.stock
-
     def step_one(self, state: LogisticState, demand, u, params: LogisticParams):
         from_stock = jnp.minimum(demand, state.stock)
         excess = demand - from_stock
@@ -109,15 +102,6 @@ class Logistic(Engine):
         regen = jnp.maximum(params.regen_rate * s * (1.0 - s / k), -s)
         new_stock = s + regen
         return LogisticState(stock=new_stock, reserve=state.reserve), new_stock - s
-
-    def check_end(self, state: LogisticState, params: LogisticParams) -> jax.Array:
-        return state.stock < params.threshold
-
-    def reference(self, state: LogisticState, params: LogisticParams) -> jax.Array:
-        return params.capacity
-
-    def extra_observations(self, state: LogisticState, params: LogisticParams) -> dict[str, jax.Array]:
-        return capped_stock_observations(state.stock, params)
 
     def recorded_values(self, state: LogisticState) -> dict[str, jax.Array]:
         return {"reserve": state.reserve}
