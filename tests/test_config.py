@@ -100,6 +100,16 @@ def test_player_count_outside_bounds():
         ArenaConfig.model_validate(cfg)
 
 
+@pytest.mark.parametrize(
+    "field,value,why",
+    [("threshold", 101.0, "collapsed at any stock"), ("commonsInitial", 101.0, "starts at most full")],
+)
+def test_a_govsim_number_above_its_capacity_names_both(field, value, why):
+    cfg = {"model": {"engineMode": "govsim", field: value}}  # GovSim's cap: 100
+    with pytest.raises(ValueError, match=rf"model.{field}: {value} is above commonsCapacity=100.0 \(.*{why}"):
+        ArenaConfig.model_validate(cfg)
+
+
 def test_unknown_top_level_key():
     with pytest.raises(ValueError, match="agentTimeOut"):
         ArenaConfig.model_validate({**SEED_LOGISTIC, "agentTimeOut": 5})

@@ -39,7 +39,7 @@ from .discussion import DiscussionConfig
 from .engines import EngineConfig, engine_config_model
 from .files import MAX_CONFIG_BYTES, read_text
 from .governance import PactConfig, TalkConfig, check_governance, needed_slots
-from .limits import MAX_PACT_SLOTS, MAX_PLAYERS, MAX_SPECS, MAX_TURNS, Label, Name, check_magnitudes
+from .limits import MAX_PACT_SLOTS, MAX_PLAYERS, MAX_SPECS, MAX_TURNS, Label, Name, check_at_most, check_magnitudes
 from .perturbations import check_perturbations, parse_perturbations
 from .plugins import check_plugins, parse_plugins
 from .policy_check import check_policy_fields
@@ -172,8 +172,7 @@ class ModelConfig(ConfigModel):
 
     @model_validator(mode="after")
     def _player_bounds(self) -> ModelConfig:
-        if self.min_players > self.max_players:
-            raise ValueError(f"model.minPlayers: {self.min_players} > maxPlayers={self.max_players}")
+        check_at_most(self.min_players, "model.minPlayers", self.max_players, "maxPlayers")
         return self
 
 

@@ -150,6 +150,13 @@ def check_int(value: Any, field: str, lo: int, hi: int) -> int:
     return int(value)
 
 
+def check_at_most(value: float, field: str, bound: float, bound_field: str, why: str = "") -> None:
+    """``field`` must not exceed another field of its block (a threshold within the capacity,
+    minPlayers within maxPlayers): a ValueError naming both and their values, then ``why``."""
+    if value > bound:
+        raise ValueError(f"{field}: {value} is above {bound_field}={bound}{why}")
+
+
 def to_float(value: Any, field: str) -> float:
     """``float(value)`` of a user's number (int, float, numpy scalar; bools refused): a
     ValueError naming ``field`` when it is not a number or too large for a float (an int like

@@ -17,6 +17,7 @@ from pydantic import ConfigDict
 from ...kernels.engines import ENGINES, Engine, register
 from ...kernels.registry import Registry
 from ..base import ConfigModel
+from ..limits import check_at_most
 
 #: what every engine config model starts from: unknown keys rejected, finite numbers only
 STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
@@ -30,6 +31,18 @@ class EngineConfig(ConfigModel):
 
     def check_players(self, players: list[Any]) -> None:
         """Raise ValueError when this engine part cannot run with ``players`` (PlayerConfig list)."""
+
+
+def check_threshold_within_capacity(model: Any) -> None:
+    """A capped-stock engine's (kernels.engines.base.CappedStock) ``threshold`` lies within its
+    ``commonsCapacity``: ValueError naming both otherwise."""
+    check_at_most(
+        model.threshold,
+        "model.threshold",
+        model.commons_capacity,
+        "commonsCapacity",
+        " (the commons would count as collapsed at any stock it can hold)",
+    )
 
 
 #: config model per engine name (the config's ``engineMode``): the config side of the engine

@@ -6,7 +6,8 @@ from __future__ import annotations
 from pydantic import Field, model_validator
 
 from ...kernels.engines.govsim import DEFAULTS
-from .base import EngineConfig, register_engine_config
+from ..limits import check_at_most
+from .base import EngineConfig, check_threshold_within_capacity, register_engine_config
 
 
 class GovSimConfig(EngineConfig):
@@ -21,13 +22,14 @@ class GovSimConfig(EngineConfig):
 
     @model_validator(mode="after")
     def _consistent(self) -> GovSimConfig:
-        if self.threshold > self.commons_capacity:
-            raise ValueError(f"model.threshold: {self.threshold} is above commonsCapacity={self.commons_capacity}")
-        if self.commons_initial > self.commons_capacity:
-            raise ValueError(
-                f"model.commonsInitial: {self.commons_initial} is above "
-                f"commonsCapacity={self.commons_capacity} (the pool starts at most full)"
-            )
+        check_threshold_within_capacity(self)
+        check_at_most(
+            self.commons_initial,
+            "model.commonsInitial",
+            self.commons_capacity,
+            "commonsCapacity",
+            " (the pool starts at most full)",
+        )
         return self
 
 

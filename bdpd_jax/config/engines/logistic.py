@@ -6,8 +6,8 @@ from pydantic import Field, model_validator
 
 from ...kernels.engines.logistic import DIE_DEFAULTS
 from ..base import ConfigModel
-from ..limits import MAX_DIE_SIDES
-from .base import STRICT, EngineConfig, register_engine_config
+from ..limits import MAX_DIE_SIDES, check_at_most
+from .base import STRICT, EngineConfig, check_threshold_within_capacity, register_engine_config
 
 
 class CollapseDie(ConfigModel):
@@ -19,8 +19,7 @@ class CollapseDie(ConfigModel):
 
     @model_validator(mode="after")
     def _threshold_within_sides(self) -> CollapseDie:
-        if self.success_threshold > self.sides:
-            raise ValueError(f"collapseDie.successThreshold: {self.success_threshold} exceeds sides={self.sides}")
+        check_at_most(self.success_threshold, "collapseDie.successThreshold", self.sides, "sides")
         return self
 
 
@@ -38,11 +37,7 @@ class LogisticConfig(EngineConfig):
 
     @model_validator(mode="after")
     def _threshold_below_capacity(self) -> LogisticConfig:
-        if self.threshold > self.commons_capacity:
-            raise ValueError(
-                f"model.threshold: {self.threshold} is above commonsCapacity={self.commons_capacity} "
-                "(the commons would count as collapsed at any stock it can hold)"
-            )
+        check_threshold_within_capacity(self)
         return self
 
 
