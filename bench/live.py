@@ -2,8 +2,9 @@
 once) against the same arenas ticked one by one (one kernel call per arena per phase, each
 arena's players asked together), in the same run.
 
-Cases: ``http`` — N arenas x 4 HTTP players on loopback, the responder (a separate process
-on raw asyncio streams, so it neither shares this process's GIL nor costs much CPU) answers
+Cases: ``http`` — N arenas x 4 HTTP players on loopback, the responder (bench/loopback.py:
+a separate process on raw asyncio streams, so it neither shares this process's GIL nor costs
+much CPU) answers
 after ``--delay-ms``; ``builtin`` —
 the same arenas with 4 built-in players (kernel and host overhead only). Compile time (the
 first tick) is reported apart. ``--write`` saves the figures to bench/live_last.md
@@ -19,13 +20,10 @@ import copy
 import gc
 import os
 import platform
-import socket
-import subprocess
-import sys
-import textwrap
 import time
 from pathlib import Path
 
+import loopback
 from harness import Figures, parser, setup  # bench/ is on a bench script's path
 
 setup()  # the process settings before the host imports jax and equinox
@@ -46,56 +44,6 @@ CONFIG = {
     },
     "agentTimeout": 2000,
 }
-
-RESPONDER = textwrap.dedent("""
-    # A minimal keep-alive HTTP/1.1 responder on raw asyncio streams (~50 us of CPU per
-    # request, so the benchmark measures the host, not the responder).
-    import asyncio, json, sys
-    DELAY = float(sys.argv[2]) / 1000.0
-    async def handle(reader, writer):
-        try:
-            while True:
-                head = await reader.readuntil(b"\\r\\n\\r\\n")
-                n = 0
-                for line in head.split(b"\\r\\n"):
-                    if line.lower().startswith(b"content-length:"):
-                        n = int(line.split(b":", 1)[1])
-                obs = json.loads(await reader.readexactly(n)) if n else {}
-                await asyncio.sleep(DELAY)
-                body = json.dumps({"harvest": 0.1 * (obs.get("myCapacity") or 1.0)}).encode()
-                writer.write(b"HTTP/1.1 200 OK\\r\\ncontent-type: application/json\\r\\ncontent-length: "
-                             + str(len(body)).encode() + b"\\r\\n\\r\\n" + body)
-                await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
-            writer.close()
-    async def main():
-        server = await asyncio.start_server(handle, "127.0.0.1", int(sys.argv[1]), backlog=4096)
-        async with server:
-            await server.serve_forever()
-    asyncio.run(main())
-""")
-
-
-def free_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def start_responder(delay_ms: float) -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-c", RESPONDER, str(port), str(delay_ms)])
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return proc, f"http://127.0.0.1:{port}/decide"
-        except OSError:
-            time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError("responder did not start")
 
 
 def make_arenas(n: int, kind: str, url: str | None, client) -> list[Arena]:
@@ -206,7 +154,7 @@ def main() -> None:
         return live_long.main(["--arenas", str(args.arenas), "--ticks", str(args.long_ticks)])
     global FREEZE
     FREEZE = not args.no_freeze
-    proc, url = start_responder(args.delay_ms)
+    proc, url = loopback.start("harvest", args.delay_ms, "/decide")
     if args.agent_cpu:
         try:
             ms = asyncio.run(agent_cpu(args.arenas, url))
@@ -238,7 +186,7 @@ def main() -> None:
                 )
             print(rows[-2], rows[-1], flush=True)
             for row in rows[-2:]:
-                out.emit(kind, arenas=args.arenas, delay_ms=args.delay_ms, **row)
+                out.emit(arenas=args.arenas, delay_ms=args.delay_ms, **row)  # row["case"] is the case
     finally:
         proc.kill()
         proc.wait()

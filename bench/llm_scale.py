@@ -9,7 +9,7 @@ as the server runs it): a lane's host phase (kernels, tools, records) overlaps t
 lanes' calls instead of leaving the pipe empty between months. ``--lanes 1 --no-thread``:
 all arenas in one LiveBatch, in lockstep.
 
-The endpoint is a separate process on raw asyncio streams (it shares neither this process's
+The endpoint (bench/loopback.py) is a separate process on raw asyncio streams (it shares neither this process's
 GIL nor its CPU clock): every answer is one ``harvest`` tool call and a ``usage``. Reported:
 the wall time of the months after the first (the first compiles) against the bound the
 limit sets, ``calls x delay / maxInFlight`` (target: within 1.3x), beside what bare POSTs
@@ -29,15 +29,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import socket
-import subprocess
-import sys
-import textwrap
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import loopback
 from harness import Figures, parser, setup  # bench/ is on a bench script's path
 
 setup()  # the process settings before the host imports jax
@@ -46,57 +43,6 @@ from bdpd_jax.host.agents.transport import HttpClient  # noqa: E402
 from bdpd_jax.host.live.arena import Arena  # noqa: E402
 from bdpd_jax.host.live.live_batch import LiveBatch  # noqa: E402
 from bdpd_jax.scenarios import govsim, govsim_rules  # noqa: E402
-
-# The endpoint: keep-alive HTTP/1.1 on asyncio streams; reads a request's head and body, waits
-# DELAY, answers one harvest of 2 units (a sustainable catch: the fishery lasts the year).
-ENDPOINT = textwrap.dedent("""
-    import asyncio, json, sys
-    DELAY = float(sys.argv[2]) / 1000.0
-    MSG = {"role": "assistant", "content": None, "tool_calls": [{"id": "c0", "type": "function",
-           "function": {"name": "harvest", "arguments": "{\\"amount\\": 2}"}}]}
-    BODY = json.dumps({"id": "x", "object": "chat.completion", "choices": [{"index": 0, "message": MSG,
-        "finish_reason": "tool_calls"}], "usage": {"prompt_tokens": 900, "completion_tokens": 12}}).encode()
-    HEAD = (b"HTTP/1.1 200 OK\\r\\ncontent-type: application/json\\r\\ncontent-length: "
-            + str(len(BODY)).encode() + b"\\r\\n\\r\\n")
-    async def handle(reader, writer):
-        try:
-            while True:
-                head = await reader.readuntil(b"\\r\\n\\r\\n")
-                n = 0
-                for line in head.split(b"\\r\\n"):
-                    if line.lower().startswith(b"content-length:"):
-                        n = int(line.split(b":", 1)[1])
-                if n:
-                    await reader.readexactly(n)
-                await asyncio.sleep(DELAY)
-                writer.write(HEAD + BODY)
-                await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
-            writer.close()
-    async def main():
-        server = await asyncio.start_server(handle, "127.0.0.1", int(sys.argv[1]), backlog=4096)
-        async with server:
-            await server.serve_forever()
-    asyncio.run(main())
-""")
-
-
-def start_endpoint(delay_ms: float) -> tuple[subprocess.Popen, str]:
-    """The loopback endpoint's process and its base URL (``.../v1``)."""
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    proc = subprocess.Popen([sys.executable, "-c", ENDPOINT, str(port), str(delay_ms)])
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return proc, f"http://127.0.0.1:{port}/v1"
-        except OSError:
-            time.sleep(0.05)
-    proc.kill()
-    raise RuntimeError("llm_scale: the loopback endpoint did not start")
 
 
 class TimedClient(HttpClient):
@@ -184,7 +130,7 @@ async def run(
     its months on its own after the first (a lane's host phase overlaps the others' calls).
     ``thread``: the kernel work of every tick in one worker thread (as the server runs it), so
     the loop reads answers and sends requests while a lane's kernels run."""
-    proc, base = start_endpoint(delay_ms)
+    proc, base = loopback.start("chat", delay_ms, "/v1")
     client = TimedClient(max_in_flight + 16)
     try:
         every = make_arenas(arenas, players, months, base, max_in_flight)

@@ -16,7 +16,7 @@ sys.path.insert(0, str(BENCH))
 
 import harness  # noqa: E402
 
-HELPERS = {"harness.py", "numba_baseline.py"}  # modules, not benches
+HELPERS = {"harness.py", "loopback.py", "numba_baseline.py"}  # modules, not benches
 
 
 def test_figures_append_one_json_object_per_case(tmp_path) -> None:
