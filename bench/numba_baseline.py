@@ -28,7 +28,7 @@ S16, S15, S8, S6, S2 = np.uint64(16), np.uint64(15), np.uint64(8), np.uint64(6),
 OBS_STOCK = np.uint64(1 + 16 * 1)  # rng.obs_purpose(0): commonsStock
 DIE = np.uint64(3)
 F = np.float32
-A = [
+A = tuple(
     F(x)
     for x in (
         2.81022636e-08,
@@ -41,8 +41,8 @@ A = [
         0.246640727,
         1.50140941,
     )
-]
-B = [
+)
+B = tuple(
     F(x)
     for x in (
         -0.000200214257,
@@ -55,8 +55,7 @@ B = [
         1.00167406,
         2.83297682,
     )
-]
-(A0, A1, A2, A3, A4, A5, A6, A7, A8), (B0, B1, B2, B3, B4, B5, B6, B7, B8) = A, B
+)
 ONE, TWO, HALF, FIVE, THREE, W25 = F(1), F(2), F(0.5), F(5), F(3), F(2.5)
 SQRT2, INV24 = F(np.sqrt(2.0)), F(1.0 / 16777216.0)
 
@@ -73,30 +72,17 @@ def _absorb(h, w):
     return _mix(h ^ ((w + GOLD + ((h << S6) & U32) + (h >> S2)) & U32))
 
 
+def _horner(coeffs, w):
+    """sum_k coeffs[k] w^(n-1-k), as XLA's float32 ``erf_inv`` evaluates it (p = c + p w)."""
+    p = coeffs[0]
+    for c in coeffs[1:]:
+        p = c + p * w
+    return p
+
+
 def _erfinv(x):
     w = -np.log((ONE - x) * (ONE + x))
-    if w < FIVE:
-        w = w - W25
-        p = A0
-        p = A1 + p * w
-        p = A2 + p * w
-        p = A3 + p * w
-        p = A4 + p * w
-        p = A5 + p * w
-        p = A6 + p * w
-        p = A7 + p * w
-        p = A8 + p * w
-    else:
-        w = np.sqrt(w) - THREE
-        p = B0
-        p = B1 + p * w
-        p = B2 + p * w
-        p = B3 + p * w
-        p = B4 + p * w
-        p = B5 + p * w
-        p = B6 + p * w
-        p = B7 + p * w
-        p = B8 + p * w
+    p = _horner(A, w - W25) if w < FIVE else _horner(B, np.sqrt(w) - THREE)
     return p * x
 
 
@@ -189,6 +175,7 @@ def _aggressive(stock, z, noise, w, intensity):
 if numba is not None:
     _mix = numba.njit(inline="always")(_mix)
     _absorb = numba.njit(inline="always")(_absorb)
+    _horner = numba.njit(inline="always")(_horner)
     _erfinv = numba.njit(inline="always")(_erfinv)
     _unit = numba.njit(inline="always")(_unit)
     _normal = numba.njit(inline="always")(_normal)
