@@ -47,10 +47,7 @@ def measure(env, envs: int, steps: int, repeat: int) -> tuple[float, float]:
 
 
 def main() -> None:
-    ap = parser(__doc__)
-    ap.add_argument("--envs", type=int, default=1024)
-    ap.add_argument("--steps", type=int, default=128)
-    ap.add_argument("--repeat", type=int, default=3)
+    ap = parser(__doc__, envs=1024, steps=128, repeat=3)
     a = ap.parse_args()
     setup(compile_cache=False)
     import jaxmarl

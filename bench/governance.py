@@ -76,10 +76,7 @@ def bench(cases: dict, b: int, turns: int, reps: int) -> dict:
 
 
 def main() -> None:
-    ap = parser(__doc__)
-    ap.add_argument("--batch", type=int, default=16384)
-    ap.add_argument("--turns", type=int, default=100)
-    ap.add_argument("--reps", type=int, default=10)
+    ap = parser(__doc__, batch=16384, turns=100, reps=10)
     a = ap.parse_args()
     out = Figures("governance", a.json)
     print(f"device: {jax.devices()[0]}  B={a.batch} T={a.turns}")

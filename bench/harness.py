@@ -7,7 +7,7 @@ A bench script starts with::
     from harness import Figures, best_of, parser, setup   # bench/ is on a bench script's path
 
     setup()                      # bdpd_jax.configure(compile_cache=True) before jax runs anything
-    ap = parser(__doc__)         # argparse with --json PATH
+    ap = parser(__doc__, arenas=16384)   # argparse with --json PATH and --arenas N
     args = ap.parse_args()
     out = Figures("throughput", args.json)
     out.emit("kernel", b=16384, t=30, run_s=0.012, arena_turns_per_s=4.1e7)
@@ -44,8 +44,10 @@ def setup(*, compile_cache: bool = True) -> dict[str, str]:
     return bdpd_jax.configure(compile_cache=compile_cache)
 
 
-def parser(doc: str | None = None) -> argparse.ArgumentParser:
-    """An argument parser described by the script's docstring, with ``--json PATH``."""
+def parser(doc: str | None = None, **sizes: int) -> argparse.ArgumentParser:
+    """An argument parser described by the script's docstring, with ``--json PATH`` and an
+    integer flag per ``sizes`` entry (its default): ``parser(__doc__, arenas=100, max_turns=30)``
+    takes ``--arenas N`` and ``--max-turns N`` (the bench's sizes, declared as one table)."""
     first = (doc or "").strip().splitlines()[0] if doc else None
     ap = argparse.ArgumentParser(description=first)
     ap.add_argument(
@@ -55,6 +57,8 @@ def parser(doc: str | None = None) -> argparse.ArgumentParser:
         metavar="PATH",
         help="append the figures to PATH as JSON lines (one object per case)",
     )
+    for name, default in sizes.items():
+        ap.add_argument("--" + name.replace("_", "-"), type=int, default=default, metavar="N")
     return ap
 
 

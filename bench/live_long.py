@@ -133,11 +133,7 @@ def table(rows: list[dict]) -> str:
 
 
 def main(argv=None) -> None:
-    ap = parser(__doc__)
-    ap.add_argument("--arenas", type=int, default=100)
-    ap.add_argument("--ticks", type=int, default=1000)
-    ap.add_argument("--window", type=int, default=100)
-    ap.add_argument("--reps", type=int, default=1)
+    ap = parser(__doc__, arenas=100, ticks=1000, window=100, reps=1)
     ap.add_argument("--base", help="another checkout's root, run side by side (before/after)")
     ap.add_argument("--no-off", action="store_true", help="skip the gc_freeze=False run")
     args = ap.parse_args(argv)
@@ -154,7 +150,7 @@ def main(argv=None) -> None:
                 flush=True,
             )
             rows.append(r)
-            out.emit("ticks", root=root, gc_freeze=freeze, **r)
+            out.emit("ticks", **r)  # r names its root and the gc_freeze in force
     print(table(rows))
 
 

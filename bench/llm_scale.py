@@ -206,12 +206,8 @@ async def run(
 
 
 def main() -> None:
-    ap = parser(__doc__)
-    ap.add_argument("--arenas", type=int, default=200)
-    ap.add_argument("--players", type=int, default=5)
-    ap.add_argument("--months", type=int, default=12)
+    ap = parser(__doc__, arenas=200, players=5, months=12, max_in_flight=64)
     ap.add_argument("--delay-ms", type=float, default=50.0)
-    ap.add_argument("--max-in-flight", type=int, default=64)
     ap.add_argument("--floor-calls", type=int, default=3000, help="bare POSTs timed after the run (0: none)")
     ap.add_argument("--lanes", type=int, default=4, help="LiveBatches the arenas are split into (1: one)")
     ap.add_argument(

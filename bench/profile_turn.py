@@ -56,11 +56,7 @@ def op_times(fn, calls: int) -> dict[str, tuple[float, int]]:
 def main() -> None:
     import throughput
 
-    ap = parser(__doc__)
-    ap.add_argument("--arenas", type=int, default=16384)
-    ap.add_argument("--turns", type=int, default=30)
-    ap.add_argument("--lanes", type=int, default=1)
-    ap.add_argument("--calls", type=int, default=5)
+    ap = parser(__doc__, arenas=16384, turns=30, lanes=1, calls=5)
     args = ap.parse_args()
     out = Figures("profile_turn", args.json)
     b, t = args.arenas, args.turns

@@ -275,20 +275,11 @@ def main() -> None:
         for r in runs:
             out.emit(
                 case,
-                points=n_points,
                 replicates=reps,
-                arenas=r["arenas"],
                 turns=TURNS,
-                devices=r["devices"],
-                build=r["build"],
-                cold_s=r["cold_s"],
-                warm_s=r["warm_s"],
-                loop_points=lp["points"],
-                loop_per_point_s=lp["per_point_s"],
-                vs_loop_cold=loop_full / r["cold_s"],
-                vs_loop_warm=loop_full / r["warm_s"],
-                survival=r["survival"],
-                loop_survival=lp["survival"],
+                **{k: r[k] for k in ("points", "arenas", "devices", "build", "cold_s", "warm_s", "survival")},
+                **{f"loop_{k}": lp[k] for k in ("points", "per_point_s", "survival")},
+                **{f"vs_loop_{run}": loop_full / r[f"{run}_s"] for run in ("cold", "warm")},
             )
         print(
             f"  survival: sweep {runs[0]['survival']:.4f}, loop {lp['survival']:.4f} "

@@ -42,6 +42,12 @@ def test_the_parser_offers_json() -> None:
     assert args.json == Path("x.jsonl")
 
 
+def test_the_parser_takes_the_sizes_as_integer_flags() -> None:
+    ap = harness.parser("Doc.", arenas=100, max_turns=30)
+    assert vars(ap.parse_args([])) == {"json": None, "arenas": 100, "max_turns": 30}
+    assert ap.parse_args(["--max-turns", "7"]).max_turns == 7
+
+
 def test_every_bench_script_writes_json_lines_through_the_harness() -> None:
     missing = []
     for path in sorted(BENCH.glob("*.py")):
