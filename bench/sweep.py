@@ -277,6 +277,7 @@ def main() -> None:
                 case,
                 replicates=reps,
                 turns=TURNS,
+                # the sweep's figures as its worker measured them, the loop's, and the one against the other
                 **{k: r[k] for k in ("points", "arenas", "devices", "build", "cold_s", "warm_s", "survival")},
                 **{f"loop_{k}": lp[k] for k in ("points", "per_point_s", "survival")},
                 **{f"vs_loop_{run}": loop_full / r[f"{run}_s"] for run in ("cold", "warm")},
