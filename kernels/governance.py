@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import ClassVar
 
 import equinox as eqx
 import jax
@@ -61,6 +62,8 @@ class GovernanceLayer(Layer):
     the term types it was built with (a type registered later makes a new program)."""
 
     name: str = NAME
+    # talk announces, sanctions fine: no strategy is ever switched (kernels/stored.py)
+    changes: ClassVar[tuple[str, ...] | None] = ("announced", "sanction", "sanctioned")
     registry: bool = True
     scripted: tuple | None = None  # players with a scripted pledge or proposal (None = all)
     terms: tuple[str, ...] = ()  # P.term_names() at build: part of the compile key

@@ -10,7 +10,7 @@ act, after_harvest), each written for one arena. Every hook has a no-op default 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -18,6 +18,9 @@ import jax.numpy as jnp
 
 class Layer:
     name: str = "layer"
+    #: the turn-record leaves a game without layers never changes (announced, sanction,
+    #: sanctioned, strategy: kernels/stored.py) that this layer can change; None: any of them
+    changes: ClassVar[tuple[str, ...] | None] = None
 
     def init(self, game, params) -> Any:
         """This layer's part of the initial state."""

@@ -2,8 +2,10 @@
 
 A game without layers (no governance, plugins or perturbations) never changes some of a
 turn's record in a batched run: its policies announce nothing (NaN), nothing sanctions it
-(0, False) and nothing switches a strategy (the initial one). The history scan leaves those
-leaves out (:func:`stored`), so it neither computes nor writes them (bench/history.py), and
+(0, False) and nothing switches a strategy (the initial one). A layer names those it can
+change (``Layer.changes``: the governance layer announces and sanctions but never switches
+a strategy; a layer that names none may change all four). The history scan leaves the rest
+out (:func:`stored`), so it neither computes nor writes them (bench/history.py), and
 :func:`restored` puts them back on the host as read-only numpy views (no copy) once the
 records are numpy arrays with the batch axis last. The records are the full ones, the same
 numbers; the live host and ``CommonsEnv`` read the turn's own record and store nothing.
@@ -19,10 +21,15 @@ import numpy as np
 from .game import Game
 from .state import TurnRecord
 
+#: the record leaves a game without layers never changes in a batched run
+FIXED = ("announced", "sanction", "sanctioned", "strategy")
+
 
 def fixed(game: Game) -> tuple[str, ...]:
-    """The record leaves this game's batched turns never change (static)."""
-    return () if game.layers else ("announced", "sanction", "sanctioned", "strategy")
+    """The record leaves this game's batched turns never change (static): those of
+    :data:`FIXED` no layer of the game can change."""
+    changed = {k for layer in game.layers for k in (FIXED if layer.changes is None else layer.changes)}
+    return tuple(k for k in FIXED if k not in changed)
 
 
 def stored(game: Game, rec: TurnRecord) -> TurnRecord:

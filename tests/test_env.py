@@ -70,6 +70,41 @@ def test_the_cli_configures_the_process() -> None:
     assert out.stdout.strip().splitlines()[-1] == "nan", out.stdout + out.stderr
 
 
+# blocks of 2 MiB allocated and freed 4 times over: the page faults that costs (a first
+# round touched the memory)
+FAULTS = """import json, resource, numpy as np
+def rounds():
+    f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(4):
+        r = [np.ones(1 << 18) for _ in range(8)]
+        del r
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0
+rounds()
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="glibc's malloc")
+def test_configure_keeps_freed_memory_for_reuse() -> None:
+    """A freed multi-MiB block (a history run's records) is reused without page faults once
+    configured; a user's own malloc setting wins (bdpd_jax/_env.py, keep_freed_memory)."""
+    code = "import bdpd_jax\nbefore = rounds()\nbdpd_jax.configure()\nrounds()\nprint(json.dumps([before, rounds()]))"
+    out = subprocess.run([sys.executable, "-c", FAULTS + code], capture_output=True, text=True, timeout=300, check=True)
+    before, after = json.loads(out.stdout.strip().splitlines()[-1])
+    if before < 1000:
+        pytest.skip(f"this C library keeps freed blocks already ({before} faults)")
+    assert after < before // 10, (before, after)
+    mine = "from bdpd_jax._env import keep_freed_memory; print(json.dumps([keep_freed_memory(), 0]))"
+    out = subprocess.run(
+        [sys.executable, "-c", "import json; " + mine],
+        env={**os.environ, "MALLOC_TRIM_THRESHOLD_": "1048576"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == [False, 0]
+
+
 def test_configure_reports_the_settings_in_force() -> None:
     import bdpd_jax
 

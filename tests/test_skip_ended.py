@@ -143,3 +143,17 @@ def test_history_loop_that_stops_gives_the_full_scans_records():
     assert not np.asarray(rec0.played)[-10:].any()  # every arena ended early: the loop stopped
     _leaves_equal(st1, st0)
     _leaves_equal(rec1, rec0)
+
+
+def test_a_history_run_stores_the_leaves_its_layers_can_change():
+    """kernels/stored.py: a game without layers stores none of announced, sanction,
+    sanctioned, strategy; governance alone stores all but strategy (it never switches one);
+    a perturbation layer (a strategy override is one of its types) stores all four."""
+    from bdpd_jax.kernels.stored import FIXED, fixed
+
+    plain = _cfg(False)
+    governed = {**plain, "pacts": GOVERNED["pacts"], "perturbations": GOVERNED["perturbations"][:1]}
+    shocked = {**governed, "perturbations": GOVERNED["perturbations"]}
+    games = [build(ArenaConfig.model_validate(c))[0] for c in (plain, governed, shocked)]
+    assert [sorted(layer.name for layer in g.layers) for g in games] == [[], ["governance"], ["governance", "perturb"]]
+    assert [fixed(g) for g in games] == [FIXED, ("strategy",), ()]
