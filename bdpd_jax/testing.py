@@ -28,9 +28,9 @@ from .config.perturbations import ARENA_SPECS, SPEC_TYPES, ArenaSpec
 from .config.plugins import PLUGIN_SPECS, PluginSpec
 from .config.terms import detail, numbers, parse_terms, slot_terms, terms_schema
 from .host.agents.base import AgentResult
+from .host.agents.tools import validate_action
 from .host.live.operator import Operator
 from .host.live.players import LivePlayerConfig, make_agent, player_timeout_ms
-from .host.live.tools import validate_action
 from .host.player_kinds import AgentContext, PlayerKind, player_kind
 from .kernels import pacts as P
 from .kernels import perturb as pk

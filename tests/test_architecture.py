@@ -18,6 +18,8 @@ import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 ALLOWED_THIRD_PARTY_IN_KERNELS = {
     "jax",
@@ -319,6 +321,22 @@ def test_prepare_imports_nothing_from_run_sweeps_results_or_host() -> None:
     assert not bad, "\n".join(bad)
 
 
+def test_the_host_parts_import_one_way() -> None:
+    """``server`` -> ``live`` -> ``agents``: the players see only their own package and the wire
+    JSON (``jsonio``), so a player kind is written against ``agents/`` alone; the arena never
+    reaches the HTTP API (docs/semantics/live/arena.md, "The host in three parts")."""
+    host = "bdpd_jax.host"
+    own = _reaches([f"{host}.agents", f"{host}.jsonio"])
+    agents = [
+        f"{m}:{line} imports {t}"
+        for m, t, line in _imports_of_package(f"{host}.agents")
+        if t.startswith(host) and not own(t)
+    ]
+    live = _reaches([f"{host}.server"])
+    arena = [f"{m}:{line} imports {t}" for m, t, line in _imports_of_package(f"{host}.live") if live(t)]
+    assert not agents + arena, "\n".join(agents + arena)
+
+
 #: kernel objects only prepare/ builds from a config: the static game, its params and its layers
 KERNEL_BUILDS = ("Game", "Params", "PerturbParams")
 
@@ -371,6 +389,19 @@ def test_the_package_guards_see_what_they_forbid(tmp_path) -> None:
     with probe(tmp_path, "bdpd_jax.config.probe", "def f():\n    from ..prepare.game import build\n"):
         found = [t for m, t, _ in _imports_of_package("bdpd_jax.config") if m == "bdpd_jax.config.probe"]
         assert found == ["bdpd_jax.prepare.game"] and _reaches(["bdpd_jax.prepare"])(found[0])
+    probes = {
+        "bdpd_jax.host.agents.probe": (
+            "from bdpd_jax.host.live.messages import MessageBus\n",
+            ":1 imports bdpd_jax.host.live",
+        ),
+        "bdpd_jax.host.live.probe": (
+            "def f():\n    from ..server import live\n",
+            ":2 imports bdpd_jax.host.server.live",
+        ),
+    }
+    for name, (text, says) in probes.items():
+        with probe(tmp_path, name, text), pytest.raises(AssertionError, match=f"{name}{says}"):
+            test_the_host_parts_import_one_way()
 
 
 # The library's public surface for the lab (studies/ and bench/): the package's names, the

@@ -26,9 +26,9 @@ from bdpd_jax.config.base import wire_names
 from bdpd_jax.config.game import ModelConfig
 from bdpd_jax.config.perturbations import ARENA_SPECS, SPEC_TYPES
 from bdpd_jax.config.terms import parse_terms, terms_schema
+from bdpd_jax.host.agents.tools import tool_schemas
 from bdpd_jax.host.live.operator import Operator
 from bdpd_jax.host.live.registry import PactRegistry
-from bdpd_jax.host.live.tools import tool_schemas
 from bdpd_jax.host.player_kinds import PLAYER_KINDS
 from bdpd_jax.kernels import pacts as P
 from bdpd_jax.kernels import perturb as pk

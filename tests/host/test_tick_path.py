@@ -17,8 +17,8 @@ from payloads import MIXED_PLAYERS, SEED_LOGISTIC
 
 import bdpd_jax
 import bdpd_jax.kernels
-from bdpd_jax.host.agents import scripted
-from bdpd_jax.host.live import batch_runner, dispatch, tools
+from bdpd_jax.host.agents import scripted, tools
+from bdpd_jax.host.live import batch_runner, dispatch
 from bdpd_jax.host.live.arena import Arena
 from bdpd_jax.host.live.live_batch import LiveBatch
 from bdpd_jax.host.live.registry import PactRegistry

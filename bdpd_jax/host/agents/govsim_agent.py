@@ -26,9 +26,8 @@ from bdpd_jax.host.agents.base import AgentResult, Utterance, check_wealth, join
 from bdpd_jax.host.agents.llm import LLMAgent
 from bdpd_jax.host.agents.llm_protocol import decode_arguments, parse_completion, whole_units
 from bdpd_jax.host.agents.memory import Memory, MemoryItem, render_memories
+from bdpd_jax.host.agents.tools import SPEAK_TOOL, speak_schema, tool_schemas, truncate_text, validate_speak
 from bdpd_jax.host.agents.transport import TransportError, loads_capped
-from bdpd_jax.host.live.messages import truncate_text
-from bdpd_jax.host.live.tools import SPEAK_TOOL, speak_schema, tool_schemas, validate_speak
 
 ARCHITECTURES: tuple[str, ...] = ("minimal", "govsim")
 EMBEDDINGS: tuple[str, ...] = ("auto", "endpoint", "lexical")

@@ -6,7 +6,7 @@ turn. Timeout, connection error, non-2xx, bad JSON, or a missing / non-finite / 
 ``harvest`` give ``0.2 * capacity(w)`` with the reason in ``AgentResult.error``.
 
 The response may carry tool actions, ``{"harvest": 1.2, "actions": [{"tool": "broadcast",
-"text": "..."}]}``; each is validated against the tool surface (``bdpd_jax.host.live.tools``) and bad
+"text": "..."}]}``; each is validated against the tool surface (``bdpd_jax.host.agents.tools``) and bad
 entries are dropped and noted in ``error`` (the harvest still stands). An optional numeric
 ``announced`` becomes an ``announce_intended_harvest`` action. Agents of one arena should share
 one client (``make_client``) for connection reuse. The answer is capped at ``MAX_RESPONSE_BYTES``
@@ -21,9 +21,9 @@ from typing import Any
 
 from bdpd_jax.config.limits import short_repr
 from bdpd_jax.host.agents.base import AgentResult, check_wealth, fallback_harvest, join_errors, valid_harvest
+from bdpd_jax.host.agents.tools import validate_action, validate_actions
 from bdpd_jax.host.agents.transport import HttpClient, TransportError, canonical_url, loads_capped, make_client
-from bdpd_jax.host.live._json import dumps_bytes
-from bdpd_jax.host.live.tools import validate_action, validate_actions
+from bdpd_jax.host.jsonio import dumps_bytes
 
 MAX_RESPONSE_BYTES: int = 256 * 1024  # an HTTP player's answer; {"harvest", "actions"} needs far less
 

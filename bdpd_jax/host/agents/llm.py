@@ -5,7 +5,7 @@ rules and the tool schemas are rendered once per agent and are byte-identical on
 (``prefix_messages()``, ``tools``); the volatile part (turn, inbox of last turn's messages,
 observation) is appended after them as the single last user message, never spliced in.
 
-The model acts through tool calls: the six cheap-talk tools of ``bdpd_jax.host.live.tools`` (unless
+The model acts through tool calls: the six cheap-talk tools of ``bdpd_jax.host.agents.tools`` (unless
 ``no_talk``), ``harvest(amount)`` and, when the arena runs a ``voluntary_sanction`` plugin
 (``sanction=True``), ``sanction(target, reason)``. Each tool call is validated on its own: bad
 JSON arguments, unknown tools or wrong types produce an error entry for that call and never a crash. The harvest
@@ -42,12 +42,12 @@ from bdpd_jax.host.agents.llm_protocol import (
     render_system_prompt,
     whole_units,
 )
-from bdpd_jax.host.agents.transport import HttpClient, TransportError, make_client
-from bdpd_jax.host.live._json import dumps_bytes
-from bdpd_jax.host.live.tools import (
+from bdpd_jax.host.agents.tools import (
     speak_schema,
     tool_schemas,
 )
+from bdpd_jax.host.agents.transport import HttpClient, TransportError, make_client
+from bdpd_jax.host.jsonio import dumps_bytes
 
 DEFAULT_TIMEOUT_MS: float = 30000.0
 MAX_COMPLETION_BYTES: int = 1024 * 1024  # a chat completion, read off the wire (then decoded)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bdpd_jax.host.live.tools import MAX_ACTIONS_PER_TURN, MAX_MESSAGES_PER_TURN, MESSAGE_TOOLS
+from bdpd_jax.host.agents.tools import MAX_ACTIONS_PER_TURN, MAX_MESSAGES_PER_TURN, MESSAGE_TOOLS
 
 
 class ActionBudget:

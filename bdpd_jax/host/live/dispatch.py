@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from bdpd_jax.host.agents.tools import SANCTION_TOOL, TALK_TOOLS, validate_action
 from bdpd_jax.host.live.action_budget import ActionBudget
-from bdpd_jax.host.live.tools import SANCTION_TOOL, TALK_TOOLS, validate_action
 
 if TYPE_CHECKING:
     from bdpd_jax.host.live.arena_run import ArenaRun

@@ -15,9 +15,11 @@ from typing import Any
 
 from bdpd_jax.config.limits import short_repr, to_float
 from bdpd_jax.config.terms import parse_terms, terms_schema
-from bdpd_jax.host.live.messages import MAX_MESSAGE_LEN, truncate_text
 
 MAX_ID_CHARS: int = 128  # player and pact ids named in an action
+#: a message's text is cut past this, never rejected (spec 003; the MessageBus stores it so)
+MAX_MESSAGE_LEN: int = 500
+ELLIPSIS: str = "\u2026"
 
 TALK_TOOLS: tuple[str, ...] = (
     "broadcast",
@@ -44,6 +46,13 @@ MAX_MESSAGES_PER_TURN: int = 8
 #: a scripted player's turn): the talk actions and one harvest; the rest is dropped unread
 MAX_ANSWER_ENTRIES: int = MAX_ACTIONS_PER_TURN + 1
 MAX_PARTIES: int = 64  # names in one propose_pact
+
+
+def truncate_text(text: str, limit: int = MAX_MESSAGE_LEN) -> str:
+    """Cap ``text`` at ``limit`` characters, the last one being an ellipsis when cut."""
+    if len(text) <= limit:
+        return text
+    return text[: limit - len(ELLIPSIS)] + ELLIPSIS
 
 
 def function_tool(
