@@ -201,17 +201,9 @@ def join_cases(t: Tally) -> None:
     )
 
 
-@pytest.fixture(scope="module")
-def pool():
-    p = JsPool(2)
-    p.warm()
-    yield p
-    p.close()
-
-
-def test_js_code_agents_refuse_hostile_code(pool) -> None:
+def test_js_code_agents_refuse_hostile_code(js_pool) -> None:
     t = Tally()
-    js_cases(t, pool)
+    js_cases(t, js_pool)
     assert t.rows["JS (code agents)"]["tried"] == len(JS_BAD) + len(JS_JOIN_BAD)
     assert not t.notes, "\n".join(t.notes)
 

@@ -123,7 +123,7 @@ class GovSimAgent(LLMAgent):
         limiter = self.calls.limiter  # the endpoint's maxInFlight covers these calls too (issue 38)
         try:
             async with limiter.slot() if limiter is not None else contextlib.nullcontext():
-                status, raw = await self._get_client().post(
+                status, raw = await self._client.get().post(
                     f"{self.base_url}/embeddings", body, self._headers(), self.timeout_ms / 1000.0, MAX_EMBEDDING_BYTES
                 )
             data = loads_capped(raw) if 200 <= status < 300 else None

@@ -22,7 +22,14 @@ from typing import Any
 from bdpd_jax.config.limits import short_repr
 from bdpd_jax.host.agents.base import AgentResult, check_wealth, fallback_harvest, join_errors, valid_harvest
 from bdpd_jax.host.agents.tools import validate_action, validate_actions
-from bdpd_jax.host.agents.transport import HttpClient, TransportError, canonical_url, loads_capped, make_client
+from bdpd_jax.host.agents.transport import (
+    ClientSlot,
+    HttpClient,
+    TransportError,
+    canonical_url,
+    loads_capped,
+    make_client,
+)
 from bdpd_jax.host.jsonio import dumps_bytes
 
 MAX_RESPONSE_BYTES: int = 256 * 1024  # an HTTP player's answer; {"harvest", "actions"} needs far less
@@ -87,19 +94,11 @@ class HttpAgent:
         self.timeout_ms = check_timeout_ms(timeout_ms)
         self.no_talk = bool(no_talk)
         self.headers = dict(headers or {})
-        self._client = client
-        self._owns_client = client is None
-
-    def _get_client(self) -> HttpClient:
-        if self._client is None:
-            self._client = make_client(max_connections=4)
-        return self._client
+        self._client = ClientSlot(client)
 
     async def aclose(self) -> None:
         """Close the client if this agent created it (a shared client is the caller's)."""
-        if self._owns_client and self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        await self._client.aclose()
 
     async def decide(self, obs: dict[str, Any], wealth: float) -> AgentResult:
         """POST ``obs``; return the harvest (or the fallback) within ``timeout_ms``."""
@@ -110,7 +109,7 @@ class HttpAgent:
         except (TypeError, ValueError) as exc:
             return self._fail(w, t0, f"obs: not serialisable ({exc})")
         try:
-            status, raw = await self._get_client().post(
+            status, raw = await self._client.get().post(
                 self.url, payload, self.headers, self.timeout_ms / 1000.0, MAX_RESPONSE_BYTES
             )
             if not 200 <= status < 300:

@@ -29,9 +29,9 @@ from bdpd_jax.config.base import ConfigModel
 from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.config.limits import MAX_TURNS, QUANTITY_BOUNDS, check_magnitudes, short_repr, to_float
 from bdpd_jax.host.agents.base import MAX_ERROR_CHARS, join_errors, truncate_error
-from bdpd_jax.host.agents.governors import LIFT, MAX_GOV_RESPONSE_BYTES, HttpGovernor, LLMGovernor, ScriptedGovernor
-from bdpd_jax.host.agents.http import check_url
+from bdpd_jax.host.agents.governors import LIFT, MAX_GOV_RESPONSE_BYTES, LLMGovernor, ScriptedGovernor
 from bdpd_jax.host.agents.transport import HttpClient, TransportError, make_client
+from bdpd_jax.host.governor_kinds import GovernorContext, governor_kind
 from bdpd_jax.host.live.agent_calls import each
 from bdpd_jax.host.live.arena_llm import ArenaLLM
 from bdpd_jax.host.live.interrupt import INTERRUPTED, Interrupt
@@ -45,7 +45,7 @@ from bdpd_jax.host.live.players import (
 )
 from bdpd_jax.host.live.registry import num
 from bdpd_jax.host.live.sync_loop import Offload, inline
-from bdpd_jax.host.player_kinds import PlayerKind, player_kind
+from bdpd_jax.host.player_kinds import PlayerKind
 from bdpd_jax.kernels.governance_agent import GovAction, set_pending, valid
 from bdpd_jax.kernels.plugins import NAME
 
@@ -59,10 +59,11 @@ class GovernorSpec(ConfigModel):
     """The owner's governance agent: ``{"kind": "http", "url", "timeoutMs"?}``, ``{"kind":
     "llm", "model", "credential" | "baseUrl", "systemPrompt"?, "temperature"?, "timeoutMs"?}``
     (credentials and endpoints are the operator's, as for LLM players) or ``{"kind":
-    "scripted", "script": [answer by turn, ...]}`` (replay, tests, fixed policies)."""
+    "scripted", "script": [answer by turn, ...]}`` (replay, tests, fixed policies): a registered
+    kind (bdpd_jax/host/governor_kinds.py)."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-    kind: Literal["http", "llm", "scripted"]
+    kind: str = Field(max_length=MAX_NAME_CHARS)
     url: str | None = Field(None, max_length=MAX_URL_CHARS)
     timeout_ms: float | None = Field(None, gt=0)  # only shorter than the arena's agentTimeout
     model: str | None = Field(None, max_length=MAX_MODEL_CHARS)
@@ -75,21 +76,14 @@ class GovernorSpec(ConfigModel):
 
     @model_validator(mode="after")
     def _fields_of_kind(self) -> GovernorSpec:
-        if self.kind == "http":
-            check_url(self.url)
-        if self.kind == "llm":
-            if self.base_url is not None:
-                check_url(self.base_url)
-            if not self.model:
-                raise ValueError(f"model: required for kind 'llm', got {self.model!r}")
-        if self.kind == "scripted" and self.script is None:
-            raise ValueError("script: a list of answers by turn is required for kind 'scripted'")
+        # a registered kind (ValueError naming kind and the known ones), then the fields it needs
+        governor_kind(self.kind).check(self)
         return self
 
     @property
     def player_kind(self) -> PlayerKind:
         """The player kind of the same name: its operator checks and time cap apply alike."""
-        return player_kind(self.kind)
+        return governor_kind(self.kind).player_kind
 
     def public(self) -> dict[str, Any]:
         """meta.json's form: URLs redacted, no script (replay takes the actions from the log)."""
@@ -255,8 +249,7 @@ def checked(spec: GovernorSpec | dict, operator: Operator, agent_timeout_ms: flo
     """The spec validated against the operator's choices, and its deadline (ms)."""
     if not isinstance(spec, GovernorSpec):
         spec = GovernorSpec.model_validate(spec)
-    if spec.kind != "scripted":
-        operator.check_player(spec)
+    governor_kind(spec.kind).check_operator(spec, operator)
     return spec, player_timeout_ms(spec, agent_timeout_ms)
 
 
@@ -307,25 +300,10 @@ class Governor:
         """Make the agent (a client of its own when the arena has none). ``llm``: the arena's
         LLM calls (host/live/arena_llm.py): an LLM agent's calls go through them as the players'
         do (the endpoint's limits and retries, the cache, the token account; issue 38)."""
-        s = self.spec
-        if s.kind == "scripted":
-            self.agent = ScriptedGovernor(s.script or [])
-            return
-        if client is None:
+        kind = governor_kind(self.spec.kind)  # its registered kind (host/governor_kinds.py)
+        if kind.player_kind.remote and client is None:
             client = self._own_client = make_client(2)
-        if s.kind == "http":
-            self.agent = HttpGovernor(cast(str, s.url), self.timeout_ms, client)  # required for kind http
-        else:
-            endpoint = operator.llm_endpoint(s)
-            self.agent = LLMGovernor(
-                model=s.model,
-                **endpoint,
-                timeout_ms=self.timeout_ms,
-                client=client,
-                system_prompt=s.system_prompt,
-                temperature=s.temperature,
-                calls=None if llm is None else llm.calls_for(endpoint["base_url"]),
-            )
+        self.agent = kind.make_agent(self.spec, GovernorContext(self.timeout_ms, client, operator, llm))
 
     def reattach(
         self,
