@@ -1,4 +1,5 @@
-"""How a live arena reaches its players: config players as specs, one external decision."""
+"""How a live arena asks its players: config players as specs, one external decision, many at once
+(its client and agents: :mod:`~bdpd_jax.host.live.arena_callers`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ from typing import Any, TypeVar
 
 from bdpd_jax.config.game import PlayerConfig
 from bdpd_jax.host.agents.base import AgentResult, fallback_harvest
-from bdpd_jax.host.agents.http import make_client
 from bdpd_jax.host.live.players import LivePlayerConfig
 from bdpd_jax.host.player_kinds import PlayerKind
 
@@ -28,15 +28,6 @@ def live_player_config_of(i: int, p: PlayerConfig) -> LivePlayerConfig:
         reduction_factor=p.reduction_factor,
         talk=None if p.talk is None else p.talk.model_dump(mode="json"),
     )
-
-
-def own_client(specs: list[LivePlayerConfig], n_players: int):
-    """A new HTTP client for an arena of ``n_players`` when some of ``specs`` calls out (HTTP /
-    LLM), else None. One small pool per arena: httpcore scans its whole pool for every request,
-    so one client shared by hundreds of players costs O(players^2) per turn."""
-    if not any(s.player_kind.remote for s in specs):
-        return None
-    return make_client(max(8, 2 * n_players))
 
 
 async def ask_agent(

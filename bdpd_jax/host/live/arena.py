@@ -55,7 +55,7 @@ from bdpd_jax.host.live.operator import Operator
 from bdpd_jax.host.live.owner_perturb import fire_perturbation, owner_slot
 from bdpd_jax.host.live.persist import JsonlWriter, atomic_write_json, clean_stale_tmp
 from bdpd_jax.host.live.players import LivePlayerConfig
-from bdpd_jax.host.live.summary import summary
+from bdpd_jax.host.live.records import summary
 from bdpd_jax.host.live.sync_loop import Offload, SyncLoop, inline, run_to_end
 from bdpd_jax.kernels import rng
 from bdpd_jax.prepare.prepared import PreparedRun
@@ -364,7 +364,7 @@ class Arena(ArenaView):
 
     # -- closing ----------------------------------------------------------------------------
     def summary(self) -> dict[str, Any]:
-        """The post-game report (summary.json, :func:`~bdpd_jax.host.live.summary.summary`)."""
+        """The post-game report (summary.json, :func:`~bdpd_jax.host.live.records.summary`)."""
         st = self.state
         return summary(self._started(), st, self.status)
 
