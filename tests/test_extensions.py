@@ -30,7 +30,7 @@ from bdpd_jax.kernels import perturb as pk
 from bdpd_jax.kernels.engines import ENGINES, Engine
 from bdpd_jax.kernels.params import farr
 from bdpd_jax.kernels.registry import Registry
-from bdpd_jax.testing import check_engine, check_perturbation_type, check_player_kind
+from bdpd_jax.testing import check_engine, check_governor_kind, check_perturbation_type, check_player_kind
 
 
 # -- an engine: a pond refilled by a constant inflow, with its depth as a metric column ------------
@@ -160,6 +160,7 @@ def test_the_new_extensions_pass_the_public_contract_checks():
     check_engine("pond")
     check_perturbation_type("wealth_tax")
     check_player_kind("fixed")
+    check_governor_kind("fixed")
     assert LivePlayerConfig.model_validate({"agentType": "fixed"}).waits is False
 
 

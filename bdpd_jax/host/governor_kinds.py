@@ -42,6 +42,7 @@ class GovernorKind(abc.ABC):
     player kind's check unless the governor form differs)."""
 
     name: ClassVar[str]  # the spec's ``kind``
+    example: ClassVar[dict[str, Any]] = {}  # a spec of this kind, ``kind`` aside (docs; bdpd_jax.testing)
 
     @property
     def player_kind(self) -> PlayerKind:
@@ -86,6 +87,7 @@ def governor_kind(name: str) -> GovernorKind:
 
 class Http(GovernorKind):
     name = "http"
+    example: ClassVar[dict[str, Any]] = {"url": "http://127.0.0.1:8000/govern"}
 
     def make_agent(self, spec: Any, ctx: GovernorContext) -> HttpGovernor:
         return HttpGovernor(cast(str, spec.url), ctx.timeout_ms, ctx.client)
@@ -93,6 +95,7 @@ class Http(GovernorKind):
 
 class Llm(GovernorKind):
     name = "llm"
+    example: ClassVar[dict[str, Any]] = {"model": "gpt-4o-mini", "baseUrl": "http://127.0.0.1:8000/v1"}
 
     def make_agent(self, spec: Any, ctx: GovernorContext) -> LLMGovernor:
         endpoint = (ctx.operator or Operator()).llm_endpoint(spec)
@@ -111,6 +114,7 @@ class Scripted(GovernorKind):
     """Answers from a list by turn at once (replay feeds the logged actions back this way)."""
 
     name = "scripted"
+    example: ClassVar[dict[str, Any]] = {"script": [{"cap": 2.0}]}
 
     def check(self, spec: Any) -> None:  # an empty script is a governor that never acts
         if spec.script is None:
