@@ -32,7 +32,6 @@ from bdpd_jax.host.agents.base import MAX_ERROR_CHARS, join_errors, truncate_err
 from bdpd_jax.host.agents.governors import LIFT, MAX_GOV_RESPONSE_BYTES, LLMGovernor, ScriptedGovernor
 from bdpd_jax.host.agents.transport import HttpClient, TransportError, make_client
 from bdpd_jax.host.governor_kinds import GovernorContext, governor_kind
-from bdpd_jax.host.live.agent_calls import each
 from bdpd_jax.host.live.arena_llm import ArenaLLM
 from bdpd_jax.host.live.interrupt import INTERRUPTED, Interrupt
 from bdpd_jax.host.live.operator import Operator, redact_url
@@ -44,7 +43,7 @@ from bdpd_jax.host.live.players import (
     player_timeout_ms,
 )
 from bdpd_jax.host.live.registry import num
-from bdpd_jax.host.live.sync_loop import Offload, inline
+from bdpd_jax.host.live.sync_loop import Offload, each, inline
 from bdpd_jax.host.player_kinds import PlayerKind
 from bdpd_jax.kernels.governance_agent import GovAction, set_pending, valid
 from bdpd_jax.kernels.plugins import NAME
