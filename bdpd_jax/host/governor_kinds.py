@@ -50,7 +50,8 @@ class GovernorKind(abc.ABC):
         return player_kind(self.name)
 
     def check(self, spec: Any) -> None:
-        """Raise ValueError naming the field when ``spec`` lacks what this kind needs."""
+        """Raise ValueError naming the field when ``spec`` lacks what this kind needs (the
+        player kind's check reads the spec's fields of the same names: ``url``, ``model``...)."""
         self.player_kind.check(spec)
 
     def check_operator(self, spec: Any, operator: Operator) -> None:
@@ -59,7 +60,8 @@ class GovernorKind(abc.ABC):
 
     @abc.abstractmethod
     def make_agent(self, spec: Any, ctx: GovernorContext) -> Any:
-        """The agent asked before each turn (``await agent.decide(obs)``: ``(answer, errors)``)."""
+        """The agent asked before each turn: ``await agent.answer(obs)``, an answer in the
+        governance vocabulary (an LLM agent's with its errors: ``(answer, errors)``)."""
 
 
 #: the governance agent kind registry (kernels/registry.py), keyed by the spec's ``kind``
