@@ -58,6 +58,12 @@ class GovernorKind(abc.ABC):
         """Refuse what only the operator may choose: the player kind's rule (ValueError)."""
         self.player_kind.check_operator(spec, operator)
 
+    def read(self, reply: Any) -> tuple[Any, list[str], dict[str, Any] | None]:
+        """What the agent's ``answer`` returned, as ``(answer, errors, logged)``: the answer to
+        validate, the errors the agent reported itself, and a replayed entry whose logged
+        error and fallback stand (None: a live answer). Default: the reply is the answer."""
+        return reply, [], None
+
     @abc.abstractmethod
     def make_agent(self, spec: Any, ctx: GovernorContext) -> Any:
         """The agent asked before each turn: ``await agent.answer(obs)``, an answer in the
@@ -99,6 +105,10 @@ class Llm(GovernorKind):
     name = "llm"
     example: ClassVar[dict[str, Any]] = {"model": "gpt-4o-mini", "baseUrl": "http://127.0.0.1:8000/v1"}
 
+    def read(self, reply: Any) -> tuple[Any, list[str], dict[str, Any] | None]:
+        answer, errors = reply  # the tool calls read into an answer, and the calls refused
+        return answer, list(errors), None
+
     def make_agent(self, spec: Any, ctx: GovernorContext) -> LLMGovernor:
         endpoint = (ctx.operator or Operator()).llm_endpoint(spec)
         return LLMGovernor(
@@ -121,6 +131,11 @@ class Scripted(GovernorKind):
     def check(self, spec: Any) -> None:  # an empty script is a governor that never acts
         if spec.script is None:
             raise ValueError("script: a list of answers by turn is required for kind 'scripted'")
+
+    def read(self, reply: Any) -> tuple[Any, list[str], dict[str, Any] | None]:
+        if isinstance(reply, dict) and "action" in reply:  # a replayed entry: its log stands
+            return reply["action"], [], reply
+        return reply, [], None
 
     def make_agent(self, spec: Any, ctx: GovernorContext) -> ScriptedGovernor:
         return ScriptedGovernor(spec.script or [])

@@ -10,7 +10,8 @@ validates the answer (:func:`parse_answer`), and writes it with the kernel's ``s
 before the turn's decide phase; the kernel applies it at the start of turn t, before the players
 observe, exactly where the built-in rule's action (decided at the end of turn t - 1) applies.
 A timeout, an error or a bad field gives no action for that field (or for all), with the error
-in the turn record's ``governance`` entry, which replay feeds back (:class:`ScriptedGovernor`).
+in the turn record's ``governance`` entry, which replay feeds back (a ``scripted`` governor:
+host/governor_kinds.py).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from bdpd_jax.config.base import ConfigModel
 from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.config.limits import MAX_TURNS, QUANTITY_BOUNDS, check_magnitudes, short_repr, to_float
 from bdpd_jax.host.agents.base import MAX_ERROR_CHARS, join_errors, truncate_error
-from bdpd_jax.host.agents.governors import LIFT, MAX_GOV_RESPONSE_BYTES, LLMGovernor, ScriptedGovernor
+from bdpd_jax.host.agents.governors import LIFT, MAX_GOV_RESPONSE_BYTES
 from bdpd_jax.host.agents.transport import HttpClient, TransportError, make_client
 from bdpd_jax.host.governor_kinds import GovernorContext, governor_kind
 from bdpd_jax.host.live.arena_llm import ArenaLLM
@@ -333,17 +334,14 @@ class Governor:
         ``INTERRUPTED``)."""
         t0 = time.perf_counter()
         errors: list[str] = []
-        logged = None  # a replayed entry: its logged error and fallback stand
+        logged: dict[str, Any] | None = None  # a replayed entry: its logged error and fallback stand
         try:
             if self.waits:
                 call = asyncio.wait_for(self.agent.answer(obs), self.timeout_ms / 1000.0 + 1.0)
                 raw = await (interrupt.race(call, _cut) if interrupt is not None else call)
             else:  # a script answers at once (no deadline: no event loop needed)
                 raw = await self.agent.answer(obs)
-            if isinstance(self.agent, LLMGovernor):
-                raw, errors = raw
-            elif isinstance(self.agent, ScriptedGovernor) and isinstance(raw, dict) and "action" in raw:
-                logged, raw = raw, raw["action"]
+            raw, errors, logged = governor_kind(self.spec.kind).read(raw)  # as its kind reads it
             action, more = parse_answer(raw, dtype)
             errors += more
             fallback = False
