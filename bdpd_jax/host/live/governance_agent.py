@@ -31,7 +31,7 @@ from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.config.limits import MAX_TURNS, QUANTITY_BOUNDS, check_magnitudes, short_repr, to_float
 from bdpd_jax.host.agents.base import MAX_ERROR_CHARS, join_errors, truncate_error
 from bdpd_jax.host.agents.governors import LIFT, MAX_GOV_RESPONSE_BYTES
-from bdpd_jax.host.agents.transport import HttpClient, TransportError, make_client
+from bdpd_jax.host.agents.transport import ClientSlot, TransportError
 from bdpd_jax.host.governor_kinds import GovernorContext, governor_kind
 from bdpd_jax.host.live.arena_llm import ArenaLLM
 from bdpd_jax.host.live.interrupt import INTERRUPTED, Interrupt
@@ -294,15 +294,16 @@ class Governor:
         self.history: deque[dict[str, Any]] = deque(maxlen=MAX_GOV_HISTORY)
         self.decision: GovDecision | None = None  # this turn's, until the record takes it
         self.agent: Any = None
-        self._own_client: HttpClient | None = None
+        self._client = ClientSlot(None, 2)  # the arena's client, or its own (made when needed)
 
     def start(self, client, operator: Operator, llm: ArenaLLM | None = None) -> None:
         """Make the agent (a client of its own when the arena has none). ``llm``: the arena's
         LLM calls (host/live/arena_llm.py): an LLM agent's calls go through them as the players'
         do (the endpoint's limits and retries, the cache, the token account; issue 38)."""
         kind = governor_kind(self.spec.kind)  # its registered kind (host/governor_kinds.py)
-        if kind.player_kind.remote and client is None:
-            client = self._own_client = make_client(2)
+        if kind.player_kind.remote:
+            self._client = ClientSlot(client, 2)
+            client = self._client.get()
         self.agent = kind.make_agent(self.spec, GovernorContext(self.timeout_ms, client, operator, llm))
 
     def reattach(
@@ -323,9 +324,8 @@ class Governor:
         return self.spec.player_kind.waits
 
     async def aclose(self) -> None:
-        if self._own_client is not None:
-            await self._own_client.aclose()
-            self._own_client = None
+        """Close the governor's own client (the arena's is the arena's to close)."""
+        await self._client.aclose()
 
     async def ask(self, obs: dict[str, Any], dtype: Any, interrupt: Interrupt | None = None) -> GovDecision:
         """One answer, validated, kept for the turn record; never raises (a failure is no
