@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -71,6 +72,18 @@ def probe(tmp_path: Path, name: str, text: str) -> Iterator[Path]:
         del MODULES[name]
 
 
+@functools.cache
+def _parsed(text: str, filename: str) -> ast.Module:
+    return ast.parse(text, filename)
+
+
+def _tree(module: str) -> ast.Module:
+    """``module``'s syntax tree, parsed once per text (a probe rewrites its file's text); the
+    guards only read it."""
+    path = MODULES[module]
+    return _parsed(path.read_text(), str(path))
+
+
 def _is_package(name: str) -> bool:
     return MODULES[name].name == "__init__.py"
 
@@ -99,7 +112,7 @@ def _type_checking_lines(tree: ast.AST) -> set[int]:
 def _imports(module: str, *, type_checking: bool = True) -> list[tuple[str, str | None, int]]:
     """(imported module, imported name or None, line) for every import in ``module``
     (without those under ``if TYPE_CHECKING:`` when ``type_checking`` is False)."""
-    tree = ast.parse(MODULES[module].read_text(), str(MODULES[module]))
+    tree = _tree(module)
     skip = set() if type_checking else _type_checking_lines(tree)
     out: list[tuple[str, str | None, int]] = []
     for node in ast.walk(tree):
@@ -197,7 +210,7 @@ def test_no_import_cycles_among_host_modules_type_checking_included() -> None:
 def _foreign_attribute_stores(module: str) -> list[str]:
     """``x.attr = ...`` (plain, augmented, annotated or unpacked) where ``x`` is not ``self`` or
     ``cls``; Starlette's ``app.state`` is exempt (an attribute bag made to be set so)."""
-    tree = ast.parse(MODULES[module].read_text(), str(MODULES[module]))
+    tree = _tree(module)
     bad = []
     for node in ast.walk(tree):
         targets = (
@@ -220,7 +233,7 @@ def _foreign_attribute_stores(module: str) -> list[str]:
 def _attributes_set_after_init(module: str) -> list[str]:
     """``self.x = ...`` in a method of a class whose ``__init__`` (or ``__post_init__``, or the
     class body: dataclass fields) never sets ``x``."""
-    tree = ast.parse(MODULES[module].read_text(), str(MODULES[module]))
+    tree = _tree(module)
     bad = []
     for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
         declared = {
@@ -344,7 +357,7 @@ KERNEL_BUILDS = ("Game", "Params", "PerturbParams")
 def _kernel_builds(module: str) -> list[str]:
     """Calls in ``module`` that construct a kernel ``Game``, ``Params``, ``PerturbParams`` or any
     ``*Layer`` (by the called name, plain or ``module.Name``)."""
-    tree = ast.parse(MODULES[module].read_text(), str(MODULES[module]))
+    tree = _tree(module)
     bad = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
@@ -468,7 +481,7 @@ def test_the_lab_guard_sees_what_it_forbids(tmp_path) -> None:
 # -- the tick path (issue 24 item 4; docs/semantics/live/arena.md "The tick path") -------------------
 def _calls(module: str, name: str) -> list[ast.Call]:
     """The calls of ``name`` (a function or a method of any object; every call when empty) in ``module``."""
-    tree = ast.parse(MODULES[module].read_text(), str(MODULES[module]))
+    tree = _tree(module)
     return [
         n
         for n in ast.walk(tree)
@@ -479,7 +492,7 @@ def _calls(module: str, name: str) -> list[ast.Call]:
 
 def _self_stores(module: str, cls_name: str) -> set[str]:
     """The attributes ``self.x = ...`` of class ``cls_name`` in ``module``."""
-    tree = ast.parse(MODULES[module].read_text(), str(MODULES[module]))
+    tree = _tree(module)
     cls = next(n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == cls_name)
     return {
         n.attr
