@@ -9,7 +9,7 @@ The response may carry tool actions, ``{"harvest": 1.2, "actions": [{"tool": "br
 "text": "..."}]}``; each is validated against the tool surface (``bdpd_jax.host.agents.tools``) and bad
 entries are dropped and noted in ``error`` (the harvest still stands). An optional numeric
 ``announced`` becomes an ``announce_intended_harvest`` action. Agents of one arena should share
-one client (``make_client``) for connection reuse. The answer is capped at ``MAX_RESPONSE_BYTES``
+one client (``transport.make_client``) for connection reuse. The answer is capped at ``MAX_RESPONSE_BYTES``
 while it streams in, before decompression and parsing, and at ``MAX_JSON_DEPTH`` levels of
 nesting (:mod:`~bdpd_jax.host.agents.transport`).
 """
@@ -28,7 +28,6 @@ from bdpd_jax.host.agents.transport import (
     TransportError,
     canonical_url,
     loads_capped,
-    make_client,
 )
 from bdpd_jax.host.jsonio import dumps_bytes
 
@@ -136,4 +135,4 @@ class HttpAgent:
         )
 
 
-__all__ = ["HttpAgent", "make_client", "parse_response", "check_timeout_ms", "check_url"]
+__all__ = ["HttpAgent", "parse_response", "check_timeout_ms", "check_url"]
