@@ -1,5 +1,6 @@
 """Contract checks for extensions: run them on your own engine, term type, perturbation type,
-plugin or player kind once it is registered (the shipped ones pass them in the test suite).
+plugin, player kind or governance agent kind once it is registered (the shipped ones pass them
+in the test suite).
 
 Each ``check_*`` takes the registered name and raises ``AssertionError`` saying what broke
 (never a bare ``assert``: the checks hold under ``python -O``). They are cheap: tiny shapes,
@@ -28,9 +29,11 @@ from .config.perturbations import ARENA_SPECS, SPEC_TYPES, ArenaSpec
 from .config.plugins import PLUGIN_SPECS, PluginSpec
 from .config.terms import detail, numbers, parse_terms, slot_terms, terms_schema
 from .host.agents.base import AgentResult
+from .host.agents.tools import validate_action
+from .host.governor_kinds import GovernorKind, governor_kind
+from .host.live.governance_agent import FIELDS, Governor, checked
 from .host.live.operator import Operator
 from .host.live.players import LivePlayerConfig, make_agent, player_timeout_ms
-from .host.live.tools import validate_action
 from .host.player_kinds import AgentContext, PlayerKind, player_kind
 from .kernels import pacts as P
 from .kernels import perturb as pk
@@ -291,4 +294,32 @@ def check_player_kind(name: str, *, ask: bool | None = None, operator: Operator 
         _expect(math.isfinite(result.harvest) and result.harvest >= 0, f"{name}: harvest {result.harvest!r}")
 
 
-__all__ = ["check_engine", "check_perturbation_type", "check_player_kind", "check_plugin", "check_term_type"]
+# -- governance agent kinds -------------------------------------------------------------------------
+def check_governor_kind(name: str, *, ask: bool | None = None, operator: Operator | None = None) -> None:
+    """A governance agent kind (bdpd_jax.host.governor_kinds.register_governor_kind): a spec of
+    its ``example`` accepted and checked against the operator as its player kind's, an agent
+    built; ``ask`` (default: the kind does not call out): one answer, in the governance
+    vocabulary (``cap``, ``ladder_scale``, ``regen``)."""
+    kind = governor_kind(name)
+    _expect(isinstance(kind, GovernorKind) and kind.name == name, f"{name}: not a GovernorKind under its name")
+    op = operator or Operator()
+    spec, timeout = checked({"kind": name, **kind.example}, op, 10_000.0)
+    _expect(spec.player_kind is player_kind(name), f"{name}: the spec does not read its player kind")
+    gov = Governor(spec, 0, timeout)
+    gov.start(None, op)
+    _expect(gov.agent is not None, f"{name}: make_agent built no agent")
+    if ask if ask is not None else not kind.player_kind.remote:
+        d = asyncio.run(gov.ask({}, np.float32))
+        _expect(not d.fallback, f"{name}: no answer ({d.error})")
+        _expect(set(d.action) <= set(FIELDS), f"{name}: actions outside {FIELDS}: {sorted(d.action)}")
+    asyncio.run(gov.aclose())
+
+
+__all__ = [
+    "check_engine",
+    "check_governor_kind",
+    "check_perturbation_type",
+    "check_player_kind",
+    "check_plugin",
+    "check_term_type",
+]

@@ -28,7 +28,7 @@ from harness import Figures, parser, setup  # bench/ is on a bench script's path
 
 setup()  # the process settings before the host imports jax and equinox
 
-from bdpd_jax.host.agents.http import make_client  # noqa: E402
+from bdpd_jax.host.agents.transport import make_client  # noqa: E402
 from bdpd_jax.host.live.arena import Arena  # noqa: E402
 from bdpd_jax.host.live.live_batch import LiveBatch  # noqa: E402
 

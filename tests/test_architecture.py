@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 ALLOWED_THIRD_PARTY_IN_KERNELS = {
@@ -69,6 +72,18 @@ def probe(tmp_path: Path, name: str, text: str) -> Iterator[Path]:
         del MODULES[name]
 
 
+@functools.cache
+def _parsed(text: str, filename: str) -> ast.Module:
+    return ast.parse(text, filename)
+
+
+def _tree(module: str) -> ast.Module:
+    """``module``'s syntax tree, parsed once per text (a probe rewrites its file's text); the
+    guards only read it."""
+    path = MODULES[module]
+    return _parsed(path.read_text(), str(path))
+
+
 def _is_package(name: str) -> bool:
     return MODULES[name].name == "__init__.py"
 
@@ -97,7 +112,7 @@ def _type_checking_lines(tree: ast.AST) -> set[int]:
 def _imports(module: str, *, type_checking: bool = True) -> list[tuple[str, str | None, int]]:
     """(imported module, imported name or None, line) for every import in ``module``
     (without those under ``if TYPE_CHECKING:`` when ``type_checking`` is False)."""
-    tree = ast.parse(MODULES[module].read_text(), str(MODULES[module]))
+    tree = _tree(module)
     skip = set() if type_checking else _type_checking_lines(tree)
     out: list[tuple[str, str | None, int]] = []
     for node in ast.walk(tree):
@@ -195,7 +210,7 @@ def test_no_import_cycles_among_host_modules_type_checking_included() -> None:
 def _foreign_attribute_stores(module: str) -> list[str]:
     """``x.attr = ...`` (plain, augmented, annotated or unpacked) where ``x`` is not ``self`` or
     ``cls``; Starlette's ``app.state`` is exempt (an attribute bag made to be set so)."""
-    tree = ast.parse(MODULES[module].read_text(), str(MODULES[module]))
+    tree = _tree(module)
     bad = []
     for node in ast.walk(tree):
         targets = (
@@ -218,7 +233,7 @@ def _foreign_attribute_stores(module: str) -> list[str]:
 def _attributes_set_after_init(module: str) -> list[str]:
     """``self.x = ...`` in a method of a class whose ``__init__`` (or ``__post_init__``, or the
     class body: dataclass fields) never sets ``x``."""
-    tree = ast.parse(MODULES[module].read_text(), str(MODULES[module]))
+    tree = _tree(module)
     bad = []
     for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
         declared = {
@@ -319,6 +334,22 @@ def test_prepare_imports_nothing_from_run_sweeps_results_or_host() -> None:
     assert not bad, "\n".join(bad)
 
 
+def test_the_host_parts_import_one_way() -> None:
+    """``server`` -> ``live`` -> ``agents``: the players see only their own package and the wire
+    JSON (``jsonio``), so a player kind is written against ``agents/`` alone; the arena never
+    reaches the HTTP API (docs/semantics/live/arena.md, "The host in three parts")."""
+    host = "bdpd_jax.host"
+    own = _reaches([f"{host}.agents", f"{host}.jsonio"])
+    agents = [
+        f"{m}:{line} imports {t}"
+        for m, t, line in _imports_of_package(f"{host}.agents")
+        if t.startswith(host) and not own(t)
+    ]
+    live = _reaches([f"{host}.server"])
+    arena = [f"{m}:{line} imports {t}" for m, t, line in _imports_of_package(f"{host}.live") if live(t)]
+    assert not agents + arena, "\n".join(agents + arena)
+
+
 #: kernel objects only prepare/ builds from a config: the static game, its params and its layers
 KERNEL_BUILDS = ("Game", "Params", "PerturbParams")
 
@@ -326,7 +357,7 @@ KERNEL_BUILDS = ("Game", "Params", "PerturbParams")
 def _kernel_builds(module: str) -> list[str]:
     """Calls in ``module`` that construct a kernel ``Game``, ``Params``, ``PerturbParams`` or any
     ``*Layer`` (by the called name, plain or ``module.Name``)."""
-    tree = ast.parse(MODULES[module].read_text(), str(MODULES[module]))
+    tree = _tree(module)
     bad = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
@@ -371,6 +402,19 @@ def test_the_package_guards_see_what_they_forbid(tmp_path) -> None:
     with probe(tmp_path, "bdpd_jax.config.probe", "def f():\n    from ..prepare.game import build\n"):
         found = [t for m, t, _ in _imports_of_package("bdpd_jax.config") if m == "bdpd_jax.config.probe"]
         assert found == ["bdpd_jax.prepare.game"] and _reaches(["bdpd_jax.prepare"])(found[0])
+    probes = {
+        "bdpd_jax.host.agents.probe": (
+            "from bdpd_jax.host.live.messages import MessageBus\n",
+            ":1 imports bdpd_jax.host.live",
+        ),
+        "bdpd_jax.host.live.probe": (
+            "def f():\n    from ..server import live\n",
+            ":2 imports bdpd_jax.host.server.live",
+        ),
+    }
+    for name, (text, says) in probes.items():
+        with probe(tmp_path, name, text), pytest.raises(AssertionError, match=f"{name}{says}"):
+            test_the_host_parts_import_one_way()
 
 
 # The library's public surface for the lab (studies/ and bench/): the package's names, the
@@ -437,7 +481,7 @@ def test_the_lab_guard_sees_what_it_forbids(tmp_path) -> None:
 # -- the tick path (issue 24 item 4; docs/semantics/live/arena.md "The tick path") -------------------
 def _calls(module: str, name: str) -> list[ast.Call]:
     """The calls of ``name`` (a function or a method of any object; every call when empty) in ``module``."""
-    tree = ast.parse(MODULES[module].read_text(), str(MODULES[module]))
+    tree = _tree(module)
     return [
         n
         for n in ast.walk(tree)
@@ -448,7 +492,7 @@ def _calls(module: str, name: str) -> list[ast.Call]:
 
 def _self_stores(module: str, cls_name: str) -> set[str]:
     """The attributes ``self.x = ...`` of class ``cls_name`` in ``module``."""
-    tree = ast.parse(MODULES[module].read_text(), str(MODULES[module]))
+    tree = _tree(module)
     cls = next(n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == cls_name)
     return {
         n.attr

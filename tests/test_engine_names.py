@@ -35,7 +35,7 @@ ENGINE_NAME_EXCEPTIONS = {
     ("bdpd_jax.config.game", "logistic"): "ModelConfig's default engineMode (the seed's example)",
     ("bdpd_jax.scenarios", "govsim"): "the GovSim scenario presets, by design",
     ("bdpd_jax.results.schema", "govsim"): "the GovSim outcome table's name (a report of every engine)",
-    ("bdpd_jax.host.live.summary", "govsim"): "the summary's GovSim outcome block (every engine)",
+    ("bdpd_jax.host.live.records", "govsim"): "the summary's GovSim outcome block (every engine)",
     # issue 37: GovSim's month for LLM players is a player architecture and a conversation
     # protocol named "govsim" (a player option and a discussion option, not the engine)
     ("bdpd_jax.config.discussion", "govsim"): "discussion.protocol 'govsim' (GovSim's meeting), not the engine",

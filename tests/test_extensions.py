@@ -1,11 +1,13 @@
 """Issue 36's done-when: an engine with a metric column of its own, a perturbation type and a
 player kind, each defined in this file alone with one registration call, pass the public
 contract checks (``bdpd_jax.testing``) and run: no other file of the package is edited to add
-them. The registries are left as they were found (the module fixture unregisters all three).
+them; so does a governance agent kind (host/governor_kinds.py) of the new player kind. The
+registries are left as they were found (the module fixture unregisters all of them).
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, ClassVar, Literal
 
 import equinox as eqx
@@ -19,13 +21,16 @@ import bdpd_jax as bj
 from bdpd_jax.config.engines import ENGINE_CONFIGS, EngineConfig, register_engine, unregister_engine
 from bdpd_jax.config.perturbations import ArenaSpec, register_perturbation, unregister_perturbation
 from bdpd_jax.host.agents.base import AgentResult
+from bdpd_jax.host.governor_kinds import GOVERNOR_KINDS, GovernorKind, register_governor_kind, unregister_governor_kind
+from bdpd_jax.host.live.governance_agent import Governor, GovernorSpec, checked
+from bdpd_jax.host.live.operator import Operator
 from bdpd_jax.host.live.players import LivePlayerConfig
 from bdpd_jax.host.player_kinds import PLAYER_KINDS, PlayerKind, register_player_kind, unregister_player_kind
 from bdpd_jax.kernels import perturb as pk
 from bdpd_jax.kernels.engines import ENGINES, Engine
 from bdpd_jax.kernels.params import farr
 from bdpd_jax.kernels.registry import Registry
-from bdpd_jax.testing import check_engine, check_perturbation_type, check_player_kind
+from bdpd_jax.testing import check_engine, check_governor_kind, check_perturbation_type, check_player_kind
 
 
 # -- an engine: a pond refilled by a constant inflow, with its depth as a metric column ------------
@@ -115,25 +120,47 @@ class Fixed(PlayerKind):
         return FixedAgent()
 
 
+# -- a governance agent kind of the same name: always asks for the same cap, at once ------------------
+class FixedGovernor:
+    async def answer(self, obs: dict[str, Any]) -> dict[str, Any]:
+        return {"cap": 2.0}
+
+
+class FixedGovernorKind(GovernorKind):
+    name = "fixed"
+
+    def make_agent(self, spec: Any, ctx: Any) -> FixedGovernor:
+        return FixedGovernor()
+
+
 @pytest.fixture(scope="module", autouse=True)
 def registered():
-    before = (tuple(ENGINES), tuple(ENGINE_CONFIGS), pk.type_names(), tuple(PLAYER_KINDS))
+    before = (tuple(ENGINES), tuple(ENGINE_CONFIGS), pk.type_names(), tuple(PLAYER_KINDS), tuple(GOVERNOR_KINDS))
     register_engine(Pond(), PondConfig)  # the one registration line of each extension
     register_perturbation(
         "wealth_tax", _wealth_tax, WealthTaxSpec, target="player", label="wealth", description="w <- w x (1 - rate)"
     )
     register_player_kind(Fixed())
+    register_governor_kind(FixedGovernorKind())
     yield
+    unregister_governor_kind("fixed")
     unregister_player_kind("fixed")
     unregister_perturbation("wealth_tax")
     unregister_engine("pond")
-    assert (tuple(ENGINES), tuple(ENGINE_CONFIGS), pk.type_names(), tuple(PLAYER_KINDS)) == before
+    assert (
+        tuple(ENGINES),
+        tuple(ENGINE_CONFIGS),
+        pk.type_names(),
+        tuple(PLAYER_KINDS),
+        tuple(GOVERNOR_KINDS),
+    ) == before
 
 
 def test_the_new_extensions_pass_the_public_contract_checks():
     check_engine("pond")
     check_perturbation_type("wealth_tax")
     check_player_kind("fixed")
+    check_governor_kind("fixed")
     assert LivePlayerConfig.model_validate({"agentType": "fixed"}).waits is False
 
 
@@ -152,6 +179,24 @@ def test_a_checker_fails_an_extension_that_breaks_its_contract():
         unregister_engine("leaky")
     with pytest.raises(ValueError, match="agentType: unknown player kind 'websocket'"):
         LivePlayerConfig.model_validate({"agentType": "websocket"})
+    with pytest.raises(ValueError, match="kind: unknown governance agent kind 'websocket'"):
+        GovernorSpec.model_validate({"kind": "websocket"})
+
+
+def test_a_governor_kind_is_read_not_named():
+    """The new kind validates, passes the operator's check through its player kind, is built
+    by its own factory and answers; whether it waits is its player kind's (``Fixed``: no)."""
+    spec, timeout = checked({"kind": "fixed"}, Operator(), 1000.0)
+    assert spec.player_kind is PLAYER_KINDS["fixed"]
+    gov = Governor(spec, 0, timeout)
+    gov.start(None, Operator())
+    assert isinstance(gov.agent, FixedGovernor) and gov.waits is False
+    assert asyncio.run(gov.ask({}, np.float32)).action == {"cap": 2.0}
+    with pytest.raises(ValueError, match="credential: only LLM players use credentials"):
+        checked({"kind": "fixed", "credential": "c"}, Operator(), 1000.0)  # its player kind's rule
+    with pytest.raises(ValueError, match="agentType: unknown player kind 'nobody'"):
+        register_governor_kind(type("Nobody", (FixedGovernorKind,), {"name": "nobody"})())
+    assert "nobody" not in GOVERNOR_KINDS
 
 
 def test_the_new_engine_metric_and_perturbation_run_in_a_batch():

@@ -17,8 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field
 import bdpd_jax
 from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.config.perturbations import ArenaSpec, register_perturbation, unregister_perturbation
+from bdpd_jax.host.agents.tools import tool_schemas, validate_action
 from bdpd_jax.host.live.arena import Arena
-from bdpd_jax.host.live.tools import tool_schemas, validate_action
 from bdpd_jax.kernels import pacts as P
 
 EPS = 1e-6

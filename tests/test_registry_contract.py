@@ -26,9 +26,10 @@ from bdpd_jax.config.base import wire_names
 from bdpd_jax.config.game import ModelConfig
 from bdpd_jax.config.perturbations import ARENA_SPECS, SPEC_TYPES
 from bdpd_jax.config.terms import parse_terms, terms_schema
+from bdpd_jax.host.agents.tools import tool_schemas
+from bdpd_jax.host.governor_kinds import GOVERNOR_KINDS
 from bdpd_jax.host.live.operator import Operator
 from bdpd_jax.host.live.registry import PactRegistry
-from bdpd_jax.host.live.tools import tool_schemas
 from bdpd_jax.host.player_kinds import PLAYER_KINDS
 from bdpd_jax.kernels import pacts as P
 from bdpd_jax.kernels import perturb as pk
@@ -36,7 +37,13 @@ from bdpd_jax.kernels import plugins as K
 from bdpd_jax.kernels.engines import ENGINES
 from bdpd_jax.kernels.governance import NAME as GOV
 from bdpd_jax.results import decode
-from bdpd_jax.testing import check_perturbation_type, check_player_kind, check_plugin, check_term_type
+from bdpd_jax.testing import (
+    check_governor_kind,
+    check_perturbation_type,
+    check_player_kind,
+    check_plugin,
+    check_term_type,
+)
 
 PLAYERS = [
     {"strategy": "aggressive", "intensity": 0.9, "privateResource": 10, "name": "a"},
@@ -173,6 +180,12 @@ def test_every_plugin_type_passes_the_public_contract_check(name):
 def test_every_player_kind_passes_the_public_contract_check(name):
     """Remote kinds are built, not asked (no endpoint here); the code kind asks a JS worker."""
     check_player_kind(name, operator=Operator(llmBaseUrls=["http://127.0.0.1:8000/v1"]))
+
+
+@pytest.mark.parametrize("name", sorted(GOVERNOR_KINDS))
+def test_every_governance_agent_kind_passes_the_public_contract_check(name):
+    """Remote kinds are built, not asked (no endpoint here); the scripted kind answers."""
+    check_governor_kind(name, operator=Operator(llmBaseUrls=["http://127.0.0.1:8000/v1"]))
 
 
 def test_every_perturbation_type_fires_once_in_a_batch_with_a_results_row(logistic_run):

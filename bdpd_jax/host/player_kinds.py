@@ -172,7 +172,7 @@ class Llm(PlayerKind):
         if spec.base_url is not None:
             check_url(spec.base_url)
         if not spec.model:
-            raise ValueError(f"model: required for agentType 'llm', got {spec.model!r}")
+            raise ValueError(f"model: required for an LLM agent, got {spec.model!r}")
 
     def check_operator(self, spec: Any, operator: Operator) -> None:
         operator.check_llm_choice(spec)

@@ -1,7 +1,9 @@
-"""Shared fixtures for the host tests: repo on sys.path, a loopback stub server in a thread."""
+"""Shared fixtures for the host tests: repo on sys.path, a loopback stub server in a thread, the
+system browser for the dashboard tests."""
 
 from __future__ import annotations
 
+import shutil
 import socket
 import sys
 import threading
@@ -74,3 +76,42 @@ def stub_state() -> Iterator[dict]:
     yield STATE
     STATE["requests"].clear()
     STATE["auth"].clear()
+
+
+#: Debian's chromium, headless, quiet (no first-run, sync or update traffic)
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """The system chromium driven by Playwright, one per browser test module (skipped where
+    either is missing: no browser download)."""
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if exe is None and Path("/usr/bin/chromium").is_file():
+        exe = "/usr/bin/chromium"
+    if exe is None:
+        pytest.skip("no chromium found (apt-get install chromium); the browser test needs the system browser")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (test extra)")
+    with sync_api.sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS, headless=True)
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="module")
+def js_pool():
+    """A warm pool of two JS workers shared by a module's code-agent tests."""
+    from bdpd_jax.host.agents.js_pool import JsPool
+
+    p = JsPool(2)
+    p.warm()
+    yield p
+    p.close()

@@ -11,7 +11,6 @@ import copy
 import json
 import os
 import re
-import shutil
 from pathlib import Path
 
 import httpx
@@ -19,15 +18,6 @@ import pytest
 from payloads import SEED_LOGISTIC
 from server_helpers import keys_of, read_stream, serve
 
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 AXE = Path(__file__).with_name("vendor") / "axe.min.js"
 DESKTOP = {"width": 1400, "height": 1000}
 PHONE = {"width": 390, "height": 844}
@@ -36,26 +26,6 @@ TALKER_JS = (
     "function decide(obs, memory) { return {harvest: 1, actions: [{tool: 'broadcast', text: '<b>hi</b>'}, "
     "{tool: 'send_private', target: 'p0', text: 'psst'}]}; }"
 )
-
-
-def _chromium() -> str | None:
-    for name in ("chromium", "chromium-browser"):
-        found = shutil.which(name)
-        if found:
-            return found
-    return "/usr/bin/chromium" if Path("/usr/bin/chromium").is_file() else None
-
-
-@pytest.fixture(scope="module")
-def browser():
-    exe = _chromium()
-    if exe is None:
-        pytest.skip("no chromium found (apt-get install chromium); the browser test needs the system browser")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (test extra)")
-    with sync_api.sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=exe, args=ARGS, headless=True)
-        yield b
-        b.close()
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,6 @@ of played arenas per module."""
 from __future__ import annotations
 
 import io
-import shutil
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -21,19 +20,6 @@ from bdpd_jax.host.server import routes_fork
 
 LADDER = {"id": "g", "type": "sanction_graduated", "trigger": {"kind": "pact_violation"}, "payload": {"ladder": [1.0]}}
 SHOCK = {"type": "commons_shock", "payload": {"amount": -5}}
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    exe = shutil.which("chromium") or shutil.which("chromium-browser")
-    if exe is None:
-        pytest.skip("no chromium found (apt-get install chromium); the browser test needs the system browser")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (test extra)")
-    with sync_api.sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=exe, args=ARGS, headless=True)
-        yield b
-        b.close()
 
 
 @pytest.fixture(scope="module")
@@ -60,12 +46,19 @@ def lab(tmp_path_factory):
         yield base, root, made
 
 
-def _open(browser, base: str, arena_id: str, key: str):
-    ctx = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
+def _visit(browser, url: str, **options):
+    """``(context, page, errors)``: ``url`` open in a fresh desktop-sized context, its page
+    errors collected."""
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900}, **options)
     page = ctx.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(f"{base}/arenas/{arena_id}")
+    page.goto(url)
+    return ctx, page, errors
+
+
+def _open(browser, base: str, arena_id: str, key: str):
+    ctx, page, errors = _visit(browser, f"{base}/arenas/{arena_id}", accept_downloads=True)
     page.click("#useKeyCard summary")
     page.fill("#useKey", key)
     page.click("#useKeyForm button[type=submit]")
@@ -105,11 +98,7 @@ def test_index_outcomes_sort_and_compare(browser, lab):
     with httpx.Client(base_url=base) as c:
         reports = [c.get(f"/api/arenas/history/{a}/summary").json() for a in ids]
         series = [c.get(f"/api/arenas/history/{a}/series").json() for a in ids]
-    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = ctx.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(base)
+    ctx, page, errors = _visit(browser, base)
     page.wait_for_function("window.bdpdIndex.rows.filter(r => r.finalStock !== undefined).length === 2")
     rows = {r["arenaId"]: r for r in page.evaluate("window.bdpdIndex.rows")}
     for a, rep in zip(ids, reports, strict=True):
@@ -136,11 +125,7 @@ def test_index_outcomes_sort_and_compare(browser, lab):
 
 def test_create_presets_numbers_join_forms_and_compile_notice(browser, lab):
     base = lab[0]
-    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = ctx.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(base)
+    ctx, page, errors = _visit(browser, base)
     page.wait_for_function("document.querySelectorAll('#example option').length >= 17")
     groups = page.eval_on_selector_all("#example optgroup", "gs => gs.map(g => [g.label, g.children.length])")
     assert ["GovSim cells", 12] in groups and ["Governance", 3] in groups

@@ -382,4 +382,5 @@ def test_attaching_is_checked_and_served(tmp_path):
             json={**body, "governanceAgent": {"kind": "llm", "model": "m", "baseUrl": "http://evil.test/v1"}},
         )
         assert bad.status_code == 400 and "baseUrl" in bad.text
-        assert c.post("/api/arenas", json={**body, "governanceAgent": {"kind": "ftp"}}).status_code == 422
+        ftp = c.post("/api/arenas", json={**body, "governanceAgent": {"kind": "ftp"}})  # not a registered kind
+        assert ftp.status_code == 400 and "kind: unknown governance agent kind 'ftp'" in ftp.json()["detail"]

@@ -14,8 +14,8 @@ import pytest
 from bdpd_jax.host.agents.base import valid_harvest
 from bdpd_jax.host.agents.http import parse_response
 from bdpd_jax.host.agents.scripted import ScriptedAgent
+from bdpd_jax.host.agents.tools import validate_action
 from bdpd_jax.host.live.messages import round_announcement
-from bdpd_jax.host.live.tools import validate_action
 
 HUGE = (10**400, -(10**400), 10**5000)  # the last one's repr is refused by Python itself (> 4300 digits)
 

@@ -10,9 +10,8 @@ import json
 from payloads import SEED_LOGISTIC
 
 from bdpd_jax.host.agents.base import MAX_ERROR_CHARS, AgentResult, Utterance, truncate_error
+from bdpd_jax.host.agents.tools import MAX_ANSWER_ENTRIES, MAX_MESSAGE_LEN, MAX_UTTERANCE_CHARS
 from bdpd_jax.host.live.arena import Arena
-from bdpd_jax.host.live.messages import MAX_MESSAGE_LEN
-from bdpd_jax.host.live.tools import MAX_ANSWER_ENTRIES, MAX_UTTERANCE_CHARS
 
 
 def _nested(depth: int) -> list:

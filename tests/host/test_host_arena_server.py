@@ -11,6 +11,7 @@ import time
 import httpx
 import pytest
 from payloads import SEED_LOGISTIC
+from server_helpers import parse_sse
 
 from bdpd_jax.host.server import create_app
 
@@ -83,14 +84,10 @@ def test_lifecycle_join_tick_stream_close(api, live_server):
 
     def listen():
         with client.stream("GET", f"/api/arenas/{aid}/stream", params={"token": created["spectatorToken"]}) as s:
-            ev = None
-            for line in s.iter_lines():
-                if line.startswith("event: "):
-                    ev = line[7:]
-                elif line.startswith("data: "):
-                    events.append((ev, json.loads(line[6:])))
-                    if ev == "arena_closed":
-                        return
+            for ev in parse_sse(s.iter_lines()):
+                events.append(ev)
+                if ev[0] == "arena_closed":
+                    return
 
     th = threading.Thread(target=listen, daemon=True)
     th.start()

@@ -26,18 +26,10 @@ HOSTILE = {
 WALL_S = 1.0
 
 
-@pytest.fixture(scope="module")
-def pool():
-    p = JsPool(2)
-    p.warm()
-    yield p
-    p.close()
-
-
 @pytest.mark.parametrize("case", sorted(HOSTILE))
-def test_hostile_call_times_out_and_next_call_works(pool, case) -> None:
+def test_hostile_call_times_out_and_next_call_works(js_pool, case) -> None:
     agent = CodeAgent(
-        "function decide(o, m) { m.n = (m.n || 0) + 1; if (o.bad) { " + HOSTILE[case] + " } return 0.5; }", pool=pool
+        "function decide(o, m) { m.n = (m.n || 0) + 1; if (o.bad) { " + HOSTILE[case] + " } return 0.5; }", pool=js_pool
     )
     assert agent.decide_sync({}, 20.0).harvest == 0.5
     t0 = time.perf_counter()
@@ -52,10 +44,10 @@ def test_hostile_call_times_out_and_next_call_works(pool, case) -> None:
     assert agent.memory == {"n": 2}
 
 
-def test_event_loop_is_never_held(pool) -> None:
+def test_event_loop_is_never_held(js_pool) -> None:
     """A ticker on the loop keeps ticking every ~5 ms while hostile agents run."""
     agents = [
-        CodeAgent("function decide(o, m) { " + HOSTILE[k] + " return 1; }", pool=pool)
+        CodeAgent("function decide(o, m) { " + HOSTILE[k] + " return 1; }", pool=js_pool)
         for k in ("bigint", "normalize", "alloc", "loop")
     ]
 
@@ -79,7 +71,7 @@ def test_event_loop_is_never_held(pool) -> None:
     worst, results = asyncio.run(main())
     assert all(r.fallback for r in results)
     assert worst < 0.1, worst  # held, the loop would stall for the hostile calls in turn (4 x ~60 ms)
-    assert pool.kills >= 2  # the native cases were killed, not waited for
+    assert js_pool.kills >= 2  # the native cases were killed, not waited for
 
 
 def test_pool_validation() -> None:

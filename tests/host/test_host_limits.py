@@ -12,11 +12,16 @@ from payloads import SEED_LOGISTIC
 
 from bdpd_jax.host.agents.base import MAX_ERROR_CHARS, AgentResult, truncate_error
 from bdpd_jax.host.agents.llm import parse_completion
+from bdpd_jax.host.agents.tools import (
+    MAX_ACTIONS_PER_TURN,
+    MAX_ANSWER_ENTRIES,
+    MAX_MESSAGES_PER_TURN,
+    ActionBudget,
+    validate_actions,
+)
 from bdpd_jax.host.live.arena import Arena
-from bdpd_jax.host.live.dispatch import ActionBudget
 from bdpd_jax.host.live.persist import atomic_write_json, clean_stale_tmp, read_jsonl
 from bdpd_jax.host.live.players import MAX_CODE_CHARS, MAX_NAME_CHARS
-from bdpd_jax.host.live.tools import MAX_ACTIONS_PER_TURN, MAX_ANSWER_ENTRIES, MAX_MESSAGES_PER_TURN, validate_actions
 
 
 def _cfg(**model):

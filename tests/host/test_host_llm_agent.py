@@ -11,7 +11,7 @@ from host_stub_server import dead_port
 
 from bdpd_jax.host.agents import AgentResult, LLMAgent, fallback_harvest
 from bdpd_jax.host.agents.llm import parse_completion
-from bdpd_jax.host.live.tools import tool_schemas
+from bdpd_jax.host.agents.tools import tool_schemas
 
 
 def _run_turns(agent: LLMAgent, turns: list[tuple[dict, list]], wealth: float = 10.0) -> list[AgentResult]:

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bdpd_jax.host.live.messages import MAX_MESSAGE_LEN, MESSAGE_SCOPES, MessageBus, message_id, truncate_text
+from bdpd_jax.host.agents.tools import MAX_MESSAGE_LEN, truncate_text
+from bdpd_jax.host.live.messages import MESSAGE_SCOPES, MessageBus, message_id
 
 
 def _bus() -> MessageBus:

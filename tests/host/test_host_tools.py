@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from bdpd_jax.host.live.tools import TALK_TOOLS, tool_schemas, validate_action, validate_actions
+from bdpd_jax.host.agents.tools import TALK_TOOLS, tool_schemas, validate_action, validate_actions
 
 
 def _names(schemas) -> list[str]:

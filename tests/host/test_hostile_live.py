@@ -20,9 +20,12 @@ from payloads import SEED_LOGISTIC  # noqa: E402
 
 from bdpd_jax.host.agents import CodeAgent, HttpAgent, LLMAgent  # noqa: E402
 from bdpd_jax.host.agents.js_pool import JsPool  # noqa: E402
+from bdpd_jax.host.agents.tools import (  # noqa: E402
+    MAX_ACTIONS_PER_TURN,
+    ActionBudget,  # noqa: E402
+    validate_actions,
+)
 from bdpd_jax.host.live.arena import Arena  # noqa: E402
-from bdpd_jax.host.live.dispatch import ActionBudget  # noqa: E402
-from bdpd_jax.host.live.tools import MAX_ACTIONS_PER_TURN, validate_actions  # noqa: E402
 
 # The bench's bound was 1 s on an idle machine; CI shares its cores, so a refusal counts as
 # a hang only past 5 s (the agents' own timeouts here are 0.5-1 s).
@@ -201,17 +204,9 @@ def join_cases(t: Tally) -> None:
     )
 
 
-@pytest.fixture(scope="module")
-def pool():
-    p = JsPool(2)
-    p.warm()
-    yield p
-    p.close()
-
-
-def test_js_code_agents_refuse_hostile_code(pool) -> None:
+def test_js_code_agents_refuse_hostile_code(js_pool) -> None:
     t = Tally()
-    js_cases(t, pool)
+    js_cases(t, js_pool)
     assert t.rows["JS (code agents)"]["tried"] == len(JS_BAD) + len(JS_JOIN_BAD)
     assert not t.notes, "\n".join(t.notes)
 

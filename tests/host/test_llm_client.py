@@ -201,21 +201,21 @@ def test_usage_is_summed_per_call_player_and_arena(tmp_path):
     summary = arena.run()
     recs = _records(tmp_path / "a")
     assert len(recs) == 4 and len(client.requests) == 8
-    for r in recs:
-        by = {d["playerId"]: d.get("usage") for d in r["decisions"]}
-        assert by == {
+
+    def tokens(calls: int, *models: str) -> dict[str, int]:  # what ``calls`` answers of each model cost
+        p, c = (calls * sum(USAGE[m][k] for m in models) for k in (0, 1))
+        return {"promptTokens": p, "completionTokens": c}
+
+    for r in recs:  # one call per LLM player per turn; the built-in reports none
+        assert {d["playerId"]: d.get("usage") for d in r["decisions"]} == {
             "a": None,
-            "s1": {"promptTokens": 100, "completionTokens": 5},
-            "s2": {"promptTokens": 200, "completionTokens": 7},
+            "s1": tokens(1, "m1"),
+            "s2": tokens(1, "m2"),
         }
-        assert r["usage"] == {"promptTokens": 300, "completionTokens": 12}
+        assert r["usage"] == tokens(1, "m1", "m2")
     players = {p["playerId"]: p.get("usage") for p in summary["players"]}
-    assert players == {
-        "a": None,
-        "s1": {"promptTokens": 400, "completionTokens": 20},
-        "s2": {"promptTokens": 800, "completionTokens": 28},
-    }
-    assert summary["usage"] == {"promptTokens": 1200, "completionTokens": 48}
+    assert players == {"a": None, "s1": tokens(4, "m1"), "s2": tokens(4, "m2")}
+    assert summary["usage"] == tokens(4, "m1", "m2")
     meta = json.loads((tmp_path / "a" / "meta.json").read_text())
     assert meta["llmCalls"] == {"sent": 8, "cached": 0, "retried": 0}
     again = replay(tmp_path / "a")  # verify: the replayed records carry the logged usage

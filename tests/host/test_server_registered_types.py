@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from server_helpers import keys_of
 
 from bdpd_jax.config.perturbations import SPEC_TYPES, ArenaSpec, register_perturbation, unregister_perturbation
-from bdpd_jax.host.live.tools import tool_schemas
+from bdpd_jax.host.agents.tools import tool_schemas
 from bdpd_jax.host.server import create_app
 from bdpd_jax.kernels import pacts as P
 from bdpd_jax.kernels import perturb as pk

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from fastapi.testclient import TestClient
-from server_helpers import keys_of, payload
+from server_helpers import keys_of, payload, read_stream
 
 from bdpd_jax.host.server import create_app
 
@@ -39,17 +39,8 @@ def _keys(obj) -> set[str]:
 
 
 def _events(client, aid, headers):
-    out = []
-    with client.stream("GET", f"/api/arenas/{aid}/stream", headers=headers) as s:
-        assert s.status_code == 200
-        ev = None
-        for line in s.iter_lines():
-            if line.startswith("event: "):
-                ev = line[7:]
-            elif line.startswith("data: "):
-                out.append((ev, json.loads(line[6:])))
-                break  # the init event; its history holds every tick so far
-    return out
+    """The init event alone: its history holds every tick so far."""
+    return read_stream(client, f"/api/arenas/{aid}/stream", headers, max_events=1)
 
 
 def test_player_and_public_learn_nothing_hidden(tmp_path):

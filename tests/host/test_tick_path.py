@@ -17,8 +17,8 @@ from payloads import MIXED_PLAYERS, SEED_LOGISTIC
 
 import bdpd_jax
 import bdpd_jax.kernels
-from bdpd_jax.host.agents import scripted
-from bdpd_jax.host.live import batch_runner, dispatch, tools
+from bdpd_jax.host.agents import scripted, tools
+from bdpd_jax.host.live import batch_runner, dispatch
 from bdpd_jax.host.live.arena import Arena
 from bdpd_jax.host.live.live_batch import LiveBatch
 from bdpd_jax.host.live.registry import PactRegistry
@@ -199,4 +199,4 @@ def test_a_routes_tick_reaches_the_kernel_in_at_most_ten_calls(monkeypatch, tmp_
     assert len(seen) == 1, seen
     path = seen[0][[i for i, f in enumerate(seen[0]) if f == "routes_arenas.tick"][0] :]
     assert path[-1] == "batch_runner.LockstepBatch._decided", path  # the kernel work's frame
-    assert len(path) <= MAX_CALLS, path
+    assert len(path) <= MAX_CALLS, " -> ".join(path)

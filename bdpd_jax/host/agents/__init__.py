@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from bdpd_jax.host.agents.base import AgentResult, capacity, fallback_harvest
 from bdpd_jax.host.agents.code import CodeAgent
-from bdpd_jax.host.agents.http import HttpAgent, make_client
+from bdpd_jax.host.agents.http import HttpAgent
 from bdpd_jax.host.agents.llm import LLMAgent
+from bdpd_jax.host.agents.transport import make_client
 
 __all__ = ["AgentResult", "CodeAgent", "HttpAgent", "LLMAgent", "capacity", "fallback_harvest", "make_client"]

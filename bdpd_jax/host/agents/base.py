@@ -1,4 +1,5 @@
-"""Shared agent pieces: the result record and the spec's fallback harvest (defined once here).
+"""Shared agent pieces: the result record, the spec's fallback harvest (defined once here), an
+utterance and the signal that cuts a discussion short.
 
 Spec (004 §A.3.2/§A.3.3): on timeout, error or an invalid answer the arena applies
 ``0.2 * capacity(w)`` with ``capacity(w) = 1 + 0.05 * w`` and records the error.
@@ -119,3 +120,19 @@ class Utterance:
 
     def __post_init__(self) -> None:
         self.error = truncate_error(self.error)
+
+
+#: why a discussion ended before its rounds (the record's ``discussion.cut``)
+CUT_REASONS: tuple[str, ...] = ("deadline", "interrupted")
+
+
+class ConversationCut(Exception):  # noqa: N818 - a signal, not an error
+    """The signal that the discussion ends here (``reason``: one of ``CUT_REASONS``): its
+    deadline passed, the owner interrupted it (host/live/interrupt.py), or a replayed speaker
+    says the logged one ended here."""
+
+    def __init__(self, reason: str) -> None:
+        if reason not in CUT_REASONS:
+            raise ValueError(f"reason: one of {CUT_REASONS}, got {reason!r}")
+        super().__init__(reason)
+        self.reason = reason

@@ -51,7 +51,7 @@ from bdpd_jax.host.agents.base import AgentResult, check_wealth, fallback_harves
 from bdpd_jax.host.agents.http import MAX_RESPONSE_BYTES, parse_response
 from bdpd_jax.host.agents.js_pool import JsPool, default_pool
 from bdpd_jax.host.agents.js_worker import error_text
-from bdpd_jax.host.live._json import dumps_compact
+from bdpd_jax.host.jsonio import dumps_compact
 
 DEFAULT_TIMEOUT_MS: float = 50.0
 DEFAULT_MEMORY_LIMIT: int = 32 * 1024 * 1024

@@ -13,9 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 from bdpd_jax.host.agents.llm import LLMAgent, decode_arguments, wire_text
+from bdpd_jax.host.agents.tools import function_tool
 from bdpd_jax.host.agents.transport import TransportError, loads_capped
-from bdpd_jax.host.live._json import dumps_bytes
-from bdpd_jax.host.live.tools import function_tool
+from bdpd_jax.host.jsonio import dumps_bytes
 
 LIFT = "lift"  # JSON for cap = +inf (lift the regulator's cap): strict JSON has no Infinity
 MAX_GOV_RESPONSE_BYTES: int = 16 * 1024  # an answer is three numbers

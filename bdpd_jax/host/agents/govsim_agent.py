@@ -26,9 +26,8 @@ from bdpd_jax.host.agents.base import AgentResult, Utterance, check_wealth, join
 from bdpd_jax.host.agents.llm import LLMAgent
 from bdpd_jax.host.agents.llm_protocol import decode_arguments, parse_completion, whole_units
 from bdpd_jax.host.agents.memory import Memory, MemoryItem, render_memories
+from bdpd_jax.host.agents.tools import SPEAK_TOOL, speak_schema, tool_schemas, truncate_text, validate_speak
 from bdpd_jax.host.agents.transport import TransportError, loads_capped
-from bdpd_jax.host.live.messages import truncate_text
-from bdpd_jax.host.live.tools import SPEAK_TOOL, speak_schema, tool_schemas, validate_speak
 
 ARCHITECTURES: tuple[str, ...] = ("minimal", "govsim")
 EMBEDDINGS: tuple[str, ...] = ("auto", "endpoint", "lexical")
@@ -124,7 +123,7 @@ class GovSimAgent(LLMAgent):
         limiter = self.calls.limiter  # the endpoint's maxInFlight covers these calls too (issue 38)
         try:
             async with limiter.slot() if limiter is not None else contextlib.nullcontext():
-                status, raw = await self._get_client().post(
+                status, raw = await self._client.get().post(
                     f"{self.base_url}/embeddings", body, self._headers(), self.timeout_ms / 1000.0, MAX_EMBEDDING_BYTES
                 )
             data = loads_capped(raw) if 200 <= status < 300 else None

@@ -6,10 +6,10 @@ turn. Timeout, connection error, non-2xx, bad JSON, or a missing / non-finite / 
 ``harvest`` give ``0.2 * capacity(w)`` with the reason in ``AgentResult.error``.
 
 The response may carry tool actions, ``{"harvest": 1.2, "actions": [{"tool": "broadcast",
-"text": "..."}]}``; each is validated against the tool surface (``bdpd_jax.host.live.tools``) and bad
+"text": "..."}]}``; each is validated against the tool surface (``bdpd_jax.host.agents.tools``) and bad
 entries are dropped and noted in ``error`` (the harvest still stands). An optional numeric
 ``announced`` becomes an ``announce_intended_harvest`` action. Agents of one arena should share
-one client (``make_client``) for connection reuse. The answer is capped at ``MAX_RESPONSE_BYTES``
+one client (``transport.make_client``) for connection reuse. The answer is capped at ``MAX_RESPONSE_BYTES``
 while it streams in, before decompression and parsing, and at ``MAX_JSON_DEPTH`` levels of
 nesting (:mod:`~bdpd_jax.host.agents.transport`).
 """
@@ -21,9 +21,15 @@ from typing import Any
 
 from bdpd_jax.config.limits import short_repr
 from bdpd_jax.host.agents.base import AgentResult, check_wealth, fallback_harvest, join_errors, valid_harvest
-from bdpd_jax.host.agents.transport import HttpClient, TransportError, canonical_url, loads_capped, make_client
-from bdpd_jax.host.live._json import dumps_bytes
-from bdpd_jax.host.live.tools import validate_action, validate_actions
+from bdpd_jax.host.agents.tools import validate_action, validate_actions
+from bdpd_jax.host.agents.transport import (
+    ClientSlot,
+    HttpClient,
+    TransportError,
+    canonical_url,
+    loads_capped,
+)
+from bdpd_jax.host.jsonio import dumps_bytes
 
 MAX_RESPONSE_BYTES: int = 256 * 1024  # an HTTP player's answer; {"harvest", "actions"} needs far less
 
@@ -87,19 +93,11 @@ class HttpAgent:
         self.timeout_ms = check_timeout_ms(timeout_ms)
         self.no_talk = bool(no_talk)
         self.headers = dict(headers or {})
-        self._client = client
-        self._owns_client = client is None
-
-    def _get_client(self) -> HttpClient:
-        if self._client is None:
-            self._client = make_client(max_connections=4)
-        return self._client
+        self._client = ClientSlot(client)
 
     async def aclose(self) -> None:
         """Close the client if this agent created it (a shared client is the caller's)."""
-        if self._owns_client and self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        await self._client.aclose()
 
     async def decide(self, obs: dict[str, Any], wealth: float) -> AgentResult:
         """POST ``obs``; return the harvest (or the fallback) within ``timeout_ms``."""
@@ -110,7 +108,7 @@ class HttpAgent:
         except (TypeError, ValueError) as exc:
             return self._fail(w, t0, f"obs: not serialisable ({exc})")
         try:
-            status, raw = await self._get_client().post(
+            status, raw = await self._client.get().post(
                 self.url, payload, self.headers, self.timeout_ms / 1000.0, MAX_RESPONSE_BYTES
             )
             if not 200 <= status < 300:
@@ -137,4 +135,4 @@ class HttpAgent:
         )
 
 
-__all__ = ["HttpAgent", "make_client", "parse_response", "check_timeout_ms", "check_url"]
+__all__ = ["HttpAgent", "parse_response", "check_timeout_ms", "check_url"]

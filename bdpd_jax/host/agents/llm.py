@@ -5,7 +5,7 @@ rules and the tool schemas are rendered once per agent and are byte-identical on
 (``prefix_messages()``, ``tools``); the volatile part (turn, inbox of last turn's messages,
 observation) is appended after them as the single last user message, never spliced in.
 
-The model acts through tool calls: the six cheap-talk tools of ``bdpd_jax.host.live.tools`` (unless
+The model acts through tool calls: the six cheap-talk tools of ``bdpd_jax.host.agents.tools`` (unless
 ``no_talk``), ``harvest(amount)`` and, when the arena runs a ``voluntary_sanction`` plugin
 (``sanction=True``), ``sanction(target, reason)``. Each tool call is validated on its own: bad
 JSON arguments, unknown tools or wrong types produce an error entry for that call and never a crash. The harvest
@@ -42,12 +42,12 @@ from bdpd_jax.host.agents.llm_protocol import (
     render_system_prompt,
     whole_units,
 )
-from bdpd_jax.host.agents.transport import HttpClient, TransportError, make_client
-from bdpd_jax.host.live._json import dumps_bytes
-from bdpd_jax.host.live.tools import (
+from bdpd_jax.host.agents.tools import (
     speak_schema,
     tool_schemas,
 )
+from bdpd_jax.host.agents.transport import ClientSlot, HttpClient, TransportError
+from bdpd_jax.host.jsonio import dumps_bytes
 
 DEFAULT_TIMEOUT_MS: float = 30000.0
 MAX_COMPLETION_BYTES: int = 1024 * 1024  # a chat completion, read off the wire (then decoded)
@@ -107,8 +107,7 @@ class LLMAgent:
         self._api_key = api_key  # the operator's; never logged
         self.timeout_ms = check_timeout_ms(timeout_ms)
         self.no_talk = bool(no_talk)
-        self._client = client
-        self._owns_client = client is None
+        self._client = ClientSlot(client)
         self.last_usage: dict[str, Any] | None = None
         # limits, retries, cache and token accounting (issue 38): the arena's, else plain calls
         self.calls = calls if calls is not None else LLMCalls(self.base_url)
@@ -194,16 +193,9 @@ class LLMAgent:
         tools = {} if self.answer_format == "text" else {"tools": self._tools}
         return {"model": self.model, "messages": [*self._prefix, last], **tools, **self._params}
 
-    def _get_client(self) -> HttpClient:
-        if self._client is None:
-            self._client = make_client(max_connections=4)
-        return self._client
-
     async def aclose(self) -> None:
         """Close the client if this agent created it."""
-        if self._owns_client and self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        await self._client.aclose()
 
     def _headers(self) -> dict[str, str]:
         key = self._api_key or (os.environ.get(self.api_key_env) if self.api_key_env else None)
@@ -215,7 +207,7 @@ class LLMAgent:
         """POST this turn's request under the deadline; the decoded completion, capped while it
         streams in. Any failure raises TransportError (its text is the recorded error)."""
         data = await self.calls.complete(
-            self._get_client(),
+            self._client.get(),
             f"{self.base_url}/chat/completions",
             lambda: self.request_body(obs, inbox, tail),  # made when the call may go (llm_client)
             self._headers(),

@@ -34,7 +34,7 @@ from typing import Any, Protocol
 from bdpd_jax.host.agents.llm_cache import ResponseCache
 from bdpd_jax.host.agents.llm_limits import EndpointLimiter, backoff_s, retryable
 from bdpd_jax.host.agents.transport import TransportError, loads_capped
-from bdpd_jax.host.live._json import dumps_bytes
+from bdpd_jax.host.jsonio import dumps_bytes
 
 #: a usage count read from an answer beyond this is read as 0 (a hostile server cannot make
 #: the totals overflow or spend the budget with one answer of 10**30 tokens)

@@ -12,16 +12,16 @@ from typing import Any
 import orjson
 
 from bdpd_jax.host.agents.base import Utterance, join_errors, valid_harvest
-from bdpd_jax.host.agents.transport import TransportError, loads_capped, too_deep
-from bdpd_jax.host.live.messages import MAX_MESSAGE_LEN
-from bdpd_jax.host.live.tools import (
+from bdpd_jax.host.agents.tools import (
     HARVEST_TOOL,
     MAX_ANSWER_ENTRIES,
+    MAX_MESSAGE_LEN,
     SPEAK_TOOL,
     first_entries,
     validate_action,
     validate_speak,
 )
+from bdpd_jax.host.agents.transport import TransportError, loads_capped, too_deep
 
 _RULES = """You are a player in the BDPD commons arena, a repeated harvesting game on a shared,
 regenerating resource. Every turn all players decide simultaneously how much to harvest.

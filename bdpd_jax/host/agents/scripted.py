@@ -10,9 +10,16 @@ from collections import deque
 from typing import Any
 
 from bdpd_jax.config.limits import short_repr
-from bdpd_jax.host.agents.base import AgentResult, Utterance, check_wealth, fallback_harvest, valid_harvest
-from bdpd_jax.host.live.interrupt import CUT_REASONS, ConversationCut
-from bdpd_jax.host.live.tools import first_entries, validate_action, validate_speak
+from bdpd_jax.host.agents.base import (
+    CUT_REASONS,
+    AgentResult,
+    ConversationCut,
+    Utterance,
+    check_wealth,
+    fallback_harvest,
+    valid_harvest,
+)
+from bdpd_jax.host.agents.tools import first_entries, validate_action, validate_speak
 
 
 class ScriptedAgent:

@@ -203,8 +203,28 @@ def make_client(max_connections: int = 256) -> HttpClient:
     return HttpClient(max_connections)
 
 
+class ClientSlot:
+    """An agent's HTTP client: the one it was given (shared: its caller closes it) or, given
+    none, its own, made on first use (:meth:`get`) and closed by :meth:`aclose`."""
+
+    def __init__(self, client: HttpClient | None, max_connections: int = 4) -> None:
+        self._client, self._owned, self._max = client, client is None, max_connections
+
+    def get(self) -> HttpClient:
+        if self._client is None:
+            self._client = make_client(self._max)
+        return self._client
+
+    async def aclose(self) -> None:
+        """Close the client if it is this slot's own (a shared one is the caller's)."""
+        if self._owned and self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+
 __all__ = [
     "canonical_url",
+    "ClientSlot",
     "HttpClient",
     "Reply",
     "MAX_JSON_DEPTH",

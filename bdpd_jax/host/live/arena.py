@@ -21,7 +21,7 @@ arena_offset=arena_index)`` plays, bit for bit.
 
 ``start()`` prepares the arena once (its ``PreparedRun``: ``arena_args.prepare_live``) and
 builds one :class:`~bdpd_jax.host.live.arena_run.ArenaRun` the arena owns, holding it; its
-collaborators (batch_runner, dispatch, records, envelope, owner_perturb, agent_calls) take
+collaborators (batch_runner, dispatch, records, envelope, owner_perturb, arena_args) take
 that run state, never the Arena. Its HTTP client and its players' agents
 are its :class:`~bdpd_jax.host.live.arena_callers.ArenaCallers`; its sync calls run through a
 :class:`~bdpd_jax.host.live.sync_loop.SyncLoop`.
@@ -41,7 +41,6 @@ from typing import Any
 import numpy as np
 
 from bdpd_jax.config.game import ArenaConfig
-from bdpd_jax.host.live.agent_calls import live_player_config_of
 from bdpd_jax.host.live.arena_args import arena_inputs, joining_player, kernel_config, prepare_live
 from bdpd_jax.host.live.arena_callers import ArenaCallers
 from bdpd_jax.host.live.arena_llm import ArenaLLM
@@ -55,7 +54,7 @@ from bdpd_jax.host.live.operator import Operator
 from bdpd_jax.host.live.owner_perturb import fire_perturbation, owner_slot
 from bdpd_jax.host.live.persist import JsonlWriter, atomic_write_json, clean_stale_tmp
 from bdpd_jax.host.live.players import LivePlayerConfig
-from bdpd_jax.host.live.summary import summary
+from bdpd_jax.host.live.records import summary
 from bdpd_jax.host.live.sync_loop import Offload, SyncLoop, inline, run_to_end
 from bdpd_jax.kernels import rng
 from bdpd_jax.prepare.prepared import PreparedRun
@@ -137,8 +136,8 @@ class Arena(ArenaView):
         self._run: ArenaRun | None = None  # built by start()
         self._alone: LockstepBatch | None = None  # its batch of one (holds no state)
         self._loop = SyncLoop("Arena")  # tick() / run() / close() of an arena that waits on someone
-        for i, p in enumerate(config_players):
-            self.join(live_player_config_of(i, p))
+        for spec in config_players:
+            self.join(spec)
 
     # -- joining ----------------------------------------------------------------------------
     def join(self, spec: LivePlayerConfig | dict) -> str:
@@ -364,7 +363,7 @@ class Arena(ArenaView):
 
     # -- closing ----------------------------------------------------------------------------
     def summary(self) -> dict[str, Any]:
-        """The post-game report (summary.json, :func:`~bdpd_jax.host.live.summary.summary`)."""
+        """The post-game report (summary.json, :func:`~bdpd_jax.host.live.records.summary`)."""
         st = self.state
         return summary(self._started(), st, self.status)
 

@@ -27,9 +27,9 @@ def arena_inputs(
     pact_slots: int,
     turns: int | None,
     keep_records: int | None,
-) -> tuple[ArenaConfig, list[PlayerConfig]]:
-    """``(config without its players, the config's players)``, the other arguments checked.
-    The players may be only some of those who will join: they are validated apart."""
+) -> tuple[ArenaConfig, list[LivePlayerConfig]]:
+    """``(config without its players, the config's players as joins)``, the other arguments
+    checked. The players may be only some of those who will join: they are validated apart."""
     if isinstance(config, ArenaConfig):
         cfg, config_players = config, list(config.players or [])
     else:
@@ -46,7 +46,7 @@ def arena_inputs(
         isinstance(keep_records, bool) or not isinstance(keep_records, int) or keep_records < 2
     ):
         raise ValueError(f"keep_records: must be an integer >= 2 or None, got {keep_records!r}")
-    return cfg, config_players
+    return cfg, [_joining_builtin(i, p) for i, p in enumerate(config_players)]
 
 
 def joining_player(
@@ -112,6 +112,22 @@ def prepare_live(
         max_turns=int(max_turns),
     )
     return prepare(kcfg, generator=generator, live=live)
+
+
+def _joining_builtin(i: int, p: PlayerConfig) -> LivePlayerConfig:
+    """A config player as the join of a built-in (a live arena plays named strategies only)."""
+    if not isinstance(p.strategy, str):
+        raise ValueError(f"players[{i}].strategy: a live arena needs built-in strategy names, got {p.strategy!r}")
+    return LivePlayerConfig(
+        agent_type="builtin",
+        name=p.name or f"p{i}",
+        private_resource=p.private_resource,
+        active_from=p.active_from,
+        strategy=p.strategy,
+        intensity=p.intensity,
+        reduction_factor=p.reduction_factor,
+        talk=None if p.talk is None else p.talk.model_dump(mode="json"),
+    )
 
 
 __all__ = ["arena_inputs", "joining_player", "kernel_config", "prepare_live"]

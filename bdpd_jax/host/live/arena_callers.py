@@ -15,13 +15,22 @@ import dataclasses
 from typing import Any
 
 from bdpd_jax.config.game import ArenaConfig
-from bdpd_jax.host.live.agent_calls import own_client
+from bdpd_jax.host.agents.transport import make_client
 from bdpd_jax.host.live.arena_llm import ArenaLLM
 from bdpd_jax.host.live.dispatch import sanction_offered
 from bdpd_jax.host.live.governance_agent import Governor
 from bdpd_jax.host.live.operator import Operator
 from bdpd_jax.host.live.players import LivePlayerConfig, make_agent
 from bdpd_jax.host.player_kinds import AgentContext
+
+
+def own_client(specs: list[LivePlayerConfig], n_players: int):
+    """A new HTTP client for an arena of ``n_players`` when some of ``specs`` calls out (HTTP /
+    LLM), else None. One small pool per arena: httpcore scans its whole pool for every request,
+    so one client shared by hundreds of players costs O(players^2) per turn."""
+    if not any(s.player_kind.remote for s in specs):
+        return None
+    return make_client(max(8, 2 * n_players))
 
 
 @dataclasses.dataclass(eq=False)
@@ -44,7 +53,7 @@ class ArenaCallers:
             self.client = client
 
     def ensure_client(self, specs: list[LivePlayerConfig], n_players: int) -> None:
-        """Without a client: the arena's own (``agent_calls.own_client``) when one of ``specs`` calls out."""
+        """Without a client: the arena's own (:func:`own_client`) when one of ``specs`` calls out."""
         if self.client is None and (client := own_client(specs, n_players)) is not None:
             self.client, self.owns_client = client, True
 

@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bdpd_jax.config.game import ArenaConfig
-from bdpd_jax.host.live.action_budget import ActionBudget
+from bdpd_jax.host.agents.tools import ActionBudget
 from bdpd_jax.host.live.arena_llm import ArenaLLM
 from bdpd_jax.host.live.interrupt import Interrupt
 from bdpd_jax.host.live.messages import MessageBus

@@ -20,14 +20,13 @@ from __future__ import annotations
 
 import dataclasses
 from functools import partial
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from bdpd_jax.host.agents.base import AgentResult, fallback_harvest
-from bdpd_jax.host.live.agent_calls import ask_agent, each
 from bdpd_jax.host.live.arena_run import unbatch
 from bdpd_jax.host.live.dispatch import dispatch_tool
 from bdpd_jax.host.live.envelope import envelopes
@@ -36,7 +35,8 @@ from bdpd_jax.host.live.govsim_talk import after_harvest
 from bdpd_jax.host.live.interrupt import INTERRUPTED
 from bdpd_jax.host.live.programs import has_governance, programs
 from bdpd_jax.host.live.records import record_rows, turn_record
-from bdpd_jax.host.live.sync_loop import Offload, inline
+from bdpd_jax.host.live.sync_loop import Offload, each, inline
+from bdpd_jax.host.player_kinds import PlayerKind
 from bdpd_jax.kernels.plugins import NAME
 from bdpd_jax.kernels.state import still_playing
 from bdpd_jax.kernels.sustainability import acting
@@ -304,4 +304,15 @@ def with_sanction_intents(sb, runs: list[ArenaRun]):
     return dataclasses.replace(sb, extra={**sb.extra, NAME: tuple(mems)})
 
 
-__all__ = ["LockstepBatch", "with_sanction_intents"]
+async def ask_agent(
+    agent, env: dict[str, Any], wealth: float, kind: PlayerKind, pool: float | None = None
+) -> AgentResult:
+    """One external decision, asked as its ``kind`` asks; an agent that raises still yields the
+    fallback harvest. ``pool``: the stock before the harvest, when the model's requests are whole units."""
+    try:
+        return await kind.ask(agent, env, wealth, pool)
+    except Exception as exc:  # noqa: BLE001 - a broken agent must never stall the turn
+        return AgentResult(fallback_harvest(wealth), f"agent: {type(exc).__name__}: {exc}", [], 0.0, True)
+
+
+__all__ = ["LockstepBatch", "ask_agent", "with_sanction_intents"]

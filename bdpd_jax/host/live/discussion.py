@@ -19,8 +19,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from bdpd_jax.config.discussion import MAX_DISCUSSION_ROUNDS
-from bdpd_jax.host.agents.base import Utterance
-from bdpd_jax.host.live.interrupt import ConversationCut
+from bdpd_jax.host.agents.base import ConversationCut, Utterance
 from bdpd_jax.host.player_kinds import player_kind
 
 if TYPE_CHECKING:

@@ -5,15 +5,14 @@
 :class:`~bdpd_jax.host.live.messages.MessageBus`, pact writes into its
 :class:`~bdpd_jax.host.live.registry.PactRegistry`. An invalid action returns ``ok: false`` with a
 ``reason`` and changes nothing. A player's own actions (during a turn) count against its
-:class:`~bdpd_jax.host.live.action_budget.ActionBudget`.
+:class:`~bdpd_jax.host.agents.tools.ActionBudget`.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from bdpd_jax.host.live.action_budget import ActionBudget
-from bdpd_jax.host.live.tools import SANCTION_TOOL, TALK_TOOLS, validate_action
+from bdpd_jax.host.agents.tools import SANCTION_TOOL, TALK_TOOLS, validate_action
 
 if TYPE_CHECKING:
     from bdpd_jax.host.live.arena_run import ArenaRun
@@ -157,4 +156,4 @@ def sanction(run: ArenaRun, player: str, action: Any, turn: int, *, validated: b
     return {**out, "ok": True, "target": a["target"], "turn": int(turn)}
 
 
-__all__ = ["ActionBudget", "TOOL_SCOPES", "dispatch_tool", "sanction_offered"]
+__all__ = ["TOOL_SCOPES", "dispatch_tool", "sanction_offered"]

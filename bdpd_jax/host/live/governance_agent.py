@@ -10,7 +10,8 @@ validates the answer (:func:`parse_answer`), and writes it with the kernel's ``s
 before the turn's decide phase; the kernel applies it at the start of turn t, before the players
 observe, exactly where the built-in rule's action (decided at the end of turn t - 1) applies.
 A timeout, an error or a bad field gives no action for that field (or for all), with the error
-in the turn record's ``governance`` entry, which replay feeds back (:class:`ScriptedGovernor`).
+in the turn record's ``governance`` entry, which replay feeds back (a ``scripted`` governor:
+host/governor_kinds.py).
 """
 
 from __future__ import annotations
@@ -29,10 +30,9 @@ from bdpd_jax.config.base import ConfigModel
 from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.config.limits import MAX_TURNS, QUANTITY_BOUNDS, check_magnitudes, short_repr, to_float
 from bdpd_jax.host.agents.base import MAX_ERROR_CHARS, join_errors, truncate_error
-from bdpd_jax.host.agents.governors import LIFT, MAX_GOV_RESPONSE_BYTES, HttpGovernor, LLMGovernor, ScriptedGovernor
-from bdpd_jax.host.agents.http import check_url
-from bdpd_jax.host.agents.transport import HttpClient, TransportError, make_client
-from bdpd_jax.host.live.agent_calls import each
+from bdpd_jax.host.agents.governors import LIFT, MAX_GOV_RESPONSE_BYTES
+from bdpd_jax.host.agents.transport import ClientSlot, TransportError
+from bdpd_jax.host.governor_kinds import GovernorContext, governor_kind
 from bdpd_jax.host.live.arena_llm import ArenaLLM
 from bdpd_jax.host.live.interrupt import INTERRUPTED, Interrupt
 from bdpd_jax.host.live.operator import Operator, redact_url
@@ -44,8 +44,8 @@ from bdpd_jax.host.live.players import (
     player_timeout_ms,
 )
 from bdpd_jax.host.live.registry import num
-from bdpd_jax.host.live.sync_loop import Offload, inline
-from bdpd_jax.host.player_kinds import PlayerKind, player_kind
+from bdpd_jax.host.live.sync_loop import Offload, each, inline
+from bdpd_jax.host.player_kinds import PlayerKind
 from bdpd_jax.kernels.governance_agent import GovAction, set_pending, valid
 from bdpd_jax.kernels.plugins import NAME
 
@@ -59,10 +59,11 @@ class GovernorSpec(ConfigModel):
     """The owner's governance agent: ``{"kind": "http", "url", "timeoutMs"?}``, ``{"kind":
     "llm", "model", "credential" | "baseUrl", "systemPrompt"?, "temperature"?, "timeoutMs"?}``
     (credentials and endpoints are the operator's, as for LLM players) or ``{"kind":
-    "scripted", "script": [answer by turn, ...]}`` (replay, tests, fixed policies)."""
+    "scripted", "script": [answer by turn, ...]}`` (replay, tests, fixed policies): a registered
+    kind (bdpd_jax/host/governor_kinds.py)."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-    kind: Literal["http", "llm", "scripted"]
+    kind: str = Field(max_length=MAX_NAME_CHARS)
     url: str | None = Field(None, max_length=MAX_URL_CHARS)
     timeout_ms: float | None = Field(None, gt=0)  # only shorter than the arena's agentTimeout
     model: str | None = Field(None, max_length=MAX_MODEL_CHARS)
@@ -75,21 +76,14 @@ class GovernorSpec(ConfigModel):
 
     @model_validator(mode="after")
     def _fields_of_kind(self) -> GovernorSpec:
-        if self.kind == "http":
-            check_url(self.url)
-        if self.kind == "llm":
-            if self.base_url is not None:
-                check_url(self.base_url)
-            if not self.model:
-                raise ValueError(f"model: required for kind 'llm', got {self.model!r}")
-        if self.kind == "scripted" and self.script is None:
-            raise ValueError("script: a list of answers by turn is required for kind 'scripted'")
+        # a registered kind (ValueError naming kind and the known ones), then the fields it needs
+        governor_kind(self.kind).check(self)
         return self
 
     @property
     def player_kind(self) -> PlayerKind:
         """The player kind of the same name: its operator checks and time cap apply alike."""
-        return player_kind(self.kind)
+        return governor_kind(self.kind).player_kind
 
     def public(self) -> dict[str, Any]:
         """meta.json's form: URLs redacted, no script (replay takes the actions from the log)."""
@@ -255,8 +249,7 @@ def checked(spec: GovernorSpec | dict, operator: Operator, agent_timeout_ms: flo
     """The spec validated against the operator's choices, and its deadline (ms)."""
     if not isinstance(spec, GovernorSpec):
         spec = GovernorSpec.model_validate(spec)
-    if spec.kind != "scripted":
-        operator.check_player(spec)
+    governor_kind(spec.kind).check_operator(spec, operator)
     return spec, player_timeout_ms(spec, agent_timeout_ms)
 
 
@@ -301,31 +294,17 @@ class Governor:
         self.history: deque[dict[str, Any]] = deque(maxlen=MAX_GOV_HISTORY)
         self.decision: GovDecision | None = None  # this turn's, until the record takes it
         self.agent: Any = None
-        self._own_client: HttpClient | None = None
+        self._client = ClientSlot(None, 2)  # the arena's client, or its own (made when needed)
 
     def start(self, client, operator: Operator, llm: ArenaLLM | None = None) -> None:
         """Make the agent (a client of its own when the arena has none). ``llm``: the arena's
         LLM calls (host/live/arena_llm.py): an LLM agent's calls go through them as the players'
         do (the endpoint's limits and retries, the cache, the token account; issue 38)."""
-        s = self.spec
-        if s.kind == "scripted":
-            self.agent = ScriptedGovernor(s.script or [])
-            return
-        if client is None:
-            client = self._own_client = make_client(2)
-        if s.kind == "http":
-            self.agent = HttpGovernor(cast(str, s.url), self.timeout_ms, client)  # required for kind http
-        else:
-            endpoint = operator.llm_endpoint(s)
-            self.agent = LLMGovernor(
-                model=s.model,
-                **endpoint,
-                timeout_ms=self.timeout_ms,
-                client=client,
-                system_prompt=s.system_prompt,
-                temperature=s.temperature,
-                calls=None if llm is None else llm.calls_for(endpoint["base_url"]),
-            )
+        kind = governor_kind(self.spec.kind)  # its registered kind (host/governor_kinds.py)
+        if kind.player_kind.remote:
+            self._client = ClientSlot(client, 2)
+            client = self._client.get()
+        self.agent = kind.make_agent(self.spec, GovernorContext(self.timeout_ms, client, operator, llm))
 
     def reattach(
         self,
@@ -345,9 +324,8 @@ class Governor:
         return self.spec.player_kind.waits
 
     async def aclose(self) -> None:
-        if self._own_client is not None:
-            await self._own_client.aclose()
-            self._own_client = None
+        """Close the governor's own client (the arena's is the arena's to close)."""
+        await self._client.aclose()
 
     async def ask(self, obs: dict[str, Any], dtype: Any, interrupt: Interrupt | None = None) -> GovDecision:
         """One answer, validated, kept for the turn record; never raises (a failure is no
@@ -356,17 +334,14 @@ class Governor:
         ``INTERRUPTED``)."""
         t0 = time.perf_counter()
         errors: list[str] = []
-        logged = None  # a replayed entry: its logged error and fallback stand
+        logged: dict[str, Any] | None = None  # a replayed entry: its logged error and fallback stand
         try:
             if self.waits:
                 call = asyncio.wait_for(self.agent.answer(obs), self.timeout_ms / 1000.0 + 1.0)
                 raw = await (interrupt.race(call, _cut) if interrupt is not None else call)
             else:  # a script answers at once (no deadline: no event loop needed)
                 raw = await self.agent.answer(obs)
-            if isinstance(self.agent, LLMGovernor):
-                raw, errors = raw
-            elif isinstance(self.agent, ScriptedGovernor) and isinstance(raw, dict) and "action" in raw:
-                logged, raw = raw, raw["action"]
+            raw, errors, logged = governor_kind(self.spec.kind).read(raw)  # as its kind reads it
             action, more = parse_answer(raw, dtype)
             errors += more
             fallback = False

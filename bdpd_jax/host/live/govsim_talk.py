@@ -16,9 +16,9 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from bdpd_jax.host.live.agent_calls import each
+from bdpd_jax.host.agents.base import ConversationCut
 from bdpd_jax.host.live.discussion import ask, discuss, next_speaker, report, speak_context, speakers
-from bdpd_jax.host.live.interrupt import ConversationCut
+from bdpd_jax.host.live.sync_loop import each
 
 if TYPE_CHECKING:
     from bdpd_jax.host.live.arena_run import ArenaRun

@@ -20,23 +20,12 @@ from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
+from bdpd_jax.host.agents.base import ConversationCut
+
 T = TypeVar("T")
 
 #: the error of a harvest or utterance that the owner's close or delete cut short
 INTERRUPTED: str = "interrupted: the owner closed or deleted the arena during the turn"
-#: why a discussion ended before its rounds (the record's ``discussion.cut``)
-CUT_REASONS: tuple[str, ...] = ("deadline", "interrupted")
-
-
-class ConversationCut(Exception):  # noqa: N818 - a signal, not an error
-    """The discussion ends here (``reason``: one of ``CUT_REASONS``): its deadline passed, the
-    owner interrupted it, or a replayed speaker says the logged one ended here."""
-
-    def __init__(self, reason: str) -> None:
-        if reason not in CUT_REASONS:
-            raise ValueError(f"reason: one of {CUT_REASONS}, got {reason!r}")
-        super().__init__(reason)
-        self.reason = reason
 
 
 class Interrupt:
@@ -121,4 +110,4 @@ class Interrupt:
             raise ConversationCut("deadline") from None
 
 
-__all__ = ["CUT_REASONS", "INTERRUPTED", "ConversationCut", "Interrupt"]
+__all__ = ["INTERRUPTED", "Interrupt"]

@@ -19,18 +19,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from bdpd_jax.config.limits import short_repr, to_float
+from bdpd_jax.host.agents.tools import truncate_text
 from bdpd_jax.kernels.actions import ANNOUNCE_DECIMALS
 
 MESSAGE_SCOPES: tuple[str, ...] = ("broadcast", "private", "announcement")
-MAX_MESSAGE_LEN: int = 500
-ELLIPSIS: str = "\u2026"
-
-
-def truncate_text(text: str, limit: int = MAX_MESSAGE_LEN) -> str:
-    """Cap ``text`` at ``limit`` characters, the last one being an ellipsis when cut."""
-    if len(text) <= limit:
-        return text
-    return text[: limit - len(ELLIPSIS)] + ELLIPSIS
 
 
 def message_id(seed: int | str, counter: int) -> str:

@@ -15,7 +15,7 @@ from types import TracebackType
 from typing import Any
 
 from bdpd_jax.config.files import fsync_path, write_json
-from bdpd_jax.host.live._json import json_default
+from bdpd_jax.host.jsonio import json_default
 
 __all__ = ["atomic_write_json", "clean_stale_tmp", "fsync_path", "JsonlWriter", "read_jsonl"]
 

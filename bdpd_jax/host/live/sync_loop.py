@@ -11,7 +11,8 @@ awaited from the server's one event loop, so a compile or a step never holds up 
 :class:`~bdpd_jax.host.live.arena.Arena` or a :class:`~bdpd_jax.host.live.live_batch.LiveBatch`) run
 their coroutines (``atick`` / ``arun`` / ``aclose``) to the end. A tick that waits on no one
 (built-in and scripted players, no governance agent or a scripted one) never suspends and runs
-with no event loop at all (:func:`drive`).
+with no event loop at all (:func:`drive`); its awaits of many players at once go through
+:func:`each`, which awaits them in turn when none can wait.
 One that waits on someone runs on the loop of this sync caller, made on first use and kept
 (the HTTP clients bind to it), and only where no loop is running, so that it is the process's
 one loop (docs/semantics/live/arena.md "One event loop"). Inside a running loop the caller awaits
@@ -108,4 +109,13 @@ async def run_to_end(live: Ticking, max_ticks: int | None) -> Any:
     return await live.aclose() if live.done else live.summary()
 
 
-__all__ = ["Offload", "SyncLoop", "Ticking", "drive", "inline", "run_to_end"]
+async def each(jobs: list[Coroutine[Any, Any, T]], at_once: bool) -> list[T]:
+    """The results of ``jobs``, in order: run at once (``asyncio.gather``) when ``at_once`` (some
+    may wait), else one after the other (none suspends, so none needs an event loop:
+    ``sync_loop.drive``)."""
+    if at_once and jobs:
+        return list(await asyncio.gather(*jobs))
+    return [await job for job in jobs]
+
+
+__all__ = ["Offload", "SyncLoop", "Ticking", "drive", "each", "inline", "run_to_end"]

@@ -27,7 +27,7 @@ from typing import Any
 
 import orjson
 
-from bdpd_jax.host.live._json import json_default
+from bdpd_jax.host.jsonio import json_default
 from bdpd_jax.host.live.arena import Arena
 from bdpd_jax.host.live.persist import read_jsonl
 from bdpd_jax.host.live.replay import turn_records

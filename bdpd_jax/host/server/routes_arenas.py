@@ -24,7 +24,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, HTTPException, Response
 from starlette.concurrency import run_in_threadpool
 
-from bdpd_jax.host.live._json import dumps_bytes
+from bdpd_jax.host.jsonio import dumps_bytes
 from bdpd_jax.host.live.arena import Arena
 from bdpd_jax.host.live.arena_run import EVENTS_FILE
 from bdpd_jax.host.live.players import LivePlayerConfig

@@ -6,6 +6,8 @@ flat dict ``{"tool": name, **arguments}``; HTTP agents return such dicts directl
 calls are converted to them. ``--no-talk`` (``no_talk=True``) removes the six talk tools and the
 optional ``announced`` field of ``harvest``; ``harvest`` stays. Schemas are built when asked for
 (from the term registry as it is then) and are deterministic, so they can sit in a cache-stable prompt prefix.
+The per-turn caps on a player's actions are here too, with the :class:`ActionBudget` that an
+arena counts its players' dispatched actions against.
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ from typing import Any
 
 from bdpd_jax.config.limits import short_repr, to_float
 from bdpd_jax.config.terms import parse_terms, terms_schema
-from bdpd_jax.host.live.messages import MAX_MESSAGE_LEN, truncate_text
 
 MAX_ID_CHARS: int = 128  # player and pact ids named in an action
+#: a message's text is cut past this, never rejected (spec 003; the MessageBus stores it so)
+MAX_MESSAGE_LEN: int = 500
+ELLIPSIS: str = "\u2026"
 
 TALK_TOOLS: tuple[str, ...] = (
     "broadcast",
@@ -44,6 +48,13 @@ MAX_MESSAGES_PER_TURN: int = 8
 #: a scripted player's turn): the talk actions and one harvest; the rest is dropped unread
 MAX_ANSWER_ENTRIES: int = MAX_ACTIONS_PER_TURN + 1
 MAX_PARTIES: int = 64  # names in one propose_pact
+
+
+def truncate_text(text: str, limit: int = MAX_MESSAGE_LEN) -> str:
+    """Cap ``text`` at ``limit`` characters, the last one being an ellipsis when cut."""
+    if len(text) <= limit:
+        return text
+    return text[: limit - len(ELLIPSIS)] + ELLIPSIS
 
 
 def function_tool(
@@ -278,3 +289,28 @@ def validate_actions(raw: Any, *, no_talk: bool = False) -> tuple[list[dict[str,
         except ValueError as exc:
             errors.append(f"actions[{i}] dropped: {exc}")
     return good, errors
+
+
+class ActionBudget:
+    """Tool actions dispatched per player in the current turn, against the per-turn caps
+    (``MAX_ACTIONS_PER_TURN`` actions, of which ``MAX_MESSAGES_PER_TURN`` messages). Every
+    dispatch of a player's own answer counts, refused ones included (a refusal costs work too);
+    the owner acting between ticks is not counted."""
+
+    def __init__(self) -> None:
+        self._turn: int | None = None
+        self._counts: dict[str, list[int]] = {}
+
+    def take(self, player: str, tool: Any, turn: int) -> str | None:
+        """Count one action; the refusal reason when a cap is reached, else None."""
+        if turn != self._turn:
+            self._turn, self._counts = turn, {}
+        c = self._counts.setdefault(player, [0, 0])
+        if c[0] >= MAX_ACTIONS_PER_TURN:
+            return f"limit: at most {MAX_ACTIONS_PER_TURN} tool actions per player per turn"
+        c[0] += 1
+        if tool in MESSAGE_TOOLS:
+            if c[1] >= MAX_MESSAGES_PER_TURN:
+                return f"limit: at most {MAX_MESSAGES_PER_TURN} messages per player per turn"
+            c[1] += 1
+        return None

@@ -1,4 +1,5 @@
-"""Small JSON helpers shared by the host modules (numpy/jax scalars, strict wire JSON)."""
+"""JSON helpers of the three parts of the host (live, agents, server): numpy/jax scalars, strict
+wire JSON as text or bytes. Beside the parts, not in one, so each imports it reaching no other."""
 
 from __future__ import annotations
 
