@@ -13,6 +13,7 @@ import pytest
 import reference_governance as R
 from hypothesis import given
 from hypothesis import strategies as st
+from payloads import propose_many_args
 
 from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.kernels import pacts as P
@@ -195,22 +196,13 @@ def test_propose_many_equals_one_proposal_after_another(filled, reqs):
     pk = P.empty(SLOTS, N)
     for who, cap in filled:
         pk, _ = _pledge(pk, who, cap, 1)
+    reqs = reqs + [(0, set(), "harvest_cap", 1.0, 0.0, False)] * (5 - len(reqs))  # one shape: one trace
     chain, want = pk, []
     for who, parties, term, mh, tol, when in reqs:
         mask = jnp.asarray([i in parties for i in range(N)])
         chain, slot = _propose(chain, who, mask, P.term_code(term), mh, tol, 2, when)
         want.append(int(slot))
-    cols = list(zip(*reqs, strict=True))
-    got, slots = _propose_many(
-        pk,
-        jnp.asarray(cols[0], jnp.int32),
-        jnp.asarray([[i in ps for i in range(N)] for ps in cols[1]]),
-        jnp.asarray([P.term_code(t) for t in cols[2]], jnp.int32),
-        jnp.asarray(cols[3], jnp.float32),
-        jnp.asarray(cols[4], jnp.float32),
-        2,
-        jnp.asarray(cols[5]),
-    )
+    got, slots = _propose_many(*propose_many_args(pk, reqs, 2))
     assert [int(x) for x in slots] == want
     for a, b in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(chain), strict=True):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))

@@ -98,6 +98,18 @@ def canonical_order(game, params):
     return game, dataclasses.replace(params, players=players)
 
 
+def assert_turn_matches(rec, out: dict, t: int, rtol: float) -> None:
+    """A played turn's kernel record equals the reference's: the commons, each player's
+    harvest and wealth, and the collapse flag."""
+    for name in ("stock", "regen", "reserve_drawn"):
+        np.testing.assert_allclose(float(getattr(rec, name)), out[name], rtol=rtol, atol=1e-9, err_msg=f"{name} t={t}")
+    for name in ("actual", "wealth"):
+        np.testing.assert_allclose(
+            np.asarray(getattr(rec, name)), out[name], rtol=rtol, atol=1e-9, err_msg=f"{name} t={t}"
+        )
+    assert bool(rec.collapsed) == out["collapsed"], t
+
+
 def play_both(cfg_dict: dict, seed: int, turns: int, external=None, rtol=1e-9):
     cfg = ArenaConfig.model_validate(cfg_dict)
     # every strategy compiled in, in one order, so examples differing only in assignment share one program
@@ -126,15 +138,7 @@ def play_both(cfg_dict: dict, seed: int, turns: int, external=None, rtol=1e-9):
             assert not bool(rec.played)
             continue
         assert bool(rec.played)
-        for name in ("stock", "regen", "reserve_drawn"):
-            np.testing.assert_allclose(
-                float(getattr(rec, name)), out[name], rtol=rtol, atol=1e-9, err_msg=f"{name} t={t}"
-            )
-        for name in ("actual", "wealth"):
-            np.testing.assert_allclose(
-                np.asarray(getattr(rec, name)), out[name], rtol=rtol, atol=1e-9, err_msg=f"{name} t={t}"
-            )
-        assert bool(rec.collapsed) == out["collapsed"], t
+        assert_turn_matches(rec, out, t, rtol)
         assert list(np.asarray(rec.invalid)) == out["invalid"]
         for m in ("cooperation_index", "silent_defection"):
             assert float(rec.metrics[m]) == pytest.approx(out[m], nan_ok=True), (m, t)

@@ -11,7 +11,7 @@ import jax
 import numpy as np
 import pandas as pd
 import pytest
-from payloads import MIXED_PLAYERS, SEED_LOGISTIC
+from payloads import MIXED_PLAYERS, SEED_LOGISTIC, governed_talk
 
 import bdpd_jax
 from bdpd_jax.config.game import ArenaConfig
@@ -20,33 +20,10 @@ from bdpd_jax.run import runner
 from bdpd_jax.run import simulate as SIM
 
 # scripted talk, a pact, sanctions and perturbations: the layers' state freezes too
-GOVERNED = {
-    "players": [
-        {
-            "strategy": "conservative",
-            "talk": {"announce": "honest", "comply": True, "pledge": {"turn": 2, "maxHarvest": 1.2}},
-        },
-        {"strategy": "aggressive", "talk": {"accept": "min_cap", "acceptMinCap": 1.5}},
-        {"strategy": "adaptive", "privateResource": 10},
-        {
-            "strategy": "random",
-            "privateResource": 50,
-            "talk": {
-                "propose": {"turn": 9, "parties": [0, 1, 2, 3], "terms": {"type": "no_aggression", "tolerance": 0.1}}
-            },
-        },
-    ],
-    "pacts": [{"parties": [1, 2], "terms": {"type": "harvest_cap", "maxHarvest": 2.0}}],
-    "perturbations": [
-        {
-            "id": "g",
-            "type": "sanction_graduated",
-            "trigger": {"kind": "pact_violation"},
-            "payload": {"ladder": [0.5, 2.0]},
-        },
-        {"id": "r", "type": "regen_shock", "trigger": {"kind": "turn", "turn": 30}, "payload": {"factor": 0.5}},
-    ],
-}
+GOVERNED = governed_talk(9)
+GOVERNED["perturbations"].append(
+    {"id": "r", "type": "regen_shock", "trigger": {"kind": "turn", "turn": 30}, "payload": {"factor": 0.5}}
+)
 
 
 def _cfg(governed: bool) -> dict:
