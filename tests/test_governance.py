@@ -28,6 +28,7 @@ _propose = jax.jit(P.propose)
 _pledge = jax.jit(P.pledge)
 _accept = jax.jit(P.accept)
 _reject = jax.jit(P.reject)
+_check = jax.jit(P.check)
 
 
 @jax.jit
@@ -39,17 +40,18 @@ def _end_of_turn(pk, prior, actual, sp):
     return pk, after, violated, k, amount, fired, prior + S.table(count)
 
 
-def sanction_params(specs):
-    k = len(specs)
+def sanction_params(specs, k: int = 2):
+    """The specs as K = ``k`` slots, the ones past them inactive (one shape: one program)."""
     lad = np.zeros((k, WIDTH))
     for j, s in enumerate(specs):
         lad[j, : len(s["ladder"])] = s["ladder"]
     term = [S.ANY_TERM if s["termType"] is None else P.term_code(s["termType"]) for s in specs]
+    pad = k - len(specs)
     return S.SanctionParams(
-        jnp.ones((k,), bool),
-        jnp.asarray(term, jnp.int32),
+        jnp.asarray([True] * len(specs) + [False] * pad),
+        jnp.asarray(term + [S.ANY_TERM] * pad, jnp.int32),
         jnp.asarray(lad, jnp.float32),
-        jnp.asarray([len(s["ladder"]) for s in specs], jnp.int32),
+        jnp.asarray([len(s["ladder"]) for s in specs] + [1] * pad, jnp.int32),
     )
 
 
@@ -57,7 +59,7 @@ def sanction_params(specs):
 def test_harvest_equal_to_cap_is_no_breach():
     pk, _ = _pledge(P.empty(SLOTS, N), 0, 2.5, 1)
     for a, breach in ((2.5, False), (2.5 + 1e-7, False), (2.501, True)):
-        _, v = P.check(pk, jnp.asarray([a, 9.0, 9.0, 9.0]), jnp.ones((N,), bool))
+        _, v = _check(pk, jnp.asarray([a, 9.0, 9.0, 9.0]), jnp.ones((N,), bool))
         assert bool(v[0, 0]) is breach and not bool(v[0, 1:].any())
 
 
@@ -79,7 +81,7 @@ def test_rejected_pact_binds_no_one():
     pk = _reject(pk, slot, 1)
     pk = _accept(pk, slot, 1, 2)  # too late: rejected is terminal
     assert int(pk.status[slot]) == P.REJECTED
-    _, v = P.check(pk, jnp.full((N,), 50.0), jnp.ones((N,), bool))
+    _, v = _check(pk, jnp.full((N,), 50.0), jnp.ones((N,), bool))
     assert not bool(v.any())
 
 
@@ -95,11 +97,11 @@ def test_pledge_is_active_at_once_and_proposals_activate_on_last_acceptance():
 
 
 def test_full_table_and_invalid_terms_are_flagged_never_silent():
-    pk = P.empty(2, N)
-    for i in range(3):
-        pk, slot = _pledge(pk, i, 1.0, 1)
+    pk = P.empty(SLOTS, N)
+    for i in range(SLOTS + 1):
+        pk, slot = _pledge(pk, i % N, 1.0, 1)
     assert int(slot) == -1 and int(pk.dropped) == 1
-    pk, slot = _propose(P.empty(2, N), 0, jnp.ones((N,), bool), P.HARVEST_CAP, 0.0, 0.0, 1)
+    pk, slot = _propose(P.empty(SLOTS, N), 0, jnp.ones((N,), bool), P.HARVEST_CAP, 0.0, 0.0, 1)
     pk, slot2 = _propose(pk, 0, jnp.ones((N,), bool), P.NO_AGGRESSION, 0.0, -0.1, 1)
     assert int(slot) == -1 and int(slot2) == -1 and int(pk.invalid) == 2 and int((pk.status != 0).sum()) == 0
 
@@ -208,6 +210,9 @@ def test_propose_many_equals_one_proposal_after_another(filled, reqs):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
+_ladder_sum = jax.jit(S.ladder_sum)
+
+
 @given(
     ladder=st.lists(st.integers(0, 40).map(lambda k: k / 4), min_size=1, max_size=WIDTH),
     before=st.integers(0, 12),
@@ -217,7 +222,7 @@ def test_ladder_sum_equals_rung_by_rung(ladder, before, m):
     """m violations after ``before`` earlier ones cost ladder[min(k - 1, len - 1)] each, for
     k = before + 1 ... before + m (the last rung sticks), summed exactly for dyadic rungs."""
     padded = jnp.asarray(ladder + [99.0] * (WIDTH - len(ladder)), jnp.float32)  # padding never charged
-    got = S.ladder_sum(padded, jnp.int32(len(ladder)), jnp.asarray([before]), jnp.asarray([m]))
+    got = _ladder_sum(padded, jnp.int32(len(ladder)), jnp.asarray([before]), jnp.asarray([m]))
     want = sum(R.ladder_amount(ladder, k) for k in range(before + 1, before + m + 1))
     assert float(got[0]) == want
 

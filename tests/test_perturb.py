@@ -5,19 +5,20 @@ owner-fired kernel, the Results frame, and one compile for a shock size x timing
 from __future__ import annotations
 
 import copy
+import functools
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 from reference_perturb import RefPerturbArena
-from test_reference import assert_turn_matches, draws, successes
+from test_reference import assert_turn_matches, compiled, draws, successes
 
 from bdpd_jax import simulate
 from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.kernels import rng
 from bdpd_jax.kernels.perturb import TYPES, apply_perturbation
-from bdpd_jax.kernels.turn import begin, decide, step
+from bdpd_jax.kernels.turn import begin, step
 from bdpd_jax.prepare.game import broadcast_batch, build
 from bdpd_jax.prepare.perturbations import compile_spec
 
@@ -100,18 +101,24 @@ CASES = {
 }
 
 
+@functools.cache
+def _begin(game, x64: bool):
+    """One jitted ``begin`` per game (and dtype mode), shared by the cases."""
+    return jax.jit(lambda k, s, p: begin(game, k, s, p))
+
+
 def play_with_reference(cfg_dict, seed=3, turns=20, rtol=1e-9):
     cfg = ArenaConfig.model_validate(cfg_dict)
     game, params = build(cfg)
+    x64 = bool(jax.config.jax_enable_x64)
     model = cfg.model.model_dump()
     model["collapseDie"] = cfg.model.engine.collapse_die.model_dump()
     obs_cfg = {k: v.model_dump() for k, v in cfg.observability.items()}
     ref = RefPerturbArena(model, obs_cfg, [p.model_dump() for p in cfg.players], cfg_dict["perturbations"])
     key = rng.arena_key(seed, 0)
-    state = jax.jit(game.init)(params)
-    jbegin = jax.jit(lambda k, s, p: begin(game, k, s, p))
-    jdecide = jax.jit(lambda k, s, p: decide(game, k, s, p))
-    jstep = jax.jit(lambda k, s, r, p: step(game, k, s, r, p))
+    jinit, jdecide, jstep = compiled(game, x64)
+    jbegin = _begin(game, x64)
+    state = jinit(params)
     n = game.n_players
     fired = []
     for t in range(1, turns + 1):
@@ -135,15 +142,39 @@ def play_with_reference(cfg_dict, seed=3, turns=20, rtol=1e-9):
     return ref
 
 
+# Every case's specs padded with manual specs (never fired) of every type to one slot count:
+# one Game, so one compiled init/begin/decide/step for all the cases.
+REF_PAD = [
+    spec(f"pad{i}", t, p, trigger={"kind": "manual"})
+    for i, (t, p) in enumerate(
+        [
+            ("regen_shock", {"factor": 0.5}),
+            ("regen_set", {"value": 0.3}),
+            ("commons_shock", {"amount": -1.0}),
+            ("capacity_shock", {"factor": 0.5}),
+            ("wealth_shock", {"amount": 1.0}),
+            ("strategy_override", {"player": 0, "strategy": "aggressive"}),
+            ("observability_flip", {"variable": "commonsStock"}),
+            ("threshold_shift", {"delta": 1.0}),
+            ("regen_set", {"value": 0.1}),
+            ("regen_set", {"value": 0.2}),
+        ]
+    )
+]
+REF_SLOTS = 11
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_type_matches_reference_x64(case):
+    specs = CASES[case] + REF_PAD[: REF_SLOTS - len(CASES[case])]
     with jax.enable_x64(True):
-        ref = play_with_reference(config(CASES[case]))
+        ref = play_with_reference(config(specs))
     assert ref.log, "the perturbation never fired"
 
 
 def test_every_type_is_covered():
     assert {s["type"] for c in CASES.values() for s in c} == set(TYPES)
+    assert {s["type"] for s in REF_PAD[: REF_SLOTS - max(map(len, CASES.values()))]} == set(TYPES)
 
 
 # Manual specs that never fire (test_manual_trigger_never_fires_by_itself): every _sim run pads
