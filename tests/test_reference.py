@@ -245,12 +245,17 @@ def test_die_collapse_probability_matches_the_rule():
 
     # request 13 = stock 10 + 3 excess units: survive iff 3 successes in a row
     game, params = b(ArenaConfig.model_validate(cfg))
-    keys = jax.vmap(lambda a: rng.arena_key(0, a), out_axes=-1)(jnp.arange(20000, dtype=jnp.uint32))
-    init = jax.vmap(game.init, in_axes=-1, out_axes=-1)
-    p = jax.tree_util.tree_map(lambda x: jnp.broadcast_to(jnp.asarray(x)[..., None], np.shape(x) + (20000,)), params)
-    st0 = init(p)
-    f = jax.vmap(lambda k, s, pp: step(game, k, s, jnp.asarray([13.0]), pp), in_axes=-1, out_axes=-1)
-    _, rec = jax.jit(f)(keys, st0, p)
+
+    def run(params):  # keys, batch, init and turn as one program (eager, each op compiles apart)
+        keys = jax.vmap(lambda a: rng.arena_key(0, a), out_axes=-1)(jnp.arange(20000, dtype=jnp.uint32))
+        p = jax.tree_util.tree_map(
+            lambda x: jnp.broadcast_to(jnp.asarray(x)[..., None], jnp.shape(x) + (20000,)), params
+        )
+        st0 = jax.vmap(game.init, in_axes=-1, out_axes=-1)(p)
+        f = jax.vmap(lambda k, s, pp: step(game, k, s, jnp.asarray([13.0]), pp), in_axes=-1, out_axes=-1)
+        return f(keys, st0, p)
+
+    _, rec = jax.jit(run)(params)
     survive = 1 - np.asarray(rec.collapsed).mean()
     assert survive == pytest.approx((4 / 6) ** 3, abs=0.015)
     drawn = np.asarray(rec.reserve_drawn)
