@@ -142,33 +142,37 @@ def play_with_reference(cfg_dict, seed=3, turns=20, rtol=1e-9):
     return ref
 
 
-# Every case's specs padded with manual specs (never fired) of every type to one slot count:
-# one Game, so one compiled init/begin/decide/step for all the cases.
-REF_PAD = [
-    spec(f"pad{i}", t, p, trigger={"kind": "manual"})
-    for i, (t, p) in enumerate(
-        [
-            ("regen_shock", {"factor": 0.5}),
-            ("regen_set", {"value": 0.3}),
-            ("commons_shock", {"amount": -1.0}),
-            ("capacity_shock", {"factor": 0.5}),
-            ("wealth_shock", {"amount": 1.0}),
-            ("strategy_override", {"player": 0, "strategy": "aggressive"}),
-            ("observability_flip", {"variable": "commonsStock"}),
-            ("threshold_shift", {"delta": 1.0}),
-            ("regen_set", {"value": 0.1}),
-            ("regen_set", {"value": 0.2}),
-        ]
-    )
-]
+def padded(specs, pad, n_slots):
+    """``specs`` then the first of ``pad`` up to ``n_slots`` slots. The pads are manual specs,
+    never fired by the run (test_manual_trigger_never_fires_by_itself); runs padded with every
+    type any of them uses are one Game (same types, same slot count): one compiled program."""
+    return specs + pad[: n_slots - len(specs)]
+
+
+def manual(*kinds):
+    return [spec(f"pad{i}", t, p, trigger={"kind": "manual"}) for i, (t, p) in enumerate(kinds)]
+
+
+# every type, then fillers: one Game for all the reference cases (one init/begin/decide/step)
+REF_PAD = manual(
+    ("regen_shock", {"factor": 0.5}),
+    ("regen_set", {"value": 0.3}),
+    ("commons_shock", {"amount": -1.0}),
+    ("capacity_shock", {"factor": 0.5}),
+    ("wealth_shock", {"amount": 1.0}),
+    ("strategy_override", {"player": 0, "strategy": "aggressive"}),
+    ("observability_flip", {"variable": "commonsStock"}),
+    ("threshold_shift", {"delta": 1.0}),
+    ("regen_set", {"value": 0.1}),
+    ("regen_set", {"value": 0.2}),
+)
 REF_SLOTS = 11
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_type_matches_reference_x64(case):
-    specs = CASES[case] + REF_PAD[: REF_SLOTS - len(CASES[case])]
     with jax.enable_x64(True):
-        ref = play_with_reference(config(specs))
+        ref = play_with_reference(config(padded(CASES[case], REF_PAD, REF_SLOTS)))
     assert ref.log, "the perturbation never fired"
 
 
@@ -177,26 +181,19 @@ def test_every_type_is_covered():
     assert {s["type"] for s in REF_PAD[: REF_SLOTS - max(map(len, CASES.values()))]} == set(TYPES)
 
 
-# Manual specs that never fire (test_manual_trigger_never_fires_by_itself): every _sim run pads
-# its specs with them to the same types and slot count, so all of them are one Game, one
-# compiled program (4 arenas, maxTurns 20) instead of one per test.
-SIM_PAD = [
-    spec(f"pad{i}", t, p, trigger={"kind": "manual"})
-    for i, (t, p) in enumerate(
-        [
-            ("regen_shock", {"factor": 0.5}),
-            ("regen_set", {"value": 0.3}),
-            ("wealth_shock", {"amount": 1.0}),
-            ("strategy_override", {"player": 3, "strategy": "aggressive"}),
-            ("regen_set", {"value": 0.1}),
-        ]
-    )
-]
+# the types the _sim runs use: all of them one Game, one compiled program (4 arenas, 20 turns)
+SIM_PAD = manual(
+    ("regen_shock", {"factor": 0.5}),
+    ("regen_set", {"value": 0.3}),
+    ("wealth_shock", {"amount": 1.0}),
+    ("strategy_override", {"player": 3, "strategy": "aggressive"}),
+    ("regen_set", {"value": 0.1}),
+)
 SIM_SLOTS = 6
 
 
 def _sim(specs, **model):
-    return simulate(config(specs + SIM_PAD[: SIM_SLOTS - len(specs)], **model), n_arenas=4, seed=5)
+    return simulate(config(padded(specs, SIM_PAD, SIM_SLOTS), **model), n_arenas=4, seed=5)
 
 
 def test_turn_trigger_fires_exactly_once():
