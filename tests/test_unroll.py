@@ -229,47 +229,31 @@ def test_thresholds_choose_the_form_by_length():
         assert unroll.slots(10**6) and unroll.players(1)
 
 
-SIZES = range(1, 13)  # the players' counts the sort network is checked at, all in one program
-
-
-def _gini_per_arena(ws: list) -> list:
-    from bdpd_jax.kernels.metrics import gini
-
-    return [jax.vmap(gini, in_axes=1)(w) for w in ws]
-
-
-# one jitted program of every size per form (a jit each: the form is read when traced)
-_GINI = {form: jax.jit(lambda ws: _gini_per_arena(ws)) for form in (True, False)}
-
-
-@given(st.integers(0, 2**31 - 1), st.booleans())
-def test_sort_network_equals_the_library_sort(seed, nan):
+@given(st.integers(1, 12), st.integers(0, 2**31 - 1), st.booleans())
+def test_sort_network_equals_the_library_sort(n, seed, nan):
     """The players' sort (kernels.metrics.sort_players): the unrolled compare-exchange network
     gives the library sort's values exactly, in numpy along the players' axis of [N, B] and
-    in jnp per arena; so does the Gini built on it (NaN included); at every N of SIZES."""
+    in jnp per arena; so does the Gini built on it (NaN included)."""
     from bdpd_jax.kernels.metrics import gini, sort_players
 
     rng = np.random.default_rng(seed)
-    ws, libs = [], []
+    w = (rng.random((n, 5)) * 4 - 1).astype(np.float32)
+    w[:, 0] = 0.0
+    w[rng.integers(n), 1] = 2.0  # ties
+    if nan:
+        w[rng.integers(n), 2] = np.nan
     clean = slice(3, None) if nan else slice(None)
-    for n in SIZES:
-        w = (rng.random((n, 5)) * 4 - 1).astype(np.float32)
-        w[:, 0] = 0.0
-        w[rng.integers(n), 1] = 2.0  # ties
-        if nan:
-            w[rng.integers(n), 2] = np.nan
-        got = sort_players(w, 0, np)
-        np.testing.assert_array_equal(got[:, clean], np.sort(w, axis=0)[:, clean], err_msg=f"N={n}")
-        with unroll.forced(players=False):
-            libs.append(gini(w, 0, np))
-        np.testing.assert_array_equal(gini(w, 0, np), libs[-1], err_msg=f"N={n}")
-        ws.append(jnp.asarray(w))
-    net = _GINI[True](ws)
+    got = sort_players(w, 0, np)
+    np.testing.assert_array_equal(got[:, clean], np.sort(w, axis=0)[:, clean])
     with unroll.forced(players=False):
-        sort = _GINI[False](ws)
-    for n, a, b, lib in zip(SIZES, net, sort, libs, strict=True):
-        np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=f"N={n}")
-        np.testing.assert_allclose(np.asarray(a), lib, rtol=1e-6, atol=1e-7, err_msg=f"N={n}")
+        lib = gini(w, 0, np)
+    np.testing.assert_array_equal(gini(w, 0, np), lib)
+    per_arena = jax.jit(jax.vmap(gini, in_axes=1))
+    net = np.asarray(per_arena(jnp.asarray(w)))
+    with unroll.forced(players=False):
+        sort = np.asarray(jax.jit(jax.vmap(gini, in_axes=1))(jnp.asarray(w)))
+    np.testing.assert_array_equal(net, sort)
+    np.testing.assert_allclose(net, lib, rtol=1e-6, atol=1e-7)
 
 
 def test_over_players_is_the_whole_array_op_in_both_forms():
