@@ -73,3 +73,60 @@ def sweep_config() -> dict:
     c["model"]["maxTurns"] = 12
     c["observability"]["commonsStock"]["noise"] = 0.2
     return c
+
+
+def governed_talk(propose_turn: int, announce: dict | None = None) -> dict:
+    """Scripted talk, a pre-declared pact and a graduated sanction on any pact violation: the
+    governed arena the live-vs-batch and skip-ended tests share. ``propose_turn``: when player
+    3 proposes a no-aggression pact to all; ``announce``: player 1's announcement script."""
+    return {
+        "players": [
+            {
+                "strategy": "conservative",
+                "talk": {"announce": "honest", "comply": True, "pledge": {"turn": 2, "maxHarvest": 1.2}},
+            },
+            {"strategy": "aggressive", "talk": {**(announce or {}), "accept": "min_cap", "acceptMinCap": 1.5}},
+            {"strategy": "adaptive", "privateResource": 10},
+            {
+                "strategy": "random",
+                "privateResource": 50,
+                "talk": {
+                    "propose": {
+                        "turn": propose_turn,
+                        "parties": [0, 1, 2, 3],
+                        "terms": {"type": "no_aggression", "tolerance": 0.1},
+                    }
+                },
+            },
+        ],
+        "pacts": [{"parties": [1, 2], "terms": {"type": "harvest_cap", "maxHarvest": 2.0}}],
+        "perturbations": [
+            {
+                "id": "g",
+                "type": "sanction_graduated",
+                "trigger": {"kind": "pact_violation"},
+                "payload": {"ladder": [0.5, 2.0]},
+            }
+        ],
+    }
+
+
+def propose_many_args(pacts, reqs: list[tuple], turn: int) -> tuple:
+    """``kernels.pacts.propose_many``'s arguments for ``reqs`` (proposer, parties as a set,
+    term name, maxHarvest, tolerance, when) on the table ``pacts``, made on ``turn``."""
+    import jax.numpy as jnp
+
+    from bdpd_jax.kernels import pacts as P
+
+    n = pacts.parties.shape[-1]
+    cols = list(zip(*reqs, strict=True))
+    return (
+        pacts,
+        jnp.asarray(cols[0], jnp.int32),
+        jnp.asarray([[i in ps for i in range(n)] for ps in cols[1]]),
+        jnp.asarray([P.term_code(t) for t in cols[2]], jnp.int32),
+        jnp.asarray(cols[3], jnp.float32),
+        jnp.asarray(cols[4], jnp.float32),
+        jnp.int32(turn),
+        jnp.asarray(cols[5]),
+    )

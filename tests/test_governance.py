@@ -13,6 +13,7 @@ import pytest
 import reference_governance as R
 from hypothesis import given
 from hypothesis import strategies as st
+from payloads import propose_many_args
 
 from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.kernels import pacts as P
@@ -27,6 +28,7 @@ _propose = jax.jit(P.propose)
 _pledge = jax.jit(P.pledge)
 _accept = jax.jit(P.accept)
 _reject = jax.jit(P.reject)
+_check = jax.jit(P.check)
 
 
 @jax.jit
@@ -38,17 +40,18 @@ def _end_of_turn(pk, prior, actual, sp):
     return pk, after, violated, k, amount, fired, prior + S.table(count)
 
 
-def sanction_params(specs):
-    k = len(specs)
+def sanction_params(specs, k: int = 2):
+    """The specs as K = ``k`` slots, the ones past them inactive (one shape: one program)."""
     lad = np.zeros((k, WIDTH))
     for j, s in enumerate(specs):
         lad[j, : len(s["ladder"])] = s["ladder"]
     term = [S.ANY_TERM if s["termType"] is None else P.term_code(s["termType"]) for s in specs]
+    pad = k - len(specs)
     return S.SanctionParams(
-        jnp.ones((k,), bool),
-        jnp.asarray(term, jnp.int32),
+        jnp.asarray([True] * len(specs) + [False] * pad),
+        jnp.asarray(term + [S.ANY_TERM] * pad, jnp.int32),
         jnp.asarray(lad, jnp.float32),
-        jnp.asarray([len(s["ladder"]) for s in specs], jnp.int32),
+        jnp.asarray([len(s["ladder"]) for s in specs] + [1] * pad, jnp.int32),
     )
 
 
@@ -56,7 +59,7 @@ def sanction_params(specs):
 def test_harvest_equal_to_cap_is_no_breach():
     pk, _ = _pledge(P.empty(SLOTS, N), 0, 2.5, 1)
     for a, breach in ((2.5, False), (2.5 + 1e-7, False), (2.501, True)):
-        _, v = P.check(pk, jnp.asarray([a, 9.0, 9.0, 9.0]), jnp.ones((N,), bool))
+        _, v = _check(pk, jnp.asarray([a, 9.0, 9.0, 9.0]), jnp.ones((N,), bool))
         assert bool(v[0, 0]) is breach and not bool(v[0, 1:].any())
 
 
@@ -78,7 +81,7 @@ def test_rejected_pact_binds_no_one():
     pk = _reject(pk, slot, 1)
     pk = _accept(pk, slot, 1, 2)  # too late: rejected is terminal
     assert int(pk.status[slot]) == P.REJECTED
-    _, v = P.check(pk, jnp.full((N,), 50.0), jnp.ones((N,), bool))
+    _, v = _check(pk, jnp.full((N,), 50.0), jnp.ones((N,), bool))
     assert not bool(v.any())
 
 
@@ -94,11 +97,11 @@ def test_pledge_is_active_at_once_and_proposals_activate_on_last_acceptance():
 
 
 def test_full_table_and_invalid_terms_are_flagged_never_silent():
-    pk = P.empty(2, N)
-    for i in range(3):
-        pk, slot = _pledge(pk, i, 1.0, 1)
+    pk = P.empty(SLOTS, N)
+    for i in range(SLOTS + 1):
+        pk, slot = _pledge(pk, i % N, 1.0, 1)
     assert int(slot) == -1 and int(pk.dropped) == 1
-    pk, slot = _propose(P.empty(2, N), 0, jnp.ones((N,), bool), P.HARVEST_CAP, 0.0, 0.0, 1)
+    pk, slot = _propose(P.empty(SLOTS, N), 0, jnp.ones((N,), bool), P.HARVEST_CAP, 0.0, 0.0, 1)
     pk, slot2 = _propose(pk, 0, jnp.ones((N,), bool), P.NO_AGGRESSION, 0.0, -0.1, 1)
     assert int(slot) == -1 and int(slot2) == -1 and int(pk.invalid) == 2 and int((pk.status != 0).sum()) == 0
 
@@ -195,25 +198,19 @@ def test_propose_many_equals_one_proposal_after_another(filled, reqs):
     pk = P.empty(SLOTS, N)
     for who, cap in filled:
         pk, _ = _pledge(pk, who, cap, 1)
+    reqs = reqs + [(0, set(), "harvest_cap", 1.0, 0.0, False)] * (5 - len(reqs))  # one shape: one trace
     chain, want = pk, []
     for who, parties, term, mh, tol, when in reqs:
         mask = jnp.asarray([i in parties for i in range(N)])
         chain, slot = _propose(chain, who, mask, P.term_code(term), mh, tol, 2, when)
         want.append(int(slot))
-    cols = list(zip(*reqs, strict=True))
-    got, slots = _propose_many(
-        pk,
-        jnp.asarray(cols[0], jnp.int32),
-        jnp.asarray([[i in ps for i in range(N)] for ps in cols[1]]),
-        jnp.asarray([P.term_code(t) for t in cols[2]], jnp.int32),
-        jnp.asarray(cols[3], jnp.float32),
-        jnp.asarray(cols[4], jnp.float32),
-        2,
-        jnp.asarray(cols[5]),
-    )
+    got, slots = _propose_many(*propose_many_args(pk, reqs, 2))
     assert [int(x) for x in slots] == want
     for a, b in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(chain), strict=True):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+_ladder_sum = jax.jit(S.ladder_sum)
 
 
 @given(
@@ -225,7 +222,7 @@ def test_ladder_sum_equals_rung_by_rung(ladder, before, m):
     """m violations after ``before`` earlier ones cost ladder[min(k - 1, len - 1)] each, for
     k = before + 1 ... before + m (the last rung sticks), summed exactly for dyadic rungs."""
     padded = jnp.asarray(ladder + [99.0] * (WIDTH - len(ladder)), jnp.float32)  # padding never charged
-    got = S.ladder_sum(padded, jnp.int32(len(ladder)), jnp.asarray([before]), jnp.asarray([m]))
+    got = _ladder_sum(padded, jnp.int32(len(ladder)), jnp.asarray([before]), jnp.asarray([m]))
     want = sum(R.ladder_amount(ladder, k) for k in range(before + 1, before + m + 1))
     assert float(got[0]) == want
 

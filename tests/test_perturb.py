@@ -5,19 +5,20 @@ owner-fired kernel, the Results frame, and one compile for a shock size x timing
 from __future__ import annotations
 
 import copy
+import functools
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 from reference_perturb import RefPerturbArena
-from test_reference import draws, successes
+from test_reference import assert_turn_matches, compiled, draws, successes
 
 from bdpd_jax import simulate
 from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.kernels import rng
 from bdpd_jax.kernels.perturb import TYPES, apply_perturbation
-from bdpd_jax.kernels.turn import begin, decide, step
+from bdpd_jax.kernels.turn import begin, step
 from bdpd_jax.prepare.game import broadcast_batch, build
 from bdpd_jax.prepare.perturbations import compile_spec
 
@@ -100,18 +101,24 @@ CASES = {
 }
 
 
+@functools.cache
+def _begin(game, x64: bool):
+    """One jitted ``begin`` per game (and dtype mode), shared by the cases."""
+    return jax.jit(lambda k, s, p: begin(game, k, s, p))
+
+
 def play_with_reference(cfg_dict, seed=3, turns=20, rtol=1e-9):
     cfg = ArenaConfig.model_validate(cfg_dict)
     game, params = build(cfg)
+    x64 = bool(jax.config.jax_enable_x64)
     model = cfg.model.model_dump()
     model["collapseDie"] = cfg.model.engine.collapse_die.model_dump()
     obs_cfg = {k: v.model_dump() for k, v in cfg.observability.items()}
     ref = RefPerturbArena(model, obs_cfg, [p.model_dump() for p in cfg.players], cfg_dict["perturbations"])
     key = rng.arena_key(seed, 0)
-    state = jax.jit(game.init)(params)
-    jbegin = jax.jit(lambda k, s, p: begin(game, k, s, p))
-    jdecide = jax.jit(lambda k, s, p: decide(game, k, s, p))
-    jstep = jax.jit(lambda k, s, r, p: step(game, k, s, r, p))
+    jinit, jdecide, jstep = compiled(game, x64)
+    jbegin = _begin(game, x64)
+    state = jinit(params)
     n = game.n_players
     fired = []
     for t in range(1, turns + 1):
@@ -130,32 +137,63 @@ def play_with_reference(cfg_dict, seed=3, turns=20, rtol=1e-9):
         if out is None:
             assert not bool(rec.played)
             continue
-        for name in ("stock", "regen", "reserve_drawn"):
-            np.testing.assert_allclose(
-                float(getattr(rec, name)), out[name], rtol=rtol, atol=1e-9, err_msg=f"{name} t={t}"
-            )
-        for name in ("actual", "wealth"):
-            np.testing.assert_allclose(
-                np.asarray(getattr(rec, name)), out[name], rtol=rtol, atol=1e-9, err_msg=f"{name} t={t}"
-            )
-        assert bool(rec.collapsed) == out["collapsed"], t
+        assert_turn_matches(rec, out, t, rtol)
     assert fired == [(t, i) for t, i, _ in ref.log]
     return ref
+
+
+def padded(specs, pad, n_slots):
+    """``specs`` then the first of ``pad`` up to ``n_slots`` slots. The pads are manual specs,
+    never fired by the run (test_manual_trigger_never_fires_by_itself); runs padded with every
+    type any of them uses are one Game (same types, same slot count): one compiled program."""
+    return specs + pad[: n_slots - len(specs)]
+
+
+def manual(*kinds):
+    return [spec(f"pad{i}", t, p, trigger={"kind": "manual"}) for i, (t, p) in enumerate(kinds)]
+
+
+# every type, then fillers: one Game for all the reference cases (one init/begin/decide/step)
+REF_PAD = manual(
+    ("regen_shock", {"factor": 0.5}),
+    ("regen_set", {"value": 0.3}),
+    ("commons_shock", {"amount": -1.0}),
+    ("capacity_shock", {"factor": 0.5}),
+    ("wealth_shock", {"amount": 1.0}),
+    ("strategy_override", {"player": 0, "strategy": "aggressive"}),
+    ("observability_flip", {"variable": "commonsStock"}),
+    ("threshold_shift", {"delta": 1.0}),
+    ("regen_set", {"value": 0.1}),
+    ("regen_set", {"value": 0.2}),
+)
+REF_SLOTS = 11
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_type_matches_reference_x64(case):
     with jax.enable_x64(True):
-        ref = play_with_reference(config(CASES[case]))
+        ref = play_with_reference(config(padded(CASES[case], REF_PAD, REF_SLOTS)))
     assert ref.log, "the perturbation never fired"
 
 
 def test_every_type_is_covered():
     assert {s["type"] for c in CASES.values() for s in c} == set(TYPES)
+    assert {s["type"] for s in REF_PAD[: REF_SLOTS - max(map(len, CASES.values()))]} == set(TYPES)
 
 
-def _sim(specs, n=4, **model):
-    return simulate(config(specs, **model), n_arenas=n, seed=5)
+# the types the _sim runs use: all of them one Game, one compiled program (4 arenas, 20 turns)
+SIM_PAD = manual(
+    ("regen_shock", {"factor": 0.5}),
+    ("regen_set", {"value": 0.3}),
+    ("wealth_shock", {"amount": 1.0}),
+    ("strategy_override", {"player": 3, "strategy": "aggressive"}),
+    ("regen_set", {"value": 0.1}),
+)
+SIM_SLOTS = 6
+
+
+def _sim(specs, **model):
+    return simulate(config(padded(specs, SIM_PAD, SIM_SLOTS), **model), n_arenas=4, seed=5)
 
 
 def test_turn_trigger_fires_exactly_once():
@@ -177,7 +215,6 @@ def test_threshold_trigger_fires_first_turn_it_holds_and_never_again():
             )
         ],
         threshold=0,
-        maxTurns=40,
         commonsInitial=150,
         regenRate=0.02,
     )
@@ -193,14 +230,14 @@ def test_threshold_trigger_fires_first_turn_it_holds_and_never_again():
 def test_same_turn_perturbations_apply_in_list_order():
     a = spec("mul", "regen_shock", {"factor": 0.5})
     b = spec("set", "regen_set", {"value": 0.2})
-    p1 = _sim([a, b], n=1).perturbations
-    p2 = _sim([b, a], n=1).perturbations
+    p1 = _sim([a, b]).perturbations.query("arena == 0")
+    p2 = _sim([b, a]).perturbations.query("arena == 0")
     assert list(p1["id"]) == ["mul", "set"] and list(p1["value"]) == pytest.approx([0.06, 0.2])
     assert list(p2["id"]) == ["set", "mul"] and list(p2["value"]) == pytest.approx([0.2, 0.1])
 
 
 def test_strategy_override_switches_target_on_its_turn_only():
-    r = _sim([spec("mule", "strategy_override", {"player": 3, "strategy": "aggressive"}, turn=6)], maxTurns=12)
+    r = _sim([spec("mule", "strategy_override", {"player": 3, "strategy": "aggressive"}, turn=6)])
     pl = r.players
     for (t, p), g in pl.groupby(["turn", "player"]):
         want = PLAYERS[p]["strategy"] if (p != 3 or t < 6) else "aggressive"
@@ -213,17 +250,18 @@ def test_owner_fired_equals_trigger_fired():
     cfg = ArenaConfig.model_validate(config([s]))
     game, params = build(cfg)
     key = rng.arena_key(0, 0)
-    st_trig, _ = begin(game, key, game.init(params), params)
+    init = jax.jit(game.init)(params)  # jitted: one program each, not one per eager op
+    st_trig, _ = jax.jit(lambda k, st: begin(game, k, st, params))(key, init)
     manual = {**s, "trigger": {"kind": "manual"}}
     slot = compile_spec(manual, cfg, game.policies)
-    st_own, rec = apply_perturbation(game, game.init(params), slot, params)
+    st_own, rec = jax.jit(lambda st, sl: apply_perturbation(game, st, sl, params))(init, slot)
     assert float(st_own.engine.stock) == pytest.approx(float(st_trig.engine.stock)) == pytest.approx(90.0)
     assert float(rec["value"]) == pytest.approx(90.0)
     assert not bool(st_own.extra["perturb"]["fired"][0])  # owner firings are not deduplicated
 
 
 def test_manual_trigger_never_fires_by_itself():
-    r = _sim([spec("m", "regen_set", {"value": 0.0}, trigger={"kind": "manual"})], n=2)
+    r = _sim([spec("m", "regen_set", {"value": 0.0}, trigger={"kind": "manual"})])
     assert len(r.perturbations) == 0
 
 
@@ -285,10 +323,10 @@ def test_size_by_timing_sweep_compiles_once():
     from bdpd_jax.run.simulate import TRACES, arena_keys, run_batch
 
     specs = lambda f, t: [spec("d", "regen_shock", {"factor": f}, turn=t)]  # noqa: E731
-    simulate(config(specs(0.5, 3)), n_arenas=4, seed=0)  # 4 arenas: the program of _sim's runs above
+    _sim(specs(0.5, 3))  # the program of _sim's runs above
     before = TRACES["run"]
     for f, t in [(0.1, 2), (0.9, 7), (1.5, 11)]:
-        simulate(config(specs(f, t)), n_arenas=4, seed=0)
+        _sim(specs(f, t))
     assert TRACES["run"] == before
     # one batch, 3 sizes x 3 turns along the batch axis
     game, params = build(ArenaConfig.model_validate(config(specs(0.5, 3))))
@@ -321,9 +359,9 @@ def test_perturbable_game_without_specs_accepts_owner_firings():
     cfg = ArenaConfig.model_validate(config([]))
     game, params = build(cfg, perturb={"perturbable": True})
     slot = compile_spec(spec("k", "capacity_shock", {"factor": 0.5}, trigger={"kind": "manual"}), cfg, game.policies)
-    st, rec = jax.jit(lambda s, sl: apply_perturbation(game, s, sl, params))(game.init(params), slot)
+    st, rec = jax.jit(lambda s, sl: apply_perturbation(game, s, sl, params))(jax.jit(game.init)(params), slot)
     assert float(st.extra["perturb"]["engine"]["capacity"]) == pytest.approx(75.0)
-    _, r = step(game, rng.arena_key(0, 0), st, jnp.zeros(4), params)  # the dynamics see K = 75
+    _, r = jax.jit(lambda k, s: step(game, k, s, jnp.zeros(4), params))(rng.arena_key(0, 0), st)  # sees K = 75
     assert float(r.regen) == pytest.approx(0.12 * 120 * (1 - 120 / 75), rel=1e-5)
 
 

@@ -98,6 +98,18 @@ def canonical_order(game, params):
     return game, dataclasses.replace(params, players=players)
 
 
+def assert_turn_matches(rec, out: dict, t: int, rtol: float) -> None:
+    """A played turn's kernel record equals the reference's: the commons, each player's
+    harvest and wealth, and the collapse flag."""
+    for name in ("stock", "regen", "reserve_drawn"):
+        np.testing.assert_allclose(float(getattr(rec, name)), out[name], rtol=rtol, atol=1e-9, err_msg=f"{name} t={t}")
+    for name in ("actual", "wealth"):
+        np.testing.assert_allclose(
+            np.asarray(getattr(rec, name)), out[name], rtol=rtol, atol=1e-9, err_msg=f"{name} t={t}"
+        )
+    assert bool(rec.collapsed) == out["collapsed"], t
+
+
 def play_both(cfg_dict: dict, seed: int, turns: int, external=None, rtol=1e-9):
     cfg = ArenaConfig.model_validate(cfg_dict)
     # every strategy compiled in, in one order, so examples differing only in assignment share one program
@@ -126,15 +138,7 @@ def play_both(cfg_dict: dict, seed: int, turns: int, external=None, rtol=1e-9):
             assert not bool(rec.played)
             continue
         assert bool(rec.played)
-        for name in ("stock", "regen", "reserve_drawn"):
-            np.testing.assert_allclose(
-                float(getattr(rec, name)), out[name], rtol=rtol, atol=1e-9, err_msg=f"{name} t={t}"
-            )
-        for name in ("actual", "wealth"):
-            np.testing.assert_allclose(
-                np.asarray(getattr(rec, name)), out[name], rtol=rtol, atol=1e-9, err_msg=f"{name} t={t}"
-            )
-        assert bool(rec.collapsed) == out["collapsed"], t
+        assert_turn_matches(rec, out, t, rtol)
         assert list(np.asarray(rec.invalid)) == out["invalid"]
         for m in ("cooperation_index", "silent_defection"):
             assert float(rec.metrics[m]) == pytest.approx(out[m], nan_ok=True), (m, t)
@@ -241,12 +245,17 @@ def test_die_collapse_probability_matches_the_rule():
 
     # request 13 = stock 10 + 3 excess units: survive iff 3 successes in a row
     game, params = b(ArenaConfig.model_validate(cfg))
-    keys = jax.vmap(lambda a: rng.arena_key(0, a), out_axes=-1)(jnp.arange(20000, dtype=jnp.uint32))
-    init = jax.vmap(game.init, in_axes=-1, out_axes=-1)
-    p = jax.tree_util.tree_map(lambda x: jnp.broadcast_to(jnp.asarray(x)[..., None], np.shape(x) + (20000,)), params)
-    st0 = init(p)
-    f = jax.vmap(lambda k, s, pp: step(game, k, s, jnp.asarray([13.0]), pp), in_axes=-1, out_axes=-1)
-    _, rec = jax.jit(f)(keys, st0, p)
+
+    def run(params):  # keys, batch, init and turn as one program (eager, each op compiles apart)
+        keys = jax.vmap(lambda a: rng.arena_key(0, a), out_axes=-1)(jnp.arange(20000, dtype=jnp.uint32))
+        p = jax.tree_util.tree_map(
+            lambda x: jnp.broadcast_to(jnp.asarray(x)[..., None], jnp.shape(x) + (20000,)), params
+        )
+        st0 = jax.vmap(game.init, in_axes=-1, out_axes=-1)(p)
+        f = jax.vmap(lambda k, s, pp: step(game, k, s, jnp.asarray([13.0]), pp), in_axes=-1, out_axes=-1)
+        return f(keys, st0, p)
+
+    _, rec = jax.jit(run)(params)
     survive = 1 - np.asarray(rec.collapsed).mean()
     assert survive == pytest.approx((4 / 6) ** 3, abs=0.015)
     drawn = np.asarray(rec.reserve_drawn)

@@ -11,42 +11,19 @@ import jax
 import numpy as np
 import pandas as pd
 import pytest
-from payloads import MIXED_PLAYERS, SEED_LOGISTIC
+from payloads import MIXED_PLAYERS, SEED_LOGISTIC, governed_talk
 
 import bdpd_jax
-from bdpd_jax.config.game import ArenaConfig
-from bdpd_jax.prepare.game import broadcast_batch, build
+from bdpd_jax.prepare.prepared import prepare
 from bdpd_jax.run import runner
 from bdpd_jax.run import simulate as SIM
+from bdpd_jax.run.simulate import batch_params
 
 # scripted talk, a pact, sanctions and perturbations: the layers' state freezes too
-GOVERNED = {
-    "players": [
-        {
-            "strategy": "conservative",
-            "talk": {"announce": "honest", "comply": True, "pledge": {"turn": 2, "maxHarvest": 1.2}},
-        },
-        {"strategy": "aggressive", "talk": {"accept": "min_cap", "acceptMinCap": 1.5}},
-        {"strategy": "adaptive", "privateResource": 10},
-        {
-            "strategy": "random",
-            "privateResource": 50,
-            "talk": {
-                "propose": {"turn": 9, "parties": [0, 1, 2, 3], "terms": {"type": "no_aggression", "tolerance": 0.1}}
-            },
-        },
-    ],
-    "pacts": [{"parties": [1, 2], "terms": {"type": "harvest_cap", "maxHarvest": 2.0}}],
-    "perturbations": [
-        {
-            "id": "g",
-            "type": "sanction_graduated",
-            "trigger": {"kind": "pact_violation"},
-            "payload": {"ladder": [0.5, 2.0]},
-        },
-        {"id": "r", "type": "regen_shock", "trigger": {"kind": "turn", "turn": 30}, "payload": {"factor": 0.5}},
-    ],
-}
+GOVERNED = governed_talk(9)
+GOVERNED["perturbations"].append(
+    {"id": "r", "type": "regen_shock", "trigger": {"kind": "turn", "turn": 30}, "payload": {"factor": 0.5}}
+)
 
 
 def _cfg(governed: bool) -> dict:
@@ -80,28 +57,33 @@ def _leaves_equal(a, b):
         np.testing.assert_array_equal(np.asarray(x), np.asarray(y))  # NaN == NaN here
 
 
-@pytest.mark.parametrize("governed,b", [(False, 13), (True, 8)])
+# test_states_and_records_equal_the_full_scan's plain case runs the programs of
+# test_frames_equal_with_and_without_skipping's simulate calls: the game and params simulate
+# prepares, 16 arenas, chunks of 3 turns
+N_ARENAS, CHUNK = 16, 3
+
+
+@pytest.mark.parametrize("governed,b", [(False, N_ARENAS), (True, 8)])
 def test_states_and_records_equal_the_full_scan(eager, governed, b):
-    cfg = ArenaConfig.model_validate(_cfg(governed))
-    game, params = build(cfg)
-    pb = broadcast_batch(params, b)
+    prep = prepare(_cfg(governed))
+    game, pb = prep.game, batch_params(prep.params_on_device(40), b)
     keys = runner.arena_keys(5, np.arange(b))
     # max_turns varies per arena, so arenas also end by reaching it (not only by collapse)
     mt = np.where(np.arange(b) % 3 == 0, 9, 30).astype(np.int32)
     pb = type(pb)(**{**pb.__dict__, "max_turns": mt})
     before = runner.SCANNED["arena_turns"]
-    st1, rec1 = runner.run_batch(game, pb, keys, 40, 4, True, skip=True)
+    st1, rec1 = runner.run_batch(game, pb, keys, 40, CHUNK, True, skip=True)
     scanned = runner.SCANNED["arena_turns"] - before
-    st0, rec0 = runner.run_batch(game, pb, keys, 40, 4, True, skip=False)
+    st0, rec0 = runner.run_batch(game, pb, keys, 40, CHUNK, True, skip=False)
     assert scanned < runner.SCANNED["arena_turns"] - before - scanned  # skipping did skip work
     _leaves_equal(st1, st0)
     _leaves_equal(rec1, rec0)  # the frozen turns' records included
-    assert not rec0.played[-4:].any()  # every arena had ended by turn 36: the run stopped early
+    assert not rec0.played[-6:].any()  # every arena had ended by turn 36: the run stopped early
 
 
 def test_frames_equal_with_and_without_skipping(eager, monkeypatch):
     cfg = _cfg(False)
-    kw = dict(n_arenas=16, seed=2, chunk_turns=3)
+    kw = dict(n_arenas=N_ARENAS, seed=2, chunk_turns=CHUNK)
     skip = bdpd_jax.simulate(cfg, **kw)
     nohist = bdpd_jax.simulate(cfg, **kw, history=False)
     monkeypatch.setattr(SIM, "run_batch", functools.partial(runner.run_batch, skip=False))
@@ -124,23 +106,22 @@ def test_width_for_rounds_to_few_widths():
 def test_history_loop_that_stops_gives_the_full_scans_records():
     """run_turns with history stops after the first turn no arena played and gives the turns
     left that turn's record (kernels/rollout.py): the records of the full scan, lanes too
-    (the governed game's stopping chunks: test_states_and_records_equal_the_full_scan)."""
-    from bdpd_jax.kernels.rollout import init_batch, run_turns
+    (the governed game's stopping chunks: test_states_and_records_equal_the_full_scan). The
+    full scan: run_batch without skipping, through the chunk program of the tests above."""
+    from bdpd_jax.kernels.rollout import run_turns
+    from bdpd_jax.kernels.stored import restored
 
-    game, params = build(ArenaConfig.model_validate(_cfg(False)))
-    b, t = 6, 30
-    pb = broadcast_batch(params, b)
+    prep = prepare(_cfg(False))
+    game, b, t = prep.game, N_ARENAS, 30
+    pb = batch_params(prep.params_on_device(40), b)
     # arenas end by collapse or at their own max_turns, all by turn 20
     pb = type(pb)(**{**pb.__dict__, "max_turns": np.where(np.arange(b) % 3 == 0, 9, 20).astype(np.int32)})
     keys = runner.arena_keys(3, np.arange(b))
-
-    def run(stop: bool, lanes: int):
-        fn = jax.jit(functools.partial(run_turns, game, t, True, stop_when_ended=stop, lanes=lanes))
-        return fn(keys, init_batch(game, pb), pb)
-
-    st0, rec0 = run(False, 1)
-    st1, rec1 = run(True, 2)
-    assert not np.asarray(rec0.played)[-10:].any()  # every arena ended early: the loop stopped
+    st0, rec0 = runner.run_batch(game, pb, keys, t, CHUNK, True, skip=False)
+    fn = jax.jit(functools.partial(run_turns, game, t, True, stop_when_ended=True, lanes=2))
+    st1, rec1 = fn(keys, runner.compiled_init(game)(keys, pb), pb)
+    rec1 = restored(game, runner.to_numpy(rec1), np.asarray(pb.players.strategy))
+    assert not rec0.played[-10:].any()  # every arena ended early: the loop stopped
     _leaves_equal(st1, st0)
     _leaves_equal(rec1, rec0)
 

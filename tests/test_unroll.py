@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from payloads import HEAVY
+from payloads import HEAVY, propose_many_args
 
 import bdpd_jax
 from bdpd_jax.config.game import ArenaConfig
@@ -216,17 +216,7 @@ def test_propose_many_array_form_equals_unrolled(filled, reqs):
     pk = P.empty(SLOTS, N)
     pk = dataclasses.replace(pk, status=jnp.asarray(filled, jnp.int32))
     reqs = reqs + [(0, set(), "harvest_cap", 1.0, 0.0, False)] * (9 - len(reqs))  # one shape: one trace
-    cols = list(zip(*reqs, strict=True))
-    args = (
-        pk,
-        jnp.asarray(cols[0], jnp.int32),
-        jnp.asarray([[i in ps for i in range(N)] for ps in cols[1]]),
-        jnp.asarray([P.term_code(t) for t in cols[2]], jnp.int32),
-        jnp.asarray(cols[3], jnp.float32),
-        jnp.asarray(cols[4], jnp.float32),
-        jnp.int32(4),
-        jnp.asarray(cols[5]),
-    )
+    args = propose_many_args(pk, reqs, 4)
     _assert_same(_propose(True, *args), _propose(False, *args))
 
 

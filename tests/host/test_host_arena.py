@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from payloads import MIXED_PLAYERS, SEED_LOGISTIC
+from payloads import MIXED_PLAYERS, SEED_LOGISTIC, governed_talk
 
 import bdpd_jax
 from bdpd_jax.config.game import ArenaConfig
@@ -38,13 +38,24 @@ def _f32(x):
 
 
 # -- live == batched ---------------------------------------------------------------------------
-def test_builtin_arena_equals_simulate_bit_for_bit():
-    cfg = _cfg()
-    seed = 11
-    res = bdpd_jax.simulate(cfg, n_arenas=1, seed=seed)
-    arena = Arena(cfg, seed=seed)
+SEQUENTIAL = {"scheduler": "sequential"}  # the builtins re-decided in turn order
+
+
+@pytest.fixture(scope="module")
+def plain_batch():
+    """simulate(n_arenas=3) of the mixed players under the sequential scheduler: one
+    compiled whole-run program for the single Arena and the LiveBatch ``plain`` case."""
+    return bdpd_jax.simulate(_cfg(**SEQUENTIAL), n_arenas=3, seed=4)
+
+
+def test_builtin_arena_equals_simulate_bit_for_bit(plain_batch):
+    """One live Arena (``Arena.run``) == its arena of the batched run (the LiveBatch cases
+    below run the simultaneous scheduler too)."""
+    cfg = _cfg(**SEQUENTIAL)
+    res = plain_batch
+    arena = Arena(cfg, seed=4, arena_index=1)
     arena.run()
-    pl, tu = res.players, res.turns
+    pl, tu = res.players[res.players.arena == 1], res.turns[res.turns.arena == 1]
     assert len(arena.records) == len(tu) > 5
     for rec in arena.records:
         p = pl[pl.turn == rec["turn"]].sort_values("player")
@@ -54,7 +65,7 @@ def test_builtin_arena_equals_simulate_bit_for_bit():
         assert _f32(rec["stock"]) == tu[tu.turn == rec["turn"]].stock.to_numpy()[0]
     # the final state equals the batched summary
     st = arena.state
-    s = res.summary.iloc[0]
+    s = res.summary[res.summary.arena == 1].iloc[0]
     assert int(st.turn) == s.turns_played and bool(st.collapsed) == (not s.survived)
 
 
@@ -62,44 +73,19 @@ def _spec(id_, type_, payload, turn=3):
     return {"id": id_, "type": type_, "trigger": {"kind": "turn", "turn": turn}, "payload": payload}
 
 
-GOVERNED = {
-    "players": [
-        {
-            "strategy": "conservative",
-            "talk": {"announce": "honest", "comply": True, "pledge": {"turn": 2, "maxHarvest": 1.2}},
-        },
-        {
-            "strategy": "aggressive",
-            "talk": {"announce": "biased", "bias": 0.3, "accept": "min_cap", "acceptMinCap": 1.5},
-        },
-        {"strategy": "adaptive", "privateResource": 10},
-        {
-            "strategy": "random",
-            "privateResource": 50,
-            "talk": {
-                "propose": {"turn": 3, "parties": [0, 1, 2, 3], "terms": {"type": "no_aggression", "tolerance": 0.1}}
-            },
-        },
-    ],
-    "pacts": [{"parties": [1, 2], "terms": {"type": "harvest_cap", "maxHarvest": 2.0}}],
-    "perturbations": [
-        {
-            "id": "g",
-            "type": "sanction_graduated",
-            "trigger": {"kind": "pact_violation"},
-            "payload": {"ladder": [0.5, 2.0]},
-        },
-        _spec("r", "regen_shock", {"factor": 0.5}, 4),
-        _spec("w", "wealth_shock", {"factor": 0.5, "player": 2}, 5),
-        _spec("o", "strategy_override", {"player": 0, "strategy": "aggressive"}, 6),
-        _spec("c", "commons_shock", {"amount": -20.0}, 7),
-        _spec("f", "observability_flip", {"variable": "commonsStock"}, 9),
-    ],
-}
+# scripted talk, a pact and sanctions, plus five turn-triggered perturbations
+GOVERNED = governed_talk(3, {"announce": "biased", "bias": 0.3})
+GOVERNED["perturbations"] += [
+    _spec("r", "regen_shock", {"factor": 0.5}, 4),
+    _spec("w", "wealth_shock", {"factor": 0.5, "player": 2}, 5),
+    _spec("o", "strategy_override", {"player": 0, "strategy": "aggressive"}, 6),
+    _spec("c", "commons_shock", {"amount": -20.0}, 7),
+    _spec("f", "observability_flip", {"variable": "commonsStock"}, 9),
+]
 
 
 @pytest.mark.parametrize("case", ["plain", "governed", "conservative"])
-def test_live_batch_equals_simulate_per_arena(case):
+def test_live_batch_equals_simulate_per_arena(case, request):
     """3 arenas in one LiveBatch == simulate(n_arenas=3): the sequential scheduler (builtins
     re-decided in turn order); perturbations, scripted talk, pacts, sanctions (the batch axis
     and arena index select the same trajectories). ``conservative``: 4 conservative players
@@ -110,10 +96,12 @@ def test_live_batch_equals_simulate_per_arena(case):
         cfg = _cfg(players=[{"strategy": "conservative", "privateResource": 10 * (i + 1)} for i in range(4)])
         n_arenas = 8
     else:
-        cfg = _cfg(scheduler="sequential" if case == "plain" else "simultaneous")
+        cfg = _cfg(**(SEQUENTIAL if case == "plain" else {}))
     if case == "governed":
         cfg.update(copy.deepcopy(GOVERNED))
-    res = bdpd_jax.simulate(cfg, n_arenas=n_arenas, seed=4)
+    res = (
+        request.getfixturevalue("plain_batch") if case == "plain" else bdpd_jax.simulate(cfg, n_arenas=n_arenas, seed=4)
+    )
     arenas = [Arena(cfg, seed=4, arena_index=i) for i in range(n_arenas)]
     LiveBatch(arenas).run()
     for i, a in enumerate(arenas):
@@ -407,7 +395,7 @@ def test_join_validation():
 
 
 def test_close_writes_summary_and_meta(tmp_path):
-    arena = Arena(_cfg(), seed=3, out_dir=tmp_path)
+    arena = Arena(_cfg(**SEQUENTIAL), seed=3, out_dir=tmp_path)  # the single Arena's programs above
     summ = arena.run()
     assert json.loads((tmp_path / "summary.json").read_text()) == json.loads(json.dumps(summ))
     meta = json.loads((tmp_path / "meta.json").read_text())
