@@ -14,6 +14,8 @@ import pytest
 from payloads import MIXED_PLAYERS, SEED_LOGISTIC, governed_talk
 
 import bdpd_jax
+from bdpd_jax.config.game import ArenaConfig
+from bdpd_jax.prepare.game import build
 from bdpd_jax.prepare.prepared import prepare
 from bdpd_jax.run import runner
 from bdpd_jax.run import simulate as SIM

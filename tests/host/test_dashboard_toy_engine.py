@@ -8,7 +8,7 @@ from __future__ import annotations
 import httpx
 import pytest
 from server_helpers import keys_of, read_stream, serve
-from test_dashboard_browser import DESKTOP, Watch, browser, use_key  # noqa: F401 (browser: the module's fixture)
+from test_dashboard_browser import DESKTOP, Watch, use_key
 from test_toy_engine import config, toy  # noqa: F401 (toy: the one registration of the engine)
 
 TURNS = 6
@@ -20,7 +20,7 @@ def toy_server(tmp_path_factory, toy):  # noqa: F811 (the imported fixture)
         yield base
 
 
-def test_dashboard_charts_the_toy_engine(browser, toy_server):  # noqa: F811
+def test_dashboard_charts_the_toy_engine(browser, toy_server):
     base = toy_server
     body = {**config(regrowth=5.0), "seed": 4}
     body["players"] = [{"strategy": "threshold_taker", "name": "t0"}, {"strategy": "idle", "name": "i1"}]
