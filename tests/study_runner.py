@@ -2,12 +2,13 @@
 tests/test_studies.py: one interpreter and one jax import for all of them instead of one each
 (3-6 CPU s each), and a program two studies share is traced once.
 
-Each study runs as ``python studies/NAME.py`` runs it (``runpy.run_path`` as ``__main__``, with
-``sys.argv`` its path) in a fresh namespace, from a folder of its own, ``OUT/NAME/``, so its
-figures go to ``OUT/NAME/bdpd_figures/``; its stdout and stderr go to ``OUT/NAME/stdout.txt`` and
-``stderr.txt``, and its warning filters are restored after it. A study that raises leaves its
-traceback in ``OUT/NAME/error.txt`` and the next one runs anyway; ``OUT/NAME/done`` marks a
-study that ran to its end or raised (a missing one: the process died on it).
+Each study runs as ``python studies/NAME.py`` runs it (``runpy.run_path`` as ``__main__``,
+``sys.argv`` its path, its folder first on ``sys.path``) in a fresh namespace, from a folder of
+its own, ``OUT/NAME/``, so its figures go to ``OUT/NAME/bdpd_figures/``; its stdout and stderr
+go to ``OUT/NAME/stdout.txt`` and ``stderr.txt``, and its warning filters are restored after it.
+A study that raises leaves its traceback in ``OUT/NAME/error.txt`` and the next one runs anyway;
+``OUT/NAME/done`` marks a study that ran to its end or raised (a missing one: the process died
+on it).
 
 Usage: ``python tests/study_runner.py OUT STUDY.py [STUDY.py ...]``
 """
@@ -37,6 +38,7 @@ def run_study(path: Path, folder: Path) -> None:
         warnings.catch_warnings(),
     ):
         sys.argv = [str(path)]
+        sys.path.insert(0, str(path.parent))  # as python puts a script's folder first
         os.chdir(folder)
         try:
             runpy.run_path(str(path), run_name="__main__")
@@ -47,6 +49,7 @@ def run_study(path: Path, folder: Path) -> None:
             (folder / "error.txt").write_text(traceback.format_exc())
         finally:
             sys.argv = argv
+            sys.path.remove(str(path.parent))
             os.chdir(cwd)
     if "matplotlib.pyplot" in sys.modules:
         sys.modules["matplotlib.pyplot"].close("all")
