@@ -93,7 +93,8 @@ ARMS = {  # name: (config, learned slots); a learned slot's configured strategy 
 configs = [cfg for cfg, _ in ARMS.values()]
 ENV = CommonsEnv(configs[0], action="discrete", n_actions=N_ACT, reward="wealth", family=configs[1:])
 AGENTS = ENV.agents  # every slot is an agent; a table's own learners are data (LEARNS)
-stack = lambda trees: jax.tree.map(lambda *x: jnp.stack([jnp.asarray(v) for v in x]), *trees)  # noqa: E731
+# stacked in numpy: stacking each leaf with jnp would compile one small program per leaf shape
+stack = lambda trees: jax.tree.map(lambda *x: np.stack([np.asarray(v) for v in x]), *trees)  # noqa: E731
 PARAMS = stack([ENV.params_for(cfg, slots) for cfg, slots in ARMS.values()])  # [A, ...]
 LEARNS = jnp.asarray([[i in slots for i in range(N)] for _, slots in ARMS.values()])  # bool[A, N]
 # the built-in baselines: each table with its learned slots playing a built-in strategy (no learner)
@@ -139,8 +140,11 @@ def apply(nets, obs):  # nets: one per agent (leading axis K); obs [K, E, D] -> 
 E, T, K = SIZE, int(ENV.config.model.max_turns), len(AGENTS)
 DIM = ENV.observation_space(AGENTS[0]).shape[0]
 OPT = optax.adam(LR)  # elementwise: one Adam per agent's parameters
-_, STATIC = eqx.partition(
-    eqx.filter_vmap(lambda k: ActorCritic(DIM, k))(jax.random.split(jax.random.key(0), K)), eqx.is_array
+_, STATIC = eqx.partition(  # the nets' structure only: shapes, no weights computed
+    eqx.filter_eval_shape(
+        lambda: eqx.filter_vmap(lambda k: ActorCritic(DIM, k))(jax.random.split(jax.random.key(0), K))
+    ),
+    lambda x: isinstance(x, jax.ShapeDtypeStruct),
 )
 obs_of = lambda obs: jnp.stack([obs[a] for a in AGENTS])  # noqa: E731  [K, E, D]
 acts_of = lambda act: {a: act[i] for i, a in enumerate(AGENTS)}  # noqa: E731

@@ -275,12 +275,22 @@ def test_scenarios_wording_and_errors():
         govsim("fishery", "silence")
 
 
-def test_live_equals_batch_for_a_govsim_arena():
-    cfg = govsim(
-        "pollution", "default", players=["threshold_taker", "aggressive", "random", "conservative", "threshold_taker"]
-    )
-    res = bj.simulate(cfg, n_arenas=1, seed=5)
-    arena = Arena(cfg, seed=5)
+MIXED = ["threshold_taker", "aggressive", "random", "conservative", "threshold_taker"]
+
+
+@pytest.fixture(scope="module")
+def newcomer_batch():
+    """GovSim's newcomer experiment with five different players, one batched arena (seed 4): the
+    reference of the live and the server tests (one compiled program for both; the default
+    experiment's live play is checked against the reference above, the newcomer's holds more:
+    a player who joins in month 4)."""
+    cfg = govsim("fishery", "newcomer", players=MIXED)
+    return cfg, bj.simulate(cfg, n_arenas=1, seed=4)
+
+
+def test_live_equals_batch_for_a_govsim_arena(newcomer_batch):
+    cfg, res = newcomer_batch
+    arena = Arena(cfg, seed=4)
     arena.run()
     pl = res.players
     for rec in arena.records:
@@ -294,15 +304,12 @@ def test_live_equals_batch_for_a_govsim_arena():
         assert (live[c] is None and np.isnan(s[c])) or live[c] == pytest.approx(s[c], rel=1e-7), c
 
 
-def test_server_runs_a_govsim_experiment_like_simulate(tmp_path):
+def test_server_runs_a_govsim_experiment_like_simulate(newcomer_batch, tmp_path):
     from fastapi.testclient import TestClient
 
     from bdpd_jax.host.server import create_app
 
-    cfg = govsim(
-        "fishery", "newcomer", players=["threshold_taker", "aggressive", "random", "conservative", "threshold_taker"]
-    )
-    res = bj.simulate(cfg, n_arenas=1, seed=4)
+    cfg, res = newcomer_batch
     with TestClient(create_app(tmp_path)) as client:
         r = client.post("/api/arenas", json={**cfg, "seed": 4})
         assert r.status_code == 200, r.text
@@ -323,14 +330,22 @@ def test_gains_are_catches_not_wealth_under_a_wealth_shock():
     cfg["model"]["maxTurns"] = 6
     steady = bj.Policy(lambda obs, mem, key: (jnp.asarray(1.5, mem.dtype), mem), name="steady")  # wealth-blind
     cfg["players"] = [{"strategy": steady}] * 4
-    shock = {
-        "id": "w",
-        "type": "wealth_shock",
-        "trigger": {"kind": "turn", "turn": 2},
-        "payload": {"factor": 0.5, "player": 1},
-    }
-    plain = bj.simulate(cfg, n_arenas=2, seed=1, history=False).summary
-    shocked = bj.simulate({**cfg, "perturbations": [shock]}, n_arenas=2, seed=1)
+
+    def shocked_at(turn: int):
+        shock = {
+            "id": "w",
+            "type": "wealth_shock",
+            "trigger": {"kind": "turn", "turn": turn},
+            "payload": {"factor": 0.5, "player": 1},
+        }
+        return bj.simulate({**cfg, "perturbations": [shock]}, n_arenas=2, seed=1)
+
+    # the run without a shock: the same shock due after the last turn (it never fires; its turn is
+    # a params leaf, so both runs are one compiled program)
+    never = shocked_at(7)
+    assert never.perturbations.empty
+    plain = never.summary
+    shocked = shocked_at(2)
     s = shocked.summary
     caught = shocked.players.groupby("arena").actual.sum().to_numpy()
     np.testing.assert_allclose(s.govsim_total_gain.to_numpy(), caught, rtol=1e-6)

@@ -2,7 +2,8 @@
 are the sizes in SMALL (each must occur, so a changed README fails here rather than running
 something else) and the venv's ``.venv/bin/`` (the running interpreter's). The "Run the
 platform" blocks are run by tests/host/test_readme_platform.py, the study block by
-tests/test_studies.py (same command, same size)."""
+tests/test_studies.py (the same script at the same size, run as ``python`` runs it, in the
+process of tests/study_runner.py that runs every study)."""
 
 from __future__ import annotations
 

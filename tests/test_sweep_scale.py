@@ -177,7 +177,9 @@ def test_separable_build_equals_per_point_build(cfg, monkeypatch):
     pd.testing.assert_frame_equal(fast.arenas, slow.arenas, check_exact=True)
     monkeypatch.undo()
     box = {"model.regenRate": (0.05, 0.3), "players[1].intensity": (0.2, 1.0)}
-    assert sweep(cfg, samples=box, n_samples=70, seed=1).meta["build"] == "per point"  # all values distinct
+    before = TRACES["run"]  # all values distinct: per point; 144 x 2 arenas, the grid's program
+    assert sweep(cfg, samples=box, n_samples=144, replicates=2, seed=1).meta["build"] == "per point"
+    assert TRACES["run"] == before
 
 
 def test_sensitivity_transform_and_gini(cfg):
