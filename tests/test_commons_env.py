@@ -4,10 +4,13 @@ reward options; auto-reset; bad arguments."""
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from payloads import HEAVY
 
 import bdpd_jax
 from bdpd_jax.env import CommonsEnv
@@ -39,6 +42,12 @@ def _config(governance: bool) -> dict:
     return cfg
 
 
+@functools.cache
+def _simulated(governance: bool) -> bdpd_jax.Results:
+    """``simulate`` of ``_config(governance)``, run once for the tests that compare with it."""
+    return bdpd_jax.simulate(_config(governance), n_arenas=B, seed=SEED)
+
+
 def _play(env: CommonsEnv, turns: int, actions: dict):
     keys = jax.vmap(lambda a: CommonsEnv.arena_key(SEED, a))(jnp.arange(B))
     _, st = jax.jit(jax.vmap(env.reset))(keys)
@@ -50,10 +59,17 @@ def _play(env: CommonsEnv, turns: int, actions: dict):
     return out
 
 
-@pytest.mark.parametrize("governance", [False, True], ids=["plain", "ladder"])
+# CI plays the ladder game (the env's turn with the governance layers and their sanctions);
+# BDPD_HEAVY=1 adds the plain game: the same env code over a game without them (the family
+# test below compares the plain game's numbers with simulate in CI)
+GAMES = [pytest.param(True, id="ladder"), pytest.param(False, id="plain")]
+
+
+@pytest.mark.heavy
+@pytest.mark.parametrize("governance", GAMES if HEAVY else GAMES[:1])
 def test_env_equals_simulate_bit_for_bit(governance):
     cfg = _config(governance)
-    res = bdpd_jax.simulate(cfg, n_arenas=B, seed=SEED)
+    res = _simulated(governance)
     p = res.players.sort_values(["arena", "turn", "player"])
     env = CommonsEnv(cfg, learned=[0, 1])
     assert env.agents == ["agent_0", "agent_1"]
@@ -105,8 +121,8 @@ def test_governance_and_learners_as_data_share_one_program():
 
     rec = jax.device_get(run(params, own))
     assert len(traces) == 1
-    for i, cfg in enumerate([plain, ladder, ladder]):
-        p = bdpd_jax.simulate(cfg, n_arenas=B, seed=SEED).players.sort_values(["arena", "turn", "player"])
+    for i, governance in enumerate([False, True, True]):
+        p = _simulated(governance).players.sort_values(["arena", "turn", "player"])
         for col in ("actual", "wealth", "sanction"):
             got = np.asarray(getattr(rec, col))[i]  # [T, B, N]
             played = np.asarray(rec.played)[i]
@@ -122,6 +138,12 @@ def test_governance_and_learners_as_data_share_one_program():
 @pytest.fixture(scope="module")
 def env() -> CommonsEnv:
     return CommonsEnv(bdpd_jax.default_config(), learned=[0, 2], action="discrete", n_actions=5, reward="wealth")
+
+
+@pytest.fixture(scope="module")
+def batched(env):
+    """``env``'s reset and step vmapped over 4 arenas and jitted: compiled once for the tests."""
+    return jax.jit(jax.vmap(env.reset)), jax.jit(jax.vmap(env.step))
 
 
 def test_spaces_and_observations(env):
@@ -147,10 +169,9 @@ def test_discrete_top_action_is_full_capacity_and_wealth_reward(env):
     assert float(rew["agent_2"]) == pytest.approx(float(st2.arena.wealth[2] - st.arena.wealth[2]))
 
 
-def test_vmap_auto_reset_and_determinism(env):
+def test_vmap_auto_reset_and_determinism(batched):
     keys = jax.random.split(jax.random.key(7), 4)
-    reset = jax.jit(jax.vmap(env.reset))
-    step = jax.jit(jax.vmap(env.step))
+    reset, step = batched
     acts = {"agent_0": jnp.full((4,), 4), "agent_2": jnp.full((4,), 4)}  # greedy: the commons collapses
 
     def run():
@@ -211,9 +232,9 @@ def test_step_checks_each_agents_action_at_the_edge(env, actions, match):
         env.requests(st, actions)
 
 
-def test_a_vmapped_step_checks_one_arenas_action(env):
+def test_a_vmapped_step_checks_one_arenas_action(env, batched):
     keys = jax.random.split(jax.random.key(0), 4)
-    _, st = jax.vmap(env.reset)(keys)
+    _, st = batched[0](keys)
     acts = {"agent_0": jnp.zeros((4, 3), jnp.int32), "agent_2": jnp.zeros((4,), jnp.int32)}
     with pytest.raises(ValueError, match=r"actions\['agent_0'\]: must be one value .* shape \(3,\)"):
         jax.vmap(env.step)(keys, st, acts)
