@@ -266,8 +266,13 @@ def test_integer_fields_are_rounded_inside_their_bounds(config):
 
 # ----------------------------------------------------------------------------- Pareto, resume, CLI
 
+# the known problem's width (16 candidates x 8 replicates): the generations run its compiled program
 PARETO = dict(
-    objective=[("survived_mean", "max"), ("model.regenRate", "min")], method="nsga2", population=8, replicates=4, seed=3
+    objective=[("survived_mean", "max"), ("model.regenRate", "min")],
+    method="nsga2",
+    population=16,
+    replicates=8,
+    seed=3,
 )
 
 
@@ -297,7 +302,7 @@ def test_cli_search_writes_and_resumes(config, tmp_path):
     (tmp_path / "arena.json").write_text(json.dumps(bdpd_jax.default_config().model_dump(mode="json")))
     (tmp_path / "s.toml").write_text(
         'config = "arena.json"\nobjective = [["survived_mean", "max"], ["model.regenRate", "min"]]\n'
-        'method = "nsga2"\npopulation = 8\ngenerations = 2\nreplicates = 4\nseed = 3\n'
+        'method = "nsga2"\npopulation = 16\ngenerations = 2\nreplicates = 8\nseed = 3\n'
         '[space]\n"model.regenRate" = [0.01, 0.6]\n'
     )
     out = tmp_path / "out"
