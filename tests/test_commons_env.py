@@ -158,15 +158,22 @@ def test_spaces_and_observations(env):
     assert seen[names.index("othersHarvest[1]")] == 0.0  # no last harvest on turn 1
 
 
-def test_discrete_top_action_is_full_capacity_and_wealth_reward(env):
-    obs, st = env.reset(CommonsEnv.arena_key(0, 1))
-    req = env.requests(st, {"agent_0": jnp.asarray(4), "agent_2": jnp.asarray(2)})
-    cap = np.asarray(obs["agent_0"])[env.obs_names.index("myCapacity")]  # the seed shows own capacity exactly
+def test_discrete_top_action_is_full_capacity_and_wealth_reward(env, batched):
+    """On the batched program of the tests below: the top action requests the whole capacity,
+    and the wealth reward is the change of wealth over the turn (turn 1: no arena resets)."""
+    reset, step = batched
+    keys = jax.random.split(jax.random.key(1), 4)
+    obs, st = reset(keys)
+    acts = {"agent_0": jnp.full((4,), 4), "agent_2": jnp.full((4,), 2)}
+    one = jax.tree.map(lambda x: x[0], st)
+    req = env.requests(one, {"agent_0": jnp.asarray(4), "agent_2": jnp.asarray(2)})
+    cap = np.asarray(obs["agent_0"])[0, env.obs_names.index("myCapacity")]  # the seed shows own capacity exactly
     assert float(req[0]) == pytest.approx(float(cap)) and float(req[1]) == 0.0
-    _, st2, rew, _, info = jax.jit(env.step_env)(
-        jax.random.key(0), st, {"agent_0": jnp.asarray(4), "agent_2": jnp.asarray(2)}
-    )
-    assert float(rew["agent_2"]) == pytest.approx(float(st2.arena.wealth[2] - st.arena.wealth[2]))
+    _, st2, rew, dones, _ = step(keys, st, acts)
+    assert not np.asarray(dones["__all__"]).any()
+    gain = np.asarray(st2.arena.wealth[:, 2] - st.arena.wealth[:, 2])
+    np.testing.assert_allclose(np.asarray(rew["agent_2"]), gain, rtol=1e-6)
+    assert (gain != 0).any()  # agent_2 harvested half its capacity
 
 
 def test_vmap_auto_reset_and_determinism(batched):
