@@ -146,12 +146,18 @@ def batched(env):
     return jax.jit(jax.vmap(env.reset)), jax.jit(jax.vmap(env.step))
 
 
-def test_spaces_and_observations(env):
+@pytest.fixture(scope="module")
+def first(batched):
+    """Turn 1 of 4 arenas (the shared batched reset): the observations and the states."""
+    return batched[0](jax.random.split(jax.random.key(0), 4))  # typed keys, as the other tests
+
+
+def test_spaces_and_observations(env, first):
     assert env.action_space("agent_2").n == 5
-    obs, st = env.reset(CommonsEnv.arena_key(0, 0))
+    obs, _ = first
     dim = env.observation_space("agent_0").shape[0]
-    assert dim == 2 * len(env.obs_names) and obs["agent_0"].shape == (dim,)
-    seen = np.asarray(obs["agent_0"][dim // 2 :])
+    assert dim == 2 * len(env.obs_names) and obs["agent_0"].shape == (4, dim)
+    seen = np.asarray(obs["agent_0"][0, dim // 2 :])
     names = env.obs_names
     assert seen[names.index("regenRate")] == 0.0  # hidden by the seed's observability
     assert seen[names.index("commonsStock")] == 1.0 and seen[names.index("othersWealth[0]")] == 0.0  # not oneself
@@ -229,19 +235,19 @@ def test_bad_arguments_name_the_field():
         ({"agent_0": 1, "agent_2": 1, "agent_1": 1}, r"actions: unknown agent\(s\) \['agent_1'\]"),
     ],
 )
-def test_step_checks_each_agents_action_at_the_edge(env, actions, match):
+def test_step_checks_each_agents_action_at_the_edge(env, first, actions, match):
     """Issue 35: a bad action is a ValueError naming the agent and the value, raised before
     JAX sees it (nothing runs), from ``step`` and from ``step_env``/``requests``."""
-    _, st = env.reset(CommonsEnv.arena_key(0, 0))
+    st = jax.tree.map(lambda x: x[0], first[1])  # one arena's state
     with pytest.raises(ValueError, match=match):
         env.step(jax.random.key(0), st, actions)
     with pytest.raises(ValueError, match=match):
         env.requests(st, actions)
 
 
-def test_a_vmapped_step_checks_one_arenas_action(env, batched):
+def test_a_vmapped_step_checks_one_arenas_action(env, first):
     keys = jax.random.split(jax.random.key(0), 4)
-    _, st = batched[0](keys)
+    st = first[1]
     acts = {"agent_0": jnp.zeros((4, 3), jnp.int32), "agent_2": jnp.zeros((4,), jnp.int32)}
     with pytest.raises(ValueError, match=r"actions\['agent_0'\]: must be one value .* shape \(3,\)"):
         jax.vmap(env.step)(keys, st, acts)
