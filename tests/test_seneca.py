@@ -36,21 +36,14 @@ def params(**seneca):
     )
 
 
-@functools.partial(jax.jit, static_argnums=1)
-def trajectory_jnp(p, turns):
-    """float[turns, 3]: R, C, P after each of ``turns`` turns of pure dynamics (no harvest).
-    Jitted with the params as an argument: one compile per solver choice (the static fields)
-    and length, whatever the numbers."""
+def trajectory(p, turns):
+    """R, C, P after each of ``turns`` turns of pure dynamics (no harvest)."""
 
     def body(s, _):
         s, _r = ENG.step(s, p)
         return s, jnp.stack([s.R, s.C, s.P])
 
-    return jax.lax.scan(body, ENG.init(p), None, length=turns)[1]
-
-
-def trajectory(p, turns):
-    return np.asarray(trajectory_jnp(p, turns))
+    return np.asarray(jax.jit(lambda s: jax.lax.scan(body, s, None, length=turns)[1])(ENG.init(p)))
 
 
 # --- the seed's note: capital peaks near turn 1450, pollution near turn 1820 -----------------
@@ -177,6 +170,14 @@ def test_vmap_equals_loop():
     for i, p in enumerate(draws):
         # XLA's vectorised CPU code may contract a multiply-add differently: equal to ~1 ulp
         np.testing.assert_allclose(vm[..., i], run(p), rtol=1e-6, atol=0)
+
+
+def trajectory_jnp(p, turns):
+    def body(s, _):
+        s, _r = ENG.step(s, p)
+        return s, jnp.stack([s.R, s.C, s.P])
+
+    return jax.lax.scan(body, ENG.init(p), None, length=turns)[1]
 
 
 def test_no_recompile_across_parameter_values():
