@@ -310,9 +310,10 @@ class CommonsEnv(MultiAgentEnv):
         first (:meth:`check_actions`): the base's ``step`` is jitted, so it is called after.
         The auto-reset keeps the arena's own params (``state.params``: a table of the env's
         family, a swept value), from the reset key JaxMARL's ``step`` would use."""
+        checked = self.check_actions(actions)  # first: a bad action raises before anything runs
         if reset_state is None:
             reset_state = self.reset(jax.random.split(key)[1], state.params)[1]
-        return super().step(key, state, self.check_actions(actions), reset_state)
+        return super().step(key, state, checked, reset_state)
 
     def requests(self, state: EnvState, actions: dict) -> jax.Array:
         """float[N]: the learned players' requests (their action x capacity; others 0)."""

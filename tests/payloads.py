@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import os
 
 HEAVY = os.environ.get("BDPD_HEAVY") == "1"
@@ -64,10 +65,23 @@ MIXED_PLAYERS = [
 ]
 
 
+def set_path(base: dict, path: str, value) -> dict:
+    """A deep copy of ``base`` with ``value`` at a dotted ``path`` ("model.regenRate",
+    "players.0.strategy": list indices as numbers); missing dicts on the way are created."""
+    cfg = copy.deepcopy(base)
+    node = cfg
+    *parents, last = path.split(".")
+    for k in parents:
+        node = node[int(k)] if isinstance(node, list) else node.setdefault(k, {})
+    if isinstance(node, list):
+        node[int(last)] = value
+    else:
+        node[last] = value
+    return cfg
+
+
 def sweep_config() -> dict:
     """A small noisy logistic arena with the mixed players, shared by the sweep tests."""
-    import copy
-
     c = copy.deepcopy(SEED_LOGISTIC)
     c["players"] = copy.deepcopy(MIXED_PLAYERS)
     c["model"]["maxTurns"] = 12

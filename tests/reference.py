@@ -8,19 +8,8 @@ Random numbers are not generated here; the caller feeds the same draws the kerne
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
-ENV = [
-    "commonsStock",
-    "regenRate",
-    "commonsCapacity",
-    "threshold",
-    "commonsRatio",
-    "capitalStock",
-    "pollutionLevel",
-    "nPlayers",
-    "turn",
-]
 OWN_DEFAULT_VISIBLE = {"myWealth", "myCapacity", "turn"}
 
 
@@ -54,18 +43,7 @@ class RefArena:
 
     # --- observation -------------------------------------------------------------------
     def env(self) -> dict:
-        K = self.m["commonsCapacity"]
-        return {
-            "commonsStock": self.stock,
-            "regenRate": self.m["regenRate"],
-            "commonsCapacity": K,
-            "threshold": self.m["threshold"],
-            "commonsRatio": self.stock / K,
-            "capitalStock": math.nan,
-            "pollutionLevel": math.nan,
-            "nPlayers": float(self.n),
-            "turn": float(self.turn + 1),
-        }
+        return {name: read(self) for name, read in ENV.items()}
 
     def _spec(self, name):
         spec = self.obs_cfg.get(name)
@@ -208,3 +186,18 @@ class RefArena:
             "cooperation_index": sum(a <= share + eps for a in actual) / self.n if measured else nan,
             "silent_defection": sum(a > share + eps for a in actual) / self.n if measured else nan,  # nobody announces
         }
+
+
+# The environment variables a player may observe (004_* A.3), each with how the reference reads
+# it off the arena: one table gives both the names and the values.
+ENV: dict[str, Callable[[RefArena], float]] = {
+    "commonsStock": lambda a: a.stock,
+    "regenRate": lambda a: a.m["regenRate"],
+    "commonsCapacity": lambda a: a.m["commonsCapacity"],
+    "threshold": lambda a: a.m["threshold"],
+    "commonsRatio": lambda a: a.stock / a.m["commonsCapacity"],
+    "capitalStock": lambda a: math.nan,  # a logistic arena has no capital or pollution
+    "pollutionLevel": lambda a: math.nan,
+    "nPlayers": lambda a: float(a.n),
+    "turn": lambda a: float(a.turn + 1),
+}

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import math
 
-from reference import ENV, RefArena, capacity
-
-OBS_VARS = [*ENV, "myWealth", "myCapacity", "othersWealth", "othersHarvest"]
+from reference import RefArena, capacity
 
 
 def gini(w: list[float]) -> float:

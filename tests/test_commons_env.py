@@ -4,10 +4,13 @@ reward options; auto-reset; bad arguments."""
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from payloads import HEAVY
 
 import bdpd_jax
 from bdpd_jax.env import CommonsEnv
@@ -39,6 +42,12 @@ def _config(governance: bool) -> dict:
     return cfg
 
 
+@functools.cache
+def _simulated(governance: bool) -> bdpd_jax.Results:
+    """``simulate`` of ``_config(governance)``, run once for the tests that compare with it."""
+    return bdpd_jax.simulate(_config(governance), n_arenas=B, seed=SEED)
+
+
 def _play(env: CommonsEnv, turns: int, actions: dict):
     keys = jax.vmap(lambda a: CommonsEnv.arena_key(SEED, a))(jnp.arange(B))
     _, st = jax.jit(jax.vmap(env.reset))(keys)
@@ -50,10 +59,17 @@ def _play(env: CommonsEnv, turns: int, actions: dict):
     return out
 
 
-@pytest.mark.parametrize("governance", [False, True], ids=["plain", "ladder"])
+# CI plays the ladder game (the env's turn with the governance layers and their sanctions);
+# BDPD_HEAVY=1 adds the plain game: the same env code over a game without them (the family
+# test below compares the plain game's numbers with simulate in CI)
+GAMES = [pytest.param(True, id="ladder"), pytest.param(False, id="plain")]
+
+
+@pytest.mark.heavy
+@pytest.mark.parametrize("governance", GAMES if HEAVY else GAMES[:1])
 def test_env_equals_simulate_bit_for_bit(governance):
     cfg = _config(governance)
-    res = bdpd_jax.simulate(cfg, n_arenas=B, seed=SEED)
+    res = _simulated(governance)
     p = res.players.sort_values(["arena", "turn", "player"])
     env = CommonsEnv(cfg, learned=[0, 1])
     assert env.agents == ["agent_0", "agent_1"]
@@ -105,8 +121,8 @@ def test_governance_and_learners_as_data_share_one_program():
 
     rec = jax.device_get(run(params, own))
     assert len(traces) == 1
-    for i, cfg in enumerate([plain, ladder, ladder]):
-        p = bdpd_jax.simulate(cfg, n_arenas=B, seed=SEED).players.sort_values(["arena", "turn", "player"])
+    for i, governance in enumerate([False, True, True]):
+        p = _simulated(governance).players.sort_values(["arena", "turn", "player"])
         for col in ("actual", "wealth", "sanction"):
             got = np.asarray(getattr(rec, col))[i]  # [T, B, N]
             played = np.asarray(rec.played)[i]
@@ -124,33 +140,51 @@ def env() -> CommonsEnv:
     return CommonsEnv(bdpd_jax.default_config(), learned=[0, 2], action="discrete", n_actions=5, reward="wealth")
 
 
-def test_spaces_and_observations(env):
+@pytest.fixture(scope="module")
+def batched(env):
+    """``env``'s reset and step vmapped over 4 arenas and jitted: compiled once for the tests."""
+    return jax.jit(jax.vmap(env.reset)), jax.jit(jax.vmap(env.step))
+
+
+@pytest.fixture(scope="module")
+def first(batched):
+    """Turn 1 of 4 arenas (the shared batched reset): the observations and the states."""
+    return batched[0](jax.random.split(jax.random.key(0), 4))  # typed keys, as the other tests
+
+
+def test_spaces_and_observations(env, first):
     assert env.action_space("agent_2").n == 5
-    obs, st = env.reset(CommonsEnv.arena_key(0, 0))
+    obs, _ = first
     dim = env.observation_space("agent_0").shape[0]
-    assert dim == 2 * len(env.obs_names) and obs["agent_0"].shape == (dim,)
-    seen = np.asarray(obs["agent_0"][dim // 2 :])
+    assert dim == 2 * len(env.obs_names) and obs["agent_0"].shape == (4, dim)
+    seen = np.asarray(obs["agent_0"][0, dim // 2 :])
     names = env.obs_names
     assert seen[names.index("regenRate")] == 0.0  # hidden by the seed's observability
     assert seen[names.index("commonsStock")] == 1.0 and seen[names.index("othersWealth[0]")] == 0.0  # not oneself
     assert seen[names.index("othersHarvest[1]")] == 0.0  # no last harvest on turn 1
 
 
-def test_discrete_top_action_is_full_capacity_and_wealth_reward(env):
-    obs, st = env.reset(CommonsEnv.arena_key(0, 1))
-    req = env.requests(st, {"agent_0": jnp.asarray(4), "agent_2": jnp.asarray(2)})
-    cap = np.asarray(obs["agent_0"])[env.obs_names.index("myCapacity")]  # the seed shows own capacity exactly
+def test_discrete_top_action_is_full_capacity_and_wealth_reward(env, batched):
+    """On the batched program of the tests below: the top action requests the whole capacity,
+    and the wealth reward is the change of wealth over the turn (turn 1: no arena resets)."""
+    reset, step = batched
+    keys = jax.random.split(jax.random.key(1), 4)
+    obs, st = reset(keys)
+    acts = {"agent_0": jnp.full((4,), 4), "agent_2": jnp.full((4,), 2)}
+    one = jax.tree.map(lambda x: x[0], st)
+    req = env.requests(one, {"agent_0": jnp.asarray(4), "agent_2": jnp.asarray(2)})
+    cap = np.asarray(obs["agent_0"])[0, env.obs_names.index("myCapacity")]  # the seed shows own capacity exactly
     assert float(req[0]) == pytest.approx(float(cap)) and float(req[1]) == 0.0
-    _, st2, rew, _, info = jax.jit(env.step_env)(
-        jax.random.key(0), st, {"agent_0": jnp.asarray(4), "agent_2": jnp.asarray(2)}
-    )
-    assert float(rew["agent_2"]) == pytest.approx(float(st2.arena.wealth[2] - st.arena.wealth[2]))
+    _, st2, rew, dones, _ = step(keys, st, acts)
+    assert not np.asarray(dones["__all__"]).any()
+    gain = np.asarray(st2.arena.wealth[:, 2] - st.arena.wealth[:, 2])
+    np.testing.assert_allclose(np.asarray(rew["agent_2"]), gain, rtol=1e-6)
+    assert (gain != 0).any()  # agent_2 harvested half its capacity
 
 
-def test_vmap_auto_reset_and_determinism(env):
+def test_vmap_auto_reset_and_determinism(batched):
     keys = jax.random.split(jax.random.key(7), 4)
-    reset = jax.jit(jax.vmap(env.reset))
-    step = jax.jit(jax.vmap(env.step))
+    reset, step = batched
     acts = {"agent_0": jnp.full((4,), 4), "agent_2": jnp.full((4,), 4)}  # greedy: the commons collapses
 
     def run():
@@ -201,19 +235,19 @@ def test_bad_arguments_name_the_field():
         ({"agent_0": 1, "agent_2": 1, "agent_1": 1}, r"actions: unknown agent\(s\) \['agent_1'\]"),
     ],
 )
-def test_step_checks_each_agents_action_at_the_edge(env, actions, match):
+def test_step_checks_each_agents_action_at_the_edge(env, first, actions, match):
     """Issue 35: a bad action is a ValueError naming the agent and the value, raised before
     JAX sees it (nothing runs), from ``step`` and from ``step_env``/``requests``."""
-    _, st = env.reset(CommonsEnv.arena_key(0, 0))
+    st = jax.tree.map(lambda x: x[0], first[1])  # one arena's state
     with pytest.raises(ValueError, match=match):
         env.step(jax.random.key(0), st, actions)
     with pytest.raises(ValueError, match=match):
         env.requests(st, actions)
 
 
-def test_a_vmapped_step_checks_one_arenas_action(env):
+def test_a_vmapped_step_checks_one_arenas_action(env, first):
     keys = jax.random.split(jax.random.key(0), 4)
-    _, st = jax.vmap(env.reset)(keys)
+    st = first[1]
     acts = {"agent_0": jnp.zeros((4, 3), jnp.int32), "agent_2": jnp.zeros((4,), jnp.int32)}
     with pytest.raises(ValueError, match=r"actions\['agent_0'\]: must be one value .* shape \(3,\)"):
         jax.vmap(env.step)(keys, st, acts)

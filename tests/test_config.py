@@ -6,7 +6,7 @@ import copy
 import math
 
 import pytest
-from payloads import MIXED_PLAYERS, SEED_LOGISTIC, SEED_SENECA
+from payloads import MIXED_PLAYERS, SEED_LOGISTIC, SEED_SENECA, set_path
 
 from bdpd_jax import ArenaConfig, simulate
 from bdpd_jax.config.game import default_config
@@ -31,18 +31,9 @@ def test_defaults_are_the_seeds():
     assert cfg.agent_timeout == 30000 and cfg.model.max_turns == 30
 
 
-def _with(path: str, value, base=None) -> dict:
-    cfg = copy.deepcopy(base or {**SEED_LOGISTIC, "players": MIXED_PLAYERS})
-    node = cfg
-    keys = path.split(".")
-    for k in keys[:-1]:
-        node = node[int(k)] if isinstance(node, list) else node.setdefault(k, {})
-    last = keys[-1]
-    if isinstance(node, list):
-        node[int(last)] = value
-    else:
-        node[last] = value
-    return cfg
+def _with(path: str, value) -> dict:
+    """The seed's logistic payload with the mixed players, ``value`` set at ``path``."""
+    return set_path({**SEED_LOGISTIC, "players": MIXED_PLAYERS}, path, value)
 
 
 BAD = [

@@ -242,8 +242,8 @@ def test_live_players_sanction_through_the_tool_under_the_same_rules():
     d = {x["playerId"]: x for x in r1["decisions"]}
     assert d["s"]["wealth"] == pytest.approx(30.0 - 0.5) and d["a"]["sanction"] == 2.0 and d["i"]["sanction"] == 0.0
     assert r1["metrics"]["sanction_rate"] == pytest.approx(1 / 3)
-    # no call, no sanction (the rule is "never")
-    arena2 = Arena(cfg, seed=2)
+    # no call, no sanction (the rule is "never"); no_talk as above: the same game and programs
+    arena2 = Arena(cfg, seed=2, no_talk=True)
     arena2.join({"agentType": "scripted", "name": "s", "script": [{"harvest": 0.0}]})
     assert arena2.tick()["sanctions"] == []
 

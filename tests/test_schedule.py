@@ -4,6 +4,7 @@ water-filling rule, all conserve the stock; sequential policy players see what w
 from __future__ import annotations
 
 import copy
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -40,6 +41,19 @@ def game_of(scheduler, stock=50.0, reserve=True, reserve0=20.0):
     return build(ArenaConfig.model_validate(cfg))
 
 
+@functools.cache
+def run_scheduler(name: str):
+    """The scheduler ``name`` jitted with the game static, as the turn runs it: one compile
+    per game and dtype mode serves every hypothesis example (eager, each example would
+    compile the scheduler's loops again)."""
+    return jax.jit(get_scheduler(name), static_argnums=0)
+
+
+# a turn's order jitted, and one over many turns at once (vmapped over the turn number)
+order_of = jax.jit(turn_order, static_argnums=0)
+orders_of = jax.jit(jax.vmap(turn_order, in_axes=(None, None, 0)), static_argnums=0)
+
+
 reqs_st = st.lists(st.floats(0.0, 40.0), min_size=N, max_size=N)
 
 
@@ -57,7 +71,7 @@ def test_every_scheduler_conserves_stock(name, reqs, stock, reserve, seed, wealt
         es = game.engine.init(params.engine)
         key = rng.arena_key(seed, 0)
         r = jnp.asarray(reqs)
-        out = get_scheduler(name)(game, key, 1, es, r, params, wealth=jnp.asarray(wealth))
+        out = run_scheduler(name)(game, key, 1, es, r, params, wealth=jnp.asarray(wealth))
         taken = float(es.stock - out.engine.stock) + float(out.reserve_drawn)
         actual = np.asarray(out.actual)
         assert np.all(actual >= 0) and np.all(actual <= np.asarray(reqs) + 1e-12)
@@ -71,8 +85,8 @@ def test_sequential_never_serves_what_an_earlier_player_took(reqs, stock, seed):
         game, params = game_of("sequential", stock, reserve=False)
         es = game.engine.init(params.engine)
         key = rng.arena_key(seed, 0)
-        out = get_scheduler("sequential")(game, key, 1, es, jnp.asarray(reqs), params)
-        order = np.asarray(turn_order(game, key, 1))
+        out = run_scheduler("sequential")(game, key, 1, es, jnp.asarray(reqs), params)
+        order = np.asarray(order_of(game, key, 1))
         assert sorted(order) == list(range(N))
         want = serve_sequential(stock, [reqs[p] for p in order])
         np.testing.assert_allclose(np.asarray(out.actual)[order], want, atol=1e-12)
@@ -81,7 +95,7 @@ def test_sequential_never_serves_what_an_earlier_player_took(reqs, stock, seed):
 def test_sequential_order_is_uniform_over_turns():
     game, _ = game_of("sequential")
     key = rng.arena_key(0, 0)
-    firsts = np.array([int(turn_order(game, key, t)[0]) for t in range(1, 801)])
+    firsts = np.asarray(orders_of(game, key, jnp.arange(1, 801)))[:, 0]
     counts = np.bincount(firsts, minlength=N)
     assert counts.min() > 800 / N * 0.75
 
@@ -91,7 +105,7 @@ def test_wealth_weighted_is_water_filling_by_capacity(reqs, stock, wealth):
     with jax.enable_x64(True):
         game, params = game_of("wealth-weighted", stock, reserve=False)
         es = game.engine.init(params.engine)
-        out = get_scheduler("wealth-weighted")(
+        out = run_scheduler("wealth-weighted")(
             game, rng.arena_key(0, 0), 1, es, jnp.asarray(reqs), params, wealth=jnp.asarray(wealth)
         )
         a = np.asarray(out.actual)
@@ -110,7 +124,7 @@ def test_wealth_weighted_favours_the_rich_in_shortage():
     with jax.enable_x64(True):
         game, params = game_of("wealth-weighted", 10.0, reserve=False)
         es = game.engine.init(params.engine)
-        out = get_scheduler("wealth-weighted")(
+        out = run_scheduler("wealth-weighted")(
             game, rng.arena_key(0, 0), 1, es, jnp.full((N,), 5.0), params, wealth=jnp.asarray([0.0, 20.0, 100.0, 0.0])
         )
         a = np.asarray(out.actual)

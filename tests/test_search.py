@@ -18,6 +18,16 @@ from bdpd_jax.searches.space import Space
 SPACE = {"model.regenRate": (0.01, 0.6)}
 SPACE_NAME = "model.regenRate"
 GRID_STEP = 0.01
+# the known problem: the least regenRate keeping >= 90 % of arenas alive, 8 generations of 16
+# candidates x 8 replicates (the fixture ``known`` runs it; other tests rerun it in part)
+KNOWN = dict(
+    objective=("model.regenRate", "min"),
+    constraints={"survived_mean": (">=", 0.9)},
+    population=16,
+    generations=8,
+    replicates=8,
+    seed=0,
+)
 
 
 @pytest.fixture(scope="module")
@@ -29,16 +39,7 @@ def config() -> dict:
 def known(config):
     """The least regenRate keeping >= 90 % of arenas alive: CMA-ES and a fine grid."""
     before = TRACES["run"]
-    res = search(
-        config,
-        SPACE,
-        ("model.regenRate", "min"),
-        constraints={"survived_mean": (">=", 0.9)},
-        population=16,
-        generations=8,
-        replicates=8,
-        seed=0,
-    )
+    res = search(config, SPACE, **KNOWN)
     compiles = TRACES["run"] - before
     values = list(np.round(np.arange(0.01, 0.6 + 1e-9, GRID_STEP), 4))
     # in chunks of the search's width, so the grid can run the search's compiled program (a
@@ -122,7 +123,6 @@ def test_a_warm_second_search_compiles_nothing(config, known):
 
     from bdpd_jax.searches.methods import TRACES as ES_TRACES
 
-    kw = dict(constraints={"survived_mean": (">=", 0.9)}, population=16, generations=8, replicates=8)
     made: list[str] = []
 
     def listen(event: str, duration: float, **_: object) -> None:
@@ -132,7 +132,7 @@ def test_a_warm_second_search_compiles_nothing(config, known):
     before = (dict(ES_TRACES), dict(TRACES))
     jax.monitoring.register_event_duration_secs_listener(listen)
     try:
-        res = search(config, SPACE, ("model.regenRate", "min"), seed=7, **kw)
+        res = search(config, SPACE, **{**KNOWN, "seed": 7})
     finally:
         jax.monitoring.unregister_event_duration_listener(listen)
     assert len(res.history) == 128 and res.meta["loop"] == "device"
@@ -148,18 +148,7 @@ def test_the_device_loop_equals_the_host_loop(config, known):
     an ulp either side of an integer for a few candidates (docs/semantics/sweeps.md)."""
     res = known[0]
     assert res.meta["loop"] == "device"
-    host = search(
-        config,
-        SPACE,
-        ("model.regenRate", "min"),
-        constraints={"survived_mean": (">=", 0.9)},
-        population=16,
-        generations=8,
-        replicates=8,
-        seed=0,
-        confirm=0,
-        loop="host",
-    )
+    host = search(config, SPACE, **KNOWN, confirm=0, loop="host")
     assert host.meta["loop"] == "host"
     floored = [c for c in host.history.columns if c.startswith("govsim_efficiency_")]
     mine = res.history[[c for c in res.history.columns if not c.startswith("confirm_")]]
@@ -172,9 +161,9 @@ def test_a_search_resumed_on_the_device_continues_the_same_search(config, known,
     """Four generations written by the host loop, resumed to twelve: the stored four are
     replayed through the optimiser, the device loop continues from its state (one block of
     eight: the known problem's program), and the first eight equal the uninterrupted run's."""
-    kw = dict(constraints={"survived_mean": (">=", 0.9)}, population=16, replicates=8, seed=0, progress=False)
-    search(config, SPACE, ("model.regenRate", "min"), generations=4, out=tmp_path / "r", loop="host", confirm=0, **kw)
-    resumed = search(config, SPACE, ("model.regenRate", "min"), generations=12, out=tmp_path / "r", confirm=0, **kw)
+    kw = {**KNOWN, "out": tmp_path / "r", "confirm": 0, "progress": False}
+    search(config, SPACE, **{**kw, "generations": 4}, loop="host")
+    resumed = search(config, SPACE, **{**kw, "generations": 12})
     assert resumed.meta["loop"] == "device"
     whole = known[0].history
     floored = [c for c in whole.columns if c.startswith(("govsim_efficiency_", "confirm_"))]
@@ -277,8 +266,13 @@ def test_integer_fields_are_rounded_inside_their_bounds(config):
 
 # ----------------------------------------------------------------------------- Pareto, resume, CLI
 
+# the known problem's width (16 candidates x 8 replicates): the generations run its compiled program
 PARETO = dict(
-    objective=[("survived_mean", "max"), ("model.regenRate", "min")], method="nsga2", population=8, replicates=4, seed=3
+    objective=[("survived_mean", "max"), ("model.regenRate", "min")],
+    method="nsga2",
+    population=16,
+    replicates=8,
+    seed=3,
 )
 
 
@@ -308,7 +302,7 @@ def test_cli_search_writes_and_resumes(config, tmp_path):
     (tmp_path / "arena.json").write_text(json.dumps(bdpd_jax.default_config().model_dump(mode="json")))
     (tmp_path / "s.toml").write_text(
         'config = "arena.json"\nobjective = [["survived_mean", "max"], ["model.regenRate", "min"]]\n'
-        'method = "nsga2"\npopulation = 8\ngenerations = 2\nreplicates = 4\nseed = 3\n'
+        'method = "nsga2"\npopulation = 16\ngenerations = 2\nreplicates = 8\nseed = 3\n'
         '[space]\n"model.regenRate" = [0.01, 0.6]\n'
     )
     out = tmp_path / "out"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -238,13 +239,20 @@ def test_seneca_block_only_on_seneca():
 # --- observations and heuristics -------------------------------------------------------------
 
 
-def _obs(config):
+@functools.partial(jax.jit, static_argnums=0)
+def _first_obs(game, key, p):
+    """Every player's observation of turn 1, as the turn computes it (jitted, the game static:
+    configs that differ only in observability share the program)."""
     from bdpd_jax.kernels.observe import observe
+
+    return observe(game, key, game.init(p), p)
+
+
+def _obs(config):
     from bdpd_jax.kernels.rng import arena_key
 
     game, p = build(bj.ArenaConfig.load(config))
-    st = game.init(p)
-    return observe(game, arena_key(0, 0), st, p)
+    return _first_obs(game, arena_key(0, 0), p)
 
 
 def test_extra_observations_through_observability():
@@ -311,8 +319,11 @@ def test_rcp_falls_back_to_conservative_when_capital_hidden():
 
 
 def test_idle_harvests_nothing_on_any_engine():
-    for model in ({"engineMode": "seneca"}, {"engineMode": "logistic"}):
-        res = bj.simulate({"model": {**model, "maxTurns": 10}, "players": [{"strategy": "idle"}] * 2}, progress=False)
+    # the Seneca game and shapes of test_no_recompile_across_parameter_values (one program)
+    seneca = cfg(turns=50, seneca={"k1": 0.03})
+    logistic = {"model": {"engineMode": "logistic", "maxTurns": 10}, "players": [{"strategy": "idle"}] * 2}
+    for config in (seneca, logistic):
+        res = bj.simulate(config, n_arenas=3, progress=False)
         assert (res.players.requested == 0).all() and (res.players.actual == 0).all()
 
 
