@@ -25,7 +25,6 @@ from .cli_support import (
     OneLineErrors,
     check_out_dir,
     clear_results,
-    engine_of,
     example_file,
     points_table,
     print_summary,
@@ -135,7 +134,7 @@ def run(
             f"{res.meta['turns']} turns in {wall:.2f} s (compile included)"
         )
     )
-    print_summary(console, res.summary, cfg.model.engine_mode)
+    print_summary(console, res.summary, res.meta)
     if out is not None:
         if overwrite:
             clear_results(out)
@@ -177,14 +176,14 @@ def show(path: Path = typer.Argument(..., help="A folder written by bdpd run, sw
     kind = type(got).__name__
     console.print(escape(f"{path}: {kind}"))
     if kind == "SweepResults":
-        console.print(points_table(got.points, list(got.names), engine_of(got.meta)))
+        console.print(points_table(got.points, list(got.names), got.meta))
     elif kind == "SearchResults":
         best = got.best
         console.print(
             escape(f"{len(got.history)} candidates; best (generation {best['generation']}): {best['point']!r}")
         )
     else:
-        print_summary(console, got.summary, engine_of(got.meta))
+        print_summary(console, got.summary, got.meta)
 
 
 def _spec_examples(name: str, command: str) -> str:
@@ -212,7 +211,11 @@ def sweep(
     import pandas as pd
 
     console.print(
-        points_table(pd.read_parquet(r.out / "points.parquet"), list(sp.table.columns), sp.config.model.engine_mode)
+        points_table(
+            pd.read_parquet(r.out / "points.parquet"),
+            list(sp.table.columns),
+            {"config": {"model": {"engineMode": sp.config.model.engine_mode}}},
+        )
     )
     console.print(
         escape(

@@ -123,9 +123,14 @@ def engine_of(meta: dict[str, Any]) -> str | None:
     return model.get("engineMode") if isinstance(model, dict) else None
 
 
-def metric_family(engine: str | None) -> tuple[str, ...]:
-    """The outcome columns the engine leads with (``Engine.metric_family``; empty for the
-    project's own family or an unknown engine)."""
+def metric_family(meta: dict[str, Any]) -> tuple[str, ...]:
+    """The outcome columns the run's engine leads with (``Engine.metric_family``; empty for
+    the project's own family or an unknown engine): as the run recorded it in its meta
+    (``metric_family``, so reading a folder starts no jax), else asked of the engine."""
+    recorded = meta.get("metric_family")
+    if isinstance(recorded, list) and all(isinstance(c, str) for c in recorded):
+        return tuple(recorded)
+    engine = engine_of(meta)
     if engine is None:
         return ()
     from bdpd_jax.kernels.engines.base import get_engine
@@ -136,11 +141,11 @@ def metric_family(engine: str | None) -> tuple[str, ...]:
         return ()
 
 
-def summary_lines(summary: Any, engine: str | None) -> list[str]:
+def summary_lines(summary: Any, meta: dict[str, Any]) -> list[str]:
     """The outcome line(s) of a batch summary frame, in the metric family of its engine (its
     ``metric_family``, e.g. GovSim's metrics), else survival and collapse."""
     s = summary
-    family = [c for c in metric_family(engine) if c in s.columns]
+    family = [c for c in metric_family(meta) if c in s.columns]
     if family:
         return ["metrics (mean over arenas): " + ", ".join(f"{c} {_fmt(float(s[c].mean()))}" for c in family)]
     collapsed = s["collapse_turn"].dropna()
@@ -162,18 +167,19 @@ def wealth_table(summary: Any) -> Table:
     return table
 
 
-def print_summary(console: Console, summary: Any, engine: str | None) -> None:
+def print_summary(console: Console, summary: Any, meta: dict[str, Any]) -> None:
     """A batch's outcome lines and its wealth table."""
-    for line in summary_lines(summary, engine):
+    for line in summary_lines(summary, meta):
         console.print(escape(line))
     if len(summary):
         console.print(wealth_table(summary))
 
 
-def points_table(points: Any, names: list[str], engine: str | None, limit: int = 40) -> Table:
-    """A sweep's points: the swept values and the outcomes of the engine's metric family, each
-    as its mean +- the half-width of its 95 % interval (outcomes with no value left out)."""
-    wanted = metric_family(engine) or ("survived", "collapse_turn", "wealth_mean", "efficiency")
+def points_table(points: Any, names: list[str], meta: dict[str, Any], limit: int = 40) -> Table:
+    """A sweep's points: the swept values and the outcomes of the engine's metric family (from
+    the sweep's ``meta``), each as its mean +- the half-width of its 95 % interval (outcomes
+    with no value left out)."""
+    wanted = metric_family(meta) or ("survived", "collapse_turn", "wealth_mean", "efficiency")
     shown = [o for o in wanted if f"{o}_mean" in points.columns and points[f"{o}_mean"].notna().any()]
     table = Table(title=f"{len(points)} points: mean +- half-width of the 95 % interval")
     for name in [*names, *shown]:

@@ -171,7 +171,7 @@ def test_config_prints_what_a_scenario_runs() -> None:
     assert r.exit_code == 0 and json.loads(r.stdout) == govsim("fishery", "newcomer")
 
 
-def test_a_govsim_run_shows_govsims_metrics_refuses_its_folder_then_overwrites(tmp_path) -> None:
+def test_a_govsim_run_shows_govsims_metrics_without_jax_refuses_its_folder_then_overwrites(tmp_path) -> None:
     out_dir = tmp_path / "res"
     args = ["run", "--scenario", "govsim:fishery/default", "-n", "3", "--turns", "3", "--out", str(out_dir)]
     r, out = _invoke(args)
@@ -184,5 +184,12 @@ def test_a_govsim_run_shows_govsims_metrics_refuses_its_folder_then_overwrites(t
     assert r.exit_code == 0, out
     assert (out_dir / "notes.txt").read_text() == "mine"  # --overwrite replaces the results only
     assert len(pd.read_parquet(out_dir / "summary.parquet")) == 2
-    r, out = _invoke(["show", str(out_dir)])
-    assert r.exit_code == 0 and "govsim_gain" in out, out
+    code = (  # the read-only commands start no jax: show reads the engine's metrics from the meta
+        "import sys\nfrom bdpd_jax.cli import main\n"
+        f"for c in (['version'], ['config'], ['show', {str(out_dir)!r}]):\n"
+        "    try:\n        main(c)\n    except SystemExit as e:\n        assert not e.code, (c, e.code)\n"
+        "print('HEAVY', sorted(m for m in ('jax', 'equinox') if m in sys.modules))"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and "HEAVY []" in p.stdout, p.stdout[-500:] + p.stderr[-2000:]
+    assert "govsim_gain" in p.stdout and "survival rate" not in p.stdout, p.stdout

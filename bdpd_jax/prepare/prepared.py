@@ -201,6 +201,8 @@ def _prepare(source: Any, generator: str, live: LiveOptions | None, options: dic
     meta = {
         "config": cfg.model_dump(mode="json", exclude={"players"}, fallback=_by_name),  # a Policy by its name
         "players": [{**p.model_dump(exclude={"strategy"}), "strategy": p.strategy_name} for p in players],
+        # the engine's metric family, recorded so a reader (bdpd show) needs no engine (no jax)
+        "metric_family": list(game.engine.metric_family),
     }
     return PreparedRun(
         config=cfg,

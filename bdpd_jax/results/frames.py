@@ -17,7 +17,6 @@ import numpy as np
 import pandas as pd
 
 from ..config.files import Meta, load_meta, read_parquet, write_json
-from ..kernels.metrics import record_metrics
 from . import schema
 from .victory import evaluate
 
@@ -270,7 +269,10 @@ def _str_column(codes: np.ndarray, labels: list[str]) -> Any:
 
 def flat_metrics(rec: dict[str, Any]) -> dict[str, np.ndarray]:
     """The five governance metrics of flattened records (numpy leaves, batch axis last),
-    derived when a frame asks for them (kernels/metrics.py: never stored by the run)."""
+    derived when a frame asks for them (kernels/metrics.py: never stored by the run).
+    Imported here, not at the top: reading a saved folder (``bdpd show``) never starts jax."""
+    from ..kernels.metrics import record_metrics
+
     keys = ("actual", "announced", "sanctioned", "regen", "played", "share_defined")
     return record_metrics(*(np.asarray(rec[k]) for k in keys))
 

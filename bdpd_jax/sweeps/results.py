@@ -13,7 +13,6 @@ import numpy as np
 import pandas as pd
 
 from ..config.files import Meta, load_meta, read_parquet, write_json
-from ..kernels.metrics import METRICS
 from ..results import schema
 from ..results.frames import flat_metrics
 
@@ -301,7 +300,7 @@ def metric_means(flat: dict) -> dict[str, np.ndarray]:
     played = np.asarray(flat["played"])
     metrics = flat_metrics(flat)
     out = {}
-    for m in METRICS:
+    for m in schema.names(schema.METRICS):  # (the kernels' names: tests/test_schema.py)
         x = np.where(played, np.asarray(metrics[m], dtype=float), np.nan)
         cnt = np.sum(~np.isnan(x), axis=0)
         out[f"mean_{m}"] = np.where(cnt > 0, np.nansum(x, axis=0) / np.maximum(cnt, 1), np.nan)
