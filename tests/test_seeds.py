@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 
 import jax
 import jax.numpy as jnp
@@ -60,10 +61,16 @@ def test_top_bit_changes_the_keys():
     assert np.mean(low == high) < 0.05
 
 
-def test_simulate_and_sweep_accept_high_seeds():
+@pytest.fixture(scope="module")
+def high3():
+    """Three arenas at a seed >= 2**31, with history: one program for the tests below."""
+    return bdpd_jax.simulate(_cfg(), n_arenas=3, seed=BIG)
+
+
+def test_simulate_and_sweep_accept_high_seeds(high3):
     cfg = _cfg()
-    res = bdpd_jax.simulate(cfg, n_arenas=3, seed=BIG, history=False)
-    low = bdpd_jax.simulate(cfg, n_arenas=3, seed=BIG - 2**31, history=False)
+    res = high3
+    low = bdpd_jax.simulate(cfg, n_arenas=3, seed=BIG - 2**31)
     wealth = [f"wealth_{i}" for i in range(4)]
     assert not np.array_equal(res.summary[wealth].to_numpy(), low.summary[wealth].to_numpy())
     sw = bdpd_jax.sweep(cfg, grid={"model.regenRate": [0.12]}, replicates=3, seed=BIG, progress=False)
@@ -73,34 +80,28 @@ def test_simulate_and_sweep_accept_high_seeds():
         bdpd_jax.simulate(cfg, seed=2**32)
 
 
-def test_cli_run_accepts_a_high_seed(tmp_path):
+def test_cli_run_accepts_a_high_seed(high3, tmp_path):
     from typer.testing import CliRunner
 
     from bdpd_jax.cli import app
 
     path = tmp_path / "c.json"
-    import json
-
     path.write_text(json.dumps(_cfg()))
-    out = CliRunner().invoke(
-        app, ["run", str(path), "--arenas", "3", "--seed", str(BIG), "--no-history", "--out", str(tmp_path / "o")]
-    )
+    out = CliRunner().invoke(app, ["run", str(path), "--arenas", "3", "--seed", str(BIG), "--out", str(tmp_path / "o")])
     assert out.exit_code == 0, out.output
     got = bdpd_jax.Results.from_parquet(tmp_path / "o").summary
-    want = bdpd_jax.simulate(_cfg(), n_arenas=3, seed=BIG, history=False).summary
-    np.testing.assert_array_equal(got.wealth_3.to_numpy(), want.wealth_3.to_numpy())
+    np.testing.assert_array_equal(got.wealth_3.to_numpy(), high3.summary.wealth_3.to_numpy())
 
 
-def test_live_arena_with_a_high_seed_equals_simulate():
-    """The server draws seeds in [0, 2**32) and builds an Arena with it."""
+def test_live_arena_with_a_high_seed_equals_simulate(high3):
+    """The server draws seeds in [0, 2**32) and builds an Arena with it (arena index 0)."""
     from bdpd_jax.host.live.arena import Arena
 
-    cfg = _cfg()
-    arena = Arena(cfg, seed=BIG)
+    arena = Arena(_cfg(), seed=BIG)
     arena.run()
-    res = bdpd_jax.simulate(cfg, n_arenas=1, seed=BIG)
     got = np.asarray([[d["requested"] for d in r["decisions"]] for r in arena.records], np.float32)
-    want = res.players.requested.to_numpy().reshape(len(arena.records), 4)
+    players = high3.players[high3.players.arena == 0]
+    want = players.requested.to_numpy().reshape(len(arena.records), 4)
     np.testing.assert_array_equal(got, want)
     assert jax.numpy.asarray(arena.key).dtype == jnp.uint32
 
