@@ -38,9 +38,10 @@ def test_several_runs_in_one_program_equal_each_run_alone() -> None:
 
 
 def test_rollout_matches_simulate() -> None:
+    """(3 arenas with history: the programs of the test above serve this one too.)"""
     cfg = _cfg(0.12)
-    out = lab.rollout(bdpd_jax.lab.prepare(cfg), 4, seed=3)
-    res = bdpd_jax.simulate(cfg, n_arenas=4, seed=3, history=False)
+    out = lab.rollout(bdpd_jax.lab.prepare(cfg), 3, seed=3, history=True)
+    res = bdpd_jax.simulate(cfg, n_arenas=3, seed=3)
     np.testing.assert_array_equal(np.asarray(out.state.turn), res.summary.turns_played.to_numpy())
     np.testing.assert_array_equal(np.asarray(out.state.wealth)[0], res.summary.wealth_0.to_numpy())
 
