@@ -180,10 +180,11 @@ def test_a_govsim_run_shows_govsims_metrics_without_jax_refuses_its_folder_then_
     (out_dir / "notes.txt").write_text("mine")
     r, out = _invoke(args)
     assert r.exit_code == 2 and "--overwrite" in out, out
-    r, out = _invoke([*args[:3], "-n", "2", "--turns", "3", "--out", str(out_dir), "--overwrite"])
+    r, out = _invoke([*args, "--seed", "1", "--overwrite"])  # (the same shapes: no second compile)
     assert r.exit_code == 0, out
     assert (out_dir / "notes.txt").read_text() == "mine"  # --overwrite replaces the results only
-    assert len(pd.read_parquet(out_dir / "summary.parquet")) == 2
+    assert json.loads((out_dir / "meta.json").read_text())["seed"] == 1
+    assert len(pd.read_parquet(out_dir / "summary.parquet")) == 3
     code = (  # the read-only commands start no jax: show reads the engine's metrics from the meta
         "import sys\nfrom bdpd_jax.cli import main\n"
         f"for c in (['version'], ['config'], ['show', {str(out_dir)!r}]):\n"
