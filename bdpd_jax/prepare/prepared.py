@@ -84,9 +84,15 @@ class PreparedRun:
     def n_players(self) -> int:
         return self.game.n_players
 
-    def meta(self) -> dict[str, Any]:
-        """A fresh copy of the run's metadata (config and players)."""
-        return json.loads(self.meta_json)
+    def meta(self, batch: bool = True) -> dict[str, Any]:
+        """A fresh copy of the run's metadata (config and players); a batch run's (``batch``:
+        simulate, fork, sweeps) also records its engine's ``metric_family``, so a reader of the
+        folder (``bdpd show``) needs no engine and starts no jax. A live arena's meta is on the
+        wire (camelCase keys) and asks the engine instead."""
+        meta = json.loads(self.meta_json)
+        if batch:
+            meta["metric_family"] = list(self.game.engine.metric_family)
+        return meta
 
     def params_for(self, n_turns: int) -> Params:
         """The params with ``max_turns = n_turns``: ``params`` itself when that is its count
@@ -201,8 +207,6 @@ def _prepare(source: Any, generator: str, live: LiveOptions | None, options: dic
     meta = {
         "config": cfg.model_dump(mode="json", exclude={"players"}, fallback=_by_name),  # a Policy by its name
         "players": [{**p.model_dump(exclude={"strategy"}), "strategy": p.strategy_name} for p in players],
-        # the engine's metric family, recorded so a reader (bdpd show) needs no engine (no jax)
-        "metric_family": list(game.engine.metric_family),
     }
     return PreparedRun(
         config=cfg,

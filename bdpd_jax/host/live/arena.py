@@ -228,7 +228,7 @@ class Arena(ArenaView):
         live = prep.live if prep is not None else None
         return {
             **(
-                prep.meta()
+                prep.meta(batch=False)
                 if prep is not None
                 else {"config": self.config.model_dump(mode="json", exclude={"players"})}
             ),
