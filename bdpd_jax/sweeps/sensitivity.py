@@ -206,13 +206,14 @@ def sobol(
 
     Returns one row per (output, parameter): ``S1``, ``S1_conf``, ``ST``, ``ST_conf``.
     """
-    from SALib.analyze import sobol as analyze  # optional dependency: the studies extra
-    from SALib.sample import sobol as sample  # optional dependency: the studies extra
-
     p = _problem(problem)
     d = len(p["names"])
     f = model(config, p["names"], outputs, replicates, seed, **model_kw)
     _check_size(f, n, (2 * d + 2) if calc_second_order else (d + 2))
+    # optional dependency (the studies extra), imported once the request is known to be runnable
+    from SALib.analyze import sobol as analyze
+    from SALib.sample import sobol as sample
+
     X = sample.sample(p, int(n), calc_second_order=calc_second_order, seed=seed)
     kw = {"num_resamples": num_resamples, "conf_level": conf_level, "print_to_console": False, "seed": seed}
     return _index_rows(
@@ -240,12 +241,13 @@ def morris(
 
     Returns one row per (output, parameter): ``mu``, ``mu_star``, ``mu_star_conf``, ``sigma``.
     """
-    from SALib.analyze import morris as analyze  # optional dependency: the studies extra
-    from SALib.sample import morris as sample  # optional dependency: the studies extra
-
     p = _problem(problem)
     f = model(config, p["names"], outputs, replicates, seed, **model_kw)
     _check_size(f, n, len(p["names"]) + 1)
+    # optional dependency (the studies extra), imported once the request is known to be runnable
+    from SALib.analyze import morris as analyze
+    from SALib.sample import morris as sample
+
     X = sample.sample(p, int(n), num_levels=num_levels, seed=seed)
     kw = {"num_resamples": num_resamples, "conf_level": conf_level, "print_to_console": False, "seed": seed}
     return _index_rows(
