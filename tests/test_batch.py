@@ -121,14 +121,16 @@ def test_no_recompile_across_parameter_values(noisy_config):
 
 
 def test_maxturns_is_dynamic(noisy_config):
-    bdpd_jax.simulate(noisy_config, n_arenas=4, seed=0, turns=20)
+    # the 7-arena, 7-turn chunk program of the turn-chunk test above; 18 turns in chunks of 7
+    # scan 21 turns: every game stops at its own maxTurns inside the last chunk
+    bdpd_jax.simulate(noisy_config, n_arenas=7, seed=1, turns=30, chunk_turns=7)
     before = dict(TRACES)
     cfg = copy.deepcopy(noisy_config)
-    cfg["model"]["maxTurns"] = 20
+    cfg["model"]["maxTurns"] = 18
     cfg["model"]["threshold"] = 0.0
-    r = bdpd_jax.simulate(cfg, n_arenas=4, seed=0, chunk_turns=20)
+    r = bdpd_jax.simulate(cfg, n_arenas=7, seed=0, chunk_turns=7)
     assert before == TRACES
-    assert r.summary.turns_played.max() <= 20
+    assert r.summary.turns_played.max() == 18
 
 
 def test_suite_runs_on_two_forced_cpu_devices():
