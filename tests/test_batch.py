@@ -48,10 +48,16 @@ def test_same_seed_bit_identical_at_batch_sizes_1_7_1000(noisy_config, big_run):
 
 
 def test_arena_chunks_do_not_change_results(noisy_config, big_run):
-    # chunks of 993 and 7 arenas: unequal, and the last runs the 7-arena program of the test above
-    chunked = bdpd_jax.simulate(noisy_config, n_arenas=1000, seed=7, max_batch=993)
-    pd.testing.assert_frame_equal(chunked.summary, big_run.summary, check_exact=True)
-    pd.testing.assert_frame_equal(chunked.players, big_run.players, check_exact=True)
+    # chunks of 1000 and 7 arenas: unequal, and each runs a program of the test above (the 1000-
+    # and the 7-arena one); every arena equals the unchunked runs' arena of its global index
+    chunked = bdpd_jax.simulate(noisy_config, n_arenas=1007, seed=7, max_batch=1000)
+    tail = bdpd_jax.simulate(noisy_config, n_arenas=7, seed=7, arena_offset=1000)
+    for name in ("summary", "players"):
+        got, head = getattr(chunked, name), getattr(big_run, name)
+        pd.testing.assert_frame_equal(got[got.arena < 1000].reset_index(drop=True), head, check_exact=True)
+        pd.testing.assert_frame_equal(
+            got[got.arena >= 1000].reset_index(drop=True), getattr(tail, name), check_exact=True
+        )
 
 
 def test_turn_chunks_equal_one_scan(noisy_config):
