@@ -48,10 +48,16 @@ def test_same_seed_bit_identical_at_batch_sizes_1_7_1000(noisy_config, big_run):
 
 
 def test_arena_chunks_do_not_change_results(noisy_config, big_run):
-    # chunks of 993 and 7 arenas: unequal, and the last runs the 7-arena program of the test above
-    chunked = bdpd_jax.simulate(noisy_config, n_arenas=1000, seed=7, max_batch=993)
-    pd.testing.assert_frame_equal(chunked.summary, big_run.summary, check_exact=True)
-    pd.testing.assert_frame_equal(chunked.players, big_run.players, check_exact=True)
+    # chunks of 1000 and 7 arenas: unequal, and each runs a program of the test above (the 1000-
+    # and the 7-arena one); every arena equals the unchunked runs' arena of its global index
+    chunked = bdpd_jax.simulate(noisy_config, n_arenas=1007, seed=7, max_batch=1000)
+    tail = bdpd_jax.simulate(noisy_config, n_arenas=7, seed=7, arena_offset=1000)
+    for name in ("summary", "players"):
+        got, head = getattr(chunked, name), getattr(big_run, name)
+        pd.testing.assert_frame_equal(got[got.arena < 1000].reset_index(drop=True), head, check_exact=True)
+        pd.testing.assert_frame_equal(
+            got[got.arena >= 1000].reset_index(drop=True), getattr(tail, name), check_exact=True
+        )
 
 
 def test_turn_chunks_equal_one_scan(noisy_config):
@@ -121,14 +127,16 @@ def test_no_recompile_across_parameter_values(noisy_config):
 
 
 def test_maxturns_is_dynamic(noisy_config):
-    bdpd_jax.simulate(noisy_config, n_arenas=4, seed=0, turns=20)
+    # the 7-arena, 7-turn chunk program of the turn-chunk test above; 18 turns in chunks of 7
+    # scan 21 turns: every game stops at its own maxTurns inside the last chunk
+    bdpd_jax.simulate(noisy_config, n_arenas=7, seed=1, turns=30, chunk_turns=7)
     before = dict(TRACES)
     cfg = copy.deepcopy(noisy_config)
-    cfg["model"]["maxTurns"] = 20
+    cfg["model"]["maxTurns"] = 18
     cfg["model"]["threshold"] = 0.0
-    r = bdpd_jax.simulate(cfg, n_arenas=4, seed=0, chunk_turns=20)
+    r = bdpd_jax.simulate(cfg, n_arenas=7, seed=0, chunk_turns=7)
     assert before == TRACES
-    assert r.summary.turns_played.max() <= 20
+    assert r.summary.turns_played.max() == 18
 
 
 def test_suite_runs_on_two_forced_cpu_devices():

@@ -59,13 +59,13 @@ def test_a_live_folder_loads_into_the_frames_a_batch_run_gives(case, tmp_path) -
 
 
 def test_run_and_sweep_folders_round_trip(tmp_path) -> None:
-    cfg = _cfg(maxTurns=4)
-    res = bdpd_jax.simulate(cfg, n_arenas=3, seed=2)
+    # the governed case's config and batch size above: its program (the seed is data)
+    res = bdpd_jax.simulate({**_cfg(), **copy.deepcopy(GOVERNED)}, n_arenas=3, seed=2)
     res.to_parquet(tmp_path / "run")
     back = bdpd_jax.load(tmp_path / "run")
     for name in ("summary", "turns", "players"):
         pd.testing.assert_frame_equal(getattr(back, name), getattr(res, name), obj=name)
-    sw = bdpd_jax.sweep(cfg, grid={"model.regenRate": [0.05, 0.2]}, replicates=2, seed=0)
+    sw = bdpd_jax.sweep(_cfg(maxTurns=4), grid={"model.regenRate": [0.05, 0.2]}, replicates=2, seed=0)
     sw.to_parquet(tmp_path / "sweep")
     got = bdpd_jax.load(tmp_path / "sweep")
     assert isinstance(got, bdpd_jax.SweepResults)

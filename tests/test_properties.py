@@ -106,6 +106,7 @@ def test_invariants_on_the_default_game():
 
 
 def test_bad_requests_are_zero_and_flagged():
+    import jax
     import jax.numpy as jnp
 
     from bdpd_jax.kernels import rng
@@ -113,17 +114,19 @@ def test_bad_requests_are_zero_and_flagged():
     from bdpd_jax.prepare.game import build
 
     game, params = build(bdpd_jax.ArenaConfig.model_validate({**SEED_LOGISTIC, "players": PLAYERS}))
-    st0 = game.init(params)
-    st1, rec = step(game, rng.arena_key(0, 0), st0, jnp.array([jnp.nan, -1.0, jnp.inf, 2.0]), params)
+    # one compiled program (as the kernels run): op by op, the turn took ~3x the CPU
+    first = jax.jit(lambda key, p, requests: step(game, key, game.init(p), requests, p))
+    _, rec = first(rng.arena_key(0, 0), params, jnp.array([jnp.nan, -1.0, jnp.inf, 2.0]))
     assert list(np.asarray(rec.invalid)) == [True, True, True, False]
     np.testing.assert_allclose(np.asarray(rec.actual), [0, 0, 0, 2.0])
     assert float(rec.stock) >= 0
 
 
 def test_history_off_keeps_summary_only():
-    cfg = bdpd_jax.default_config()
-    full = bdpd_jax.simulate(cfg, n_arenas=64, seed=4)
-    lean = bdpd_jax.simulate(cfg, n_arenas=64, seed=4, history=False)
+    # 200 arenas of the default game as a dict: the history run is the default-game test's program
+    cfg = bdpd_jax.default_config().model_dump()
+    full = bdpd_jax.simulate(cfg, n_arenas=200, seed=4)
+    lean = bdpd_jax.simulate(cfg, n_arenas=200, seed=4, history=False)
     import pandas as pd
 
     # every outcome comes from the kernel's tally, ex_post_over_usage included: the same without history

@@ -97,8 +97,12 @@ def test_wealth_floor_a_deduction_takes_at_most_what_is_held():
     taken, the row's amount what the rule charged."""
     cfg = _cfg()
     cfg["players"][2]["privateResource"] = 0
-    cfg["perturbations"] = [{**AUTO, "payload": {"amount": 1000, "reason": "ruin"}}]
-    res = bdpd_jax.simulate(cfg, n_arenas=2, seed=7)
+    # both seed specs charging 1000 and 4 arenas: the amounts are data, the program the test above's
+    cfg["perturbations"] = [
+        {**AUTO, "payload": {"amount": 1000, "reason": "ruin"}},
+        {**GRADUATED, "payload": {"ladder": [1000, 1000, 1000], "reason": "ruin"}},
+    ]
+    res = bdpd_jax.simulate(cfg, n_arenas=4, seed=7)
     p, s = res.players, res.sanctions
     assert (p.wealth >= 0).all() and set(s.amount) == {1000.0}
     hit = s.groupby(["arena", "turn", "player"]).size().index

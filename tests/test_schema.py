@@ -93,7 +93,9 @@ def test_frames_have_the_declared_columns_and_dtypes(gov_run) -> None:
         for c in layer:
             if c.frame and c.dtype not in ("str", "object"):
                 assert df[c.name].dtype == np.dtype(c.dtype), (c.name, df[c.name].dtype)
-    empty = bdpd_jax.simulate(bdpd_jax.default_config(), n_arenas=2, seed=0)
+    # (the default game as a dict on 5 arenas: the program of the column-wise frames test below;
+    # the ArenaConfig object itself builds another)
+    empty = bdpd_jax.simulate(bdpd_jax.default_config().model_dump(), n_arenas=5, seed=0)
     for name in ("violations", "sanctions", "perturbations", "governance_actions"):
         assert list(getattr(empty, name).columns) == list(S.names(S.LAYERS[name])) and len(getattr(empty, name)) == 0
 

@@ -101,20 +101,6 @@ def test_a_leaf_the_same_at_every_point_is_broadcast_with_the_same_numbers(cfg):
     assert dict(TRACES) == before  # the same leaves varied: the same program
 
 
-def test_swept_turns_and_efficiency_match_simulate(cfg):
-    """Points with different maxTurns share one scan (the longest; shorter games freeze)
-    and each keeps its own GovSim efficiency (f0 = r K / 4 of its regenRate)."""
-    r = sweep(cfg, grid={"model.maxTurns": [4, 12], "model.regenRate": [0.05, 0.2]}, seed=SEED)
-    assert r.arenas["turns_played"].max() <= 12
-    assert (r.arenas.loc[r.arenas["model.maxTurns"] == 4, "turns_played"] <= 4).all()
-    for i in range(4):
-        c = copy.deepcopy(cfg)
-        c["model"]["maxTurns"] = int(r.arenas["model.maxTurns"].iloc[i])
-        c["model"]["regenRate"] = float(r.arenas["model.regenRate"].iloc[i])
-        ref = bdpd_jax.simulate(c, n_arenas=1, seed=SEED, arena_offset=i, history=False).summary
-        assert_same_summary(r.arenas.iloc[[i]], ref)
-
-
 def test_history_and_chunks(cfg, grid_run):
     """max_batch chunks (the last padded) change nothing; history adds metric means and
     the summary still equals simulate(history=True)."""
@@ -263,7 +249,8 @@ def test_one_program_sweep_equals_the_chunked_run(cfg, monkeypatch):
     every point broadcast); the same sweep in several turn chunks goes through run_batch, and
     on the test processes' two devices through the sharded chunks: every arena row and point
     is the same, with points differing in turns (per-arena efficiency) and common random
-    numbers. (devices=1: this process has two CPU devices, tests/conftest.py.)"""
+    numbers; and each arena equals simulate's (its point's turns and efficiency). (devices=1:
+    this process has two CPU devices, tests/conftest.py.)"""
     from bdpd_jax.sweeps import plan as plan_mod
     from bdpd_jax.sweeps import sweep as sweep_mod
 
@@ -281,6 +268,18 @@ def test_one_program_sweep_equals_the_chunked_run(cfg, monkeypatch):
     for other in (sharded, chunked):
         pd.testing.assert_frame_equal(one.arenas, other.arenas, check_exact=True)
         pd.testing.assert_frame_equal(one.points, other.points, check_exact=True)
+    # points with different maxTurns share one scan (the longest; shorter games freeze) and each
+    # keeps its own turns and GovSim efficiency (f0 = r K / 4 of its regenRate): as simulate
+    a = one.arenas
+    assert (a["turns_played"] <= a["model.maxTurns"]).all() and (
+        a.loc[a["model.maxTurns"] == 9, "turns_played"] <= 9
+    ).all()
+    for i in (1, 7):  # point 0 (12 turns), point 2 (9 turns); common random numbers: the replicate's key
+        c = copy.deepcopy(cfg)
+        c["model"]["maxTurns"] = int(a["model.maxTurns"].iloc[i])
+        c["model"]["regenRate"] = float(a["model.regenRate"].iloc[i])
+        ref = bdpd_jax.simulate(c, n_arenas=1, seed=SEED, arena_offset=i % 3, history=False).summary
+        assert_same_summary(a.iloc[[i]], ref, ignore=("arena",))
 
 
 @settings(max_examples=40, deadline=None)
