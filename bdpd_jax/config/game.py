@@ -194,6 +194,14 @@ class ObsVar(ConfigModel):
             out.pop("noise", None)
         return out
 
+    @classmethod
+    def __get_pydantic_json_schema__(cls, schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        """The fields' schema in both modes (the serializer above only leaves a key out; its
+        return type would make a response's schema a bare object)."""
+        if handler.mode == "serialization":
+            return cls.model_json_schema(mode="validation")
+        return handler(schema)
+
 
 class PlayerConfig(ConfigModel):
     """One player: strategy (a built-in name or a bdpd_jax.Policy), its parameters, wealth."""
