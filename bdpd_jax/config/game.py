@@ -189,7 +189,7 @@ class ObsVar(ConfigModel):
         """An entry that never set ``noise`` is written without it: whether ``noise`` is set
         is a static choice (``Game.noisy``), so a config read back from its own dump (a
         replay's meta.json, a fork) builds the same Game and reuses its compiled programs."""
-        out = handler(self)
+        out: dict[str, Any] = handler(self)
         if "noise" not in self.model_fields_set:
             out.pop("noise", None)
         return out
