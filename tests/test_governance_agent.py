@@ -317,16 +317,19 @@ def test_external_mode_through_set_pending_equals_the_builtin_rule():
 def test_regen_mandate_is_the_registrys_regen_set():
     """A regulator that always acts (stock_below above any ratio), with only a regen
     mandate, fires once at the end of turn 1: the same arena as a ``regen_set`` scheduled at
-    turn 2."""
+    turn 2. The regulator's run has ``run3``'s shapes (12 turns, 3 arenas, the ladder): its
+    numbers are params, so it reuses that compiled program."""
     agent = {"type": "governance_agent", "id": "ga", "stock_below": 10.0, "regen": 0.05}
-    a = bdpd_jax.simulate(_cfg(agent, turns=5, ladder=False), n_arenas=1, seed=3)
-    cfg = _cfg(None, turns=5, ladder=False)
-    cfg["perturbations"] = [
+    a = bdpd_jax.simulate(_cfg(agent), n_arenas=3, seed=3)
+    cfg = _cfg(None)
+    cfg["perturbations"].append(
         {"id": "r", "type": "regen_set", "trigger": {"kind": "turn", "turn": 2}, "payload": {"value": 0.05}}
-    ]
-    b = bdpd_jax.simulate(cfg, n_arenas=1, seed=3)
+    )
+    b = bdpd_jax.simulate(cfg, n_arenas=3, seed=3)
     acts = a.governance_actions
-    assert list(zip(acts.turn, acts.action, acts.value, strict=True)) == [(2, "regen", np.float32(0.05))]
+    assert list(zip(acts.arena, acts.turn, acts.action, acts.value, strict=True)) == [
+        (i, 2, "regen", np.float32(0.05)) for i in range(3)
+    ]
     for col in ("stock", "regen"):
         np.testing.assert_allclose(a.turns[col].to_numpy(), b.turns[col].to_numpy(), rtol=1e-6)
     np.testing.assert_allclose(a.players.wealth.to_numpy(), b.players.wealth.to_numpy(), rtol=1e-6)

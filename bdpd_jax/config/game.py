@@ -184,6 +184,24 @@ class ObsVar(ConfigModel):
     noise: float = Field(0.0, ge=0)
     resolution: Literal["exact", "qualitative", "sign"] = "exact"
 
+    @model_serializer(mode="wrap")
+    def _unset_noise_stays_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """An entry that never set ``noise`` is written without it: whether ``noise`` is set
+        is a static choice (``Game.noisy``), so a config read back from its own dump (a
+        replay's meta.json, a fork) builds the same Game and reuses its compiled programs."""
+        out: dict[str, Any] = handler(self)
+        if "noise" not in self.model_fields_set:
+            out.pop("noise", None)
+        return out
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        """The fields' schema in both modes (the serializer above only leaves a key out; its
+        return type would make a response's schema a bare object)."""
+        if handler.mode == "serialization":
+            return cls.model_json_schema(mode="validation")
+        return handler(schema)
+
 
 class PlayerConfig(ConfigModel):
     """One player: strategy (a built-in name or a bdpd_jax.Policy), its parameters, wealth."""

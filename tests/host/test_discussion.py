@@ -39,6 +39,15 @@ def _cfg(rounds: int = 0, rule: str = "named", turns: int = 3) -> dict:
     return cfg
 
 
+def _builtins_cfg(rounds: int) -> dict:
+    """Four builtins and no speaker: one Game (one compiled program) for the tests below."""
+    cfg = _cfg(rounds=rounds)
+    cfg["players"] = [
+        {"strategy": s, "name": f"b{k}"} for k, s in enumerate(["conservative", "aggressive", "adaptive", "random"])
+    ]
+    return cfg
+
+
 def _last(req: dict) -> dict:
     return json.loads(req["messages"][-1]["content"])
 
@@ -216,22 +225,18 @@ def test_failed_speaker_and_non_speakers():
     assert [(u["speaker"], u["text"]) for u in rows] == [("A", "plain words"), ("B", None), ("A", "plain words")]
     assert "status 500" in rows[1]["error"]
     assert arena.summary()["players"] and arena._run.stats["B"]["errors"] == 1
-    quiet = Arena(_cfg(rounds=3), seed=5)
-    for k in range(3):
-        quiet.join({"strategy": "aggressive", "name": f"q{k}"})
+    quiet = Arena(_builtins_cfg(rounds=3), seed=5)
     d = quiet.tick()["discussion"]
-    assert d["utterances"] == [] and set(d["report"]["catches"]) == {"z", "q0", "q1", "q2"}
+    assert d["utterances"] == [] and set(d["report"]["catches"]) == {"b0", "b1", "b2", "b3"}
 
 
 def test_live_equals_batch_with_a_discussion():
     """The discussion only adds talk: builtins in a talking arena play the batched arena."""
-    cfg = _cfg(rounds=2, turns=4)
-    cfg["players"] = [
-        {"strategy": s, "name": f"b{k}"} for k, s in enumerate(["conservative", "aggressive", "adaptive", "random"])
-    ]
+    cfg = _builtins_cfg(rounds=2)
     res = bdpd_jax.simulate(cfg, n_arenas=1, seed=5)
     arena = Arena(cfg, seed=5)
-    recs = [arena.tick() for _ in range(4)]
+    recs = [arena.tick() for _ in range(3)]
+    assert [("discussion" in r) for r in recs] == [True, True, False]
     pl = res.players
     for rec in recs:
         p = pl[pl.turn == rec["turn"]].sort_values("player")

@@ -168,7 +168,8 @@ def test_a_request_cancelled_mid_tick_leaves_the_arena_whole(tmp_path, live_serv
 
 
 def test_a_wait_on_a_player_holds_no_worker_slot(tmp_path, live_server):
-    """One ``--workers`` slot: a built-in arena ticks while an HTTP arena waits on its player."""
+    """One ``--workers`` slot: an arena whose player answers at once ticks while another
+    waits on its slow player (both of one Game: one compiled program)."""
 
     async def main() -> tuple[float, float]:
         workers = Workers(cpu=1)
@@ -176,24 +177,23 @@ def test_a_wait_on_a_player_holds_no_worker_slot(tmp_path, live_server):
         slow = Arena(_cfg(), seed=5, fsync=False)
         slow.join({"agentType": "http", "name": "web", "url": f"{live_server.base}/slow?d=1.5&h=0.5"})
         slow.start()
-        cfg = _cfg()
-        cfg["model"].update(minPlayers=2)
-        fast = Arena(cfg, seed=6, fsync=False)
+        fast = Arena(_cfg(), seed=6, fsync=False)
+        fast.join({"agentType": "http", "name": "web", "url": f"{live_server.base}/ok"})
         fast.start()
         lv_slow, lv_fast = LiveArena(slow, workers, {}), LiveArena(fast, workers, {})
         try:
-            await ticker.tick_once(lv_fast)  # both compiled first
-            await ticker.tick_once(lv_slow)
+            await ticker.tick_once(lv_fast)  # compiled first (one Game: for both)
             t0 = time.perf_counter()
             waiting = asyncio.ensure_future(ticker.tick_once(lv_slow))
             await asyncio.sleep(0.3)
             assert slow.in_tick  # its player is being asked
             await ticker.tick_once(lv_fast)
             fast_s = time.perf_counter() - t0
-            assert (await waiting)["turn"] == 2
+            assert (await waiting)["turn"] == 1
             return fast_s, time.perf_counter() - t0
         finally:
-            await lv_slow.close()  # its HTTP client, on this loop
+            await lv_slow.close()  # their HTTP clients, on this loop
+            await lv_fast.close()
             workers.shutdown()
 
     fast_s, slow_s = asyncio.run(main())

@@ -20,6 +20,10 @@ def client(tmp_path_factory):
         yield c
 
 
+# A config spec that never fires on its own (turn 99): the arenas that tick here share its Game
+DROUGHT = {"id": "drought", "type": "regen_shock", "trigger": {"kind": "turn", "turn": 99}, "payload": {"factor": 0.5}}
+
+
 def _created(client, **kw):
     r = client.post("/api/arenas", json={**payload(**kw)})
     assert r.status_code == 200, r.text
@@ -75,11 +79,7 @@ def test_failed_requests_change_nothing(client):
 
 
 def test_perturb_accepts_bare_spec_spec_and_spec_id(client):
-    cfg = payload()
-    cfg["perturbations"] = [
-        {"id": "drought", "type": "regen_shock", "trigger": {"kind": "turn", "turn": 99}, "payload": {"factor": 0.5}}
-    ]
-    c = client.post("/api/arenas", json=cfg).json()
+    c = client.post("/api/arenas", json={**payload(), "perturbations": [DROUGHT]}).json()
     aid, (owner, _, _) = c["arenaId"], keys_of(c)
     client.post(f"/api/arenas/{aid}/start", headers=owner)
     shock = {"type": "commons_shock", "payload": {"amount": -3.0}}
@@ -100,7 +100,9 @@ def test_the_tick_answer_is_what_ticked_documents_and_only_a_running_arena_ticks
     """POST /tick sends the record unvalidated (one orjson pass); M.Ticked, which the OpenAPI
     schema shows, still reads it, field for field. The arena's own status check is the only
     one: 409 before the start and after the close."""
-    c = _created(client)
+    r = client.post("/api/arenas", json={**payload(), "perturbations": [DROUGHT]})  # the perturb test's Game
+    assert r.status_code == 200, r.text
+    c = r.json()
     aid, owner = c["arenaId"], keys_of(c)[0]
     refused = client.post(f"/api/arenas/{aid}/tick", headers=owner)
     assert refused.status_code == 409 and refused.json()["detail"].startswith("status:"), refused.text
