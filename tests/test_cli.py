@@ -30,14 +30,21 @@ def _invoke(args: list[str]):
     return r, r.output  # (stdout and stderr together)
 
 
-def test_help_imports_no_jax_and_a_run_warns_nothing() -> None:
+def _cli_in_fresh_interpreter(commands: list[list[str]], tail: list[str], heavy: tuple[str, ...]):
+    """Run each CLI command (plus ``tail``) in one fresh interpreter, every one exiting 0, then
+    print ``HEAVY [...]``: which of the ``heavy`` modules that interpreter imported."""
     code = (
         "import sys\nfrom bdpd_jax.cli import main\n"
-        f"for c in [[], *[[n] for n in {COMMANDS!r}]]:\n"
-        "    try:\n        main([*c, '--help'])\n    except SystemExit as e:\n        assert e.code == 0, (c, e.code)\n"
-        "print('HEAVY', sorted(m for m in ('jax', 'equinox', 'numpy') if m in sys.modules))"
+        f"for c in {commands!r}:\n"
+        f"    try:\n        main([*c, *{tail!r}])\n"
+        "    except SystemExit as e:\n        assert not e.code, (c, e.code)\n"
+        f"print('HEAVY', sorted(m for m in {heavy!r} if m in sys.modules))"
     )
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+
+
+def test_help_imports_no_jax_and_a_run_warns_nothing() -> None:
+    p = _cli_in_fresh_interpreter([[], *[[n] for n in COMMANDS]], ["--help"], ("jax", "equinox", "numpy"))
     assert p.returncode == 0 and "HEAVY []" in p.stdout, p.stdout[-500:] + p.stderr[-2000:]
     env = {k: v for k, v in os.environ.items() if k not in ("EQX_ON_ERROR", "XLA_FLAGS")}
     p = subprocess.run(
@@ -185,12 +192,7 @@ def test_a_govsim_run_shows_govsims_metrics_without_jax_refuses_its_folder_then_
     assert (out_dir / "notes.txt").read_text() == "mine"  # --overwrite replaces the results only
     assert json.loads((out_dir / "meta.json").read_text())["seed"] == 1
     assert len(pd.read_parquet(out_dir / "summary.parquet")) == 3
-    code = (  # the read-only commands start no jax: show reads the engine's metrics from the meta
-        "import sys\nfrom bdpd_jax.cli import main\n"
-        f"for c in (['version'], ['config'], ['show', {str(out_dir)!r}]):\n"
-        "    try:\n        main(c)\n    except SystemExit as e:\n        assert not e.code, (c, e.code)\n"
-        "print('HEAVY', sorted(m for m in ('jax', 'equinox') if m in sys.modules))"
-    )
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    # the read-only commands start no jax: show reads the engine's metrics from the meta
+    p = _cli_in_fresh_interpreter([["version"], ["config"], ["show", str(out_dir)]], [], ("jax", "equinox"))
     assert p.returncode == 0 and "HEAVY []" in p.stdout, p.stdout[-500:] + p.stderr[-2000:]
     assert "govsim_gain" in p.stdout and "survival rate" not in p.stdout, p.stdout
