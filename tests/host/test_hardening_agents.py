@@ -182,6 +182,14 @@ def test_join_with_a_dot_dot_path_is_refused_for_every_kind() -> None:
             op.check_player(spec)
 
 
+@pytest.mark.parametrize("temperature", [-0.5, 2.5])
+def test_governor_temperature_has_the_llm_players_range(temperature) -> None:
+    from bdpd_jax.host.live.governance_agent import GovernorSpec
+
+    with pytest.raises(ValueError, match="temperature"):
+        GovernorSpec(kind="llm", model="m", baseUrl="http://127.0.0.1:8000/v1", temperature=temperature)
+
+
 # -- regulator answers -------------------------------------------------------------------------
 def test_governance_answer_over_its_bound_is_dropped() -> None:
     from bdpd_jax.config.limits import QUANTITY_BOUNDS

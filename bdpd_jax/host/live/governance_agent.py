@@ -40,6 +40,7 @@ from bdpd_jax.host.live.players import (
     MAX_MODEL_CHARS,
     MAX_NAME_CHARS,
     MAX_PROMPT_CHARS,
+    MAX_TEMPERATURE,
     MAX_URL_CHARS,
     player_timeout_ms,
 )
@@ -70,7 +71,7 @@ class GovernorSpec(ConfigModel):
     credential: str | None = Field(None, min_length=1, max_length=MAX_NAME_CHARS)
     base_url: str | None = Field(None, max_length=MAX_URL_CHARS)
     system_prompt: str | None = Field(None, max_length=MAX_PROMPT_CHARS)
-    temperature: float | None = None
+    temperature: float | None = Field(None, ge=0, le=MAX_TEMPERATURE)  # an LLM player's range
     # scripted: [{"action": {...}, "error"?: str}, ...] or bare answers {...}, by turn from 1
     script: list[dict] | None = Field(None, max_length=MAX_TURNS)
 
