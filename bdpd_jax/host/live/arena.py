@@ -44,7 +44,7 @@ from bdpd_jax.config.game import ArenaConfig
 from bdpd_jax.host.live.arena_args import arena_inputs, joining_player, kernel_config, prepare_live
 from bdpd_jax.host.live.arena_callers import ArenaCallers
 from bdpd_jax.host.live.arena_llm import ArenaLLM
-from bdpd_jax.host.live.arena_run import ArenaRun, utc_now
+from bdpd_jax.host.live.arena_run import ArenaRun, utc_now, waits_on
 from bdpd_jax.host.live.arena_view import ArenaView
 from bdpd_jax.host.live.batch_runner import LockstepBatch
 from bdpd_jax.host.live.dispatch import TOOL_SCOPES, dispatch_tool
@@ -173,7 +173,7 @@ class Arena(ArenaView):
     def waits(self) -> bool:
         """Whether a tick can wait on anyone: a code, HTTP or LLM player, an HTTP or LLM
         governance agent (``tick()`` then runs on an event loop; a server awaits ``atick``)."""
-        return any(s.waits for s in self.specs) or (self.governor is not None and self.governor.waits)
+        return waits_on(self.specs, self.governor)
 
     def interrupting(self) -> AbstractContextManager[None]:
         """While the block runs (the owner's close or delete), a tick in flight stops waiting on

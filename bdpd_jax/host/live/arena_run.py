@@ -55,6 +55,12 @@ def utc_now() -> str:
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
 
 
+def waits_on(specs: list[LivePlayerConfig], governor: Governor | None) -> bool:
+    """Whether a tick can wait on anyone: a player whose kind waits (code, HTTP, LLM) or a
+    governance agent that does (HTTP, LLM); if not, it runs without an event loop."""
+    return any(s.waits for s in specs) or (governor is not None and governor.waits)
+
+
 def shown_kind(spec: LivePlayerConfig, shown_kinds: dict[str, str]) -> str:
     """A player's agentType as records and summary.json show it (the original kind of a
     player that a replay plays from its log)."""
@@ -219,6 +225,11 @@ class ArenaRun:
     def players(self) -> list[str]:
         return [s.player_id for s in self.specs]
 
+    @property
+    def waits(self) -> bool:
+        """Whether its tick can wait on anyone (:func:`waits_on` of its players and governor)."""
+        return waits_on(self.specs, self.governor)
+
     def agent_kind(self, i: int) -> str:
         return shown_kind(self.specs[i], self.shown_kinds)
 
@@ -305,4 +316,4 @@ def unbatch(tree: Any, b: int) -> Any:
     return jax.tree_util.tree_map(lambda x: np.asarray(x)[..., b], tree)
 
 
-__all__ = ["ArenaRun", "unbatch", "EVENTS_FILE", "STAT_KEYS", "shown_kind", "utc_now"]
+__all__ = ["ArenaRun", "unbatch", "EVENTS_FILE", "STAT_KEYS", "shown_kind", "utc_now", "waits_on"]

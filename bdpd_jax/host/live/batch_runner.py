@@ -88,9 +88,7 @@ class LockstepBatch:
         self._active_from = np.asarray(self.params.players.active_from)  # int32[N, B]: asked from that turn on
         #: whether a tick can wait on anyone (a code, HTTP or LLM player, an HTTP or LLM
         #: governance agent); if not, it runs without an event loop (``sync_loop.drive``)
-        self.waits = any(s.waits for r in self.runs for s in r.specs) or any(
-            r.governor is not None and r.governor.waits for r in self.runs
-        )
+        self.waits = any(r.waits for r in self.runs)
 
     def _padded(self, items: list) -> list:
         return items + items[-1:] * (self.width - len(items))
