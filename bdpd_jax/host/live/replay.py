@@ -166,7 +166,7 @@ def replay(
     if resume is not None and out_dir is not None:
         raise ValueError("out_dir: a resumed arena writes to dir itself")
     meta, lines = load_lines(dir)
-    records = [r for r in lines if "event" not in r]
+    records = turn_records(lines)
     for k, rec in enumerate(records):
         if rec.get("turn") != k + 1:
             raise ValueError(f"turns.jsonl: line {k + 1} is turn {rec.get('turn')!r}, expected {k + 1}")
