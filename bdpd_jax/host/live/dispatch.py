@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from bdpd_jax.host.agents.tools import SANCTION_TOOL, TALK_TOOLS, validate_action
+from bdpd_jax.host.agents.tools import MESSAGE_TOOLS, SANCTION_TOOL, TALK_TOOLS, validate_action
 
 if TYPE_CHECKING:
     from bdpd_jax.host.live.arena_run import ArenaRun
@@ -56,7 +56,7 @@ def dispatch_tool(
         a = action if validated else validate_action(action)
     except ValueError as exc:
         return _no(scope, tool, str(exc))
-    if tool in ("broadcast", "send_private", "announce_intended_harvest"):
+    if tool in MESSAGE_TOOLS:
         return _message(run, player, tool, a, turn)
     return _pact(run, player, tool, a, turn)
 
