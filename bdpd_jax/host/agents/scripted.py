@@ -95,7 +95,7 @@ class ScriptedAgent:
         its last utterance of a turn whose logged conversation was cut (``discussionCut``), the
         conversation ends there as it did (:class:`ConversationCut`)."""
         t = context.get("turn")
-        entry = next((e for e in self.script if e.get("turn") == t), None)
+        entry = self._entry(t)
         if entry is None:
             entry = self.script[min(max(self.calls - 1, 0), len(self.script) - 1)]
         k = self._spoken[t] = self._spoken.get(t, -1) + 1
@@ -113,8 +113,12 @@ class ScriptedAgent:
             return Utterance(None, None, u.get("error") or f"scripted: {exc}", bool(u.get("end", False)), told)
         return Utterance(text, nxt, u.get("error"), bool(u.get("end", False)), told)
 
+    def _entry(self, turn: Any) -> dict[str, Any] | None:
+        """The script entry logged for ``turn`` (None: none has that ``turn``)."""
+        return next((e for e in self.script if e.get("turn") == turn), None)
+
     def _logged(self, turn: Any, key: str) -> Any:
-        entry = next((e for e in self.script if e.get("turn") == turn), None)
+        entry = self._entry(turn)
         return None if entry is None else entry.get(key)
 
     async def summarize(self, context: dict[str, Any]) -> dict[str, Any] | None:
