@@ -66,3 +66,18 @@ def test_a_hostile_script_grows_turns_jsonl_and_the_tick_answer_by_a_bounded_amo
         said = [u for u in rec.get("discussion", {}).get("utterances", []) if u["speaker"] == "spam"]
         assert said and all(len(u["error"] or "") <= MAX_ERROR_CHARS for u in said)
     assert all(b - s < bound for s, b in zip(sizes, sizes[1:], strict=False)), sizes
+
+
+def test_a_scripts_logged_usage_is_read_as_token_counts() -> None:
+    """A script's ``usage`` (what replay feeds a logged LLM player's tokens back with) is
+    client data: a count that is no integer in range reads as 0, never failing the tick or
+    taking tokens off the arena's total."""
+    cfg = copy.deepcopy(SEED_LOGISTIC)
+    cfg["model"].update(minPlayers=2, maxPlayers=2, maxTurns=3)
+    cfg["players"] = []
+    a = Arena(cfg, seed=0)
+    usage = {"promptTokens": "x", "completionTokens": -(10**9)}
+    a.join({"agentType": "scripted", "name": "s", "script": [{"harvest": 1.0, "usage": usage}]})
+    a.join({"agentType": "builtin", "name": "b", "strategy": "conservative"})
+    rec = a.tick()
+    assert rec is not None and rec["usage"] == {"promptTokens": 0, "completionTokens": 0}

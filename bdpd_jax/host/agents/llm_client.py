@@ -70,6 +70,17 @@ class Usage:
     def wire(self) -> dict[str, int]:
         return {"promptTokens": self.prompt_tokens, "completionTokens": self.completion_tokens}
 
+    @classmethod
+    def from_wire(cls, d: dict[str, Any], bound: int) -> Usage:
+        """The tokens of a logged ``usage`` (``promptTokens`` / ``completionTokens``: a replayed
+        script's, which anyone joining a scripted player writes), read by :func:`token_count`."""
+        return cls(token_count(d.get("promptTokens"), bound), token_count(d.get("completionTokens"), bound))
+
+
+def token_count(v: Any, bound: int = MAX_TOKENS_PER_ANSWER) -> int:
+    """A reported token count: an integer in [0, ``bound``], else 0 (an unreadable count)."""
+    return v if isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= bound else 0
+
 
 def answer_usage(data: Any) -> Usage | None:
     """The tokens an OpenAI-style answer reports (``usage.prompt_tokens`` /
@@ -77,14 +88,7 @@ def answer_usage(data: Any) -> Usage | None:
     u = data.get("usage") if isinstance(data, dict) else None
     if not isinstance(u, dict):
         return None
-
-    def count(name: str) -> int:
-        v = u.get(name)
-        if isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_TOKENS_PER_ANSWER:
-            return v
-        return 0
-
-    return Usage(count("prompt_tokens"), count("completion_tokens"))
+    return Usage(token_count(u.get("prompt_tokens")), token_count(u.get("completion_tokens")))
 
 
 @dataclasses.dataclass
@@ -252,4 +256,13 @@ class LLMCalls:
         return out
 
 
-__all__ = ["LLMCalls", "MAX_RETRIES", "MAX_TOKENS_PER_ANSWER", "Poster", "TokenAccount", "Usage", "answer_usage"]
+__all__ = [
+    "LLMCalls",
+    "MAX_RETRIES",
+    "MAX_TOKENS_PER_ANSWER",
+    "Poster",
+    "TokenAccount",
+    "Usage",
+    "answer_usage",
+    "token_count",
+]

@@ -127,14 +127,14 @@ class ArenaLLM:
             got = take() if callable(take) else None
             if got is None:
                 continue
-            u = Usage(int(got.get("promptTokens", 0)), int(got.get("completionTokens", 0)))
+            u = Usage.from_wire(got, MAX_TOKEN_BUDGET)
             d["usage"] = u.wire()
             turn.add(u)
             self.players.setdefault(run.specs[i].player_id, Usage()).add(u)
         gov = line.get("governance")
         spent = gov.get("usage") if isinstance(gov, dict) else None
         if isinstance(spent, dict):  # the owner's LLM governance agent (its entry has the tokens)
-            u = Usage(int(spent.get("promptTokens", 0)), int(spent.get("completionTokens", 0)))
+            u = Usage.from_wire(spent, MAX_TOKEN_BUDGET)
             turn.add(u)
             self.governor = self.governor or Usage()
             self.governor.add(u)
