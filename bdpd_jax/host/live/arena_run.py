@@ -81,7 +81,6 @@ class ArenaRun:
     shown_kinds: dict[str, str]  # name -> kind shown for a replayed (scripted) player
     no_talk: bool
     key: jax.Array  # uint32[2] rng.arena_key(seed, arena_index)
-    external: np.ndarray  # bool[N] players asked from outside
     bus: MessageBus
     registry: PactRegistry | None  # None without a governance layer
     agents: list[Any]  # [N] an agent per external player, None for builtins
@@ -207,7 +206,6 @@ class ArenaRun:
             shown_kinds=shown_kinds,
             no_talk=no_talk,
             key=rng.arena_key(seed, arena_index),
-            external=np.asarray([s.external for s in specs], bool),
             bus=MessageBus(seed=f"{seed}:{arena_index}", known_players=players),
             registry=PactRegistry(prepared.params.extra[GOV].pacts0, players, seed, arena_index)
             if has_governance(prepared.game)
@@ -224,6 +222,12 @@ class ArenaRun:
     @property
     def players(self) -> list[str]:
         return [s.player_id for s in self.specs]
+
+    @property
+    def external(self) -> np.ndarray:
+        """bool[N]: the players asked from outside (its PreparedRun's live options)."""
+        live = self.prepared.live
+        return np.asarray(live.external if live is not None else [False] * len(self.specs), bool)
 
     @property
     def waits(self) -> bool:
