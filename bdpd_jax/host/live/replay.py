@@ -14,6 +14,7 @@ replayed arena gives the folder's summary.json. A process killed mid-run leaves 
 
 from __future__ import annotations
 
+from collections import deque
 from pathlib import Path
 from typing import Any
 
@@ -120,13 +121,13 @@ def load_lines(dir: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     events = read_jsonl(d / EVENTS_FILE)
     if events:
         merged: list[dict[str, Any]] = []
-        queue = list(events)
+        queue = deque(events)
         for rec in lines:
             if "event" not in rec:
                 while queue and queue[0].get("turn", 0) <= rec.get("turn", 0):
-                    merged.append(queue.pop(0))
+                    merged.append(queue.popleft())
             merged.append(rec)
-        lines = merged + queue
+        lines = merged + list(queue)
     return meta, lines
 
 
