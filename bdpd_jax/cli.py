@@ -210,13 +210,7 @@ def sweep(
     r = run_sweep_file(sp, out, progress=True, devices=devices, client=scheduler, overwrite=overwrite)
     import pandas as pd
 
-    console.print(
-        points_table(
-            pd.read_parquet(r.out / "points.parquet"),
-            list(sp.table.columns),
-            {"config": {"model": {"engineMode": sp.config.model.engine_mode}}},
-        )
-    )
+    console.print(points_table(pd.read_parquet(r.out / "points.parquet"), list(sp.table.columns), r.meta))
     console.print(
         escape(
             f"{len(sp.table)} points x {sp.options.replicates} replicates in {r.n_chunks} chunk(s): computed "

@@ -219,7 +219,6 @@ class CommonsEnv(MultiAgentEnv):
         if len(players) != self.game.n_players:
             raise ValueError(f"config: {len(players)} players, this env's game has {self.game.n_players}")
         own = self.slots if learned is None else _subset(learned, self.slots)
-        data = cfg.model_dump()
         wanted = [EXTERNAL if i in own else p.strategy for i, p in enumerate(players)]
         data = cfg.model_dump()
         base = self.config.require_players()

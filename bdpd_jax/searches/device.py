@@ -32,7 +32,7 @@ import pandas as pd
 from ..kernels.rollout import init_batch, run_turns
 from ..prepare.game import broadcast_batch
 from ..prepare.points import prepare_points
-from ..prepare.prepared import prepare
+from ..prepare.prepared import PreparedRun
 from ..run.options import RunOptions
 from ..run.runner import keys_of
 from ..run.simulate import FLOAT, final_numbers
@@ -62,8 +62,9 @@ class DevicePlan:
     slope: np.ndarray  # float[D]
 
 
-def device_plan(cfg: Any, sp: Space, turns: int | None) -> DevicePlan | str:
-    """The plan, or why the device loop cannot run this space (a sentence)."""
+def device_plan(base: PreparedRun, sp: Space, turns: int | None) -> DevicePlan | str:
+    """The plan of the search's prepared base config, or why the device loop cannot run this
+    space (a sentence)."""
     if sp.integer.any():
         return f"integer field(s) {[n for n, i in zip(sp.names, sp.integer, strict=True) if i]} are searched"
     d = sp.dim
@@ -71,7 +72,7 @@ def device_plan(cfg: Any, sp: Space, turns: int | None) -> DevicePlan | str:
     rows = [a] + [np.where(np.arange(d) == j, b, a) for j in range(d)] + [c]
     table = pd.DataFrame(rows, columns=list(sp.names))
     try:
-        pts = prepare_points(prepare(cfg), sp.names, table, turns=turns, separable_min=1 << 30)
+        pts = prepare_points(base, sp.names, table, turns=turns, separable_min=1 << 30)
     except ValueError as err:
         return f"the probe builds failed ({err})"
     game, stacked, treedef, n_turns, yields = pts.game, pts.stacked, pts.treedef, pts.n_turns, pts.max_yield

@@ -168,7 +168,7 @@ def search(
         from tqdm.auto import tqdm
 
         bar = tqdm(total=generations, desc="search generations", unit="gen", initial=0)
-    plan = _device_plan(loop, opt, cfg, sp, turns, history, population * int(replicates) > max_batch)
+    plan = _device_plan(loop, opt, base, sp, turns, history, population * int(replicates) > max_batch)
     host_until = generations if plan is None else min(len(done), generations)
     try:
         for g in range(host_until):
@@ -294,7 +294,7 @@ def _report(bar: Any, rows: list[pd.DataFrame], objs) -> None:
         bar.set_postfix_str(_best_text(pd.concat(rows, ignore_index=True), objs))
 
 
-def _device_plan(loop: Any, opt: Any, cfg: ArenaConfig, sp: Space, turns: int | None, history: bool, wide: bool):
+def _device_plan(loop: Any, opt: Any, base: PreparedRun, sp: Space, turns: int | None, history: bool, wide: bool):
     """The device loop's plan when ``loop`` allows it and the search can run there, else None;
     ``loop="device"`` on a search that cannot is a ValueError saying why."""
     if loop not in LOOPS:
@@ -308,7 +308,7 @@ def _device_plan(loop: Any, opt: Any, cfg: ArenaConfig, sp: Space, turns: int | 
         if history
         else "population x replicates exceeds max_batch (a generation runs as one batch there)"
         if wide
-        else device_plan(cfg, sp, turns)
+        else device_plan(base, sp, turns)
     )
     if isinstance(why, str):
         if loop == "device":

@@ -273,6 +273,7 @@ class SweepFileRun:
     computed: list[int]
     skipped: list[int]
     digest: str
+    meta: dict = field(default_factory=dict)  # what meta.json holds (the engine's metric_family too)
 
 
 def _resumed_width(out: Path, digest: str, overwrite: bool) -> int | None:
@@ -362,5 +363,6 @@ def run_sweep_file(
     points = aggregate_parts(out, plan.n_chunks, plan.names, plan.outcomes())
     meta = {**plan.meta(), "digest": digest}
     points.to_parquet(out / "points.parquet", index=False)
-    write_json(out / "meta.json", {**meta, "names": plan.names})
-    return SweepFileRun(out, plan.n_chunks, todo, done, digest)
+    meta["names"] = plan.names
+    write_json(out / "meta.json", meta)
+    return SweepFileRun(out, plan.n_chunks, todo, done, digest, meta)
