@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import math
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jax
 import jax.numpy as jnp
@@ -28,13 +28,6 @@ from .config.game import ArenaConfig, ModelConfig
 from .config.perturbations import ARENA_SPECS, SPEC_TYPES, ArenaSpec
 from .config.plugins import PLUGIN_SPECS, PluginSpec
 from .config.terms import detail, numbers, parse_terms, slot_terms, terms_schema
-from .host.agents.base import AgentResult
-from .host.agents.tools import validate_action
-from .host.governor_kinds import GovernorKind, governor_kind
-from .host.live.governance_agent import FIELDS, Governor, checked
-from .host.live.operator import Operator
-from .host.live.players import LivePlayerConfig, make_agent, player_timeout_ms
-from .host.player_kinds import AgentContext, PlayerKind, player_kind
 from .kernels import pacts as P
 from .kernels import perturb as pk
 from .kernels import plugins as K
@@ -42,6 +35,9 @@ from .kernels.engines import ENGINES, Engine, get_engine
 from .kernels.params import ENV_VARS
 from .prepare import prepare
 from .run.simulate import simulate
+
+if TYPE_CHECKING:  # the host's checks import it when called: the kernel-side checks need no host extra
+    from .host.live.operator import Operator
 
 PLAYERS = [  # three players who harvest differently: enough to breach, fire and sanction
     {"strategy": "aggressive", "intensity": 0.9, "privateResource": 10, "name": "a"},
@@ -149,6 +145,8 @@ def check_term_type(name: str) -> None:
     """A term type (kernels.pacts.register_term): a checker giving one limit per slot, fields whose
     bounds the kernel, the config, the tools and the JSON schema apply alike, a detail string,
     and a round trip through the config and the slot's stored numbers."""
+    from .host.agents.tools import validate_action  # the players' tools apply the term's bounds too
+
     tt, code = P.term_type(name), P.term_code(name)
     _expect(P.term_type(code) is tt and callable(tt.limit), f"{name}: not registered with a checker")
     _expect(tt.detail and tt.description, f"{name}: a term type needs a detail format and a description")
@@ -266,6 +264,10 @@ def check_player_kind(name: str, *, ask: bool | None = None, operator: Operator 
     """A player kind (bdpd_jax.host.player_kinds.register_player_kind): its declared properties, a
     join of its ``example`` accepted, its timeout cap kept, an agent built exactly when it is
     external; ``ask`` (default: external and not remote): one decision of a finite harvest >= 0."""
+    from .host.agents.base import AgentResult
+    from .host.live.players import LivePlayerConfig, make_agent, player_timeout_ms
+    from .host.player_kinds import AgentContext, PlayerKind, player_kind
+
     kind = player_kind(name)
     _expect(isinstance(kind, PlayerKind) and kind.name == name, f"{name}: not a PlayerKind registered under its name")
     _expect(isinstance(kind.label, str) and kind.label, f"{name}: needs a label (what the dashboard shows)")
@@ -300,6 +302,11 @@ def check_governor_kind(name: str, *, ask: bool | None = None, operator: Operato
     its ``example`` accepted and checked against the operator as its player kind's, an agent
     built; ``ask`` (default: the kind does not call out): one answer, in the governance
     vocabulary (``cap``, ``ladder_scale``, ``regen``)."""
+    from .host.governor_kinds import GovernorKind, governor_kind
+    from .host.live.governance_agent import FIELDS, Governor, checked
+    from .host.live.operator import Operator
+    from .host.player_kinds import player_kind
+
     kind = governor_kind(name)
     _expect(isinstance(kind, GovernorKind) and kind.name == name, f"{name}: not a GovernorKind under its name")
     op = operator or Operator()

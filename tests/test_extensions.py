@@ -253,3 +253,16 @@ def test_a_logged_kind_this_process_does_not_know_is_shown_not_refused():
     assert shown_kind("websocket_elsewhere") == ("websocket_elsewhere", True)
     label, external = shown_kind("x" * 10_000)
     assert len(label) == MAX_KIND_LABEL and external
+
+
+def test_the_kernel_side_checks_import_without_the_host_extra() -> None:
+    """bdpd_jax.testing imports the live host only inside the player, governor and term-tool
+    checks, so a core install (no ``host`` extra: orjson, jsbox, aiohttp...) can run
+    check_engine, check_perturbation_type and check_plugin."""
+    import ast
+    import inspect
+
+    import bdpd_jax.testing as T
+
+    top = [n for n in ast.parse(inspect.getsource(T)).body if isinstance(n, ast.ImportFrom)]
+    assert top and not [n.module for n in top if (n.module or "").startswith("host")], "host imported at the top"
